@@ -1,0 +1,50 @@
+// The only module that loads the native addon (native/): a netlink socket and
+// sd_notify. Everything else imports from here, so a missing or stale build shows
+// up as one clear error instead of a stack trace in the middle of the agent.
+import { createRequire } from 'node:module';
+import { fileURLToPath } from 'node:url';
+import path from 'node:path';
+
+/** Opaque handle of a native netlink socket. */
+export interface NativeNetlinkHandle {
+  readonly __brand: 'NativeNetlinkHandle';
+}
+
+export interface NetlinkOpenOptions {
+  protocol?: number;
+  groups?: number[];
+  rcvbuf?: number;
+  strictCheck?: boolean;
+  extAck?: boolean;
+}
+
+export interface NativeAddon {
+  netlinkOpen(options: NetlinkOpenOptions, onReadable: (status: number) => void): NativeNetlinkHandle;
+  netlinkSend(handle: NativeNetlinkHandle, data: Buffer): number;
+  /** One whole datagram from the kernel, or null when nothing is queued. */
+  netlinkRecv(handle: NativeNetlinkHandle): Buffer | null;
+  netlinkPortId(handle: NativeNetlinkHandle): number;
+  netlinkSetRef(handle: NativeNetlinkHandle, ref: boolean): void;
+  netlinkClose(handle: NativeNetlinkHandle): void;
+  /** Sends one datagram to an AF_UNIX socket path, or an abstract name written '@name'. */
+  sdNotify(socketPath: string, message: string): number;
+}
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+// dist/src/native -> repository root
+const root = path.resolve(here, '..', '..', '..');
+const addonPath = path.join(root, 'native', 'build', 'Release', 'gwmode_native.node');
+
+function load(): NativeAddon {
+  const require = createRequire(import.meta.url);
+  try {
+    return require(addonPath) as NativeAddon;
+  } catch (cause) {
+    throw Object.assign(
+      new Error(`cannot load the native addon at ${addonPath}: run "npm ci" (or "npm run build") first`, { cause }),
+      { code: 'ERR_GWMODE_NATIVE_MISSING' },
+    );
+  }
+}
+
+export const addon: NativeAddon = load();
