@@ -232,6 +232,18 @@ export function routeMatchesPrefix(payload: Buffer, family: number, prefix: Buff
   return false;
 }
 
+/** A route message's RTA_DST bytes, read from the raw message; undefined for a default route. */
+export function routeDestination(payload: Buffer): Buffer | undefined {
+  let offset = RTMSG_LENGTH;
+  while (offset + 4 <= payload.length) {
+    const attrLen = payload.readUInt16LE(offset);
+    if (attrLen < 4) break;
+    if ((payload.readUInt16LE(offset + 2) & 0x3fff) === RTA_DST) return payload.subarray(offset + 4, offset + attrLen);
+    offset += (attrLen + 3) & ~3;
+  }
+  return undefined;
+}
+
 /** The table a route message belongs to (RTA_TABLE wins over the 8-bit header field). */
 export function routeTable(payload: Buffer): number {
   let offset = RTMSG_LENGTH;
@@ -254,9 +266,10 @@ export function decodeRoute(payload: Buffer): DecodedRoute {
     gateway: attrs.gateway,
     oif: attrs.oif,
     priority: attrs.priority ?? 0,
-    protocol: Number(data.protocol ?? 0),
-    scope: Number(data.scope ?? 0),
-    type: Number(data.type ?? 0),
+    // The codec gives these as enum names; the raw rtmsg bytes are the exact values.
+    protocol: payload[5] ?? 0,
+    scope: payload[6] ?? 0,
+    type: payload[7] ?? 0,
     table: attrs.table ?? Number(data.table ?? 0),
     mtu: mtu && mtu.length >= 4 ? mtu.readUInt32LE(0) : undefined,
     multipath: attrs.multipath !== undefined,
