@@ -129,18 +129,16 @@ export function encodeRouteDump(seq: number, port: number, family: number, table
 }
 
 /**
- * "ip route get fibmatch ADDR table TABLE": the kernel looks the address up in one
- * table and returns the FIB entry that matched. Cost is one trie lookup, whatever
- * the table's size.
+ * "ip route get fibmatch ADDR": the kernel looks the address up (through the policy
+ * rules, as a packet would be) and returns the FIB entry that matched, with the
+ * table it came from. Cost is one trie lookup, whatever the table's size. A get
+ * request cannot name a table (strict checking rejects RTA_TABLE and rtm_table), so
+ * callers check the answer's table themselves.
  */
-export function encodeFibMatch(seq: number, port: number, family: number, address: Buffer, table: number): Buffer {
+export function encodeFibMatch(seq: number, port: number, family: number, address: Buffer): Buffer {
   const payload = streamOf((out) =>
     netlink.rt.formatRouteMessage(
-      {
-        kind: 'route',
-        data: { family, dstLen: address.length * 8, table: table < 256 ? table : 0, flags: { fibMatch: true } },
-        attrs: { dst: address, table },
-      },
+      { kind: 'route', data: { family, dstLen: address.length * 8, flags: { fibMatch: true } }, attrs: { dst: address } },
       out,
     ),
   );

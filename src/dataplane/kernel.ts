@@ -1,11 +1,12 @@
 // The Dataplane on the real kernel over rtnetlink.
 //
 // How a service prefix is observed without parsing the whole table (issue #2):
-//  1. "ip route get fibmatch <network address> table main": one trie lookup in the
-//     kernel, one message back. When the entry that matched has exactly our
-//     destination and length, that is the route the kernel uses for the prefix.
+//  1. "ip route get fibmatch <network address>": one trie lookup in the kernel, one
+//     message back. When the entry that matched is in the main table and has exactly
+//     our destination and length, that is the route the kernel uses for the prefix.
 //  2. Otherwise (a more specific route covers the network address, no route matched,
-//     or the lookup skipped an entry, e.g. an unreachable-type route), a strict-check
+//     a policy rule sent the lookup to another table, or the lookup skipped an entry,
+//     e.g. an unreachable-type route), a strict-check
 //     dump of the main table of that family. The kernel filters it by table; rows
 //     are matched on destination from the raw header, and only matches are decoded.
 // Step 1 reports the route in effect; a second route of the same prefix with a
@@ -113,7 +114,7 @@ export class KernelDataplane implements Dataplane {
     try {
       await this.requests.exchange(
         `route get fibmatch ${prefix.text}`,
-        (seq, port) => encodeFibMatch(seq, port, afOf(prefix.family), prefix.bytes, RT_TABLE_MAIN),
+        (seq, port) => encodeFibMatch(seq, port, afOf(prefix.family), prefix.bytes),
         (msg) => {
           if (msg.type === RTM_NEWROUTE && routeMatchesPrefix(msg.data, afOf(prefix.family), prefix.bytes, prefix.length)) {
             matched = decodeRoute(msg.data);
@@ -122,7 +123,8 @@ export class KernelDataplane implements Dataplane {
       );
     } catch (err) {
       // No route matched at all (ENETUNREACH, EHOSTUNREACH, ...): let the dump decide.
-      if (err instanceof NetlinkError) return undefined;
+      // EINVAL would mean the request itself is wrong, which no dump can hide.
+      if (err instanceof NetlinkError && err.code !== 'EINVAL') return undefined;
       throw err;
     }
     return matched && matched.table === RT_TABLE_MAIN ? [matched] : undefined;

@@ -1,0 +1,39 @@
+// ovnkube.conf (gcfg, ini-like), for the settings the agent falls back on when no
+// flag gives them: [kubernetes] service-cidrs, [default] mtu, [gateway] next-hop
+// and [gateway] mode (which the command line overrides; in 4.8 it always says local).
+import { parse } from 'ini';
+import { readFile } from 'node:fs/promises';
+
+export interface OvnkubeConf {
+  serviceCidrs: string[];
+  mtu: number | null;
+  nextHop: string[];
+  mode: string | null;
+}
+
+function section(doc: Record<string, unknown>, name: string): Record<string, unknown> {
+  const s = doc[name];
+  return typeof s === 'object' && s !== null ? (s as Record<string, unknown>) : {};
+}
+
+const str = (v: unknown): string | null => (typeof v === 'string' && v.trim() !== '' ? v.trim().replace(/^"|"$/g, '') : null);
+const list = (v: unknown): string[] => (str(v) ?? '').split(',').map((x) => x.trim()).filter(Boolean);
+
+export function parseOvnkubeConf(text: string): OvnkubeConf {
+  const doc = parse(text) as Record<string, unknown>;
+  const mtuText = str(section(doc, 'default').mtu);
+  const mtu = mtuText === null ? null : Number(mtuText);
+  if (mtu !== null && (!Number.isInteger(mtu) || mtu < 68 || mtu > 65535)) {
+    throw new Error(`[default] mtu "${mtuText}" is not a valid MTU`);
+  }
+  return {
+    serviceCidrs: list(section(doc, 'kubernetes')['service-cidrs']),
+    mtu,
+    nextHop: list(section(doc, 'gateway')['next-hop']),
+    mode: str(section(doc, 'gateway').mode),
+  };
+}
+
+export async function readOvnkubeConf(file: string): Promise<OvnkubeConf> {
+  return parseOvnkubeConf(await readFile(file, 'utf8'));
+}

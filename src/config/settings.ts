@@ -1,0 +1,141 @@
+// The agent's settings, resolved and checked once: flags (or OVN_GWMODE_* variables),
+// then ovnkube.conf for what the flags leave out. A bad value is a ConfigError that
+// names the flag; the CLI prints it on one line and exits 2.
+import type { GatewayMode, LayoutSetting } from '../core/types.js';
+import { parseAddress, parseCidr, type Cidr, type Family } from '../net/cidr.js';
+import { parseDuration } from './duration.js';
+import { readOvnkubeConf, type OvnkubeConf } from './ovnkube-conf.js';
+
+export class ConfigError extends Error {
+  readonly code = 'ERR_GWMODE_CONFIG';
+  constructor(readonly flag: string, message: string) {
+    super(`--${flag}: ${message}`);
+  }
+}
+
+export interface RawRunOptions {
+  modeFile?: string;
+  serviceCidr?: Array<string | number>;
+  ovnkubeConfig?: string;
+  gatewayInterface: string;
+  managementInterface: string;
+  layout: string;
+  ovnkubeModeCheck: string;
+  mtu?: number | string;
+  gatewayNexthop?: Array<string>;
+  socket: string;
+  stateDir: string;
+  resyncInterval: string | number;
+  restart: string;
+  dryRun: boolean;
+  logLevel: string;
+}
+
+export interface Settings {
+  modeFile: string;
+  serviceCidrs: Cidr[];
+  ovnkubeConfig: string | null;
+  /** [gateway] mode of ovnkube.conf: what ovnkube-node runs when its command line has no --gateway-mode. */
+  ovnkubeConfMode: GatewayMode | null;
+  gatewayInterface: string;
+  managementInterface: string;
+  layout: LayoutSetting;
+  ovnkubeModeCheck: 'proc' | 'off';
+  mtu: number | null;
+  gatewayNexthop: Partial<Record<Family, string>>;
+  socket: string;
+  stateDir: string;
+  resyncIntervalMs: number;
+  restart: 'none';
+  dryRun: boolean;
+  logLevel: string;
+}
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+
+function oneOf<T extends string>(flag: string, value: string, allowed: readonly T[]): T {
+  if ((allowed as readonly string[]).includes(value)) return value as T;
+  throw new ConfigError(flag, `"${value}" is not one of ${allowed.join(', ')}`);
+}
+
+const splitList = (values: Array<string | number> | undefined): string[] =>
+  (values ?? []).flatMap((v) => String(v).split(',')).map((v) => v.trim()).filter(Boolean);
+
+function interfaceName(flag: string, value: string): string {
+  if (!/^[^\s/]{1,15}$/.test(value)) throw new ConfigError(flag, `"${value}" is not an interface name`);
+  return value;
+}
+
+export async function resolveSettings(raw: RawRunOptions): Promise<Settings> {
+  if (!raw.modeFile) throw new ConfigError('mode-file', 'required: the file or ConfigMap volume holding the desired gateway mode');
+  let conf: OvnkubeConf | null = null;
+  if (raw.ovnkubeConfig) {
+    try {
+      conf = await readOvnkubeConf(raw.ovnkubeConfig);
+    } catch (err) {
+      throw new ConfigError('ovnkube-config', `${raw.ovnkubeConfig}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+    }
+  }
+
+  const cidrFlag = raw.serviceCidr && raw.serviceCidr.length > 0 ? 'service-cidr' : 'ovnkube-config';
+  const cidrTexts = cidrFlag === 'service-cidr' ? splitList(raw.serviceCidr) : (conf?.serviceCidrs ?? []);
+  if (cidrTexts.length === 0) {
+    throw new ConfigError('service-cidr', 'no service CIDR given (and no [kubernetes] service-cidrs in --ovnkube-config)');
+  }
+  const serviceCidrs: Cidr[] = [];
+  for (const text of cidrTexts) {
+    try {
+      const cidr = parseCidr(text);
+      if (!serviceCidrs.some((c) => c.text === cidr.text)) serviceCidrs.push(cidr);
+    } catch (err) {
+      throw new ConfigError(cidrFlag, (err as Error).message);
+    }
+  }
+
+  let mtu: number | null = conf?.mtu ?? null;
+  if (raw.mtu !== undefined && raw.mtu !== '') {
+    mtu = Number(raw.mtu);
+    if (!Number.isInteger(mtu) || mtu < 68 || mtu > 65535) throw new ConfigError('mtu', `"${raw.mtu}" is not an MTU (68-65535)`);
+  }
+
+  const gatewayNexthop: Partial<Record<Family, string>> = {};
+  const hopFlag = raw.gatewayNexthop && raw.gatewayNexthop.length > 0 ? 'gateway-nexthop' : 'ovnkube-config';
+  const hops = hopFlag === 'gateway-nexthop' ? splitList(raw.gatewayNexthop) : (conf?.nextHop ?? []);
+  for (const hop of hops) {
+    try {
+      const a = parseAddress(hop);
+      if (gatewayNexthop[a.family]) throw new Error(`two IPv${a.family} next hops given`);
+      gatewayNexthop[a.family] = a.text;
+    } catch (err) {
+      throw new ConfigError(hopFlag, (err as Error).message);
+    }
+  }
+
+  let resyncIntervalMs: number;
+  try {
+    resyncIntervalMs = parseDuration(raw.resyncInterval);
+  } catch (err) {
+    throw new ConfigError('resync-interval', (err as Error).message);
+  }
+  if (resyncIntervalMs < 1000) throw new ConfigError('resync-interval', 'must be at least 1s');
+
+  const confMode = conf?.mode === 'local' || conf?.mode === 'shared' ? conf.mode : null;
+  return {
+    modeFile: raw.modeFile,
+    serviceCidrs,
+    ovnkubeConfig: raw.ovnkubeConfig ?? null,
+    ovnkubeConfMode: confMode,
+    gatewayInterface: interfaceName('gateway-interface', raw.gatewayInterface),
+    managementInterface: interfaceName('management-interface', raw.managementInterface),
+    layout: oneOf('layout', raw.layout, ['auto', 'legacy', 'routing-via-host'] as const),
+    ovnkubeModeCheck: oneOf('ovnkube-mode-check', raw.ovnkubeModeCheck, ['proc', 'off'] as const),
+    mtu,
+    gatewayNexthop,
+    socket: raw.socket,
+    stateDir: raw.stateDir,
+    resyncIntervalMs,
+    restart: oneOf('restart', raw.restart, ['none'] as const),
+    dryRun: raw.dryRun,
+    logLevel: oneOf('log-level', raw.logLevel, LOG_LEVELS),
+  };
+}

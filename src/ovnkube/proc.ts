@@ -1,0 +1,78 @@
+// Which gateway mode ovnkube-node is running, from /proc.
+//
+// The command line is the truth: `--gateway-mode` overrides ovnkube.conf, and in 4.8
+// ovnkube.conf always says mode=local. Only processes in the agent's own network
+// namespace count (with hostPID or `ip netns exec`, processes of other namespaces
+// are visible in /proc too).
+import { readdir, readFile, readlink } from 'node:fs/promises';
+import path from 'node:path';
+import type { GatewayMode, OvnkubeObservation } from '../core/types.js';
+
+export interface OvnkubeProcess {
+  pid: number;
+  /** Field 22 of /proc/PID/stat: start time in clock ticks since boot; tells a reused PID apart. */
+  startTime: string;
+  mode: GatewayMode | null;
+  modeFlag: string | null;
+}
+
+/** Parses an ovnkube command line; undefined when it is not `ovnkube --init-node`. */
+export function parseOvnkubeCmdline(argv: string[]): { modeFlag: string | null } | undefined {
+  if (argv.length === 0 || path.basename(argv[0]!) !== 'ovnkube') return undefined;
+  if (!argv.some((a) => a === '--init-node' || a.startsWith('--init-node='))) return undefined;
+  let modeFlag: string | null = null;
+  argv.forEach((arg, i) => {
+    if (arg === '--gateway-mode' || arg === '-gateway-mode') modeFlag = argv[i + 1] ?? '';
+    else if (arg.startsWith('--gateway-mode=') || arg.startsWith('-gateway-mode=')) modeFlag = arg.slice(arg.indexOf('=') + 1);
+  });
+  return { modeFlag };
+}
+
+/** The start time field of /proc/PID/stat (after the parenthesised comm, which may hold spaces). */
+export function startTimeOf(stat: string): string | null {
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return fields[19] ?? null;
+}
+
+export async function findOvnkubeProcesses(procRoot = '/proc'): Promise<OvnkubeProcess[]> {
+  const ownNet = await readlink(path.join(procRoot, 'self', 'ns', 'net'));
+  const found: OvnkubeProcess[] = [];
+  for (const entry of await readdir(procRoot)) {
+    if (!/^\d+$/.test(entry)) continue;
+    const dir = path.join(procRoot, entry);
+    try {
+      const argv = (await readFile(path.join(dir, 'cmdline'), 'utf8')).split('\0').filter((a, i, all) => a !== '' || i < all.length - 1);
+      const parsed = parseOvnkubeCmdline(argv);
+      if (!parsed) continue;
+      if ((await readlink(path.join(dir, 'ns', 'net'))) !== ownNet) continue;
+      const startTime = startTimeOf(await readFile(path.join(dir, 'stat'), 'utf8'));
+      if (startTime === null) continue;
+      const m = parsed.modeFlag;
+      found.push({ pid: Number(entry), startTime, modeFlag: m, mode: m === 'local' || m === 'shared' ? m : null });
+    } catch {
+      // The process exited while we looked, or is not ours to read: skip it.
+    }
+  }
+  return found;
+}
+
+/** Summarises what /proc shows into the planner's view. */
+export function summarise(processes: OvnkubeProcess[], confMode: GatewayMode | null): OvnkubeObservation {
+  if (processes.length === 0) {
+    return { mode: null, pid: null, detail: 'no ovnkube --init-node process in this network namespace' };
+  }
+  const modes = new Set(processes.map((p) => p.modeFlag ?? confMode));
+  if (modes.size > 1) {
+    return { mode: null, pid: null, detail: `ovnkube processes disagree: ${processes.map((p) => `pid ${p.pid} ${p.modeFlag ?? '(no flag)'}`).join(', ')}` };
+  }
+  const p = processes[0]!;
+  const mode = p.mode ?? (p.modeFlag === null ? confMode : null);
+  if (mode === null) {
+    return {
+      mode: null,
+      pid: p.pid,
+      detail: p.modeFlag === null ? `pid ${p.pid} has no --gateway-mode flag and --ovnkube-config gives no [gateway] mode` : `pid ${p.pid} runs --gateway-mode ${p.modeFlag}`,
+    };
+  }
+  return { mode, pid: p.pid, detail: null };
+}
