@@ -1,0 +1,23 @@
+// One full observation of the node: links, addresses, the routes of every service
+// CIDR and the default routes, and ovnkube-node's mode.
+import type { OvnkubeObservation, Observation } from '../core/types.js';
+import { DEFAULT_ROUTE } from '../core/planner.js';
+import type { Dataplane } from '../dataplane/types.js';
+import { parseCidr, type Cidr } from '../net/cidr.js';
+
+export type OvnkubeProbe = () => Promise<OvnkubeObservation>;
+
+export const TRUSTED_OVNKUBE: OvnkubeProbe = async () => ({ mode: null, pid: null, detail: 'not checked (--ovnkube-mode-check off)' });
+
+export async function observe(dataplane: Dataplane, serviceCidrs: Cidr[], probe: OvnkubeProbe): Promise<Observation> {
+  const families = new Set(serviceCidrs.map((c) => c.family));
+  const prefixes = [...serviceCidrs, ...[...families].map((f) => parseCidr(DEFAULT_ROUTE[f]))];
+  const [links, addresses, ovnkube, ...routeLists] = await Promise.all([
+    dataplane.links(),
+    dataplane.addresses(),
+    probe(),
+    ...prefixes.map((p) => dataplane.routesFor(p)),
+  ]);
+  const routes = new Map(prefixes.map((p, i) => [p.text, routeLists[i] ?? []]));
+  return { links, addresses, routes, ovnkube };
+}

@@ -1,0 +1,146 @@
+// What each CLI command does, given parsed flags. Exit codes: 0 converged / done,
+// 1 not converged (or another agent is running), 2 bad configuration or agent unreachable.
+import { Agent } from '../agent/agent.js';
+import { TRUSTED_OVNKUBE, type OvnkubeProbe } from '../agent/observe.js';
+import { reconcile } from '../agent/reconcile.js';
+import { ConfigError, resolveSettings, type RawRunOptions, type Settings } from '../config/settings.js';
+import { describeShape } from '../core/planner.js';
+import type { Plan, PlannerConfig } from '../core/types.js';
+import { KernelDataplane } from '../dataplane/kernel.js';
+import { createLogger } from '../log.js';
+import { readModeSource, watchModeSource } from '../mode/source.js';
+import { findOvnkubeProcesses, summarise } from '../ovnkube/proc.js';
+import { AgentUnreachableError, fetchStatus } from '../status/client.js';
+import { exitCodeOf, renderBrief, renderHuman } from '../status/report.js';
+import { SocketInUseError, StatusServer } from '../status/server.js';
+
+/** The loop counts as stuck when one pass has run longer than this. */
+const STUCK_AFTER_MS = 120_000;
+
+export function plannerConfig(s: Settings): PlannerConfig {
+  return {
+    serviceCidrs: s.serviceCidrs,
+    gatewayInterface: s.gatewayInterface,
+    managementInterface: s.managementInterface,
+    layout: s.layout,
+    ovnkubeModeCheck: s.ovnkubeModeCheck,
+    mtu: s.mtu,
+    gatewayNexthop: s.gatewayNexthop,
+    dryRun: s.dryRun,
+  };
+}
+
+export function ovnkubeProbe(s: Settings): OvnkubeProbe {
+  if (s.ovnkubeModeCheck === 'off') return TRUSTED_OVNKUBE;
+  return async () => summarise(await findOvnkubeProcesses(), s.ovnkubeConfMode);
+}
+
+async function settingsOrExit(raw: RawRunOptions): Promise<Settings> {
+  try {
+    return await resolveSettings(raw);
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`ovn-gwmode-agent: ${err.message}\n`);
+      process.exit(2);
+    }
+    throw err;
+  }
+}
+
+export async function runCommand(raw: RawRunOptions): Promise<void> {
+  const settings = await settingsOrExit(raw);
+  const log = createLogger(settings.logLevel);
+  const dataplane = new KernelDataplane();
+  const agent = new Agent(
+    {
+      dataplane,
+      probe: ovnkubeProbe(settings),
+      log: log.child({ component: 'agent' }),
+      readMode: () => readModeSource(settings.modeFile),
+      watchMode: (onChange) => watchModeSource(settings.modeFile, onChange),
+      now: () => new Date(),
+      random: Math.random,
+    },
+    { config: plannerConfig(settings), modePath: settings.modeFile, resyncIntervalMs: settings.resyncIntervalMs },
+  );
+  let server: StatusServer;
+  try {
+    server = await StatusServer.listen(settings.socket, {
+      status: () => agent.status(),
+      alive: () => !agent.isBusy() || Date.now() - agent.lastProgressAt() < STUCK_AFTER_MS,
+      ready: () => agent.isReady(),
+    });
+  } catch (err) {
+    if (err instanceof SocketInUseError) {
+      process.stderr.write(`ovn-gwmode-agent: ${err.message}; not starting a second agent\n`);
+      dataplane.close();
+      process.exit(1);
+    }
+    throw err;
+  }
+  log.info({ settings: { ...settings, serviceCidrs: settings.serviceCidrs.map((c) => c.text) } }, 'starting');
+  agent.start();
+
+  let stopping = false;
+  const stop = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    log.info({ signal }, 'stopping');
+    await agent.stop();
+    await server.close();
+    dataplane.close();
+    log.flush();
+    process.exit(0);
+  };
+  process.on('SIGTERM', () => void stop('SIGTERM'));
+  process.on('SIGINT', () => void stop('SIGINT'));
+}
+
+export async function statusCommand(opts: { socket: string; json: boolean; brief: boolean }): Promise<void> {
+  try {
+    const s = await fetchStatus(opts.socket);
+    process.stdout.write((opts.json ? JSON.stringify(s, null, 2) : opts.brief ? renderBrief(s) : renderHuman(s)) + '\n');
+    process.exitCode = exitCodeOf(s);
+  } catch (err) {
+    if (err instanceof AgentUnreachableError) {
+      process.stderr.write(`ovn-gwmode-agent: ${err.message}\n`);
+      process.exitCode = 2;
+      return;
+    }
+    throw err;
+  }
+}
+
+function renderPlan(p: Plan): string {
+  const lines = [`phase: ${p.phase}`, `layout: ${p.layout}`];
+  if (p.actions.length === 0) lines.push('actions: none');
+  else lines.push('actions:', ...p.actions.map((a) => `  replace ${a.cidr.text}: ${describeShape(a.from)} -> ${describeShape(a.to)}`));
+  lines.push('routes:', ...p.routes.map((r) => `  ${r.inSync ? 'ok' : 'NO'} ${r.cidr}: ${r.observed ? describeShape(r.observed) : 'none'}`));
+  if (p.reasons.length) lines.push('reasons:', ...p.reasons.map((r) => `  - ${r}`));
+  if (p.warnings.length) lines.push('warnings:', ...p.warnings.map((w) => `  - ${w}`));
+  return lines.join('\n');
+}
+
+/** `plan` (apply false) and `apply` (apply true): one pass without the daemon. */
+export async function onceCommand(raw: RawRunOptions & { json: boolean }, apply: boolean): Promise<void> {
+  const settings = await settingsOrExit(raw);
+  // Logs go to stderr here: stdout carries the plan.
+  const log = createLogger(settings.logLevel === 'info' && !apply ? 'warn' : settings.logLevel, process.stderr);
+  const read = await readModeSource(settings.modeFile);
+  const desired = { mode: read.mode, source: { path: settings.modeFile, error: read.error } };
+  const dataplane = new KernelDataplane();
+  try {
+    const result = await reconcile({ dataplane, probe: ovnkubeProbe(settings), log }, desired, plannerConfig(settings), apply);
+    const shown = apply ? result.final : result.planned;
+    const out = raw.json
+      ? JSON.stringify({ ...shown, actions: shown.actions.map((a) => ({ ...a, cidr: a.cidr.text })), applied: result.applied }, null, 2)
+      : renderPlan(shown) + (apply ? `\napplied: ${result.applied} replace(s)` : '');
+    process.stdout.write(out + '\n');
+    process.exitCode = shown.phase === 'Converged' ? 0 : 1;
+  } catch (err) {
+    process.stderr.write(`ovn-gwmode-agent: ${(err as Error).message}\n`);
+    process.exitCode = 1;
+  } finally {
+    dataplane.close();
+  }
+}

@@ -1,0 +1,48 @@
+// One status report, rendered many ways: the socket's JSON, `status` for a person,
+// `status --brief` (also systemd's STATUS= line), and the CLI's exit code.
+import type { GatewayMode, Layout, Phase, RouteStatus } from '../core/types.js';
+import { describeShape } from '../core/planner.js';
+
+export interface StatusReport {
+  desiredMode: GatewayMode | null;
+  modeSource: { path: string; error: string | null };
+  ovnkubeMode: GatewayMode | null;
+  layout: Layout;
+  phase: Phase;
+  reasons: string[];
+  routes: RouteStatus[];
+  dryRun: boolean;
+  lastReconcile: string | null;
+  lastError: string | null;
+  warnings: string[];
+  version: string;
+}
+
+export function renderBrief(s: StatusReport): string {
+  const synced = s.routes.filter((r) => r.inSync).length;
+  const first = s.reasons[0] ? `: ${s.reasons[0]}` : '';
+  return `${s.phase} desired=${s.desiredMode ?? 'none'} ovnkube=${s.ovnkubeMode ?? 'unknown'} layout=${s.layout} routes=${synced}/${s.routes.length} in sync${s.dryRun ? ' (dry run)' : ''}${first}`;
+}
+
+export function renderHuman(s: StatusReport): string {
+  const lines = [
+    `phase:         ${s.phase}${s.dryRun ? ' (dry run)' : ''}`,
+    `desired mode:  ${s.desiredMode ?? 'none'} (from ${s.modeSource.path}${s.modeSource.error ? `; error: ${s.modeSource.error}` : ''})`,
+    `ovnkube-node:  ${s.ovnkubeMode ?? 'unknown'}`,
+    `layout:        ${s.layout}`,
+    `last reconcile: ${s.lastReconcile ?? 'never'}`,
+  ];
+  if (s.lastError) lines.push(`last error:    ${s.lastError}`);
+  lines.push('routes:');
+  for (const r of s.routes) {
+    const observed = r.observed ? describeShape(r.observed) : 'none';
+    const expected = r.expected ? describeShape(r.expected) : 'n/a';
+    lines.push(`  ${r.inSync ? 'ok ' : 'NO '} ${r.cidr}: ${observed}${r.inSync ? '' : ` (expected ${expected})`}`);
+  }
+  if (s.reasons.length) lines.push('reasons:', ...s.reasons.map((x) => `  - ${x}`));
+  if (s.warnings.length) lines.push('warnings:', ...s.warnings.map((x) => `  - ${x}`));
+  lines.push(`version:       ${s.version}`);
+  return lines.join('\n');
+}
+
+export const exitCodeOf = (s: StatusReport): number => (s.phase === 'Converged' ? 0 : 1);
