@@ -35,9 +35,18 @@ export function ovnkubeProbe(s: Settings): OvnkubeProbe {
   return async () => summarise(await findOvnkubeProcesses(), s.ovnkubeConfMode);
 }
 
+const REPEATABLE = new Set(['serviceCidr', 'gatewayNexthop', 'service-cidr', 'gateway-nexthop']);
+
+/** A flag given twice: the last one wins, except for the repeatable ones (yargs makes arrays of both). */
+function lastWins(raw: RawRunOptions): RawRunOptions {
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(raw)) out[k] = Array.isArray(v) && !REPEATABLE.has(k) ? v[v.length - 1] : v;
+  return out as unknown as RawRunOptions;
+}
+
 async function settingsOrExit(raw: RawRunOptions): Promise<Settings> {
   try {
-    return await resolveSettings(raw);
+    return await resolveSettings(lastWins(raw));
   } catch (err) {
     if (err instanceof ConfigError) {
       process.stderr.write(`ovn-gwmode-agent: ${err.message}\n`);

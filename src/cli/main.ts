@@ -19,10 +19,10 @@ await yargs(hideBin(process.argv))
     (y) =>
       y
         .option('socket', { type: 'string', default: DEFAULT_SOCKET })
-        .option('json', { type: 'boolean', default: false, describe: 'the raw JSON' })
-        .option('brief', { type: 'boolean', default: false, describe: 'one line' })
+        .option('json', { type: 'boolean', describe: 'the raw JSON' })
+        .option('brief', { type: 'boolean', describe: 'one line' })
         .conflicts('json', 'brief'),
-    (argv) => statusCommand(argv),
+    (argv) => statusCommand({ socket: argv.socket, json: argv.json ?? false, brief: argv.brief ?? false }),
   )
   .command(
     'plan',

@@ -1,0 +1,307 @@
+// The agent as an admin runs it: a real kernel namespace, a real mode file, the
+// status read with real curl, the CLI as a separate process.
+import { strict as assert } from 'node:assert';
+import { mkdirSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { test } from 'node:test';
+import { seedNode, skipWithoutKernel, type Netns, type SeedNodeOptions } from '../helpers/netns.js';
+import { spawnSync } from 'node:child_process';
+import { AgentProcess, CLI, cli, curl, FakeOvnkube, Scratch, status, waitForStatus } from '../helpers/agent.js';
+
+const LOCAL_V4 = '10.96.0.0/16 via 10.244.1.1 dev ovn-k8s-mp0';
+const SHARED_V4 = '10.96.0.0/16 via 172.18.0.1 dev br-ex mtu 1400';
+
+interface Ctx {
+  ns: Netns;
+  scratch: Scratch;
+  ovnkube: FakeOvnkube;
+  agent: AgentProcess;
+}
+
+async function withAgent(
+  opts: { node?: SeedNodeOptions; mode?: string; ovnkube?: string | null; args?: string[]; setup?: (ns: Netns) => void },
+  fn: (c: Ctx) => Promise<void>,
+): Promise<void> {
+  const ns = seedNode(opts.node ?? { gw0: true });
+  const scratch = new Scratch();
+  const ovnkube = new FakeOvnkube(ns, scratch.dir);
+  let agent: AgentProcess | undefined;
+  try {
+    opts.setup?.(ns);
+    if (opts.mode !== undefined) scratch.writeMode(opts.mode);
+    if (opts.ovnkube !== null) ovnkube.start(opts.ovnkube ?? 'local');
+    agent = new AgentProcess(ns, scratch, opts.args ?? ['--service-cidr', '10.96.0.0/16', '--mtu', '1400']);
+    await fn({ ns, scratch, ovnkube, agent });
+  } finally {
+    await agent?.stop();
+    ovnkube.stop();
+    ns.destroy();
+    scratch.remove();
+  }
+}
+
+test("converges the seed's node to local mode and says so over the socket", async (t) => {
+  if (skipWithoutKernel(t)) return;
+  await withAgent({ mode: 'local\n' }, async ({ ns, agent }) => {
+    const s = await waitForStatus(agent, (s) => s.phase === 'Converged', 'Converged');
+    assert.deepEqual(ns.routes('10.96.0.0/16'), [LOCAL_V4]);
+    assert.equal(s.desiredMode, 'local');
+    assert.equal(s.ovnkubeMode, 'local');
+    assert.equal(s.layout, 'legacy');
+    assert.deepEqual(s.routes, [
+      { cidr: '10.96.0.0/16', family: 4, observed: { dev: 'ovn-k8s-mp0', via: '10.244.1.1', mtu: null }, expected: { dev: 'ovn-k8s-mp0', via: '10.244.1.1', mtu: null }, inSync: true },
+    ]);
+    assert.ok(s.warnings.some((w) => /egress firewall/.test(w)));
+    const change = agent.logs().find((l) => String(l.msg).startsWith('replaced route 10.96.0.0/16'));
+    assert.equal(change?.before, 'via 172.18.0.1 dev br-ex mtu 1400');
+    assert.equal(change?.after, 'via 10.244.1.1 dev ovn-k8s-mp0');
+    assert.equal(curl(agent.scratch.socket, '/healthz').code, 200);
+    assert.equal(curl(agent.scratch.socket, '/readyz').code, 200);
+    assert.equal(curl(agent.scratch.socket, '/nope').code, 404);
+    assert.equal(curl(agent.scratch.socket, '/status', 'POST').code, 405);
+  });
+});
+
+test('converges a dual-stack node, each family via its own next hop', async (t) => {
+  if (skipWithoutKernel(t)) return;
+  await withAgent(
+    { node: { gw0: true, ipv6: true }, mode: 'local', args: ['--service-cidr', '10.96.0.0/16,fd00:10:96::/112', '--mtu', '1400'] },
+    async ({ ns, agent }) => {
+      await waitForStatus(agent, (s) => s.phase === 'Converged', 'Converged');
+      assert.deepEqual(ns.routes('10.96.0.0/16'), [LOCAL_V4]);
+      assert.match(ns.routes('fd00:10:96::/112')[0] ?? '', /^fd00:10:96::\/112 via fd00:10:244:1::1 dev ovn-k8s-mp0 /);
+    },
+  );
+});
+
+test('goes back to shared mode when the mode file and ovnkube-node say shared', async (t) => {
+  if (skipWithoutKernel(t)) return;
+  await withAgent({ mode: 'local' }, async ({ ns, scratch, ovnkube, agent }) => {
+    await waitForStatus(agent, (s) => s.phase === 'Converged' && s.desiredMode === 'local', 'local Converged');
+    scratch.writeMode('shared');
+    // Desired shared while ovnkube-node still runs local: the agent waits.
+    await waitForStatus(agent, (s) => s.phase === 'Waiting' && s.reasons.some((r) => /runs --gateway-mode local, desired shared/.test(r)), 'Waiting on ovnkube');
+    assert.deepEqual(ns.routes('10.96.0.0/16'), [LOCAL_V4]);
+    ovnkube.start('shared');
+    await waitForStatus(agent, (s) => s.phase === 'Converged' && s.desiredMode === 'shared', 'shared Converged');
+    assert.deepEqual(ns.routes('10.96.0.0/16'), [SHARED_V4]);
+  });
+});
+
+test('every failing precondition leaves the route alone and names the reason', async (t) => {
+  if (skipWithoutKernel(t)) return;
+  await withAgent({ mode: 'local', ovnkube: null }, async ({ ns, ovnkube, agent }) => {
+    await waitForStatus(agent, (s) => s.phase === 'Waiting' && s.reasons.some((r) => /no ovnkube --init-node process/.test(r)), 'no ovnkube');
+    ovnkube.start('shared');
+    await waitForStatus(agent, (s) => s.reasons.some((r) => /runs --gateway-mode shared, desired local/.test(r)), 'ovnkube shared');
+    ovnkube.start('local');
+    ns.ip('link set ovn-k8s-mp0 down');
+    await waitForStatus(agent, (s) => s.phase === 'Waiting' && s.reasons.some((r) => /ovn-k8s-mp0 is down/.test(r)), 'mp0 down');
+    ns.ip('link set ovn-k8s-mp0 up');
+    ns.ip('addr flush dev ovn-k8s-mp0');
+    await waitForStatus(agent, (s) => s.reasons.some((r) => /ovn-k8s-mp0 has no IPv4 address/.test(r)), 'mp0 no address');
+    ns.ip('link del ovn-k8s-mp0');
+    await waitForStatus(agent, (s) => s.reasons.some((r) => /ovn-k8s-mp0 does not exist/.test(r)), 'mp0 missing');
+    assert.deepEqual(ns.routes('10.96.0.0/16'), [SHARED_V4]);
+    assert.equal(agent.logs().filter((l) => String(l.msg).startsWith('replaced route')).length, 0);
+  });
+});
+
+test('an unknown layout waits and asks for --layout', async (t) => {
+  if (skipWithoutKernel(t)) return;
+  await withAgent({ node: {}, mode: 'local' }, async ({ ns, agent }) => {
+    const s = await waitForStatus(agent, (s) => s.lastReconcile !== null && s.layout === 'unknown' && s.phase === 'Waiting', 'unknown layout');
+    assert.ok(s.reasons.some((r) => /set --layout legacy/.test(r)));
+    assert.deepEqual(ns.routes('10.96.0.0/16'), [SHARED_V4]);
+  });
+});
+
+test('the routing-via-host layout (4.10+) is left alone', async (t) => {
+  if (skipWithoutKernel(t)) return;
+  const setup = (ns: Netns) => {
+    // The 4.12 shape: br-ex holds 169.254.169.2, service routes go via 169.254.169.4.
+    ns.ip('addr add 169.254.169.2/29 dev br-ex');
+    ns.ip('route replace 10.96.0.0/16 via 169.254.169.4 dev br-ex mtu 1400');
+  };
+  await withAgent({ node: { gw0: true }, mode: 'local', setup }, async ({ ns, agent }) => {
+    const s = await waitForStatus(agent, (s) => s.layout === 'routing-via-host' && s.phase === 'Converged', 'routing-via-host');
+    assert.ok(s.reasons.some((r) => /correct in both modes/.test(r)));
+    assert.deepEqual(ns.routes('10.96.0.0/16'), ['10.96.0.0/16 via 169.254.169.4 dev br-ex mtu 1400']);
+  });
+});
+
+test('garbage, oversized and vanishing mode files keep the last valid mode and change nothing', async (t) => {
+  if (skipWithoutKernel(t)) return;
+  await withAgent({ mode: 'garbage' }, async ({ ns, scratch, agent }) => {
+    let s = await waitForStatus(agent, (s) => s.modeSource.error !== null && s.lastReconcile !== null, 'mode error');
+    assert.equal(s.desiredMode, null);
+    assert.match(s.modeSource.error ?? '', /expected exactly "local" or "shared"/);
+    assert.deepEqual(ns.routes('10.96.0.0/16'), [SHARED_V4]);
+
+    scratch.writeMode('local');
+    await waitForStatus(agent, (s) => s.phase === 'Converged', 'Converged');
+    scratch.writeMode('x'.repeat(70 * 1024));
+    s = await waitForStatus(agent, (s) => /larger than 65536 bytes/.test(s.modeSource.error ?? ''), 'oversized');
+    assert.equal(s.desiredMode, 'local');
+    rmSync(scratch.modeFile);
+    s = await waitForStatus(agent, (s) => /does not exist/.test(s.modeSource.error ?? ''), 'vanished');
+    assert.equal(s.desiredMode, 'local');
+    assert.ok(s.reasons.some((r) => /keeping the last valid desired mode "local"/.test(r)));
+    assert.deepEqual(ns.routes('10.96.0.0/16'), [LOCAL_V4]);
+  });
+});
+
+test('follows a ConfigMap volume through atomic ..data swaps', async (t) => {
+  if (skipWithoutKernel(t)) return;
+  const ns = seedNode({ gw0: true });
+  const scratch = new Scratch();
+  const ovnkube = new FakeOvnkube(ns, scratch.dir);
+  const volume = path.join(scratch.dir, 'volume');
+  // kubelet's atomic writer: keys link through ..data to a timestamped directory.
+  const swapTo = (n: number, mode: string) => {
+    const dir = path.join(volume, `..2026_12_02_${n}`);
+    mkdirSync(dir);
+    writeFileSync(path.join(dir, 'mode'), mode);
+    symlinkSync(path.basename(dir), path.join(volume, '..data_tmp'));
+    renameSync(path.join(volume, '..data_tmp'), path.join(volume, '..data'));
+  };
+  mkdirSync(volume);
+  swapTo(1, 'shared');
+  symlinkSync('..data/mode', path.join(volume, 'mode'));
+  ovnkube.start('local');
+  const agent = new AgentProcess(ns, scratch, ['--mode-file', volume, '--service-cidr', '10.96.0.0/16', '--resync-interval', '1h']);
+  try {
+    await waitForStatus(agent, (s) => s.desiredMode === 'shared', 'shared from the volume');
+    swapTo(2, 'shared');
+    swapTo(3, 'local');
+    await waitForStatus(agent, (s) => s.desiredMode === 'local' && s.phase === 'Converged', 'local after quick swaps');
+    assert.deepEqual(ns.routes('10.96.0.0/16'), [LOCAL_V4]);
+  } finally {
+    await agent.stop();
+    ovnkube.stop();
+    ns.destroy();
+    scratch.remove();
+  }
+});
+
+test("takes the mode from the operator's Network manifest", async (t) => {
+  if (skipWithoutKernel(t)) return;
+  const manifest = [
+    'apiVersion: operator.openshift.io/v1',
+    'kind: Network',
+    'metadata:',
+    '  name: cluster',
+    'spec:',
+    '  defaultNetwork:',
+    '    type: OVNKubernetes',
+    '    ovnKubernetesConfig:',
+    '      gatewayConfig:',
+    '        routingViaHost: true',
+  ].join('\n');
+  await withAgent({ mode: manifest }, async ({ ns, agent }) => {
+    await waitForStatus(agent, (s) => s.desiredMode === 'local' && s.phase === 'Converged', 'local from Network');
+    assert.deepEqual(ns.routes('10.96.0.0/16'), [LOCAL_V4]);
+  });
+});
+
+test('repairs drift at once, and never touches other prefix lengths or tables', async (t) => {
+  if (skipWithoutKernel(t)) return;
+  await withAgent({ mode: 'local', args: ['--service-cidr', '10.96.0.0/16', '--resync-interval', '1h'] }, async ({ ns, agent }) => {
+    ns.ip('route add 10.96.0.0/24 via 172.18.0.1 dev br-ex mtu 1400');
+    ns.ip('route add 10.96.0.0/16 via 172.18.0.1 dev br-ex mtu 1400 table 100');
+    await waitForStatus(agent, (s) => s.phase === 'Converged', 'Converged');
+    ns.ip('route replace 10.96.0.0/16 via 172.18.0.1 dev br-ex mtu 1400');
+    // The resync interval is an hour: only the netlink event can bring the repair.
+    await waitForStatus(agent, () => ns.routes('10.96.0.0/16')[0] === LOCAL_V4 && agent.logs().filter((l) => String(l.msg).startsWith('replaced route')).length === 2, 'repair');
+    assert.deepEqual(ns.routes('10.96.0.0/16'), [LOCAL_V4]);
+    assert.deepEqual(ns.routes('10.96.0.0/24'), ['10.96.0.0/24 via 172.18.0.1 dev br-ex mtu 1400']);
+    assert.deepEqual(ns.ip('route show table 100').trim().split('\n'), ['10.96.0.0/16 via 172.18.0.1 dev br-ex mtu 1400']);
+  });
+});
+
+test('dry run plans and reports but never changes the kernel', async (t) => {
+  if (skipWithoutKernel(t)) return;
+  await withAgent({ mode: 'local', args: ['--service-cidr', '10.96.0.0/16', '--dry-run'] }, async ({ ns, agent }) => {
+    const s = await waitForStatus(agent, (s) => s.lastReconcile !== null && s.desiredMode === 'local', 'a pass');
+    assert.equal(s.dryRun, true);
+    assert.ok(s.reasons.some((r) => /dry run: 1 replace\(s\) planned/.test(r)));
+    assert.deepEqual(ns.routes('10.96.0.0/16'), [SHARED_V4]);
+  });
+});
+
+test('a second agent on a live socket is refused; a stale socket is replaced', async (t) => {
+  if (skipWithoutKernel(t)) return;
+  await withAgent({ mode: 'local' }, async ({ ns, scratch, agent }) => {
+    await waitForStatus(agent, (s) => s.phase === 'Converged', 'Converged');
+    const second = new AgentProcess(ns, scratch, ['--service-cidr', '10.96.0.0/16']);
+    assert.equal(await second.exited, 1);
+    assert.match(second.output, /another agent is serving on .*agent\.sock/);
+    assert.equal(status(scratch.socket)?.phase, 'Converged');
+
+    agent.child.kill('SIGKILL');
+    await agent.exited;
+    const third = new AgentProcess(ns, scratch, ['--service-cidr', '10.96.0.0/16']);
+    try {
+      await waitForStatus(third, (s) => s.phase === 'Converged', 'Converged after a stale socket');
+    } finally {
+      await third.stop();
+    }
+  });
+});
+
+test('status --brief, --json and the exit codes', async (t) => {
+  if (skipWithoutKernel(t)) return;
+  await withAgent({ mode: 'local' }, async ({ ns, scratch, ovnkube, agent }) => {
+    await waitForStatus(agent, (s) => s.phase === 'Converged', 'Converged');
+    const brief = cli(ns, ['status', '--socket', scratch.socket, '--brief']);
+    assert.equal(brief.code, 0);
+    assert.match(brief.stdout, /^Converged desired=local ovnkube=local layout=legacy routes=1\/1 in sync/);
+    const json = cli(ns, ['status', '--socket', scratch.socket, '--json']);
+    assert.equal(JSON.parse(json.stdout).phase, 'Converged');
+    ovnkube.stop();
+    await waitForStatus(agent, (s) => s.phase === 'Waiting', 'Waiting');
+    const human = cli(ns, ['status', '--socket', scratch.socket]);
+    assert.equal(human.code, 1);
+    assert.match(human.stdout, /no ovnkube --init-node process/);
+    const gone = cli(ns, ['status', '--socket', path.join(scratch.dir, 'nowhere.sock')]);
+    assert.equal(gone.code, 2);
+    assert.match(gone.stderr, /is the agent running\?\n$/);
+  });
+});
+
+test('plan and apply run once without the daemon', async (t) => {
+  if (skipWithoutKernel(t)) return;
+  const ns = seedNode({ gw0: true });
+  const scratch = new Scratch();
+  try {
+    scratch.writeMode('local');
+    const args = ['--mode-file', scratch.modeFile, '--service-cidr', '10.96.0.0/16', '--ovnkube-mode-check', 'off'];
+    const planned = cli(ns, ['plan', ...args]);
+    assert.equal(planned.code, 1);
+    assert.match(planned.stdout, /replace 10\.96\.0\.0\/16: via 172\.18\.0\.1 dev br-ex mtu 1400 -> via 10\.244\.1\.1 dev ovn-k8s-mp0/);
+    assert.deepEqual(ns.routes('10.96.0.0/16'), [SHARED_V4]);
+    const applied = cli(ns, ['apply', ...args]);
+    assert.equal(applied.code, 0, applied.stderr);
+    assert.match(applied.stdout, /applied: 1 replace/);
+    assert.deepEqual(ns.routes('10.96.0.0/16'), [LOCAL_V4]);
+    assert.equal(cli(ns, ['plan', ...args]).code, 0);
+  } finally {
+    ns.destroy();
+    scratch.remove();
+  }
+});
+
+test('a bad flag exits 2 with one line naming it', () => {
+  for (const [args, flag] of [
+    [['--service-cidr', 'banana'], '--service-cidr'],
+    [['--service-cidr', '10.96.0.0/16', '--layout', 'sideways'], '--layout'],
+    [['--service-cidr', '10.96.0.0/16', '--resync-interval', 'soon'], '--resync-interval'],
+    [['--service-cidr', '10.96.0.0/16', '--mtu', '9'], '--mtu'],
+  ] as const) {
+    const p = spawnSync(process.execPath, [CLI, 'plan', '--mode-file', '/nonexistent', ...args], { encoding: 'utf8' });
+    assert.equal(p.status, 2, p.stderr);
+    const lines = p.stderr.trim().split('\n');
+    assert.equal(lines.length, 1);
+    assert.ok(lines[0]!.startsWith(`ovn-gwmode-agent: ${flag}:`), lines[0]);
+  }
+});

@@ -1,0 +1,126 @@
+// Runs the real agent (dist/src/cli/main.js) inside a test namespace, with a
+// stand-in ovnkube-node process, and asks it for its status with real curl.
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { copyFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { StatusReport } from '../../src/status/report.js';
+import type { Netns } from './netns.js';
+
+export const CLI = fileURLToPath(new URL('../../src/cli/main.js', import.meta.url));
+
+/** A scratch directory for one test: mode file, socket, state dir. */
+export class Scratch {
+  readonly dir = mkdtempSync(path.join(tmpdir(), 'gwmode-test-'));
+  readonly modeFile = path.join(this.dir, 'mode');
+  readonly socket = path.join(this.dir, 'run', 'agent.sock');
+  readonly stateDir = path.join(this.dir, 'state');
+
+  writeMode(content: string): void {
+    writeFileSync(this.modeFile, content);
+  }
+
+  remove(): void {
+    rmSync(this.dir, { recursive: true, force: true });
+  }
+}
+
+/**
+ * A stand-in for ovnkube-node: /bin/sh copied under the name `ovnkube`, so that
+ * /proc/PID/cmdline reads `.../ovnkube -c <loop> ovnkube --init-node node1 --gateway-mode MODE`.
+ */
+export class FakeOvnkube {
+  private child: ChildProcess | undefined;
+  private readonly binary: string;
+
+  constructor(private readonly ns: Netns, dir: string) {
+    this.binary = path.join(dir, 'ovnkube');
+    copyFileSync('/bin/sh', this.binary);
+  }
+
+  start(mode: string): void {
+    this.stop();
+    this.child = spawn(
+      'ip',
+      ['netns', 'exec', this.ns.name, this.binary, '-c', 'trap "exit 0" TERM; while :; do sleep 1; done', 'ovnkube', '--init-node', 'node1', '--gateway-mode', mode],
+      { stdio: 'ignore' },
+    );
+  }
+
+  stop(): void {
+    this.child?.kill('SIGKILL');
+    this.child = undefined;
+  }
+}
+
+export class AgentProcess {
+  readonly child: ChildProcess;
+  output = '';
+  exited: Promise<number | null>;
+
+  constructor(ns: Netns, readonly scratch: Scratch, args: string[]) {
+    this.child = spawn(
+      'ip',
+      ['netns', 'exec', ns.name, process.execPath, CLI, 'run', '--mode-file', scratch.modeFile, '--socket', scratch.socket, '--state-dir', scratch.stateDir, '--resync-interval', '2', '--log-level', 'debug', ...args],
+      { stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    this.child.stdout!.on('data', (d: Buffer) => (this.output += d.toString()));
+    this.child.stderr!.on('data', (d: Buffer) => (this.output += d.toString()));
+    this.exited = new Promise((resolve) => this.child.on('exit', (code) => resolve(code)));
+  }
+
+  /** JSON log lines the agent wrote. */
+  logs(): Array<Record<string, unknown>> {
+    return this.output
+      .split('\n')
+      .filter((l) => l.startsWith('{'))
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
+  }
+
+  async stop(): Promise<void> {
+    if (this.child.exitCode === null) this.child.kill('SIGTERM');
+    await this.exited;
+  }
+}
+
+/** GET a path on the agent's socket with curl; returns the HTTP code and the parsed body. */
+export function curl(socket: string, urlPath: string, method = 'GET'): { code: number; body: unknown } {
+  const r = spawnSync('curl', ['-s', '-X', method, '-w', '\n%{http_code}', '--unix-socket', socket, `http://localhost${urlPath}`], { encoding: 'utf8' });
+  const lines = r.stdout.trimEnd().split('\n');
+  const code = Number(lines.pop());
+  const text = lines.join('\n');
+  return { code, body: text ? (JSON.parse(text) as unknown) : null };
+}
+
+export function status(socket: string): StatusReport | undefined {
+  const r = curl(socket, '/status');
+  return r.code === 200 ? (r.body as StatusReport) : undefined;
+}
+
+const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * Polls the status until pred holds. The bound is a safety net against a hung test,
+ * not a speed assertion: the agent reacts to events, and resyncs every 2 s here.
+ */
+export async function waitForStatus(
+  agent: AgentProcess,
+  pred: (s: StatusReport) => boolean,
+  what: string,
+): Promise<StatusReport> {
+  let last: StatusReport | undefined;
+  for (let i = 0; i < 600; i++) {
+    last = status(agent.scratch.socket);
+    if (last && pred(last)) return last;
+    if (agent.child.exitCode !== null) break;
+    await pause(50);
+  }
+  throw new Error(`never saw ${what}; last status: ${JSON.stringify(last, null, 2)}\nagent output:\n${agent.output.slice(-4000)}`);
+}
+
+/** Runs the CLI once (not as a daemon) in the namespace. */
+export function cli(ns: Netns, args: string[]): { code: number | null; stdout: string; stderr: string } {
+  const r = spawnSync('ip', ['netns', 'exec', ns.name, process.execPath, CLI, ...args], { encoding: 'utf8' });
+  return { code: r.status, stdout: r.stdout, stderr: r.stderr };
+}
