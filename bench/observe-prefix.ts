@@ -6,7 +6,7 @@
 import { execFileSync, spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { performance } from 'node:perf_hooks';
-import { seedNode } from '../test/helpers/netns.js';
+import { seedNode } from '../src/demo/netns.js';
 
 const PREFIX = '10.96.0.0/16';
 const ROUTES = Number(process.env.ROUTES ?? 1_000_000);

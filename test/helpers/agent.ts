@@ -1,7 +1,8 @@
 // Runs the real agent (dist/src/cli/main.js) inside a test namespace, with a
 // stand-in ovnkube-node process, and asks it for its status with real curl.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { copyFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+export { FakeOvnkube } from '../../src/demo/fake-ovnkube.js';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -23,34 +24,6 @@ export class Scratch {
 
   remove(): void {
     rmSync(this.dir, { recursive: true, force: true });
-  }
-}
-
-/**
- * A stand-in for ovnkube-node: /bin/sh copied under the name `ovnkube`, so that
- * /proc/PID/cmdline reads `.../ovnkube -c <loop> ovnkube --init-node node1 --gateway-mode MODE`.
- */
-export class FakeOvnkube {
-  private child: ChildProcess | undefined;
-  private readonly binary: string;
-
-  constructor(private readonly ns: Netns, dir: string) {
-    this.binary = path.join(dir, 'ovnkube');
-    copyFileSync('/bin/sh', this.binary);
-  }
-
-  start(mode: string): void {
-    this.stop();
-    this.child = spawn(
-      'ip',
-      ['netns', 'exec', this.ns.name, this.binary, '-c', 'trap "exit 0" TERM; while :; do sleep 1; done', 'ovnkube', '--init-node', 'node1', '--gateway-mode', mode],
-      { stdio: 'ignore' },
-    );
-  }
-
-  stop(): void {
-    this.child?.kill('SIGKILL');
-    this.child = undefined;
   }
 }
 

@@ -1,8 +1,8 @@
-// Throwaway network namespaces on the real kernel. Each test node is made from
-// `ip` commands, so what the agent sees is exactly what an admin would see.
-import { execFileSync, spawnSync } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
+// Kernel tests need root and `ip netns`; elsewhere they are skipped loudly, by name.
+import { spawnSync } from 'node:child_process';
 import type { TestContext } from 'node:test';
+
+export { Netns, seedNode, type SeedNodeOptions } from '../../src/demo/netns.js';
 
 /** Why kernel tests cannot run here, or undefined when they can. */
 export const kernelSkipReason: string | undefined = (() => {
@@ -20,85 +20,3 @@ export function skipWithoutKernel(t: TestContext): boolean {
   return true;
 }
 
-export class Netns {
-  readonly name = `gwt-${randomBytes(4).toString('hex')}`;
-
-  constructor() {
-    execFileSync('ip', ['netns', 'add', this.name]);
-    this.ip('link set lo up');
-    this.sysctl('net.ipv6.conf.all.accept_dad', '0');
-    this.sysctl('net.ipv6.conf.default.accept_dad', '0');
-  }
-
-  /** Runs `ip -n NAME <args>`; args is split on spaces. */
-  ip(args: string): string {
-    return execFileSync('ip', ['-n', this.name, ...args.split(/\s+/).filter(Boolean)], { encoding: 'utf8' });
-  }
-
-  exec(cmd: string, args: string[], input?: string): string {
-    return execFileSync('ip', ['netns', 'exec', this.name, cmd, ...args], { encoding: 'utf8', input });
-  }
-
-  sysctl(key: string, value: string): void {
-    this.exec('sysctl', ['-qw', `${key}=${value}`]);
-  }
-
-  /** `ip route show <prefix>` lines of the main table, trimmed. */
-  routes(prefix: string, family: 4 | 6 = prefix.includes(':') ? 6 : 4): string[] {
-    return this.ip(`-${family} route show ${prefix}`)
-      .split('\n')
-      .map((l) => l.trim().replace(/\s+/g, ' '))
-      .filter(Boolean);
-  }
-
-  /** Pipes commands to `ip -batch -` (one per line) inside the namespace. */
-  batch(lines: string[]): void {
-    execFileSync('ip', ['-n', this.name, '-batch', '-'], { input: lines.join('\n') + '\n', maxBuffer: 64 << 20 });
-  }
-
-  destroy(): void {
-    spawnSync('ip', ['netns', 'del', this.name]);
-  }
-}
-
-export interface SeedNodeOptions {
-  ipv6?: boolean;
-  /** Also create ovn-k8s-gw0, which 4.8/4.9 local mode leaves on a node. */
-  gw0?: boolean;
-}
-
-/**
- * The seed's node: br-ex 172.18.0.2/16 with the default route, ovn-k8s-mp0
- * 10.244.1.2/24, and the stale shared-mode route 10.96.0.0/16 via br-ex mtu 1400.
- * With ipv6: br-ex fd00:172:18::2/64 with a default route, mp0 fd00:10:244:1::2/64,
- * and fd00:10:96::/112 via br-ex mtu 1400.
- */
-export function seedNode(options: SeedNodeOptions = {}): Netns {
-  const ns = new Netns();
-  try {
-    ns.ip('link add br-ex type bridge');
-    ns.ip('link set br-ex up');
-    ns.ip('addr add 172.18.0.2/16 dev br-ex');
-    ns.ip('route add default via 172.18.0.1 dev br-ex');
-    ns.ip('link add ovn-k8s-mp0 type veth peer name mp0-peer');
-    ns.ip('link set mp0-peer up');
-    ns.ip('link set ovn-k8s-mp0 up');
-    ns.ip('addr add 10.244.1.2/24 dev ovn-k8s-mp0');
-    ns.ip('route add 10.96.0.0/16 via 172.18.0.1 dev br-ex mtu 1400');
-    if (options.ipv6) {
-      ns.ip('addr add fd00:172:18::2/64 dev br-ex nodad');
-      ns.ip('-6 route add default via fd00:172:18::1 dev br-ex');
-      ns.ip('addr add fd00:10:244:1::2/64 dev ovn-k8s-mp0 nodad');
-      ns.ip('-6 route add fd00:10:96::/112 via fd00:172:18::1 dev br-ex mtu 1400');
-    }
-    if (options.gw0) {
-      ns.ip('link add ovn-k8s-gw0 type veth peer name gw0-peer');
-      ns.ip('link set ovn-k8s-gw0 up');
-      ns.ip('addr add 169.254.0.1/20 dev ovn-k8s-gw0');
-    }
-  } catch (err) {
-    ns.destroy();
-    throw err;
-  }
-  return ns;
-}

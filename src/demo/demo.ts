@@ -1,0 +1,68 @@
+// `npm run demo` (as root): the seed's node in a throwaway network namespace, the
+// agent run against a mode file saying `local`, the route before and after, the
+// status fetched with curl, and everything torn down.
+import { execFileSync, spawn } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { fetchStatus } from '../status/client.js';
+import { renderBrief } from '../status/report.js';
+import { FakeOvnkube } from './fake-ovnkube.js';
+import { seedNode } from './netns.js';
+
+const CLI = fileURLToPath(new URL('../cli/main.js', import.meta.url));
+const say = (text: string) => process.stdout.write(`\n=== ${text}\n`);
+const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+async function main(): Promise<void> {
+  if (process.getuid?.() !== 0) {
+    process.stderr.write('npm run demo needs root: it makes a network namespace (try: sudo npm run demo)\n');
+    process.exit(1);
+  }
+  const dir = mkdtempSync(path.join(tmpdir(), 'gwmode-demo-'));
+  const ns = seedNode({ gw0: true });
+  const ovnkube = new FakeOvnkube(ns, dir);
+  const socket = path.join(dir, 'run', 'agent.sock');
+  const modeFile = path.join(dir, 'gateway-mode');
+  let agent: ReturnType<typeof spawn> | undefined;
+  try {
+    say(`a node in namespace ${ns.name}: shared-mode route left behind, ovnkube-node now in local mode`);
+    ovnkube.start('local');
+    writeFileSync(modeFile, 'local\n');
+    process.stdout.write(ns.ip('route show'));
+
+    say(`ovn-gwmode-agent run --mode-file ${modeFile} --service-cidr 10.96.0.0/16 --mtu 1400 (JSON logs)`);
+    agent = spawn(
+      'ip',
+      ['netns', 'exec', ns.name, process.execPath, CLI, 'run', '--mode-file', modeFile, '--service-cidr', '10.96.0.0/16', '--mtu', '1400', '--socket', socket, '--state-dir', path.join(dir, 'state')],
+      { stdio: ['ignore', 'inherit', 'inherit'] },
+    );
+    let phase = '';
+    for (let i = 0; i < 200 && phase !== 'Converged'; i++) {
+      await pause(100);
+      phase = await fetchStatus(socket).then((s) => s.phase, () => '');
+    }
+
+    say('ip route show, after');
+    process.stdout.write(ns.ip('route show'));
+
+    say(`curl --unix-socket ${socket} http://localhost/status`);
+    process.stdout.write(execFileSync('curl', ['-s', '--unix-socket', socket, 'http://localhost/status'], { encoding: 'utf8' }));
+
+    say('ovn-gwmode-agent status --brief');
+    process.stdout.write(renderBrief(await fetchStatus(socket)) + '\n');
+    if (phase !== 'Converged') process.exitCode = 1;
+  } finally {
+    if (agent && agent.exitCode === null) {
+      agent.kill('SIGTERM');
+      await new Promise((r) => agent!.once('exit', r));
+    }
+    ovnkube.stop();
+    ns.destroy();
+    rmSync(dir, { recursive: true, force: true });
+    say(`torn down: namespace ${ns.name} and ${dir} are gone`);
+  }
+}
+
+await main();
