@@ -72,18 +72,33 @@ export class Agent {
   private readonly watchedLinks: Set<string>;
   private idle: Promise<void> = Promise.resolve();
 
+  private passes = 0;
+  private passWaiters: Array<() => void> = [];
+  private wedged = false;
+
   constructor(
     private readonly deps: AgentDeps,
-    private readonly options: AgentOptions,
+    private options: AgentOptions,
   ) {
     this.desired = { mode: null, source: { path: options.modePath, error: 'not read yet' } };
-    const families = new Set(options.config.serviceCidrs.map((c) => c.family));
-    this.watchedPrefixes = new Set([
-      ...options.config.serviceCidrs.map((c) => c.text),
+    this.watchedPrefixes = new Set();
+    this.watchedLinks = new Set();
+    this.watchOptions();
+  }
+
+  private watchOptions(): void {
+    const { config } = this.options;
+    const families = new Set(config.serviceCidrs.map((c) => c.family));
+    this.watchedPrefixes.clear();
+    for (const p of [
+      ...config.serviceCidrs.map((c) => c.text),
       ...(families.has(4) ? ['0.0.0.0/0'] : []),
       ...(families.has(6) ? ['::/0'] : []),
-    ]);
-    this.watchedLinks = new Set([options.config.gatewayInterface, options.config.managementInterface, LEGACY_LOCAL_GATEWAY_LINK]);
+    ]) {
+      this.watchedPrefixes.add(p);
+    }
+    this.watchedLinks.clear();
+    for (const l of [config.gatewayInterface, config.managementInterface, LEGACY_LOCAL_GATEWAY_LINK]) this.watchedLinks.add(l);
   }
 
   start(): void {
@@ -91,6 +106,41 @@ export class Agent {
     this.modeWatch = this.deps.watchMode(() => this.kick('mode file changed'));
     this.resyncTimer = setInterval(() => this.kick('periodic resync'), this.options.resyncIntervalMs);
     this.kick('start');
+  }
+
+  /**
+   * New settings (SIGHUP). The mode file is re-read and the mode watch restarted;
+   * resolves after a full pass under the new settings.
+   */
+  async reconfigure(options: AgentOptions, watchMode: AgentDeps['watchMode']): Promise<void> {
+    this.options = options;
+    this.watchOptions();
+    this.desired = { ...this.desired, source: { path: options.modePath, error: this.desired.source.error } };
+    await this.modeWatch?.close();
+    this.modeWatch = watchMode(() => this.kick('mode file changed'));
+    clearInterval(this.resyncTimer);
+    this.resyncTimer = setInterval(() => this.kick('periodic resync'), options.resyncIntervalMs);
+    await this.settle();
+  }
+
+  /** Resolves after a pass that started after this call has ended. */
+  settle(): Promise<void> {
+    const target = this.passes + (this.running ? 2 : 1);
+    this.kick('settle');
+    return new Promise((resolve) => {
+      const check = () => (this.passes >= target || this.stopped ? resolve() : this.passWaiters.push(check));
+      check();
+    });
+  }
+
+  /**
+   * Test hook (issue #5 asks for one): the next pass hangs forever, as a pass stuck
+   * on a kernel or runtime call that never answers would. Only wired to a signal when
+   * GWMODE_TEST_HOOKS=1.
+   */
+  wedgeForTest(): void {
+    this.wedged = true;
+    this.kick('test hook: wedge');
   }
 
   /** Stops waking up, waits for the pass under way, and releases everything. */
@@ -165,6 +215,7 @@ export class Agent {
 
   private async once(): Promise<void> {
     this.lastProgress = Date.now();
+    if (this.wedged) await new Promise<never>(() => undefined);
     try {
       await this.readDesired();
       const result = await reconcile(this.deps, this.desired, this.options.config, true);
@@ -189,6 +240,8 @@ export class Agent {
       this.ready = true;
       this.deps.log.info({ phase: this.phase }, 'first reconcile done');
     }
+    this.passes++;
+    for (const w of this.passWaiters.splice(0)) w();
     this.emit(false);
   }
 

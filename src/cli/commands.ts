@@ -1,6 +1,6 @@
 // What each CLI command does, given parsed flags. Exit codes: 0 converged / done,
 // 1 not converged (or another agent is running), 2 bad configuration or agent unreachable.
-import { Agent } from '../agent/agent.js';
+import { runDaemon } from '../agent/daemon.js';
 import { TRUSTED_OVNKUBE, type OvnkubeProbe } from '../agent/observe.js';
 import { reconcile } from '../agent/reconcile.js';
 import { ConfigError, resolveSettings, type RawRunOptions, type Settings } from '../config/settings.js';
@@ -8,14 +8,12 @@ import { describeShape } from '../core/planner.js';
 import type { Plan, PlannerConfig } from '../core/types.js';
 import { KernelDataplane } from '../dataplane/kernel.js';
 import { createLogger } from '../log.js';
-import { readModeSource, watchModeSource } from '../mode/source.js';
+import { readModeSource } from '../mode/source.js';
+import { systemdNotifier, watchdogUsec } from '../systemd/notify.js';
 import { findOvnkubeProcesses, summarise } from '../ovnkube/proc.js';
 import { AgentUnreachableError, fetchStatus } from '../status/client.js';
 import { exitCodeOf, renderBrief, renderHuman } from '../status/report.js';
-import { SocketInUseError, StatusServer } from '../status/server.js';
-
-/** The loop counts as stuck when one pass has run longer than this. */
-const STUCK_AFTER_MS = 120_000;
+import { SocketInUseError } from '../status/server.js';
 
 export function plannerConfig(s: Settings): PlannerConfig {
   return {
@@ -57,27 +55,20 @@ async function settingsOrExit(raw: RawRunOptions): Promise<Settings> {
 }
 
 export async function runCommand(raw: RawRunOptions): Promise<void> {
-  const settings = await settingsOrExit(raw);
+  const normalised = lastWins(raw);
+  const settings = await settingsOrExit(normalised);
   const log = createLogger(settings.logLevel);
   const dataplane = new KernelDataplane();
-  const agent = new Agent(
-    {
-      dataplane,
-      probe: ovnkubeProbe(settings),
-      log: log.child({ component: 'agent' }),
-      readMode: () => readModeSource(settings.modeFile),
-      watchMode: (onChange) => watchModeSource(settings.modeFile, onChange),
-      now: () => new Date(),
-      random: Math.random,
-    },
-    { config: plannerConfig(settings), modePath: settings.modeFile, resyncIntervalMs: settings.resyncIntervalMs },
-  );
-  let server: StatusServer;
   try {
-    server = await StatusServer.listen(settings.socket, {
-      status: () => agent.status(),
-      alive: () => !agent.isBusy() || Date.now() - agent.lastProgressAt() < STUCK_AFTER_MS,
-      ready: () => agent.isReady(),
+    await runDaemon(normalised, settings, {
+      log,
+      dataplane,
+      notifier: systemdNotifier(),
+      watchdogUsec: watchdogUsec(),
+      plannerConfig,
+      probeFor: ovnkubeProbe,
+      testHooks: process.env.GWMODE_TEST_HOOKS === '1',
+      exit: (code) => process.exit(code),
     });
   } catch (err) {
     if (err instanceof SocketInUseError) {
@@ -87,22 +78,6 @@ export async function runCommand(raw: RawRunOptions): Promise<void> {
     }
     throw err;
   }
-  log.info({ settings: { ...settings, serviceCidrs: settings.serviceCidrs.map((c) => c.text) } }, 'starting');
-  agent.start();
-
-  let stopping = false;
-  const stop = async (signal: string) => {
-    if (stopping) return;
-    stopping = true;
-    log.info({ signal }, 'stopping');
-    await agent.stop();
-    await server.close();
-    dataplane.close();
-    log.flush();
-    process.exit(0);
-  };
-  process.on('SIGTERM', () => void stop('SIGTERM'));
-  process.on('SIGINT', () => void stop('SIGINT'));
 }
 
 export async function statusCommand(opts: { socket: string; json: boolean; brief: boolean }): Promise<void> {

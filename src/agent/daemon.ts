@@ -1,0 +1,107 @@
+// `ovn-gwmode-agent run`: the imperative shell around the owner loop. It wires the
+// kernel, the mode file, /proc, the status socket, systemd and the signals.
+//
+// Signals: SIGTERM/SIGINT stop (STOPPING=1, the pass under way is awaited for at most
+// STOP_GRACE_MS and then abandoned, the socket removed, exit 0); SIGHUP reloads the
+// settings (flags, environment, ovnkube.conf) and the mode file.
+import type { Logger } from 'pino';
+import { resolveSettings, type RawRunOptions, type Settings } from '../config/settings.js';
+import type { Dataplane } from '../dataplane/types.js';
+import { readModeSource, watchModeSource } from '../mode/source.js';
+import { StatusServer } from '../status/server.js';
+import { Supervisor } from '../systemd/supervisor.js';
+import type { Notifier } from '../systemd/notify.js';
+import { Agent, type AgentOptions } from './agent.js';
+import type { OvnkubeProbe } from './observe.js';
+import type { PlannerConfig } from '../core/types.js';
+
+/** Bounded so that a stop always ends well inside systemd's 10 s expectation. */
+const STOP_GRACE_MS = 5000;
+
+export interface DaemonDeps {
+  log: Logger;
+  dataplane: Dataplane;
+  notifier: Notifier;
+  watchdogUsec: number | undefined;
+  plannerConfig: (s: Settings) => PlannerConfig;
+  probeFor: (s: Settings) => OvnkubeProbe;
+  testHooks: boolean;
+  exit: (code: number) => void;
+}
+
+function agentOptions(s: Settings, config: PlannerConfig): AgentOptions {
+  return { config, modePath: s.modeFile, resyncIntervalMs: s.resyncIntervalMs };
+}
+
+export async function runDaemon(raw: RawRunOptions, initial: Settings, deps: DaemonDeps): Promise<void> {
+  const { log, dataplane } = deps;
+  let settings = initial;
+  let probe = deps.probeFor(settings);
+  const supervisor = new Supervisor(deps.notifier, log.child({ component: 'systemd' }), deps.watchdogUsec);
+  const watchMode = (path: string) => (onChange: () => void) => watchModeSource(path, onChange);
+  const agent = new Agent(
+    {
+      dataplane,
+      probe: () => probe(),
+      log: log.child({ component: 'agent' }),
+      readMode: () => readModeSource(settings.modeFile),
+      watchMode: watchMode(settings.modeFile),
+      now: () => new Date(),
+      random: Math.random,
+    },
+    agentOptions(settings, deps.plannerConfig(settings)),
+  );
+  // Throws SocketInUseError before anything is touched when another agent is live.
+  const server = await StatusServer.listen(settings.socket, {
+    status: () => agent.status(),
+    alive: () => !supervisor.isStuck(agent),
+    ready: () => agent.isReady(),
+  });
+  agent.onStatus((s, phaseChanged) => supervisor.onStatus(s, phaseChanged, agent.isReady()));
+  log.info({ settings: { ...settings, serviceCidrs: settings.serviceCidrs.map((c) => c.text) } }, 'starting');
+  agent.start();
+  supervisor.start(agent);
+
+  let stopping = false;
+  const stop = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    log.info({ signal }, 'stopping');
+    supervisor.stopping();
+    let timer: NodeJS.Timeout | undefined;
+    const abandoned = await Promise.race([
+      agent.stop().then(() => false),
+      new Promise<boolean>((r) => (timer = setTimeout(() => r(true), STOP_GRACE_MS))),
+    ]);
+    clearTimeout(timer);
+    if (abandoned) log.warn({ graceMs: STOP_GRACE_MS }, 'the pass under way did not finish: abandoning it');
+    await server.close();
+    dataplane.close();
+    log.info('stopped');
+    log.flush();
+    deps.exit(0);
+  };
+
+  let reloading: Promise<void> = Promise.resolve();
+  const reload = async () => {
+    supervisor.reloading();
+    log.info('reloading configuration');
+    try {
+      const next = await resolveSettings(raw);
+      if (next.socket !== settings.socket) log.warn({ socket: settings.socket }, 'a new --socket takes effect only on restart');
+      settings = { ...next, socket: settings.socket };
+      probe = deps.probeFor(settings);
+    } catch (err) {
+      log.error({ err }, 'reload failed: keeping the running configuration');
+    }
+    await agent.reconfigure(agentOptions(settings, deps.plannerConfig(settings)), watchMode(settings.modeFile));
+    supervisor.onStatus(agent.status(), true, true);
+  };
+
+  process.on('SIGTERM', () => void stop('SIGTERM'));
+  process.on('SIGINT', () => void stop('SIGINT'));
+  process.on('SIGHUP', () => {
+    reloading = reloading.then(reload);
+  });
+  if (deps.testHooks) process.on('SIGUSR2', () => agent.wedgeForTest());
+}
