@@ -32,11 +32,11 @@ export class AgentProcess {
   output = '';
   exited: Promise<number | null>;
 
-  constructor(ns: Netns, readonly scratch: Scratch, args: string[]) {
+  constructor(ns: Netns, readonly scratch: Scratch, args: string[], env: NodeJS.ProcessEnv = {}) {
     this.child = spawn(
       'ip',
       ['netns', 'exec', ns.name, process.execPath, CLI, 'run', '--mode-file', scratch.modeFile, '--socket', scratch.socket, '--state-dir', scratch.stateDir, '--resync-interval', '2', '--log-level', 'debug', ...args],
-      { stdio: ['ignore', 'pipe', 'pipe'] },
+      { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } },
     );
     this.child.stdout!.on('data', (d: Buffer) => (this.output += d.toString()));
     this.child.stderr!.on('data', (d: Buffer) => (this.output += d.toString()));
