@@ -22,14 +22,19 @@ import type { StatusReport } from '../status/report.js';
 import { VERSION } from '../version.js';
 import type { OvnkubeProbe } from './observe.js';
 import { reconcile } from './reconcile.js';
+import { describeShape } from '../core/planner.js';
+import type { RestartCoordinator, RestartStatus } from '../restart/coordinator.js';
+import { FightTracker } from '../restart/policy.js';
 
 export interface AgentDeps {
   dataplane: Dataplane;
+  /** Restarts ovnkube-node after a migration; absent means never (and never required). */
+  restart?: RestartCoordinator;
   probe: OvnkubeProbe;
   log: Logger;
   readMode: () => Promise<ModeRead>;
   watchMode: (onChange: () => void) => ModeWatch;
-  /** Wall-clock time, for the status report only. */
+  /** Wall-clock time: the status report, restart deadlines, fight windows. */
   now: () => Date;
   random: () => number;
 }
@@ -72,6 +77,9 @@ export class Agent {
   private readonly watchedLinks: Set<string>;
   private idle: Promise<void> = Promise.resolve();
 
+  private readonly fight = new FightTracker();
+  private lastInputs = '';
+  private wakeTimer: NodeJS.Timeout | undefined;
   private passes = 0;
   private passWaiters: Array<() => void> = [];
   private wedged = false;
@@ -148,6 +156,7 @@ export class Agent {
     this.stopped = true;
     clearInterval(this.resyncTimer);
     clearTimeout(this.retryTimer);
+    clearTimeout(this.wakeTimer);
     if (this.kickTimer) clearImmediate(this.kickTimer);
     this.subscription?.close();
     await this.modeWatch?.close();
@@ -218,12 +227,35 @@ export class Agent {
     if (this.wedged) await new Promise<never>(() => undefined);
     try {
       await this.readDesired();
-      const result = await reconcile(this.deps, this.desired, this.options.config, true);
+      const desired = this.desired;
+      const result = await reconcile(this.deps, desired, this.options.config, true, {
+        holdBack: (a) =>
+          this.fight.beforeReplace(
+            a.cidr.text,
+            describeShape(a.from),
+            this.deps.now().getTime(),
+            `is ovnkube-node really running ${desired.mode} gateway mode on a 4.8/4.9 build?`,
+          ),
+        isSuspended: (cidr) => this.fight.suspensions().has(cidr),
+        onApplied: (a) => this.fight.applied(a.cidr.text, describeShape(a.to), this.deps.now().getTime()),
+      });
       this.plan = result.final;
       this.ovnkubeMode = result.observed.ovnkube.mode;
+      // A new desired mode or a new ovnkube-node is a new situation: old fights are forgiven.
+      const inputs = `${desired.mode}|${result.observed.ovnkube.pid}`;
+      if (inputs !== this.lastInputs) this.fight.reset();
+      this.lastInputs = inputs;
+      for (const r of result.final.routes) if (r.inSync) this.fight.clear(r.cidr);
+      const step = (await this.deps.restart?.step({ desired: desired.mode, applied: result.applied, ovnkube: result.observed.ovnkube })) ?? { reasons: [] };
       this.lastError = null;
       this.failures = 0;
-      this.setPhase(result.final.phase, result.final.reasons);
+      const suspended = [...this.fight.suspensions().values()];
+      const phase = suspended.length > 0 ? 'Degraded' : (step.phase ?? result.final.phase);
+      // The reason that decides the phase comes first: it is the one `status --brief` shows.
+      const reasons = step.phase ? [...step.reasons, ...result.final.reasons] : [...result.final.reasons, ...step.reasons];
+      this.setPhase(phase, [...suspended, ...reasons]);
+      clearTimeout(this.wakeTimer);
+      if (step.wakeInMs !== undefined && !this.stopped) this.wakeTimer = setTimeout(() => this.kick('restart check'), step.wakeInMs);
     } catch (err) {
       this.failures++;
       const e = err as Error;
@@ -279,6 +311,8 @@ export class Agent {
 
   status(): StatusReport {
     const p = this.plan;
+    const suspensions = this.fight.suspensions();
+    const restart: RestartStatus = this.deps.restart?.status() ?? { strategy: 'none', required: false, last: null, count: 0, nextAllowedAt: null };
     return {
       desiredMode: this.desired.mode,
       modeSource: this.desired.source,
@@ -286,7 +320,10 @@ export class Agent {
       layout: p?.layout ?? 'unknown',
       phase: this.phase,
       reasons: this.reasons,
-      routes: p?.routes ?? this.options.config.serviceCidrs.map((c) => ({ cidr: c.text, family: c.family, observed: null, expected: null, inSync: false })),
+      routes: (p?.routes ?? this.options.config.serviceCidrs.map((c) => ({ cidr: c.text, family: c.family, observed: null, expected: null, inSync: false }))).map(
+        (r) => ({ ...r, repairsSuspended: suspensions.get(r.cidr) ?? null }),
+      ),
+      restart,
       dryRun: this.options.config.dryRun,
       lastReconcile: this.lastReconcile?.toISOString() ?? null,
       lastError: this.lastError,

@@ -14,6 +14,20 @@ import type { Notifier } from '../systemd/notify.js';
 import { Agent, type AgentOptions } from './agent.js';
 import type { OvnkubeProbe } from './observe.js';
 import type { PlannerConfig } from '../core/types.js';
+import { RestartCoordinator } from '../restart/coordinator.js';
+import { Journal } from '../restart/journal.js';
+import { CriRestart, NoRestart, SignalRestart, type RestartStrategy } from '../restart/strategy.js';
+
+function strategyFor(s: Settings): RestartStrategy {
+  switch (s.restart) {
+    case 'cri':
+      return new CriRestart({ endpoint: s.criEndpoint ?? undefined, namespace: s.ovnkubeNamespace, container: s.ovnkubeContainer, graceSeconds: Math.ceil(s.restartGraceMs / 1000) });
+    case 'signal':
+      return new SignalRestart();
+    case 'none':
+      return new NoRestart();
+  }
+}
 
 /** Bounded so that a stop always ends well inside systemd's 10 s expectation. */
 const STOP_GRACE_MS = 5000;
@@ -38,10 +52,25 @@ export async function runDaemon(raw: RawRunOptions, initial: Settings, deps: Dae
   let settings = initial;
   let probe = deps.probeFor(settings);
   const supervisor = new Supervisor(deps.notifier, log.child({ component: 'systemd' }), deps.watchdogUsec);
+  const restart = new RestartCoordinator(
+    {
+      strategy: strategyFor(settings),
+      limit: { minIntervalMs: settings.restartMinIntervalMs, maxPerHour: 3 },
+      timeoutMs: settings.restartTimeoutMs,
+      settleMs: settings.settleMs,
+      pollMs: 1000,
+      modeChecked: settings.ovnkubeModeCheck === 'proc',
+    },
+    new Journal(settings.stateDir),
+    log.child({ component: 'restart' }),
+    () => Date.now(),
+  );
+  await restart.init();
   const watchMode = (path: string) => (onChange: () => void) => watchModeSource(path, onChange);
   const agent = new Agent(
     {
       dataplane,
+      restart,
       probe: () => probe(),
       log: log.child({ component: 'agent' }),
       readMode: () => readModeSource(settings.modeFile),
@@ -76,6 +105,7 @@ export async function runDaemon(raw: RawRunOptions, initial: Settings, deps: Dae
     clearTimeout(timer);
     if (abandoned) log.warn({ graceMs: STOP_GRACE_MS }, 'the pass under way did not finish: abandoning it');
     await server.close();
+    restart.close();
     dataplane.close();
     log.info('stopped');
     log.flush();

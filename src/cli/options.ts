@@ -18,7 +18,14 @@ export function agentOptions<T>(y: Argv<T>) {
     .option('socket', { type: 'string', default: DEFAULT_SOCKET })
     .option('state-dir', { type: 'string', default: '/var/lib/ovn-gwmode-agent' })
     .option('resync-interval', { type: 'string', default: '60', describe: 'seconds, or with a unit: 500ms, 2m' })
-    .option('restart', { type: 'string', default: 'none', describe: 'how to restart ovnkube-node after a migration: none' })
+    .option('restart', { type: 'string', default: 'cri', describe: 'how to restart ovnkube-node after a migration: cri | signal | none' })
+    .option('cri-endpoint', { type: 'string', describe: 'CRI socket (default: the first of /var/run/crio/crio.sock, /run/containerd/containerd.sock)' })
+    .option('ovnkube-namespace', { type: 'string', default: 'openshift-ovn-kubernetes' })
+    .option('ovnkube-container', { type: 'string', default: 'ovnkube-node' })
+    .option('restart-grace', { type: 'string', default: '30', describe: 'seconds the runtime gives ovnkube-node to stop' })
+    .option('restart-min-interval', { type: 'string', default: '5m', describe: 'at most one restart per interval (and three an hour)' })
+    .option('restart-timeout', { type: 'string', default: '5m', describe: 'how long to wait for the new ovnkube-node' })
+    .option('settle', { type: 'string', default: '60', describe: 'how long the routes must hold after a restart before Converged' })
     .option('dry-run', { type: 'boolean', default: false, describe: 'plan, log and report; never change the kernel' })
     .option('log-level', { type: 'string', default: 'info' });
 }

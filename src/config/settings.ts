@@ -27,6 +27,13 @@ export interface RawRunOptions {
   stateDir: string;
   resyncInterval: string | number;
   restart: string;
+  criEndpoint?: string;
+  ovnkubeNamespace: string;
+  ovnkubeContainer: string;
+  restartGrace: string | number;
+  restartMinInterval: string | number;
+  restartTimeout: string | number;
+  settle: string | number;
   dryRun: boolean;
   logLevel: string;
 }
@@ -46,7 +53,14 @@ export interface Settings {
   socket: string;
   stateDir: string;
   resyncIntervalMs: number;
-  restart: 'none';
+  restart: 'cri' | 'signal' | 'none';
+  criEndpoint: string | null;
+  ovnkubeNamespace: string;
+  ovnkubeContainer: string;
+  restartGraceMs: number;
+  restartMinIntervalMs: number;
+  restartTimeoutMs: number;
+  settleMs: number;
   dryRun: boolean;
   logLevel: string;
 }
@@ -64,6 +78,14 @@ const splitList = (values: Array<string | number> | undefined): string[] =>
 function interfaceName(flag: string, value: string): string {
   if (!/^[^\s/]{1,15}$/.test(value)) throw new ConfigError(flag, `"${value}" is not an interface name`);
   return value;
+}
+
+function duration(flag: string, value: string | number): number {
+  try {
+    return parseDuration(value);
+  } catch (err) {
+    throw new ConfigError(flag, (err as Error).message);
+  }
 }
 
 export async function resolveSettings(raw: RawRunOptions): Promise<Settings> {
@@ -111,12 +133,7 @@ export async function resolveSettings(raw: RawRunOptions): Promise<Settings> {
     }
   }
 
-  let resyncIntervalMs: number;
-  try {
-    resyncIntervalMs = parseDuration(raw.resyncInterval);
-  } catch (err) {
-    throw new ConfigError('resync-interval', (err as Error).message);
-  }
+  const resyncIntervalMs = duration('resync-interval', raw.resyncInterval);
   if (resyncIntervalMs < 1000) throw new ConfigError('resync-interval', 'must be at least 1s');
 
   const confMode = conf?.mode === 'local' || conf?.mode === 'shared' ? conf.mode : null;
@@ -134,7 +151,14 @@ export async function resolveSettings(raw: RawRunOptions): Promise<Settings> {
     socket: raw.socket,
     stateDir: raw.stateDir,
     resyncIntervalMs,
-    restart: oneOf('restart', raw.restart, ['none'] as const),
+    restart: oneOf('restart', raw.restart, ['cri', 'signal', 'none'] as const),
+    criEndpoint: raw.criEndpoint || null,
+    ovnkubeNamespace: raw.ovnkubeNamespace,
+    ovnkubeContainer: raw.ovnkubeContainer,
+    restartGraceMs: duration('restart-grace', raw.restartGrace),
+    restartMinIntervalMs: duration('restart-min-interval', raw.restartMinInterval),
+    restartTimeoutMs: duration('restart-timeout', raw.restartTimeout),
+    settleMs: duration('settle', raw.settle),
     dryRun: raw.dryRun,
     logLevel: oneOf('log-level', raw.logLevel, LOG_LEVELS),
   };

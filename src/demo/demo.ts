@@ -28,14 +28,16 @@ async function main(): Promise<void> {
   let agent: ReturnType<typeof spawn> | undefined;
   try {
     say(`a node in namespace ${ns.name}: shared-mode route left behind, ovnkube-node now in local mode`);
-    ovnkube.start('local');
+    // The demo plays kubelet: when the agent stops ovnkube-node, a new one starts.
+    ovnkube.start('local', { respawn: true });
     writeFileSync(modeFile, 'local\n');
     process.stdout.write(ns.ip('route show'));
 
-    say(`ovn-gwmode-agent run --mode-file ${modeFile} --service-cidr 10.96.0.0/16 --mtu 1400 (JSON logs)`);
+    const flags = ['--mode-file', modeFile, '--service-cidr', '10.96.0.0/16', '--mtu', '1400', '--restart', 'signal', '--settle', '3'];
+    say(`ovn-gwmode-agent run ${flags.join(' ')} (JSON logs)`);
     agent = spawn(
       'ip',
-      ['netns', 'exec', ns.name, process.execPath, CLI, 'run', '--mode-file', modeFile, '--service-cidr', '10.96.0.0/16', '--mtu', '1400', '--socket', socket, '--state-dir', path.join(dir, 'state')],
+      ['netns', 'exec', ns.name, process.execPath, CLI, 'run', ...flags, '--socket', socket, '--state-dir', path.join(dir, 'state')],
       { stdio: ['ignore', 'inherit', 'inherit'] },
     );
     let phase = '';

@@ -4,31 +4,57 @@ import { copyFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Netns } from './netns.js';
 
+/** What the stand-in does while it runs: wait for SIGTERM and exit 0. */
+export const IDLE = 'trap "exit 0" TERM; while :; do sleep 1; done';
+
+export interface FakeOptions {
+  /** Play kubelet: when the process exits by itself (SIGTERM), start a new one. */
+  respawn?: boolean;
+  /** The shell body the process runs (default IDLE). */
+  body?: string;
+}
+
 /**
  * A stand-in for ovnkube-node: /bin/sh copied under the name `ovnkube`, so that
- * /proc/PID/cmdline reads `.../ovnkube -c <loop> ovnkube --init-node node1 --gateway-mode MODE`.
+ * /proc/PID/cmdline reads `.../ovnkube -c <body> ovnkube --init-node node1 --gateway-mode MODE`.
  */
 export class FakeOvnkube {
   private child: ChildProcess | undefined;
   private readonly binary: string;
+  /** How many processes were started. */
+  starts = 0;
 
-  constructor(private readonly ns: Netns, dir: string) {
+  constructor(
+    private readonly ns: Netns,
+    dir: string,
+  ) {
     this.binary = path.join(dir, 'ovnkube');
     copyFileSync('/bin/sh', this.binary);
   }
 
-  start(mode: string): void {
+  get pid(): number | undefined {
+    return this.child?.pid;
+  }
+
+  start(mode: string, options: FakeOptions = {}): void {
     this.stop();
-    this.child = spawn(
+    const child = spawn(
       'ip',
-      ['netns', 'exec', this.ns.name, this.binary, '-c', 'trap "exit 0" TERM; while :; do sleep 1; done', 'ovnkube', '--init-node', 'node1', '--gateway-mode', mode],
+      ['netns', 'exec', this.ns.name, this.binary, '-c', options.body ?? IDLE, 'ovnkube', '--init-node', 'node1', '--gateway-mode', mode],
       { stdio: 'ignore' },
     );
+    this.starts++;
+    this.child = child;
+    if (options.respawn) {
+      child.once('exit', () => {
+        if (this.child === child) this.start(mode, options);
+      });
+    }
   }
 
   stop(): void {
-    this.child?.kill('SIGKILL');
+    const child = this.child;
     this.child = undefined;
+    child?.kill('SIGKILL');
   }
 }
-

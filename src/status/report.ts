@@ -2,6 +2,7 @@
 // `status --brief` (also systemd's STATUS= line), and the CLI's exit code.
 import type { GatewayMode, Layout, Phase, RouteStatus } from '../core/types.js';
 import { describeShape } from '../core/planner.js';
+import type { RestartStatus } from '../restart/coordinator.js';
 
 export interface StatusReport {
   desiredMode: GatewayMode | null;
@@ -10,7 +11,8 @@ export interface StatusReport {
   layout: Layout;
   phase: Phase;
   reasons: string[];
-  routes: RouteStatus[];
+  routes: Array<RouteStatus & { repairsSuspended?: string | null }>;
+  restart?: RestartStatus;
   dryRun: boolean;
   lastReconcile: string | null;
   lastError: string | null;
@@ -38,6 +40,12 @@ export function renderHuman(s: StatusReport): string {
     const observed = r.observed ? describeShape(r.observed) : 'none';
     const expected = r.expected ? describeShape(r.expected) : 'n/a';
     lines.push(`  ${r.inSync ? 'ok ' : 'NO '} ${r.cidr}: ${observed}${r.inSync ? '' : ` (expected ${expected})`}`);
+  }
+  if (s.restart && s.restart.strategy !== 'none' || s.restart?.required) {
+    const last = s.restart.last;
+    lines.push(
+      `restart:       ${s.restart.strategy}${s.restart.required ? ', required' : ''}; ${s.restart.count} so far${last ? `; last ${last.at} ${last.target}: ${last.result}${last.error ? ` (${last.error})` : ''}` : ''}`,
+    );
   }
   if (s.reasons.length) lines.push('reasons:', ...s.reasons.map((x) => `  - ${x}`));
   if (s.warnings.length) lines.push('warnings:', ...s.warnings.map((x) => `  - ${x}`));

@@ -49,8 +49,10 @@ test("converges the seed's node to local mode and says so over the socket", asyn
     assert.equal(s.ovnkubeMode, 'local');
     assert.equal(s.layout, 'legacy');
     assert.deepEqual(s.routes, [
-      { cidr: '10.96.0.0/16', family: 4, observed: { dev: 'ovn-k8s-mp0', via: '10.244.1.1', mtu: null }, expected: { dev: 'ovn-k8s-mp0', via: '10.244.1.1', mtu: null }, inSync: true },
+      { cidr: '10.96.0.0/16', family: 4, observed: { dev: 'ovn-k8s-mp0', via: '10.244.1.1', mtu: null }, expected: { dev: 'ovn-k8s-mp0', via: '10.244.1.1', mtu: null }, inSync: true, repairsSuspended: null },
     ]);
+    assert.equal(s.restart?.required, true);
+    assert.ok(s.reasons.some((r) => /must be restarted for the migration to local \(--restart none/.test(r)));
     assert.ok(s.warnings.some((w) => /egress firewall/.test(w)));
     const change = agent.logs().find((l) => String(l.msg).startsWith('replaced route 10.96.0.0/16'));
     assert.equal(change?.before, 'via 172.18.0.1 dev br-ex mtu 1400');

@@ -35,7 +35,7 @@ export class AgentProcess {
   constructor(ns: Netns, readonly scratch: Scratch, args: string[], env: NodeJS.ProcessEnv = {}) {
     this.child = spawn(
       'ip',
-      ['netns', 'exec', ns.name, process.execPath, CLI, 'run', '--mode-file', scratch.modeFile, '--socket', scratch.socket, '--state-dir', scratch.stateDir, '--resync-interval', '2', '--log-level', 'debug', ...args],
+      ['netns', 'exec', ns.name, process.execPath, CLI, 'run', '--mode-file', scratch.modeFile, '--socket', scratch.socket, '--state-dir', scratch.stateDir, '--resync-interval', '2', '--log-level', 'debug', ...(args.includes('--restart') ? [] : ['--restart', 'none']), ...args],
       { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } },
     );
     this.child.stdout!.on('data', (d: Buffer) => (this.output += d.toString()));

@@ -1,0 +1,92 @@
+// A CRI runtime.v1 client over the runtime's UNIX socket (containerd, CRI-O), with
+// the two calls the agent makes. Calls carry deadlines: a runtime that hangs must
+// not hang the owner loop.
+import * as grpc from '@grpc/grpc-js';
+import * as protoLoader from '@grpc/proto-loader';
+import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+
+const PROTO = fileURLToPath(new URL('../../../src/cri/runtime.proto', import.meta.url));
+
+export const DEFAULT_CRI_ENDPOINTS = ['/var/run/crio/crio.sock', '/run/containerd/containerd.sock'];
+
+export interface CriContainer {
+  id: string;
+  podSandboxId: string;
+  name: string;
+  attempt: number;
+  state: string;
+  labels: Record<string, string>;
+}
+
+export class CriError extends Error {
+  readonly code = 'ERR_GWMODE_CRI';
+}
+
+/** The first endpoint that exists, or undefined. */
+export function pickEndpoint(candidates: string[] = DEFAULT_CRI_ENDPOINTS): string | undefined {
+  return candidates.find((p) => existsSync(p));
+}
+
+type Unary<Req, Res> = (req: Req, opts: grpc.CallOptions, cb: (err: grpc.ServiceError | null, res: Res) => void) => void;
+
+interface RuntimeServiceClient extends grpc.Client {
+  ListContainers: Unary<object, { containers: Array<Record<string, unknown>> }>;
+  StopContainer: Unary<object, object>;
+}
+
+let definition: grpc.GrpcObject | undefined;
+function load(): grpc.GrpcObject {
+  definition ??= grpc.loadPackageDefinition(
+    protoLoader.loadSync(PROTO, { keepCase: false, longs: String, enums: String, defaults: true }),
+  );
+  return definition;
+}
+
+export class CriClient {
+  private readonly client: RuntimeServiceClient;
+
+  constructor(
+    readonly endpoint: string,
+    private readonly deadlineMs = 10_000,
+  ) {
+    const runtime = (load().runtime as grpc.GrpcObject).v1 as grpc.GrpcObject;
+    const Service = runtime.RuntimeService as unknown as new (address: string, creds: grpc.ChannelCredentials) => RuntimeServiceClient;
+    this.client = new Service(`unix://${endpoint}`, grpc.credentials.createInsecure());
+  }
+
+  private call<Req, Res>(name: string, fn: Unary<Req, Res>, req: Req, extraMs = 0): Promise<Res> {
+    return new Promise((resolve, reject) => {
+      fn.call(this.client, req, { deadline: Date.now() + this.deadlineMs + extraMs }, (err, res) => {
+        if (err) reject(new CriError(`CRI ${name} on ${this.endpoint}: ${err.details || err.message}`, { cause: err }));
+        else resolve(res);
+      });
+    });
+  }
+
+  async runningContainers(labels: Record<string, string>): Promise<CriContainer[]> {
+    const res = await this.call('ListContainers', this.client.ListContainers, {
+      filter: { state: { state: 'CONTAINER_RUNNING' }, labelSelector: labels },
+    });
+    return res.containers.map((c) => {
+      const metadata = (c.metadata ?? {}) as { name?: string; attempt?: number };
+      return {
+        id: String(c.id),
+        podSandboxId: String(c.podSandboxId),
+        name: metadata.name ?? '',
+        attempt: Number(metadata.attempt ?? 0),
+        state: String(c.state),
+        labels: (c.labels ?? {}) as Record<string, string>,
+      };
+    });
+  }
+
+  /** Stops a container, giving it graceSeconds before the runtime kills it. */
+  async stopContainer(id: string, graceSeconds: number): Promise<void> {
+    await this.call('StopContainer', this.client.StopContainer, { containerId: id, timeout: String(graceSeconds) }, graceSeconds * 1000);
+  }
+
+  close(): void {
+    this.client.close();
+  }
+}

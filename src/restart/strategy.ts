@@ -1,0 +1,115 @@
+// How ovnkube-node is restarted: through the container runtime (CRI), by a signal to
+// its process, or not at all. Each strategy finds exactly one target, or says why not.
+import { CriClient, pickEndpoint } from '../cri/client.js';
+import { findOvnkubeProcesses, startTimeOf } from '../ovnkube/proc.js';
+import { readFile } from 'node:fs/promises';
+
+export type RestartStrategyName = 'cri' | 'signal' | 'none';
+
+export interface Target {
+  /** Container id, or "pid N". */
+  id: string;
+  describe: string;
+}
+
+export type Found = { target: Target } | { error: string };
+
+export interface RestartStrategy {
+  readonly name: RestartStrategyName;
+  /** The one running ovnkube-node, or why there is not exactly one. */
+  find(): Promise<Found>;
+  restart(target: Target): Promise<void>;
+  close(): void;
+}
+
+export interface CriOptions {
+  endpoint: string | undefined;
+  namespace: string;
+  container: string;
+  graceSeconds: number;
+}
+
+export class CriRestart implements RestartStrategy {
+  readonly name = 'cri';
+  private client: CriClient | undefined;
+
+  constructor(private readonly options: CriOptions) {}
+
+  private connect(): CriClient | undefined {
+    const endpoint = this.options.endpoint ?? pickEndpoint();
+    if (!endpoint) return undefined;
+    if (this.client?.endpoint !== endpoint) {
+      this.client?.close();
+      this.client = new CriClient(endpoint);
+    }
+    return this.client;
+  }
+
+  async find(): Promise<Found> {
+    const client = this.connect();
+    if (!client) return { error: 'no CRI endpoint: neither /var/run/crio/crio.sock nor /run/containerd/containerd.sock exists (set --cri-endpoint)' };
+    const { namespace, container } = this.options;
+    let found;
+    try {
+      found = await client.runningContainers({ 'io.kubernetes.pod.namespace': namespace, 'io.kubernetes.container.name': container });
+    } catch (err) {
+      return { error: (err as Error).message };
+    }
+    // The runtime filtered by label already; check again rather than trust it.
+    found = found.filter((c) => c.labels['io.kubernetes.pod.namespace'] === namespace && c.labels['io.kubernetes.container.name'] === container);
+    if (found.length !== 1) {
+      return { error: `${found.length} running containers named ${container} in namespace ${namespace} (expected exactly 1)` };
+    }
+    const c = found[0]!;
+    return { target: { id: c.id, describe: `container ${c.id.slice(0, 13)} (${c.labels['io.kubernetes.pod.name'] ?? c.name}, attempt ${c.attempt})` } };
+  }
+
+  async restart(target: Target): Promise<void> {
+    const client = this.connect();
+    if (!client) throw new Error('no CRI endpoint');
+    await client.stopContainer(target.id, this.options.graceSeconds);
+  }
+
+  close(): void {
+    this.client?.close();
+  }
+}
+
+export class SignalRestart implements RestartStrategy {
+  readonly name = 'signal';
+
+  constructor(private readonly procRoot = '/proc') {}
+
+  async find(): Promise<Found> {
+    const processes = await findOvnkubeProcesses(this.procRoot);
+    if (processes.length !== 1) return { error: `${processes.length} ovnkube --init-node processes in this network namespace (expected exactly 1)` };
+    const p = processes[0]!;
+    return { target: { id: `pid ${p.pid} start ${p.startTime}`, describe: `pid ${p.pid}` } };
+  }
+
+  /** SIGTERM, after re-reading the start time: a PID reused by another process is never signalled. */
+  async restart(target: Target): Promise<void> {
+    const m = /^pid (\d+) start (\d+)$/.exec(target.id);
+    if (!m) throw new Error(`not a process target: ${target.id}`);
+    const pid = Number(m[1]);
+    let now: string | null = null;
+    try {
+      now = startTimeOf(await readFile(`${this.procRoot}/${pid}/stat`, 'utf8'));
+    } catch {
+      throw new Error(`pid ${pid} is gone`);
+    }
+    if (now !== m[2]) throw new Error(`pid ${pid} now belongs to another process (start time ${now}, expected ${m[2]}): not signalling it`);
+    process.kill(pid, 'SIGTERM');
+  }
+
+  close(): void {}
+}
+
+export class NoRestart implements RestartStrategy {
+  readonly name = 'none';
+  async find(): Promise<Found> {
+    return { error: '--restart none' };
+  }
+  async restart(): Promise<void> {}
+  close(): void {}
+}
