@@ -243,9 +243,11 @@ export class Agent {
       this.ovnkubeMode = result.observed.ovnkube.mode;
       // A new desired mode or a new ovnkube-node is a new situation: old fights are forgiven.
       const inputs = `${desired.mode}|${result.observed.ovnkube.pid}`;
-      if (inputs !== this.lastInputs) this.fight.reset();
+      if (this.lastInputs !== '' && inputs !== this.lastInputs) this.fight.reset();
       this.lastInputs = inputs;
-      for (const r of result.final.routes) if (r.inSync) this.fight.clear(r.cidr);
+      // A suspended route found right again was put right by someone else: lift the suspension.
+      const held = this.fight.suspensions();
+      for (const r of result.final.routes) if (r.inSync && held.has(r.cidr)) this.fight.clear(r.cidr);
       const step = (await this.deps.restart?.step({ desired: desired.mode, applied: result.applied, ovnkube: result.observed.ovnkube })) ?? { reasons: [] };
       this.lastError = null;
       this.failures = 0;

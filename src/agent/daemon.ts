@@ -60,6 +60,10 @@ export async function runDaemon(raw: RawRunOptions, initial: Settings, deps: Dae
       settleMs: settings.settleMs,
       pollMs: 1000,
       modeChecked: settings.ovnkubeModeCheck === 'proc',
+      // Test hook: die the hard way between journal and restart (issue #4's crash test).
+      ...(deps.testHooks && process.env.GWMODE_TEST_KILL_AFTER_JOURNAL === '1'
+        ? { afterJournal: () => process.kill(process.pid, 'SIGKILL') }
+        : {}),
     },
     new Journal(settings.stateDir),
     log.child({ component: 'restart' }),

@@ -25,6 +25,8 @@ export interface RestartSettings {
   pollMs: number;
   /** Whether the mode of the new ovnkube-node can be checked (--ovnkube-mode-check proc). */
   modeChecked: boolean;
+  /** Test hook: runs between the journal write and the restart request. */
+  afterJournal?: () => void;
 }
 
 export interface RestartStatus {
@@ -116,6 +118,7 @@ export class RestartCoordinator {
     const record = { mode, at: now, target: found.target.describe, result: 'requested' as const, error: null };
     this.data = { restarts: [...this.data.restarts, record] };
     await this.journal.save(this.data);
+    this.settings.afterJournal?.();
     this.pending = null;
     this.log.info({ strategy: this.settings.strategy.name, target: found.target.describe, mode }, `restarting ovnkube-node: ${found.target.describe}`);
     try {

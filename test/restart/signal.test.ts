@@ -1,0 +1,41 @@
+// The signal strategy against real processes: the one ovnkube-node of this network
+// namespace gets SIGTERM, and a PID that now belongs to another process never does.
+import { strict as assert } from 'node:assert';
+import { spawn } from 'node:child_process';
+import { copyFileSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { test } from 'node:test';
+import { SignalRestart } from '../../src/restart/strategy.js';
+import { IDLE } from '../../src/demo/fake-ovnkube.js';
+
+test('signal: SIGTERM reaches the one ovnkube --init-node process, after its start time is checked', async () => {
+  const dir = mkdtempSync(path.join(tmpdir(), 'gwmode-signal-'));
+  const binary = path.join(dir, 'ovnkube');
+  copyFileSync('/bin/sh', binary);
+  const child = spawn(binary, ['-c', IDLE, 'ovnkube', '--init-node', 'n1', '--gateway-mode', 'local'], { stdio: 'ignore' });
+  const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
+  try {
+    const strategy = new SignalRestart();
+    const found = await strategy.find();
+    assert.ok('target' in found, JSON.stringify(found));
+    assert.equal(found.target.describe, `pid ${child.pid}`);
+
+    // The same PID with another start time: a reused PID. Never signalled.
+    const reused = { id: `pid ${child.pid} start 1`, describe: `pid ${child.pid}` };
+    await assert.rejects(strategy.restart(reused), /now belongs to another process/);
+    assert.equal(child.exitCode, null, 'still running');
+
+    await strategy.restart(found.target);
+    assert.equal(await exited, 0, 'the stand-in exits 0 on SIGTERM');
+  } finally {
+    child.kill('SIGKILL');
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('signal: none or two ovnkube-node processes mean no target, with the count', async () => {
+  const strategy = new SignalRestart();
+  const none = await strategy.find();
+  assert.deepEqual(none, { error: '0 ovnkube --init-node processes in this network namespace (expected exactly 1)' });
+});
