@@ -11,7 +11,7 @@ import { createLogger } from '../log.js';
 import { readModeSource } from '../mode/source.js';
 import { systemdNotifier, watchdogUsec } from '../systemd/notify.js';
 import { findOvnkubeProcesses, summarise } from '../ovnkube/proc.js';
-import { AgentUnreachableError, fetchStatus } from '../status/client.js';
+import { AgentUnreachableError, fetchPath, fetchStatus } from '../status/client.js';
 import { exitCodeOf, renderBrief, renderHuman } from '../status/report.js';
 import { SocketInUseError } from '../status/server.js';
 
@@ -85,6 +85,22 @@ export async function statusCommand(opts: { socket: string; json: boolean; brief
     const s = await fetchStatus(opts.socket);
     process.stdout.write((opts.json ? JSON.stringify(s, null, 2) : opts.brief ? renderBrief(s) : renderHuman(s)) + '\n');
     process.exitCode = exitCodeOf(s);
+  } catch (err) {
+    if (err instanceof AgentUnreachableError) {
+      process.stderr.write(`ovn-gwmode-agent: ${err.message}\n`);
+      process.exitCode = 2;
+      return;
+    }
+    throw err;
+  }
+}
+
+/** `health [--ready]`: the probe for kubelet. Exit 0 healthy (or ready), 1 not, 2 unreachable. */
+export async function healthCommand(opts: { socket: string; ready: boolean }): Promise<void> {
+  try {
+    const { code, body } = await fetchPath(opts.socket, opts.ready ? '/readyz' : '/healthz');
+    process.stdout.write(JSON.stringify(body) + '\n');
+    process.exitCode = code === 200 ? 0 : 1;
   } catch (err) {
     if (err instanceof AgentUnreachableError) {
       process.stderr.write(`ovn-gwmode-agent: ${err.message}\n`);

@@ -4,7 +4,7 @@ import yargs from 'yargs';
 import { hideBin } from 'yargs/helpers';
 import type { RawRunOptions } from '../config/settings.js';
 import { VERSION } from '../version.js';
-import { onceCommand, runCommand, statusCommand } from './commands.js';
+import { healthCommand, onceCommand, runCommand, statusCommand } from './commands.js';
 import { agentOptions, DEFAULT_SOCKET } from './options.js';
 
 await yargs(hideBin(process.argv))
@@ -23,6 +23,12 @@ await yargs(hideBin(process.argv))
         .option('brief', { type: 'boolean', describe: 'one line' })
         .conflicts('json', 'brief'),
     (argv) => statusCommand({ socket: argv.socket, json: argv.json ?? false, brief: argv.brief ?? false }),
+  )
+  .command(
+    'health',
+    "the liveness (or, with --ready, readiness) probe: exit 0 yes, 1 no, 2 unreachable",
+    (y) => y.option('socket', { type: 'string', default: DEFAULT_SOCKET }).option('ready', { type: 'boolean', describe: 'ask /readyz instead of /healthz' }),
+    (argv) => healthCommand({ socket: argv.socket, ready: argv.ready ?? false }),
   )
   .command(
     'plan',

@@ -6,15 +6,16 @@ export class AgentUnreachableError extends Error {
   readonly code = 'ERR_GWMODE_UNREACHABLE';
 }
 
-export function fetchStatus(socket: string, timeoutMs = 5000): Promise<StatusReport> {
+/** GET a path of the agent's socket: the HTTP status code and the parsed JSON body. */
+export function fetchPath(socket: string, urlPath: string, timeoutMs = 5000): Promise<{ code: number; body: unknown }> {
   return new Promise((resolve, reject) => {
-    const req = http.get({ socketPath: socket, path: '/status', timeout: timeoutMs }, (res) => {
+    const req = http.get({ socketPath: socket, path: urlPath, timeout: timeoutMs }, (res) => {
       let body = '';
       res.setEncoding('utf8');
       res.on('data', (d: string) => (body += d));
       res.on('end', () => {
         try {
-          resolve(JSON.parse(body) as StatusReport);
+          resolve({ code: res.statusCode ?? 0, body: JSON.parse(body) as unknown });
         } catch (err) {
           reject(new AgentUnreachableError(`bad answer on ${socket}: ${(err as Error).message}`));
         }
@@ -25,4 +26,8 @@ export function fetchStatus(socket: string, timeoutMs = 5000): Promise<StatusRep
       reject(new AgentUnreachableError(`cannot reach the agent on ${socket} (${err.code ?? err.message}): is the agent running?`)),
     );
   });
+}
+
+export async function fetchStatus(socket: string, timeoutMs = 5000): Promise<StatusReport> {
+  return (await fetchPath(socket, '/status', timeoutMs)).body as StatusReport;
 }

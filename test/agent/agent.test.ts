@@ -265,6 +265,8 @@ test('status --brief, --json and the exit codes', async (t) => {
     const human = cli(ns, ['status', '--socket', scratch.socket]);
     assert.equal(human.code, 1);
     assert.match(human.stdout, /no ovnkube --init-node process/);
+    assert.equal(cli(ns, ['health', '--socket', scratch.socket]).code, 0);
+    assert.equal(cli(ns, ['health', '--ready', '--socket', scratch.socket]).code, 0);
     const gone = cli(ns, ['status', '--socket', path.join(scratch.dir, 'nowhere.sock')]);
     assert.equal(gone.code, 2);
     assert.match(gone.stderr, /is the agent running\?\n$/);

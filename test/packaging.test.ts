@@ -1,0 +1,27 @@
+// The shipped manifests render, and say what an SRE would check first.
+import { strict as assert } from 'node:assert';
+import { spawnSync } from 'node:child_process';
+import { test } from 'node:test';
+import { parseAllDocuments } from 'yaml';
+
+test('the DaemonSet renders with kustomize: host network and PID, only the capabilities needed, every taint tolerated', (t) => {
+  const r = spawnSync('kubectl', ['kustomize', 'packaging/kubernetes'], { encoding: 'utf8' });
+  if (r.error) {
+    process.stderr.write(`SKIPPED (kubectl not installed): ${t.name}\n`);
+    t.skip('kubectl not installed');
+    return;
+  }
+  assert.equal(r.status, 0, r.stderr);
+  const docs = parseAllDocuments(r.stdout).map((d) => d.toJS() as any);
+  const ds = docs.find((d) => d.kind === 'DaemonSet');
+  const pod = ds.spec.template.spec;
+  assert.equal(pod.hostNetwork, true);
+  assert.equal(pod.hostPID, true);
+  assert.equal(pod.priorityClassName, 'system-node-critical');
+  assert.deepEqual(pod.tolerations, [{ operator: 'Exists' }]);
+  const c = pod.containers[0];
+  assert.deepEqual(c.securityContext.capabilities, { drop: ['ALL'], add: ['NET_ADMIN', 'SYS_PTRACE', 'KILL'] });
+  assert.equal(c.securityContext.readOnlyRootFilesystem, true);
+  assert.deepEqual(c.livenessProbe.exec.command, ['ovn-gwmode-agent', 'health']);
+  assert.equal(docs.find((d) => d.kind === 'ConfigMap').data.mode, 'shared');
+});
