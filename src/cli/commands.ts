@@ -80,35 +80,32 @@ export async function runCommand(raw: RawRunOptions): Promise<void> {
   }
 }
 
-export async function statusCommand(opts: { socket: string; json: boolean; brief: boolean }): Promise<void> {
+/** Runs a socket client; an unreachable agent is exit 2 with the message, on stderr. */
+async function askAgent(fn: () => Promise<number>): Promise<void> {
   try {
-    const s = await fetchStatus(opts.socket);
-    process.stdout.write((opts.json ? JSON.stringify(s, null, 2) : opts.brief ? renderBrief(s) : renderHuman(s)) + '\n');
-    process.exitCode = exitCodeOf(s);
+    process.exitCode = await fn();
   } catch (err) {
-    if (err instanceof AgentUnreachableError) {
-      process.stderr.write(`ovn-gwmode-agent: ${err.message}\n`);
-      process.exitCode = 2;
-      return;
-    }
-    throw err;
+    if (!(err instanceof AgentUnreachableError)) throw err;
+    process.stderr.write(`ovn-gwmode-agent: ${err.message}\n`);
+    process.exitCode = 2;
   }
 }
 
+export function statusCommand(opts: { socket: string; json: boolean; brief: boolean }): Promise<void> {
+  return askAgent(async () => {
+    const s = await fetchStatus(opts.socket);
+    process.stdout.write((opts.json ? JSON.stringify(s, null, 2) : opts.brief ? renderBrief(s) : renderHuman(s)) + '\n');
+    return exitCodeOf(s);
+  });
+}
+
 /** `health [--ready]`: the probe for kubelet. Exit 0 healthy (or ready), 1 not, 2 unreachable. */
-export async function healthCommand(opts: { socket: string; ready: boolean }): Promise<void> {
-  try {
+export function healthCommand(opts: { socket: string; ready: boolean }): Promise<void> {
+  return askAgent(async () => {
     const { code, body } = await fetchPath(opts.socket, opts.ready ? '/readyz' : '/healthz');
     process.stdout.write(JSON.stringify(body) + '\n');
-    process.exitCode = code === 200 ? 0 : 1;
-  } catch (err) {
-    if (err instanceof AgentUnreachableError) {
-      process.stderr.write(`ovn-gwmode-agent: ${err.message}\n`);
-      process.exitCode = 2;
-      return;
-    }
-    throw err;
-  }
+    return code === 200 ? 0 : 1;
+  });
 }
 
 function renderPlan(p: Plan): string {

@@ -4,41 +4,12 @@ import { strict as assert } from 'node:assert';
 import { mkdirSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
-import { seedNode, skipWithoutKernel, type Netns, type SeedNodeOptions } from '../helpers/netns.js';
+import { seedNode, skipWithoutKernel, type Netns } from '../helpers/netns.js';
 import { spawnSync } from 'node:child_process';
-import { AgentProcess, CLI, cli, curl, FakeOvnkube, Scratch, status, waitForStatus } from '../helpers/agent.js';
+import { AgentProcess, CLI, cli, curl, FakeOvnkube, Scratch, status, waitForStatus, withAgent } from '../helpers/agent.js';
 
 const LOCAL_V4 = '10.96.0.0/16 via 10.244.1.1 dev ovn-k8s-mp0';
 const SHARED_V4 = '10.96.0.0/16 via 172.18.0.1 dev br-ex mtu 1400';
-
-interface Ctx {
-  ns: Netns;
-  scratch: Scratch;
-  ovnkube: FakeOvnkube;
-  agent: AgentProcess;
-}
-
-async function withAgent(
-  opts: { node?: SeedNodeOptions; mode?: string; ovnkube?: string | null; args?: string[]; setup?: (ns: Netns) => void },
-  fn: (c: Ctx) => Promise<void>,
-): Promise<void> {
-  const ns = seedNode(opts.node ?? { gw0: true });
-  const scratch = new Scratch();
-  const ovnkube = new FakeOvnkube(ns, scratch.dir);
-  let agent: AgentProcess | undefined;
-  try {
-    opts.setup?.(ns);
-    if (opts.mode !== undefined) scratch.writeMode(opts.mode);
-    if (opts.ovnkube !== null) ovnkube.start(opts.ovnkube ?? 'local');
-    agent = new AgentProcess(ns, scratch, opts.args ?? ['--service-cidr', '10.96.0.0/16', '--mtu', '1400']);
-    await fn({ ns, scratch, ovnkube, agent });
-  } finally {
-    await agent?.stop();
-    ovnkube.stop();
-    ns.destroy();
-    scratch.remove();
-  }
-}
 
 test("converges the seed's node to local mode and says so over the socket", async (t) => {
   if (skipWithoutKernel(t)) return;

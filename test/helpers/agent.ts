@@ -2,7 +2,9 @@
 // stand-in ovnkube-node process, and asks it for its status with real curl.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-export { FakeOvnkube } from '../../src/demo/fake-ovnkube.js';
+import { FakeOvnkube, type FakeOptions } from '../../src/demo/fake-ovnkube.js';
+import { seedNode, type SeedNodeOptions } from '../../src/demo/netns.js';
+export { FakeOvnkube };
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -97,3 +99,42 @@ export function cli(ns: Netns, args: string[]): { code: number | null; stdout: s
   const r = spawnSync('ip', ['netns', 'exec', ns.name, process.execPath, CLI, ...args], { encoding: 'utf8' });
   return { code: r.status, stdout: r.stdout, stderr: r.stderr };
 }
+
+export interface AgentCtx {
+  ns: Netns;
+  scratch: Scratch;
+  ovnkube: FakeOvnkube;
+  agent: AgentProcess;
+}
+
+/** A seed node, a stand-in ovnkube-node, a mode file and the agent; all torn down after fn. */
+export async function withAgent(
+  opts: {
+    node?: SeedNodeOptions;
+    mode?: string;
+    ovnkube?: string | null;
+    fake?: FakeOptions;
+    args?: string[];
+    env?: NodeJS.ProcessEnv;
+    setup?: (ns: Netns, scratch: Scratch) => void;
+  },
+  fn: (c: AgentCtx) => Promise<void>,
+): Promise<void> {
+  const ns = seedNode(opts.node ?? { gw0: true });
+  const scratch = new Scratch();
+  const ovnkube = new FakeOvnkube(ns, scratch.dir);
+  let agent: AgentProcess | undefined;
+  try {
+    opts.setup?.(ns, scratch);
+    if (opts.mode !== undefined) scratch.writeMode(opts.mode);
+    if (opts.ovnkube !== null) ovnkube.start(opts.ovnkube ?? 'local', opts.fake);
+    agent = new AgentProcess(ns, scratch, opts.args ?? ['--service-cidr', '10.96.0.0/16', '--mtu', '1400'], opts.env);
+    await fn({ ns, scratch, ovnkube, agent });
+  } finally {
+    await agent?.stop();
+    ovnkube.stop();
+    ns.destroy();
+    scratch.remove();
+  }
+}
+

@@ -4,7 +4,7 @@ import { strict as assert } from 'node:assert';
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
-import { AgentProcess, FakeOvnkube, Scratch, waitForStatus } from '../helpers/agent.js';
+import { AgentProcess, Scratch, waitForStatus, withAgent } from '../helpers/agent.js';
 import { seedNode, skipWithoutKernel, type Netns } from '../helpers/netns.js';
 import { Containerd, containerdSkipReason, ovnkubeCommand, type Pod } from '../helpers/containerd.js';
 import { IDLE } from '../../src/demo/fake-ovnkube.js';
@@ -15,13 +15,7 @@ const FAST = ['--service-cidr', '10.96.0.0/16', '--mtu', '1400', '--settle', '1'
 
 test('signal: migrates, restarts ovnkube-node once, waits for the new one and the settle window', async (t) => {
   if (skipWithoutKernel(t)) return;
-  const ns = seedNode({ gw0: true });
-  const scratch = new Scratch();
-  const ovnkube = new FakeOvnkube(ns, scratch.dir);
-  ovnkube.start('local', { respawn: true });
-  scratch.writeMode('local');
-  const agent = new AgentProcess(ns, scratch, [...FAST, '--restart', 'signal']);
-  try {
+  await withAgent({ mode: 'local', fake: { respawn: true }, args: [...FAST, '--restart', 'signal'] }, async ({ ns, ovnkube, agent }) => {
     const s = await waitForStatus(agent, (s) => s.phase === 'Converged' && s.restart?.count === 1, 'Converged after a restart');
     assert.deepEqual(ns.routes('10.96.0.0/16'), [LOCAL_V4]);
     assert.equal(ovnkube.starts, 2, 'one restart: the first process and its successor');
@@ -29,26 +23,15 @@ test('signal: migrates, restarts ovnkube-node once, waits for the new one and th
     assert.equal(s.restart?.strategy, 'signal');
     const phases = agent.logs().filter((l) => String(l.msg).startsWith('phase ')).map((l) => l.to);
     assert.ok(phases.includes('Progressing'), `went through Progressing: ${phases.join(',')}`);
-  } finally {
-    await agent.stop();
-    ovnkube.stop();
-    ns.destroy();
-    scratch.remove();
-  }
+  });
 });
 
 test('never fights: a route set back again and again suspends repairs, and a new ovnkube-node lifts that', async (t) => {
   if (skipWithoutKernel(t)) return;
-  const ns = seedNode({ gw0: true });
-  const scratch = new Scratch();
-  const ovnkube = new FakeOvnkube(ns, scratch.dir);
   // A stand-in that keeps putting the shared-mode route back, as a shared-mode (or
   // fixed z-stream) ovnkube-node would while claiming local mode.
   const fighter = `trap "exit 0" TERM; while :; do ip route replace ${SHARED_V4}; sleep 0.3; done`;
-  ovnkube.start('local', { body: fighter });
-  scratch.writeMode('local');
-  const agent = new AgentProcess(ns, scratch, [...FAST, '--restart', 'none']);
-  try {
+  await withAgent({ mode: 'local', fake: { body: fighter }, args: [...FAST, '--restart', 'none'] }, async ({ ns, ovnkube, agent }) => {
     const s = await waitForStatus(agent, (s) => s.phase === 'Degraded' && s.routes[0]?.repairsSuspended != null, 'repairs suspended');
     assert.match(
       s.reasons[0] ?? '',
@@ -61,42 +44,27 @@ test('never fights: a route set back again and again suspends repairs, and a new
     ns.ip(`route replace ${SHARED_V4}`);
     await waitForStatus(agent, (s) => s.phase === 'Converged' && s.routes[0]?.repairsSuspended === null, 'Converged with a new ovnkube-node');
     assert.deepEqual(ns.routes('10.96.0.0/16'), [LOCAL_V4]);
-  } finally {
-    await agent.stop();
-    ovnkube.stop();
-    ns.destroy();
-    scratch.remove();
-  }
+  });
 });
 
 test('the rate limit: a fourth restart within the hour is refused with phase Degraded', async (t) => {
   if (skipWithoutKernel(t)) return;
-  const ns = seedNode({ gw0: true });
-  const scratch = new Scratch();
-  const ovnkube = new FakeOvnkube(ns, scratch.dir);
-  const now = Date.now();
-  mkdirSync(scratch.stateDir, { recursive: true });
-  writeFileSync(
-    path.join(scratch.stateDir, 'restart-journal.json'),
-    JSON.stringify({
-      restarts: [50, 30, 10].map((m) => ({ mode: 'shared', at: now - m * 60_000, target: 'pid 1', result: 'stopped', error: null })),
-    }),
+  const journalOf = (scratch: Scratch) => {
+    const now = Date.now();
+    mkdirSync(scratch.stateDir, { recursive: true });
+    const restarts = [50, 30, 10].map((m) => ({ mode: 'shared', at: now - m * 60_000, target: 'pid 1', result: 'stopped', error: null }));
+    writeFileSync(path.join(scratch.stateDir, 'restart-journal.json'), JSON.stringify({ restarts }));
+  };
+  await withAgent(
+    { mode: 'local', fake: { respawn: true }, setup: (_ns, scratch) => journalOf(scratch), args: [...FAST, '--restart', 'signal'] },
+    async ({ ns, ovnkube, agent }) => {
+      const s = await waitForStatus(agent, (s) => s.phase === 'Degraded', 'Degraded');
+      assert.match(s.reasons[0] ?? '', /must be restarted for the migration to local, but 3 restarts in the last hour \(at most 3\)/);
+      assert.ok(s.restart?.nextAllowedAt);
+      assert.equal(ovnkube.starts, 1, 'not signalled');
+      assert.deepEqual(ns.routes('10.96.0.0/16'), [LOCAL_V4]);
+    },
   );
-  ovnkube.start('local', { respawn: true });
-  scratch.writeMode('local');
-  const agent = new AgentProcess(ns, scratch, [...FAST, '--restart', 'signal']);
-  try {
-    const s = await waitForStatus(agent, (s) => s.phase === 'Degraded', 'Degraded');
-    assert.match(s.reasons[0] ?? '', /must be restarted for the migration to local, but 3 restarts in the last hour \(at most 3\)/);
-    assert.ok(s.restart?.nextAllowedAt);
-    assert.equal(ovnkube.starts, 1, 'not signalled');
-    assert.deepEqual(ns.routes('10.96.0.0/16'), [LOCAL_V4]);
-  } finally {
-    await agent.stop();
-    ovnkube.stop();
-    ns.destroy();
-    scratch.remove();
-  }
 });
 
 async function withContainerd(
