@@ -27,7 +27,7 @@ async function main(): Promise<void> {
   const modeFile = path.join(dir, 'gateway-mode');
   let agent: ReturnType<typeof spawn> | undefined;
   try {
-    say(`a node in namespace ${ns.name}: shared-mode route left behind, ovnkube-node now in local mode`);
+    say(`a node in namespace ${ns.name}: shared-mode route left behind, ovnkube-node now in local mode; ip route show, before`);
     // The demo plays kubelet: when the agent stops ovnkube-node, a new one starts.
     ovnkube.start('local', { respawn: true });
     writeFileSync(modeFile, 'local\n');
