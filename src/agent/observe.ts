@@ -12,11 +12,12 @@ export const TRUSTED_OVNKUBE: OvnkubeProbe = async () => ({ mode: null, pid: nul
 export async function observe(dataplane: Dataplane, serviceCidrs: Cidr[], probe: OvnkubeProbe): Promise<Observation> {
   const families = new Set(serviceCidrs.map((c) => c.family));
   const prefixes = [...serviceCidrs, ...[...families].map((f) => parseCidr(DEFAULT_ROUTE[f]))];
-  const [links, addresses, ovnkube, ...routeLists] = await Promise.all([
-    dataplane.links(),
+  // Links first: every route's interface name is resolved from this one dump.
+  const links = await dataplane.links();
+  const [addresses, ovnkube, ...routeLists] = await Promise.all([
     dataplane.addresses(),
     probe(),
-    ...prefixes.map((p) => dataplane.routesFor(p)),
+    ...prefixes.map((p) => dataplane.routesFor(p, links)),
   ]);
   const routes = new Map(prefixes.map((p, i) => [p.text, routeLists[i] ?? []]));
   return { links, addresses, routes, ovnkube };

@@ -58,6 +58,15 @@ export async function runCommand(raw: RawRunOptions): Promise<void> {
   const normalised = lastWins(raw);
   const settings = await settingsOrExit(normalised);
   const log = createLogger(settings.logLevel);
+  // A bug must not leave a half-working agent: log it and exit; the supervisor
+  // (kubelet or systemd) restarts a clean one, and the journal remembers restarts.
+  const fatal = (err: unknown) => {
+    log.fatal({ err }, 'unexpected error: exiting');
+    log.flush();
+    process.exit(1);
+  };
+  process.on('uncaughtException', fatal);
+  process.on('unhandledRejection', fatal);
   const dataplane = new KernelDataplane();
   try {
     await runDaemon(normalised, settings, {

@@ -102,10 +102,10 @@ export class KernelDataplane implements Dataplane {
     );
   }
 
-  async routesFor(prefix: Cidr): Promise<KernelRoute[]> {
+  async routesFor(prefix: Cidr, links?: Link[]): Promise<KernelRoute[]> {
     const raw = (await this.fibMatch(prefix)) ?? (await this.dumpPrefix(prefix));
     if (raw.length === 0) return [];
-    const names = await this.linkNames(raw);
+    const names = new Map((links ?? (await this.links())).map((l) => [l.index, l.name]));
     return raw.map((r) => toKernelRoute(prefix, r, names));
   }
 
@@ -142,12 +142,6 @@ export class KernelDataplane implements Dataplane {
           ? decodeRoute(msg.data)
           : undefined,
     );
-  }
-
-  private async linkNames(routes: DecodedRoute[]): Promise<Map<number, string>> {
-    const wanted = new Set(routes.map((r) => r.oif).filter((i): i is number => i !== undefined));
-    if (wanted.size === 0) return new Map();
-    return new Map((await this.links()).filter((l) => wanted.has(l.index)).map((l) => [l.index, l.name]));
   }
 
   async replaceRoute(spec: RouteReplace): Promise<void> {

@@ -58,8 +58,11 @@ export interface Subscription {
 export interface Dataplane {
   links(): Promise<Link[]>;
   addresses(): Promise<InterfaceAddress[]>;
-  /** Main-table routes whose destination equals prefix exactly. */
-  routesFor(prefix: Cidr): Promise<KernelRoute[]>;
+  /**
+   * Main-table routes whose destination equals prefix exactly. Output interface names
+   * come from `links` when the caller has just listed them, else from a fresh dump.
+   */
+  routesFor(prefix: Cidr, links?: Link[]): Promise<KernelRoute[]>;
   replaceRoute(spec: RouteReplace): Promise<void>;
   subscribe(onEvent: (event: DataplaneEvent) => void): Subscription;
   close(): void;

@@ -73,7 +73,10 @@ export class StatusServer {
 
   static async listen(socket: string, handlers: StatusHandlers): Promise<StatusServer> {
     const dir = path.dirname(socket);
-    await mkdir(dir, { recursive: true, mode: 0o750 });
+    // A directory we create is 0750 whatever the umask; one that exists (systemd's
+    // RuntimeDirectory, a hostPath) keeps the mode its owner gave it.
+    const created = await mkdir(dir, { recursive: true, mode: 0o750 });
+    if (created !== undefined) await chmod(dir, 0o750);
     await clearStale(socket);
     const s = new StatusServer(socket, handlers);
     await new Promise<void>((resolve, reject) => {

@@ -1,7 +1,7 @@
 // The agent as an admin runs it: a real kernel namespace, a real mode file, the
 // status read with real curl, the CLI as a separate process.
 import { strict as assert } from 'node:assert';
-import { mkdirSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, renameSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
 import { seedNode, skipWithoutKernel, type Netns } from '../helpers/netns.js';
@@ -28,6 +28,8 @@ test("converges the seed's node to local mode and says so over the socket", asyn
     const change = agent.logs().find((l) => String(l.msg).startsWith('replaced route 10.96.0.0/16'));
     assert.equal(change?.before, 'via 172.18.0.1 dev br-ex mtu 1400');
     assert.equal(change?.after, 'via 10.244.1.1 dev ovn-k8s-mp0');
+    assert.equal(statSync(agent.scratch.socket).mode & 0o777, 0o660);
+    assert.equal(statSync(path.dirname(agent.scratch.socket)).mode & 0o777, 0o750);
     assert.equal(curl(agent.scratch.socket, '/healthz').code, 200);
     assert.equal(curl(agent.scratch.socket, '/readyz').code, 200);
     assert.equal(curl(agent.scratch.socket, '/nope').code, 404);
@@ -279,4 +281,9 @@ test('a bad flag exits 2 with one line naming it', () => {
     assert.equal(lines.length, 1);
     assert.ok(lines[0]!.startsWith(`ovn-gwmode-agent: ${flag}:`), lines[0]);
   }
+  // The same flags from OVN_GWMODE_* variables.
+  const env = { ...process.env, OVN_GWMODE_MODE_FILE: '/nonexistent', OVN_GWMODE_SERVICE_CIDR: '10.96.0.0/16', OVN_GWMODE_LAYOUT: 'sideways' };
+  const fromEnv = spawnSync(process.execPath, [CLI, 'plan'], { encoding: 'utf8', env });
+  assert.equal(fromEnv.status, 2);
+  assert.match(fromEnv.stderr, /^ovn-gwmode-agent: --layout: "sideways" is not one of auto, legacy, routing-via-host\n$/);
 });
