@@ -13,6 +13,10 @@
 //  2. The mode file half-written or garbled: the last valid mode is kept (none at
 //     start, so nothing is ever applied before the first valid input).
 //  3. Netlink notifications lost under load: `lost` forces a pass.
+//  4. Something that keeps setting a route back (a misconfigured ovnkube-node): the
+//     third set-back within ten minutes suspends repairs of that CIDR (FightTracker).
+//  5. A restart under way: the restart coordinator owns it; the loop only asks it to
+//     step after each pass and wakes when it asks to look again.
 import type { Logger } from 'pino';
 import { LEGACY_LOCAL_GATEWAY_LINK } from '../core/planner.js';
 import type { DesiredMode, Phase, Plan, PlannerConfig } from '../core/types.js';
@@ -21,7 +25,7 @@ import type { ModeRead, ModeWatch } from '../mode/source.js';
 import type { StatusReport } from '../status/report.js';
 import { VERSION } from '../version.js';
 import type { OvnkubeProbe } from './observe.js';
-import { reconcile } from './reconcile.js';
+import { reconcile, type ReconcileHooks, type ReconcileResult } from './reconcile.js';
 import { describeShape } from '../core/planner.js';
 import type { RestartCoordinator, RestartStatus } from '../restart/coordinator.js';
 import { FightTracker } from '../restart/policy.js';
@@ -228,36 +232,8 @@ export class Agent {
     try {
       await this.readDesired();
       const desired = this.desired;
-      const result = await reconcile(this.deps, desired, this.options.config, true, {
-        holdBack: (a) =>
-          this.fight.beforeReplace(
-            a.cidr.text,
-            describeShape(a.from),
-            this.deps.now().getTime(),
-            `is ovnkube-node really running ${desired.mode} gateway mode on a 4.8/4.9 build?`,
-          ),
-        isSuspended: (cidr) => this.fight.suspensions().has(cidr),
-        onApplied: (a) => this.fight.applied(a.cidr.text, describeShape(a.to), this.deps.now().getTime()),
-      });
-      this.plan = result.final;
-      this.ovnkubeMode = result.observed.ovnkube.mode;
-      // A new desired mode or a new ovnkube-node is a new situation: old fights are forgiven.
-      const inputs = `${desired.mode}|${result.observed.ovnkube.pid}`;
-      if (this.lastInputs !== '' && inputs !== this.lastInputs) this.fight.reset();
-      this.lastInputs = inputs;
-      // A suspended route found right again was put right by someone else: lift the suspension.
-      const held = this.fight.suspensions();
-      for (const r of result.final.routes) if (r.inSync && held.has(r.cidr)) this.fight.clear(r.cidr);
-      const step = (await this.deps.restart?.step({ desired: desired.mode, applied: result.applied, ovnkube: result.observed.ovnkube })) ?? { reasons: [] };
-      this.lastError = null;
-      this.failures = 0;
-      const suspended = [...this.fight.suspensions().values()];
-      const phase = suspended.length > 0 ? 'Degraded' : (step.phase ?? result.final.phase);
-      // The reason that decides the phase comes first: it is the one `status --brief` shows.
-      const reasons = step.phase ? [...step.reasons, ...result.final.reasons] : [...result.final.reasons, ...step.reasons];
-      this.setPhase(phase, [...suspended, ...reasons]);
-      clearTimeout(this.wakeTimer);
-      if (step.wakeInMs !== undefined && !this.stopped) this.wakeTimer = setTimeout(() => this.kick('restart check'), step.wakeInMs);
+      const result = await reconcile(this.deps, desired, this.options.config, true, this.fightHooks(desired.mode));
+      await this.conclude(desired.mode, result);
     } catch (err) {
       this.failures++;
       const e = err as Error;
@@ -277,6 +253,41 @@ export class Agent {
     this.passes++;
     for (const w of this.passWaiters.splice(0)) w();
     this.emit(false);
+  }
+
+  /** Fight tracking around each replace (see FightTracker). */
+  private fightHooks(mode: DesiredMode['mode']): ReconcileHooks {
+    const now = () => this.deps.now().getTime();
+    return {
+      holdBack: (a) =>
+        this.fight.beforeReplace(a.cidr.text, describeShape(a.from), now(), `is ovnkube-node really running ${mode} gateway mode on a 4.8/4.9 build?`),
+      isSuspended: (cidr) => this.fight.suspensions().has(cidr),
+      onApplied: (a) => this.fight.applied(a.cidr.text, describeShape(a.to), now()),
+    };
+  }
+
+  /** After a successful pass: fights, the restart step, and the phase with its reasons. */
+  private async conclude(mode: DesiredMode['mode'], result: ReconcileResult): Promise<void> {
+    this.plan = result.final;
+    this.ovnkubeMode = result.observed.ovnkube.mode;
+    // A new desired mode or a new ovnkube-node is a new situation: old fights are forgiven.
+    const inputs = `${mode}|${result.observed.ovnkube.pid}`;
+    if (this.lastInputs !== '' && inputs !== this.lastInputs) this.fight.reset();
+    this.lastInputs = inputs;
+    // A suspended route found right again was put right by someone else: lift the suspension.
+    const held = this.fight.suspensions();
+    for (const r of result.final.routes) if (r.inSync && held.has(r.cidr)) this.fight.clear(r.cidr);
+
+    const step = (await this.deps.restart?.step({ desired: mode, applied: result.applied, ovnkube: result.observed.ovnkube })) ?? { reasons: [] };
+    this.lastError = null;
+    this.failures = 0;
+    const suspended = [...this.fight.suspensions().values()];
+    const phase = suspended.length > 0 ? 'Degraded' : (step.phase ?? result.final.phase);
+    // The reason that decides the phase comes first: it is the one `status --brief` shows.
+    const reasons = step.phase ? [...step.reasons, ...result.final.reasons] : [...result.final.reasons, ...step.reasons];
+    this.setPhase(phase, [...suspended, ...reasons]);
+    clearTimeout(this.wakeTimer);
+    if (step.wakeInMs !== undefined && !this.stopped) this.wakeTimer = setTimeout(() => this.kick('restart check'), step.wakeInMs);
   }
 
   private setPhase(phase: Phase, reasons: string[]): void {
@@ -302,7 +313,7 @@ export class Agent {
     return this.ready;
   }
 
-  /** Monotonic ms of the last time the loop started or ended a pass. */
+  /** Date.now() of the last time the loop started or ended a pass. */
   lastProgressAt(): number {
     return this.lastProgress;
   }

@@ -41,7 +41,7 @@ export function renderHuman(s: StatusReport): string {
     const expected = r.expected ? describeShape(r.expected) : 'n/a';
     lines.push(`  ${r.inSync ? 'ok ' : 'NO '} ${r.cidr}: ${observed}${r.inSync ? '' : ` (expected ${expected})`}`);
   }
-  if (s.restart && s.restart.strategy !== 'none' || s.restart?.required) {
+  if (s.restart && (s.restart.strategy !== 'none' || s.restart.required)) {
     const last = s.restart.last;
     lines.push(
       `restart:       ${s.restart.strategy}${s.restart.required ? ', required' : ''}; ${s.restart.count} so far${last ? `; last ${last.at} ${last.target}: ${last.result}${last.error ? ` (${last.error})` : ''}` : ''}`,
