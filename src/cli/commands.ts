@@ -15,17 +15,10 @@ import { AgentUnreachableError, fetchPath, fetchStatus } from '../status/client.
 import { exitCodeOf, renderBrief, renderHuman } from '../status/report.js';
 import { SocketInUseError } from '../status/server.js';
 
+/** The planner's part of the settings, and nothing else. */
 export function plannerConfig(s: Settings): PlannerConfig {
-  return {
-    serviceCidrs: s.serviceCidrs,
-    gatewayInterface: s.gatewayInterface,
-    managementInterface: s.managementInterface,
-    layout: s.layout,
-    ovnkubeModeCheck: s.ovnkubeModeCheck,
-    mtu: s.mtu,
-    gatewayNexthop: s.gatewayNexthop,
-    dryRun: s.dryRun,
-  };
+  const { serviceCidrs, gatewayInterface, managementInterface, layout, ovnkubeModeCheck, mtu, gatewayNexthop, dryRun } = s;
+  return { serviceCidrs, gatewayInterface, managementInterface, layout, ovnkubeModeCheck, mtu, gatewayNexthop, dryRun };
 }
 
 export function ovnkubeProbe(s: Settings): OvnkubeProbe {

@@ -1,7 +1,7 @@
 // The agent's settings, resolved and checked once: flags (or OVN_GWMODE_* variables),
 // then ovnkube.conf for what the flags leave out. A bad value is a ConfigError that
 // names the flag; the CLI prints it on one line and exits 2.
-import type { GatewayMode, LayoutSetting } from '../core/types.js';
+import type { GatewayMode, PlannerConfig } from '../core/types.js';
 import { parseAddress, parseCidr, type Cidr, type Family } from '../net/cidr.js';
 import { parseDuration } from './duration.js';
 import { readOvnkubeConf, type OvnkubeConf } from './ovnkube-conf.js';
@@ -38,18 +38,12 @@ export interface RawRunOptions {
   logLevel: string;
 }
 
-export interface Settings {
+/** Everything `run` needs: the planner's part, and the shell's. */
+export interface Settings extends PlannerConfig {
   modeFile: string;
-  serviceCidrs: Cidr[];
   ovnkubeConfig: string | null;
   /** [gateway] mode of ovnkube.conf: what ovnkube-node runs when its command line has no --gateway-mode. */
   ovnkubeConfMode: GatewayMode | null;
-  gatewayInterface: string;
-  managementInterface: string;
-  layout: LayoutSetting;
-  ovnkubeModeCheck: 'proc' | 'off';
-  mtu: number | null;
-  gatewayNexthop: Partial<Record<Family, string>>;
   socket: string;
   stateDir: string;
   resyncIntervalMs: number;
@@ -61,7 +55,6 @@ export interface Settings {
   restartMinIntervalMs: number;
   restartTimeoutMs: number;
   settleMs: number;
-  dryRun: boolean;
   logLevel: string;
 }
 

@@ -6,7 +6,7 @@ import { pino } from 'pino';
 import { Agent, backoffMs } from '../../src/agent/agent.js';
 import type { GatewayMode } from '../../src/core/types.js';
 import type { ModeRead } from '../../src/mode/source.js';
-import { parseCidr } from '../../src/net/cidr.js';
+import { seedConfig } from '../helpers/config.js';
 import type { StatusReport } from '../../src/status/report.js';
 import { FakeDataplane, type Fault } from '../helpers/fake-dataplane.js';
 
@@ -22,16 +22,7 @@ function makeAgent(dp: FakeDataplane, mode: () => ModeRead) {
       random: () => 0.5,
     },
     {
-      config: {
-        serviceCidrs: [parseCidr('10.96.0.0/16')],
-        gatewayInterface: 'br-ex',
-        managementInterface: 'ovn-k8s-mp0',
-        layout: 'auto',
-        ovnkubeModeCheck: 'proc',
-        mtu: 1400,
-        gatewayNexthop: {},
-        dryRun: false,
-      },
+      config: seedConfig(),
       modePath: '/etc/mode',
       resyncIntervalMs: 3_600_000,
       retryBaseMs: 5,

@@ -5,6 +5,7 @@ import { EGRESS_FIREWALL_WARNING, plan, type PlanInput } from '../../src/core/pl
 import type { GatewayMode, Observation, PlannerConfig } from '../../src/core/types.js';
 import type { KernelRoute, Link } from '../../src/dataplane/types.js';
 import { parseCidr } from '../../src/net/cidr.js';
+import { seedConfig } from '../helpers/config.js';
 
 const BR_EX: Link = { index: 2, name: 'br-ex', up: true };
 const MP0: Link = { index: 4, name: 'ovn-k8s-mp0', up: true };
@@ -42,17 +43,7 @@ function input(o: {
   const mode = o.mode === undefined ? 'local' : o.mode;
   return {
     desired: { mode, source: { path: '/etc/mode', error: o.modeError ?? (mode === null ? 'not read yet' : null) } },
-    config: {
-      serviceCidrs: [parseCidr('10.96.0.0/16')],
-      gatewayInterface: 'br-ex',
-      managementInterface: 'ovn-k8s-mp0',
-      layout: 'auto',
-      ovnkubeModeCheck: 'proc',
-      mtu: 1400,
-      gatewayNexthop: {},
-      dryRun: false,
-      ...o.config,
-    },
+    config: seedConfig(o.config),
     observed,
   };
 }
