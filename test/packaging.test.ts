@@ -20,7 +20,7 @@ test('the DaemonSet renders with kustomize: host network and PID, only the capab
   assert.equal(pod.priorityClassName, 'system-node-critical');
   assert.deepEqual(pod.tolerations, [{ operator: 'Exists' }]);
   const c = pod.containers[0];
-  assert.deepEqual(c.securityContext.capabilities, { drop: ['ALL'], add: ['NET_ADMIN', 'SYS_PTRACE', 'KILL'] });
+  assert.deepEqual(c.securityContext.capabilities, { drop: ['ALL'], add: ['NET_ADMIN', 'SYS_PTRACE'] });
   assert.equal(c.securityContext.readOnlyRootFilesystem, true);
   assert.deepEqual(c.livenessProbe.exec.command, ['ovn-gwmode-agent', 'health']);
   assert.equal(docs.find((d) => d.kind === 'ConfigMap').data.mode, 'shared');
