@@ -27,29 +27,30 @@ export function renderBrief(s: StatusReport): string {
 }
 
 export function renderHuman(s: StatusReport): string {
+  const row = (label: string, value: string) => `${`${label}:`.padEnd(16)}${value}`;
   const lines = [
-    `phase:         ${s.phase}${s.dryRun ? ' (dry run)' : ''}`,
-    `desired mode:  ${s.desiredMode ?? 'none'} (from ${s.modeSource.path}${s.modeSource.error ? `; error: ${s.modeSource.error}` : ''})`,
-    `ovnkube-node:  ${s.ovnkubeMode ?? 'unknown'}`,
-    `layout:        ${s.layout}`,
-    `last reconcile: ${s.lastReconcile ?? 'never'}`,
+    row('phase', `${s.phase}${s.dryRun ? ' (dry run)' : ''}`),
+    row('desired mode', `${s.desiredMode ?? 'none'} (from ${s.modeSource.path}${s.modeSource.error ? `; error: ${s.modeSource.error}` : ''})`),
+    row('ovnkube-node', s.ovnkubeMode ?? 'unknown'),
+    row('layout', s.layout),
+    row('last reconcile', s.lastReconcile ?? 'never'),
   ];
-  if (s.lastError) lines.push(`last error:    ${s.lastError}`);
+  if (s.lastError) lines.push(row('last error', s.lastError));
+  if (s.restart && (s.restart.strategy !== 'none' || s.restart.required)) {
+    const last = s.restart.last;
+    const lastText = last ? `; last ${last.at} ${last.target}: ${last.result}${last.error ? ` (${last.error})` : ''}` : '';
+    lines.push(row('restart', `${s.restart.strategy}${s.restart.required ? ', required' : ''}; ${s.restart.count} so far${lastText}`));
+  }
   lines.push('routes:');
   for (const r of s.routes) {
     const observed = r.observed ? describeShape(r.observed) : 'none';
     const expected = r.expected ? describeShape(r.expected) : 'n/a';
-    lines.push(`  ${r.inSync ? 'ok ' : 'NO '} ${r.cidr}: ${observed}${r.inSync ? '' : ` (expected ${expected})`}`);
-  }
-  if (s.restart && (s.restart.strategy !== 'none' || s.restart.required)) {
-    const last = s.restart.last;
-    lines.push(
-      `restart:       ${s.restart.strategy}${s.restart.required ? ', required' : ''}; ${s.restart.count} so far${last ? `; last ${last.at} ${last.target}: ${last.result}${last.error ? ` (${last.error})` : ''}` : ''}`,
-    );
+    const suspended = r.repairsSuspended ? ` [repairs suspended]` : '';
+    lines.push(`  ${r.inSync ? 'ok ' : 'NO '} ${r.cidr}: ${observed}${r.inSync ? '' : ` (expected ${expected})`}${suspended}`);
   }
   if (s.reasons.length) lines.push('reasons:', ...s.reasons.map((x) => `  - ${x}`));
   if (s.warnings.length) lines.push('warnings:', ...s.warnings.map((x) => `  - ${x}`));
-  lines.push(`version:       ${s.version}`);
+  lines.push(row('version', s.version));
   return lines.join('\n');
 }
 
