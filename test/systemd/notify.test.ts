@@ -71,7 +71,7 @@ test('a running agent tells systemd READY, STATUS, WATCHDOG, RELOADING and STOPP
     scratch.writeMode('local');
     agent = new AgentProcess(ns, scratch, ['--service-cidr', '10.96.0.0/16'], {
       NOTIFY_SOCKET: receiver.address,
-      WATCHDOG_USEC: '600000',
+      WATCHDOG_USEC: '1500000',
       GWMODE_TEST_HOOKS: '1',
     });
     const ready = await receiver.waitFor((m) => m.startsWith('READY=1\n'), 0, 'READY=1');
@@ -90,8 +90,9 @@ test('a running agent tells systemd READY, STATUS, WATCHDOG, RELOADING and STOPP
     assert.match(receiver.messages[reloading]!, /\nMONOTONIC_USEC=\d+/);
     await receiver.waitFor((m) => m.startsWith('READY=1'), reloading, 'READY=1 after the reload');
 
+    const wedged = receiver.messages.length;
     process.kill(agent.child.pid!, 'SIGUSR2');
-    const stuck = await receiver.waitFor((m) => /^STATUS=Degraded: reconcile loop stuck/.test(m), reloading, 'stuck status');
+    const stuck = await receiver.waitFor((m) => /^STATUS=Degraded: reconcile loop stuck/.test(m), wedged, 'stuck status');
     let third = stuck;
     for (let i = 0; i < 2; i++) third = await receiver.waitFor((m) => /^STATUS=Degraded: reconcile loop stuck/.test(m), third + 1, 'stuck again');
     assert.deepEqual(receiver.messages.slice(stuck, third + 1).filter((m) => m === 'WATCHDOG=1'), []);
