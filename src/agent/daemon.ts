@@ -29,6 +29,20 @@ function strategyFor(s: Settings): RestartStrategy {
   }
 }
 
+/** Settings a reload cannot change: the socket, and what the restart coordinator was built with. */
+const FIXED_AT_START = [
+  'socket',
+  'stateDir',
+  'restart',
+  'criEndpoint',
+  'ovnkubeNamespace',
+  'ovnkubeContainer',
+  'restartGraceMs',
+  'restartMinIntervalMs',
+  'restartTimeoutMs',
+  'settleMs',
+] as const;
+
 /** Bounded so that a stop always ends well inside systemd's 10 s expectation. */
 const STOP_GRACE_MS = 5000;
 
@@ -122,8 +136,14 @@ export async function runDaemon(raw: RawRunOptions, initial: Settings, deps: Dae
     log.info('reloading configuration');
     try {
       const next = await resolveSettings(raw);
-      if (next.socket !== settings.socket) log.warn({ socket: settings.socket }, 'a new --socket takes effect only on restart');
-      settings = { ...next, socket: settings.socket };
+      // The socket and the restart machinery are built once; say so rather than pretend.
+      const kept: Partial<Settings> = {};
+      for (const key of FIXED_AT_START) {
+        if (next[key] === settings[key]) continue;
+        log.warn({ setting: key, running: settings[key], ignored: next[key] }, `a new ${key} takes effect only when the agent restarts`);
+        Object.assign(kept, { [key]: settings[key] });
+      }
+      settings = { ...next, ...kept };
       probe = deps.probeFor(settings);
     } catch (err) {
       log.error({ err }, 'reload failed: keeping the running configuration');
