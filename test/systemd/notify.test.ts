@@ -3,13 +3,13 @@
 import { strict as assert } from 'node:assert';
 import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
 import { addon } from '../../src/native/addon.js';
 import { formatNotify, systemdNotifier, watchdogUsec } from '../../src/systemd/notify.js';
-import { AgentProcess, curl, FakeOvnkube, Scratch } from '../helpers/agent.js';
+import { AgentProcess, curl, FakeOvnkube, Scratch, waitForStatus } from '../helpers/agent.js';
 import { seedNode, skipWithoutKernel } from '../helpers/netns.js';
 import { NotifyReceiver } from '../helpers/notify-receiver.js';
 
@@ -127,3 +127,32 @@ function spawnSyncSafe(cmd: string, args: string[]) {
   const r = spawnSync(cmd, args, { encoding: 'utf8' });
   return r.error ? undefined : r;
 }
+
+test('SIGHUP re-reads ovnkube.conf: a service CIDR added there is watched after the reload', async (t) => {
+  if (skipWithoutKernel(t)) return;
+  const ns = seedNode({ gw0: true, ipv6: true });
+  const scratch = new Scratch();
+  const ovnkube = new FakeOvnkube(ns, scratch.dir);
+  const conf = path.join(scratch.dir, 'ovnkube.conf');
+  const writeConf = (cidrs: string) => writeFileSync(conf, `[default]\nmtu="1400"\n[kubernetes]\nservice-cidrs="${cidrs}"\n`);
+  let agent: AgentProcess | undefined;
+  try {
+    writeConf('10.96.0.0/16');
+    ovnkube.start('local');
+    scratch.writeMode('local');
+    agent = new AgentProcess(ns, scratch, ['--ovnkube-config', conf]);
+    let s = await waitForStatus(agent, (s) => s.phase === 'Converged', 'Converged on the IPv4 CIDR');
+    assert.deepEqual(s.routes.map((r) => r.cidr), ['10.96.0.0/16']);
+    assert.match(ns.routes('fd00:10:96::/112')[0] ?? '', /dev br-ex/);
+
+    writeConf('10.96.0.0/16,fd00:10:96::/112');
+    process.kill(agent.child.pid!, 'SIGHUP');
+    s = await waitForStatus(agent, (s) => s.phase === 'Converged' && s.routes.length === 2, 'both CIDRs after the reload');
+    assert.match(ns.routes('fd00:10:96::/112')[0] ?? '', /^fd00:10:96::\/112 via fd00:10:244:1::1 dev ovn-k8s-mp0 /);
+  } finally {
+    await agent?.stop();
+    ovnkube.stop();
+    ns.destroy();
+    scratch.remove();
+  }
+});
