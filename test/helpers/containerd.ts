@@ -32,7 +32,8 @@ const sha256 = (b: Buffer) => createHash('sha256').update(b).digest('hex');
 function copyWithLibraries(binary: string, rootfs: string, as: string): void {
   mkdirSync(path.dirname(path.join(rootfs, as)), { recursive: true });
   copyFileSync(binary, path.join(rootfs, as));
-  const ldd = execFileSync('ldd', [binary], { encoding: 'utf8' });
+  // ldd fails on a static binary ("not a dynamic executable"): then there is nothing to copy.
+  const ldd = spawnSync('ldd', [binary], { encoding: 'utf8' }).stdout ?? '';
   for (const m of ldd.matchAll(/(\/\S+)/g)) {
     const lib = m[1]!;
     const target = path.join(rootfs, lib);
@@ -44,7 +45,7 @@ function copyWithLibraries(binary: string, rootfs: string, as: string): void {
 function buildImageTar(dir: string): string {
   const rootfs = path.join(dir, 'rootfs');
   mkdirSync(path.join(rootfs, 'bin'), { recursive: true });
-  copyFileSync(realpathSync(execFileSync('sh', ['-c', 'command -v busybox'], { encoding: 'utf8' }).trim()), path.join(rootfs, 'bin', 'busybox'));
+  copyWithLibraries(realpathSync(execFileSync('sh', ['-c', 'command -v busybox'], { encoding: 'utf8' }).trim()), rootfs, 'bin/busybox');
   for (const applet of ['sh', 'sleep', 'true']) symlinkSync('busybox', path.join(rootfs, 'bin', applet));
   // The stand-in ovnkube-node: dash under the name ovnkube, so that its command line
   // reads `/usr/bin/ovnkube -c <loop> ovnkube --init-node ... --gateway-mode MODE`.
