@@ -133,7 +133,9 @@ export async function onceCommand(raw: RawRunOptions & { json: boolean }, apply:
     const shown = apply ? result.final : result.planned;
     const out = raw.json
       ? JSON.stringify({ ...shown, actions: shown.actions.map((a) => ({ ...a, cidr: a.cidr.text })), applied: result.applied }, null, 2)
-      : renderPlan(shown) + (apply ? `\napplied: ${result.applied} replace(s)` : '');
+      : renderPlan(shown) +
+        (apply ? `\napplied: ${result.applied} replace(s)` : '') +
+        (result.applied > 0 ? '\nnext: restart ovnkube-node (apply does not; the running agent does, once per migration)' : '');
     process.stdout.write(out + '\n');
     process.exitCode = shown.phase === 'Converged' ? 0 : 1;
   } catch (err) {
