@@ -81,6 +81,11 @@ function expectedRoute(
   input: PlanInput,
 ): { expected: Expected } | { blocked: string } {
   const { config, observed } = input;
+  // The gateway interface must be present and up in both directions: without br-ex
+  // the node is not in a state anyone should be moving routes in.
+  const gateway = findLink(observed.links, config.gatewayInterface);
+  if (!gateway) return { blocked: `gateway interface ${config.gatewayInterface} does not exist` };
+  if (!gateway.up) return { blocked: `gateway interface ${config.gatewayInterface} is down` };
   if (mode === 'local') {
     const name = config.managementInterface;
     const link = findLink(observed.links, name);
@@ -92,9 +97,6 @@ function expectedRoute(
     return { expected: { dev: name, via, mtu: null, oif: link.index, mtuMatters: true } };
   }
   const name = config.gatewayInterface;
-  const link = findLink(observed.links, name);
-  if (!link) return { blocked: `gateway interface ${name} does not exist` };
-  if (!link.up) return { blocked: `gateway interface ${name} is down` };
   let via = config.gatewayNexthop[family];
   if (!via) {
     const defaults = observed.routes.get(DEFAULT_ROUTE[family]) ?? [];
@@ -104,7 +106,7 @@ function expectedRoute(
     return { blocked: `no IPv${family} default route via ${name} to take the next hop from (set --gateway-nexthop)` };
   }
   return {
-    expected: { dev: name, via, mtu: config.mtu, oif: link.index, mtuMatters: config.mtu !== null },
+    expected: { dev: name, via, mtu: config.mtu, oif: gateway.index, mtuMatters: config.mtu !== null },
   };
 }
 
