@@ -139,6 +139,17 @@ static nl_socket *unwrap(napi_env env, napi_value obj) {
   return s;
 }
 
+/* Reads up to *argc arguments into argv; the first must be an open socket handle. */
+static nl_socket *socket_call(napi_env env, napi_callback_info info, size_t *argc, napi_value *argv) {
+  size_t wanted = *argc;
+  for (size_t i = 0; i < wanted; i++) napi_get_undefined(env, &argv[i]);
+  if (napi_get_cb_info(env, info, argc, argv, NULL, NULL) != napi_ok) {
+    napi_throw_error(env, "ERR_NAPI", "napi_get_cb_info failed");
+    return NULL;
+  }
+  return unwrap(env, argv[0]);
+}
+
 static int set_int_opt(int fd, int level, int name, int value) {
   return setsockopt(fd, level, name, &value, sizeof value);
 }
@@ -238,8 +249,7 @@ napi_value netlink_open(napi_env env, napi_callback_info info) {
 napi_value netlink_send(napi_env env, napi_callback_info info) {
   size_t argc = 2;
   napi_value argv[2], result;
-  NAPI_CALL(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
-  nl_socket *s = unwrap(env, argv[0]);
+  nl_socket *s = socket_call(env, info, &argc, argv);
   if (s == NULL) return NULL;
   void *data;
   size_t length;
@@ -265,8 +275,7 @@ napi_value netlink_send(napi_env env, napi_callback_info info) {
 napi_value netlink_recv(napi_env env, napi_callback_info info) {
   size_t argc = 1;
   napi_value argv[1], result;
-  NAPI_CALL(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
-  nl_socket *s = unwrap(env, argv[0]);
+  nl_socket *s = socket_call(env, info, &argc, argv);
   if (s == NULL) return NULL;
   for (;;) {
     ssize_t size;
@@ -317,8 +326,7 @@ napi_value netlink_recv(napi_env env, napi_callback_info info) {
 napi_value netlink_port_id(napi_env env, napi_callback_info info) {
   size_t argc = 1;
   napi_value argv[1], result;
-  NAPI_CALL(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
-  nl_socket *s = unwrap(env, argv[0]);
+  nl_socket *s = socket_call(env, info, &argc, argv);
   if (s == NULL) return NULL;
   struct sockaddr_nl local;
   socklen_t len = sizeof local;
@@ -335,8 +343,7 @@ napi_value netlink_set_ref(napi_env env, napi_callback_info info) {
   size_t argc = 2;
   napi_value argv[2];
   bool ref = true;
-  NAPI_CALL(env, napi_get_cb_info(env, info, &argc, argv, NULL, NULL));
-  nl_socket *s = unwrap(env, argv[0]);
+  nl_socket *s = socket_call(env, info, &argc, argv);
   if (s == NULL) return NULL;
   napi_get_value_bool(env, argv[1], &ref);
   if (s->polling) {
