@@ -26,18 +26,9 @@ export function ovnkubeProbe(s: Settings): OvnkubeProbe {
   return async () => summarise(await findOvnkubeProcesses(), s.ovnkubeConfMode);
 }
 
-const REPEATABLE = new Set(['serviceCidr', 'gatewayNexthop', 'service-cidr', 'gateway-nexthop']);
-
-/** A flag given twice: the last one wins, except for the repeatable ones (yargs makes arrays of both). */
-function lastWins(raw: RawRunOptions): RawRunOptions {
-  const out: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(raw)) out[k] = Array.isArray(v) && !REPEATABLE.has(k) ? v[v.length - 1] : v;
-  return out as unknown as RawRunOptions;
-}
-
 async function settingsOrExit(raw: RawRunOptions): Promise<Settings> {
   try {
-    return await resolveSettings(lastWins(raw));
+    return await resolveSettings(raw);
   } catch (err) {
     if (err instanceof ConfigError) {
       process.stderr.write(`ovn-gwmode-agent: ${err.message}\n`);
@@ -48,8 +39,7 @@ async function settingsOrExit(raw: RawRunOptions): Promise<Settings> {
 }
 
 export async function runCommand(raw: RawRunOptions): Promise<void> {
-  const normalised = lastWins(raw);
-  const settings = await settingsOrExit(normalised);
+  const settings = await settingsOrExit(raw);
   const log = createLogger(settings.logLevel);
   // A bug must not leave a half-working agent: log it and exit; the supervisor
   // (kubelet or systemd) restarts a clean one, and the journal remembers restarts.
@@ -62,7 +52,7 @@ export async function runCommand(raw: RawRunOptions): Promise<void> {
   process.on('unhandledRejection', fatal);
   const dataplane = new KernelDataplane();
   try {
-    await runDaemon(normalised, settings, {
+    await runDaemon(raw, settings, {
       log,
       dataplane,
       notifier: systemdNotifier(),

@@ -81,7 +81,17 @@ function duration(flag: string, value: string | number): number {
   }
 }
 
-export async function resolveSettings(raw: RawRunOptions): Promise<Settings> {
+const REPEATABLE = new Set(['serviceCidr', 'gatewayNexthop', 'service-cidr', 'gateway-nexthop']);
+
+/** A flag given twice: the last one wins, except for the repeatable ones (yargs makes arrays of both). */
+function lastWins(raw: RawRunOptions): RawRunOptions {
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(raw)) out[k] = Array.isArray(v) && !REPEATABLE.has(k) ? v[v.length - 1] : v;
+  return out as unknown as RawRunOptions;
+}
+
+export async function resolveSettings(given: RawRunOptions): Promise<Settings> {
+  const raw = lastWins(given);
   if (!raw.modeFile) throw new ConfigError('mode-file', 'required: the file or ConfigMap volume holding the desired gateway mode');
   let conf: OvnkubeConf | null = null;
   if (raw.ovnkubeConfig) {

@@ -147,12 +147,12 @@ export function plan(input: PlanInput): Plan {
       inSync: ok,
     };
   };
-  const unplanned = (layout: Layout, phase: Plan['phase'], why: string[]): Plan => ({
+  const unplanned = (layout: Layout, phase: Plan['phase'], why: string[], inSync = false): Plan => ({
     phase,
     layout,
     reasons: why,
     warnings,
-    routes: config.serviceCidrs.map((c) => statusOf(c, null, false)),
+    routes: config.serviceCidrs.map((c) => statusOf(c, null, inSync)),
     actions: [],
   });
 
@@ -167,13 +167,8 @@ export function plan(input: PlanInput): Plan {
   }
 
   if (layout === 'routing-via-host') {
-    return {
-      ...unplanned(layout, 'Converged', [
-        ...reasons,
-        `routing-via-host layout (${layoutWhy}): service routes via ${config.gatewayInterface} are correct in both modes; nothing to change`,
-      ]),
-      routes: config.serviceCidrs.map((c) => ({ ...statusOf(c, null, true) })),
-    };
+    const why = `routing-via-host layout (${layoutWhy}): service routes via ${config.gatewayInterface} are correct in both modes; nothing to change`;
+    return unplanned(layout, 'Converged', [...reasons, why], true);
   }
 
   const blocked: string[] = [];

@@ -29,9 +29,6 @@ export const RTM_NEWROUTE = 24;
 export const RTM_DELROUTE = 25;
 export const RTM_GETROUTE = 26;
 
-/** rtm_flags: answer RTM_GETROUTE with the FIB entry that matched, not a resolved dst. */
-export const RTM_F_FIB_MATCH = 0x2000;
-
 export const AF_INET = 2;
 export const AF_INET6 = 10;
 export const RT_TABLE_MAIN = 254;
