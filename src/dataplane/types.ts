@@ -1,49 +1,8 @@
 // The dataplane's narrow interface: what the agent may read from and write to the
-// kernel. The kernel implementation is kernel.ts; tests of the pure core use fakes.
+// kernel. The kernel implementation is kernel.ts; the objects are the pure core's
+// (src/core/route.ts), so nothing above this line knows about netlink.
+import type { InterfaceAddress, Link, Route, RouteReplace, Watched } from '../core/route.js';
 import type { Cidr, Family } from '../net/cidr.js';
-
-export interface Link {
-  index: number;
-  name: string;
-  up: boolean;
-}
-
-export interface InterfaceAddress {
-  linkIndex: number;
-  family: Family;
-  address: string;
-  prefixLength: number;
-}
-
-/** A main-table route whose destination is exactly a watched prefix. */
-export interface KernelRoute {
-  prefix: string;
-  family: Family;
-  table: number;
-  gateway: string | null;
-  oif: number | null;
-  /** The output interface's name; null when the route has none or the link is gone. */
-  dev: string | null;
-  mtu: number | null;
-  priority: number;
-  protocol: number;
-  scope: number;
-  type: number;
-  multipath: boolean;
-}
-
-/** An atomic replace of one route: the kernel swaps it in place (REPLACE|CREATE). */
-export interface RouteReplace {
-  prefix: Cidr;
-  table: number;
-  priority: number;
-  protocol: number;
-  scope: number;
-  type: number;
-  gateway: string;
-  oif: number;
-  mtu: number | null;
-}
 
 export type DataplaneEvent =
   | { kind: 'link'; op: 'new' | 'del'; link: Link }
@@ -59,11 +18,20 @@ export interface Dataplane {
   links(): Promise<Link[]>;
   addresses(): Promise<InterfaceAddress[]>;
   /**
-   * Main-table routes whose destination equals prefix exactly. Output interface names
-   * come from `links` when the caller has just listed them, else from a fresh dump.
+   * Every main-table route whose destination is exactly one of `prefixes`, whatever
+   * its metric, keyed by Cidr.text (a prefix with no route maps to []). Output
+   * interface names are resolved from `links`.
    */
-  routesFor(prefix: Cidr, links?: Link[]): Promise<KernelRoute[]>;
-  replaceRoute(spec: RouteReplace): Promise<void>;
-  subscribe(onEvent: (event: DataplaneEvent) => void): Subscription;
+  routes(prefixes: Cidr[], links: Link[]): Promise<Map<string, Route[]>>;
+  /**
+   * Swaps the next hop of the route with exactly this key, atomically. Never
+   * creates a route: a key that matches none fails with a NetlinkError ENOENT.
+   */
+  replaceRoute(replace: RouteReplace): Promise<void>;
+  /**
+   * Notifications that concern `watched`: main-table routes of its prefixes, its
+   * links, any address; `lost` when the kernel dropped notifications.
+   */
+  subscribe(watched: Watched, onEvent: (event: DataplaneEvent) => void): Subscription;
   close(): void;
 }

@@ -1,0 +1,96 @@
+// The kernel objects the rules reason about, as the pure core defines them. The
+// dataplane maps netlink messages to these; nothing here knows about netlink.
+//
+// A route is one key and one next hop, the same two types for what was observed and
+// for what is wanted:
+//  - the key is what a kernel replace matches on (destination, table, priority):
+//    a replace sent with an observed key either swaps that very route or fails with
+//    ENOENT, it never creates one;
+//  - the next hop is the part the agent owns and changes (device, gateway, MTU).
+import type { Cidr, Family } from '../net/cidr.js';
+
+export interface Link {
+  index: number;
+  name: string;
+  up: boolean;
+  /** IFLA_MTU; null when the kernel did not say. */
+  mtu: number | null;
+}
+
+export interface InterfaceAddress {
+  linkIndex: number;
+  family: Family;
+  address: string;
+  prefixLength: number;
+  /** IPv6 duplicate address detection still running: not usable as a next hop's source. */
+  tentative: boolean;
+  /** IPv6 duplicate address detection failed: another host holds the address. */
+  dadFailed: boolean;
+}
+
+export interface RouteKey {
+  /** Canonical "address/length" (Cidr.text). */
+  prefix: string;
+  family: Family;
+  table: number;
+  priority: number;
+}
+
+export interface NextHop {
+  /** Output interface name; null when the route has none or its link is gone. */
+  dev: string | null;
+  /** Output interface index; with dev, both come from one link dump. */
+  oif: number | null;
+  gateway: string | null;
+  mtu: number | null;
+}
+
+export interface Route {
+  key: RouteKey;
+  nextHop: NextHop;
+  protocol: number;
+  scope: number;
+  type: number;
+  /** IPv4 TOS selector; routes with one are not the service routes ovnkube-node makes. */
+  tos: number;
+  multipath: boolean;
+}
+
+/** The one comparison of next hops: device, gateway and MTU, all three, always. */
+export function sameNextHop(a: NextHop, b: NextHop): boolean {
+  return a.dev === b.dev && a.gateway === b.gateway && a.mtu === b.mtu;
+}
+
+export function sameKey(a: RouteKey, b: RouteKey): boolean {
+  return a.prefix === b.prefix && a.table === b.table && a.priority === b.priority;
+}
+
+/** How a next hop reads in logs and status: `via 172.18.0.1 dev br-ex mtu 1400`. */
+export function renderNextHop(n: NextHop): string {
+  const parts = [n.gateway === null ? null : `via ${n.gateway}`, n.dev === null ? null : `dev ${n.dev}`, n.mtu === null ? null : `mtu ${n.mtu}`];
+  return parts.filter((p) => p !== null).join(' ') || '(no next hop)';
+}
+
+export function renderRoute(r: Route): string {
+  if (r.multipath) return `${r.key.prefix} multipath (several next hops)`;
+  return `${r.key.prefix} ${renderNextHop(r.nextHop)}`;
+}
+
+/** An atomic replace of one route's next hop, keeping its key, protocol, scope and type. */
+export interface RouteReplace {
+  key: RouteKey;
+  protocol: number;
+  scope: number;
+  type: number;
+  to: NextHop;
+}
+
+/** What the agent watches: the prefixes it observes and the links whose changes wake it. */
+export interface Watched {
+  /** Service CIDRs, then the default route of each of their families. */
+  prefixes: Cidr[];
+  links: string[];
+}
+
+export const RT_TABLE_MAIN = 254;
+export const RTN_UNICAST = 1;
