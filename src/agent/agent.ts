@@ -1,45 +1,52 @@
-// The daemon's owner loop. One owner of the state; everything else only wakes it.
+// The daemon's owner loop. One owner of the state; everything else only wakes it, and
+// every decision is taken by pure functions (core/): the loop observes, asks them,
+// and executes exactly the steps they return.
 //
-// Wake-ups: a change of the mode file, a netlink event about a watched prefix, a
-// watched link or any address, a `lost` notification (the kernel dropped events: a
-// full observation is what every pass does anyway), the periodic resync, and the
-// retry timer after a failure. Wake-ups during a pass set `dirty`, and one more pass
+// A pass, in rounds: observe -> trackFights -> plan -> decide -> execute. A round that
+// replaced routes is followed by another (the verification: the plan must then be
+// empty, and the restart the migration owes is decided there). Wake-ups: mode-file
+// changes, netlink events about what is watched, `lost` notifications, the periodic
+// resync, the retry timer, and the decision's own wake-up (every second while the
+// agent waits on ovnkube-node). Wake-ups during a pass set `dirty`, and one more pass
 // runs after it: passes never overlap, and a burst of events costs one pass.
 //
 // Races this handles:
-//  1. A route changed by someone else between our observation and our replace: the
-//     replace is still atomic, and the verification pass that follows re-observes
-//     and re-plans; a mismatch is an error, retried with backoff.
+//  1. A route changed by someone else between our observation and our replace: a
+//     replace names the route's key and never creates, so it fails (ENOENT) instead
+//     of adding a second route; the pass puts back what it changed and observes again.
 //  2. The mode file half-written or garbled: the last valid mode is kept (none at
 //     start, so nothing is ever applied before the first valid input).
-//  3. Netlink notifications lost under load: `lost` forces a pass.
-//  4. Something that keeps setting a route back (a misconfigured ovnkube-node): the
-//     third set-back within ten minutes suspends repairs of that CIDR (FightTracker).
-//  5. A restart under way: the restart coordinator owns it; the loop only asks it to
-//     step after each pass and wakes when it asks to look again.
+//  3. Netlink notifications lost under load: `lost` forces a pass at once.
+//  4. Something that keeps setting a route back: core/fights.ts suspends the repairs.
+//  5. The agent killed mid-migration: the journal says which migration was under way
+//     and which restart it owes; the next agent finishes it and restarts at most once.
 import type { Logger } from 'pino';
-import { LEGACY_LOCAL_GATEWAY_LINK } from '../core/planner.js';
-import type { DesiredMode, Phase, Plan, PlannerConfig } from '../core/types.js';
+import type { Clock } from '../clock.js';
+import { decide, needsTarget, summarize, backoffMs, type Decision, type RestartSettings, type Step } from '../core/decide.js';
+import { recordApplied, suspensionsOf, trackFights, NO_FIGHTS, type FightState } from '../core/fights.js';
+import { plan, watchedOf } from '../core/planner.js';
+import { reason, type Reason } from '../core/reasons.js';
+import { renderNextHop, type NextHop, type Watched } from '../core/route.js';
+import type { DesiredMode, Observation, Phase, Plan, PlannerConfig } from '../core/types.js';
 import type { Dataplane, DataplaneEvent, Subscription } from '../dataplane/types.js';
 import type { ModeRead, ModeWatch } from '../mode/source.js';
-import type { StatusReport } from '../status/report.js';
+import { EMPTY_JOURNAL, type Journal, type JournalData } from '../restart/journal.js';
+import type { RestartStrategy } from '../restart/strategy.js';
+import type { RestartStatus, StatusReport } from '../status/report.js';
 import { VERSION } from '../version.js';
-import type { OvnkubeProbe } from './observe.js';
-import { reconcile, type ReconcileHooks, type ReconcileResult } from './reconcile.js';
-import { describeShape } from '../core/planner.js';
-import type { RestartCoordinator, RestartStatus } from '../restart/coordinator.js';
-import { FightTracker } from '../restart/policy.js';
+import { applyReplaces } from './execute.js';
+import { observe, type OvnkubeProbe } from './observe.js';
+import { VerifyError } from './reconcile.js';
 
 export interface AgentDeps {
   dataplane: Dataplane;
-  /** Restarts ovnkube-node after a migration; absent means never (and never required). */
-  restart?: RestartCoordinator;
+  strategy: RestartStrategy;
+  journal: Journal;
   probe: OvnkubeProbe;
   log: Logger;
   readMode: () => Promise<ModeRead>;
   watchMode: (onChange: () => void) => ModeWatch;
-  /** Wall-clock time: the status report, restart deadlines, fight windows. */
-  now: () => Date;
+  clock: Clock;
   random: () => number;
 }
 
@@ -47,24 +54,28 @@ export interface AgentOptions {
   config: PlannerConfig;
   modePath: string;
   resyncIntervalMs: number;
-  retryBaseMs?: number;
-  retryMaxMs?: number;
+  restart: RestartSettings;
 }
 
-/** Capped, jittered exponential backoff: attempt 1 waits about base, doubling to max. */
-export function backoffMs(attempt: number, baseMs: number, maxMs: number, random: number): number {
-  const capped = Math.min(maxMs, baseMs * 2 ** Math.max(0, attempt - 1));
-  return Math.round(capped * (0.5 + random / 2));
+const MAX_ROUNDS = 3;
+
+interface Outcome {
+  plan: Plan;
+  decision: Decision;
+  observed: Observation;
+  suspensions: Map<string, string>;
 }
 
 export class Agent {
   private desired: DesiredMode;
-  private plan: Plan | undefined;
-  private lastReconcile: Date | null = null;
-  private lastError: string | null = null;
+  private outcome: Outcome | undefined;
+  private journalData: JournalData = EMPTY_JOURNAL;
+  private journalWarning: string | null = null;
+  private fights: FightState = NO_FIGHTS;
+  private error: Reason | null = null;
+  private lastReconcile: number | null = null;
   private phase: Phase = 'Waiting';
-  private reasons: string[] = ['starting'];
-  private ovnkubeMode: StatusReport['ovnkubeMode'] = null;
+  private reasons: Reason[] = [];
   private running = false;
   private dirty = false;
   private stopped = false;
@@ -73,61 +84,55 @@ export class Agent {
   private lastProgress = 0;
   private resyncTimer: NodeJS.Timeout | undefined;
   private retryTimer: NodeJS.Timeout | undefined;
+  private wakeTimer: NodeJS.Timeout | undefined;
   private kickTimer: NodeJS.Immediate | undefined;
   private subscription: Subscription | undefined;
   private modeWatch: ModeWatch | undefined;
-  private readonly listeners: Array<(s: StatusReport, phaseChanged: boolean) => void> = [];
-  private readonly watchedPrefixes: Set<string>;
-  private readonly watchedLinks: Set<string>;
+  private watched: Watched;
+  private readonly listeners: Array<(s: StatusReport, changed: boolean) => void> = [];
   private idle: Promise<void> = Promise.resolve();
-
-  private readonly fight = new FightTracker();
-  private lastInputs = '';
-  private wakeTimer: NodeJS.Timeout | undefined;
   private passes = 0;
   private passWaiters: Array<() => void> = [];
-  private wedged = false;
 
   constructor(
     private readonly deps: AgentDeps,
     private options: AgentOptions,
   ) {
     this.desired = { mode: null, source: { path: options.modePath, error: 'not read yet' } };
-    this.watchedPrefixes = new Set();
-    this.watchedLinks = new Set();
-    this.watchOptions();
+    this.reasons = [reason('ModeNotRead', 'starting')];
+    this.watched = watchedOf(options.config);
   }
 
-  private watchOptions(): void {
-    const { config } = this.options;
-    const families = new Set(config.serviceCidrs.map((c) => c.family));
-    this.watchedPrefixes.clear();
-    for (const p of [
-      ...config.serviceCidrs.map((c) => c.text),
-      ...(families.has(4) ? ['0.0.0.0/0'] : []),
-      ...(families.has(6) ? ['::/0'] : []),
-    ]) {
-      this.watchedPrefixes.add(p);
+  /** Reads the journal; an unreadable one is set aside and reported, never fatal. */
+  async init(): Promise<void> {
+    try {
+      this.journalData = await this.deps.journal.load();
+    } catch (err) {
+      let where = 'left in place';
+      try {
+        where = `kept as ${await this.deps.journal.setAside(this.deps.clock.now())}`;
+      } catch (moveErr) {
+        where = `could not be moved aside: ${(moveErr as Error).message}`;
+      }
+      this.journalWarning = `${(err as Error).message} (${where}); a migration it recorded will not be finished by this agent`;
+      this.deps.log.error({ err }, this.journalWarning);
     }
-    this.watchedLinks.clear();
-    for (const l of [config.gatewayInterface, config.managementInterface, LEGACY_LOCAL_GATEWAY_LINK]) this.watchedLinks.add(l);
   }
 
   start(): void {
-    this.subscription = this.deps.dataplane.subscribe((e) => this.onEvent(e));
+    this.subscription = this.deps.dataplane.subscribe(this.watched, (e) => this.onEvent(e));
     this.modeWatch = this.deps.watchMode(() => this.kick('mode file changed'));
     this.resyncTimer = setInterval(() => this.kick('periodic resync'), this.options.resyncIntervalMs);
     this.kick('start');
   }
 
-  /**
-   * New settings (SIGHUP). The mode file is re-read and the mode watch restarted;
-   * resolves after a full pass under the new settings.
-   */
+  /** New settings (SIGHUP): resolves after a full pass under them. */
   async reconfigure(options: AgentOptions, watchMode: AgentDeps['watchMode']): Promise<void> {
     this.options = options;
-    this.watchOptions();
+    this.watched = watchedOf(options.config);
     this.desired = { ...this.desired, source: { path: options.modePath, error: this.desired.source.error } };
+    this.subscription?.close();
+    this.subscription = this.deps.dataplane.subscribe(this.watched, (e) => this.onEvent(e));
     await this.modeWatch?.close();
     this.modeWatch = watchMode(() => this.kick('mode file changed'));
     clearInterval(this.resyncTimer);
@@ -143,16 +148,6 @@ export class Agent {
       const check = () => (this.passes >= target || this.stopped ? resolve() : this.passWaiters.push(check));
       check();
     });
-  }
-
-  /**
-   * Test hook (issue #5 asks for one): the next pass hangs forever, as a pass stuck
-   * on a kernel or runtime call that never answers would. Only wired to a signal when
-   * GWMODE_TEST_HOOKS=1.
-   */
-  wedgeForTest(): void {
-    this.wedged = true;
-    this.kick('test hook: wedge');
   }
 
   /** Stops waking up, waits for the pass under way, and releases everything. */
@@ -183,21 +178,14 @@ export class Agent {
   }
 
   private onEvent(e: DataplaneEvent): void {
-    switch (e.kind) {
-      case 'lost':
-        this.deps.log.warn({ err: e.error }, 'netlink notifications were lost: full resync');
-        this.kick('netlink notifications lost');
-        return;
-      case 'route':
-        if (e.table === 254 && this.watchedPrefixes.has(e.prefix)) this.kick(`route ${e.op} ${e.prefix}`);
-        return;
-      case 'link':
-        if (this.watchedLinks.has(e.link.name)) this.kick(`link ${e.op} ${e.link.name}`);
-        return;
-      case 'address':
-        this.kick(`address ${e.op} ${e.address.address}`);
-        return;
+    // The dataplane delivers only what concerns this.watched (and any address).
+    if (e.kind === 'lost') {
+      this.deps.log.warn({ err: e.error }, 'netlink notifications were lost: full resync');
+      this.kick('netlink notifications lost');
+      return;
     }
+    const what = e.kind === 'route' ? e.prefix : e.kind === 'link' ? e.link.name : e.address.address;
+    this.kick(`${e.kind} ${e.op} ${what}`);
   }
 
   private async readDesired(): Promise<void> {
@@ -227,85 +215,142 @@ export class Agent {
   }
 
   private async once(): Promise<void> {
-    this.lastProgress = Date.now();
-    if (this.wedged) await new Promise<never>(() => undefined);
+    this.lastProgress = this.deps.clock.now();
+    let wakeInMs: number | undefined;
     try {
       await this.readDesired();
-      const desired = this.desired;
-      const result = await reconcile(this.deps, desired, this.options.config, true, this.fightHooks(desired.mode));
-      await this.conclude(desired.mode, result);
+      for (let round = 0; round < MAX_ROUNDS; round++) {
+        const replaced = await this.round(round > 0);
+        if (!replaced) break;
+      }
+      wakeInMs = this.outcome?.decision.wakeInMs;
+      this.failures = 0;
+      this.error = null;
     } catch (err) {
       this.failures++;
-      const e = err as Error;
-      this.lastError = e.message;
-      const delay = backoffMs(this.failures, this.options.retryBaseMs ?? 1000, this.options.retryMaxMs ?? 60_000, this.deps.random());
+      const e = err as Error & { code?: string };
+      // A route that changed under a replace: look again at once, then back off.
+      const delay = e.code === 'ENOENT' && this.failures === 1 ? 0 : backoffMs(this.failures, 1000, 60_000, this.deps.random());
+      this.error = reason('ReconcileFailed', `reconcile failed (attempt ${this.failures}, retrying in ${delay} ms): ${e.message}`);
       this.deps.log.error({ err: e, attempt: this.failures, retryInMs: delay }, 'reconcile failed');
       clearTimeout(this.retryTimer);
-      if (!this.stopped) this.retryTimer = setTimeout(() => this.kick('retry'), delay);
-      this.setPhase('Degraded', [`reconcile failed (attempt ${this.failures}, retrying in ${delay} ms): ${e.message}`]);
+      if (delay === 0) this.dirty = true;
+      else if (!this.stopped) this.retryTimer = setTimeout(() => this.kick('retry'), delay);
     }
-    this.lastReconcile = this.deps.now();
-    this.lastProgress = Date.now();
+    clearTimeout(this.wakeTimer);
+    if (wakeInMs !== undefined && !this.stopped) this.wakeTimer = setTimeout(() => this.kick('decision wake-up'), wakeInMs);
+    this.lastReconcile = this.deps.clock.now();
+    this.lastProgress = this.lastReconcile;
     if (!this.ready) {
       this.ready = true;
-      this.deps.log.info({ phase: this.phase }, 'first reconcile done');
+      this.deps.log.info('first reconcile done');
     }
+    this.publish();
     this.passes++;
     for (const w of this.passWaiters.splice(0)) w();
-    this.emit(false);
   }
 
-  /** Fight tracking around each replace (see FightTracker). */
-  private fightHooks(mode: DesiredMode['mode']): ReconcileHooks {
-    const now = () => this.deps.now().getTime();
-    return {
-      holdBack: (a) =>
-        this.fight.beforeReplace(a.cidr.text, describeShape(a.from), now(), `is ovnkube-node really running ${mode} gateway mode on a 4.8/4.9 build?`),
-      isSuspended: (cidr) => this.fight.suspensions().has(cidr),
-      onApplied: (a) => this.fight.applied(a.cidr.text, describeShape(a.to), now()),
-    };
+  /** One round; true when it replaced routes (then a verification round follows). */
+  private async round(verifying: boolean): Promise<boolean> {
+    const { config, restart } = this.options;
+    const observed = await observe(this.deps.dataplane, this.watched, this.deps.probe);
+    const now = this.deps.clock.now();
+    const desired = this.desired;
+    const hops = new Map<string, NextHop>();
+    for (const c of config.serviceCidrs) {
+      const routes = observed.routes.get(c.text) ?? [];
+      if (routes.length === 1) hops.set(c.text, routes[0]!.nextHop);
+    }
+    this.fights = trackFights(this.fights, {
+      inputs: `${desired.mode}|${observed.ovnkube.id}`,
+      observed: hops,
+      now,
+      hint: `is ovnkube-node really running ${desired.mode} gateway mode on a 4.8/4.9 build?`,
+    });
+    const suspensions = suspensionsOf(this.fights);
+    const planned = plan({ desired, config, observed, suspended: suspensions });
+    if (verifying && planned.actions.length > 0) {
+      throw new VerifyError(`after replacing, still out of sync: ${planned.actions.map((a) => a.reason.message).join('; ')}`);
+    }
+    const migration = this.journalData.migration;
+    const target = needsTarget(planned, desired.mode, migration, restart.strategy) ? await this.deps.strategy.find() : null;
+    const decision = decide({
+      plan: planned,
+      desired: desired.mode,
+      migration,
+      restarts: this.journalData.restarts,
+      ovnkube: observed.ovnkube,
+      target,
+      settings: restart,
+      now,
+    });
+    this.outcome = { plan: planned, decision, observed, suspensions };
+    await this.execute(decision.steps);
+    if (decision.migration !== this.journalData.migration && !decision.steps.some((s) => s.kind === 'journal' || s.kind === 'restart')) {
+      // A decision that only moved the migration on (the new ovnkube-node was seen).
+      await this.saveJournal({ ...this.journalData, migration: decision.migration });
+      if (decision.migration?.restart === 'done') this.deps.log.info({ mode: decision.migration.mode }, 'a new ovnkube-node runs the desired mode: watching the routes settle');
+    }
+    return decision.steps.some((s) => s.kind === 'replace');
   }
 
-  /** After a successful pass: fights, the restart step, and the phase with its reasons. */
-  private async conclude(mode: DesiredMode['mode'], result: ReconcileResult): Promise<void> {
-    this.plan = result.final;
-    this.ovnkubeMode = result.observed.ovnkube.mode;
-    // A new desired mode or a new ovnkube-node is a new situation: old fights are forgiven.
-    const inputs = `${mode}|${result.observed.ovnkube.pid}`;
-    if (this.lastInputs !== '' && inputs !== this.lastInputs) this.fight.reset();
-    this.lastInputs = inputs;
-    // A suspended route found right again was put right by someone else: lift the suspension.
-    const held = this.fight.suspensions();
-    for (const r of result.final.routes) if (r.inSync && held.has(r.cidr)) this.fight.clear(r.cidr);
-
-    const step = (await this.deps.restart?.step({ desired: mode, applied: result.applied, ovnkube: result.observed.ovnkube })) ?? { reasons: [] };
-    this.lastError = null;
-    this.failures = 0;
-    const suspended = [...this.fight.suspensions().values()];
-    const phase = suspended.length > 0 ? 'Degraded' : (step.phase ?? result.final.phase);
-    // The reason that decides the phase comes first: it is the one `status --brief` shows.
-    const reasons = step.phase ? [...step.reasons, ...result.final.reasons] : [...result.final.reasons, ...step.reasons];
-    this.setPhase(phase, [...suspended, ...reasons]);
-    clearTimeout(this.wakeTimer);
-    if (step.wakeInMs !== undefined && !this.stopped) this.wakeTimer = setTimeout(() => this.kick('restart check'), step.wakeInMs);
+  /** Executes exactly the decided steps, in order. */
+  private async execute(steps: Step[]): Promise<void> {
+    if (steps.length === 0) return;
+    this.deps.log.info({ steps: steps.map(describeStep) }, 'carrying out plan');
+    const before = this.journalData;
+    const replaces = steps.flatMap((s) => (s.kind === 'replace' ? [s.action] : []));
+    for (const step of steps) {
+      if (step.kind === 'journal') await this.saveJournal({ ...this.journalData, migration: step.migration });
+      if (step.kind === 'restart') await this.restart(step);
+    }
+    if (replaces.length === 0) return;
+    try {
+      await applyReplaces(this.deps.dataplane, this.deps.log, replaces);
+    } catch (err) {
+      // Nothing was migrated after all (applyReplaces put back what it changed).
+      if (this.journalData !== before) await this.saveJournal(before);
+      throw err;
+    }
+    this.fights = recordApplied(this.fights, replaces, this.deps.clock.now());
   }
 
-  private setPhase(phase: Phase, reasons: string[]): void {
-    const changed = phase !== this.phase || reasons.join('\n') !== this.reasons.join('\n');
-    const phaseChanged = phase !== this.phase;
-    this.reasons = reasons;
-    if (changed) this.deps.log.info({ from: this.phase, to: phase, reasons }, `phase ${phase}`);
-    this.phase = phase;
-    if (phaseChanged) this.emit(true);
+  private async restart(step: Extract<Step, { kind: 'restart' }>): Promise<void> {
+    const now = this.deps.clock.now();
+    // Journaled (synced) before it is requested: a restart is never requested twice.
+    await this.saveJournal({ ...this.journalData, migration: step.migration, restarts: [...this.journalData.restarts, now] });
+    this.deps.log.info({ strategy: this.deps.strategy.name, target: step.target.describe, mode: step.migration.mode }, `restarting ovnkube-node: ${step.target.describe}`);
+    try {
+      await this.deps.strategy.restart(step.target);
+    } catch (err) {
+      this.deps.log.error({ err, target: step.target.describe }, 'restart of ovnkube-node failed');
+      await this.saveJournal({ ...this.journalData, migration: { ...step.migration, restart: 'failed', lastError: (err as Error).message } });
+    }
   }
 
-  private emit(phaseChanged: boolean): void {
+  private async saveJournal(data: JournalData): Promise<void> {
+    await this.deps.journal.save(data);
+    this.journalData = data;
+  }
+
+  private publish(): void {
+    const o = this.outcome;
+    const summary = o
+      ? summarize(o.plan, this.error ? { phase: null, reason: null } : o.decision.restart, o.suspensions, this.error)
+      : { phase: this.error ? ('Degraded' as const) : ('Waiting' as const), reasons: this.error ? [this.error] : this.reasons };
+    const changed = summary.phase !== this.phase || summary.reasons.map((r) => r.message).join('\n') !== this.reasons.map((r) => r.message).join('\n');
+    if (changed) {
+      const level = summary.phase === 'Degraded' ? 'warn' : 'info';
+      this.deps.log[level]({ from: this.phase, to: summary.phase, reasons: summary.reasons.map((r) => r.message), codes: summary.reasons.map((r) => r.code) }, `phase ${summary.phase}`);
+    }
+    this.phase = summary.phase;
+    this.reasons = summary.reasons;
     const s = this.status();
-    for (const l of this.listeners) l(s, phaseChanged);
+    for (const l of this.listeners) l(s, changed);
   }
 
-  /** Called after each pass (phaseChanged false) and on each phase change (true). */
-  onStatus(listener: (s: StatusReport, phaseChanged: boolean) => void): void {
+  /** Called after each pass; `changed` when the phase or its reasons changed. */
+  onStatus(listener: (s: StatusReport, changed: boolean) => void): void {
     this.listeners.push(listener);
   }
 
@@ -313,7 +358,7 @@ export class Agent {
     return this.ready;
   }
 
-  /** Date.now() of the last time the loop started or ended a pass. */
+  /** Clock time of the last time the loop started or ended a pass. */
   lastProgressAt(): number {
     return this.lastProgress;
   }
@@ -322,26 +367,50 @@ export class Agent {
     return this.running;
   }
 
+  private restartStatus(): RestartStatus {
+    const m = this.journalData.migration;
+    const owed = m !== null && m.mode === this.desired.mode && m.restart !== 'done';
+    return {
+      strategy: this.deps.strategy.name,
+      required: owed,
+      migration: m && { mode: m.mode, startedAt: new Date(m.startedAt).toISOString(), restart: m.restart, attempts: m.attempts },
+      last: m?.lastAttemptAt ? { at: new Date(m.lastAttemptAt).toISOString(), target: m.stopped ?? '', result: m.restart === 'failed' ? 'failed' : 'requested', error: m.lastError } : null,
+      count: this.journalData.restarts.length,
+    };
+  }
+
   status(): StatusReport {
-    const p = this.plan;
-    const suspensions = this.fight.suspensions();
-    const restart: RestartStatus = this.deps.restart?.status() ?? { strategy: 'none', required: false, last: null, count: 0, nextAllowedAt: null };
+    const p = this.outcome?.plan;
+    const suspensions = this.outcome?.suspensions ?? new Map<string, string>();
+    const warnings = [...(p?.warnings ?? []), ...(this.journalWarning ? [this.journalWarning] : [])];
     return {
       desiredMode: this.desired.mode,
       modeSource: this.desired.source,
-      ovnkubeMode: this.ovnkubeMode,
+      ovnkubeMode: this.outcome?.observed.ovnkube.mode ?? null,
       layout: p?.layout ?? 'unknown',
       phase: this.phase,
-      reasons: this.reasons,
+      reasons: this.reasons.map((r) => r.message),
+      reasonCodes: this.reasons.map((r) => r.code),
       routes: (p?.routes ?? this.options.config.serviceCidrs.map((c) => ({ cidr: c.text, family: c.family, observed: null, expected: null, inSync: false }))).map(
         (r) => ({ ...r, repairsSuspended: suspensions.get(r.cidr) ?? null }),
       ),
-      restart,
+      restart: this.restartStatus(),
       dryRun: this.options.config.dryRun,
-      lastReconcile: this.lastReconcile?.toISOString() ?? null,
-      lastError: this.lastError,
-      warnings: p?.warnings ?? [],
+      lastReconcile: this.lastReconcile === null ? null : new Date(this.lastReconcile).toISOString(),
+      lastError: this.error?.message ?? null,
+      warnings,
       version: VERSION,
     };
+  }
+}
+
+function describeStep(s: Step): string {
+  switch (s.kind) {
+    case 'journal':
+      return `journal the migration to ${s.migration.mode} (restart owed)`;
+    case 'replace':
+      return `replace ${s.action.key.prefix}: ${renderNextHop(s.action.from)} -> ${renderNextHop(s.action.to)} (${s.action.reason.message})`;
+    case 'restart':
+      return `restart ovnkube-node ${s.target.describe}`;
   }
 }

@@ -14,7 +14,7 @@ import type { Notifier } from '../systemd/notify.js';
 import { Agent, type AgentOptions } from './agent.js';
 import type { OvnkubeProbe } from './observe.js';
 import type { PlannerConfig } from '../core/types.js';
-import { RestartCoordinator } from '../restart/coordinator.js';
+import type { Clock } from '../clock.js';
 import { Journal } from '../restart/journal.js';
 import { CriRestart, NoRestart, SignalRestart, type RestartStrategy } from '../restart/strategy.js';
 
@@ -53,58 +53,58 @@ export interface DaemonDeps {
   watchdogUsec: number | undefined;
   plannerConfig: (s: Settings) => PlannerConfig;
   probeFor: (s: Settings) => OvnkubeProbe;
-  testHooks: boolean;
+  clock: Clock;
+  /** The journal in the state directory; tests wrap it to inject crashes. */
+  journal?: (dir: string) => Journal;
   exit: (code: number) => void;
 }
 
 function agentOptions(s: Settings, config: PlannerConfig): AgentOptions {
-  return { config, modePath: s.modeFile, resyncIntervalMs: s.resyncIntervalMs };
+  return {
+    config,
+    modePath: s.modeFile,
+    resyncIntervalMs: s.resyncIntervalMs,
+    restart: {
+      strategy: s.restart,
+      limit: { minIntervalMs: s.restartMinIntervalMs, maxPerHour: 3 },
+      timeoutMs: s.restartTimeoutMs,
+      settleMs: s.settleMs,
+      retryBaseMs: 5000,
+      retryMaxMs: s.restartMinIntervalMs,
+      modeChecked: s.ovnkubeModeCheck === 'proc',
+    },
+  };
 }
 
-export async function runDaemon(raw: RawRunOptions, initial: Settings, deps: DaemonDeps): Promise<void> {
+export async function runDaemon(raw: RawRunOptions, initial: Settings, deps: DaemonDeps): Promise<Agent> {
   const { log, dataplane } = deps;
   let settings = initial;
   let probe = deps.probeFor(settings);
-  const supervisor = new Supervisor(deps.notifier, log.child({ component: 'systemd' }), deps.watchdogUsec);
-  const restart = new RestartCoordinator(
-    {
-      strategy: strategyFor(settings),
-      limit: { minIntervalMs: settings.restartMinIntervalMs, maxPerHour: 3 },
-      timeoutMs: settings.restartTimeoutMs,
-      settleMs: settings.settleMs,
-      pollMs: 1000,
-      modeChecked: settings.ovnkubeModeCheck === 'proc',
-      // Test hook: die the hard way between journal and restart (issue #4's crash test).
-      ...(deps.testHooks && process.env.GWMODE_TEST_KILL_AFTER_JOURNAL === '1'
-        ? { afterJournal: () => process.kill(process.pid, 'SIGKILL') }
-        : {}),
-    },
-    new Journal(settings.stateDir),
-    log.child({ component: 'restart' }),
-    () => Date.now(),
-  );
-  await restart.init();
+  const supervisor = new Supervisor(deps.notifier, log.child({ component: 'systemd' }), deps.watchdogUsec, deps.clock);
+  const strategy = strategyFor(settings);
   const watchMode = (path: string) => (onChange: () => void) => watchModeSource(path, onChange);
   const agent = new Agent(
     {
       dataplane,
-      restart,
+      strategy,
+      journal: (deps.journal ?? ((dir) => new Journal(dir)))(settings.stateDir),
       probe: () => probe(),
       log: log.child({ component: 'agent' }),
       readMode: () => readModeSource(settings.modeFile),
       watchMode: watchMode(settings.modeFile),
-      now: () => new Date(),
+      clock: deps.clock,
       random: Math.random,
     },
     agentOptions(settings, deps.plannerConfig(settings)),
   );
+  await agent.init();
   // Throws SocketInUseError before anything is touched when another agent is live.
   const server = await StatusServer.listen(settings.socket, {
     status: () => agent.status(),
     alive: () => !supervisor.isStuck(agent),
     ready: () => agent.isReady(),
   });
-  agent.onStatus((s, phaseChanged) => supervisor.onStatus(s, phaseChanged, agent.isReady()));
+  agent.onStatus((s) => supervisor.onStatus(s, agent.isReady()));
   log.info({ settings: { ...settings, serviceCidrs: settings.serviceCidrs.map((c) => c.text) } }, 'starting');
   agent.start();
   supervisor.start(agent);
@@ -123,7 +123,7 @@ export async function runDaemon(raw: RawRunOptions, initial: Settings, deps: Dae
     clearTimeout(timer);
     if (abandoned) log.warn({ graceMs: STOP_GRACE_MS }, 'the pass under way did not finish: abandoning it');
     await server.close();
-    restart.close();
+    strategy.close();
     dataplane.close();
     log.info('stopped');
     log.flush();
@@ -149,7 +149,7 @@ export async function runDaemon(raw: RawRunOptions, initial: Settings, deps: Dae
       log.error({ err }, 'reload failed: keeping the running configuration');
     }
     await agent.reconfigure(agentOptions(settings, deps.plannerConfig(settings)), watchMode(settings.modeFile));
-    supervisor.onStatus(agent.status(), true, true);
+    supervisor.onStatus(agent.status(), true);
   };
 
   process.on('SIGTERM', () => void stop('SIGTERM'));
@@ -157,5 +157,5 @@ export async function runDaemon(raw: RawRunOptions, initial: Settings, deps: Dae
   process.on('SIGHUP', () => {
     reloading = reloading.then(reload);
   });
-  if (deps.testHooks) process.on('SIGUSR2', () => agent.wedgeForTest());
+  return agent;
 }

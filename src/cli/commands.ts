@@ -1,10 +1,12 @@
 // What each CLI command does, given parsed flags. Exit codes: 0 converged / done,
 // 1 not converged (or another agent is running), 2 bad configuration or agent unreachable.
 import { runDaemon } from '../agent/daemon.js';
-import { TRUSTED_OVNKUBE, type OvnkubeProbe } from '../agent/observe.js';
+import type { OvnkubeProbe } from '../agent/observe.js';
 import { reconcile } from '../agent/reconcile.js';
 import { ConfigError, resolveSettings, type RawRunOptions, type Settings } from '../config/settings.js';
-import { describeShape } from '../core/planner.js';
+import { renderNextHop } from '../core/route.js';
+import { summarize } from '../core/decide.js';
+import { systemClock } from '../clock.js';
 import type { Plan, PlannerConfig } from '../core/types.js';
 import { KernelDataplane } from '../dataplane/kernel.js';
 import { createLogger } from '../log.js';
@@ -17,12 +19,12 @@ import { SocketInUseError } from '../status/server.js';
 
 /** The planner's part of the settings, and nothing else. */
 export function plannerConfig(s: Settings): PlannerConfig {
-  const { serviceCidrs, gatewayInterface, managementInterface, layout, ovnkubeModeCheck, mtu, gatewayNexthop, dryRun } = s;
-  return { serviceCidrs, gatewayInterface, managementInterface, layout, ovnkubeModeCheck, mtu, gatewayNexthop, dryRun };
+  const { serviceCidrs, gatewayInterface, managementInterface, layout, ovnkubeModeCheck, mtu, gatewayNexthop, masqueradeNexthops, dryRun } = s;
+  return { serviceCidrs, gatewayInterface, managementInterface, layout, ovnkubeModeCheck, mtu, gatewayNexthop, masqueradeNexthops, dryRun };
 }
 
+/** /proc is read whatever --ovnkube-mode-check says: the process's identity proves a restart. */
 export function ovnkubeProbe(s: Settings): OvnkubeProbe {
-  if (s.ovnkubeModeCheck === 'off') return TRUSTED_OVNKUBE;
   return async () => summarise(await findOvnkubeProcesses(), s.ovnkubeConfMode);
 }
 
@@ -59,7 +61,7 @@ export async function runCommand(raw: RawRunOptions): Promise<void> {
       watchdogUsec: watchdogUsec(),
       plannerConfig,
       probeFor: ovnkubeProbe,
-      testHooks: process.env.GWMODE_TEST_HOOKS === '1',
+      clock: systemClock,
       exit: (code) => process.exit(code),
     });
   } catch (err) {
@@ -101,11 +103,11 @@ export function healthCommand(opts: { socket: string; ready: boolean }): Promise
 }
 
 function renderPlan(p: Plan): string {
-  const lines = [`phase: ${p.phase}`, `layout: ${p.layout}`];
+  const lines = [`phase: ${summarize(p, { phase: null, reason: null }, new Map(), null).phase}`, `layout: ${p.layout}`];
   if (p.actions.length === 0) lines.push('actions: none');
-  else lines.push('actions:', ...p.actions.map((a) => `  replace ${a.cidr.text}: ${describeShape(a.from)} -> ${describeShape(a.to)}`));
-  lines.push('routes:', ...p.routes.map((r) => `  ${r.inSync ? 'ok' : 'NO'} ${r.cidr}: ${r.observed ? describeShape(r.observed) : 'none'}`));
-  if (p.reasons.length) lines.push('reasons:', ...p.reasons.map((r) => `  - ${r}`));
+  else lines.push('actions:', ...p.actions.map((a) => `  replace ${a.key.prefix}: ${renderNextHop(a.from)} -> ${renderNextHop(a.to)}`));
+  lines.push('routes:', ...p.routes.map((r) => `  ${r.inSync ? 'ok' : 'NO'} ${r.cidr}: ${r.observed ? renderNextHop(r.observed) : 'none'}`));
+  if (p.reasons.length) lines.push('reasons:', ...p.reasons.map((r) => `  - ${r.message} [${r.code}]`));
   if (p.warnings.length) lines.push('warnings:', ...p.warnings.map((w) => `  - ${w}`));
   return lines.join('\n');
 }
@@ -122,12 +124,12 @@ export async function onceCommand(raw: RawRunOptions & { json: boolean }, apply:
     const result = await reconcile({ dataplane, probe: ovnkubeProbe(settings), log }, desired, plannerConfig(settings), apply);
     const shown = apply ? result.final : result.planned;
     const out = raw.json
-      ? JSON.stringify({ ...shown, actions: shown.actions.map((a) => ({ ...a, cidr: a.cidr.text })), applied: result.applied }, null, 2)
+      ? JSON.stringify({ ...shown, reasonCodes: shown.reasons.map((r) => r.code), reasons: shown.reasons.map((r) => r.message), actions: shown.actions.map((a) => ({ ...a, reason: a.reason.message })), applied: result.applied }, null, 2)
       : renderPlan(shown) +
         (apply ? `\napplied: ${result.applied} replace(s)` : '') +
         (result.applied > 0 ? '\nnext: restart ovnkube-node (apply does not; the running agent does, once per migration)' : '');
     process.stdout.write(out + '\n');
-    process.exitCode = shown.phase === 'Converged' ? 0 : 1;
+    process.exitCode = summarize(shown, { phase: null, reason: null }, new Map(), null).phase === 'Converged' ? 0 : 1;
   } catch (err) {
     process.stderr.write(`ovn-gwmode-agent: ${(err as Error).message}\n`);
     process.exitCode = 1;

@@ -9,6 +9,8 @@ export interface OvnkubeConf {
   mtu: number | null;
   nextHop: string[];
   mode: string | null;
+  /** [gateway] v4-masquerade-subnet / v6-masquerade-subnet (4.10+), when set. */
+  masqueradeSubnets: string[];
 }
 
 function section(doc: Record<string, unknown>, name: string): Record<string, unknown> {
@@ -21,16 +23,18 @@ const list = (v: unknown): string[] => (str(v) ?? '').split(',').map((x) => x.tr
 
 export function parseOvnkubeConf(text: string): OvnkubeConf {
   const doc = parse(text) as Record<string, unknown>;
-  const mtuText = str(section(doc, 'default').mtu);
+  // The cluster MTU: routable-mtu when set, else mtu.
+  const mtuText = str(section(doc, 'default')['routable-mtu']) ?? str(section(doc, 'default').mtu);
   const mtu = mtuText === null ? null : Number(mtuText);
   if (mtu !== null && (!Number.isInteger(mtu) || mtu < 68 || mtu > 65535)) {
-    throw new Error(`[default] mtu "${mtuText}" is not a valid MTU`);
+    throw new Error(`[default] mtu or routable-mtu "${mtuText}" is not a valid MTU`);
   }
   return {
     serviceCidrs: list(section(doc, 'kubernetes')['service-cidrs']),
     mtu,
     nextHop: list(section(doc, 'gateway')['next-hop']),
     mode: str(section(doc, 'gateway').mode),
+    masqueradeSubnets: [str(section(doc, 'gateway')['v4-masquerade-subnet']), str(section(doc, 'gateway')['v6-masquerade-subnet'])].filter((x): x is string => x !== null),
   };
 }
 

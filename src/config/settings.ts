@@ -2,7 +2,7 @@
 // then ovnkube.conf for what the flags leave out. A bad value is a ConfigError that
 // names the flag; the CLI prints it on one line and exits 2.
 import type { GatewayMode, PlannerConfig } from '../core/types.js';
-import { parseAddress, parseCidr, type Cidr, type Family } from '../net/cidr.js';
+import { addressFromBytes, parseAddress, parseCidr, type Cidr, type Family } from '../net/cidr.js';
 import { parseDuration } from './duration.js';
 import { readOvnkubeConf, type OvnkubeConf } from './ovnkube-conf.js';
 
@@ -139,6 +139,19 @@ export async function resolveSettings(given: RawRunOptions): Promise<Settings> {
   const resyncIntervalMs = duration('resync-interval', raw.resyncInterval);
   if (resyncIntervalMs < 1000) throw new ConfigError('resync-interval', 'must be at least 1s');
 
+  // The 4.10+ next hop is the .4 of each masquerade subnet ovnkube.conf names.
+  const masqueradeNexthops: string[] = [];
+  for (const text of conf?.masqueradeSubnets ?? []) {
+    try {
+      const subnet = parseCidr(text);
+      const hop = Buffer.from(subnet.bytes);
+      hop[hop.length - 1] = (hop[hop.length - 1] ?? 0) + 4;
+      masqueradeNexthops.push(addressFromBytes(hop).text);
+    } catch (err) {
+      throw new ConfigError('ovnkube-config', `[gateway] masquerade subnet: ${(err as Error).message}`);
+    }
+  }
+
   const confMode = conf?.mode === 'local' || conf?.mode === 'shared' ? conf.mode : null;
   return {
     modeFile: raw.modeFile,
@@ -151,6 +164,7 @@ export async function resolveSettings(given: RawRunOptions): Promise<Settings> {
     ovnkubeModeCheck: oneOf('ovnkube-mode-check', raw.ovnkubeModeCheck, ['proc', 'off'] as const),
     mtu,
     gatewayNexthop,
+    masqueradeNexthops,
     socket: raw.socket,
     stateDir: raw.stateDir,
     resyncIntervalMs,

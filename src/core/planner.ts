@@ -1,249 +1,297 @@
-// The rules (../shared/notes/domain.md), as one pure function: observation and
-// configuration in, plan out. No I/O, no clock. Every "no" carries its reason,
-// because an agent that refuses must say why.
+// The rules (../shared/notes/domain.md), as one pure function: observation,
+// configuration and the suspended repairs in, plan out. No I/O, no clock. Every
+// "no" carries a typed reason, because an agent that refuses must say why.
 //
 // What the planner guarantees, whatever it is given:
 //  1. It only plans replaces of main-table routes whose destination is exactly a
-//     service CIDR, and only of a route that already exists (ovnkube-node creates
-//     them; the agent swaps the next hop). Nothing is ever deleted or created.
-//  2. A replace keeps the route's table, priority, protocol, scope and type.
-//  3. It plans nothing unless every precondition holds for every CIDR: a half-done
-//     dual-stack migration is worse than none.
+//     service CIDR, and only of a route that exists, by its key (destination, table,
+//     priority): nothing is ever deleted or created.
+//  2. A replace keeps the route's key, protocol, scope and type.
+//  3. It plans every CIDR or none: a precondition failing for one CIDR, or one CIDR
+//     whose repairs are suspended, holds back all of them (a half-done dual-stack
+//     migration is worse than none).
 //  4. It never changes a node of the routing-via-host layout (OpenShift 4.10+), where
-//     a service route via br-ex is correct in both modes.
-import type { InterfaceAddress, KernelRoute, Link } from '../dataplane/types.js';
-import { firstAddressOfSubnet, parseAddress, type Cidr, type Family } from '../net/cidr.js';
-import type {
-  DesiredMode,
-  Layout,
-  Observation,
-  Plan,
-  PlannerConfig,
-  ReplaceAction,
-  RouteShape,
-  RouteStatus,
-} from './types.js';
+//     a service route via br-ex is correct in both modes, whatever --layout says:
+//     a service route via the gateway interface to a masquerade next hop marks it.
+//  5. It never touches a route whose next hop is link-local (169.254.0.0/16,
+//     fd69::/16): no 4.8/4.9 service route ever has one.
+import { addressFromBytes, maskBytes, parseAddress, parseCidr, type Cidr, type Family } from '../net/cidr.js';
+import { reason, type Reason } from './reasons.js';
+import { renderNextHop, RT_TABLE_MAIN, RTN_UNICAST, sameNextHop, type InterfaceAddress, type Link, type NextHop, type Route, type Watched } from './route.js';
+import type { DesiredMode, Layout, Observation, Plan, PlannerConfig, ReplaceAction, RouteStatus } from './types.js';
 
 /** 4.8/4.9 local mode creates this link (on the br-local bridge). */
 export const LEGACY_LOCAL_GATEWAY_LINK = 'ovn-k8s-gw0';
-/** From about 4.12, service routes go via br-ex to these fixed next hops in both modes. */
-export const ROUTING_VIA_HOST_NEXTHOPS = new Set(['169.254.169.4', 'fd69::4']);
+/** The .4 of the default masquerade subnets: 4.10-4.13, 4.14+ new installs, IPv6. */
+export const ROUTING_VIA_HOST_NEXTHOPS = ['169.254.169.4', '169.254.0.4', 'fd69::4'];
+const LINK_LOCAL_NEXTHOPS = [parseCidr('169.254.0.0/16'), parseCidr('fd69::/16')];
 export const EGRESS_FIREWALL_WARNING =
   'egress firewall cannot be repaired per node: its ACLs live in the OVN northbound database';
 
-const RTN_UNICAST = 1;
 export const DEFAULT_ROUTE: Record<Family, string> = { 4: '0.0.0.0/0', 6: '::/0' };
 
 export interface PlanInput {
   desired: DesiredMode;
   config: PlannerConfig;
   observed: Observation;
+  /** CIDRs whose repairs are suspended (see fights.ts), with why. */
+  suspended?: ReadonlyMap<string, string>;
 }
 
-interface Expected extends RouteShape {
-  oif: number;
-  /** False when the MTU of a shared-mode route is not known: it is then not compared. */
-  mtuMatters: boolean;
+/** The prefixes and links the agent observes and wakes on: defined once, used by both. */
+export function watchedOf(config: PlannerConfig): Watched {
+  const families = [...new Set(config.serviceCidrs.map((c) => c.family))].sort();
+  return {
+    prefixes: [...config.serviceCidrs, ...families.map((f) => parseCidr(DEFAULT_ROUTE[f]))],
+    links: [config.gatewayInterface, config.managementInterface, LEGACY_LOCAL_GATEWAY_LINK],
+  };
 }
 
-const shapeOf = (r: KernelRoute): RouteShape => ({ dev: r.dev, via: r.gateway, mtu: r.mtu });
-export const describeShape = (s: RouteShape): string =>
-  `via ${s.via ?? '(none)'} dev ${s.dev ?? '(none)'}${s.mtu === null ? '' : ` mtu ${s.mtu}`}`;
-
-function isLinkLocal(a: InterfaceAddress): boolean {
-  return a.family === 6 && /^fe[89ab]/i.test(a.address);
+function inCidr(address: string, cidr: Cidr): boolean {
+  try {
+    const a = parseAddress(address);
+    return a.family === cidr.family && maskBytes(a.bytes, cidr.length).equals(cidr.bytes);
+  } catch {
+    return false;
+  }
 }
+
+const isLinkLocalNexthop = (gateway: string | null): boolean => gateway !== null && LINK_LOCAL_NEXTHOPS.some((c) => inCidr(gateway, c));
 
 function findLink(links: Link[], name: string): Link | undefined {
   return links.find((l) => l.name === name);
 }
 
+function serviceRoutes(input: PlanInput): Route[] {
+  return input.config.serviceCidrs.flatMap((c) => input.observed.routes.get(c.text) ?? []);
+}
+
 export function detectLayout(input: PlanInput): { layout: Layout; why: string } {
   const { config, observed } = input;
-  if (config.layout !== 'auto') return { layout: config.layout, why: `--layout ${config.layout}` };
-  const serviceRoutes = config.serviceCidrs.flatMap((c) => observed.routes.get(c.text) ?? []);
-  const viaFixed = serviceRoutes.find((r) => r.gateway !== null && ROUTING_VIA_HOST_NEXTHOPS.has(r.gateway));
-  if (viaFixed) {
-    return { layout: 'routing-via-host', why: `${viaFixed.prefix} goes via ${viaFixed.gateway} (4.10+ layout)` };
+  const masquerade = new Set([...ROUTING_VIA_HOST_NEXTHOPS, ...config.masqueradeNexthops]);
+  const viaMasquerade = serviceRoutes(input).find(
+    (r) => r.nextHop.dev === config.gatewayInterface && r.nextHop.gateway !== null && masquerade.has(r.nextHop.gateway),
+  );
+  // Before --layout: the flag must never turn the 4.10+ protection off.
+  if (viaMasquerade) {
+    return { layout: 'routing-via-host', why: `${viaMasquerade.key.prefix} goes via ${viaMasquerade.nextHop.gateway} dev ${config.gatewayInterface} (4.10+ layout)` };
   }
+  if (config.layout !== 'auto') return { layout: config.layout, why: `--layout ${config.layout}` };
   if (findLink(observed.links, LEGACY_LOCAL_GATEWAY_LINK)) {
     return { layout: 'legacy', why: `link ${LEGACY_LOCAL_GATEWAY_LINK} exists (4.8/4.9 local gateway)` };
   }
-  const viaMp0 = serviceRoutes.find((r) => r.dev === config.managementInterface);
-  if (viaMp0) return { layout: 'legacy', why: `${viaMp0.prefix} goes via ${config.managementInterface} (4.8/4.9 local mode)` };
+  const viaMp0 = serviceRoutes(input).find((r) => r.nextHop.dev === config.managementInterface);
+  if (viaMp0) return { layout: 'legacy', why: `${viaMp0.key.prefix} goes via ${config.managementInterface} (4.8/4.9 local mode)` };
   return { layout: 'unknown', why: '' };
 }
 
-/** The next hop and device a service route of this family must have in the desired mode. */
-function expectedRoute(
-  mode: 'local' | 'shared',
-  family: Family,
-  input: PlanInput,
-): { expected: Expected } | { blocked: string } {
+/**
+ * The local-mode next hop: ovn-k8s-mp0 holds the node subnet's second address and the
+ * OVN router port its first. Anything else (no address, two, a host route, an IPv6
+ * address still in DAD or failed it, an address that is not the .2) and the next hop
+ * would be a guess: refuse.
+ */
+function managementNexthop(link: Link, family: Family, addresses: InterfaceAddress[]): { via: string } | { blocked: Reason } {
+  const name = link.name;
+  const mine = addresses.filter((a) => a.linkIndex === link.index && a.family === family && !(family === 6 && /^fe[89ab]/i.test(a.address)));
+  const unusable = (why: string) => ({ blocked: reason('ManagementAddressUnusable', `management interface ${name}: ${why}`) });
+  if (mine.length === 0) return unusable(`no IPv${family} address`);
+  if (mine.length > 1) return unusable(`${mine.length} IPv${family} addresses (${mine.map((a) => `${a.address}/${a.prefixLength}`).join(', ')}): cannot tell the node subnet`);
+  const a = mine[0]!;
+  if (a.tentative) return unusable(`${a.address} is tentative (IPv6 duplicate address detection still running)`);
+  if (a.dadFailed) return unusable(`${a.address} failed duplicate address detection`);
+  const bits = family === 4 ? 32 : 128;
+  if (a.prefixLength >= bits - 1) return unusable(`${a.address}/${a.prefixLength} has no subnet to take a next hop from`);
+  const ip = parseAddress(a.address);
+  const network = maskBytes(ip.bytes, a.prefixLength);
+  const first = Buffer.from(network);
+  first[first.length - 1] = (first[first.length - 1] ?? 0) + 1;
+  const second = Buffer.from(network);
+  second[second.length - 1] = (second[second.length - 1] ?? 0) + 2;
+  if (!second.equals(ip.bytes)) {
+    return unusable(`${a.address}/${a.prefixLength} is not the subnet's second address (OVN-Kubernetes gives the management port ${addressFromBytes(second).text})`);
+  }
+  return { via: addressFromBytes(first).text };
+}
+
+/** The next hop a service route of this family must have in the desired mode. */
+function expectedNexthop(mode: 'local' | 'shared', family: Family, input: PlanInput): { expected: NextHop } | { blocked: Reason } {
   const { config, observed } = input;
-  // The gateway interface must be present and up in both directions: without br-ex
-  // the node is not in a state anyone should be moving routes in.
+  // The gateway interface must be present and up in both modes: without br-ex the
+  // node is not in a state anyone should be moving routes in.
   const gateway = findLink(observed.links, config.gatewayInterface);
-  if (!gateway) return { blocked: `gateway interface ${config.gatewayInterface} does not exist` };
-  if (!gateway.up) return { blocked: `gateway interface ${config.gatewayInterface} is down` };
+  if (!gateway) return { blocked: reason('GatewayLinkMissing', `gateway interface ${config.gatewayInterface} does not exist`) };
+  if (!gateway.up) return { blocked: reason('GatewayLinkDown', `gateway interface ${config.gatewayInterface} is down`) };
+  const mp0 = findLink(observed.links, config.managementInterface);
   if (mode === 'local') {
     const name = config.managementInterface;
-    const link = findLink(observed.links, name);
-    if (!link) return { blocked: `management interface ${name} does not exist` };
-    if (!link.up) return { blocked: `management interface ${name} is down` };
-    const address = observed.addresses.find((a) => a.linkIndex === link.index && a.family === family && !isLinkLocal(a));
-    if (!address) return { blocked: `management interface ${name} has no IPv${family} address` };
-    const via = firstAddressOfSubnet(parseAddress(address.address), address.prefixLength).text;
-    return { expected: { dev: name, via, mtu: null, oif: link.index, mtuMatters: true } };
+    if (!mp0) return { blocked: reason('ManagementLinkMissing', `management interface ${name} does not exist`) };
+    if (!mp0.up) return { blocked: reason('ManagementLinkDown', `management interface ${name} is down`) };
+    const hop = managementNexthop(mp0, family, observed.addresses);
+    if ('blocked' in hop) return hop;
+    return { expected: { dev: name, oif: mp0.index, gateway: hop.via, mtu: null } };
   }
   const name = config.gatewayInterface;
   let via = config.gatewayNexthop[family];
   if (!via) {
     const defaults = observed.routes.get(DEFAULT_ROUTE[family]) ?? [];
-    via = defaults.find((r) => r.dev === name && r.gateway !== null)?.gateway ?? undefined;
+    // The default route in use: the lowest metric.
+    const best = defaults.filter((r) => r.nextHop.dev === name && r.nextHop.gateway !== null).sort((a, b) => a.key.priority - b.key.priority)[0];
+    via = best?.nextHop.gateway ?? undefined;
   }
   if (!via) {
-    return { blocked: `no IPv${family} default route via ${name} to take the next hop from (set --gateway-nexthop)` };
+    return { blocked: reason('NoDefaultRoute', `no IPv${family} default route via ${name} to take the next hop from (set --gateway-nexthop)`) };
   }
-  return {
-    expected: { dev: name, via, mtu: config.mtu, oif: gateway.index, mtuMatters: config.mtu !== null },
-  };
+  // Shared-mode routes carry the cluster MTU: --mtu, else ovnkube.conf, else the
+  // management port's link MTU (it carries the cluster MTU). Without one, traffic
+  // from the host to services could exceed the overlay's MTU: wait.
+  const mtu = config.mtu ?? mp0?.mtu ?? null;
+  if (mtu === null) {
+    return { blocked: reason('MtuUnknown', `no MTU for shared-mode routes: no --mtu, no ovnkube.conf [default] mtu, and ${config.managementInterface} gives none`) };
+  }
+  return { expected: { dev: name, oif: gateway.index, gateway: via, mtu } };
 }
 
-function inSync(route: KernelRoute, expected: Expected): boolean {
-  return (
-    route.dev === expected.dev &&
-    route.gateway === expected.via &&
-    (!expected.mtuMatters || route.mtu === expected.mtu)
-  );
-}
-
-/** Why a route may not be touched at all, or undefined when it is one of the two shapes we own. */
-function untouchable(cidr: Cidr, routes: KernelRoute[], config: PlannerConfig): string | undefined {
+/** Why the routes of a CIDR may not be touched, or the one route the agent owns. */
+function ownedRoute(cidr: Cidr, routes: Route[], config: PlannerConfig): { route: Route } | { blocked: Reason } {
   if (routes.length === 0) {
-    return `no route for ${cidr.text} in the main table: ovnkube-node creates it, the agent only replaces it`;
+    return { blocked: reason('NoRoute', `no route for ${cidr.text} in the main table: ovnkube-node creates it, the agent only replaces it`) };
   }
-  if (routes.length > 1) return `${routes.length} routes for ${cidr.text} in the main table: not touching an ambiguous prefix`;
+  if (routes.length > 1) {
+    const list = routes.map((r) => `metric ${r.key.priority} ${renderNextHop(r.nextHop)}`).join('; ');
+    return { blocked: reason('SeveralRoutes', `${routes.length} routes for ${cidr.text} in the main table (${list}): not touching an ambiguous prefix`) };
+  }
   const r = routes[0]!;
-  if (r.multipath) return `${cidr.text} is a multipath route: not one the agent owns`;
-  if (r.type !== RTN_UNICAST) return `${cidr.text} is not a unicast route (type ${r.type}): not one the agent owns`;
-  if (r.dev !== config.gatewayInterface && r.dev !== config.managementInterface) {
-    return `${cidr.text} goes ${describeShape(shapeOf(r))}, neither ${config.gatewayInterface} nor ${config.managementInterface}: not one the agent owns`;
+  const notOurs = (why: string) => ({ blocked: reason('NotOurRoute', `${cidr.text} ${why}: not one the agent owns`) });
+  if (r.key.table !== RT_TABLE_MAIN) return notOurs(`is in table ${r.key.table}`);
+  if (r.multipath) return notOurs('is a multipath route');
+  if (r.type !== RTN_UNICAST) return notOurs(`is not a unicast route (type ${r.type})`);
+  if (r.tos !== 0) return notOurs(`has a TOS selector (${r.tos})`);
+  if (r.nextHop.dev !== config.gatewayInterface && r.nextHop.dev !== config.managementInterface) {
+    return notOurs(`goes ${renderNextHop(r.nextHop)}, neither ${config.gatewayInterface} nor ${config.managementInterface}`);
   }
-  return undefined;
+  if (isLinkLocalNexthop(r.nextHop.gateway)) return notOurs(`goes via the link-local next hop ${r.nextHop.gateway}`);
+  return { route: r };
 }
 
 export function plan(input: PlanInput): Plan {
   const { desired, config, observed } = input;
-  const reasons: string[] = [];
+  const suspended = input.suspended ?? new Map<string, string>();
+  const reasons: Reason[] = [];
   const warnings = desired.mode === 'local' ? [EGRESS_FIREWALL_WARNING] : [];
-  const statusOf = (cidr: Cidr, expected: RouteShape | null, ok: boolean): RouteStatus => {
+  const observedOf = (cidr: Cidr): NextHop | null => {
     const routes = observed.routes.get(cidr.text) ?? [];
-    return {
-      cidr: cidr.text,
-      family: cidr.family,
-      observed: routes.length === 1 ? shapeOf(routes[0]!) : null,
-      expected,
-      inSync: ok,
-    };
+    return routes.length === 1 ? routes[0]!.nextHop : null;
   };
-  const unplanned = (layout: Layout, phase: Plan['phase'], why: string[], inSync = false): Plan => ({
-    phase,
+  const statusOf = (cidr: Cidr, expected: NextHop | null, ok: boolean): RouteStatus => ({
+    cidr: cidr.text,
+    family: cidr.family,
+    observed: observedOf(cidr),
+    expected,
+    inSync: ok,
+  });
+  const { layout, why: layoutWhy } = detectLayout(input);
+  const done = (why: Reason[], blocked: boolean, inSync = false): Plan => ({
     layout,
-    reasons: why,
+    actions: [],
+    reasons: [...reasons, ...why],
+    blocked,
     warnings,
     routes: config.serviceCidrs.map((c) => statusOf(c, null, inSync)),
-    actions: [],
   });
 
-  const { layout, why: layoutWhy } = detectLayout(input);
-
   if (desired.mode === null) {
-    const detail = desired.source.error ?? 'not read yet';
-    return unplanned(layout, 'Waiting', [`no valid desired mode yet (${desired.source.path}: ${detail})`]);
+    return done([reason('ModeNotRead', `no valid desired mode yet (${desired.source.path}: ${desired.source.error ?? 'not read yet'})`)], true);
   }
   if (desired.source.error) {
-    reasons.push(`keeping the last valid desired mode "${desired.mode}": ${desired.source.path}: ${desired.source.error}`);
+    reasons.push(reason('ModeFileInvalid', `keeping the last valid desired mode "${desired.mode}": ${desired.source.path}: ${desired.source.error}`));
   }
-
   if (layout === 'routing-via-host') {
     const why = `routing-via-host layout (${layoutWhy}): service routes via ${config.gatewayInterface} are correct in both modes; nothing to change`;
-    return unplanned(layout, 'Converged', [...reasons, why], true);
+    return done([reason('RoutingViaHostLayout', why)], false, true);
   }
 
-  const blocked: string[] = [];
+  const blocked: Reason[] = [];
   if (layout === 'unknown') {
     blocked.push(
-      `cannot tell the node's layout: no ${LEGACY_LOCAL_GATEWAY_LINK} link and no service route via ${config.managementInterface}, 169.254.169.4 or fd69::4; set --layout legacy or --layout routing-via-host`,
+      reason(
+        'LayoutUnknown',
+        `cannot tell the node's layout: no ${LEGACY_LOCAL_GATEWAY_LINK} link and no service route via ${config.managementInterface} or a masquerade next hop; set --layout legacy if this is a 4.8/4.9 node`,
+      ),
     );
   }
   if (config.ovnkubeModeCheck === 'proc') {
     const o = observed.ovnkube;
-    if (o.mode === null) blocked.push(`ovnkube-node's gateway mode is unknown: ${o.detail ?? 'no ovnkube --init-node process'}`);
+    if (o.mode === null) blocked.push(reason('OvnkubeModeUnknown', `ovnkube-node's gateway mode is unknown: ${o.detail ?? 'no ovnkube --init-node process'}`));
     else if (o.mode !== desired.mode) {
       blocked.push(
-        `ovnkube-node (pid ${o.pid}) runs --gateway-mode ${o.mode}, desired ${desired.mode}: waiting for the cluster network operator to roll ovnkube-node out`,
+        reason('OvnkubeOtherMode', `ovnkube-node (pid ${o.pid}) runs --gateway-mode ${o.mode}, desired ${desired.mode}: waiting for the cluster network operator to roll ovnkube-node out`),
       );
     }
   }
 
   const statuses: RouteStatus[] = [];
   const actions: ReplaceAction[] = [];
+  const held: Reason[] = [];
   for (const cidr of config.serviceCidrs) {
-    const routes = observed.routes.get(cidr.text) ?? [];
-    const result = expectedRoute(desired.mode, cidr.family, input);
+    const result = expectedNexthop(desired.mode, cidr.family, input);
     if ('blocked' in result) {
       blocked.push(result.blocked);
       statuses.push(statusOf(cidr, null, false));
       continue;
     }
     const { expected } = result;
-    const shape: RouteShape = { dev: expected.dev, via: expected.via, mtu: expected.mtu };
-    const notOurs = untouchable(cidr, routes, config);
-    if (notOurs) {
-      blocked.push(notOurs);
-      statuses.push(statusOf(cidr, shape, false));
+    const owned = ownedRoute(cidr, observed.routes.get(cidr.text) ?? [], config);
+    if ('blocked' in owned) {
+      blocked.push(owned.blocked);
+      statuses.push(statusOf(cidr, expected, false));
       continue;
     }
-    const route = routes[0]!;
-    const ok = inSync(route, expected);
-    statuses.push(statusOf(cidr, shape, ok));
+    const route = owned.route;
+    const ok = sameNextHop(route.nextHop, expected);
+    statuses.push(statusOf(cidr, expected, ok));
     if (ok) continue;
+    const why = suspended.get(cidr.text);
+    if (why !== undefined) {
+      held.push(reason('RepairsSuspended', why));
+      continue;
+    }
     actions.push({
-      cidr,
-      from: shapeOf(route),
-      to: expected.mtuMatters ? shape : { ...shape, mtu: null },
-      table: route.table,
-      priority: route.priority,
+      key: route.key,
       protocol: route.protocol,
       scope: route.scope,
       type: route.type,
-      oif: expected.oif,
-      reason: `desired mode ${desired.mode}: ${cidr.text} goes ${describeShape(shapeOf(route))}, expected ${describeShape(shape)}`,
+      from: route.nextHop,
+      to: expected,
+      reason: reason('Replacing', `desired mode ${desired.mode}: ${cidr.text} goes ${renderNextHop(route.nextHop)}, expected ${renderNextHop(expected)}`),
     });
   }
+  const mtuWarning = mtuMismatch(config, observed.links);
+  if (mtuWarning) warnings.push(mtuWarning);
 
+  const base = { layout, warnings, routes: statuses };
   if (blocked.length > 0) {
     // A shared node whose routes already have the shared shape needs nothing in any
     // layout: say so instead of waiting on a layout that does not matter.
-    const allSynced = statuses.every((s) => s.inSync);
-    if (layout === 'unknown' && allSynced && blocked.length === 1 && desired.mode === 'shared') {
-      return { phase: 'Converged', layout, reasons: [...reasons, 'service routes already have the shared-mode shape'], warnings, routes: statuses, actions: [] };
+    if (layout === 'unknown' && blocked.length === 1 && desired.mode === 'shared' && statuses.every((s) => s.inSync)) {
+      return { ...base, actions: [], blocked: false, reasons: [...reasons, reason('AlreadyShared', 'service routes already have the shared-mode shape')] };
     }
-    return { phase: 'Waiting', layout, reasons: [...reasons, ...blocked], warnings, routes: statuses, actions: [] };
+    return { ...base, actions: [], blocked: true, reasons: [...reasons, ...blocked, ...held] };
   }
+  // Guarantee 3: a suspended CIDR holds the others back too.
+  if (held.length > 0) return { ...base, actions: [], blocked: false, reasons: [...reasons, ...held] };
   if (actions.length === 0) {
-    return { phase: 'Converged', layout, reasons: [...reasons, `service routes match desired mode ${desired.mode}`], warnings, routes: statuses, actions };
+    return { ...base, actions, blocked: false, reasons: [...reasons, reason('InSync', `service routes match desired mode ${desired.mode}`)] };
   }
   if (config.dryRun) {
-    return {
-      phase: 'Waiting',
-      layout,
-      reasons: [...reasons, `dry run: ${actions.length} replace(s) planned, not applied`, ...actions.map((a) => a.reason)],
-      warnings,
-      routes: statuses,
-      actions,
-    };
+    const dry = reason('DryRun', `dry run: ${actions.length} replace(s) planned, not applied`);
+    return { ...base, actions, blocked: false, reasons: [...reasons, dry, ...actions.map((a) => a.reason)] };
   }
-  return { phase: 'Progressing', layout, reasons: [...reasons, ...actions.map((a) => a.reason)], warnings, routes: statuses, actions };
+  return { ...base, actions, blocked: false, reasons: [...reasons, ...actions.map((a) => a.reason)] };
+}
+
+function mtuMismatch(config: PlannerConfig, links: Link[]): string | undefined {
+  const mp0 = findLink(links, config.managementInterface);
+  if (config.mtu === null || mp0?.mtu == null || mp0.mtu === config.mtu) return undefined;
+  return `the configured MTU ${config.mtu} differs from ${config.managementInterface}'s link MTU ${mp0.mtu}: check the cluster MTU`;
 }

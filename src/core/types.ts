@@ -1,6 +1,7 @@
 // The values the pure core works on: what was observed, what is wanted, and the plan.
-import type { InterfaceAddress, KernelRoute, Link } from '../dataplane/types.js';
 import type { Cidr, Family } from '../net/cidr.js';
+import type { Reason } from './reasons.js';
+import type { InterfaceAddress, Link, NextHop, Route, RouteKey } from './route.js';
 
 export type GatewayMode = 'local' | 'shared';
 export type LayoutSetting = 'auto' | 'legacy' | 'routing-via-host';
@@ -12,19 +13,22 @@ export interface DesiredMode {
   source: { path: string; error: string | null };
 }
 
-/** ovnkube-node as seen from /proc (or not looked at: check 'off'). */
+/** ovnkube-node as seen from /proc. */
 export interface OvnkubeObservation {
+  /** null when not looked at (check 'off'), no process, no flag, or processes disagree. */
   mode: GatewayMode | null;
   pid: number | null;
-  /** Why mode is null: no process, no flag, several processes disagreeing. */
+  /** The process's identity across PID reuse ("pid N start T"); null without one process. */
+  id: string | null;
+  /** Why mode is null. */
   detail: string | null;
 }
 
 export interface Observation {
   links: Link[];
   addresses: InterfaceAddress[];
-  /** Main-table routes of each service CIDR (key: Cidr.text) and of the default routes ("0.0.0.0/0", "::/0"). */
-  routes: Map<string, KernelRoute[]>;
+  /** Main-table routes of each watched prefix (key: Cidr.text): service CIDRs and default routes. */
+  routes: Map<string, Route[]>;
   ovnkube: OvnkubeObservation;
 }
 
@@ -36,42 +40,40 @@ export interface PlannerConfig {
   ovnkubeModeCheck: 'proc' | 'off';
   mtu: number | null;
   gatewayNexthop: Partial<Record<Family, string>>;
+  /** Next hops of the 4.10+ layout named by ovnkube.conf's masquerade subnets (their .4). */
+  masqueradeNexthops: string[];
   dryRun: boolean;
-}
-
-export interface RouteShape {
-  dev: string | null;
-  via: string | null;
-  mtu: number | null;
 }
 
 export interface RouteStatus {
   cidr: string;
   family: Family;
-  observed: RouteShape | null;
-  expected: RouteShape | null;
+  observed: NextHop | null;
+  expected: NextHop | null;
   inSync: boolean;
 }
 
-/** One atomic replace, with everything needed to carry it out and to log it. */
+/** One atomic replace, with what it was (to log it, and to put it back). */
 export interface ReplaceAction {
-  cidr: Cidr;
-  from: RouteShape;
-  to: RouteShape;
-  table: number;
-  priority: number;
+  key: RouteKey;
   protocol: number;
   scope: number;
   type: number;
-  oif: number;
-  reason: string;
+  from: NextHop;
+  to: NextHop;
+  reason: Reason;
 }
 
 export interface Plan {
-  phase: Phase;
   layout: Layout;
-  reasons: string[];
+  /** Replaces to carry out, all or none: the planner never plans half a migration. */
+  actions: ReplaceAction[];
+  /** What stops the plan, or what it concludes (InSync, Replacing, ...). */
+  reasons: Reason[];
+  /** True when the planner holds back because a precondition fails (phase Waiting). */
+  blocked: boolean;
   warnings: string[];
   routes: RouteStatus[];
-  actions: ReplaceAction[];
 }
+
+export type { Route };

@@ -56,23 +56,28 @@ export async function findOvnkubeProcesses(procRoot = '/proc'): Promise<OvnkubeP
   return found;
 }
 
+/** What tells this process from a later one with the same pid (the signal strategy's target id too). */
+export const processIdentity = (p: OvnkubeProcess): string => `pid ${p.pid} start ${p.startTime}`;
+
 /** Summarises what /proc shows into the planner's view. */
 export function summarise(processes: OvnkubeProcess[], confMode: GatewayMode | null): OvnkubeObservation {
   if (processes.length === 0) {
-    return { mode: null, pid: null, detail: 'no ovnkube --init-node process in this network namespace' };
+    return { mode: null, pid: null, id: null, detail: 'no ovnkube --init-node process in this network namespace' };
   }
   const modes = new Set(processes.map((p) => p.modeFlag ?? confMode));
   if (modes.size > 1) {
-    return { mode: null, pid: null, detail: `ovnkube processes disagree: ${processes.map((p) => `pid ${p.pid} ${p.modeFlag ?? '(no flag)'}`).join(', ')}` };
+    return { mode: null, pid: null, id: null, detail: `ovnkube processes disagree: ${processes.map((p) => `pid ${p.pid} ${p.modeFlag ?? '(no flag)'}`).join(', ')}` };
   }
   const p = processes[0]!;
+  const id = processIdentity(p);
   const mode = p.mode ?? (p.modeFlag === null ? confMode : null);
   if (mode === null) {
     return {
       mode: null,
       pid: p.pid,
+      id,
       detail: p.modeFlag === null ? `pid ${p.pid} has no --gateway-mode flag and --ovnkube-config gives no [gateway] mode` : `pid ${p.pid} runs --gateway-mode ${p.modeFlag}`,
     };
   }
-  return { mode, pid: p.pid, detail: null };
+  return { mode, pid: p.pid, id, detail: null };
 }

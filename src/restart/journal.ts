@@ -1,48 +1,77 @@
-// The restart journal, in the state directory. A restart is written here, and synced
-// to disk, before it is requested: an agent that dies between the two and comes back
-// sees the entry and never restarts ovnkube-node twice for the same migration.
+// The migration journal, in the state directory. A migration (with the restart it
+// owes) is written here, and synced to disk, before the first route is replaced, and
+// again before the restart is requested: an agent that dies anywhere in between comes
+// back to the entry, finishes the migration and never restarts ovnkube-node twice.
+//
+// Writes are atomic: a temporary file, fsync, rename, fsync of the directory (and of
+// its parent when the directory had to be created). A journal that cannot be parsed
+// is moved aside and reported, never a crash loop.
 import { mkdir, open, readFile, rename } from 'node:fs/promises';
 import path from 'node:path';
-import type { GatewayMode } from '../core/types.js';
-
-export interface RestartRecord {
-  /** The migration this restart belongs to: the desired mode the routes were moved to. */
-  mode: GatewayMode;
-  at: number;
-  target: string;
-  result: 'requested' | 'stopped' | 'failed';
-  error: string | null;
-}
+import type { Migration } from '../core/migration.js';
 
 export interface JournalData {
-  restarts: RestartRecord[];
+  version: 2;
+  /** The latest migration the agent started; null before the first. */
+  migration: Migration | null;
+  /** When restarts were requested (ms since epoch), for the rate limit. */
+  restarts: number[];
 }
 
-const FILE = 'restart-journal.json';
-const KEEP = 50;
+export const EMPTY_JOURNAL: JournalData = { version: 2, migration: null, restarts: [] };
+
+export class JournalError extends Error {
+  readonly code = 'ERR_GWMODE_JOURNAL';
+}
+
+const FILE = 'migration-journal.json';
+const KEEP_RESTARTS = 50;
+
+async function syncDir(dir: string): Promise<void> {
+  const handle = await open(dir, 'r');
+  try {
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+}
 
 export class Journal {
-  constructor(private readonly dir: string) {}
+  constructor(readonly dir: string) {}
 
-  private get file(): string {
+  get file(): string {
     return path.join(this.dir, FILE);
   }
 
+  /** The journal, or EMPTY_JOURNAL when there is none; throws JournalError when it is unreadable. */
   async load(): Promise<JournalData> {
+    let text: string;
     try {
-      const data = JSON.parse(await readFile(this.file, 'utf8')) as JournalData;
-      return Array.isArray(data.restarts) ? data : { restarts: [] };
+      text = await readFile(this.file, 'utf8');
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return { restarts: [] };
-      throw Object.assign(new Error(`restart journal ${this.file} is unreadable: ${(err as Error).message}`), { cause: err });
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return EMPTY_JOURNAL;
+      throw new JournalError(`journal ${this.file} is unreadable: ${(err as Error).message}`, { cause: err });
+    }
+    try {
+      const data = JSON.parse(text) as Partial<JournalData>;
+      if (data.version !== 2 || !Array.isArray(data.restarts) || typeof data.migration !== 'object') throw new Error('not a version 2 journal');
+      return { version: 2, migration: data.migration ?? null, restarts: data.restarts.filter((t) => typeof t === 'number') };
+    } catch (err) {
+      throw new JournalError(`journal ${this.file} is corrupt: ${(err as Error).message}`, { cause: err });
     }
   }
 
-  /** Writes atomically (temporary file, fsync, rename, fsync of the directory). */
+  /** Moves an unreadable journal aside (kept for the operator) and returns where. */
+  async setAside(now: number): Promise<string> {
+    const aside = `${this.file}.corrupt-${now}`;
+    await rename(this.file, aside);
+    return aside;
+  }
+
   async save(data: JournalData): Promise<void> {
-    await mkdir(this.dir, { recursive: true, mode: 0o750 });
+    const created = await mkdir(this.dir, { recursive: true, mode: 0o750 });
     const tmp = `${this.file}.tmp`;
-    const trimmed: JournalData = { restarts: data.restarts.slice(-KEEP) };
+    const trimmed: JournalData = { ...data, restarts: data.restarts.slice(-KEEP_RESTARTS) };
     const handle = await open(tmp, 'w', 0o640);
     try {
       await handle.writeFile(JSON.stringify(trimmed, null, 2) + '\n');
@@ -51,11 +80,7 @@ export class Journal {
       await handle.close();
     }
     await rename(tmp, this.file);
-    const dir = await open(this.dir, 'r');
-    try {
-      await dir.sync();
-    } finally {
-      await dir.close();
-    }
+    await syncDir(this.dir);
+    if (created !== undefined) await syncDir(path.dirname(created));
   }
 }

@@ -1,18 +1,14 @@
 // How ovnkube-node is restarted: through the container runtime (CRI), by a signal to
 // its process, or not at all. Each strategy finds exactly one target, or says why not.
 import { CriClient, pickEndpoint } from '../cri/client.js';
-import { findOvnkubeProcesses, startTimeOf } from '../ovnkube/proc.js';
+import { findOvnkubeProcesses, processIdentity, startTimeOf } from '../ovnkube/proc.js';
 import { readFile } from 'node:fs/promises';
+import type { RestartTarget, TargetLookup } from '../core/migration.js';
 
 export type RestartStrategyName = 'cri' | 'signal' | 'none';
 
-export interface Target {
-  /** Container id, or "pid N". */
-  id: string;
-  describe: string;
-}
-
-export type Found = { target: Target } | { error: string };
+export type Target = RestartTarget;
+export type Found = TargetLookup;
 
 export interface RestartStrategy {
   readonly name: RestartStrategyName;
@@ -84,7 +80,7 @@ export class SignalRestart implements RestartStrategy {
     const processes = await findOvnkubeProcesses(this.procRoot);
     if (processes.length !== 1) return { error: `${processes.length} ovnkube --init-node processes in this network namespace (expected exactly 1)` };
     const p = processes[0]!;
-    return { target: { id: `pid ${p.pid} start ${p.startTime}`, describe: `pid ${p.pid}` } };
+    return { target: { id: processIdentity(p), describe: `pid ${p.pid}` } };
   }
 
   /** SIGTERM, after re-reading the start time: a PID reused by another process is never signalled. */

@@ -1,8 +1,18 @@
 // One status report, rendered many ways: the socket's JSON, `status` for a person,
 // `status --brief` (also systemd's STATUS= line), and the CLI's exit code.
+import type { ReasonCode } from '../core/reasons.js';
+import { renderNextHop } from '../core/route.js';
 import type { GatewayMode, Layout, Phase, RouteStatus } from '../core/types.js';
-import { describeShape } from '../core/planner.js';
-import type { RestartStatus } from '../restart/coordinator.js';
+
+export interface RestartStatus {
+  strategy: string;
+  /** A migration to the desired mode still owes its ovnkube-node restart. */
+  required: boolean;
+  migration: { mode: GatewayMode; startedAt: string; restart: 'owed' | 'requested' | 'failed' | 'done'; attempts: number } | null;
+  last: { at: string; target: string; result: string; error: string | null } | null;
+  /** Restart requests on record. */
+  count: number;
+}
 
 export interface StatusReport {
   desiredMode: GatewayMode | null;
@@ -11,6 +21,8 @@ export interface StatusReport {
   layout: Layout;
   phase: Phase;
   reasons: string[];
+  /** The stable code of each reason, in the same order. */
+  reasonCodes: ReasonCode[];
   routes: Array<RouteStatus & { repairsSuspended?: string | null }>;
   restart?: RestartStatus;
   dryRun: boolean;
@@ -43,8 +55,8 @@ export function renderHuman(s: StatusReport): string {
   }
   lines.push('routes:');
   for (const r of s.routes) {
-    const observed = r.observed ? describeShape(r.observed) : 'none';
-    const expected = r.expected ? describeShape(r.expected) : 'n/a';
+    const observed = r.observed ? renderNextHop(r.observed) : 'none';
+    const expected = r.expected ? renderNextHop(r.expected) : 'n/a';
     const suspended = r.repairsSuspended ? ` [repairs suspended]` : '';
     lines.push(`  ${r.inSync ? 'ok ' : 'NO '} ${r.cidr}: ${observed}${r.inSync ? '' : ` (expected ${expected})`}${suspended}`);
   }

@@ -1,0 +1,41 @@
+// Carrying replaces out, all or none: a replace that fails puts back, in reverse
+// order, every route this pass already changed (each to exactly what it was), so the
+// families never end up in different modes. Then the error goes up.
+import type { Logger } from 'pino';
+import { renderNextHop } from '../core/route.js';
+import type { ReplaceAction } from '../core/types.js';
+import type { Dataplane } from '../dataplane/types.js';
+
+export class PutBackError extends Error {
+  readonly code = 'ERR_GWMODE_PUT_BACK';
+}
+
+export async function applyReplaces(dataplane: Dataplane, log: Logger, actions: ReplaceAction[]): Promise<void> {
+  const done: ReplaceAction[] = [];
+  for (const a of actions) {
+    try {
+      await dataplane.replaceRoute({ key: a.key, protocol: a.protocol, scope: a.scope, type: a.type, to: a.to });
+    } catch (err) {
+      const failed = `replace of ${a.key.prefix} failed: ${(err as Error).message}`;
+      if (done.length === 0) throw err;
+      const notPutBack: string[] = [];
+      for (const d of [...done].reverse()) {
+        try {
+          await dataplane.replaceRoute({ key: d.key, protocol: d.protocol, scope: d.scope, type: d.type, to: d.from });
+          log.warn({ cidr: d.key.prefix, before: renderNextHop(d.to), after: renderNextHop(d.from) }, `put back ${d.key.prefix}: ${renderNextHop(d.to)} -> ${renderNextHop(d.from)} (${failed})`);
+        } catch (undoErr) {
+          notPutBack.push(`${d.key.prefix}: ${(undoErr as Error).message}`);
+        }
+      }
+      if (notPutBack.length > 0) throw new PutBackError(`${failed}; could not put back ${notPutBack.join('; ')}`, { cause: err });
+      throw Object.assign(new Error(`${failed}; put back ${done.map((d) => d.key.prefix).join(', ')}`, { cause: err }), {
+        code: (err as { code?: string }).code ?? 'ERR_GWMODE_REPLACE',
+      });
+    }
+    done.push(a);
+    log.info(
+      { cidr: a.key.prefix, before: renderNextHop(a.from), after: renderNextHop(a.to), table: a.key.table, priority: a.key.priority },
+      `replaced route ${a.key.prefix}: ${renderNextHop(a.from)} -> ${renderNextHop(a.to)}`,
+    );
+  }
+}

@@ -1,0 +1,229 @@
+// The one decision point. Given the plan, the migration on record and what the
+// restart strategy sees, decide the steps of this pass, and from the same inputs
+// the phase with its reasons. The loop only executes the steps, in order.
+//
+// A migration is the unit (the "keep every promise" rules):
+//  1. A pass that replaces routes towards a mode other than the recorded migration's
+//     starts a migration; it owes exactly one ovnkube-node restart. The migration is
+//     journaled, restart owed, before the first replace.
+//  2. Before the first replace of a migration the restart path is checked (the
+//     strategy finds exactly one ovnkube-node): a migration that cannot finish is
+//     not started (Waiting, RestartPathBroken).
+//  3. The restart is done when a new ovnkube-node (another identity than the one the
+//     migration started with, and than the one stopped) runs the migration's mode,
+//     whoever restarted it. Until then the phase is never Converged.
+//  4. A failed restart is retried with capped backoff, within the rate limit; a
+//     verification timeout is Degraded and recovers by itself when the new
+//     ovnkube-node shows up.
+//  5. After the restart the routes must hold for the settle time before Converged.
+//  6. While the agent waits on ovnkube-node (a rollout, a restart) it looks again
+//     every second: a new ovnkube-node is noticed within about a second.
+import type { Migration, RestartTarget, TargetLookup } from './migration.js';
+import { reason, type Reason } from './reasons.js';
+import type { GatewayMode, OvnkubeObservation, Phase, Plan, ReplaceAction } from './types.js';
+import { restartAllowed, type RateLimit } from './rate-limit.js';
+
+export const POLL_MS = 1000;
+
+export interface RestartSettings {
+  strategy: 'cri' | 'signal' | 'none';
+  limit: RateLimit;
+  timeoutMs: number;
+  settleMs: number;
+  retryBaseMs: number;
+  retryMaxMs: number;
+  /** Whether the new ovnkube-node's mode can be checked (--ovnkube-mode-check proc). */
+  modeChecked: boolean;
+}
+
+export interface DecideInput {
+  plan: Plan;
+  desired: GatewayMode | null;
+  migration: Migration | null;
+  /** Times of earlier restart requests (rate limit). */
+  restarts: number[];
+  ovnkube: OvnkubeObservation;
+  /** What the restart strategy sees; null when it was not asked (see needsTarget). */
+  target: TargetLookup | null;
+  settings: RestartSettings;
+  now: number;
+}
+
+export type Step =
+  | { kind: 'journal'; migration: Migration }
+  | { kind: 'replace'; action: ReplaceAction }
+  | { kind: 'restart'; target: RestartTarget; migration: Migration };
+
+export interface RestartView {
+  phase: Phase | null;
+  reason: Reason | null;
+}
+
+export interface Decision {
+  steps: Step[];
+  /** The migration on record once the steps are done. */
+  migration: Migration | null;
+  restart: RestartView;
+  wakeInMs: number | undefined;
+}
+
+/** Capped, jittered exponential backoff: attempt 1 waits about base, doubling to max. */
+export function backoffMs(attempt: number, baseMs: number, maxMs: number, random = 1): number {
+  const capped = Math.min(maxMs, baseMs * 2 ** Math.max(0, attempt - 1));
+  return Math.round(capped * (0.5 + random / 2));
+}
+
+const startsMigration = (plan: Plan, desired: GatewayMode | null, m: Migration | null): boolean =>
+  plan.actions.length > 0 && desired !== null && m?.mode !== desired;
+
+/** Whether the shell must ask the restart strategy before deciding (a CRI call costs). */
+export function needsTarget(plan: Plan, desired: GatewayMode | null, m: Migration | null, strategy: RestartSettings['strategy']): boolean {
+  if (strategy === 'none') return false;
+  if (startsMigration(plan, desired, m)) return true;
+  return m !== null && m.mode === desired && m.restart !== 'done';
+}
+
+/** The identity of the ovnkube-node now running: the container for CRI, else the process. */
+function currentIdentity(i: DecideInput): string | null {
+  if (i.settings.strategy === 'cri') return i.target && 'target' in i.target ? i.target.target.id : null;
+  return i.ovnkube.id;
+}
+
+export function decide(i: DecideInput): Decision {
+  const { plan, desired, now } = i;
+  const m = i.migration;
+  const waitingOnOvnkube = plan.reasons.some((r) => r.code === 'OvnkubeOtherMode' || r.code === 'OvnkubeModeUnknown');
+  const pollIf = (cond: boolean) => (cond ? POLL_MS : undefined);
+  const none: RestartView = { phase: null, reason: null };
+
+  if (plan.actions.length > 0 && !plan.blocked && !isDryRun(plan)) {
+    const replaces: Step[] = plan.actions.map((action) => ({ kind: 'replace', action }));
+    if (!startsMigration(plan, desired, m)) {
+      // A repair within the migration on record: it owes no new restart.
+      return { steps: replaces, migration: m, restart: restartView(i).restart, wakeInMs: undefined };
+    }
+    let before: string | null = i.ovnkube.id;
+    if (i.settings.strategy !== 'none') {
+      const t = i.target;
+      if (!t || 'error' in t) {
+        const why = t ? t.error : 'the restart strategy was not asked';
+        return {
+          steps: [],
+          migration: m,
+          restart: { phase: 'Waiting', reason: reason('RestartPathBroken', `not starting the migration to ${desired}: ovnkube-node could not be restarted afterwards: ${why}`) },
+          wakeInMs: 10 * POLL_MS,
+        };
+      }
+      if (i.settings.strategy === 'cri') before = t.target.id;
+    }
+    const migration: Migration = {
+      mode: desired!,
+      startedAt: now,
+      ovnkubeBefore: before,
+      routes: plan.actions.map((a) => ({ key: a.key, from: a.from, to: a.to })),
+      restart: 'owed',
+      attempts: 0,
+      lastAttemptAt: null,
+      lastError: null,
+      stopped: null,
+      doneAt: null,
+    };
+    return {
+      steps: [{ kind: 'journal', migration }, ...replaces],
+      migration,
+      restart: { phase: 'Progressing', reason: reason('RestartAwaited', `migrating to ${desired}: ovnkube-node will be restarted`) },
+      wakeInMs: undefined,
+    };
+  }
+  if (!m || m.mode !== desired) return { steps: [], migration: m, restart: none, wakeInMs: pollIf(waitingOnOvnkube) };
+  const r = restartView(i);
+  return { ...r, wakeInMs: r.wakeInMs ?? pollIf(waitingOnOvnkube) };
+}
+
+const isDryRun = (plan: Plan) => plan.reasons.some((r) => r.code === 'DryRun');
+
+/** The restart owed by the migration on record (whose mode is the desired one). */
+function restartView(i: DecideInput): Omit<Decision, 'wakeInMs'> & { wakeInMs: number | undefined } {
+  const m = i.migration!;
+  const { now, settings: s } = i;
+  const keep = (phase: Phase, r: Reason, wakeInMs: number | undefined, migration: Migration = m) => ({
+    steps: [] as Step[],
+    migration,
+    restart: { phase, reason: r },
+    wakeInMs,
+  });
+  if (m.restart === 'done') {
+    const until = (m.doneAt ?? now) + s.settleMs;
+    if (now < until) {
+      return keep('Progressing', reason('Settling', `a new ovnkube-node runs ${m.mode}; watching the service routes until ${new Date(until).toISOString()}`), until - now);
+    }
+    return { steps: [], migration: m, restart: { phase: null, reason: null }, wakeInMs: undefined };
+  }
+  const current = currentIdentity(i);
+  const modeOk = !s.modeChecked || i.ovnkube.mode === m.mode;
+  if (current !== null && current !== m.ovnkubeBefore && current !== m.stopped && modeOk) {
+    const done: Migration = { ...m, restart: 'done', doneAt: now };
+    return keep('Progressing', reason('Settling', `a new ovnkube-node runs ${m.mode}; watching the service routes for ${Math.round(s.settleMs / 1000)}s`), s.settleMs, done);
+  }
+  const seen = current === null ? 'no ovnkube-node running' : current === m.stopped || current === m.ovnkubeBefore ? `still ${current}` : `${current} not yet running ${m.mode}`;
+  if (s.strategy === 'none') {
+    return keep('Progressing', reason('RestartAwaited', `waiting for ovnkube-node to be restarted for the migration to ${m.mode} (--restart none: restart it by hand); ${seen}`), POLL_MS);
+  }
+  if (m.restart === 'requested') {
+    const deadline = (m.lastAttemptAt ?? now) + s.timeoutMs;
+    if (now >= deadline) {
+      return keep('Degraded', reason('RestartTimedOut', `ovnkube-node did not come back running ${m.mode} within ${Math.round(s.timeoutMs / 1000)}s of its restart (${m.stopped}); ${seen}`), POLL_MS);
+    }
+    return keep('Progressing', reason('RestartAwaited', `restarted ovnkube-node (${m.stopped}); waiting for a new one running ${m.mode}: ${seen}`), POLL_MS);
+  }
+  // Owed, or failed before: request it, within backoff and the rate limit.
+  if (m.restart === 'failed' && m.lastAttemptAt !== null) {
+    const retryAt = m.lastAttemptAt + backoffMs(m.attempts, s.retryBaseMs, s.retryMaxMs);
+    if (now < retryAt) {
+      return keep('Degraded', reason('RestartFailed', `restart of ovnkube-node for the migration to ${m.mode} failed (attempt ${m.attempts}): ${m.lastError}; retrying at ${new Date(retryAt).toISOString()}`), retryAt - now);
+    }
+  }
+  const allowed = restartAllowed(i.restarts, now, s.limit);
+  if (!allowed.allowed) {
+    return keep(
+      'Degraded',
+      reason('RestartRateLimited', `ovnkube-node must be restarted for the migration to ${m.mode}, but ${allowed.reason}; next allowed at ${new Date(allowed.nextAllowedAt).toISOString()}`),
+      Math.max(POLL_MS, allowed.nextAllowedAt - now),
+    );
+  }
+  const t = i.target;
+  if (!t || 'error' in t) {
+    return keep('Degraded', reason('RestartFailed', `cannot restart ovnkube-node for the migration to ${m.mode}: ${t ? t.error : 'not looked up'}`), 5 * POLL_MS);
+  }
+  const requested: Migration = { ...m, restart: 'requested', attempts: m.attempts + 1, lastAttemptAt: now, stopped: t.target.id, lastError: null };
+  return {
+    steps: [{ kind: 'restart', target: t.target, migration: requested }],
+    migration: requested,
+    restart: { phase: 'Progressing', reason: reason('RestartAwaited', `restarting ovnkube-node (${t.target.describe}) for the migration to ${m.mode}`) },
+    wakeInMs: POLL_MS,
+  };
+}
+
+export interface Summary {
+  phase: Phase;
+  /** The reason that decides the phase comes first: it is the one `status --brief` shows. */
+  reasons: Reason[];
+}
+
+/** The phase and its reasons, from the plan, the restart, the suspensions and a failure. */
+export function summarize(plan: Plan, restart: RestartView, suspensions: ReadonlyMap<string, string>, error: Reason | null): Summary {
+  const planReasons = plan.reasons;
+  const rest = (first: Reason[]) => [...first, ...planReasons.filter((r) => !first.includes(r))];
+  if (error) return { phase: 'Degraded', reasons: rest([error, ...(restart.reason ? [restart.reason] : [])]) };
+  if (restart.phase === 'Degraded') return { phase: 'Degraded', reasons: rest([restart.reason!]) };
+  if (suspensions.size > 0) {
+    const held = planReasons.filter((r) => r.code === 'RepairsSuspended');
+    const listed = held.length > 0 ? held : [...suspensions.values()].map((why) => reason('RepairsSuspended', why));
+    return { phase: 'Degraded', reasons: rest([...listed, ...(restart.reason ? [restart.reason] : [])]) };
+  }
+  if (restart.phase === 'Waiting') return { phase: 'Waiting', reasons: rest([restart.reason!]) };
+  if (restart.phase === 'Progressing') return { phase: 'Progressing', reasons: rest([restart.reason!]) };
+  if (plan.blocked) return { phase: 'Waiting', reasons: planReasons };
+  if (plan.actions.length > 0) return { phase: isDryRun(plan) ? 'Waiting' : 'Progressing', reasons: planReasons };
+  return { phase: 'Converged', reasons: planReasons };
+}

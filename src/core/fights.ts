@@ -1,0 +1,81 @@
+// Never fight: when something keeps setting a service route back (an ovnkube-node
+// that really runs the other mode, a second agent), a stale route is the lesser
+// harm. Pure: the state goes in with what was observed and the time, and comes out.
+//
+//  1. A set-back is a route found with another next hop than the agent last gave it,
+//     within FIGHT_WINDOW_MS of that replace. It is counted once: the replace it
+//     contradicts is forgotten, and the next replace starts a new comparison.
+//  2. More than FIGHT_LIMIT set-backs within the window suspend the CIDR's repairs;
+//     the planner then holds every CIDR back (no half-done dual-stack).
+//  3. A suspended route found with the next hop the agent wanted (someone else put it
+//     right) lifts the suspension.
+//  4. A new situation (another desired mode, another ovnkube-node) forgives all.
+import { renderNextHop, sameNextHop, type NextHop } from './route.js';
+import type { ReplaceAction } from './types.js';
+
+export const FIGHT_WINDOW_MS = 10 * 60_000;
+/** More than this many set-backs within the window, and the agent stops repairing. */
+export const FIGHT_LIMIT = 2;
+
+export interface FightState {
+  /** What the situation was when counting began: desired mode and ovnkube-node. */
+  inputs: string | null;
+  lastApplied: ReadonlyMap<string, { nextHop: NextHop; at: number }>;
+  setBacks: ReadonlyMap<string, number[]>;
+  suspended: ReadonlyMap<string, { why: string; wanted: NextHop }>;
+}
+
+export const NO_FIGHTS: FightState = { inputs: null, lastApplied: new Map(), setBacks: new Map(), suspended: new Map() };
+
+export interface FightObservation {
+  /** Desired mode and ovnkube-node identity, as one comparable string. */
+  inputs: string;
+  /** The next hop observed for each service CIDR with exactly one route. */
+  observed: ReadonlyMap<string, NextHop>;
+  now: number;
+  /** What to suggest when repairs are suspended. */
+  hint: string;
+}
+
+export function trackFights(state: FightState, o: FightObservation): FightState {
+  if (state.inputs !== null && state.inputs !== o.inputs) return { ...NO_FIGHTS, inputs: o.inputs };
+  const lastApplied = new Map(state.lastApplied);
+  const setBacks = new Map(state.setBacks);
+  const suspended = new Map(state.suspended);
+  for (const [cidr, held] of state.suspended) {
+    const seen = o.observed.get(cidr);
+    if (seen && sameNextHop(seen, held.wanted)) {
+      suspended.delete(cidr);
+      setBacks.delete(cidr);
+    }
+  }
+  for (const [cidr, applied] of state.lastApplied) {
+    const seen = o.observed.get(cidr);
+    if (o.now - applied.at > FIGHT_WINDOW_MS) {
+      lastApplied.delete(cidr);
+      continue;
+    }
+    if (!seen || sameNextHop(seen, applied.nextHop)) continue;
+    lastApplied.delete(cidr);
+    const times = [...(setBacks.get(cidr) ?? []), o.now].filter((t) => o.now - t <= FIGHT_WINDOW_MS);
+    setBacks.set(cidr, times);
+    if (times.length > FIGHT_LIMIT) {
+      suspended.set(cidr, {
+        why: `route set back to ${renderNextHop(seen)} ${times.length} times in ${FIGHT_WINDOW_MS / 60_000} min: ${o.hint}; repairs of ${cidr} suspended`,
+        wanted: applied.nextHop,
+      });
+    }
+  }
+  return { inputs: o.inputs, lastApplied, setBacks, suspended };
+}
+
+/** After replaces were carried out: what each CIDR was given, and when. */
+export function recordApplied(state: FightState, actions: ReplaceAction[], now: number): FightState {
+  const lastApplied = new Map(state.lastApplied);
+  for (const a of actions) lastApplied.set(a.key.prefix, { nextHop: a.to, at: now });
+  return { ...state, lastApplied };
+}
+
+export function suspensionsOf(state: FightState): Map<string, string> {
+  return new Map([...state.suspended].map(([cidr, s]) => [cidr, s.why]));
+}

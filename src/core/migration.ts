@@ -1,0 +1,30 @@
+// A migration as the journal records it, and what a restart strategy finds: the
+// values the decision (decide.ts) reasons about.
+import type { NextHop, RouteKey } from './route.js';
+import type { GatewayMode } from './types.js';
+
+export interface RestartTarget {
+  /** Container id, or "pid N start T": what tells this ovnkube-node from the next. */
+  id: string;
+  describe: string;
+}
+
+/** The one running ovnkube-node, or why there is not exactly one. */
+export type TargetLookup = { target: RestartTarget } | { error: string };
+
+export interface Migration {
+  /** The desired mode the routes were moved to. */
+  mode: GatewayMode;
+  startedAt: number;
+  /** The ovnkube-node running when the migration began; its successor is the proof. */
+  ovnkubeBefore: string | null;
+  /** What was replaced, to report it and to put it back. */
+  routes: Array<{ key: RouteKey; from: NextHop; to: NextHop }>;
+  restart: 'owed' | 'requested' | 'failed' | 'done';
+  attempts: number;
+  lastAttemptAt: number | null;
+  lastError: string | null;
+  /** The ovnkube-node the agent stopped last. */
+  stopped: string | null;
+  doneAt: number | null;
+}

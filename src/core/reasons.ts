@@ -1,0 +1,51 @@
+// Why the agent is where it is: every refusal, wait and degradation carries a stable
+// code and a message. The message may change from release to release; the code does
+// not, so scripts and alerts match on codes (README, "Reason codes").
+export const REASON_CODES = [
+  // Desired mode
+  'ModeNotRead', // no valid desired mode yet: nothing is done
+  'ModeFileInvalid', // the file turned bad: the last valid mode is kept
+  // Layout
+  'RoutingViaHostLayout', // 4.10+: service routes via br-ex are correct in both modes
+  'LayoutUnknown',
+  // ovnkube-node
+  'OvnkubeModeUnknown',
+  'OvnkubeOtherMode', // the operator has not rolled the new mode out yet
+  // Links and addresses
+  'GatewayLinkMissing',
+  'GatewayLinkDown',
+  'ManagementLinkMissing',
+  'ManagementLinkDown',
+  'ManagementAddressUnusable', // not exactly one usable address, the subnet's second, per family
+  'NoDefaultRoute', // shared mode: no next hop to take from br-ex's default route
+  'MtuUnknown', // shared mode: no --mtu, no ovnkube.conf, no mp0 link MTU
+  // The service route itself
+  'NoRoute',
+  'SeveralRoutes',
+  'NotOurRoute', // multipath, not unicast, TOS, another device, a link-local next hop
+  // Outcomes of planning
+  'InSync',
+  'AlreadyShared',
+  'Replacing',
+  'DryRun',
+  'RepairsSuspended', // something keeps setting a route back: the agent stopped repairing
+  // The restart owed by a migration
+  'RestartPathBroken', // checked before the first replace: no runtime, not one container
+  'RestartAwaited', // --restart none, or a restart requested: waiting for a new ovnkube-node
+  'RestartRateLimited',
+  'RestartFailed',
+  'RestartTimedOut',
+  'Settling',
+  // The loop
+  'ReconcileFailed',
+  'JournalUnreadable',
+] as const;
+
+export type ReasonCode = (typeof REASON_CODES)[number];
+
+export interface Reason {
+  code: ReasonCode;
+  message: string;
+}
+
+export const reason = (code: ReasonCode, message: string): Reason => ({ code, message });
