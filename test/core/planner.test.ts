@@ -1,109 +1,171 @@
-// The rules, one table row each. Pure: no kernel, no clock.
+// The rules, one table row each, matched on reason codes. Pure: no kernel, no clock.
 import { strict as assert } from 'node:assert';
 import { test } from 'node:test';
+import { summarize } from '../../src/core/decide.js';
 import { EGRESS_FIREWALL_WARNING, plan, type PlanInput } from '../../src/core/planner.js';
+import type { ReasonCode } from '../../src/core/reasons.js';
+import { renderNextHop, type InterfaceAddress, type Link, type Route } from '../../src/core/route.js';
 import type { GatewayMode, Observation, PlannerConfig } from '../../src/core/types.js';
-import type { KernelRoute, Link } from '../../src/dataplane/types.js';
 import { parseCidr } from '../../src/net/cidr.js';
 import { seedConfig } from '../helpers/config.js';
 
-const BR_EX: Link = { index: 2, name: 'br-ex', up: true };
-const MP0: Link = { index: 4, name: 'ovn-k8s-mp0', up: true };
-const GW0: Link = { index: 5, name: 'ovn-k8s-gw0', up: true };
+const BR_EX: Link = { index: 2, name: 'br-ex', up: true, mtu: 1500 };
+const MP0: Link = { index: 4, name: 'ovn-k8s-mp0', up: true, mtu: 1400 };
+const GW0: Link = { index: 5, name: 'ovn-k8s-gw0', up: true, mtu: 1400 };
 
-function route(prefix: string, gateway: string, dev: string, mtu: number | null, extra: Partial<KernelRoute> = {}): KernelRoute {
+export function route(prefix: string, gateway: string, dev: string, mtu: number | null, extra: Partial<Route['key']> & Partial<Omit<Route, 'key'>> = {}): Route {
   const oif = dev === 'br-ex' ? 2 : dev === 'ovn-k8s-mp0' ? 4 : 9;
-  return { prefix, family: prefix.includes(':') ? 6 : 4, table: 254, gateway, oif, dev, mtu, priority: 0, protocol: 3, scope: 0, type: 1, multipath: false, ...extra };
+  const { priority = 0, table = 254, ...rest } = extra;
+  return {
+    key: { prefix, family: prefix.includes(':') ? 6 : 4, table, priority },
+    nextHop: { dev, oif, gateway, mtu },
+    protocol: 3,
+    scope: 0,
+    type: 1,
+    tos: 0,
+    multipath: false,
+    ...rest,
+  };
 }
+
+const addr = (linkIndex: number, address: string, prefixLength: number, extra: Partial<InterfaceAddress> = {}): InterfaceAddress => ({
+  linkIndex,
+  family: address.includes(':') ? 6 : 4,
+  address,
+  prefixLength,
+  tentative: false,
+  dadFailed: false,
+  ...extra,
+});
 
 const STALE = route('10.96.0.0/16', '172.18.0.1', 'br-ex', 1400);
 const LOCAL = route('10.96.0.0/16', '10.244.1.1', 'ovn-k8s-mp0', null);
+const V6 = parseCidr('fd00:10:96::/112');
 
 function input(o: {
   mode?: GatewayMode | null;
   ovnkube?: GatewayMode | null;
   links?: Link[];
-  service?: KernelRoute[];
+  addresses?: InterfaceAddress[];
+  service?: Route[];
+  v6?: Route[];
   config?: Partial<PlannerConfig>;
   modeError?: string | null;
+  suspended?: Map<string, string>;
 }): PlanInput {
   const observed: Observation = {
     links: o.links ?? [BR_EX, MP0, GW0],
-    addresses: [
-      { linkIndex: 2, family: 4, address: '172.18.0.2', prefixLength: 16 },
-      { linkIndex: 4, family: 4, address: '10.244.1.2', prefixLength: 24 },
-      { linkIndex: 4, family: 6, address: 'fe80::1', prefixLength: 64 },
-    ],
+    addresses: o.addresses ?? [addr(2, '172.18.0.2', 16), addr(4, '10.244.1.2', 24), addr(4, 'fe80::1', 64), addr(4, 'fd00:10:244:1::2', 64)],
     routes: new Map([
       ['10.96.0.0/16', o.service ?? [STALE]],
       ['0.0.0.0/0', [route('0.0.0.0/0', '172.18.0.1', 'br-ex', null)]],
+      ['fd00:10:96::/112', o.v6 ?? []],
+      ['::/0', [route('::/0', 'fd00:18::1', 'br-ex', null)]],
     ]),
-    ovnkube: o.ovnkube === null ? { mode: null, pid: null, detail: 'no ovnkube --init-node process in this network namespace' } : { mode: o.ovnkube ?? 'local', pid: 42, detail: null },
+    ovnkube:
+      o.ovnkube === null
+        ? { mode: null, pid: null, id: null, detail: 'no ovnkube --init-node process in this network namespace' }
+        : { mode: o.ovnkube ?? 'local', pid: 42, id: 'pid 42 start 1', detail: null },
   };
   const mode = o.mode === undefined ? 'local' : o.mode;
   return {
     desired: { mode, source: { path: '/etc/mode', error: o.modeError ?? (mode === null ? 'not read yet' : null) } },
     config: seedConfig(o.config),
     observed,
+    ...(o.suspended ? { suspended: o.suspended } : {}),
   };
 }
 
-const cases: Array<{ name: string; in: PlanInput; phase: string; reason?: RegExp; to?: string | null }> = [
-  { name: 'stale br-ex route, local desired and running: replace via the .1 of mp0', in: input({}), phase: 'Progressing', to: 'via 10.244.1.1 dev ovn-k8s-mp0' },
-  { name: 'already local: converged', in: input({ service: [LOCAL] }), phase: 'Converged', to: null },
-  { name: 'shared desired, local route: back via the br-ex default gateway with the MTU', in: input({ mode: 'shared', ovnkube: 'shared', service: [LOCAL] }), phase: 'Progressing', to: 'via 172.18.0.1 dev br-ex mtu 1400' },
-  { name: 'shared with --gateway-nexthop: that next hop', in: input({ mode: 'shared', ovnkube: 'shared', service: [LOCAL], config: { gatewayNexthop: { 4: '172.18.0.254' } } }), phase: 'Progressing', to: 'via 172.18.0.254 dev br-ex mtu 1400' },
-  { name: 'shared, MTU unknown: MTU not compared', in: input({ mode: 'shared', ovnkube: 'shared', config: { mtu: null } }), phase: 'Converged', to: null },
-  { name: 'no desired mode yet: wait', in: input({ mode: null }), phase: 'Waiting', reason: /no valid desired mode yet/ },
-  { name: 'ovnkube-node not running: wait', in: input({ ovnkube: null }), phase: 'Waiting', reason: /no ovnkube --init-node process/ },
-  { name: 'ovnkube-node in the other mode: wait', in: input({ ovnkube: 'shared' }), phase: 'Waiting', reason: /runs --gateway-mode shared, desired local/ },
-  { name: 'mode check off trusts the mode file', in: input({ ovnkube: null, config: { ovnkubeModeCheck: 'off' } }), phase: 'Progressing', to: 'via 10.244.1.1 dev ovn-k8s-mp0' },
-  { name: 'mp0 missing: wait', in: input({ links: [BR_EX, GW0] }), phase: 'Waiting', reason: /ovn-k8s-mp0 does not exist/ },
-  { name: 'mp0 down: wait', in: input({ links: [BR_EX, { ...MP0, up: false }, GW0] }), phase: 'Waiting', reason: /ovn-k8s-mp0 is down/ },
-  { name: 'br-ex missing in local: wait', in: input({ links: [MP0, GW0] }), phase: 'Waiting', reason: /gateway interface br-ex does not exist/ },
-  { name: 'br-ex down in local: wait', in: input({ links: [{ ...BR_EX, up: false }, MP0, GW0] }), phase: 'Waiting', reason: /br-ex is down/ },
-  { name: 'an IPv6 route via fd69::4: routing-via-host, never changed', in: (() => { const i = input({ config: { serviceCidrs: [parseCidr('fd00:10:96::/112')] } }); i.observed.routes.set('fd00:10:96::/112', [route('fd00:10:96::/112', 'fd69::4', 'br-ex', 1400)]); return i; })(), phase: 'Converged', reason: /routing-via-host layout/ },
-  { name: 'br-ex down in shared: wait', in: input({ mode: 'shared', ovnkube: 'shared', service: [LOCAL], links: [{ ...BR_EX, up: false }, MP0, GW0] }), phase: 'Waiting', reason: /br-ex is down/ },
-  { name: 'no IPv6 address on mp0 for an IPv6 CIDR: wait', in: (() => { const i = input({ config: { serviceCidrs: [parseCidr('fd00:10:96::/112')] } }); i.observed.routes.set('fd00:10:96::/112', [route('fd00:10:96::/112', 'fd00::1', 'br-ex', 1400)]); return i; })(), phase: 'Waiting', reason: /has no IPv6 address/ },
-  { name: 'no route at all: never created', in: input({ service: [] }), phase: 'Waiting', reason: /the agent only replaces it/ },
-  { name: 'two routes of the prefix: ambiguous', in: input({ service: [STALE, { ...LOCAL, priority: 100 }] }), phase: 'Waiting', reason: /2 routes/ },
-  { name: 'multipath: not ours', in: input({ service: [{ ...STALE, multipath: true }] }), phase: 'Waiting', reason: /multipath/ },
-  { name: 'via another device: not ours', in: input({ service: [route('10.96.0.0/16', '192.168.1.1', 'eth0', null)] }), phase: 'Waiting', reason: /not one the agent owns/ },
-  { name: 'routing-via-host next hop: never changed', in: input({ service: [route('10.96.0.0/16', '169.254.169.4', 'br-ex', 1400)] }), phase: 'Converged', reason: /correct in both modes/ },
-  { name: 'no gw0 and no mp0 route: unknown layout waits', in: input({ links: [BR_EX, MP0] }), phase: 'Waiting', reason: /set --layout legacy/ },
-  { name: 'a route via mp0 alone marks the legacy layout', in: input({ links: [BR_EX, MP0], service: [LOCAL] }), phase: 'Converged' },
-  { name: '--layout legacy overrides detection', in: input({ links: [BR_EX, MP0], config: { layout: 'legacy' } }), phase: 'Progressing', to: 'via 10.244.1.1 dev ovn-k8s-mp0' },
-  { name: '--layout routing-via-host never changes', in: input({ config: { layout: 'routing-via-host' } }), phase: 'Converged', reason: /nothing to change/ },
-  { name: 'dry run: planned, not applied', in: input({ config: { dryRun: true } }), phase: 'Waiting', reason: /dry run: 1 replace/, to: 'via 10.244.1.1 dev ovn-k8s-mp0' },
-  { name: 'a bad mode file keeps the last mode and says so', in: input({ modeError: 'the file is empty' }), phase: 'Progressing', reason: /keeping the last valid desired mode "local"/ },
+const dual = { serviceCidrs: [parseCidr('10.96.0.0/16'), V6] };
+const cases: Array<{ name: string; in: PlanInput; phase: string; code: ReasonCode; to?: string[] }> = [
+  { name: 'stale br-ex route, local desired and running: replace via the .1 of mp0', in: input({}), phase: 'Progressing', code: 'Replacing', to: ['via 10.244.1.1 dev ovn-k8s-mp0'] },
+  { name: 'already local: converged', in: input({ service: [LOCAL] }), phase: 'Converged', code: 'InSync' },
+  { name: 'shared desired, local route: back via the br-ex default gateway with the MTU', in: input({ mode: 'shared', ovnkube: 'shared', service: [LOCAL] }), phase: 'Progressing', code: 'Replacing', to: ['via 172.18.0.1 dev br-ex mtu 1400'] },
+  { name: 'shared with --gateway-nexthop: that next hop', in: input({ mode: 'shared', ovnkube: 'shared', service: [LOCAL], config: { gatewayNexthop: { 4: '172.18.0.254' } } }), phase: 'Progressing', code: 'Replacing', to: ['via 172.18.0.254 dev br-ex mtu 1400'] },
+  { name: 'shared, no --mtu: the MTU of mp0, and always compared', in: input({ mode: 'shared', ovnkube: 'shared', service: [route('10.96.0.0/16', '172.18.0.1', 'br-ex', null)], config: { mtu: null } }), phase: 'Progressing', code: 'Replacing', to: ['via 172.18.0.1 dev br-ex mtu 1400'] },
+  { name: 'shared, no MTU anywhere: wait', in: input({ mode: 'shared', ovnkube: 'shared', service: [LOCAL], links: [BR_EX, { ...MP0, mtu: null }, GW0], config: { mtu: null } }), phase: 'Waiting', code: 'MtuUnknown' },
+  { name: 'no desired mode yet: wait', in: input({ mode: null }), phase: 'Waiting', code: 'ModeNotRead' },
+  { name: 'ovnkube-node not running: wait', in: input({ ovnkube: null }), phase: 'Waiting', code: 'OvnkubeModeUnknown' },
+  { name: 'ovnkube-node in the other mode: wait', in: input({ ovnkube: 'shared' }), phase: 'Waiting', code: 'OvnkubeOtherMode' },
+  { name: 'mode check off trusts the mode file', in: input({ ovnkube: null, config: { ovnkubeModeCheck: 'off' } }), phase: 'Progressing', code: 'Replacing', to: ['via 10.244.1.1 dev ovn-k8s-mp0'] },
+  { name: 'mp0 missing: wait', in: input({ links: [BR_EX, GW0] }), phase: 'Waiting', code: 'ManagementLinkMissing' },
+  { name: 'mp0 down: wait', in: input({ links: [BR_EX, { ...MP0, up: false }, GW0] }), phase: 'Waiting', code: 'ManagementLinkDown' },
+  { name: 'br-ex missing: wait', in: input({ links: [MP0, GW0] }), phase: 'Waiting', code: 'GatewayLinkMissing' },
+  { name: 'br-ex down: wait', in: input({ links: [{ ...BR_EX, up: false }, MP0, GW0] }), phase: 'Waiting', code: 'GatewayLinkDown' },
+  { name: 'mp0 with two IPv4 addresses: the next hop would be a guess', in: input({ addresses: [addr(4, '10.244.1.2', 24), addr(4, '10.244.9.2', 24)] }), phase: 'Waiting', code: 'ManagementAddressUnusable' },
+  { name: 'mp0 with a /32: no subnet', in: input({ addresses: [addr(4, '10.244.1.2', 32)] }), phase: 'Waiting', code: 'ManagementAddressUnusable' },
+  { name: 'mp0 address not the subnet\'s second: wait', in: input({ addresses: [addr(4, '10.244.1.7', 24)] }), phase: 'Waiting', code: 'ManagementAddressUnusable' },
+  { name: 'mp0 IPv6 address tentative: wait', in: input({ config: dual, v6: [route('fd00:10:96::/112', 'fd00:18::1', 'br-ex', 1400)], addresses: [addr(4, '10.244.1.2', 24), addr(4, 'fd00:10:244:1::2', 64, { tentative: true })] }), phase: 'Waiting', code: 'ManagementAddressUnusable' },
+  { name: 'mp0 IPv6 address failed DAD: wait', in: input({ config: dual, v6: [route('fd00:10:96::/112', 'fd00:18::1', 'br-ex', 1400)], addresses: [addr(4, '10.244.1.2', 24), addr(4, 'fd00:10:244:1::2', 64, { dadFailed: true })] }), phase: 'Waiting', code: 'ManagementAddressUnusable' },
+  { name: 'dual-stack: both families move, each via its own .1', in: input({ config: dual, v6: [route('fd00:10:96::/112', 'fd00:18::1', 'br-ex', 1400)] }), phase: 'Progressing', code: 'Replacing', to: ['via 10.244.1.1 dev ovn-k8s-mp0', 'via fd00:10:244:1::1 dev ovn-k8s-mp0'] },
+  { name: 'no route at all: never created', in: input({ service: [] }), phase: 'Waiting', code: 'NoRoute' },
+  { name: 'two routes of the prefix: ambiguous', in: input({ service: [STALE, route('10.96.0.0/16', '10.244.1.1', 'ovn-k8s-mp0', null, { priority: 100 })] }), phase: 'Waiting', code: 'SeveralRoutes' },
+  { name: 'multipath: not ours', in: input({ service: [{ ...STALE, multipath: true }] }), phase: 'Waiting', code: 'NotOurRoute' },
+  { name: 'a TOS route: not ours', in: input({ service: [{ ...STALE, tos: 16 }] }), phase: 'Waiting', code: 'NotOurRoute' },
+  { name: 'via another device: not ours', in: input({ service: [route('10.96.0.0/16', '192.168.1.1', 'eth0', null)] }), phase: 'Waiting', code: 'NotOurRoute' },
+  { name: 'a link-local next hop that is no masquerade .4: never ours', in: input({ service: [route('10.96.0.0/16', '169.254.3.9', 'br-ex', 1400)], config: { layout: 'legacy' } }), phase: 'Waiting', code: 'NotOurRoute' },
+  { name: '169.254.169.4 (4.10-4.13): routing-via-host, never changed', in: input({ service: [route('10.96.0.0/16', '169.254.169.4', 'br-ex', 1400)] }), phase: 'Converged', code: 'RoutingViaHostLayout' },
+  { name: '169.254.0.4 (4.14+): routing-via-host, even with --layout legacy', in: input({ service: [route('10.96.0.0/16', '169.254.0.4', 'br-ex', 1400)], config: { layout: 'legacy' } }), phase: 'Converged', code: 'RoutingViaHostLayout' },
+  { name: 'fd69::4: routing-via-host, even with --layout legacy', in: input({ config: { ...dual, layout: 'legacy' }, v6: [route('fd00:10:96::/112', 'fd69::4', 'br-ex', 1400)] }), phase: 'Converged', code: 'RoutingViaHostLayout' },
+  { name: 'a masquerade subnet from ovnkube.conf: its .4 marks routing-via-host', in: input({ service: [route('10.96.0.0/16', '169.254.64.4', 'br-ex', 1400)], config: { layout: 'legacy', masqueradeNexthops: ['169.254.64.4'] } }), phase: 'Converged', code: 'RoutingViaHostLayout' },
+  { name: 'no gw0 and no mp0 route: unknown layout waits', in: input({ links: [BR_EX, MP0] }), phase: 'Waiting', code: 'LayoutUnknown' },
+  { name: 'a route via mp0 alone marks the legacy layout', in: input({ links: [BR_EX, MP0], service: [LOCAL] }), phase: 'Converged', code: 'InSync' },
+  { name: '--layout legacy overrides detection', in: input({ links: [BR_EX, MP0], config: { layout: 'legacy' } }), phase: 'Progressing', code: 'Replacing', to: ['via 10.244.1.1 dev ovn-k8s-mp0'] },
+  { name: '--layout routing-via-host never changes', in: input({ config: { layout: 'routing-via-host' } }), phase: 'Converged', code: 'RoutingViaHostLayout' },
+  { name: 'dry run: planned, not applied', in: input({ config: { dryRun: true } }), phase: 'Waiting', code: 'DryRun', to: ['via 10.244.1.1 dev ovn-k8s-mp0'] },
+  { name: 'a bad mode file keeps the last mode and says so', in: input({ modeError: 'the file is empty' }), phase: 'Progressing', code: 'ModeFileInvalid', to: ['via 10.244.1.1 dev ovn-k8s-mp0'] },
+  { name: 'a suspended CIDR holds every CIDR back', in: input({ config: dual, v6: [route('fd00:10:96::/112', 'fd00:18::1', 'br-ex', 1400)], suspended: new Map([['fd00:10:96::/112', 'set back 3 times']]) }), phase: 'Degraded', code: 'RepairsSuspended' },
 ];
 
 for (const c of cases) {
   test(`planner: ${c.name}`, () => {
     const p = plan(c.in);
-    assert.equal(p.phase, c.phase, JSON.stringify(p.reasons));
-    if (c.reason) assert.ok(p.reasons.some((r) => c.reason!.test(r)), JSON.stringify(p.reasons));
-    if (c.to === null) assert.deepEqual(p.actions, []);
-    if (c.to) {
-      assert.equal(p.actions.length, 1);
-      const a = p.actions[0]!;
-      assert.equal(`via ${a.to.via} dev ${a.to.dev}${a.to.mtu === null ? '' : ` mtu ${a.to.mtu}`}`, c.to);
-    }
-    if (p.phase === 'Waiting' && !c.in.config.dryRun) assert.deepEqual(p.actions, [], 'waiting means no action');
+    const { phase } = summarize(p, { phase: null, reason: null }, c.in.suspended ?? new Map(), null);
+    assert.equal(phase, c.phase, JSON.stringify(p.reasons));
+    assert.ok(p.reasons.some((r) => r.code === c.code), `${c.code} in ${JSON.stringify(p.reasons)}`);
+    assert.deepEqual(p.actions.map((a) => renderNextHop(a.to)), c.to ?? []);
+    if (p.blocked) assert.deepEqual(p.actions, [], 'a blocked plan has no action');
   });
 }
 
-test('planner: a replace keeps table, priority, protocol, scope and type of the route it replaces', () => {
-  const p = plan(input({ service: [{ ...STALE, priority: 7, protocol: 4, table: 254 }] }));
+test('planner: the whole plan of the seed node going local', () => {
+  assert.deepEqual(plan(input({})), {
+    layout: 'legacy',
+    blocked: false,
+    actions: [
+      {
+        key: { prefix: '10.96.0.0/16', family: 4, table: 254, priority: 0 },
+        protocol: 3,
+        scope: 0,
+        type: 1,
+        from: { dev: 'br-ex', oif: 2, gateway: '172.18.0.1', mtu: 1400 },
+        to: { dev: 'ovn-k8s-mp0', oif: 4, gateway: '10.244.1.1', mtu: null },
+        reason: { code: 'Replacing', message: 'desired mode local: 10.96.0.0/16 goes via 172.18.0.1 dev br-ex mtu 1400, expected via 10.244.1.1 dev ovn-k8s-mp0' },
+      },
+    ],
+    reasons: [{ code: 'Replacing', message: 'desired mode local: 10.96.0.0/16 goes via 172.18.0.1 dev br-ex mtu 1400, expected via 10.244.1.1 dev ovn-k8s-mp0' }],
+    warnings: [EGRESS_FIREWALL_WARNING],
+    routes: [
+      {
+        cidr: '10.96.0.0/16',
+        family: 4,
+        observed: { dev: 'br-ex', oif: 2, gateway: '172.18.0.1', mtu: 1400 },
+        expected: { dev: 'ovn-k8s-mp0', oif: 4, gateway: '10.244.1.1', mtu: null },
+        inSync: false,
+      },
+    ],
+  });
+});
+
+test('planner: a replace keeps the key, protocol, scope and type of the route it replaces', () => {
+  const p = plan(input({ service: [route('10.96.0.0/16', '172.18.0.1', 'br-ex', 1400, { priority: 7, protocol: 4 })] }));
   const a = p.actions[0]!;
-  assert.deepEqual([a.table, a.priority, a.protocol, a.scope, a.type, a.oif], [254, 7, 4, 0, 1, 4]);
+  assert.deepEqual([a.key, a.protocol, a.scope, a.type], [{ prefix: '10.96.0.0/16', family: 4, table: 254, priority: 7 }, 4, 0, 1]);
 });
 
 test('planner: one blocked CIDR blocks every CIDR (no half-done dual-stack)', () => {
-  const i = input({ config: { serviceCidrs: [parseCidr('10.96.0.0/16'), parseCidr('fd00:10:96::/112')] } });
-  i.observed.routes.set('fd00:10:96::/112', [route('fd00:10:96::/112', 'fd00::1', 'br-ex', 1400)]);
-  const p = plan(i);
-  assert.equal(p.phase, 'Waiting');
+  const p = plan(input({ config: dual, v6: [route('fd00:10:96::/112', 'fd00:18::1', 'br-ex', 1400)], addresses: [addr(4, '10.244.1.2', 24)] }));
+  assert.equal(p.blocked, true);
   assert.deepEqual(p.actions, []);
 });
 

@@ -11,6 +11,7 @@ export function seedConfig(overrides: Partial<PlannerConfig> = {}): PlannerConfi
     ovnkubeModeCheck: 'proc',
     mtu: 1400,
     gatewayNexthop: {},
+    masqueradeNexthops: [],
     dryRun: false,
     ...overrides,
   };

@@ -1,0 +1,163 @@
+// The one decision point: fights, the migration and its restart, and the phase, as
+// tables of pure inputs and outputs. Time is a number passed in.
+import { strict as assert } from 'node:assert';
+import { test } from 'node:test';
+import { decide, summarize, POLL_MS, type DecideInput, type RestartSettings } from '../../src/core/decide.js';
+import { FIGHT_LIMIT, FIGHT_WINDOW_MS, NO_FIGHTS, recordApplied, suspensionsOf, trackFights } from '../../src/core/fights.js';
+import type { Migration } from '../../src/core/migration.js';
+import { reason } from '../../src/core/reasons.js';
+import type { NextHop } from '../../src/core/route.js';
+import type { Plan, ReplaceAction } from '../../src/core/types.js';
+
+const T = 1_000_000_000;
+const BR: NextHop = { dev: 'br-ex', oif: 2, gateway: '172.18.0.1', mtu: 1400 };
+const MP: NextHop = { dev: 'ovn-k8s-mp0', oif: 4, gateway: '10.244.1.1', mtu: null };
+const action: ReplaceAction = {
+  key: { prefix: '10.96.0.0/16', family: 4, table: 254, priority: 0 },
+  protocol: 3,
+  scope: 0,
+  type: 1,
+  from: BR,
+  to: MP,
+  reason: reason('Replacing', 'desired mode local'),
+};
+const inSync: Plan = { layout: 'legacy', actions: [], reasons: [reason('InSync', 'in sync')], blocked: false, warnings: [], routes: [] };
+const toLocal: Plan = { ...inSync, actions: [action], reasons: [action.reason] };
+const settings: RestartSettings = {
+  strategy: 'cri',
+  limit: { minIntervalMs: 300_000, maxPerHour: 3 },
+  timeoutMs: 300_000,
+  settleMs: 60_000,
+  retryBaseMs: 5000,
+  retryMaxMs: 300_000,
+  modeChecked: true,
+};
+const OLD = { target: { id: 'c-old', describe: 'container c-old' } };
+const NEW = { target: { id: 'c-new', describe: 'container c-new' } };
+const migration = (over: Partial<Migration> = {}): Migration => ({
+  mode: 'local',
+  startedAt: T,
+  ovnkubeBefore: 'c-old',
+  routes: [],
+  restart: 'owed',
+  attempts: 0,
+  lastAttemptAt: null,
+  lastError: null,
+  stopped: null,
+  doneAt: null,
+  ...over,
+});
+const input = (over: Partial<DecideInput>): DecideInput => ({
+  plan: inSync,
+  desired: 'local',
+  migration: null,
+  restarts: [],
+  ovnkube: { mode: 'local', pid: 42, id: 'pid 42 start 1', detail: null },
+  target: OLD,
+  settings,
+  now: T,
+  ...over,
+});
+
+test('decide: a migration is journaled, restart owed, before its first replace', () => {
+  const d = decide(input({ plan: toLocal }));
+  assert.deepEqual(d.steps.map((s) => s.kind), ['journal', 'replace']);
+  assert.equal(d.migration?.restart, 'owed');
+  assert.equal(d.migration?.ovnkubeBefore, 'c-old');
+  assert.deepEqual(d.migration?.routes, [{ key: action.key, from: BR, to: MP }]);
+});
+
+test('decide: a broken restart path starts no migration (Waiting, RestartPathBroken)', () => {
+  const d = decide(input({ plan: toLocal, target: { error: '0 running containers' } }));
+  assert.deepEqual(d.steps, []);
+  assert.deepEqual([d.restart.phase, d.restart.reason?.code], ['Waiting', 'RestartPathBroken']);
+});
+
+test('decide: a repair within the migration on record owes no new restart', () => {
+  const m = migration({ restart: 'done', doneAt: T - 3_600_000 });
+  const d = decide(input({ plan: toLocal, migration: m }));
+  assert.deepEqual(d.steps.map((s) => s.kind), ['replace']);
+  assert.equal(d.migration, m);
+});
+
+test('decide: a return to a mode restarted for before is a new migration (local, shared, local)', () => {
+  const d = decide(input({ plan: toLocal, migration: migration({ mode: 'shared', restart: 'done', doneAt: T - 1 }) }));
+  assert.deepEqual(d.steps.map((s) => s.kind), ['journal', 'replace']);
+});
+
+const restartRows: Array<{ name: string; in: Partial<DecideInput>; steps: string[]; phase: string | null; code: string | null; restart?: Migration['restart'] }> = [
+  { name: 'owed: restart the one ovnkube-node', in: { migration: migration() }, steps: ['restart'], phase: 'Progressing', code: 'RestartAwaited', restart: 'requested' },
+  { name: 'owed with --restart none: Progressing, waiting for it', in: { migration: migration({ ovnkubeBefore: 'pid 42 start 1' }), settings: { ...settings, strategy: 'none' }, target: null }, steps: [], phase: 'Progressing', code: 'RestartAwaited' },
+  { name: '--restart none, someone restarted it: settling', in: { migration: migration({ ovnkubeBefore: 'pid 41 start 0' }), settings: { ...settings, strategy: 'none' }, target: null }, steps: [], phase: 'Progressing', code: 'Settling', restart: 'done' },
+  { name: 'requested, the old one still there: Progressing', in: { migration: migration({ restart: 'requested', stopped: 'c-old', lastAttemptAt: T - 1000, attempts: 1 }) }, steps: [], phase: 'Progressing', code: 'RestartAwaited' },
+  { name: 'requested, timed out: Degraded', in: { migration: migration({ restart: 'requested', stopped: 'c-old', lastAttemptAt: T - 300_000, attempts: 1 }) }, steps: [], phase: 'Degraded', code: 'RestartTimedOut' },
+  { name: 'timed out, then the new one shows up: recovers by itself', in: { migration: migration({ restart: 'requested', stopped: 'c-old', lastAttemptAt: T - 900_000, attempts: 1 }), target: NEW }, steps: [], phase: 'Progressing', code: 'Settling', restart: 'done' },
+  { name: 'a new one in the other mode is not the proof', in: { migration: migration({ restart: 'requested', stopped: 'c-old', lastAttemptAt: T - 1000, attempts: 1 }), target: NEW, ovnkube: { mode: 'shared', pid: 43, id: 'x', detail: null } }, steps: [], phase: 'Progressing', code: 'RestartAwaited' },
+  { name: 'failed: retried after backoff, not before', in: { migration: migration({ restart: 'failed', lastAttemptAt: T - 1000, attempts: 1, lastError: 'EPERM' }) }, steps: [], phase: 'Degraded', code: 'RestartFailed' },
+  { name: 'failed, backoff over: requested again', in: { migration: migration({ restart: 'failed', lastAttemptAt: T - 10_000, attempts: 1, lastError: 'EPERM' }) }, steps: ['restart'], phase: 'Progressing', code: 'RestartAwaited', restart: 'requested' },
+  { name: 'rate limited: Degraded until allowed', in: { migration: migration(), restarts: [T - 60_000] }, steps: [], phase: 'Degraded', code: 'RestartRateLimited' },
+  { name: 'done, inside the settle time: Progressing', in: { migration: migration({ restart: 'done', doneAt: T - 1000 }) }, steps: [], phase: 'Progressing', code: 'Settling' },
+  { name: 'done and settled: nothing', in: { migration: migration({ restart: 'done', doneAt: T - 61_000 }) }, steps: [], phase: null, code: null },
+  { name: 'the desired mode moved on: the old migration owes nothing now', in: { desired: 'shared', migration: migration() }, steps: [], phase: null, code: null },
+];
+
+for (const r of restartRows) {
+  test(`decide restart: ${r.name}`, () => {
+    const d = decide(input(r.in));
+    assert.deepEqual(d.steps.map((s) => s.kind), r.steps);
+    assert.deepEqual([d.restart.phase, d.restart.reason?.code ?? null], [r.phase, r.code]);
+    if (r.restart) assert.equal(d.migration?.restart, r.restart);
+  });
+}
+
+test('decide: while waiting on ovnkube-node, look again every second', () => {
+  const waiting: Plan = { ...inSync, blocked: true, reasons: [reason('OvnkubeOtherMode', 'runs shared')] };
+  assert.equal(decide(input({ plan: waiting })).wakeInMs, POLL_MS);
+  assert.equal(decide(input({})).wakeInMs, undefined);
+});
+
+const none = { phase: null, reason: null };
+const summaryRows: Array<{ name: string; args: Parameters<typeof summarize>; phase: string; first: string }> = [
+  { name: 'in sync', args: [inSync, none, new Map(), null], phase: 'Converged', first: 'InSync' },
+  { name: 'replacing', args: [toLocal, none, new Map(), null], phase: 'Progressing', first: 'Replacing' },
+  { name: 'blocked', args: [{ ...inSync, blocked: true, reasons: [reason('NoRoute', 'x')] }, none, new Map(), null], phase: 'Waiting', first: 'NoRoute' },
+  { name: 'restart owed beats in sync', args: [inSync, { phase: 'Progressing', reason: reason('RestartAwaited', 'r') }, new Map(), null], phase: 'Progressing', first: 'RestartAwaited' },
+  { name: 'restart awaited beats an ovnkube-node gone missing', args: [{ ...inSync, blocked: true, reasons: [reason('OvnkubeModeUnknown', 'x')] }, { phase: 'Progressing', reason: reason('RestartAwaited', 'r') }, new Map(), null], phase: 'Progressing', first: 'RestartAwaited' },
+  { name: 'suspensions degrade', args: [inSync, none, new Map([['10.96.0.0/16', 'set back']]), null], phase: 'Degraded', first: 'RepairsSuspended' },
+  { name: 'a failed restart degrades', args: [inSync, { phase: 'Degraded', reason: reason('RestartFailed', 'f') }, new Map(), null], phase: 'Degraded', first: 'RestartFailed' },
+  { name: 'an error beats all', args: [inSync, { phase: 'Progressing', reason: reason('RestartAwaited', 'r') }, new Map([['a', 'b']]), reason('ReconcileFailed', 'e')], phase: 'Degraded', first: 'ReconcileFailed' },
+];
+
+for (const r of summaryRows) {
+  test(`summarize: ${r.name}`, () => {
+    const s = summarize(...r.args);
+    assert.deepEqual([s.phase, s.reasons[0]?.code], [r.phase, r.first]);
+  });
+}
+
+test('fights: the third set-back within ten minutes suspends repairs, once per set-back', () => {
+  let f = trackFights(NO_FIGHTS, { inputs: 'local|a', observed: new Map(), now: T, hint: 'h' });
+  for (let i = 1; i <= FIGHT_LIMIT + 1; i++) {
+    f = recordApplied(f, [action], T + i * 1000);
+    f = trackFights(f, { inputs: 'local|a', observed: new Map([['10.96.0.0/16', BR]]), now: T + i * 1000 + 500, hint: 'h' });
+    // The same observation seen again is not another set-back.
+    f = trackFights(f, { inputs: 'local|a', observed: new Map([['10.96.0.0/16', BR]]), now: T + i * 1000 + 600, hint: 'h' });
+    assert.equal(f.setBacks.get('10.96.0.0/16')?.length, i);
+  }
+  assert.match(suspensionsOf(f).get('10.96.0.0/16') ?? '', /set back to via 172.18.0.1 dev br-ex mtu 1400 3 times in 10 min: h/);
+  // Found right again by someone else: lifted.
+  const lifted = trackFights(f, { inputs: 'local|a', observed: new Map([['10.96.0.0/16', MP]]), now: T + 10_000, hint: 'h' });
+  assert.equal(suspensionsOf(lifted).size, 0);
+  // A new ovnkube-node forgives all.
+  assert.equal(trackFights(f, { inputs: 'local|b', observed: new Map([['10.96.0.0/16', BR]]), now: T + 10_000, hint: 'h' }).suspended.size, 0);
+});
+
+test('fights: set-backs further apart than the window never suspend', () => {
+  let f = NO_FIGHTS;
+  for (let i = 0; i < 5; i++) {
+    const now = T + i * (FIGHT_WINDOW_MS + 1000);
+    f = recordApplied(f, [action], now);
+    f = trackFights(f, { inputs: 'x', observed: new Map([['10.96.0.0/16', BR]]), now: now + FIGHT_WINDOW_MS + 1, hint: 'h' });
+  }
+  assert.equal(f.suspended.size, 0);
+});
