@@ -41,7 +41,7 @@ import { VerifyError } from './reconcile.js';
 export interface AgentDeps {
   dataplane: Dataplane;
   strategy: RestartStrategy;
-  journal: Journal;
+  journal: Pick<Journal, 'load' | 'save' | 'setAside'>;
   probe: OvnkubeProbe;
   log: Logger;
   readMode: () => Promise<ModeRead>;
@@ -58,6 +58,8 @@ export interface AgentOptions {
 }
 
 const MAX_ROUNDS = 3;
+
+type Acted = 'replaced' | 'restarted' | 'nothing';
 
 interface Outcome {
   plan: Plan;
@@ -219,9 +221,10 @@ export class Agent {
     let wakeInMs: number | undefined;
     try {
       await this.readDesired();
+      let acted: Acted = 'nothing';
       for (let round = 0; round < MAX_ROUNDS; round++) {
-        const replaced = await this.round(round > 0);
-        if (!replaced) break;
+        acted = await this.round(acted === 'replaced');
+        if (acted === 'nothing') break;
       }
       wakeInMs = this.outcome?.decision.wakeInMs;
       this.failures = 0;
@@ -250,8 +253,12 @@ export class Agent {
     for (const w of this.passWaiters.splice(0)) w();
   }
 
-  /** One round; true when it replaced routes (then a verification round follows). */
-  private async round(verifying: boolean): Promise<boolean> {
+  /**
+   * One round. After one that acted, another looks at the outcome: after replaces it
+   * is the verification (the plan must then be empty); after a restart request it
+   * reports how the request went.
+   */
+  private async round(verifying: boolean): Promise<Acted> {
     const { config, restart } = this.options;
     const observed = await observe(this.deps.dataplane, this.watched, this.deps.probe);
     const now = this.deps.clock.now();
@@ -291,7 +298,8 @@ export class Agent {
       await this.saveJournal({ ...this.journalData, migration: decision.migration });
       if (decision.migration?.restart === 'done') this.deps.log.info({ mode: decision.migration.mode }, 'a new ovnkube-node runs the desired mode: watching the routes settle');
     }
-    return decision.steps.some((s) => s.kind === 'replace');
+    if (decision.steps.some((s) => s.kind === 'replace')) return 'replaced';
+    return decision.steps.some((s) => s.kind === 'restart') ? 'restarted' : 'nothing';
   }
 
   /** Executes exactly the decided steps, in order. */

@@ -1,51 +1,128 @@
-// The owner loop under injected faults, on a stateful fake dataplane. Each test
-// asserts the fault it injected was consumed, and what the agent did about it.
+// The owner loop on a stateful fake dataplane, a fake restart strategy and an
+// in-memory journal, with node:test's mock timers: no test waits on real time. Each
+// fault test asserts the fault it injected was consumed, and what the agent did.
 import { strict as assert } from 'node:assert';
-import { test } from 'node:test';
+import { mock, test } from 'node:test';
 import { pino } from 'pino';
-import { Agent, backoffMs } from '../../src/agent/agent.js';
-import type { GatewayMode } from '../../src/core/types.js';
+import { Agent } from '../../src/agent/agent.js';
+import { backoffMs } from '../../src/core/decide.js';
+import type { RestartTarget, TargetLookup } from '../../src/core/migration.js';
+import type { GatewayMode, OvnkubeObservation } from '../../src/core/types.js';
 import type { ModeRead } from '../../src/mode/source.js';
-import { seedConfig } from '../helpers/config.js';
+import { EMPTY_JOURNAL, type JournalData } from '../../src/restart/journal.js';
+import type { RestartStrategy } from '../../src/restart/strategy.js';
 import type { StatusReport } from '../../src/status/report.js';
+import { parseCidr } from '../../src/net/cidr.js';
+import { seedConfig } from '../helpers/config.js';
 import { FakeDataplane, type Fault } from '../helpers/fake-dataplane.js';
 
-function makeAgent(dp: FakeDataplane, mode: () => ModeRead) {
+/** Plays the runtime and kubelet: a stop starts the next container at once. */
+class FakeStrategy implements RestartStrategy {
+  readonly name: 'cri' | 'none';
+  container = 1;
+  stops = 0;
+  failNext = false;
+  constructor(name: 'cri' | 'none' = 'cri') {
+    this.name = name;
+  }
+  async find(): Promise<TargetLookup> {
+    return { target: { id: `c${this.container}`, describe: `container c${this.container}` } };
+  }
+  async restart(t: RestartTarget): Promise<void> {
+    if (this.failNext) {
+      this.failNext = false;
+      throw new Error('runtime said no');
+    }
+    assert.equal(t.id, `c${this.container}`);
+    this.stops++;
+    this.container++;
+  }
+  close(): void {}
+}
+
+class MemoryJournal {
+  data: JournalData = EMPTY_JOURNAL;
+  saves = 0;
+  async load() {
+    return this.data;
+  }
+  async save(d: JournalData) {
+    this.saves++;
+    this.data = structuredClone(d);
+  }
+  async setAside() {
+    return 'nowhere';
+  }
+}
+
+interface Rig {
+  dp: FakeDataplane;
+  strategy: FakeStrategy;
+  journal: MemoryJournal;
+  ovnkube: OvnkubeObservation;
+  read: ModeRead;
+  now: number;
+}
+
+function rig(over: Partial<Rig> = {}): Rig {
+  return {
+    dp: new FakeDataplane(),
+    strategy: new FakeStrategy(),
+    journal: new MemoryJournal(),
+    ovnkube: { mode: 'local', pid: 42, id: 'pid 42 start 1', detail: null },
+    read: { mode: 'local', error: null },
+    now: 1_000_000_000,
+    ...over,
+  };
+}
+
+function makeAgent(r: Rig, config = seedConfig()) {
   const agent = new Agent(
     {
-      dataplane: dp,
-      probe: async () => ({ mode: 'local' as GatewayMode, pid: 42, detail: null }),
+      dataplane: r.dp,
+      strategy: r.strategy,
+      journal: r.journal,
+      probe: async () => r.ovnkube,
       log: pino({ level: 'silent' }),
-      readMode: async () => mode(),
+      readMode: async () => r.read,
       watchMode: () => ({ close: async () => undefined }),
-      now: () => new Date(),
-      random: () => 0.5,
+      clock: { now: () => r.now },
+      random: () => 1,
     },
     {
-      config: seedConfig(),
+      config,
       modePath: '/etc/mode',
       resyncIntervalMs: 3_600_000,
-      retryBaseMs: 5,
-      retryMaxMs: 20,
+      restart: { strategy: r.strategy.name, limit: { minIntervalMs: 300_000, maxPerHour: 3 }, timeoutMs: 300_000, settleMs: 60_000, retryBaseMs: 5000, retryMaxMs: 300_000, modeChecked: true },
     },
   );
   const seen: StatusReport[] = [];
-  const waiters: Array<() => void> = [];
-  agent.onStatus((s) => {
-    seen.push(s);
-    for (const w of waiters.splice(0)) w();
-  });
-  const until = async (pred: (s: StatusReport) => boolean): Promise<StatusReport> => {
-    for (;;) {
-      const hit = seen.find(pred);
+  agent.onStatus((s) => seen.push(s));
+  /** Waits for a status matching pred, turning the event loop at most a bounded number of times. */
+  const until = async (pred: (s: StatusReport) => boolean, what: string, from = 0): Promise<StatusReport> => {
+    for (let i = 0; i < 2000; i++) {
+      const hit = seen.slice(from).find(pred);
       if (hit) return hit;
-      await new Promise<void>((r) => waiters.push(r));
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    assert.fail(`never saw ${what}; last: ${JSON.stringify(seen.at(-1)?.reasons)}`);
+  };
+  /** Moves the agent's clock and the mocked timers on, a second at a time, letting passes run in between. */
+  const advance = async (ms: number) => {
+    for (let left = ms; left > 0; left -= 1000) {
+      const step = Math.min(1000, left);
+      r.now += step;
+      mock.timers.tick(step);
+      for (let i = 0; i < 20; i++) await new Promise((resolve) => setImmediate(resolve));
     }
   };
-  return { agent, seen, until };
+  return { agent, seen, until, advance };
 }
 
-const LOCAL = (s: StatusReport) => s.phase === 'Converged' && s.routes[0]?.observed?.dev === 'ovn-k8s-mp0';
+const LOCAL = (s: StatusReport) => s.routes[0]?.observed?.dev === 'ovn-k8s-mp0' && s.routes[0]?.inSync === true;
+
+test.beforeEach(() => mock.timers.enable({ apis: ['setTimeout', 'setInterval'] }));
+test.afterEach(() => mock.timers.reset());
 
 const faults: Array<{ fault: Fault; expectError: RegExp }> = [
   { fault: 'replace-eperm', expectError: /EPERM/ },
@@ -54,57 +131,196 @@ const faults: Array<{ fault: Fault; expectError: RegExp }> = [
 ];
 
 for (const { fault, expectError } of faults) {
-  test(`fault ${fault}: phase Degraded with the error, retried with backoff, then converged`, async () => {
-    const dp = new FakeDataplane();
-    dp.inject(fault);
-    const { agent, until } = makeAgent(dp, () => ({ mode: 'local', error: null }));
+  test(`fault ${fault}: Degraded with the error, retried after backoff, then migrated`, async () => {
+    const r = rig();
+    r.dp.inject(fault);
+    const { agent, until, advance } = makeAgent(r);
     agent.start();
     try {
-      const degraded = await until((s) => s.phase === 'Degraded');
+      const degraded = await until((s) => s.phase === 'Degraded', 'Degraded');
       assert.match(degraded.lastError ?? '', expectError);
-      assert.match(degraded.reasons[0] ?? '', /reconcile failed \(attempt 1, retrying in \d+ ms\)/);
-      const done = await until(LOCAL);
+      assert.equal(degraded.reasonCodes[0], 'ReconcileFailed');
+      await advance(backoffMs(1, 1000, 60_000, 1));
+      const done = await until(LOCAL, 'the local route');
       assert.equal(done.lastError, null);
-      assert.ok(dp.consumed.has(fault), 'the injected fault fired');
+      assert.ok(r.dp.consumed.has(fault), 'the injected fault fired');
     } finally {
       await agent.stop();
     }
   });
 }
 
-test('a lost notification forces a full pass that repairs what no event announced', async () => {
-  const dp = new FakeDataplane();
-  const { agent, seen, until } = makeAgent(dp, () => ({ mode: 'local', error: null }));
+test('a route that vanishes before the replace is never created: the agent observes again', async () => {
+  const r = rig();
+  r.dp.inject('route-vanishes');
+  const { agent, until } = makeAgent(r);
   agent.start();
   try {
-    await until(LOCAL);
-    dp.setRoute('10.96.0.0/16', '172.18.0.1', 'br-ex', 1400);
-    const passes = seen.length;
-    dp.emit({ kind: 'lost', error: new Error('ENOBUFS') });
-    await until((s) => seen.indexOf(s) >= passes && LOCAL(s));
-    assert.equal(dp.replaces.length, 2);
+    const waiting = await until((s) => s.reasonCodes.includes('NoRoute'), 'NoRoute');
+    assert.equal(waiting.phase, 'Waiting');
+    assert.ok(r.dp.consumed.has('route-vanishes'));
+    assert.equal(r.dp.table.has('10.96.0.0/16'), false, 'no route was created');
+    assert.equal(r.strategy.stops, 0);
+    assert.equal(r.journal.data.migration, null, 'the migration that did not happen is not on record');
+  } finally {
+    await agent.stop();
+  }
+});
+
+test('dual-stack: a failed second replace puts the first back, and says so', async () => {
+  const r = rig();
+  r.dp.setRoute('fd00:10:96::/112', 'fd00:18::1', 'br-ex', 1400);
+  r.dp.inject('replace-v6-eperm');
+  const { agent, until } = makeAgent(r, seedConfig({ serviceCidrs: [parseCidr('10.96.0.0/16'), parseCidr('fd00:10:96::/112')] }));
+  agent.start();
+  try {
+    const degraded = await until((s) => s.phase === 'Degraded', 'Degraded');
+    assert.match(degraded.lastError ?? '', /replace of fd00:10:96::\/112 failed.*put back 10\.96\.0\.0\/16/);
+    // v4 to mp0, v6 to mp0 (refused), then v4 put back exactly as it was.
+    const [v4, v6, back] = r.dp.replaces;
+    assert.deepEqual([v4?.key.prefix, v6?.key.prefix, back?.key.prefix], ['10.96.0.0/16', 'fd00:10:96::/112', '10.96.0.0/16']);
+    assert.deepEqual(back?.to, { dev: 'br-ex', oif: 2, gateway: '172.18.0.1', mtu: 1400 });
+    assert.equal(degraded.restart?.count, 0, 'no restart for a migration that did not happen');
+  } finally {
+    await agent.stop();
+  }
+});
+
+test('a migration owes exactly one restart: requested once, the new ovnkube-node proves it, settle, Converged', async () => {
+  const r = rig();
+  const { agent, until, advance } = makeAgent(r);
+  agent.start();
+  try {
+    await until((s) => s.reasonCodes[0] === 'Settling', 'Settling');
+    assert.equal(r.strategy.stops, 1);
+    assert.equal(r.journal.data.migration?.restart, 'done');
+    await advance(60_000);
+    const converged = await until((s) => s.phase === 'Converged', 'Converged');
+    assert.ok(LOCAL(converged));
+    // More passes change nothing: the migration's restart is done.
+    agent.kick('test');
+    await agent.settle();
+    assert.equal(r.strategy.stops, 1);
+  } finally {
+    await agent.stop();
+  }
+});
+
+test('a failed restart is not forgotten: Degraded, retried after backoff, then done', async () => {
+  const r = rig();
+  r.strategy.failNext = true;
+  const { agent, until, advance } = makeAgent(r);
+  agent.start();
+  try {
+    const failed = await until((s) => s.reasonCodes[0] === 'RestartFailed', 'RestartFailed');
+    assert.equal(failed.phase, 'Degraded');
+    assert.equal(r.strategy.stops, 0);
+    // The rate limit counts the failed request too: past it and the backoff, retried.
+    await advance(300_000);
+    await until((s) => s.reasonCodes[0] === 'Settling', 'Settling');
+    assert.equal(r.strategy.stops, 1);
+  } finally {
+    await agent.stop();
+  }
+});
+
+test('a restart owed when the agent dies is done by the next agent, once', async () => {
+  const r = rig();
+  r.strategy.failNext = true;
+  const first = makeAgent(r);
+  first.agent.start();
+  await first.until((s) => s.reasonCodes[0] === 'RestartFailed', 'RestartFailed');
+  await first.agent.stop();
+  mock.timers.reset();
+  mock.timers.enable({ apis: ['setTimeout', 'setInterval'] });
+  r.now += 300_000;
+  const second = makeAgent(r);
+  await second.agent.init();
+  second.agent.start();
+  try {
+    await second.until((s) => s.reasonCodes[0] === 'Settling', 'Settling');
+    assert.equal(r.strategy.stops, 1);
+  } finally {
+    await second.agent.stop();
+  }
+});
+
+test('local, shared, local: each migration gets its restart', async () => {
+  const r = rig();
+  const { agent, until, advance, seen } = makeAgent(r);
+  agent.start();
+  try {
+    await until((s) => s.reasonCodes[0] === 'Settling', 'Settling');
+    for (const mode of ['shared', 'local'] as GatewayMode[]) {
+      await advance(3_600_000);
+      r.read = { mode, error: null };
+      r.ovnkube = { ...r.ovnkube, mode };
+      const from = seen.length;
+      agent.kick('mode file changed');
+      await until((s) => s.desiredMode === mode && s.reasonCodes[0] === 'Settling', `Settling for ${mode}`, from);
+    }
+    assert.equal(r.strategy.stops, 3);
+    assert.equal(r.dp.nextHopOf('10.96.0.0/16'), 'via 10.244.1.1 dev ovn-k8s-mp0');
+  } finally {
+    await agent.stop();
+  }
+});
+
+test('--restart none: Progressing until ovnkube-node is restarted by someone, noticed within a second', async () => {
+  const r = rig({ strategy: new FakeStrategy('none') });
+  const { agent, until, advance } = makeAgent(r);
+  agent.start();
+  try {
+    const owed = await until((s) => s.reasonCodes[0] === 'RestartAwaited', 'RestartAwaited');
+    assert.equal(owed.phase, 'Progressing');
+    assert.match(owed.reasons[0] ?? '', /--restart none: restart it by hand/);
+    assert.equal(owed.restart?.required, true);
+    r.ovnkube = { ...r.ovnkube, pid: 43, id: 'pid 43 start 9' };
+    await advance(1000);
+    await until((s) => s.reasonCodes[0] === 'Settling', 'Settling');
+  } finally {
+    await agent.stop();
+  }
+});
+
+test('a lost notification forces a full pass that repairs what no event announced', async () => {
+  const r = rig();
+  const { agent, seen, until, advance } = makeAgent(r);
+  agent.start();
+  try {
+    await until((s) => s.reasonCodes[0] === 'Settling', 'Settling');
+    await advance(60_000);
+    await until((s) => s.phase === 'Converged', 'Converged');
+    r.dp.setRoute('10.96.0.0/16', '172.18.0.1', 'br-ex', 1400);
+    const from = seen.length;
+    r.dp.emit({ kind: 'lost', error: new Error('ENOBUFS') });
+    await until(LOCAL, 'repaired', from);
+    assert.equal(r.dp.replaces.length, 2);
+    assert.equal(r.strategy.stops, 1, 'a repair is no new migration');
   } finally {
     await agent.stop();
   }
 });
 
 test('nothing is applied before the first valid mode, and a bad mode later keeps the last good one', async () => {
-  const dp = new FakeDataplane();
-  let read: ModeRead = { mode: null, error: 'the file is empty' };
-  const { agent, until } = makeAgent(dp, () => read);
+  const r = rig({ read: { mode: null, error: 'the file is empty' } });
+  const { agent, until, seen } = makeAgent(r);
   agent.start();
   try {
-    const waiting = await until((s) => s.lastReconcile !== null);
+    const waiting = await until((s) => s.lastReconcile !== null, 'a pass');
     assert.equal(waiting.phase, 'Waiting');
-    assert.equal(dp.replaces.length, 0);
-    read = { mode: 'local', error: null };
+    assert.equal(waiting.reasonCodes[0], 'ModeNotRead');
+    assert.equal(r.dp.replaces.length, 0);
+    r.read = { mode: 'local', error: null };
     agent.kick('test');
-    await until(LOCAL);
-    read = { mode: null, error: 'garbage' };
+    await until(LOCAL, 'local');
+    r.read = { mode: null, error: 'garbage' };
+    const from = seen.length;
     agent.kick('test');
-    const kept = await until((s) => s.modeSource.error === 'garbage');
+    const kept = await until((s) => s.modeSource.error === 'garbage', 'the error', from);
     assert.equal(kept.desiredMode, 'local');
-    assert.equal(dp.replaces.length, 1);
+    assert.ok(kept.reasonCodes.includes('ModeFileInvalid'));
+    assert.equal(r.dp.replaces.length, 1);
   } finally {
     await agent.stop();
   }

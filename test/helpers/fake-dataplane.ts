@@ -1,24 +1,35 @@
-// A stateful fake of the kernel's routing side, for fault injection only (the real
-// kernel is used everywhere else). It keeps links, addresses and routes, applies
-// replaces, emits events, and fails on demand: each fault fires once and is marked
-// consumed, so a test can assert that the fault it injected really happened.
-import type { Dataplane, DataplaneEvent, InterfaceAddress, KernelRoute, Link, RouteReplace, Subscription } from '../../src/dataplane/types.js';
+// A stateful fake of the kernel's routing side, for the owner loop's fault tests only
+// (the dataplane's own faults are injected at the transport, see fake-transport.ts;
+// the real kernel is used everywhere else). It keeps links, addresses and routes,
+// replaces like the kernel (by key, never creating), emits events, and fails on
+// demand: each fault fires once and is marked consumed, so a test can assert that the
+// fault it injected really happened.
+import type { InterfaceAddress, Link, Route, RouteReplace, Watched } from '../../src/core/route.js';
+import type { Dataplane, DataplaneEvent, Subscription } from '../../src/dataplane/types.js';
 import { NetlinkError } from '../../src/dataplane/errors.js';
 import type { Cidr } from '../../src/net/cidr.js';
 
-export type Fault = 'replace-eperm' | 'replace-silently-ignored' | 'dump-interrupted';
+export type Fault =
+  | 'replace-eperm'
+  | 'replace-silently-ignored'
+  | 'dump-interrupted'
+  /** The route vanishes between observation and replace. */
+  | 'route-vanishes'
+  /** The replace of the IPv6 CIDR fails (after the IPv4 one succeeded). */
+  | 'replace-v6-eperm';
 
 export class FakeDataplane implements Dataplane {
   linkList: Link[] = [
-    { index: 2, name: 'br-ex', up: true },
-    { index: 4, name: 'ovn-k8s-mp0', up: true },
-    { index: 5, name: 'ovn-k8s-gw0', up: true },
+    { index: 2, name: 'br-ex', up: true, mtu: 1500 },
+    { index: 4, name: 'ovn-k8s-mp0', up: true, mtu: 1400 },
+    { index: 5, name: 'ovn-k8s-gw0', up: true, mtu: 1400 },
   ];
   addressList: InterfaceAddress[] = [
-    { linkIndex: 2, family: 4, address: '172.18.0.2', prefixLength: 16 },
-    { linkIndex: 4, family: 4, address: '10.244.1.2', prefixLength: 24 },
+    { linkIndex: 2, family: 4, address: '172.18.0.2', prefixLength: 16, tentative: false, dadFailed: false },
+    { linkIndex: 4, family: 4, address: '10.244.1.2', prefixLength: 24, tentative: false, dadFailed: false },
+    { linkIndex: 4, family: 6, address: 'fd00:10:244:1::2', prefixLength: 64, tentative: false, dadFailed: false },
   ];
-  readonly routes = new Map<string, KernelRoute[]>();
+  readonly table = new Map<string, Route[]>();
   readonly replaces: RouteReplace[] = [];
   private readonly faults = new Set<Fault>();
   readonly consumed = new Set<Fault>();
@@ -27,14 +38,20 @@ export class FakeDataplane implements Dataplane {
   constructor() {
     this.setRoute('10.96.0.0/16', '172.18.0.1', 'br-ex', 1400);
     this.setRoute('0.0.0.0/0', '172.18.0.1', 'br-ex', null);
+    this.setRoute('::/0', 'fd00:18::1', 'br-ex', null);
   }
 
   /** Sets a route as someone else would, without telling subscribers. */
   setRoute(prefix: string, gateway: string, dev: string, mtu: number | null): void {
     const oif = this.linkList.find((l) => l.name === dev)?.index ?? null;
-    this.routes.set(prefix, [
-      { prefix, family: 4, table: 254, gateway, oif, dev, mtu, priority: 0, protocol: 3, scope: 0, type: 1, multipath: false },
+    this.table.set(prefix, [
+      { key: { prefix, family: prefix.includes(':') ? 6 : 4, table: 254, priority: 0 }, nextHop: { dev, oif, gateway, mtu }, protocol: 3, scope: 0, type: 1, tos: 0, multipath: false },
     ]);
+  }
+
+  nextHopOf(prefix: string): string {
+    const r = this.table.get(prefix) ?? [];
+    return r.map((x) => `via ${x.nextHop.gateway} dev ${x.nextHop.dev}${x.nextHop.mtu === null ? '' : ` mtu ${x.nextHop.mtu}`}`).join(' | ');
   }
 
   inject(fault: Fault): void {
@@ -60,20 +77,25 @@ export class FakeDataplane implements Dataplane {
     return this.addressList;
   }
 
-  async routesFor(prefix: Cidr): Promise<KernelRoute[]> {
-    return this.routes.get(prefix.text) ?? [];
+  async routes(prefixes: Cidr[]): Promise<Map<string, Route[]>> {
+    const out = new Map(prefixes.map((p) => [p.text, structuredClone(this.table.get(p.text) ?? [])]));
+    if (this.take('route-vanishes')) this.table.delete('10.96.0.0/16');
+    return out;
   }
 
-  async replaceRoute(spec: RouteReplace): Promise<void> {
-    this.replaces.push(spec);
-    if (this.take('replace-eperm')) throw new NetlinkError(1, `route replace ${spec.prefix.text}`);
+  async replaceRoute(r: RouteReplace): Promise<void> {
+    this.replaces.push(r);
+    if (this.take('replace-eperm')) throw new NetlinkError(1, `route replace ${r.key.prefix}`);
+    if (r.key.family === 6 && this.take('replace-v6-eperm')) throw new NetlinkError(1, `route replace ${r.key.prefix}`);
     if (this.take('replace-silently-ignored')) return;
-    const dev = this.linkList.find((l) => l.index === spec.oif)?.name ?? null;
-    this.setRoute(spec.prefix.text, spec.gateway, dev ?? '', spec.mtu);
-    this.emit({ kind: 'route', op: 'new', family: 4, prefix: spec.prefix.text, table: spec.table });
+    const existing = (this.table.get(r.key.prefix) ?? []).find((x) => x.key.table === r.key.table && x.key.priority === r.key.priority);
+    // Like the kernel without NLM_F_CREATE: no route with this key, no route made.
+    if (!existing) throw new NetlinkError(2, `route replace ${r.key.prefix}`);
+    existing.nextHop = { ...r.to, dev: this.linkList.find((l) => l.index === r.to.oif)?.name ?? null };
+    this.emit({ kind: 'route', op: 'new', family: r.key.family, prefix: r.key.prefix, table: r.key.table });
   }
 
-  subscribe(onEvent: (event: DataplaneEvent) => void): Subscription {
+  subscribe(_watched: Watched, onEvent: (event: DataplaneEvent) => void): Subscription {
     this.subscribers.add(onEvent);
     return { close: () => this.subscribers.delete(onEvent) };
   }
