@@ -37,22 +37,23 @@ async function inside(): Promise<void> {
   const { KernelDataplane } = await import('../src/dataplane/kernel.js');
   const { parseCidr } = await import('../src/net/cidr.js');
   const dp = new KernelDataplane();
+  const routesFor = async (p: ReturnType<typeof parseCidr>) => (await dp.routes([p], await dp.links())).get(p.text) ?? [];
   const prefix = parseCidr(PREFIX);
-  const first = await dp.routesFor(prefix);
+  const first = await routesFor(prefix);
   const coldMs = performance.now() - t0;
   const warm: number[] = [];
   for (let i = 0; i < 200; i++) {
     const t = performance.now();
-    await dp.routesFor(prefix);
+    await routesFor(prefix);
     warm.push(performance.now() - t);
   }
   const absentT = performance.now();
-  const absent = await dp.routesFor(parseCidr('10.97.0.0/16'));
+  const absent = await routesFor(parseCidr('10.97.0.0/16'));
   const fallbackMs = performance.now() - absentT;
   const rssMb = process.memoryUsage().rss / 2 ** 20;
   dp.close();
   process.stdout.write(
-    JSON.stringify({ found: first.map((r) => `${r.prefix} via ${r.gateway} dev ${r.dev} mtu ${r.mtu}`), absent: absent.length, coldMs, warmMedianMs: median(warm), fallbackMs, rssMb }),
+    JSON.stringify({ found: first.map((r) => `${r.key.prefix} via ${r.nextHop.gateway} dev ${r.nextHop.dev} mtu ${r.nextHop.mtu}`), absent: absent.length, coldMs, warmMedianMs: median(warm), fallbackMs, rssMb }),
   );
 }
 
@@ -61,7 +62,7 @@ async function once(): Promise<void> {
   const { KernelDataplane } = await import('../src/dataplane/kernel.js');
   const { parseCidr } = await import('../src/net/cidr.js');
   const dp = new KernelDataplane();
-  await dp.routesFor(parseCidr(PREFIX));
+  await dp.routes([parseCidr(PREFIX)], await dp.links());
   dp.close();
 }
 

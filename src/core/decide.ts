@@ -171,6 +171,21 @@ function restartView(i: DecideInput): Omit<Decision, 'wakeInMs'> & { wakeInMs: n
   }
   if (m.restart === 'requested') {
     const deadline = (m.lastAttemptAt ?? now) + s.timeoutMs;
+    // The very instance the agent meant to stop still runs after the timeout: the
+    // request never took (an agent killed between journal and request). Asking again
+    // stops that same instance, never a new one; it waits for the rate limit.
+    if (now >= deadline && current !== null && current === m.stopped && i.target && 'target' in i.target && i.target.target.id === m.stopped) {
+      const allowed = restartAllowed(i.restarts, now, s.limit);
+      if (allowed.allowed) {
+        const again: Migration = { ...m, attempts: m.attempts + 1, lastAttemptAt: now };
+        return {
+          steps: [{ kind: 'restart', target: i.target.target, migration: again }],
+          migration: again,
+          restart: { phase: 'Progressing', reason: reason('RestartAwaited', `ovnkube-node ${m.stopped} still runs ${Math.round(s.timeoutMs / 1000)}s after its restart was requested: requesting it again`) },
+          wakeInMs: POLL_MS,
+        };
+      }
+    }
     if (now >= deadline) {
       return keep('Degraded', reason('RestartTimedOut', `ovnkube-node did not come back running ${m.mode} within ${Math.round(s.timeoutMs / 1000)}s of its restart (${m.stopped}); ${seen}`), POLL_MS);
     }

@@ -57,6 +57,7 @@ export interface DecodedRoute {
   type: number;
   table: number;
   mtu: number | undefined;
+  tos: number;
   multipath: boolean;
 }
 
@@ -64,6 +65,7 @@ export interface DecodedLink {
   index: number;
   name: string;
   up: boolean;
+  mtu: number | null;
 }
 
 export interface DecodedAddress {
@@ -71,6 +73,8 @@ export interface DecodedAddress {
   index: number;
   prefixLength: number;
   address: Buffer | undefined;
+  tentative: boolean;
+  dadFailed: boolean;
 }
 
 export interface DecodedError {
@@ -156,7 +160,7 @@ export interface RouteWrite {
   mtu: number | undefined;
 }
 
-/** RTM_NEWROUTE with REPLACE|CREATE and ACK: one atomic swap of the route's next hop. */
+/** RTM_NEWROUTE with REPLACE and ACK: one atomic swap of an existing route's next hop. */
 export function encodeRouteReplace(seq: number, port: number, r: RouteWrite): Buffer {
   const metrics = r.mtu === undefined ? undefined : { mtu: u32(r.mtu) };
   const payload = streamOf((out) =>
@@ -183,7 +187,9 @@ export function encodeRouteReplace(seq: number, port: number, r: RouteWrite): Bu
       out,
     ),
   );
-  return encode(RTM_NEWROUTE, NLM_F_REQUEST | NLM_F_ACK | NLM_F_REPLACE | NLM_F_CREATE, seq, port, payload);
+  // REPLACE without CREATE: a key that matches no route (the route vanished, its
+  // metric changed) fails with ENOENT instead of creating one beside the old.
+  return encode(RTM_NEWROUTE, NLM_F_REQUEST | NLM_F_ACK | NLM_F_REPLACE, seq, port, payload);
 }
 
 function u32(value: number): Buffer {
@@ -267,13 +273,14 @@ export function decodeRoute(payload: Buffer): DecodedRoute {
     type: payload[7] ?? 0,
     table: attrs.table ?? Number(data.table ?? 0),
     mtu: mtu && mtu.length >= 4 ? mtu.readUInt32LE(0) : undefined,
+    tos: payload[3] ?? 0,
     multipath: attrs.multipath !== undefined,
   };
 }
 
 export function decodeLink(payload: Buffer): DecodedLink {
   const { data, attrs } = netlink.rt.parseLinkMessage(payload);
-  return { index: data.index ?? 0, name: attrs.ifname ?? '', up: Boolean(data.flags?.up) };
+  return { index: data.index ?? 0, name: attrs.ifname ?? '', up: Boolean(data.flags?.up), mtu: attrs.mtu ?? null };
 }
 
 export function decodeAddress(payload: Buffer): DecodedAddress {
@@ -284,5 +291,8 @@ export function decodeAddress(payload: Buffer): DecodedAddress {
     prefixLength: data.prefixlen ?? 0,
     // IFA_LOCAL is the interface's own address on point-to-point links; IFA_ADDRESS otherwise.
     address: attrs.local ?? attrs.address,
+    // IFA_FLAGS (32 bits) supersedes the 8-bit header field when present.
+    tentative: Boolean((attrs.flags ?? data.flags)?.tentative),
+    dadFailed: Boolean((attrs.flags ?? data.flags)?.dadfailed),
   };
 }

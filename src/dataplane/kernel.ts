@@ -1,17 +1,17 @@
 // The Dataplane on the real kernel over rtnetlink.
 //
-// How a service prefix is observed without parsing the whole table (issue #2):
-//  1. "ip route get fibmatch <network address>": one trie lookup in the kernel, one
-//     message back. When the entry that matched is in the main table and has exactly
-//     our destination and length, that is the route the kernel uses for the prefix.
-//  2. Otherwise (a more specific route covers the network address, no route matched,
-//     a policy rule sent the lookup to another table, or the lookup skipped an entry,
-//     e.g. an unreachable-type route), a strict-check
-//     dump of the main table of that family. The kernel filters it by table; rows
-//     are matched on destination from the raw header, and only matches are decoded.
-// Step 1 reports the route in effect; a second route of the same prefix with a
-// higher metric is not reported by it (it carries no traffic).
-import { addressFromBytes, parseAddress, type Cidr, type Family } from '../net/cidr.js';
+// How the routes of the watched prefixes are observed:
+//  1. One strict-check dump of the main table per family. The kernel filters it by
+//     table; rows are matched on destination from the raw header, and only matches
+//     are decoded, so every main-table route of a prefix is found, whatever its
+//     metric (two routes of one prefix must be seen to be left alone), and no answer
+//     of another table (local, a policy table) is ever taken for the main table's.
+//  2. A replace names the route's key (destination, table, priority) with
+//     NLM_F_REPLACE and without NLM_F_CREATE: it swaps that very route atomically or
+//     fails with ENOENT; it never creates one, and never adds one beside another.
+// The dump walks the whole table on every pass: on a table of a million routes that
+// is about a second (BENCHMARKS.md); an event-fed cache is the planned remedy.
+import { addressFromBytes, parseAddress, parseCidr, type Cidr, type Family } from '../net/cidr.js';
 import {
   AF_INET,
   AF_INET6,
@@ -19,7 +19,6 @@ import {
   decodeLink,
   decodeRoute,
   encodeAddressDump,
-  encodeFibMatch,
   encodeLinkDump,
   encodeRouteDump,
   encodeRouteReplace,
@@ -43,15 +42,8 @@ import {
 } from './codec.js';
 import { RequestChannel, SubscriptionChannel } from './channel.js';
 import { NetlinkError } from './errors.js';
-import type {
-  Dataplane,
-  DataplaneEvent,
-  InterfaceAddress,
-  KernelRoute,
-  Link,
-  RouteReplace,
-  Subscription,
-} from './types.js';
+import type { InterfaceAddress, Link, Route, RouteReplace, Watched } from '../core/route.js';
+import type { Dataplane, DataplaneEvent, Subscription } from './types.js';
 
 const MAX_DUMP_ATTEMPTS = 5;
 
@@ -102,80 +94,69 @@ export class KernelDataplane implements Dataplane {
     );
   }
 
-  async routesFor(prefix: Cidr, links?: Link[]): Promise<KernelRoute[]> {
-    const raw = (await this.fibMatch(prefix)) ?? (await this.dumpPrefix(prefix));
-    if (raw.length === 0) return [];
-    const names = new Map((links ?? (await this.links())).map((l) => [l.index, l.name]));
-    return raw.map((r) => toKernelRoute(prefix, r, names));
-  }
-
-  private async fibMatch(prefix: Cidr): Promise<DecodedRoute[] | undefined> {
-    let matched: DecodedRoute | undefined;
-    try {
-      await this.requests.exchange(
-        `route get fibmatch ${prefix.text}`,
-        (seq, port) => encodeFibMatch(seq, port, afOf(prefix.family), prefix.bytes),
-        (msg) => {
-          if (msg.type === RTM_NEWROUTE && routeMatchesPrefix(msg.data, afOf(prefix.family), prefix.bytes, prefix.length)) {
-            matched = decodeRoute(msg.data);
-          }
-        },
-      );
-    } catch (err) {
-      // No route matched at all (ENETUNREACH, EHOSTUNREACH, ...): let the dump decide.
-      // EINVAL would mean the request itself is wrong, which no dump can hide.
-      if (err instanceof NetlinkError && err.code !== 'EINVAL') return undefined;
-      throw err;
+  async routes(prefixes: Cidr[], links: Link[]): Promise<Map<string, Route[]>> {
+    const names = new Map(links.map((l) => [l.index, l.name]));
+    const out = new Map<string, Route[]>(prefixes.map((p) => [p.text, []]));
+    for (const family of [4, 6] as const) {
+      const wanted = prefixes.filter((p) => p.family === family);
+      if (wanted.length === 0) continue;
+      const found = await this.dumpPrefixes(family, wanted);
+      for (const [prefix, r] of found) out.get(prefix.text)!.push(toRoute(prefix, r, names));
     }
-    return matched && matched.table === RT_TABLE_MAIN ? [matched] : undefined;
+    return out;
   }
 
-  private dumpPrefix(prefix: Cidr): Promise<DecodedRoute[]> {
-    const af = afOf(prefix.family);
+  private dumpPrefixes(family: Family, prefixes: Cidr[]): Promise<Array<[Cidr, DecodedRoute]>> {
+    const af = afOf(family);
     return this.dump(
-      `dump main-table routes for ${prefix.text}`,
+      `dump main-table IPv${family} routes for ${prefixes.map((p) => p.text).join(', ')}`,
       (seq, port) => encodeRouteDump(seq, port, af, RT_TABLE_MAIN),
-      (msg) =>
-        msg.type === RTM_NEWROUTE &&
-        routeMatchesPrefix(msg.data, af, prefix.bytes, prefix.length) &&
-        routeTable(msg.data) === RT_TABLE_MAIN
-          ? decodeRoute(msg.data)
-          : undefined,
+      (msg) => {
+        if (msg.type !== RTM_NEWROUTE || routeTable(msg.data) !== RT_TABLE_MAIN) return undefined;
+        const prefix = prefixes.find((p) => routeMatchesPrefix(msg.data, af, p.bytes, p.length));
+        return prefix ? ([prefix, decodeRoute(msg.data)] as [Cidr, DecodedRoute]) : undefined;
+      },
     );
   }
 
-  async replaceRoute(spec: RouteReplace): Promise<void> {
-    const gateway = parseAddress(spec.gateway);
-    if (gateway.family !== spec.prefix.family) {
-      throw new NetlinkError(22, `route replace ${spec.prefix.text}`, `gateway ${spec.gateway} is not IPv${spec.prefix.family}`);
-    }
+  async replaceRoute(r: RouteReplace): Promise<void> {
+    const prefix = parseCidr(r.key.prefix);
+    const what = `route replace ${r.key.prefix} metric ${r.key.priority}`;
+    if (r.to.gateway === null || r.to.oif === null) throw new NetlinkError(22, what, 'a replace needs a gateway and an output interface');
+    const gateway = parseAddress(r.to.gateway);
+    if (gateway.family !== prefix.family) throw new NetlinkError(22, what, `gateway ${r.to.gateway} is not IPv${prefix.family}`);
     await this.requests.exchange(
-      `route replace ${spec.prefix.text} via ${spec.gateway}`,
+      `${what} via ${r.to.gateway}`,
       (seq, port) =>
         encodeRouteReplace(seq, port, {
-          family: afOf(spec.prefix.family),
-          dst: spec.prefix.bytes,
-          dstLen: spec.prefix.length,
-          table: spec.table,
-          priority: spec.priority,
-          protocol: spec.protocol,
-          scope: spec.scope,
-          type: spec.type,
+          family: afOf(prefix.family),
+          dst: prefix.bytes,
+          dstLen: prefix.length,
+          table: r.key.table,
+          priority: r.key.priority,
+          protocol: r.protocol,
+          scope: r.scope,
+          type: r.type,
           gateway: gateway.bytes,
-          oif: spec.oif,
-          mtu: spec.mtu ?? undefined,
+          oif: r.to.oif!,
+          mtu: r.to.mtu ?? undefined,
         }),
       () => undefined,
     );
   }
 
-  subscribe(onEvent: (event: DataplaneEvent) => void): Subscription {
+  subscribe(watched: Watched, onEvent: (event: DataplaneEvent) => void): Subscription {
     const groups = [RTNLGRP_LINK, RTNLGRP_IPV4_IFADDR, RTNLGRP_IPV4_ROUTE, RTNLGRP_IPV6_IFADDR, RTNLGRP_IPV6_ROUTE];
+    const prefixes = new Set(watched.prefixes.map((p) => p.text));
+    const links = new Set(watched.links);
     return new SubscriptionChannel(
       groups,
       (msg) => {
         const event = toEvent(msg);
-        if (event) onEvent(event);
+        if (!event) return;
+        if (event.kind === 'route' && (event.table !== RT_TABLE_MAIN || !prefixes.has(event.prefix))) return;
+        if (event.kind === 'link' && !links.has(event.link.name)) return;
+        onEvent(event);
       },
       (error) => onEvent({ kind: 'lost', error }),
       { rcvbuf: this.options.subscriptionBuffer },
@@ -191,22 +172,22 @@ function toAddress(payload: Buffer): InterfaceAddress | undefined {
   const a = decodeAddress(payload);
   const family = familyOf(a.family);
   if (!family || !a.address) return undefined;
-  return { linkIndex: a.index, family, address: addressFromBytes(a.address).text, prefixLength: a.prefixLength };
+  return { linkIndex: a.index, family, address: addressFromBytes(a.address).text, prefixLength: a.prefixLength, tentative: a.tentative, dadFailed: a.dadFailed };
 }
 
-function toKernelRoute(prefix: Cidr, r: DecodedRoute, names: Map<number, string>): KernelRoute {
+function toRoute(prefix: Cidr, r: DecodedRoute, names: Map<number, string>): Route {
   return {
-    prefix: prefix.text,
-    family: prefix.family,
-    table: r.table,
-    gateway: r.gateway ? addressFromBytes(r.gateway).text : null,
-    oif: r.oif ?? null,
-    dev: r.oif === undefined ? null : (names.get(r.oif) ?? null),
-    mtu: r.mtu ?? null,
-    priority: r.priority,
+    key: { prefix: prefix.text, family: prefix.family, table: r.table, priority: r.priority },
+    nextHop: {
+      dev: r.oif === undefined ? null : (names.get(r.oif) ?? null),
+      oif: r.oif ?? null,
+      gateway: r.gateway ? addressFromBytes(r.gateway).text : null,
+      mtu: r.mtu ?? null,
+    },
     protocol: r.protocol,
     scope: r.scope,
     type: r.type,
+    tos: r.tos,
     multipath: r.multipath,
   };
 }

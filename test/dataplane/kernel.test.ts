@@ -6,7 +6,10 @@ import path from 'node:path';
 import { test } from 'node:test';
 import { seedNode, skipWithoutKernel, type Netns } from '../helpers/netns.js';
 import { Probe, ProbeError } from '../helpers/probe-client.js';
-import type { KernelRoute, Link } from '../../src/dataplane/types.js';
+import type { Link } from '../../src/core/route.js';
+
+/** A route as the probe returns it (flattened). */
+type KernelRoute = { prefix: string; family: number; table: number; gateway: string | null; oif: number | null; dev: string | null; mtu: number | null; priority: number; protocol: number; scope: number; type: number; multipath: boolean };
 
 const RTPROT_BOOT = 3;
 const RT_SCOPE_UNIVERSE = 0;
