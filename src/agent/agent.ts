@@ -32,7 +32,7 @@ import type { Dataplane, DataplaneEvent, Subscription } from '../dataplane/types
 import type { ModeRead, ModeWatch } from '../mode/source.js';
 import { EMPTY_JOURNAL, type Journal, type JournalData } from '../restart/journal.js';
 import type { RestartStrategy } from '../restart/strategy.js';
-import type { RestartStatus, StatusReport } from '../status/report.js';
+import { shapeOf, type RestartStatus, type StatusReport } from '../status/report.js';
 import { VERSION } from '../version.js';
 import { applyReplaces } from './execute.js';
 import { observe, type OvnkubeProbe } from './observe.js';
@@ -332,8 +332,10 @@ export class Agent {
       await this.deps.strategy.restart(step.target);
     } catch (err) {
       this.deps.log.error({ err, target: step.target.describe }, 'restart of ovnkube-node failed');
-      await this.saveJournal({ ...this.journalData, migration: { ...step.migration, restart: 'failed', lastError: (err as Error).message } });
+      await this.saveJournal({ ...this.journalData, migration: { ...step.migration, restart: 'failed', outcome: 'failed', lastError: (err as Error).message } });
+      return;
     }
+    await this.saveJournal({ ...this.journalData, migration: { ...step.migration, outcome: 'stopped' } });
   }
 
   private async saveJournal(data: JournalData): Promise<void> {
@@ -382,7 +384,7 @@ export class Agent {
       strategy: this.deps.strategy.name,
       required: owed,
       migration: m && { mode: m.mode, startedAt: new Date(m.startedAt).toISOString(), restart: m.restart, attempts: m.attempts },
-      last: m?.lastAttemptAt ? { at: new Date(m.lastAttemptAt).toISOString(), target: m.stopped ?? '', result: m.restart === 'failed' ? 'failed' : 'requested', error: m.lastError } : null,
+      last: m?.lastAttemptAt ? { at: new Date(m.lastAttemptAt).toISOString(), target: m.stoppedAs ?? m.stopped ?? '', result: m.outcome ?? 'requested', error: m.lastError } : null,
       count: this.journalData.restarts.length,
     };
   }
@@ -400,7 +402,14 @@ export class Agent {
       reasons: this.reasons.map((r) => r.message),
       reasonCodes: this.reasons.map((r) => r.code),
       routes: (p?.routes ?? this.options.config.serviceCidrs.map((c) => ({ cidr: c.text, family: c.family, observed: null, expected: null, inSync: false }))).map(
-        (r) => ({ ...r, repairsSuspended: suspensions.get(r.cidr) ?? null }),
+        (r) => ({
+          cidr: r.cidr,
+          family: r.family,
+          observed: r.observed && shapeOf(r.observed),
+          expected: r.expected && shapeOf(r.expected),
+          inSync: r.inSync,
+          repairsSuspended: suspensions.get(r.cidr) ?? null,
+        }),
       ),
       restart: this.restartStatus(),
       dryRun: this.options.config.dryRun,

@@ -9,6 +9,8 @@ import { summarize } from '../core/decide.js';
 import { systemClock } from '../clock.js';
 import type { Plan, PlannerConfig } from '../core/types.js';
 import { KernelDataplane } from '../dataplane/kernel.js';
+import type { Dataplane } from '../dataplane/types.js';
+import type { Journal } from '../restart/journal.js';
 import { createLogger } from '../log.js';
 import { readModeSource } from '../mode/source.js';
 import { systemdNotifier, watchdogUsec } from '../systemd/notify.js';
@@ -40,7 +42,13 @@ async function settingsOrExit(raw: RawRunOptions): Promise<Settings> {
   }
 }
 
-export async function runCommand(raw: RawRunOptions): Promise<void> {
+/** What a test may wrap around the real parts (fault injection); nothing a user can reach. */
+export interface RunWrappers {
+  dataplane?: (real: Dataplane) => Dataplane;
+  journal?: (dir: string) => Journal;
+}
+
+export async function runCommand(raw: RawRunOptions, wrap: RunWrappers = {}): Promise<void> {
   const settings = await settingsOrExit(raw);
   const log = createLogger(settings.logLevel);
   // A bug must not leave a half-working agent: log it and exit; the supervisor
@@ -52,9 +60,11 @@ export async function runCommand(raw: RawRunOptions): Promise<void> {
   };
   process.on('uncaughtException', fatal);
   process.on('unhandledRejection', fatal);
-  const dataplane = new KernelDataplane();
+  const real = new KernelDataplane();
+  const dataplane = wrap.dataplane?.(real) ?? real;
   try {
     await runDaemon(raw, settings, {
+      ...(wrap.journal ? { journal: wrap.journal } : {}),
       log,
       dataplane,
       notifier: systemdNotifier(),

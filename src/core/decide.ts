@@ -126,6 +126,8 @@ export function decide(i: DecideInput): Decision {
       lastAttemptAt: null,
       lastError: null,
       stopped: null,
+      stoppedAs: null,
+      outcome: null,
       doneAt: null,
     };
     return {
@@ -177,7 +179,7 @@ function restartView(i: DecideInput): Omit<Decision, 'wakeInMs'> & { wakeInMs: n
     if (now >= deadline && current !== null && current === m.stopped && i.target && 'target' in i.target && i.target.target.id === m.stopped) {
       const allowed = restartAllowed(i.restarts, now, s.limit);
       if (allowed.allowed) {
-        const again: Migration = { ...m, attempts: m.attempts + 1, lastAttemptAt: now };
+        const again: Migration = { ...m, attempts: m.attempts + 1, lastAttemptAt: now, outcome: null };
         return {
           steps: [{ kind: 'restart', target: i.target.target, migration: again }],
           migration: again,
@@ -187,9 +189,9 @@ function restartView(i: DecideInput): Omit<Decision, 'wakeInMs'> & { wakeInMs: n
       }
     }
     if (now >= deadline) {
-      return keep('Degraded', reason('RestartTimedOut', `ovnkube-node did not come back running ${m.mode} within ${Math.round(s.timeoutMs / 1000)}s of its restart (${m.stopped}); ${seen}`), POLL_MS);
+      return keep('Degraded', reason('RestartTimedOut', `ovnkube-node did not come back running ${m.mode} within ${Math.round(s.timeoutMs / 1000)}s of its restart (${m.stoppedAs ?? m.stopped}); ${seen}`), POLL_MS);
     }
-    return keep('Progressing', reason('RestartAwaited', `restarted ovnkube-node (${m.stopped}); waiting for a new one running ${m.mode}: ${seen}`), POLL_MS);
+    return keep('Progressing', reason('RestartAwaited', `restarted ovnkube-node (${m.stoppedAs ?? m.stopped}); waiting for a new one running ${m.mode}: ${seen}`), POLL_MS);
   }
   // Owed, or failed before: request it, within backoff and the rate limit.
   if (m.restart === 'failed' && m.lastAttemptAt !== null) {
@@ -210,7 +212,7 @@ function restartView(i: DecideInput): Omit<Decision, 'wakeInMs'> & { wakeInMs: n
   if (!t || 'error' in t) {
     return keep('Degraded', reason('RestartFailed', `cannot restart ovnkube-node for the migration to ${m.mode}: ${t ? t.error : 'not looked up'}`), 5 * POLL_MS);
   }
-  const requested: Migration = { ...m, restart: 'requested', attempts: m.attempts + 1, lastAttemptAt: now, stopped: t.target.id, lastError: null };
+  const requested: Migration = { ...m, restart: 'requested', attempts: m.attempts + 1, lastAttemptAt: now, stopped: t.target.id, stoppedAs: t.target.describe, outcome: null, lastError: null };
   return {
     steps: [{ kind: 'restart', target: t.target, migration: requested }],
     migration: requested,

@@ -24,7 +24,10 @@ export interface Migration {
   attempts: number;
   lastAttemptAt: number | null;
   lastError: string | null;
-  /** The ovnkube-node the agent stopped last. */
+  /** The ovnkube-node the agent stopped last: its id, and how it reads. */
   stopped: string | null;
+  stoppedAs: string | null;
+  /** How the last request went: null while it is under way (or the agent died in it). */
+  outcome: 'stopped' | 'failed' | null;
   doneAt: number | null;
 }

@@ -1,8 +1,27 @@
 // One status report, rendered many ways: the socket's JSON, `status` for a person,
 // `status --brief` (also systemd's STATUS= line), and the CLI's exit code.
 import type { ReasonCode } from '../core/reasons.js';
-import { renderNextHop } from '../core/route.js';
+import { renderNextHop, type NextHop } from '../core/route.js';
 import type { GatewayMode, Layout, Phase, RouteStatus } from '../core/types.js';
+
+/** A route as the API shows it: `via` is the gateway (the JSON field names are kept stable). */
+export interface RouteShape {
+  dev: string | null;
+  via: string | null;
+  mtu: number | null;
+}
+
+export interface RouteReport {
+  cidr: string;
+  family: RouteStatus['family'];
+  observed: RouteShape | null;
+  expected: RouteShape | null;
+  inSync: boolean;
+  repairsSuspended: string | null;
+}
+
+export const shapeOf = (n: NextHop): RouteShape => ({ dev: n.dev, via: n.gateway, mtu: n.mtu });
+const render = (r: RouteShape) => renderNextHop({ dev: r.dev, gateway: r.via, mtu: r.mtu, oif: null });
 
 export interface RestartStatus {
   strategy: string;
@@ -23,7 +42,7 @@ export interface StatusReport {
   reasons: string[];
   /** The stable code of each reason, in the same order. */
   reasonCodes: ReasonCode[];
-  routes: Array<RouteStatus & { repairsSuspended?: string | null }>;
+  routes: RouteReport[];
   restart?: RestartStatus;
   dryRun: boolean;
   lastReconcile: string | null;
@@ -55,8 +74,8 @@ export function renderHuman(s: StatusReport): string {
   }
   lines.push('routes:');
   for (const r of s.routes) {
-    const observed = r.observed ? renderNextHop(r.observed) : 'none';
-    const expected = r.expected ? renderNextHop(r.expected) : 'n/a';
+    const observed = r.observed ? render(r.observed) : 'none';
+    const expected = r.expected ? render(r.expected) : 'n/a';
     const suspended = r.repairsSuspended ? ` [repairs suspended]` : '';
     lines.push(`  ${r.inSync ? 'ok ' : 'NO '} ${r.cidr}: ${observed}${r.inSync ? '' : ` (expected ${expected})`}${suspended}`);
   }

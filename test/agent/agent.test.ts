@@ -22,8 +22,11 @@ test("converges the seed's node to local mode and says so over the socket", asyn
     assert.deepEqual(s.routes, [
       { cidr: '10.96.0.0/16', family: 4, observed: { dev: 'ovn-k8s-mp0', via: '10.244.1.1', mtu: null }, expected: { dev: 'ovn-k8s-mp0', via: '10.244.1.1', mtu: null }, inSync: true, repairsSuspended: null },
     ]);
-    assert.equal(s.restart?.required, true);
-    assert.ok(s.reasons.some((r) => /must be restarted for the migration to local \(--restart none/.test(r)));
+    // The migration owed one restart of ovnkube-node (the stand-in plays kubelet), done.
+    assert.equal(s.restart?.required, false);
+    assert.equal(s.restart?.count, 1);
+    assert.equal(s.restart?.migration?.restart, 'done');
+    assert.deepEqual(s.reasonCodes, ['InSync']);
     assert.ok(s.warnings.some((w) => /egress firewall/.test(w)));
     const change = agent.logs().find((l) => String(l.msg).startsWith('replaced route 10.96.0.0/16'));
     assert.equal(change?.before, 'via 172.18.0.1 dev br-ex mtu 1400');
@@ -51,15 +54,18 @@ test('converges a dual-stack node, each family via its own next hop', async (t) 
 
 test('goes back to shared mode when the mode file and ovnkube-node say shared', async (t) => {
   if (skipWithoutKernel(t)) return;
-  await withAgent({ mode: 'local' }, async ({ ns, scratch, ovnkube, agent }) => {
+  // Two migrations, each owing its restart: no minimum interval between them here.
+  const args = ['--service-cidr', '10.96.0.0/16', '--mtu', '1400', '--restart-min-interval', '0'];
+  await withAgent({ mode: 'local', args }, async ({ ns, scratch, ovnkube, agent }) => {
     await waitForStatus(agent, (s) => s.phase === 'Converged' && s.desiredMode === 'local', 'local Converged');
     scratch.writeMode('shared');
     // Desired shared while ovnkube-node still runs local: the agent waits.
     await waitForStatus(agent, (s) => s.phase === 'Waiting' && s.reasons.some((r) => /runs --gateway-mode local, desired shared/.test(r)), 'Waiting on ovnkube');
     assert.deepEqual(ns.routes('10.96.0.0/16'), [LOCAL_V4]);
-    ovnkube.start('shared');
-    await waitForStatus(agent, (s) => s.phase === 'Converged' && s.desiredMode === 'shared', 'shared Converged');
+    ovnkube.start('shared', { respawn: true });
+    const s = await waitForStatus(agent, (s) => s.phase === 'Converged' && s.desiredMode === 'shared', 'shared Converged');
     assert.deepEqual(ns.routes('10.96.0.0/16'), [SHARED_V4]);
+    assert.equal(s.restart?.count, 2, 'one restart per migration');
   });
 });
 
@@ -74,7 +80,7 @@ test('every failing precondition leaves the route alone and names the reason', a
     await waitForStatus(agent, (s) => s.phase === 'Waiting' && s.reasons.some((r) => /ovn-k8s-mp0 is down/.test(r)), 'mp0 down');
     ns.ip('link set ovn-k8s-mp0 up');
     ns.ip('addr flush dev ovn-k8s-mp0');
-    await waitForStatus(agent, (s) => s.reasons.some((r) => /ovn-k8s-mp0 has no IPv4 address/.test(r)), 'mp0 no address');
+    await waitForStatus(agent, (s) => s.reasons.some((r) => /ovn-k8s-mp0: no IPv4 address/.test(r)), 'mp0 no address');
     ns.ip('link del ovn-k8s-mp0');
     await waitForStatus(agent, (s) => s.reasons.some((r) => /ovn-k8s-mp0 does not exist/.test(r)), 'mp0 missing');
     assert.deepEqual(ns.routes('10.96.0.0/16'), [SHARED_V4]);
@@ -143,7 +149,7 @@ test('follows a ConfigMap volume through atomic ..data swaps', async (t) => {
   mkdirSync(volume);
   swapTo(1, 'shared');
   symlinkSync('..data/mode', path.join(volume, 'mode'));
-  ovnkube.start('local');
+  ovnkube.start('local', { respawn: true });
   const agent = new AgentProcess(ns, scratch, ['--mode-file', volume, '--service-cidr', '10.96.0.0/16', '--resync-interval', '1h']);
   try {
     await waitForStatus(agent, (s) => s.desiredMode === 'shared', 'shared from the volume');

@@ -44,6 +44,8 @@ const migration = (over: Partial<Migration> = {}): Migration => ({
   lastAttemptAt: null,
   lastError: null,
   stopped: null,
+  stoppedAs: null,
+  outcome: null,
   doneAt: null,
   ...over,
 });

@@ -12,6 +12,8 @@ import type { StatusReport } from '../../src/status/report.js';
 import type { Netns } from './netns.js';
 
 export const CLI = fileURLToPath(new URL('../../src/cli/main.js', import.meta.url));
+/** The agent with faults wrapped around its parts (GWMODE_FAULT); see the fixture. */
+export const FAULTY = fileURLToPath(new URL('../fixtures/agent-with-faults.js', import.meta.url));
 
 /** A scratch directory for one test: mode file, socket, state dir. */
 export class Scratch {
@@ -34,10 +36,10 @@ export class AgentProcess {
   output = '';
   exited: Promise<number | null>;
 
-  constructor(ns: Netns, readonly scratch: Scratch, args: string[], env: NodeJS.ProcessEnv = {}) {
+  constructor(ns: Netns, readonly scratch: Scratch, args: string[], env: NodeJS.ProcessEnv = {}, entry = CLI) {
     this.child = spawn(
       'ip',
-      ['netns', 'exec', ns.name, process.execPath, CLI, 'run', '--mode-file', scratch.modeFile, '--socket', scratch.socket, '--state-dir', scratch.stateDir, '--resync-interval', '2', '--log-level', 'debug', ...(args.includes('--restart') ? [] : ['--restart', 'none']), ...args],
+      ['netns', 'exec', ns.name, process.execPath, entry, 'run', '--mode-file', scratch.modeFile, '--socket', scratch.socket, '--state-dir', scratch.stateDir, '--resync-interval', '2', '--log-level', 'debug', ...(args.includes('--restart') ? [] : ['--restart', 'signal']), ...(args.includes('--settle') ? [] : ['--settle', '0']), ...args],
       { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } },
     );
     this.child.stdout!.on('data', (d: Buffer) => (this.output += d.toString()));
@@ -127,7 +129,8 @@ export async function withAgent(
   try {
     opts.setup?.(ns, scratch);
     if (opts.mode !== undefined) scratch.writeMode(opts.mode);
-    if (opts.ovnkube !== null) ovnkube.start(opts.ovnkube ?? 'local', opts.fake);
+    // The stand-in plays kubelet by default: the agent's SIGTERM is followed by a new ovnkube-node.
+    if (opts.ovnkube !== null) ovnkube.start(opts.ovnkube ?? 'local', opts.fake ?? { respawn: true });
     agent = new AgentProcess(ns, scratch, opts.args ?? ['--service-cidr', '10.96.0.0/16', '--mtu', '1400'], opts.env);
     await fn({ ns, scratch, ovnkube, agent });
   } finally {

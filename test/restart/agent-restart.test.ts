@@ -4,7 +4,7 @@ import { strict as assert } from 'node:assert';
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
-import { AgentProcess, Scratch, waitForStatus, withAgent } from '../helpers/agent.js';
+import { AgentProcess, FAULTY, Scratch, waitForStatus, withAgent } from '../helpers/agent.js';
 import { seedNode, skipWithoutKernel, type Netns } from '../helpers/netns.js';
 import { Containerd, containerdSkipReason, ovnkubeCommand, type Pod } from '../helpers/containerd.js';
 import { IDLE } from '../../src/demo/fake-ovnkube.js';
@@ -52,15 +52,16 @@ test('the rate limit: a fourth restart within the hour is refused with phase Deg
   const journalOf = (scratch: Scratch) => {
     const now = Date.now();
     mkdirSync(scratch.stateDir, { recursive: true });
-    const restarts = [50, 30, 10].map((m) => ({ mode: 'shared', at: now - m * 60_000, target: 'pid 1', result: 'stopped', error: null }));
-    writeFileSync(path.join(scratch.stateDir, 'restart-journal.json'), JSON.stringify({ restarts }));
+    const restarts = [50, 30, 10].map((m) => now - m * 60_000);
+    writeFileSync(path.join(scratch.stateDir, 'migration-journal.json'), JSON.stringify({ version: 2, migration: null, restarts }));
   };
   await withAgent(
     { mode: 'local', fake: { respawn: true }, setup: (_ns, scratch) => journalOf(scratch), args: [...FAST, '--restart', 'signal'] },
     async ({ ns, ovnkube, agent }) => {
       const s = await waitForStatus(agent, (s) => s.phase === 'Degraded', 'Degraded');
       assert.match(s.reasons[0] ?? '', /must be restarted for the migration to local, but 3 restarts in the last hour \(at most 3\)/);
-      assert.ok(s.restart?.nextAllowedAt);
+      assert.equal(s.reasonCodes[0], 'RestartRateLimited');
+      assert.equal(s.restart?.required, true);
       assert.equal(ovnkube.starts, 1, 'not signalled');
       assert.deepEqual(ns.routes('10.96.0.0/16'), [LOCAL_V4]);
     },
@@ -128,19 +129,25 @@ test('cri: an agent killed between journal and restart does not stop the contain
     pods.push(pod);
     const target = await cd.startContainer(pod, 'ovnkube-node', 0, ovnkubeCommand('local'));
     scratch.writeMode('local');
-    const args = [...FAST, '--restart', 'cri', '--cri-endpoint', cd.socket];
-    const first = new AgentProcess(ns, scratch, args, { GWMODE_TEST_HOOKS: '1', GWMODE_TEST_KILL_AFTER_JOURNAL: '1' });
+    // A short restart timeout and interval: the test need not wait minutes for the retry.
+    const args = [...FAST, '--restart', 'cri', '--cri-endpoint', cd.socket, '--restart-timeout', '2', '--restart-min-interval', '1'];
+    const first = new AgentProcess(ns, scratch, args, { GWMODE_FAULT: 'kill-after-restart-journal' }, FAULTY);
     await first.exited;
     assert.equal(first.child.signalCode, 'SIGKILL');
     assert.equal(await cd.state(target), 'CONTAINER_RUNNING', 'killed before the restart was requested');
 
+    // The next agent finds the restart journaled but never carried out: once the
+    // restart timeout shows the very same container still running, it stops that one.
     const second = new AgentProcess(ns, scratch, args);
     try {
+      await waitForStatus(second, () => second.logs().some((l) => String(l.msg).startsWith('restarting ovnkube-node')), 'the owed restart');
+      await waitForStatus(second, (s) => s.restart?.last?.result === 'stopped', 'the container stopped');
+      assert.equal(await cd.state(target), 'CONTAINER_EXITED', 'the restart happened');
+      const next = await cd.startContainer(pod, 'ovnkube-node', 1, ovnkubeCommand('local'));
       const s = await waitForStatus(second, (s) => s.phase === 'Converged', 'Converged');
-      assert.equal(s.restart?.count, 1);
-      assert.equal(s.restart?.last?.result, 'requested');
-      assert.equal(await cd.state(target), 'CONTAINER_RUNNING', 'not stopped a second time');
-      assert.equal(second.logs().filter((l) => String(l.msg).startsWith('restarting ovnkube-node')).length, 0);
+      assert.equal(s.restart?.migration?.restart, 'done');
+      assert.equal(await cd.state(next), 'CONTAINER_RUNNING', 'the new one is never stopped');
+      assert.equal(second.logs().filter((l) => String(l.msg).startsWith('restarting ovnkube-node')).length, 1, 'one stop, of the same container');
     } finally {
       await second.stop();
     }

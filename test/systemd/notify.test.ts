@@ -9,7 +9,7 @@ import path from 'node:path';
 import { test } from 'node:test';
 import { addon } from '../../src/native/addon.js';
 import { formatNotify, systemdNotifier, watchdogUsec } from '../../src/systemd/notify.js';
-import { AgentProcess, curl, FakeOvnkube, Scratch, waitForStatus } from '../helpers/agent.js';
+import { AgentProcess, curl, FakeOvnkube, FAULTY, Scratch, waitForStatus } from '../helpers/agent.js';
 import { seedNode, skipWithoutKernel } from '../helpers/netns.js';
 import { NotifyReceiver } from '../helpers/notify-receiver.js';
 
@@ -67,15 +67,18 @@ test('a running agent tells systemd READY, STATUS, WATCHDOG, RELOADING and STOPP
   let agent: AgentProcess | undefined;
   try {
     await receiver.listening;
-    ovnkube.start('local');
+    ovnkube.start('local', { respawn: true });
     scratch.writeMode('local');
     agent = new AgentProcess(ns, scratch, ['--service-cidr', '10.96.0.0/16'], {
       NOTIFY_SOCKET: receiver.address,
       WATCHDOG_USEC: '1500000',
-      GWMODE_TEST_HOOKS: '1',
-    });
+      GWMODE_FAULT: 'wedge-on-sigusr2',
+    }, FAULTY);
     const ready = await receiver.waitFor((m) => m.startsWith('READY=1\n'), 0, 'READY=1');
-    assert.match(receiver.messages[ready]!, /\nSTATUS=Converged desired=local/);
+    assert.match(receiver.messages[ready]!, /\nSTATUS=\w+ desired=local/);
+    // STATUS= follows the agent as it moves on (the migration's restart, then Converged),
+    // not only on a change of phase name.
+    await receiver.waitFor((m) => /^STATUS=Converged desired=local/.test(m), ready, 'STATUS=Converged');
     // READY=1 comes after the socket listens and the first reconcile ended.
     assert.equal(curl(scratch.socket, '/readyz').code, 200);
     await receiver.waitFor((m) => m === 'WATCHDOG=1', ready, 'WATCHDOG=1');
@@ -138,7 +141,7 @@ test('SIGHUP re-reads ovnkube.conf: a service CIDR added there is watched after 
   let agent: AgentProcess | undefined;
   try {
     writeConf('10.96.0.0/16');
-    ovnkube.start('local');
+    ovnkube.start('local', { respawn: true });
     scratch.writeMode('local');
     agent = new AgentProcess(ns, scratch, ['--ovnkube-config', conf]);
     let s = await waitForStatus(agent, (s) => s.phase === 'Converged', 'Converged on the IPv4 CIDR');
