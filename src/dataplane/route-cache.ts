@@ -15,9 +15,12 @@
 //     or `prepend`, or a replay across a replace): re-dump.
 //  3. DEL: the identical route is removed; if none, but one with the same key is
 //     there, ambiguous: re-dump; otherwise it is already gone (a replay).
-//  4. IPv6 multipath: an appended next hop (NLM_F_APPEND) or a deleted sibling is
-//     notified as a partial route, so any IPv6 notification that involves several
-//     next hops is ambiguous: re-dump. IPv4 multipath routes are notified whole.
+//  4. IPv6 multipath: a route added or replaced with several next hops, or deleted
+//     whole, is notified whole (RTA_MULTIPATH) and goes through rules 1 to 3. An
+//     appended next hop (NLM_F_APPEND) may be notified alone, depending on the
+//     kernel: ambiguous, re-dump. A deleted sibling is notified alone and falls under
+//     rule 3 (not identical to the cached multipath route of its metric). IPv4
+//     multipath routes are always notified whole. Next hops compare as a set.
 import { AF_INET6, NLM_F_APPEND, NLM_F_REPLACE, type DecodedNextHop, type DecodedRoute } from './codec.js';
 
 function sameBuffer(a: Buffer | undefined, b: Buffer | undefined): boolean {
@@ -26,7 +29,8 @@ function sameBuffer(a: Buffer | undefined, b: Buffer | undefined): boolean {
 
 function sameNextHops(a: DecodedNextHop[] | undefined, b: DecodedNextHop[] | undefined): boolean {
   if (a === undefined || b === undefined) return a === b;
-  return a.length === b.length && a.every((h, i) => h.oif === b[i]?.oif && sameBuffer(h.gateway, b[i]?.gateway));
+  const text = (hops: DecodedNextHop[]) => hops.map((h) => `${h.oif}/${h.gateway?.toString('hex') ?? ''}`).sort().join();
+  return text(a) === text(b);
 }
 
 function sameKey(a: DecodedRoute, b: DecodedRoute): boolean {
@@ -68,10 +72,7 @@ export class RouteCache {
   apply(label: string, op: 'new' | 'del', nlmsgFlags: number, route: DecodedRoute): boolean {
     const list = this.byPrefix.get(label);
     if (!list) return true;
-    if (route.family === AF_INET6) {
-      const several = (r: DecodedRoute) => r.nexthops !== undefined;
-      if (nlmsgFlags & NLM_F_APPEND || several(route) || list.some((r) => sameKey(r, route) && several(r))) return false;
-    }
+    if (route.family === AF_INET6 && nlmsgFlags & NLM_F_APPEND) return false;
     const keyed = list.findIndex((r) => sameKey(r, route));
     const identical = list.findIndex((r) => identicalRoutes(r, route));
     if (op === 'del') {

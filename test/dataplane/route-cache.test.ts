@@ -49,6 +49,21 @@ const rows: Array<{ name: string; dumped: DecodedRoute[]; steps: Step[]; expect:
     expect: 'redump',
   },
   {
+    name: 'IPv6: a deleted sibling of a multipath route is ambiguous (the notification names only that next hop)',
+    dumped: [r('0.0.0.0', 1024, { family: AF_INET6, gateway: undefined, oif: undefined, nexthops: [{ oif: 2, gateway: undefined }, { oif: 4, gateway: undefined }] })],
+    steps: [['del', 0, r('0.0.0.0', 1024, { family: AF_INET6, gateway: undefined, oif: 4 })]],
+    expect: 'redump',
+  },
+  {
+    name: 'IPv6: a multipath route added whole is applied, its next hops compared as a set',
+    dumped: [],
+    steps: [
+      ['new', NLM_F_CREATE | NLM_F_EXCL, r('0.0.0.0', 1024, { family: AF_INET6, gateway: undefined, oif: undefined, nexthops: [{ oif: 2, gateway: undefined }, { oif: 4, gateway: undefined }] })],
+      ['new', NLM_F_CREATE | NLM_F_EXCL, r('0.0.0.0', 1024, { family: AF_INET6, gateway: undefined, oif: undefined, nexthops: [{ oif: 4, gateway: undefined }, { oif: 2, gateway: undefined }] })],
+    ],
+    expect: [r('0.0.0.0', 1024, { family: AF_INET6, gateway: undefined, oif: undefined, nexthops: [{ oif: 2, gateway: undefined }, { oif: 4, gateway: undefined }] })],
+  },
+  {
     name: 'IPv4 multipath routes are notified whole and replaced like any other',
     dumped: [r('172.18.0.1')],
     steps: [['new', NLM_F_REPLACE, r('0.0.0.0', 0, { gateway: undefined, oif: undefined, nexthops: [{ oif: 2, gateway: undefined }, { oif: 4, gateway: undefined }] })]],
