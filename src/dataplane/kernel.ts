@@ -107,7 +107,12 @@ export class KernelDataplane implements Dataplane {
   }
 
   /** A dump, retried while the kernel marks it interrupted (the table changed under it). */
-  private async dump(what: string, build: (seq: number, port: number) => Buffer, onMessage: (msg: NetlinkMessage) => void, reset: () => void): Promise<void> {
+  private async dump(
+    what: string,
+    build: (seq: number, port: number) => Buffer,
+    onMessage: (msg: NetlinkMessage) => void,
+    reset: () => void,
+  ): Promise<void> {
     for (let attempt = 1; ; attempt++) {
       reset();
       const { interrupted } = await this.requests.exchange(what, build, onMessage);
@@ -116,7 +121,11 @@ export class KernelDataplane implements Dataplane {
     }
   }
 
-  private async dumpList<T>(what: string, build: (seq: number, port: number) => Buffer, pick: (msg: NetlinkMessage) => T | undefined): Promise<T[]> {
+  private async dumpList<T>(
+    what: string,
+    build: (seq: number, port: number) => Buffer,
+    pick: (msg: NetlinkMessage) => T | undefined,
+  ): Promise<T[]> {
     let items: T[] = [];
     await this.dump(
       what,
@@ -131,7 +140,9 @@ export class KernelDataplane implements Dataplane {
   }
 
   links(): Promise<Link[]> {
-    return this.dumpList('dump links', encodeLinkDump, (msg) => (msg.type === RTM_NEWLINK ? decodeLink(msg.data) : undefined));
+    return this.dumpList('dump links', encodeLinkDump, (msg) =>
+      msg.type === RTM_NEWLINK ? decodeLink(msg.data) : undefined,
+    );
   }
 
   addresses(): Promise<InterfaceAddress[]> {
@@ -157,7 +168,8 @@ export class KernelDataplane implements Dataplane {
         (msg) => {
           if (msg.type !== RTM_NEWROUTE) return;
           const label = filter.match(msg.data);
-          if (label !== undefined && routeTable(msg.data) === RT_TABLE_MAIN) found.get(label)?.push(decodeRoute(msg.data));
+          if (label === undefined || routeTable(msg.data) !== RT_TABLE_MAIN) return;
+          found.get(label)?.push(decodeRoute(msg.data));
         },
         () => mine.forEach((p) => found.set(p.text, [])),
       );
@@ -175,8 +187,12 @@ export class KernelDataplane implements Dataplane {
       if (sub) bySubscription.set(sub, [...(bySubscription.get(sub) ?? []), prefix.text]);
       else unwatched.push(prefix);
     }
-    for (const [sub, labels] of bySubscription) for (const [label, rows] of await sub.read(labels)) decoded.set(label, rows);
-    if (unwatched.length > 0) for (const [label, rows] of await this.dumpRoutes(unwatched)) decoded.set(label, rows);
+    for (const [sub, labels] of bySubscription) {
+      for (const [label, rows] of await sub.read(labels)) decoded.set(label, rows);
+    }
+    if (unwatched.length > 0) {
+      for (const [label, rows] of await this.dumpRoutes(unwatched)) decoded.set(label, rows);
+    }
     const names = new Map(links.map((l) => [l.index, l.name]));
     return new Map(unique.map((p) => [p.text, (decoded.get(p.text) ?? []).map((r) => toRoute(p, r, names))]));
   }
@@ -187,7 +203,8 @@ export class KernelDataplane implements Dataplane {
     const what = `route replace ${prefix.text} metric ${key.priority}`;
     const gateway = to.gateway === null ? undefined : parseAddress(to.gateway);
     if (prefix.family !== key.family || (gateway && gateway.family !== prefix.family)) {
-      throw new NetlinkError(EINVAL, what, `route ${prefix.text} is IPv${prefix.family}, key says IPv${key.family}, gateway ${to.gateway}`);
+      const detail = `route ${prefix.text} is IPv${prefix.family}, key says IPv${key.family}, gateway ${to.gateway}`;
+      throw new NetlinkError(EINVAL, what, detail);
     }
     let oif = to.oif ?? undefined;
     if (oif === undefined && to.dev !== null) {
@@ -330,7 +347,8 @@ class WatchedSubscription implements Subscription {
       if (!this.cache.apply(p.label, p.op, p.flags, p.route)) this.state = 'dirty';
       return;
     }
-    const labels = p.kind === 'link-flush' ? this.cache.prefixesUsingLink(p.index) : this.cache.prefixesUsingNexthopObjects();
+    const labels =
+      p.kind === 'link-flush' ? this.cache.prefixesUsingLink(p.index) : this.cache.prefixesUsingNexthopObjects();
     if (labels.length === 0) return;
     this.state = 'dirty';
     for (const label of labels) this.emitRoute('del', label);
@@ -347,7 +365,8 @@ class WatchedSubscription implements Subscription {
     try {
       this.handle(msg);
     } catch (err) {
-      this.lost(new NetlinkDecodeError(`notification type ${msg.type}: ${err instanceof Error ? err.message : String(err)}`, { cause: err }));
+      const detail = err instanceof Error ? err.message : String(err);
+      this.lost(new NetlinkDecodeError(`notification type ${msg.type}: ${detail}`, { cause: err }));
     }
   }
 
