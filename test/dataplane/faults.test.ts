@@ -80,7 +80,11 @@ const scenarios: Scenario[] = [
   { fault: 'truncated-reply', times: 1, error: 'ERR_GWMODE_NETLINK_DECODE' },
   { fault: 'truncated-notification', times: 1, error: undefined, lost: 'ERR_GWMODE_NETLINK_DECODE' },
   { fault: 'enobufs', times: 1, error: undefined, lost: 'ENOBUFS' },
+  { fault: 'request-enobufs', times: 1, error: 'ENOBUFS' },
 ];
+
+/** Everything here runs on the fake kernel in memory; a hang is a failure, not a wait. */
+const LIMIT = { timeout: 30_000 };
 
 /** Runs the pass; with mock timers, moves the clock past the request timeout when the kernel drops a request. */
 async function run(t: TestContext, kernel: FakeKernel, scenario: Scenario, pass: () => Promise<void>): Promise<void> {
@@ -93,7 +97,7 @@ async function run(t: TestContext, kernel: FakeKernel, scenario: Scenario, pass:
 }
 
 for (const scenario of scenarios) {
-  test(`under fault ${scenario.fault} x${scenario.times}: the pass ${scenario.error ? `fails once with ${scenario.error}, then ` : ''}converges, and the fault was consumed`, async (t) => {
+  test(`under fault ${scenario.fault} x${scenario.times}: the pass ${scenario.error ? `fails once with ${scenario.error}, then ` : ''}converges, and the fault was consumed`, LIMIT, async (t) => {
     if (scenario.timers) t.mock.timers.enable({ apis: ['setTimeout'] });
     const kernel = new FakeKernel();
     const dp = new KernelDataplane({ transport: kernel, requestTimeoutMs: TIMEOUT_MS });
@@ -126,7 +130,7 @@ for (const scenario of scenarios) {
   });
 }
 
-test('ENETUNREACH on a replace carries the kernel text and changes nothing', async () => {
+test('ENETUNREACH on a replace carries the kernel text and changes nothing', LIMIT, async () => {
   const kernel = new FakeKernel();
   const dp = new KernelDataplane({ transport: kernel });
   try {
@@ -143,7 +147,7 @@ test('ENETUNREACH on a replace carries the kernel text and changes nothing', asy
   }
 });
 
-test('a dump the kernel ends with an error reports its ext-ack text', async () => {
+test('a dump the kernel ends with an error reports its ext-ack text', LIMIT, async () => {
   const kernel = new FakeKernel();
   const dp = new KernelDataplane({ transport: kernel });
   try {
@@ -159,7 +163,7 @@ test('a dump the kernel ends with an error reports its ext-ack text', async () =
   }
 });
 
-test('once subscribed and seeded, N calls of routes() send no dump; a loss costs exactly one re-seed', async () => {
+test('once subscribed and seeded, N calls of routes() send no dump; a loss costs exactly one re-seed', LIMIT, async () => {
   const kernel = new FakeKernel();
   const dp = new KernelDataplane({ transport: kernel });
   const sub = dp.subscribe(WATCHED, () => undefined);
@@ -187,7 +191,7 @@ test('once subscribed and seeded, N calls of routes() send no dump; a loss costs
 });
 
 for (const moment of ['before', 'after'] as const) {
-  test(`a change made while the seeding dump is taken (${moment} its rows) is in the cache`, async () => {
+  test(`a change made while the seeding dump is taken (${moment} its rows) is in the cache`, LIMIT, async () => {
     const kernel = new FakeKernel();
     const dp = new KernelDataplane({ transport: kernel });
     const sub = dp.subscribe(WATCHED, () => undefined);

@@ -52,6 +52,8 @@ export const FAULTS = [
   'truncated-notification',
   /** The next read of a subscription socket fails with ENOBUFS. */
   'enobufs',
+  /** The next read of a request socket fails with ENOBUFS (its answer may be gone). */
+  'request-enobufs',
 ] as const;
 export type Fault = (typeof FAULTS)[number];
 
@@ -120,7 +122,7 @@ class FakeSocket implements NetlinkSocket {
 
   recv(): Buffer | null {
     if (this.closed) throw errnoError(9, 'EBADF', 'recvmsg');
-    if (this.groups.size > 0 && this.kernel.take('enobufs')) throw errnoError(ENOBUFS, 'ENOBUFS', 'recvmsg');
+    if (this.kernel.take(this.groups.size > 0 ? 'enobufs' : 'request-enobufs')) throw errnoError(ENOBUFS, 'ENOBUFS', 'recvmsg');
     return this.queue.shift() ?? null;
   }
 
