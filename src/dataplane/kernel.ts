@@ -38,8 +38,8 @@
 // exactly that key or fails with ENOENT; it never creates one, in either family.
 //
 // subscribe() delivers route events of the watched prefixes in the main table, link
-// events of the watched link names (following an index across a rename), every
-// address event, and `lost`. Dumps the kernel marks interrupted (NLM_F_DUMP_INTR,
+// events of the watched link names (and of a watched link renamed away, by its index
+// as seen in events and link dumps), every address event, and `lost`. Dumps the kernel marks interrupted (NLM_F_DUMP_INTR,
 // the table changed under them) are retried, MAX_DUMP_ATTEMPTS times in all.
 import type { InterfaceAddress, Link, Route, RouteReplace, Watched } from '../core/route.js';
 import { addressFromBytes, parseAddress, parseCidr, type Cidr, type Family } from '../net/cidr.js';
@@ -139,10 +139,12 @@ export class KernelDataplane implements Dataplane {
     return items;
   }
 
-  links(): Promise<Link[]> {
-    return this.dumpList('dump links', encodeLinkDump, (msg) =>
+  async links(): Promise<Link[]> {
+    const links = await this.dumpList('dump links', encodeLinkDump, (msg) =>
       msg.type === RTM_NEWLINK ? decodeLink(msg.data) : undefined,
     );
+    for (const sub of this.subscriptions) sub.learnLinks(links);
+    return links;
   }
 
   addresses(): Promise<InterfaceAddress[]> {
@@ -305,6 +307,11 @@ class WatchedSubscription implements Subscription {
 
   watches(label: string): boolean {
     return this.state !== 'closed' && this.byLabel.has(label);
+  }
+
+  /** Remembers the indexes of the watched links, so that a rename away from a watched name is reported. */
+  learnLinks(links: Link[]): void {
+    for (const link of links) if (this.linkNames.has(link.name)) this.watchedIndexes.set(link.index, link.name);
   }
 
   /** The cached routes of these watched prefixes, seeding the cache first when it is dirty. */

@@ -273,6 +273,33 @@ test('routes the kernel flushes silently (IPv4, link down) are gone from the cac
   });
 });
 
+test('IPv4 routes through a deleted nexthop object, flushed silently, are gone from the cache too', async (t) => {
+  if (skipWithoutKernel(t)) return;
+  await withNode({}, async (ns, probe) => {
+    ns.ip('nexthop add id 7 via 10.244.1.1 dev ovn-k8s-mp0');
+    ns.ip('route replace 10.96.0.0/16 nhid 7');
+    await probe.call('subscribe', WATCHED);
+    assert.deepEqual(nextHops(await routesOf(probe, SVC4)), [['10.244.1.1', 'ovn-k8s-mp0', null, 0]]);
+    const from = probe.events.length;
+    ns.ip('nexthop del id 7');
+    await probe.waitForEvent((e) => e.kind === 'route' && e.op === 'del' && e.prefix === SVC4, from);
+    assert.deepEqual(await routesOf(probe, SVC4), []);
+  });
+});
+
+test('a watched link renamed away is still reported, by its index', async (t) => {
+  if (skipWithoutKernel(t)) return;
+  await withNode({}, async (ns, probe) => {
+    // Down before the subscription, so the rename (only possible while down) is the
+    // first event about the link, and only the link dump told the index.
+    ns.ip('link set ovn-k8s-mp0 down');
+    await probe.call('subscribe', WATCHED);
+    await probe.call('links');
+    ns.ip('link set ovn-k8s-mp0 name mp0-renamed');
+    await probe.waitForEvent((e) => e.kind === 'link' && (e.link as Link).name === 'mp0-renamed');
+  });
+});
+
 test('IPv6 multipath: an appended next hop and a deleted sibling are both seen by the subscribed reader', async (t) => {
   if (skipWithoutKernel(t)) return;
   await withNode({ ipv6: true }, async (ns, probe) => {
