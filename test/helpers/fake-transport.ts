@@ -299,9 +299,9 @@ export class FakeKernel implements NetlinkTransport {
   }
 
   /** Rows, two to a datagram (so datagrams carry several messages), then DONE. */
-  private dump(_msg: NetlinkMessage, port: number, rows: Array<(flags: number) => Buffer>): Buffer[] {
+  private dump(request: NetlinkMessage, port: number, rows: Array<(flags: number) => Buffer>): Buffer[] {
     const flags = NLM_F_MULTI | (this.take('dump-interrupted') ? NLM_F_DUMP_INTR : 0);
-    const messages = [...rows.map((row) => row(flags)), encodeDone(_msg.seq, port, 0, undefined, flags & NLM_F_DUMP_INTR)];
+    const messages = [...rows.map((row) => row(flags)), encodeDone(request.seq, port, 0, undefined, flags & NLM_F_DUMP_INTR)];
     const datagrams: Buffer[] = [];
     for (let i = 0; i < messages.length; i += 2) datagrams.push(Buffer.concat(messages.slice(i, i + 2)));
     return datagrams;
