@@ -14,6 +14,16 @@
  *     as "resync", never as fatal.
  *  4. Datagrams not sent by the kernel (nl_pid != 0) are dropped: any local process
  *     may unicast to our port id, and only the kernel speaks for the routing table.
+ *  5. Polling survives a socket error. An overflow sets the socket's error, poll()
+ *     reports POLLERR, and libuv then stops the handle for good and calls back with
+ *     a negative status (UV_EBADF). Left alone, no event would ever be read again.
+ *     So on an error status of a socket that is still open, polling is started
+ *     again before JavaScript is called; JavaScript drains as usual, and recv()
+ *     returns the pending error (ENOBUFS), which also clears it, so the re-armed
+ *     poll does not report it twice. The callback gets (status, rearm): rearm is 0,
+ *     or the negative libuv error when polling could not be started again.
+ *  6. errno is saved right after the call that failed, before any other call
+ *     (N-API, close) can overwrite it.
  */
 #include "netlink_socket.h"
 
@@ -94,16 +104,20 @@ static void on_poll(uv_poll_t *handle, int status, int events) {
   (void)events;
   nl_socket *s = handle->data;
   if (s->closed || s->on_readable == NULL) return;
+  /* Point 5: libuv has stopped the handle; start it again first, so that even a
+   * callback that throws leaves the socket polled. */
+  int rearm = status < 0 ? uv_poll_start(&s->poll, UV_READABLE, on_poll) : 0;
   napi_env env = s->env;
   napi_handle_scope scope;
   if (napi_open_handle_scope(env, &scope) != napi_ok) return;
-  napi_value callback, global, result, argv[1];
+  napi_value callback, global, result, argv[2];
   napi_get_reference_value(env, s->on_readable, &callback);
   napi_get_global(env, &global);
   napi_create_int32(env, status, &argv[0]);
+  napi_create_int32(env, rearm, &argv[1]);
   /* napi_make_callback runs microtasks and routes exceptions to
    * 'uncaughtException', as any libuv-driven Node callback does. */
-  napi_make_callback(env, s->async_context, global, callback, 1, argv, &result);
+  napi_make_callback(env, s->async_context, global, callback, 2, argv, &result);
   napi_close_handle_scope(env, scope);
 }
 
@@ -154,7 +168,32 @@ static int set_int_opt(int fd, int level, int name, int value) {
   return setsockopt(fd, level, name, &value, sizeof value);
 }
 
-/* open({protocol, groups: number[], rcvbuf, strictCheck, extAck}, onReadable) */
+/* Joins the multicast groups listed in opts[name]. An optional group the kernel does
+ * not know (EINVAL: older kernels lack e.g. RTNLGRP_NEXTHOP) is skipped. Returns 0,
+ * or the errno of the join that failed. */
+static int join_groups(napi_env env, int fd, napi_value opts, const char *name, bool optional) {
+  bool has = false;
+  napi_has_named_property(env, opts, name, &has);
+  if (!has) return 0;
+  napi_value groups;
+  uint32_t n = 0;
+  napi_get_named_property(env, opts, name, &groups);
+  napi_get_array_length(env, groups, &n);
+  for (uint32_t i = 0; i < n; i++) {
+    napi_value g;
+    int32_t group = 0;
+    napi_get_element(env, groups, i, &g);
+    napi_get_value_int32(env, g, &group);
+    if (set_int_opt(fd, SOL_NETLINK, NETLINK_ADD_MEMBERSHIP, group) < 0) {
+      int err = errno;
+      if (optional && err == EINVAL) continue;
+      return err;
+    }
+  }
+  return 0;
+}
+
+/* open({protocol, groups: number[], optionalGroups: number[], rcvbuf, strictCheck, extAck}, onReadable) */
 napi_value netlink_open(napi_env env, napi_callback_info info) {
   size_t argc = 2;
   napi_value argv[2], handle;
@@ -169,43 +208,39 @@ napi_value netlink_open(napi_env env, napi_callback_info info) {
   napi_value opts = argv[0];
   int protocol = (int)get_int(env, opts, "protocol", NETLINK_ROUTE);
   int64_t rcvbuf = get_int(env, opts, "rcvbuf", 0);
+  bool strict = get_bool(env, opts, "strictCheck");
+  bool ext_ack = get_bool(env, opts, "extAck");
 
   int fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC | SOCK_NONBLOCK, protocol);
   if (fd < 0) {
     throw_errno(env, errno, "socket");
     return NULL;
   }
+  /* Point 6: each failing call records its errno at once. */
   const char *failed = NULL;
+  int err = 0;
   if (rcvbuf > 0 && set_int_opt(fd, SOL_SOCKET, SO_RCVBUFFORCE, (int)rcvbuf) < 0 &&
-      set_int_opt(fd, SOL_SOCKET, SO_RCVBUF, (int)rcvbuf) < 0)
+      set_int_opt(fd, SOL_SOCKET, SO_RCVBUF, (int)rcvbuf) < 0) {
+    err = errno;
     failed = "setsockopt(SO_RCVBUF)";
-  if (!failed && get_bool(env, opts, "strictCheck") &&
-      set_int_opt(fd, SOL_NETLINK, NETLINK_GET_STRICT_CHK, 1) < 0)
-    failed = "setsockopt(NETLINK_GET_STRICT_CHK)";
-  if (!failed && get_bool(env, opts, "extAck") && set_int_opt(fd, SOL_NETLINK, NETLINK_EXT_ACK, 1) < 0)
-    failed = "setsockopt(NETLINK_EXT_ACK)";
-
-  struct sockaddr_nl local = {.nl_family = AF_NETLINK};
-  if (!failed && bind(fd, (struct sockaddr *)&local, sizeof local) < 0) failed = "bind";
-
-  bool has_groups = false;
-  napi_has_named_property(env, opts, "groups", &has_groups);
-  if (!failed && has_groups) {
-    napi_value groups;
-    uint32_t n = 0;
-    napi_get_named_property(env, opts, "groups", &groups);
-    napi_get_array_length(env, groups, &n);
-    for (uint32_t i = 0; i < n && !failed; i++) {
-      napi_value g;
-      int32_t group = 0;
-      napi_get_element(env, groups, i, &g);
-      napi_get_value_int32(env, g, &group);
-      if (set_int_opt(fd, SOL_NETLINK, NETLINK_ADD_MEMBERSHIP, group) < 0)
-        failed = "setsockopt(NETLINK_ADD_MEMBERSHIP)";
-    }
   }
+  if (!failed && strict && set_int_opt(fd, SOL_NETLINK, NETLINK_GET_STRICT_CHK, 1) < 0) {
+    err = errno;
+    failed = "setsockopt(NETLINK_GET_STRICT_CHK)";
+  }
+  if (!failed && ext_ack && set_int_opt(fd, SOL_NETLINK, NETLINK_EXT_ACK, 1) < 0) {
+    err = errno;
+    failed = "setsockopt(NETLINK_EXT_ACK)";
+  }
+  struct sockaddr_nl local = {.nl_family = AF_NETLINK};
+  if (!failed && bind(fd, (struct sockaddr *)&local, sizeof local) < 0) {
+    err = errno;
+    failed = "bind";
+  }
+  if (!failed && (err = join_groups(env, fd, opts, "groups", false)) != 0) failed = "setsockopt(NETLINK_ADD_MEMBERSHIP)";
+  if (!failed && (err = join_groups(env, fd, opts, "optionalGroups", true)) != 0)
+    failed = "setsockopt(NETLINK_ADD_MEMBERSHIP)";
   if (failed) {
-    int err = errno;
     close(fd);
     throw_errno(env, err, failed);
     return NULL;

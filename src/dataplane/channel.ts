@@ -1,10 +1,28 @@
 // One netlink socket and what travels over it. Two uses, never mixed on one socket:
-//  - requests (dumps, gets, writes): one at a time, matched by sequence number;
+//  - requests (dumps, writes): one at a time, matched by sequence number;
 //  - subscriptions: multicast notifications, with ENOBUFS turned into a `lost` call.
 // Mixing them is what breaks the `netlink` package's socket ("Multipart message not
 // terminated properly" when a notification lands inside a dump).
-import { addon, type NativeNetlinkHandle, type NetlinkOpenOptions } from '../native/addon.js';
+//
+// Guarantees, and the races they answer:
+//  1. A reply whose sequence number is not the pending request's (the answer to a
+//     request that already timed out) is dropped, never taken for the new one.
+//  2. A dump's end is read right: NLMSG_DONE carries an int error, then ext-ack
+//     attributes straight after it; NLMSG_ERROR carries the request's echo between
+//     the two (codec.ts decodeDone / decodeError).
+//  3. A datagram or message that does not parse fails the pending request (request
+//     socket) or is reported as lost (subscription) with ERR_GWMODE_NETLINK_DECODE;
+//     it never escapes into the poll callback, where it would crash the process.
+//  4. A socket error never stops reading: the addon re-arms polling (point 5 of
+//     native/src/netlink_socket.c) and drain() reads the error from recv(). ENOBUFS
+//     on the subscription is `lost` and reading goes on; on the request socket it
+//     fails the pending request, whose answer may be gone.
+//  5. drain() of a subscription may be called at any time (KernelDataplane does, so
+//     that a notification the kernel queued before an ACK or before an outside
+//     command returned is applied before it reads its cache); a nested call, from
+//     inside a notification handler, returns at once so messages stay in order.
 import {
+  decodeDone,
   decodeError,
   parseDatagram,
   NLM_F_DUMP_INTR,
@@ -13,7 +31,11 @@ import {
   NLMSG_ERROR,
   type NetlinkMessage,
 } from './codec.js';
-import { NetlinkError, NetlinkTimeoutError } from './errors.js';
+import { NetlinkDecodeError, NetlinkError, NetlinkTimeoutError } from './errors.js';
+import type { NetlinkSocket, NetlinkTransport } from './transport.js';
+
+const EBADF = 9;
+const ENOBUFS = 105;
 
 interface Pending {
   seq: number;
@@ -25,34 +47,43 @@ interface Pending {
   timer: NodeJS.Timeout;
 }
 
-function isErrnoError(err: unknown): err is Error & { errno: number; code: string; syscall: string } {
+function isErrnoError(err: unknown): err is Error & { errno: number; syscall: string } {
   return err instanceof Error && typeof (err as { errno?: unknown }).errno === 'number';
 }
 
-function wrapNative(err: unknown): Error {
-  if (isErrnoError(err)) return new NetlinkError(err.errno, err.syscall, undefined, { cause: err });
-  return err instanceof Error ? err : new Error(String(err));
+function toNetlinkError(err: unknown, what: string): NetlinkError {
+  if (err instanceof NetlinkError) return err;
+  if (isErrnoError(err)) return new NetlinkError(err.errno, err.syscall || what, undefined, { cause: err });
+  return new NetlinkError(5, what, String(err), { cause: err });
+}
+
+function decodeFailure(what: string, err: unknown): NetlinkDecodeError {
+  return new NetlinkDecodeError(`${what}: malformed netlink data: ${err instanceof Error ? err.message : String(err)}`, {
+    cause: err,
+  });
 }
 
 /** A socket that carries one request at a time. */
 export class RequestChannel {
-  private readonly handle: NativeNetlinkHandle;
-  private readonly port: number;
+  private readonly socket: NetlinkSocket;
   private seq = Math.floor(Math.random() * 0x7fffffff);
   private pending: Pending | undefined;
   private queue: Promise<unknown> = Promise.resolve();
   private closed = false;
+  /** Set when polling could not be re-armed: the socket is deaf from then on. */
+  private broken: NetlinkError | undefined;
 
-  constructor(private readonly timeoutMs = 10_000) {
-    this.handle = addon.netlinkOpen({ strictCheck: true, extAck: true, rcvbuf: 4 << 20 }, () => this.drain());
-    this.port = addon.netlinkPortId(this.handle);
-    addon.netlinkSetRef(this.handle, false);
+  constructor(transport: NetlinkTransport, private readonly timeoutMs = 10_000) {
+    this.socket = transport.open({ strictCheck: true, extAck: true, rcvbuf: 4 << 20 }, (_status, rearm) =>
+      this.onReadable(rearm),
+    );
+    this.socket.setRef(false);
   }
 
   /**
    * Sends the message built for the next sequence number and feeds every reply to
-   * onMessage until the kernel ends the exchange (DONE, an ACK, or a lone reply).
-   * Requests queue behind each other: one socket never has two exchanges open.
+   * onMessage until the kernel ends the exchange (DONE, an ACK or error, or a lone
+   * reply). Requests queue behind each other: one socket never has two open.
    */
   exchange(
     what: string,
@@ -70,7 +101,8 @@ export class RequestChannel {
     build: (seq: number, port: number) => Buffer,
     onMessage: (msg: NetlinkMessage) => void,
   ): Promise<{ interrupted: boolean }> {
-    if (this.closed) return Promise.reject(new NetlinkError(9, what));
+    if (this.closed) return Promise.reject(new NetlinkError(EBADF, what));
+    if (this.broken) return Promise.reject(this.broken);
     this.seq = (this.seq + 1) & 0x7fffffff || 1;
     const seq = this.seq;
     return new Promise((resolve, reject) => {
@@ -79,12 +111,12 @@ export class RequestChannel {
         reject(new NetlinkTimeoutError(`${what}: no answer from the kernel in ${this.timeoutMs} ms`));
       }, this.timeoutMs);
       this.pending = { seq, what, onMessage, resolve, reject, interrupted: false, timer };
-      addon.netlinkSetRef(this.handle, true);
+      this.socket.setRef(true);
       try {
-        addon.netlinkSend(this.handle, build(seq, this.port));
+        this.socket.send(build(seq, this.socket.portId));
       } catch (err) {
         this.finish();
-        reject(wrapNative(err));
+        reject(toNetlinkError(err, `${what} (sendto)`));
       }
     });
   }
@@ -93,49 +125,59 @@ export class RequestChannel {
     const p = this.pending;
     if (p) clearTimeout(p.timer);
     this.pending = undefined;
-    if (!this.closed) addon.netlinkSetRef(this.handle, false);
+    if (!this.closed) this.socket.setRef(false);
     return p;
   }
 
+  private onReadable(rearm: number): void {
+    if (rearm < 0) {
+      this.broken = new NetlinkError(-rearm, 'uv_poll_start (request socket)');
+      this.finish()?.reject(this.broken);
+    }
+    this.drain();
+  }
+
   private drain(): void {
-    for (;;) {
+    while (!this.closed) {
       let datagram: Buffer | null;
       try {
-        datagram = addon.netlinkRecv(this.handle);
+        datagram = this.socket.recv();
       } catch (err) {
-        this.finish()?.reject(wrapNative(err));
-        continue;
+        const e = toNetlinkError(err, 'recvmsg');
+        this.finish()?.reject(e);
+        // ENOBUFS is cleared by the read that reported it; anything else may not be.
+        if (e.errno === ENOBUFS) continue;
+        return;
       }
       if (datagram === null) return;
-      for (const msg of parseDatagram(datagram)) this.handle_(msg);
+      let messages: NetlinkMessage[];
+      try {
+        messages = parseDatagram(datagram);
+      } catch (err) {
+        const p = this.finish();
+        p?.reject(decodeFailure(p.what, err));
+        continue;
+      }
+      for (const msg of messages) this.handle(msg);
     }
   }
 
-  private handle_(msg: NetlinkMessage): void {
+  private handle(msg: NetlinkMessage): void {
     const p = this.pending;
-    // A reply to a request that already timed out: its sequence number is stale.
     if (!p || msg.seq !== p.seq) return;
     if (msg.flags & NLM_F_DUMP_INTR) p.interrupted = true;
-    if (msg.type === NLMSG_ERROR) {
-      const { errno, extAck } = decodeError(msg);
-      this.finish();
-      if (errno === 0) p.resolve({ interrupted: p.interrupted });
-      else p.reject(new NetlinkError(errno, p.what, extAck));
-      return;
-    }
-    if (msg.type === NLMSG_DONE) {
-      // A dump's DONE carries an error code of its own (e.g. a strict-check rejection).
-      const errno = msg.data.length >= 4 ? -msg.data.readInt32LE(0) : 0;
-      this.finish();
-      if (errno > 0) p.reject(new NetlinkError(errno, p.what, decodeError(msg).extAck));
-      else p.resolve({ interrupted: p.interrupted });
-      return;
-    }
     try {
+      if (msg.type === NLMSG_ERROR || msg.type === NLMSG_DONE) {
+        const { errno, extAck } = msg.type === NLMSG_ERROR ? decodeError(msg) : decodeDone(msg);
+        this.finish();
+        if (errno === 0) p.resolve({ interrupted: p.interrupted });
+        else p.reject(new NetlinkError(errno, p.what, extAck));
+        return;
+      }
       p.onMessage(msg);
     } catch (err) {
       this.finish();
-      p.reject(err instanceof Error ? err : new Error(String(err)));
+      p.reject(err instanceof NetlinkError ? err : decodeFailure(p.what, err));
       return;
     }
     if (!(msg.flags & NLM_F_MULTI)) {
@@ -148,47 +190,79 @@ export class RequestChannel {
     if (this.closed) return;
     const p = this.finish();
     this.closed = true;
-    addon.netlinkClose(this.handle);
-    p?.reject(new NetlinkError(9, `${p.what} (socket closed)`));
+    this.socket.close();
+    p?.reject(new NetlinkError(EBADF, `${p.what} (socket closed)`));
   }
+}
+
+export interface SubscriptionHandlers {
+  onMessage: (msg: NetlinkMessage) => void;
+  /** Notifications were dropped (ENOBUFS), or could not be read or parsed: resync. */
+  onLost: (err: Error) => void;
 }
 
 /** A socket subscribed to multicast groups. */
 export class SubscriptionChannel {
-  private readonly handle: NativeNetlinkHandle;
+  private readonly socket: NetlinkSocket;
   private closed = false;
+  private draining = false;
+  /** Polling could not be re-armed after a socket error: no notification will come. */
+  deaf = false;
 
   constructor(
-    groups: number[],
-    private readonly onMessage: (msg: NetlinkMessage) => void,
-    private readonly onLost: (err: NetlinkError) => void,
-    options: Pick<NetlinkOpenOptions, 'rcvbuf'> = {},
+    transport: NetlinkTransport,
+    groups: { required: number[]; optional: number[] },
+    private readonly handlers: SubscriptionHandlers,
+    rcvbuf = 1 << 20,
   ) {
-    this.handle = addon.netlinkOpen({ groups, rcvbuf: options.rcvbuf ?? 1 << 20 }, () => this.drain());
+    this.socket = transport.open({ groups: groups.required, optionalGroups: groups.optional, rcvbuf }, (_status, rearm) => {
+      if (rearm < 0) {
+        this.deaf = true;
+        this.handlers.onLost(new NetlinkError(-rearm, 'uv_poll_start (subscription socket)'));
+      }
+      this.drain();
+    });
   }
 
-  private drain(): void {
+  /** Reads and handles every queued datagram now (guarantee 5). */
+  drain(): void {
+    if (this.draining) return;
+    this.draining = true;
+    try {
+      this.drainAll();
+    } finally {
+      this.draining = false;
+    }
+  }
+
+  private drainAll(): void {
     while (!this.closed) {
       let datagram: Buffer | null;
       try {
-        datagram = addon.netlinkRecv(this.handle);
+        datagram = this.socket.recv();
       } catch (err) {
-        // ENOBUFS: the kernel dropped notifications, the socket is fine and reading goes
-        // on. Anything else is reported the same way (the caller resyncs) and reading
-        // stops until the socket is readable again, so a persistent error cannot spin.
-        const wrapped = wrapNative(err);
-        this.onLost(wrapped instanceof NetlinkError ? wrapped : new NetlinkError(5, 'recvmsg', wrapped.message));
-        if (wrapped instanceof NetlinkError && wrapped.code === 'ENOBUFS') continue;
+        const e = toNetlinkError(err, 'recvmsg');
+        this.handlers.onLost(e);
+        // ENOBUFS is cleared by the read that reported it; anything else may not be,
+        // and reading resumes when the socket is readable again.
+        if (e.errno === ENOBUFS) continue;
         return;
       }
       if (datagram === null) return;
-      for (const msg of parseDatagram(datagram)) this.onMessage(msg);
+      let messages: NetlinkMessage[];
+      try {
+        messages = parseDatagram(datagram);
+      } catch (err) {
+        this.handlers.onLost(decodeFailure('notification', err));
+        continue;
+      }
+      for (const msg of messages) this.handlers.onMessage(msg);
     }
   }
 
   close(): void {
     if (this.closed) return;
     this.closed = true;
-    addon.netlinkClose(this.handle);
+    this.socket.close();
   }
 }

@@ -1,5 +1,8 @@
 // The only module that imports the npm `netlink` package, and only for its
 // message codec: its socket is not used (see native/src/netlink_socket.c).
+// Besides decoding what the kernel sends and encoding what the agent asks, it
+// encodes kernel-shaped replies and notifications: the fake kernel of the tests
+// (test/helpers/fake-transport.ts) answers with the very bytes this module decodes.
 import netlink from 'netlink';
 import type { NetlinkMessage } from 'netlink';
 
@@ -12,12 +15,15 @@ export const NLM_F_ACK = 0x4;
 export const NLM_F_DUMP_INTR = 0x10;
 export const NLM_F_DUMP = 0x300;
 export const NLM_F_REPLACE = 0x100;
+export const NLM_F_EXCL = 0x200;
 export const NLM_F_CREATE = 0x400;
+export const NLM_F_APPEND = 0x800;
 /** In an NLMSG_ERROR header: the original request's payload was left out. */
 const NLM_F_CAPPED = 0x100;
-/** In an NLMSG_ERROR header: extended-ack attributes follow. */
+/** In an NLMSG_ERROR or NLMSG_DONE header: extended-ack attributes follow. */
 const NLM_F_ACK_TLVS = 0x200;
 const NLMSGERR_ATTR_MSG = 1;
+const NLMSG_HDRLEN = 16;
 
 export const RTM_NEWLINK = 16;
 export const RTM_DELLINK = 17;
@@ -28,6 +34,8 @@ export const RTM_GETADDR = 22;
 export const RTM_NEWROUTE = 24;
 export const RTM_DELROUTE = 25;
 export const RTM_GETROUTE = 26;
+export const RTM_NEWNEXTHOP = 104;
+export const RTM_DELNEXTHOP = 105;
 
 export const AF_INET = 2;
 export const AF_INET6 = 10;
@@ -38,27 +46,40 @@ export const RTNLGRP_IPV4_IFADDR = 5;
 export const RTNLGRP_IPV4_ROUTE = 7;
 export const RTNLGRP_IPV6_IFADDR = 9;
 export const RTNLGRP_IPV6_ROUTE = 11;
+export const RTNLGRP_NEXTHOP = 32;
 
 const RTA_DST = 1;
+const RTA_GATEWAY = 5;
 const RTA_TABLE = 15;
 const RTMSG_LENGTH = 12;
+const RTNH_LENGTH = 8;
+const IFA_F_DADFAILED = 0x08;
+const IFA_F_TENTATIVE = 0x40;
 
 export type { NetlinkMessage };
+
+export interface DecodedNextHop {
+  oif: number;
+  gateway: Buffer | undefined;
+}
 
 export interface DecodedRoute {
   family: number;
   dstLen: number;
   dst: Buffer | undefined;
-  gateway: Buffer | undefined;
-  oif: number | undefined;
-  priority: number;
+  table: number;
+  tos: number;
   protocol: number;
   scope: number;
   type: number;
-  table: number;
+  priority: number;
+  gateway: Buffer | undefined;
+  oif: number | undefined;
   mtu: number | undefined;
-  tos: number;
-  multipath: boolean;
+  /** RTA_NH_ID: the next hop is a nexthop object (`ip route add ... nhid N`). */
+  nhid: number | undefined;
+  /** RTA_MULTIPATH's next hops; undefined for a single-path route. */
+  nexthops: DecodedNextHop[] | undefined;
 }
 
 export interface DecodedLink {
@@ -78,13 +99,13 @@ export interface DecodedAddress {
 }
 
 export interface DecodedError {
-  /** Positive errno; 0 for an acknowledgement. */
+  /** Positive errno; 0 for an acknowledgement or a clean end of dump. */
   errno: number;
   /** The kernel's extended-ack text, when it gave one. */
   extAck: string | undefined;
 }
 
-/** Splits one datagram into its netlink messages. */
+/** Splits one datagram into its netlink messages; throws when a length is wrong. */
 export function parseDatagram(datagram: Buffer): NetlinkMessage[] {
   return netlink.parseMessages(datagram);
 }
@@ -99,6 +120,12 @@ function streamOf(fill: (out: InstanceType<typeof netlink.AttrStream>) => void):
   return out.bufs;
 }
 
+function u32(value: number): Buffer {
+  const b = Buffer.alloc(4);
+  b.writeUInt32LE(value >>> 0, 0);
+  return b;
+}
+
 export function encodeLinkDump(seq: number, port: number): Buffer {
   const payload = streamOf((out) => netlink.rt.formatLinkMessage({ kind: 'link', data: {}, attrs: {} }, out));
   return encode(RTM_GETLINK, NLM_F_REQUEST | NLM_F_DUMP, seq, port, payload);
@@ -111,58 +138,35 @@ export function encodeAddressDump(seq: number, port: number): Buffer {
 
 /**
  * A route dump of one table and family. With NETLINK_GET_STRICT_CHK on the socket
- * the kernel applies the table (and oif, when given) filter itself and sends only
- * those routes; the kernel never filters a dump by destination, so callers still
- * pick the prefix out (see routeMatchesPrefix).
+ * the kernel applies the table filter itself and sends only that table's routes;
+ * the kernel never filters a dump by destination, so callers pick their prefixes
+ * out of the raw bytes (PrefixFilter) and decode only those.
  */
-export function encodeRouteDump(seq: number, port: number, family: number, table: number, oif?: number): Buffer {
+export function encodeRouteDump(seq: number, port: number, family: number, table: number): Buffer {
   const payload = streamOf((out) =>
-    netlink.rt.formatRouteMessage(
-      {
-        kind: 'route',
-        data: { family, table: table < 256 ? table : 0 },
-        attrs: oif === undefined ? { table } : { table, oif },
-      },
-      out,
-    ),
+    netlink.rt.formatRouteMessage({ kind: 'route', data: { family, table: table < 256 ? table : 0 }, attrs: { table } }, out),
   );
   return encode(RTM_GETROUTE, NLM_F_REQUEST | NLM_F_DUMP, seq, port, payload);
 }
 
-/**
- * "ip route get fibmatch ADDR": the kernel looks the address up (through the policy
- * rules, as a packet would be) and returns the FIB entry that matched, with the
- * table it came from. Cost is one trie lookup, whatever the table's size. A get
- * request cannot name a table (strict checking rejects RTA_TABLE and rtm_table), so
- * callers check the answer's table themselves.
- */
-export function encodeFibMatch(seq: number, port: number, family: number, address: Buffer): Buffer {
-  const payload = streamOf((out) =>
-    netlink.rt.formatRouteMessage(
-      { kind: 'route', data: { family, dstLen: address.length * 8, flags: { fibMatch: true } }, attrs: { dst: address } },
-      out,
-    ),
-  );
-  return encode(RTM_GETROUTE, NLM_F_REQUEST, seq, port, payload);
-}
-
-export interface RouteWrite {
+/** A route as a message carries it, for encoding (requests, and the fake kernel's answers). */
+export interface RouteMessage {
   family: number;
-  dst: Buffer;
   dstLen: number;
+  /** Omitted for a default route. */
+  dst: Buffer | undefined;
   table: number;
-  priority: number;
+  tos: number;
   protocol: number;
   scope: number;
   type: number;
-  gateway: Buffer;
-  oif: number;
+  priority: number;
+  gateway: Buffer | undefined;
+  oif: number | undefined;
   mtu: number | undefined;
 }
 
-/** RTM_NEWROUTE with REPLACE and ACK: one atomic swap of an existing route's next hop. */
-export function encodeRouteReplace(seq: number, port: number, r: RouteWrite): Buffer {
-  const metrics = r.mtu === undefined ? undefined : { mtu: u32(r.mtu) };
+export function encodeRoute(type: number, flags: number, seq: number, port: number, r: RouteMessage): Buffer {
   const payload = streamOf((out) =>
     netlink.rt.formatRouteMessage(
       {
@@ -170,79 +174,131 @@ export function encodeRouteReplace(seq: number, port: number, r: RouteWrite): Bu
         data: {
           family: r.family,
           dstLen: r.dstLen,
+          tos: r.tos,
           table: r.table < 256 ? r.table : 0,
           protocol: r.protocol,
           scope: r.scope,
           type: r.type,
         },
         attrs: {
-          dst: r.dst,
+          ...(r.dst ? { dst: r.dst } : {}),
           table: r.table,
           priority: r.priority,
-          gateway: r.gateway,
-          oif: r.oif,
-          ...(metrics ? { metrics } : {}),
+          ...(r.gateway ? { gateway: r.gateway } : {}),
+          ...(r.oif === undefined ? {} : { oif: r.oif }),
+          ...(r.mtu === undefined ? {} : { metrics: { mtu: u32(r.mtu) } }),
         },
       },
       out,
     ),
   );
-  // REPLACE without CREATE: a key that matches no route (the route vanished, its
-  // metric changed) fails with ENOENT instead of creating one beside the old.
-  return encode(RTM_NEWROUTE, NLM_F_REQUEST | NLM_F_ACK | NLM_F_REPLACE, seq, port, payload);
-}
-
-function u32(value: number): Buffer {
-  const b = Buffer.alloc(4);
-  b.writeUInt32LE(value >>> 0, 0);
-  return b;
-}
-
-export function decodeError(msg: NetlinkMessage): DecodedError {
-  const errno = -msg.data.readInt32LE(0);
-  let extAck: string | undefined;
-  if (msg.flags & NLM_F_ACK_TLVS) {
-    // struct nlmsgerr = error code + the request's header (+ its payload unless capped)
-    const requestLength = msg.data.readUInt32LE(4);
-    const offset = 4 + (msg.flags & NLM_F_CAPPED ? 16 : requestLength);
-    if (offset < msg.data.length) {
-      netlink.parseAttributes(msg.data.subarray(offset), (attr) => {
-        if (attr.type === NLMSGERR_ATTR_MSG) extAck = netlink.getString(attr.data);
-      });
-    }
-  }
-  return { errno, extAck };
+  return encode(type, flags, seq, port, payload);
 }
 
 /**
- * True when a route message's destination is exactly prefix/len, read straight
- * from the rtmsg header and RTA_DST without decoding the rest: on a table of a
- * million routes this check is what keeps a fallback dump cheap.
+ * RTM_NEWROUTE with NLM_F_REPLACE and an ACK, and without NLM_F_CREATE: the kernel
+ * swaps the route whose destination, table, TOS and metric match, atomically, and
+ * answers ENOENT when none does. With NLM_F_CREATE it would create a route instead
+ * (or add a second one beside a route whose metric changed), in both families.
  */
-export function routeMatchesPrefix(payload: Buffer, family: number, prefix: Buffer, len: number): boolean {
-  if (payload.length < RTMSG_LENGTH || payload[0] !== family || payload[1] !== len) return false;
-  if (len === 0) return true;
-  let offset = RTMSG_LENGTH;
-  while (offset + 4 <= payload.length) {
-    const attrLen = payload.readUInt16LE(offset);
-    const attrType = payload.readUInt16LE(offset + 2) & 0x3fff;
-    if (attrLen < 4) return false;
-    if (attrType === RTA_DST) return payload.subarray(offset + 4, offset + attrLen).equals(prefix);
-    offset += (attrLen + 3) & ~3;
-  }
-  return false;
+export function encodeRouteReplace(seq: number, port: number, r: RouteMessage): Buffer {
+  return encodeRoute(RTM_NEWROUTE, NLM_F_REQUEST | NLM_F_ACK | NLM_F_REPLACE, seq, port, r);
 }
 
-/** A route message's RTA_DST bytes, read from the raw message; undefined for a default route. */
-export function routeDestination(payload: Buffer): Buffer | undefined {
-  let offset = RTMSG_LENGTH;
-  while (offset + 4 <= payload.length) {
-    const attrLen = payload.readUInt16LE(offset);
-    if (attrLen < 4) break;
-    if ((payload.readUInt16LE(offset + 2) & 0x3fff) === RTA_DST) return payload.subarray(offset + 4, offset + attrLen);
-    offset += (attrLen + 3) & ~3;
-  }
-  return undefined;
+export function encodeLink(type: number, flags: number, seq: number, port: number, link: DecodedLink): Buffer {
+  const payload = streamOf((out) =>
+    netlink.rt.formatLinkMessage(
+      {
+        kind: 'link',
+        data: { index: link.index, flags: link.up ? { up: true } : {} },
+        attrs: { ifname: link.name, ...(link.mtu === null ? {} : { mtu: link.mtu }) },
+      },
+      out,
+    ),
+  );
+  return encode(type, flags, seq, port, payload);
+}
+
+export function encodeAddress(type: number, flags: number, seq: number, port: number, a: DecodedAddress): Buffer {
+  const addressFlags = { ...(a.tentative ? { tentative: true as const } : {}), ...(a.dadFailed ? { dadfailed: true as const } : {}) };
+  const payload = streamOf((out) =>
+    netlink.rt.formatAddressMessage(
+      {
+        kind: 'address',
+        data: { family: a.family, prefixlen: a.prefixLength, index: a.index, flags: addressFlags },
+        attrs: a.address ? { address: a.address, local: a.address, flags: addressFlags } : { flags: addressFlags },
+      },
+      out,
+    ),
+  );
+  return encode(type, flags, seq, port, payload);
+}
+
+function extAckAttribute(extAck: string | undefined): Buffer[] {
+  if (extAck === undefined) return [];
+  const text = Buffer.from(`${extAck}\0`);
+  const header = Buffer.alloc(4);
+  header.writeUInt16LE(4 + text.length, 0);
+  header.writeUInt16LE(NLMSGERR_ATTR_MSG, 2);
+  return [header, text, Buffer.alloc((4 - (text.length % 4)) % 4)];
+}
+
+function errnoField(errno: number): Buffer {
+  const b = Buffer.alloc(4);
+  b.writeInt32LE(-errno, 0);
+  return b;
+}
+
+/** The end of a dump as the kernel writes it: an int error, then (NLM_F_ACK_TLVS) ext-ack attributes. */
+export function encodeDone(seq: number, port: number, errno = 0, extAck?: string, flags = 0): Buffer {
+  const tlvs = extAckAttribute(extAck);
+  return encode(NLMSG_DONE, NLM_F_MULTI | flags | (tlvs.length ? NLM_F_ACK_TLVS : 0), seq, port, [errnoField(errno), ...tlvs]);
+}
+
+/**
+ * An acknowledgement (errno 0: the request's header only, NLM_F_CAPPED) or an error
+ * (the whole request echoed, then ext-ack attributes), as the kernel writes them.
+ */
+export function encodeError(port: number, request: NetlinkMessage, errno: number, extAck?: string): Buffer {
+  const header = Buffer.alloc(NLMSG_HDRLEN);
+  header.writeUInt32LE(NLMSG_HDRLEN + request.data.length, 0);
+  header.writeUInt16LE(request.type, 4);
+  header.writeUInt16LE(request.flags, 6);
+  header.writeUInt32LE(request.seq, 8);
+  header.writeUInt32LE(request.port, 12);
+  const echoed = errno === 0 ? [header] : [header, request.data];
+  const tlvs = extAckAttribute(extAck);
+  const flags = (errno === 0 ? NLM_F_CAPPED : 0) | (tlvs.length ? NLM_F_ACK_TLVS : 0);
+  return encode(NLMSG_ERROR, flags, request.seq, port, [errnoField(errno), ...echoed, ...tlvs]);
+}
+
+function extAckText(tlvs: Buffer): string | undefined {
+  let text: string | undefined;
+  netlink.parseAttributes(tlvs, (attr) => {
+    if (attr.type === NLMSGERR_ATTR_MSG) text = netlink.getString(attr.data);
+  });
+  return text;
+}
+
+/** NLMSG_ERROR: struct nlmsgerr (error, the request's header, its payload unless capped), then ext-ack. */
+export function decodeError(msg: NetlinkMessage): DecodedError {
+  const errno = 0 - msg.data.readInt32LE(0);
+  if (!(msg.flags & NLM_F_ACK_TLVS)) return { errno, extAck: undefined };
+  const requestLength = msg.data.readUInt32LE(4);
+  const offset = 4 + (msg.flags & NLM_F_CAPPED ? NLMSG_HDRLEN : requestLength);
+  return { errno, extAck: offset < msg.data.length ? extAckText(msg.data.subarray(offset)) : undefined };
+}
+
+/**
+ * NLMSG_DONE: an int error and, with NLM_F_ACK_TLVS, ext-ack attributes right after
+ * it (no echoed request, unlike NLMSG_ERROR). A dump the kernel rejects, e.g. under
+ * strict checking, ends this way.
+ */
+export function decodeDone(msg: NetlinkMessage): DecodedError {
+  if (msg.data.length < 4) return { errno: 0, extAck: undefined };
+  const errno = 0 - msg.data.readInt32LE(0);
+  const extAck = msg.flags & NLM_F_ACK_TLVS && msg.data.length > 4 ? extAckText(msg.data.subarray(4)) : undefined;
+  return { errno, extAck };
 }
 
 /** The table a route message belongs to (RTA_TABLE wins over the 8-bit header field). */
@@ -251,12 +307,74 @@ export function routeTable(payload: Buffer): number {
   while (offset + 4 <= payload.length) {
     const attrLen = payload.readUInt16LE(offset);
     if (attrLen < 4) break;
-    if ((payload.readUInt16LE(offset + 2) & 0x3fff) === RTA_TABLE) return payload.readUInt32LE(offset + 4);
+    if ((payload.readUInt16LE(offset + 2) & 0x3fff) === RTA_TABLE && attrLen >= 8) return payload.readUInt32LE(offset + 4);
     offset += (attrLen + 3) & ~3;
   }
   return payload[4] ?? 0;
 }
 
+function routeDestinationHex(payload: Buffer): string {
+  let offset = RTMSG_LENGTH;
+  while (offset + 4 <= payload.length) {
+    const attrLen = payload.readUInt16LE(offset);
+    if (attrLen < 4) break;
+    if ((payload.readUInt16LE(offset + 2) & 0x3fff) === RTA_DST) return payload.toString('hex', offset + 4, offset + attrLen);
+    offset += (attrLen + 3) & ~3;
+  }
+  return '';
+}
+
+/** A prefix as the filter needs it: address family, length, network bytes, and a label to return. */
+export interface FilterPrefix {
+  af: number;
+  length: number;
+  bytes: Buffer;
+  label: string;
+}
+
+/**
+ * Matches route messages to a set of prefixes from the raw rtmsg header and RTA_DST,
+ * decoding nothing else: on a dump of a million routes this check is most of the
+ * work, and a route whose family and length match no prefix costs two byte reads.
+ */
+export class PrefixFilter {
+  private readonly byFamilyAndLength = new Map<number, Map<string, string>>();
+
+  constructor(prefixes: FilterPrefix[]) {
+    for (const p of prefixes) {
+      const k = (p.af << 8) | p.length;
+      let byBytes = this.byFamilyAndLength.get(k);
+      if (!byBytes) this.byFamilyAndLength.set(k, (byBytes = new Map()));
+      // A default route carries no RTA_DST at all.
+      byBytes.set(p.length === 0 ? '' : p.bytes.toString('hex'), p.label);
+    }
+  }
+
+  /** The label of the prefix the route message's destination is, exactly; else undefined. */
+  match(payload: Buffer): string | undefined {
+    if (payload.length < RTMSG_LENGTH) return undefined;
+    const byBytes = this.byFamilyAndLength.get(((payload[0] ?? 0) << 8) | (payload[1] ?? 0));
+    return byBytes?.get(routeDestinationHex(payload));
+  }
+}
+
+function parseNextHops(multipath: Buffer): DecodedNextHop[] {
+  const hops: DecodedNextHop[] = [];
+  let offset = 0;
+  while (offset + RTNH_LENGTH <= multipath.length) {
+    const length = multipath.readUInt16LE(offset);
+    if (length < RTNH_LENGTH || offset + length > multipath.length) throw new Error(`bad rtnexthop length ${length}`);
+    let gateway: Buffer | undefined;
+    netlink.parseAttributes(multipath.subarray(offset + RTNH_LENGTH, offset + length), (attr) => {
+      if (attr.type === RTA_GATEWAY) gateway = attr.data;
+    });
+    hops.push({ oif: multipath.readInt32LE(offset + 4), gateway });
+    offset += (length + 3) & ~3;
+  }
+  return hops;
+}
+
+/** Decodes a route message fully; throws on a malformed one. */
 export function decodeRoute(payload: Buffer): DecodedRoute {
   const { data, attrs } = netlink.rt.parseRouteMessage(payload);
   const mtu = attrs.metrics?.mtu;
@@ -264,17 +382,18 @@ export function decodeRoute(payload: Buffer): DecodedRoute {
     family: data.family ?? 0,
     dstLen: data.dstLen ?? 0,
     dst: attrs.dst,
-    gateway: attrs.gateway,
-    oif: attrs.oif,
-    priority: attrs.priority ?? 0,
+    table: attrs.table ?? Number(payload[4] ?? 0),
+    tos: data.tos ?? 0,
     // The codec gives these as enum names; the raw rtmsg bytes are the exact values.
     protocol: payload[5] ?? 0,
     scope: payload[6] ?? 0,
     type: payload[7] ?? 0,
-    table: attrs.table ?? Number(data.table ?? 0),
+    priority: attrs.priority ?? 0,
+    gateway: attrs.gateway,
+    oif: attrs.oif,
     mtu: mtu && mtu.length >= 4 ? mtu.readUInt32LE(0) : undefined,
-    tos: payload[3] ?? 0,
-    multipath: attrs.multipath !== undefined,
+    nhid: attrs.nhId && attrs.nhId.length >= 4 ? attrs.nhId.readUInt32LE(0) : undefined,
+    nexthops: attrs.multipath ? parseNextHops(attrs.multipath) : undefined,
   };
 }
 
@@ -285,14 +404,16 @@ export function decodeLink(payload: Buffer): DecodedLink {
 
 export function decodeAddress(payload: Buffer): DecodedAddress {
   const { data, attrs } = netlink.rt.parseAddressMessage(payload);
+  // IFA_FLAGS (32 bits) supersedes the 8-bit ifa_flags when present; both keep
+  // tentative and dadfailed in the same bits, read here from the raw values.
+  const flags = netlink.rt.formatAddressFlags(attrs.flags ?? data.flags ?? {});
   return {
     family: data.family ?? 0,
     index: data.index ?? 0,
     prefixLength: data.prefixlen ?? 0,
     // IFA_LOCAL is the interface's own address on point-to-point links; IFA_ADDRESS otherwise.
     address: attrs.local ?? attrs.address,
-    // IFA_FLAGS (32 bits) supersedes the 8-bit header field when present.
-    tentative: Boolean((attrs.flags ?? data.flags)?.tentative),
-    dadFailed: Boolean((attrs.flags ?? data.flags)?.dadfailed),
+    tentative: (flags & IFA_F_TENTATIVE) !== 0,
+    dadFailed: (flags & IFA_F_DADFAILED) !== 0,
   };
 }

@@ -25,6 +25,11 @@ export class NetlinkTimeoutError extends Error {
   readonly code = 'ERR_GWMODE_NETLINK_TIMEOUT';
 }
 
+/** A datagram or message that does not parse: cut short, or with a bad length. */
+export class NetlinkDecodeError extends Error {
+  readonly code = 'ERR_GWMODE_NETLINK_DECODE';
+}
+
 const names = new Map<number, string>(
   Object.entries(os.constants.errno).map(([name, value]) => [value, name] as [number, string]),
 );

@@ -1,17 +1,49 @@
 // The Dataplane on the real kernel over rtnetlink.
 //
-// How the routes of the watched prefixes are observed:
-//  1. One strict-check dump of the main table per family. The kernel filters it by
-//     table; rows are matched on destination from the raw header, and only matches
-//     are decoded, so every main-table route of a prefix is found, whatever its
-//     metric (two routes of one prefix must be seen to be left alone), and no answer
-//     of another table (local, a policy table) is ever taken for the main table's.
-//  2. A replace names the route's key (destination, table, priority) with
-//     NLM_F_REPLACE and without NLM_F_CREATE: it swaps that very route atomically or
-//     fails with ENOENT; it never creates one, and never adds one beside another.
-// The dump walks the whole table on every pass: on a table of a million routes that
-// is about a second (BENCHMARKS.md); an event-fed cache is the planned remedy.
+// What routes() answers, and how it avoids reading a million-route table per pass:
+//  1. Every main-table route whose destination is exactly the prefix, whatever its
+//     metric, type or protocol: the kernel's own rows, decoded field by field.
+//  2. Prefixes watched by an open subscription are answered from that subscription's
+//     cache (route-cache.ts): one strict-check dump of the main table per family,
+//     sent only after the subscription socket joined its groups, so that no change
+//     falls between the dump and the notifications; the notifications that arrive
+//     while the dump runs are queued and replayed on its rows (route-cache.ts says
+//     why replaying is safe, and re-dumps where it is not). In steady state a pass
+//     sends no dump at all.
+//  3. Before reading the cache, the subscription socket is drained. The kernel queues
+//     a route's multicast notification before it answers the request that changed
+//     it, so a change this process saw acknowledged, or that an outside `ip route`
+//     made before it returned, is in the cache when routes() reads it.
+//  4. After `lost` (ENOBUFS: the kernel dropped notifications) the cache is dirty; the
+//     next routes() re-dumps. A call whose dump was overtaken by another loss answers
+//     from its own dump, which is as fresh as a one-shot read, and leaves the cache
+//     dirty for the next call.
+//  5. Routes that vanish without RTM_DELROUTE: IPv4 routes through a link that goes
+//     down, is deleted or loses its last address, and IPv4 routes through a deleted
+//     nexthop object, are flushed by the kernel silently. Such an event for a link or
+//     nexthop a cached route depends on makes the cache dirty and is reported to the
+//     subscriber as a `del` route event of each prefix concerned.
+//  6. Prefixes no subscription watches (and every prefix of the one-shot `plan` and
+//     `apply` commands) are read with one header-filtered dump per family and call,
+//     as `ip route show` does: rows are matched on family, length and RTA_DST from
+//     the raw bytes, and only matches are decoded.
+//  7. Not "ip route get fibmatch": it returns only the route in use, not a second
+//     route of the prefix with another metric; on IPv4 without policy rules the local
+//     table shares the main table's trie and a local answer says "table main"
+//     (`ip route get fibmatch 127.0.0.0` gives `local 127.0.0.0/8 dev lo table main`);
+//     and 0.0.0.0 cannot be looked up at all. It can be neither the answer nor a
+//     trustworthy cross-check of the cache.
+//
+// replaceRoute() sends NLM_F_REPLACE without NLM_F_CREATE: it swaps the route with
+// exactly that key or fails with ENOENT; it never creates one, in either family.
+//
+// subscribe() delivers route events of the watched prefixes in the main table, link
+// events of the watched link names (and of a watched link renamed away, by its index
+// as seen in events and link dumps), every address event, and `lost`. Dumps the kernel marks interrupted (NLM_F_DUMP_INTR,
+// the table changed under them) are retried, MAX_DUMP_ATTEMPTS times in all.
+import type { InterfaceAddress, Link, Route, RouteReplace, Watched } from '../core/route.js';
 import { addressFromBytes, parseAddress, parseCidr, type Cidr, type Family } from '../net/cidr.js';
+import { RequestChannel, SubscriptionChannel } from './channel.js';
 import {
   AF_INET,
   AF_INET6,
@@ -22,157 +54,412 @@ import {
   encodeLinkDump,
   encodeRouteDump,
   encodeRouteReplace,
-  routeDestination,
-  routeMatchesPrefix,
+  PrefixFilter,
   routeTable,
   RT_TABLE_MAIN,
   RTM_DELADDR,
   RTM_DELLINK,
+  RTM_DELNEXTHOP,
   RTM_DELROUTE,
   RTM_NEWADDR,
   RTM_NEWLINK,
+  RTM_NEWNEXTHOP,
   RTM_NEWROUTE,
   RTNLGRP_IPV4_IFADDR,
   RTNLGRP_IPV4_ROUTE,
   RTNLGRP_IPV6_IFADDR,
   RTNLGRP_IPV6_ROUTE,
   RTNLGRP_LINK,
+  RTNLGRP_NEXTHOP,
+  type DecodedAddress,
   type DecodedRoute,
   type NetlinkMessage,
 } from './codec.js';
-import { RequestChannel, SubscriptionChannel } from './channel.js';
-import { NetlinkError } from './errors.js';
-import type { InterfaceAddress, Link, Route, RouteReplace, Watched } from '../core/route.js';
+import { NetlinkDecodeError, NetlinkError } from './errors.js';
+import { RouteCache } from './route-cache.js';
+import { nativeTransport, type NetlinkTransport } from './transport.js';
 import type { Dataplane, DataplaneEvent, Subscription } from './types.js';
 
-const MAX_DUMP_ATTEMPTS = 5;
+export const MAX_DUMP_ATTEMPTS = 5;
+const EINTR = 4;
+const ENODEV = 19;
+const EINVAL = 22;
 
 const afOf = (family: Family) => (family === 4 ? AF_INET : AF_INET6);
 const familyOf = (af: number): Family | undefined => (af === AF_INET ? 4 : af === AF_INET6 ? 6 : undefined);
 
 export interface KernelDataplaneOptions {
-  /** Receive buffer of the subscription socket. */
+  /** The netlink sockets; the real kernel unless a test injects a fake. */
+  transport?: NetlinkTransport;
+  /** Receive buffer of a subscription socket. */
   subscriptionBuffer?: number;
   requestTimeoutMs?: number;
 }
 
 export class KernelDataplane implements Dataplane {
+  private readonly transport: NetlinkTransport;
   private readonly requests: RequestChannel;
+  private readonly subscriptions = new Set<WatchedSubscription>();
 
   constructor(private readonly options: KernelDataplaneOptions = {}) {
-    this.requests = new RequestChannel(options.requestTimeoutMs);
+    this.transport = options.transport ?? nativeTransport;
+    this.requests = new RequestChannel(this.transport, options.requestTimeoutMs);
   }
 
   /** A dump, retried while the kernel marks it interrupted (the table changed under it). */
-  private async dump<T>(
+  private async dump(
+    what: string,
+    build: (seq: number, port: number) => Buffer,
+    onMessage: (msg: NetlinkMessage) => void,
+    reset: () => void,
+  ): Promise<void> {
+    for (let attempt = 1; ; attempt++) {
+      reset();
+      const { interrupted } = await this.requests.exchange(what, build, onMessage);
+      if (!interrupted) return;
+      if (attempt >= MAX_DUMP_ATTEMPTS) throw new NetlinkError(EINTR, `${what} (interrupted ${attempt} times in a row)`);
+    }
+  }
+
+  private async dumpList<T>(
     what: string,
     build: (seq: number, port: number) => Buffer,
     pick: (msg: NetlinkMessage) => T | undefined,
   ): Promise<T[]> {
-    for (let attempt = 1; ; attempt++) {
-      const items: T[] = [];
-      const { interrupted } = await this.requests.exchange(what, build, (msg) => {
+    let items: T[] = [];
+    await this.dump(
+      what,
+      build,
+      (msg) => {
         const item = pick(msg);
         if (item !== undefined) items.push(item);
-      });
-      if (!interrupted) return items;
-      if (attempt >= MAX_DUMP_ATTEMPTS) {
-        throw new NetlinkError(4, `${what} (interrupted ${attempt} times in a row)`);
-      }
-    }
+      },
+      () => (items = []),
+    );
+    return items;
   }
 
-  links(): Promise<Link[]> {
-    return this.dump('dump links', encodeLinkDump, (msg) =>
+  async links(): Promise<Link[]> {
+    const links = await this.dumpList('dump links', encodeLinkDump, (msg) =>
       msg.type === RTM_NEWLINK ? decodeLink(msg.data) : undefined,
     );
+    for (const sub of this.subscriptions) sub.learnLinks(links);
+    return links;
   }
 
   addresses(): Promise<InterfaceAddress[]> {
-    return this.dump('dump addresses', encodeAddressDump, (msg) =>
-      msg.type === RTM_NEWADDR ? toAddress(msg.data) : undefined,
+    return this.dumpList('dump addresses', encodeAddressDump, (msg) =>
+      msg.type === RTM_NEWADDR ? toAddress(decodeAddress(msg.data)) : undefined,
     );
+  }
+
+  /**
+   * The main-table routes of `prefixes` from one strict-check dump per family,
+   * keyed by Cidr.text. Only rows whose raw destination matches are decoded.
+   */
+  private async dumpRoutes(prefixes: readonly Cidr[]): Promise<Map<string, DecodedRoute[]>> {
+    const found = new Map<string, DecodedRoute[]>(prefixes.map((p) => [p.text, []]));
+    for (const family of [4, 6] as const) {
+      const mine = prefixes.filter((p) => p.family === family);
+      if (mine.length === 0) continue;
+      const filter = prefixFilterOf(mine);
+      const af = afOf(family);
+      await this.dump(
+        `dump main-table IPv${family} routes for ${mine.map((p) => p.text).join(', ')}`,
+        (seq, port) => encodeRouteDump(seq, port, af, RT_TABLE_MAIN),
+        (msg) => {
+          if (msg.type !== RTM_NEWROUTE) return;
+          const label = filter.match(msg.data);
+          if (label === undefined || routeTable(msg.data) !== RT_TABLE_MAIN) return;
+          found.get(label)?.push(decodeRoute(msg.data));
+        },
+        () => mine.forEach((p) => found.set(p.text, [])),
+      );
+    }
+    return found;
   }
 
   async routes(prefixes: Cidr[], links: Link[]): Promise<Map<string, Route[]>> {
-    const names = new Map(links.map((l) => [l.index, l.name]));
-    const out = new Map<string, Route[]>(prefixes.map((p) => [p.text, []]));
-    for (const family of [4, 6] as const) {
-      const wanted = prefixes.filter((p) => p.family === family);
-      if (wanted.length === 0) continue;
-      const found = await this.dumpPrefixes(family, wanted);
-      for (const [prefix, r] of found) out.get(prefix.text)!.push(toRoute(prefix, r, names));
+    const unique = [...new Map(prefixes.map((p) => [p.text, p])).values()];
+    const decoded = new Map<string, DecodedRoute[]>();
+    const unwatched: Cidr[] = [];
+    const bySubscription = new Map<WatchedSubscription, string[]>();
+    for (const prefix of unique) {
+      const sub = [...this.subscriptions].find((s) => s.watches(prefix.text));
+      if (sub) bySubscription.set(sub, [...(bySubscription.get(sub) ?? []), prefix.text]);
+      else unwatched.push(prefix);
     }
-    return out;
+    for (const [sub, labels] of bySubscription) {
+      for (const [label, rows] of await sub.read(labels)) decoded.set(label, rows);
+    }
+    if (unwatched.length > 0) {
+      for (const [label, rows] of await this.dumpRoutes(unwatched)) decoded.set(label, rows);
+    }
+    const names = new Map(links.map((l) => [l.index, l.name]));
+    return new Map(unique.map((p) => [p.text, (decoded.get(p.text) ?? []).map((r) => toRoute(p, r, names))]));
   }
 
-  private dumpPrefixes(family: Family, prefixes: Cidr[]): Promise<Array<[Cidr, DecodedRoute]>> {
-    const af = afOf(family);
-    return this.dump(
-      `dump main-table IPv${family} routes for ${prefixes.map((p) => p.text).join(', ')}`,
-      (seq, port) => encodeRouteDump(seq, port, af, RT_TABLE_MAIN),
-      (msg) => {
-        if (msg.type !== RTM_NEWROUTE || routeTable(msg.data) !== RT_TABLE_MAIN) return undefined;
-        const prefix = prefixes.find((p) => routeMatchesPrefix(msg.data, af, p.bytes, p.length));
-        return prefix ? ([prefix, decodeRoute(msg.data)] as [Cidr, DecodedRoute]) : undefined;
-      },
-    );
-  }
-
-  async replaceRoute(r: RouteReplace): Promise<void> {
-    const prefix = parseCidr(r.key.prefix);
-    const what = `route replace ${r.key.prefix} metric ${r.key.priority}`;
-    if (r.to.gateway === null || r.to.oif === null) throw new NetlinkError(22, what, 'a replace needs a gateway and an output interface');
-    const gateway = parseAddress(r.to.gateway);
-    if (gateway.family !== prefix.family) throw new NetlinkError(22, what, `gateway ${r.to.gateway} is not IPv${prefix.family}`);
+  async replaceRoute(replace: RouteReplace): Promise<void> {
+    const { key, to } = replace;
+    const prefix = parseCidr(key.prefix);
+    const what = `route replace ${prefix.text} metric ${key.priority}`;
+    const gateway = to.gateway === null ? undefined : parseAddress(to.gateway);
+    if (prefix.family !== key.family || (gateway && gateway.family !== prefix.family)) {
+      const detail = `route ${prefix.text} is IPv${prefix.family}, key says IPv${key.family}, gateway ${to.gateway}`;
+      throw new NetlinkError(EINVAL, what, detail);
+    }
+    let oif = to.oif ?? undefined;
+    if (oif === undefined && to.dev !== null) {
+      oif = (await this.links()).find((l) => l.name === to.dev)?.index;
+      if (oif === undefined) throw new NetlinkError(ENODEV, what, `no link named ${to.dev}`);
+    }
     await this.requests.exchange(
-      `${what} via ${r.to.gateway}`,
+      `${what} to ${[gateway && `via ${gateway.text}`, to.dev && `dev ${to.dev}`].filter(Boolean).join(' ')}`,
       (seq, port) =>
         encodeRouteReplace(seq, port, {
           family: afOf(prefix.family),
-          dst: prefix.bytes,
+          dst: prefix.length === 0 ? undefined : prefix.bytes,
           dstLen: prefix.length,
-          table: r.key.table,
-          priority: r.key.priority,
-          protocol: r.protocol,
-          scope: r.scope,
-          type: r.type,
-          gateway: gateway.bytes,
-          oif: r.to.oif!,
-          mtu: r.to.mtu ?? undefined,
+          table: key.table,
+          tos: 0,
+          priority: key.priority,
+          protocol: replace.protocol,
+          scope: replace.scope,
+          type: replace.type,
+          gateway: gateway?.bytes,
+          oif,
+          mtu: to.mtu ?? undefined,
         }),
       () => undefined,
     );
   }
 
   subscribe(watched: Watched, onEvent: (event: DataplaneEvent) => void): Subscription {
-    const groups = [RTNLGRP_LINK, RTNLGRP_IPV4_IFADDR, RTNLGRP_IPV4_ROUTE, RTNLGRP_IPV6_IFADDR, RTNLGRP_IPV6_ROUTE];
-    const prefixes = new Set(watched.prefixes.map((p) => p.text));
-    const links = new Set(watched.links);
-    return new SubscriptionChannel(
-      groups,
-      (msg) => {
-        const event = toEvent(msg);
-        if (!event) return;
-        if (event.kind === 'route' && (event.table !== RT_TABLE_MAIN || !prefixes.has(event.prefix))) return;
-        if (event.kind === 'link' && !links.has(event.link.name)) return;
-        onEvent(event);
-      },
-      (error) => onEvent({ kind: 'lost', error }),
-      { rcvbuf: this.options.subscriptionBuffer },
+    const sub = new WatchedSubscription(
+      this.transport,
+      watched,
+      onEvent,
+      (prefixes) => this.dumpRoutes(prefixes),
+      () => this.subscriptions.delete(sub),
+      this.options.subscriptionBuffer,
     );
+    this.subscriptions.add(sub);
+    return sub;
   }
 
   close(): void {
+    for (const sub of this.subscriptions) sub.close();
     this.requests.close();
   }
 }
 
-function toAddress(payload: Buffer): InterfaceAddress | undefined {
-  const a = decodeAddress(payload);
+function prefixFilterOf(prefixes: readonly Cidr[]): PrefixFilter {
+  return new PrefixFilter(prefixes.map((p) => ({ af: afOf(p.family), length: p.length, bytes: p.bytes, label: p.text })));
+}
+
+type Pending =
+  | { kind: 'route'; label: string; op: 'new' | 'del'; flags: number; route: DecodedRoute }
+  | { kind: 'link-flush'; index: number }
+  | { kind: 'nexthop-flush' };
+
+/**
+ * One subscription: its socket, its event filter, and the route cache of its
+ * prefixes (points 2 to 5 of the header).
+ */
+class WatchedSubscription implements Subscription {
+  private readonly channel: SubscriptionChannel;
+  private readonly prefixes: Cidr[];
+  private readonly byLabel: Map<string, Cidr>;
+  private readonly filter: PrefixFilter;
+  private readonly cache: RouteCache;
+  private readonly linkNames: Set<string>;
+  /** Index -> name of links that bore a watched name, so a rename away is still reported. */
+  private readonly watchedIndexes = new Map<number, string>();
+  private state: 'dirty' | 'seeding' | 'ready' | 'closed' = 'dirty';
+  /** Notifications that arrived while the seeding dump ran, in order. */
+  private pending: Pending[] = [];
+  private seeding: Promise<Map<string, DecodedRoute[]>> | undefined;
+
+  constructor(
+    transport: NetlinkTransport,
+    watched: Watched,
+    private readonly onEvent: (event: DataplaneEvent) => void,
+    private readonly dumpRoutes: (prefixes: readonly Cidr[]) => Promise<Map<string, DecodedRoute[]>>,
+    private readonly onClose: () => void,
+    rcvbuf: number | undefined,
+  ) {
+    this.byLabel = new Map(watched.prefixes.map((p) => [p.text, p]));
+    this.prefixes = [...this.byLabel.values()];
+    this.filter = prefixFilterOf(this.prefixes);
+    this.cache = new RouteCache(this.prefixes.map((p) => p.text));
+    this.linkNames = new Set(watched.links);
+    this.channel = new SubscriptionChannel(
+      transport,
+      {
+        required: [RTNLGRP_LINK, RTNLGRP_IPV4_IFADDR, RTNLGRP_IPV4_ROUTE, RTNLGRP_IPV6_IFADDR, RTNLGRP_IPV6_ROUTE],
+        // Kernels without nexthop objects have neither the group nor routes that use one.
+        optional: [RTNLGRP_NEXTHOP],
+      },
+      { onMessage: (msg) => this.onMessage(msg), onLost: (err) => this.lost(err) },
+      rcvbuf,
+    );
+  }
+
+  watches(label: string): boolean {
+    return this.state !== 'closed' && this.byLabel.has(label);
+  }
+
+  /** Remembers the indexes of the watched links, so that a rename away from a watched name is reported. */
+  learnLinks(links: Link[]): void {
+    for (const link of links) if (this.linkNames.has(link.name)) this.watchedIndexes.set(link.index, link.name);
+  }
+
+  /** The cached routes of these watched prefixes, seeding the cache first when it is dirty. */
+  async read(labels: string[]): Promise<Map<string, DecodedRoute[]>> {
+    this.channel.drain();
+    let rows: ReadonlyMap<string, DecodedRoute[]> | undefined;
+    if (this.state !== 'ready') {
+      this.seeding ??= this.seed().finally(() => (this.seeding = undefined));
+      rows = await this.seeding;
+    }
+    const fromCache = this.state === 'ready';
+    return new Map(labels.map((l) => [l, fromCache || !rows ? this.cache.routes(l) : (rows.get(l) ?? [])]));
+  }
+
+  private async seed(): Promise<Map<string, DecodedRoute[]>> {
+    this.state = 'seeding';
+    this.pending = [];
+    let dumped: Map<string, DecodedRoute[]>;
+    try {
+      dumped = await this.dumpRoutes(this.prefixes);
+    } catch (err) {
+      if (this.state === 'seeding') this.state = 'dirty';
+      throw err;
+    }
+    // Everything the kernel queued before the dump's end joins `pending` now.
+    this.channel.drain();
+    const replay = this.pending;
+    this.pending = [];
+    // Still 'seeding' unless a loss (or close) came meanwhile; then this dump is only an answer.
+    if (this.state === 'seeding' && !this.channel.deaf) {
+      this.cache.reset(dumped);
+      this.state = 'ready';
+      for (const p of replay) if (this.state === 'ready') this.applyPending(p);
+    } else if (this.state === 'seeding') this.state = 'dirty';
+    return dumped;
+  }
+
+  private applyPending(p: Pending): void {
+    if (p.kind === 'route') {
+      if (!this.cache.apply(p.label, p.op, p.flags, p.route)) this.state = 'dirty';
+      return;
+    }
+    const labels =
+      p.kind === 'link-flush' ? this.cache.prefixesUsingLink(p.index) : this.cache.prefixesUsingNexthopObjects();
+    if (labels.length === 0) return;
+    this.state = 'dirty';
+    for (const label of labels) this.emitRoute('del', label);
+  }
+
+  /** A change to the cache: queued while seeding, applied when ready, dropped when dirty (a re-dump follows). */
+  private record(p: Pending): void {
+    if (this.state === 'seeding') this.pending.push(p);
+    else if (this.state === 'ready') this.applyPending(p);
+  }
+
+  private onMessage(msg: NetlinkMessage): void {
+    if (this.state === 'closed') return;
+    try {
+      this.handle(msg);
+    } catch (err) {
+      const detail = err instanceof Error ? err.message : String(err);
+      this.lost(new NetlinkDecodeError(`notification type ${msg.type}: ${detail}`, { cause: err }));
+    }
+  }
+
+  private handle(msg: NetlinkMessage): void {
+    switch (msg.type) {
+      case RTM_NEWROUTE:
+      case RTM_DELROUTE: {
+        // Matched on the raw header first: a busy node sends many route notifications.
+        const label = this.filter.match(msg.data);
+        if (label === undefined || routeTable(msg.data) !== RT_TABLE_MAIN) return;
+        const route = decodeRoute(msg.data);
+        const op = msg.type === RTM_NEWROUTE ? 'new' : 'del';
+        this.record({ kind: 'route', label, op, flags: msg.flags, route });
+        this.emitRoute(op, label);
+        return;
+      }
+      case RTM_NEWLINK:
+      case RTM_DELLINK: {
+        const link = decodeLink(msg.data);
+        const gone = msg.type === RTM_DELLINK;
+        if (gone || !link.up) this.record({ kind: 'link-flush', index: link.index });
+        const watched = this.linkNames.has(link.name) || this.watchedIndexes.has(link.index);
+        if (this.linkNames.has(link.name) && !gone) this.watchedIndexes.set(link.index, link.name);
+        else this.watchedIndexes.delete(link.index);
+        if (watched) this.emit({ kind: 'link', op: gone ? 'del' : 'new', link });
+        return;
+      }
+      case RTM_NEWADDR:
+      case RTM_DELADDR: {
+        const decoded = decodeAddress(msg.data);
+        if (msg.type === RTM_DELADDR) this.record({ kind: 'link-flush', index: decoded.index });
+        const address = toAddress(decoded);
+        if (address) this.emit({ kind: 'address', op: msg.type === RTM_NEWADDR ? 'new' : 'del', address });
+        return;
+      }
+      case RTM_NEWNEXTHOP:
+      case RTM_DELNEXTHOP:
+        this.record({ kind: 'nexthop-flush' });
+        return;
+      default:
+        return;
+    }
+  }
+
+  private lost(error: Error): void {
+    if (this.state === 'closed') return;
+    this.state = 'dirty';
+    this.pending = [];
+    this.emit({ kind: 'lost', error });
+  }
+
+  private emitRoute(op: 'new' | 'del', label: string): void {
+    const family = this.byLabel.get(label)?.family;
+    if (family) this.emit({ kind: 'route', op, family, prefix: label, table: RT_TABLE_MAIN });
+  }
+
+  /** The subscriber's exceptions are its own: rethrown outside the drain, which goes on. */
+  private emit(event: DataplaneEvent): void {
+    try {
+      this.onEvent(event);
+    } catch (err) {
+      queueMicrotask(() => {
+        throw err;
+      });
+    }
+  }
+
+  close(): void {
+    if (this.state === 'closed') return;
+    this.state = 'closed';
+    this.channel.close();
+    this.onClose();
+  }
+}
+
+function toAddress(a: DecodedAddress): InterfaceAddress | undefined {
   const family = familyOf(a.family);
   if (!family || !a.address) return undefined;
-  return { linkIndex: a.index, family, address: addressFromBytes(a.address).text, prefixLength: a.prefixLength, tentative: a.tentative, dadFailed: a.dadFailed };
+  return {
+    linkIndex: a.index,
+    family,
+    address: addressFromBytes(a.address).text,
+    prefixLength: a.prefixLength,
+    tentative: a.tentative,
+    dadFailed: a.dadFailed,
+  };
 }
 
 function toRoute(prefix: Cidr, r: DecodedRoute, names: Map<number, string>): Route {
@@ -188,37 +475,6 @@ function toRoute(prefix: Cidr, r: DecodedRoute, names: Map<number, string>): Rou
     scope: r.scope,
     type: r.type,
     tos: r.tos,
-    multipath: r.multipath,
+    multipath: r.nexthops !== undefined,
   };
-}
-
-function toEvent(msg: NetlinkMessage): DataplaneEvent | undefined {
-  switch (msg.type) {
-    case RTM_NEWLINK:
-    case RTM_DELLINK:
-      return { kind: 'link', op: msg.type === RTM_NEWLINK ? 'new' : 'del', link: decodeLink(msg.data) };
-    case RTM_NEWADDR:
-    case RTM_DELADDR: {
-      const address = toAddress(msg.data);
-      return address && { kind: 'address', op: msg.type === RTM_NEWADDR ? 'new' : 'del', address };
-    }
-    case RTM_NEWROUTE:
-    case RTM_DELROUTE: {
-      // Route events are decoded only as far as the agent needs (prefix and table):
-      // a busy node can send many, and the agent re-observes what they concern.
-      const family = familyOf(msg.data[0] ?? 0);
-      const dstLen = msg.data[1] ?? 0;
-      if (!family) return undefined;
-      const network = routeDestination(msg.data) ?? Buffer.alloc(family === 4 ? 4 : 16);
-      return {
-        kind: 'route',
-        op: msg.type === RTM_NEWROUTE ? 'new' : 'del',
-        family,
-        prefix: `${addressFromBytes(network).text}/${dstLen}`,
-        table: routeTable(msg.data),
-      };
-    }
-    default:
-      return undefined;
-  }
 }

@@ -13,13 +13,20 @@ export interface NativeNetlinkHandle {
 export interface NetlinkOpenOptions {
   protocol?: number;
   groups?: number[];
+  /** Groups joined when the kernel knows them, skipped (EINVAL) when it does not. */
+  optionalGroups?: number[];
   rcvbuf?: number;
   strictCheck?: boolean;
   extAck?: boolean;
 }
 
 export interface NativeAddon {
-  netlinkOpen(options: NetlinkOpenOptions, onReadable: (status: number) => void): NativeNetlinkHandle;
+  /**
+   * onReadable(status, rearm): status is libuv's (negative after a socket error,
+   * e.g. an overflow); rearm is 0, or the negative libuv error when polling could
+   * not be started again after that error (native/src/netlink_socket.c, point 5).
+   */
+  netlinkOpen(options: NetlinkOpenOptions, onReadable: (status: number, rearm: number) => void): NativeNetlinkHandle;
   netlinkSend(handle: NativeNetlinkHandle, data: Buffer): number;
   /** One whole datagram from the kernel, or null when nothing is queued. */
   netlinkRecv(handle: NativeNetlinkHandle): Buffer | null;

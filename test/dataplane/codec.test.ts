@@ -1,16 +1,41 @@
-// The codec's raw fast paths, checked against messages the netlink codec encodes.
+// The codec's raw paths and the kernel-shaped messages, checked against what the
+// netlink codec encodes and decodes.
 import { strict as assert } from 'node:assert';
 import { test } from 'node:test';
-import { AF_INET, AF_INET6, decodeRoute, encodeRouteReplace, parseDatagram, routeDestination, routeMatchesPrefix, routeTable } from '../../src/dataplane/codec.js';
+import {
+  AF_INET,
+  AF_INET6,
+  decodeAddress,
+  decodeDone,
+  decodeError,
+  decodeLink,
+  decodeRoute,
+  encodeAddress,
+  encodeDone,
+  encodeError,
+  encodeLink,
+  encodeRoute,
+  encodeRouteReplace,
+  NLM_F_CREATE,
+  NLM_F_REPLACE,
+  parseDatagram,
+  PrefixFilter,
+  routeTable,
+  RTM_NEWADDR,
+  RTM_NEWLINK,
+  RTM_NEWROUTE,
+  type RouteMessage,
+} from '../../src/dataplane/codec.js';
 import { parseAddress, parseCidr } from '../../src/net/cidr.js';
 
-function routePayload(prefix: string, gateway: string, table: number, mtu: number | undefined) {
+function routeMessage(prefix: string, gateway: string, table: number, mtu: number | undefined): RouteMessage {
   const cidr = parseCidr(prefix);
-  const msg = encodeRouteReplace(1, 0, {
+  return {
     family: cidr.family === 4 ? AF_INET : AF_INET6,
-    dst: cidr.bytes,
+    dst: cidr.length === 0 ? undefined : cidr.bytes,
     dstLen: cidr.length,
     table,
+    tos: 0,
     priority: 0,
     protocol: 3,
     scope: 0,
@@ -18,26 +43,78 @@ function routePayload(prefix: string, gateway: string, table: number, mtu: numbe
     gateway: parseAddress(gateway).bytes,
     oif: 4,
     mtu,
-  });
-  return parseDatagram(msg)[0]!.data;
+  };
 }
 
-test('routeMatchesPrefix reads family, length and RTA_DST from the raw bytes', () => {
-  const p = routePayload('10.96.0.0/16', '10.244.1.1', 254, undefined);
-  const c = parseCidr('10.96.0.0/16');
-  assert.equal(routeMatchesPrefix(p, AF_INET, c.bytes, 16), true);
-  assert.equal(routeMatchesPrefix(p, AF_INET, c.bytes, 24), false);
-  assert.equal(routeMatchesPrefix(p, AF_INET, parseCidr('10.97.0.0/16').bytes, 16), false);
-  assert.equal(routeMatchesPrefix(p, AF_INET6, c.bytes, 16), false);
-  assert.deepEqual(routeDestination(p), c.bytes);
+function payloadOf(datagram: Buffer): Buffer {
+  return parseDatagram(datagram)[0]!.data;
+}
+
+function filterOf(...prefixes: string[]): PrefixFilter {
+  return new PrefixFilter(
+    prefixes.map(parseCidr).map((c) => ({ af: c.family === 4 ? AF_INET : AF_INET6, length: c.length, bytes: c.bytes, label: c.text })),
+  );
+}
+
+test('PrefixFilter matches family, length and RTA_DST from the raw bytes, default routes included', () => {
+  const p = payloadOf(encodeRoute(RTM_NEWROUTE, 0, 1, 0, routeMessage('10.96.0.0/16', '10.244.1.1', 254, undefined)));
+  assert.equal(filterOf('10.96.0.0/16').match(p), '10.96.0.0/16');
+  assert.equal(filterOf('10.96.0.0/24').match(p), undefined);
+  assert.equal(filterOf('10.97.0.0/16').match(p), undefined);
+  assert.equal(filterOf('a60::/16').match(p), undefined, 'same bytes and length, other family');
+  const d4 = payloadOf(encodeRoute(RTM_NEWROUTE, 0, 1, 0, routeMessage('0.0.0.0/0', '172.18.0.1', 254, undefined)));
+  const d6 = payloadOf(encodeRoute(RTM_NEWROUTE, 0, 1, 0, routeMessage('::/0', 'fd00::1', 254, undefined)));
+  assert.equal(filterOf('0.0.0.0/0', '::/0').match(d4), '0.0.0.0/0');
+  assert.equal(filterOf('0.0.0.0/0', '::/0').match(d6), '::/0');
   assert.equal(routeTable(p), 254);
 });
 
-test('a route with a table above 255 keeps it in RTA_TABLE; the MTU survives the round trip', () => {
-  const p = routePayload('fd00:10:96::/112', 'fd00:10:244:1::1', 1000, 1400);
+test('a route with a table above 255 keeps it in RTA_TABLE; MTU and TOS survive the round trip', () => {
+  const p = payloadOf(encodeRoute(RTM_NEWROUTE, 0, 1, 0, { ...routeMessage('fd00:10:96::/112', 'fd00:10:244:1::1', 1000, 1400), tos: 0 }));
   assert.equal(routeTable(p), 1000);
   const r = decodeRoute(p);
   assert.equal(r.mtu, 1400);
   assert.equal(r.dstLen, 112);
   assert.equal(r.protocol, 3);
+  const t = decodeRoute(payloadOf(encodeRoute(RTM_NEWROUTE, 0, 1, 0, { ...routeMessage('10.96.0.0/16', '10.244.1.1', 254, undefined), tos: 0x10 })));
+  assert.equal(t.tos, 0x10);
+});
+
+test('a replace asks NLM_F_REPLACE and never NLM_F_CREATE, in both families', () => {
+  for (const [prefix, gateway] of [['10.96.0.0/16', '10.244.1.1'], ['fd00:10:96::/112', 'fd00:10:244:1::1']] as const) {
+    const [msg] = parseDatagram(encodeRouteReplace(1, 0, routeMessage(prefix, gateway, 254, undefined)));
+    assert.ok(msg);
+    assert.equal(msg.flags & NLM_F_REPLACE, NLM_F_REPLACE);
+    assert.equal(msg.flags & NLM_F_CREATE, 0, prefix);
+  }
+});
+
+test('NLMSG_DONE: the error and the ext-ack text that follows it directly', () => {
+  const [done] = parseDatagram(encodeDone(7, 0, 22, 'Invalid values in header for FIB dump request'));
+  assert.ok(done);
+  assert.deepEqual(decodeDone(done), { errno: 22, extAck: 'Invalid values in header for FIB dump request' });
+  const [clean] = parseDatagram(encodeDone(7, 0));
+  assert.ok(clean);
+  assert.deepEqual(decodeDone(clean), { errno: 0, extAck: undefined });
+});
+
+test('NLMSG_ERROR: an error echoes the whole request before the ext-ack text; an ACK is capped', () => {
+  const [request] = parseDatagram(encodeRouteReplace(9, 0, routeMessage('10.96.0.0/16', '192.0.2.1', 254, undefined)));
+  assert.ok(request);
+  const [error] = parseDatagram(encodeError(0, request, 101, 'Nexthop has invalid gateway'));
+  assert.ok(error);
+  assert.equal(error.seq, 9);
+  assert.deepEqual(decodeError(error), { errno: 101, extAck: 'Nexthop has invalid gateway' });
+  const [ack] = parseDatagram(encodeError(0, request, 0));
+  assert.ok(ack);
+  assert.deepEqual(decodeError(ack), { errno: 0, extAck: undefined });
+});
+
+test('links carry their MTU; addresses their tentative and dadfailed flags', () => {
+  const link = { index: 3, name: 'br-ex', up: true, mtu: 1400 };
+  assert.deepEqual(decodeLink(payloadOf(encodeLink(RTM_NEWLINK, 0, 1, 0, link))), link);
+  for (const [tentative, dadFailed] of [[false, false], [true, false], [true, true]] as const) {
+    const a = { family: AF_INET6, index: 3, prefixLength: 64, address: parseAddress('fd00::1').bytes, tentative, dadFailed };
+    assert.deepEqual(decodeAddress(payloadOf(encodeAddress(RTM_NEWADDR, 0, 1, 0, a))), a);
+  }
 });

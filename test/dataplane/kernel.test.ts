@@ -5,27 +5,30 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
 import { seedNode, skipWithoutKernel, type Netns } from '../helpers/netns.js';
-import { Probe, ProbeError } from '../helpers/probe-client.js';
-import type { Link } from '../../src/core/route.js';
-
-/** A route as the probe returns it (flattened). */
-type KernelRoute = { prefix: string; family: number; table: number; gateway: string | null; oif: number | null; dev: string | null; mtu: number | null; priority: number; protocol: number; scope: number; type: number; multipath: boolean };
+import { Probe, ProbeError, type ProbeEvent, type ProbeOptions } from '../helpers/probe-client.js';
+import type { Link, Route, RouteReplace } from '../../src/core/route.js';
 
 const RTPROT_BOOT = 3;
 const RT_SCOPE_UNIVERSE = 0;
 const RTN_UNICAST = 1;
+const SVC4 = '10.96.0.0/16';
+const SVC6 = 'fd00:10:96::/112';
+const WATCHED = { prefixes: [SVC4, '0.0.0.0/0', SVC6, '::/0'], links: ['br-ex', 'ovn-k8s-mp0'] };
 
 async function withNode(
   options: Parameters<typeof seedNode>[0],
   fn: (ns: Netns, probe: Probe) => Promise<void>,
-  probePrefix: string[] = [],
+  probeOptions: ProbeOptions = {},
 ): Promise<void> {
   const ns = seedNode(options);
-  const probe = new Probe(ns, probePrefix);
   try {
-    await fn(ns, probe);
+    const probe = new Probe(ns, probeOptions);
+    try {
+      await fn(ns, probe);
+    } finally {
+      await probe.close();
+    }
   } finally {
-    await probe.close();
     ns.destroy();
   }
 }
@@ -36,27 +39,47 @@ async function linkIndex(probe: Probe, name: string): Promise<number> {
   return link.index;
 }
 
-function replaceSpec(prefix: string, gateway: string, oif: number, mtu: number | null, priority = 0) {
-  return { prefix, gateway, oif, mtu, table: 254, priority, protocol: RTPROT_BOOT, scope: RT_SCOPE_UNIVERSE, type: RTN_UNICAST };
+async function routesOf(probe: Probe, prefix: string): Promise<Route[]> {
+  const all = await probe.call<Record<string, Route[]>>('routes', [prefix]);
+  const routes = all[prefix];
+  assert.ok(routes, `routes() answers for ${prefix}`);
+  return routes;
 }
 
-test("reads the seed node's stale service route back exactly", async (t) => {
+/** [gateway, dev, mtu, metric]: the fields of a route the tests below look at. */
+type Hop = [string | null, string | null, number | null, number];
+
+function nextHops(routes: Route[]): Hop[] {
+  return routes.map((r) => [r.nextHop.gateway, r.nextHop.dev, r.nextHop.mtu, r.key.priority]);
+}
+
+const byMetric = (a: Hop, b: Hop) => a[3] - b[3];
+
+function replaceSpec(
+  prefix: string,
+  to: { gateway: string; dev: string; oif: number; mtu: number | null },
+  priority = 0,
+): RouteReplace {
+  return {
+    key: { prefix, family: prefix.includes(':') ? 6 : 4, table: 254, priority },
+    protocol: RTPROT_BOOT,
+    scope: RT_SCOPE_UNIVERSE,
+    type: RTN_UNICAST,
+    to,
+  };
+}
+
+test("reads the seed node's stale service route back exactly, every field", async (t) => {
   if (skipWithoutKernel(t)) return;
   await withNode({}, async (_ns, probe) => {
-    const routes = await probe.call<KernelRoute[]>('routesFor', '10.96.0.0/16');
-    assert.deepEqual(routes, [
+    assert.deepEqual(await routesOf(probe, SVC4), [
       {
-        prefix: '10.96.0.0/16',
-        family: 4,
-        table: 254,
-        gateway: '172.18.0.1',
-        oif: await linkIndex(probe, 'br-ex'),
-        dev: 'br-ex',
-        mtu: 1400,
-        priority: 0,
+        key: { prefix: SVC4, family: 4, table: 254, priority: 0 },
+        nextHop: { dev: 'br-ex', oif: await linkIndex(probe, 'br-ex'), gateway: '172.18.0.1', mtu: 1400 },
         protocol: RTPROT_BOOT,
         scope: RT_SCOPE_UNIVERSE,
         type: RTN_UNICAST,
+        tos: 0,
         multipath: false,
       },
     ]);
@@ -70,38 +93,140 @@ test("reads the seed node's stale service route back exactly", async (t) => {
   });
 });
 
+test('links carry their MTU (IFLA_MTU)', async (t) => {
+  if (skipWithoutKernel(t)) return;
+  await withNode({}, async (ns, probe) => {
+    ns.ip('link set br-ex mtu 1450');
+    const links = await probe.call<Link[]>('links');
+    assert.equal(links.find((l) => l.name === 'br-ex')?.mtu, 1450);
+    assert.equal(links.find((l) => l.name === 'ovn-k8s-mp0')?.mtu, 1500);
+  });
+});
+
+test('IPv6 addresses say whether duplicate address detection is still running or failed', async (t) => {
+  if (skipWithoutKernel(t)) return;
+  await withNode({}, async (ns, probe) => {
+    ns.ip('link add dad0 type veth peer name dad1');
+    ns.sysctl('net.ipv6.conf.dad0.accept_dad', '1');
+    // On a link that is down, DAD cannot run: the address stays tentative.
+    ns.ip('addr add fd00:99::1/64 dev dad0');
+    // The peer already holds fd00:99::5, and answers dad0's probe for it: DAD fails.
+    ns.ip('link set dad1 up');
+    ns.ip('addr add fd00:99::5/64 dev dad1 nodad');
+    ns.ip('addr add fd00:99::5/64 dev dad0');
+    ns.ip('link set dad0 up');
+    ns.ip('addr add fd00:99::7/64 dev dad0');
+    const deadline = Date.now() + 10_000;
+    let mine: Array<{ address: string; tentative: boolean; dadFailed: boolean }> = [];
+    const dad0 = await linkIndex(probe, 'dad0');
+    for (;;) {
+      const all = await probe.call<Array<{ linkIndex: number; address: string; tentative: boolean; dadFailed: boolean }>>('addresses');
+      mine = all.filter((a) => a.linkIndex === dad0 && a.address.startsWith('fd00:99:'));
+      if (mine.some((a) => a.dadFailed) || Date.now() > deadline) break;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    const byAddress = new Map(mine.map((a) => [a.address, [a.tentative, a.dadFailed]]));
+    assert.deepEqual(byAddress.get('fd00:99::5'), [true, true], 'a duplicate is tentative and dadfailed');
+    assert.equal(byAddress.get('fd00:99::1')?.[1], false);
+    const fresh = byAddress.get('fd00:99::7');
+    assert.ok(fresh, 'fd00:99::7 is listed');
+    assert.equal(fresh[1], false, 'fd00:99::7 did not fail DAD');
+  });
+});
+
+test('a route with a TOS selector reports it', async (t) => {
+  if (skipWithoutKernel(t)) return;
+  await withNode({}, async (ns, probe) => {
+    ns.ip('route add 10.96.0.0/16 tos 0x10 via 172.18.0.1 dev br-ex');
+    const routes = await routesOf(probe, SVC4);
+    assert.deepEqual(routes.map((r) => r.tos).sort(), [0, 16]);
+  });
+});
+
 test('replaces the IPv4 service route to the management port and back, keeping the MTU only where asked', async (t) => {
   if (skipWithoutKernel(t)) return;
   await withNode({}, async (ns, probe) => {
     const mp0 = await linkIndex(probe, 'ovn-k8s-mp0');
     const brex = await linkIndex(probe, 'br-ex');
-    await probe.call('replaceRoute', replaceSpec('10.96.0.0/16', '10.244.1.1', mp0, null));
-    assert.deepEqual(ns.routes('10.96.0.0/16'), ['10.96.0.0/16 via 10.244.1.1 dev ovn-k8s-mp0']);
-    await probe.call('replaceRoute', replaceSpec('10.96.0.0/16', '172.18.0.1', brex, 1400));
-    assert.deepEqual(ns.routes('10.96.0.0/16'), ['10.96.0.0/16 via 172.18.0.1 dev br-ex mtu 1400']);
+    await probe.call('replaceRoute', replaceSpec(SVC4, { gateway: '10.244.1.1', dev: 'ovn-k8s-mp0', oif: mp0, mtu: null }));
+    assert.deepEqual(ns.routes(SVC4), ['10.96.0.0/16 via 10.244.1.1 dev ovn-k8s-mp0']);
+    await probe.call('replaceRoute', replaceSpec(SVC4, { gateway: '172.18.0.1', dev: 'br-ex', oif: brex, mtu: 1400 }));
+    assert.deepEqual(ns.routes(SVC4), ['10.96.0.0/16 via 172.18.0.1 dev br-ex mtu 1400']);
   });
 });
 
 test('replaces an IPv6 service route to the management port and back', async (t) => {
   if (skipWithoutKernel(t)) return;
   await withNode({ ipv6: true }, async (ns, probe) => {
-    const before = await probe.call<KernelRoute[]>('routesFor', 'fd00:10:96::/112');
-    assert.equal(before.length, 1);
-    assert.equal(before[0]?.gateway, 'fd00:172:18::1');
-    assert.equal(before[0]?.mtu, 1400);
+    const before = await routesOf(probe, SVC6);
+    assert.deepEqual(nextHops(before), [['fd00:172:18::1', 'br-ex', 1400, 1024]]);
     const mp0 = await linkIndex(probe, 'ovn-k8s-mp0');
     const brex = await linkIndex(probe, 'br-ex');
-    const priority = before[0]?.priority ?? 1024;
-    await probe.call('replaceRoute', replaceSpec('fd00:10:96::/112', 'fd00:10:244:1::1', mp0, null, priority));
-    assert.deepEqual(ns.routes('fd00:10:96::/112'), [
-      `fd00:10:96::/112 via fd00:10:244:1::1 dev ovn-k8s-mp0 metric ${priority} pref medium`,
-    ]);
-    await probe.call('replaceRoute', replaceSpec('fd00:10:96::/112', 'fd00:172:18::1', brex, 1400, priority));
-    assert.deepEqual(ns.routes('fd00:10:96::/112'), [
-      `fd00:10:96::/112 via fd00:172:18::1 dev br-ex metric ${priority} mtu 1400 pref medium`,
-    ]);
+    await probe.call('replaceRoute', replaceSpec(SVC6, { gateway: 'fd00:10:244:1::1', dev: 'ovn-k8s-mp0', oif: mp0, mtu: null }, 1024));
+    assert.deepEqual(ns.routes(SVC6), [`${SVC6} via fd00:10:244:1::1 dev ovn-k8s-mp0 metric 1024 pref medium`]);
+    await probe.call('replaceRoute', replaceSpec(SVC6, { gateway: 'fd00:172:18::1', dev: 'br-ex', oif: brex, mtu: 1400 }, 1024));
+    assert.deepEqual(ns.routes(SVC6), [`${SVC6} via fd00:172:18::1 dev br-ex metric 1024 mtu 1400 pref medium`]);
   });
 });
+
+for (const family of [4, 6] as const) {
+  const prefix = family === 4 ? SVC4 : SVC6;
+  const gateway = family === 4 ? '10.244.1.1' : 'fd00:10:244:1::1';
+  const stale = family === 4 ? 'via 172.18.0.1 dev br-ex' : 'via fd00:172:18::1 dev br-ex';
+  const metric = family === 4 ? 0 : 1024;
+
+  test(`IPv${family}: replacing a route that was deleted fails with ENOENT and creates nothing`, async (t) => {
+    if (skipWithoutKernel(t)) return;
+    await withNode({ ipv6: true }, async (ns, probe) => {
+      const mp0 = await linkIndex(probe, 'ovn-k8s-mp0');
+      ns.ip(`-${family} route del ${prefix}`);
+      await assert.rejects(
+        probe.call('replaceRoute', replaceSpec(prefix, { gateway, dev: 'ovn-k8s-mp0', oif: mp0, mtu: null }, metric)),
+        (err: ProbeError) => err.code === 'ENOENT',
+      );
+      assert.deepEqual(ns.routes(prefix), []);
+    });
+  });
+
+  test(`IPv${family}: replacing with a metric the route no longer has fails with ENOENT and adds no second route`, async (t) => {
+    if (skipWithoutKernel(t)) return;
+    await withNode({ ipv6: true }, async (ns, probe) => {
+      const mp0 = await linkIndex(probe, 'ovn-k8s-mp0');
+      const [observed] = await routesOf(probe, prefix);
+      assert.ok(observed);
+      // Someone moves the route to metric 50 after the agent read it.
+      ns.ip(`-${family} route del ${prefix}`);
+      ns.ip(`-${family} route add ${prefix} ${stale} metric 50`);
+      await assert.rejects(
+        probe.call('replaceRoute', replaceSpec(prefix, { gateway, dev: 'ovn-k8s-mp0', oif: mp0, mtu: null }, observed.key.priority)),
+        (err: ProbeError) => err.code === 'ENOENT',
+      );
+      assert.deepEqual(
+        ns.routes(prefix).map((l) => l.replace(/ pref medium$/, '')),
+        [`${prefix} ${stale} metric 50`],
+      );
+    });
+  });
+
+  for (const subscribed of [false, true]) {
+    test(`IPv${family}: a second route of the prefix with another metric is reported (${subscribed ? 'subscribed' : 'one-shot'})`, async (t) => {
+      if (skipWithoutKernel(t)) return;
+      await withNode({ ipv6: true }, async (ns, probe) => {
+        if (subscribed) {
+          await probe.call('subscribe', WATCHED);
+          await routesOf(probe, prefix);
+        }
+        ns.ip(`-${family} route add ${prefix} via ${gateway} dev ovn-k8s-mp0 metric 100`);
+        const routes = await routesOf(probe, prefix);
+        const expected: Hop[] = [
+          [family === 4 ? '172.18.0.1' : 'fd00:172:18::1', 'br-ex', 1400, metric],
+          [gateway, 'ovn-k8s-mp0', null, 100],
+        ];
+        assert.deepEqual(nextHops(routes).sort(byMetric), expected.sort(byMetric));
+      });
+    });
+  }
+}
 
 test('sees only the exact prefix of the main table: not other lengths, not other tables', async (t) => {
   if (skipWithoutKernel(t)) return;
@@ -109,9 +234,82 @@ test('sees only the exact prefix of the main table: not other lengths, not other
     ns.ip('route add 10.96.0.0/24 via 172.18.0.1 dev br-ex');
     ns.ip('route add 10.96.0.0/16 via 10.244.1.1 dev ovn-k8s-mp0 table 100');
     ns.ip('route add 10.96.0.0/17 via 172.18.0.1 dev br-ex');
-    const routes = await probe.call<KernelRoute[]>('routesFor', '10.96.0.0/16');
-    assert.deepEqual(routes.map((r) => [r.prefix, r.table, r.dev]), [['10.96.0.0/16', 254, 'br-ex']]);
-    assert.deepEqual(await probe.call('routesFor', '10.97.0.0/16'), []);
+    const routes = await routesOf(probe, SVC4);
+    assert.deepEqual(routes.map((r) => [r.key.prefix, r.key.table, r.nextHop.dev]), [[SVC4, 254, 'br-ex']]);
+    assert.deepEqual(await routesOf(probe, '10.97.0.0/16'), []);
+  });
+});
+
+test('once subscribed and seeded, routes() sends no dump, and still sees its own replaces and outside changes', async (t) => {
+  if (skipWithoutKernel(t)) return;
+  await withNode({ ipv6: true }, async (ns, probe) => {
+    await probe.call('subscribe', WATCHED);
+    await probe.call('routes', WATCHED.prefixes);
+    const seeded = await probe.call<number>('routeDumps');
+    assert.equal(seeded, 2, 'one dump per family seeds the cache');
+    const mp0 = await linkIndex(probe, 'ovn-k8s-mp0');
+    for (let i = 0; i < 20; i++) await probe.call('routes', WATCHED.prefixes);
+    await probe.call('replaceRoute', replaceSpec(SVC4, { gateway: '10.244.1.1', dev: 'ovn-k8s-mp0', oif: mp0, mtu: null }));
+    assert.deepEqual(nextHops(await routesOf(probe, SVC4)), [['10.244.1.1', 'ovn-k8s-mp0', null, 0]]);
+    ns.ip('-6 route replace fd00:10:96::/112 via fd00:10:244:1::1 dev ovn-k8s-mp0');
+    assert.deepEqual(nextHops(await routesOf(probe, SVC6)), [['fd00:10:244:1::1', 'ovn-k8s-mp0', null, 1024]]);
+    ns.ip('route del default');
+    assert.deepEqual(await routesOf(probe, '0.0.0.0/0'), []);
+    assert.equal(await probe.call<number>('routeDumps'), seeded);
+  });
+});
+
+test('routes the kernel flushes silently (IPv4, link down) are gone from the cache, and reported as route events', async (t) => {
+  if (skipWithoutKernel(t)) return;
+  await withNode({}, async (ns, probe) => {
+    ns.ip('route replace 10.96.0.0/16 via 10.244.1.1 dev ovn-k8s-mp0');
+    await probe.call('subscribe', WATCHED);
+    assert.equal((await routesOf(probe, SVC4)).length, 1);
+    const from = probe.events.length;
+    // No RTM_DELROUTE comes for this: the kernel drops IPv4 routes of a link that goes down.
+    ns.ip('link set ovn-k8s-mp0 down');
+    await probe.waitForEvent((e) => e.kind === 'route' && e.op === 'del' && e.prefix === SVC4, from);
+    assert.deepEqual(await routesOf(probe, SVC4), []);
+  });
+});
+
+test('IPv4 routes through a deleted nexthop object, flushed silently, are gone from the cache too', async (t) => {
+  if (skipWithoutKernel(t)) return;
+  await withNode({}, async (ns, probe) => {
+    ns.ip('nexthop add id 7 via 10.244.1.1 dev ovn-k8s-mp0');
+    ns.ip('route replace 10.96.0.0/16 nhid 7');
+    await probe.call('subscribe', WATCHED);
+    assert.deepEqual(nextHops(await routesOf(probe, SVC4)), [['10.244.1.1', 'ovn-k8s-mp0', null, 0]]);
+    const from = probe.events.length;
+    ns.ip('nexthop del id 7');
+    await probe.waitForEvent((e) => e.kind === 'route' && e.op === 'del' && e.prefix === SVC4, from);
+    assert.deepEqual(await routesOf(probe, SVC4), []);
+  });
+});
+
+test('a watched link renamed away is still reported, by its index', async (t) => {
+  if (skipWithoutKernel(t)) return;
+  await withNode({}, async (ns, probe) => {
+    // Down before the subscription, so the rename (only possible while down) is the
+    // first event about the link, and only the link dump told the index.
+    ns.ip('link set ovn-k8s-mp0 down');
+    await probe.call('subscribe', WATCHED);
+    await probe.call('links');
+    ns.ip('link set ovn-k8s-mp0 name mp0-renamed');
+    await probe.waitForEvent((e) => e.kind === 'link' && (e.link as Link).name === 'mp0-renamed');
+  });
+});
+
+test('IPv6 multipath: an appended next hop and a deleted sibling are both seen by the subscribed reader', async (t) => {
+  if (skipWithoutKernel(t)) return;
+  await withNode({ ipv6: true }, async (ns, probe) => {
+    await probe.call('subscribe', WATCHED);
+    await routesOf(probe, SVC6);
+    ns.ip(`-6 route append ${SVC6} via fd00:10:244:1::1 dev ovn-k8s-mp0`);
+    const both = await routesOf(probe, SVC6);
+    assert.deepEqual(both.map((r) => [r.multipath, r.nextHop.dev]), [[true, null]]);
+    ns.ip(`-6 route del ${SVC6} via fd00:172:18::1 dev br-ex`);
+    assert.deepEqual(nextHops(await routesOf(probe, SVC6)), [['fd00:10:244:1::1', 'ovn-k8s-mp0', null, 1024]]);
   });
 });
 
@@ -122,8 +320,13 @@ test('a concurrent reader never sees the service prefix missing while it is repl
     try {
       const mp0 = await linkIndex(probe, 'ovn-k8s-mp0');
       const brex = await linkIndex(probe, 'br-ex');
-      const flips = probe.call('flip', 400, replaceSpec('10.96.0.0/16', '10.244.1.1', mp0, null), replaceSpec('10.96.0.0/16', '172.18.0.1', brex, 1400));
-      const missing = await reader.call<number>('readLoop', '10.96.0.0/16', 400);
+      const flips = probe.call(
+        'flip',
+        400,
+        replaceSpec(SVC4, { gateway: '10.244.1.1', dev: 'ovn-k8s-mp0', oif: mp0, mtu: null }),
+        replaceSpec(SVC4, { gateway: '172.18.0.1', dev: 'br-ex', oif: brex, mtu: 1400 }),
+      );
+      const missing = await reader.call<number>('readLoop', SVC4, 400);
       await flips;
       assert.equal(missing, 0);
     } finally {
@@ -132,28 +335,34 @@ test('a concurrent reader never sees the service prefix missing while it is repl
   });
 });
 
-test('delivers events for route changes made with ip route', async (t) => {
+test('delivers events for the watched prefixes and links, and every address; nothing else', async (t) => {
   if (skipWithoutKernel(t)) return;
   await withNode({}, async (ns, probe) => {
-    await probe.call('subscribe');
+    await probe.call('subscribe', WATCHED);
     ns.ip('route replace 10.96.0.0/16 via 10.244.1.1 dev ovn-k8s-mp0');
     ns.ip('route add 10.97.0.0/16 via 172.18.0.1 dev br-ex');
     ns.ip('route del 10.97.0.0/16');
+    ns.ip('route add 10.96.0.0/16 via 172.18.0.1 dev br-ex table 100');
+    ns.ip('link add other0 type veth peer name other1');
+    ns.ip('addr add 192.0.2.1/24 dev other0');
     ns.ip('link set ovn-k8s-mp0 down');
-    await probe.waitForEvent((e) => e.kind === 'route' && e.op === 'new' && e.prefix === '10.96.0.0/16' && e.table === 254);
-    await probe.waitForEvent((e) => e.kind === 'route' && e.op === 'del' && e.prefix === '10.97.0.0/16');
-    await probe.waitForEvent(
-      (e) => e.kind === 'link' && (e.link as Link).name === 'ovn-k8s-mp0' && (e.link as Link).up === false,
-    );
+    await probe.waitForEvent((e) => e.kind === 'route' && e.op === 'new' && e.prefix === SVC4 && e.table === 254);
+    await probe.waitForEvent((e) => e.kind === 'address' && (e.address as { address: string }).address === '192.0.2.1');
+    await probe.waitForEvent((e) => e.kind === 'link' && (e.link as Link).name === 'ovn-k8s-mp0' && (e.link as Link).up === false);
+    const unwanted = (e: ProbeEvent) =>
+      (e.kind === 'route' && (e.prefix !== SVC4 || e.table !== 254)) ||
+      (e.kind === 'link' && !WATCHED.links.includes((e.link as Link).name));
+    assert.deepEqual(probe.events.filter(unwanted), []);
   });
 });
 
-test('a storm of 20,000 route changes while the loop is blocked yields lost, not a crash, and the next read is right', async (t) => {
+test('a storm of 20,000 route changes while the loop is blocked yields lost, not a crash; the next read is right and events still flow', async (t) => {
   if (skipWithoutKernel(t)) return;
   const dir = mkdtempSync(path.join(tmpdir(), 'gwmode-storm-'));
   try {
     await withNode({}, async (ns, probe) => {
-      await probe.call('subscribe');
+      await probe.call('subscribe', WATCHED);
+      await routesOf(probe, SVC4);
       const flag = path.join(dir, 'unblock');
       const blocked = probe.call('block', flag);
       const adds: string[] = [];
@@ -165,8 +374,12 @@ test('a storm of 20,000 route changes while the loop is blocked yields lost, not
       await blocked;
       const lost = await probe.waitForEvent((e) => e.kind === 'lost');
       assert.equal(lost.code, 'ENOBUFS');
-      const routes = await probe.call<KernelRoute[]>('routesFor', '10.96.0.0/16');
-      assert.deepEqual(routes.map((r) => [r.gateway, r.dev, r.mtu]), [['10.244.1.1', 'ovn-k8s-mp0', null]]);
+      assert.deepEqual(nextHops(await routesOf(probe, SVC4)), [['10.244.1.1', 'ovn-k8s-mp0', null, 0]]);
+      // After the overflow the socket is still polled: an outside change is still seen.
+      const from = probe.events.length;
+      ns.ip('route replace 10.96.0.0/16 via 172.18.0.1 dev br-ex mtu 1400');
+      await probe.waitForEvent((e) => e.kind === 'route' && e.op === 'new' && e.prefix === SVC4, from);
+      assert.deepEqual(nextHops(await routesOf(probe, SVC4)), [['172.18.0.1', 'br-ex', 1400, 0]]);
     });
   } finally {
     rmSync(dir, { recursive: true, force: true });
@@ -179,14 +392,17 @@ test('without CAP_NET_ADMIN a replace fails with EPERM and says what is missing'
     {},
     async (ns, probe) => {
       const mp0 = await linkIndex(probe, 'ovn-k8s-mp0');
-      await assert.rejects(probe.call('replaceRoute', replaceSpec('10.96.0.0/16', '10.244.1.1', mp0, null)), (err: ProbeError) => {
-        assert.equal(err.code, 'EPERM');
-        assert.match(err.message, /CAP_NET_ADMIN/);
-        return true;
-      });
-      assert.deepEqual(ns.routes('10.96.0.0/16'), ['10.96.0.0/16 via 172.18.0.1 dev br-ex mtu 1400']);
+      await assert.rejects(
+        probe.call('replaceRoute', replaceSpec(SVC4, { gateway: '10.244.1.1', dev: 'ovn-k8s-mp0', oif: mp0, mtu: null })),
+        (err: ProbeError) => {
+          assert.equal(err.code, 'EPERM');
+          assert.match(err.message, /CAP_NET_ADMIN/);
+          return true;
+        },
+      );
+      assert.deepEqual(ns.routes(SVC4), ['10.96.0.0/16 via 172.18.0.1 dev br-ex mtu 1400']);
     },
-    ['setpriv', '--bounding-set=-net_admin', '--inh-caps=-net_admin', '--'],
+    { prefix: ['setpriv', '--bounding-set=-net_admin', '--inh-caps=-net_admin', '--'] },
   );
 });
 
@@ -194,11 +410,27 @@ test("a replace via an unreachable gateway fails with the kernel's own text and 
   if (skipWithoutKernel(t)) return;
   await withNode({}, async (ns, probe) => {
     const mp0 = await linkIndex(probe, 'ovn-k8s-mp0');
-    await assert.rejects(probe.call('replaceRoute', replaceSpec('10.96.0.0/16', '192.0.2.1', mp0, null)), (err: ProbeError) => {
-      assert.equal(err.code, 'ENETUNREACH');
-      assert.equal(err.extAck, 'Nexthop has invalid gateway');
+    await assert.rejects(
+      probe.call('replaceRoute', replaceSpec(SVC4, { gateway: '192.0.2.1', dev: 'ovn-k8s-mp0', oif: mp0, mtu: null })),
+      (err: ProbeError) => {
+        assert.equal(err.code, 'ENETUNREACH');
+        assert.equal(err.extAck, 'Nexthop has invalid gateway');
+        return true;
+      },
+    );
+    assert.deepEqual(ns.routes(SVC4), ['10.96.0.0/16 via 172.18.0.1 dev br-ex mtu 1400']);
+  });
+});
+
+test("a dump the kernel rejects under strict checking fails with the kernel's ext-ack text from NLMSG_DONE", async (t) => {
+  if (skipWithoutKernel(t)) return;
+  await withNode({}, async (_ns, probe) => {
+    await assert.rejects(probe.call('dumpWithDstLen', 16), (err: ProbeError) => {
+      assert.equal(err.code, 'EINVAL');
+      // net/ipv4/fib_frontend.c, ip_valid_fib_dump_req()
+      assert.equal(err.extAck, 'Invalid values in header for FIB dump request');
+      assert.match(err.message, /Invalid values in header for FIB dump request/);
       return true;
     });
-    assert.deepEqual(ns.routes('10.96.0.0/16'), ['10.96.0.0/16 via 172.18.0.1 dev br-ex mtu 1400']);
   });
 });
