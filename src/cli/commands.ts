@@ -138,7 +138,7 @@ function renderPlan(p: Plan): string {
   return lines.join('\n');
 }
 
-export type PlanOptions = RawPlanOptions & { json: boolean };
+export type PlanOptions = RawPlanOptions & { json?: boolean };
 
 /** `plan`: observe once and print the plan; it only looks, so it takes no lock. */
 export const planCommand = (raw: PlanOptions): Promise<void> => onceCommand(raw, null);

@@ -48,10 +48,10 @@ await yargs(args)
     runCommand(argv as unknown as RawRunOptions),
   )
   .command('status', 'ask a running agent how the node is (exit 0 converged, 1 not, 2 unreachable)', (y) => options('status')(y).conflicts('json', 'brief'), (argv) =>
-    statusCommand({ socket: argv.socket as string, json: argv.json as boolean, brief: argv.brief as boolean }),
+    statusCommand({ socket: argv.socket as string, json: argv.json === true, brief: argv.brief === true }),
   )
   .command('health', 'the liveness (or, with --ready, readiness) probe: exit 0 yes, 1 no, 2 unreachable', options('health'), (argv) =>
-    healthCommand({ socket: argv.socket as string, ready: argv.ready as boolean }),
+    healthCommand({ socket: argv.socket as string, ready: argv.ready === true }),
   )
   .command('plan', 'observe once and print what the agent would do (exit 0 when nothing is to do)', options('plan'), (argv) =>
     planCommand(argv as unknown as PlanOptions),

@@ -54,11 +54,12 @@ const DAEMON: OptionSet = {
 /** The flags that settings variables can stand for: exactly `run`'s. */
 const SETTINGS: OptionSet = { ...PLANNER, ...STATE_DIR, ...DAEMON };
 
-const JSON_OUT: OptionSet = { json: { type: 'boolean', default: false, describe: 'the raw JSON' } };
+// No defaults: yargs counts a default as given, and status's --json and --brief conflict.
+const JSON_OUT: OptionSet = { json: { type: 'boolean', describe: 'the raw JSON' } };
 
 export const COMMAND_OPTIONS: Record<Command, OptionSet> = {
   run: SETTINGS,
-  status: { ...SOCKET, ...JSON_OUT, brief: { type: 'boolean', default: false, describe: 'one line' } },
+  status: { ...SOCKET, ...JSON_OUT, brief: { type: 'boolean', describe: 'one line' } },
   health: { ...SOCKET, ready: { type: 'boolean', default: false, describe: 'ask /readyz instead of /healthz' } },
   plan: { ...PLANNER, ...JSON_OUT },
   apply: { ...PLANNER, ...STATE_DIR, ...JSON_OUT },
