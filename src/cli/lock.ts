@@ -33,14 +33,14 @@ function holderOf(lockPath: string): number | null {
   }
 }
 
-function lockError(err: NodeJS.ErrnoException, what: string): LockError {
-  const missing =
-    err.code === 'EACCES' || err.code === 'EPERM'
-      ? ': permission denied; run as root, or give the agent\'s user write access to it'
-      : err.code === 'EROFS'
-        ? ': read-only file system; --state-dir must be writable'
-        : ` (${err.code ?? err.message})`;
-  return new LockError(`cannot lock ${what}${missing}`);
+function lockError(lockPath: string, err: NodeJS.ErrnoException): LockError {
+  const at = err.path ?? lockPath;
+  if (err.code === 'EACCES' || err.code === 'EPERM') {
+    // Making a directory or a file takes write access to the directory it goes in.
+    return new LockError(`cannot lock ${lockPath}: permission denied (${err.syscall ?? err.code} ${at}); run as root, or give the agent's user write access to ${path.dirname(at)}`);
+  }
+  if (err.code === 'EROFS') return new LockError(`cannot lock ${lockPath}: ${at} is on a read-only file system; --state-dir must be writable`);
+  return new LockError(`cannot lock ${lockPath}: ${err.message}`);
 }
 
 /**
@@ -48,20 +48,20 @@ function lockError(err: NodeJS.ErrnoException, what: string): LockError {
  * Returns the lock's fd, which must stay open: closing it releases the lock.
  */
 export async function lockStateDir(stateDir: string): Promise<number> {
+  const lockPath = path.join(stateDir, 'lock');
   try {
     // A directory we create is 0750 whatever the umask: the restart journal is root's business.
     if ((await mkdir(stateDir, { recursive: true, mode: 0o750 })) !== undefined) await chmod(stateDir, 0o750);
   } catch (err) {
-    throw lockError(err as NodeJS.ErrnoException, `the state directory ${stateDir}`);
+    throw lockError(lockPath, err as NodeJS.ErrnoException);
   }
-  const lockPath = path.join(stateDir, 'lock');
   let fd: number;
   try {
     fd = addon.lockFile(lockPath).fd;
   } catch (err) {
     const e = err as NodeJS.ErrnoException;
     if (e.code === 'EAGAIN' || e.code === 'EWOULDBLOCK') throw new LockHeldError(lockPath, holderOf(lockPath));
-    throw lockError(e, lockPath);
+    throw lockError(lockPath, e);
   }
   ftruncateSync(fd);
   writeSync(fd, `${process.pid}\n`, 0);

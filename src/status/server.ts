@@ -57,9 +57,11 @@ function assertStale(socket: string): Promise<void> {
 
 function permissionError(socket: string, err: NodeJS.ErrnoException): SocketPermissionError {
   const dir = path.dirname(socket);
-  const on = err.path ?? dir;
+  const at = err.path ?? dir;
+  // Making a directory takes write access to its parent; the rest, to the socket's directory.
+  const needs = err.syscall === 'mkdir' ? path.dirname(at) : dir;
   return new SocketPermissionError(
-    `cannot create the socket ${socket}: permission denied on ${on}${err.syscall ? ` (${err.syscall})` : ''}; run as root, or give the agent's user write access to ${dir}`,
+    `cannot create the socket ${socket}: permission denied (${err.syscall ?? err.code} ${at}); run as root, or give the agent's user write access to ${needs}`,
   );
 }
 
