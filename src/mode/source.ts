@@ -109,14 +109,12 @@ export function watchModeSource(source: string, onChange: () => void, debounceMs
       if (kind === 'dir' || p === resolved) fire();
       if (onPath(p) && !stillPlaced()) move();
     });
-    // What appeared while the new watch was starting is in its initial scan, which
-    // ignoreInitial hides: look again once it is ready, and re-read in any case.
-    if (moved) {
-      watcher.once('ready', () => {
-        if (!stillPlaced()) move();
-        else fire();
-      });
-    }
+    // What appeared while the watch was starting is in its initial scan, which
+    // ignoreInitial hides: look again once it is ready, and after a move re-read.
+    watcher.once('ready', () => {
+      if (!stillPlaced()) move();
+      else if (moved) fire();
+    });
     watcher.on('error', fire);
     current = watcher;
   };
