@@ -1,5 +1,6 @@
 // What each CLI command does, given parsed flags. Exit codes: 0 converged / done,
-// 1 not converged (or another agent is running), 2 bad configuration or agent unreachable.
+// 1 not converged (or another agent holds the node), 2 bad configuration, a permission
+// missing, or the agent unreachable.
 import { runDaemon } from '../agent/daemon.js';
 import { TRUSTED_OVNKUBE, type OvnkubeProbe } from '../agent/observe.js';
 import { reconcile } from '../agent/reconcile.js';

@@ -46,6 +46,11 @@ test('a second agent, whatever its --socket, exits 1 naming the pid that holds t
     assert.equal(curl(otherSocket, '/healthz').code, 0, 'the second agent never listened');
     assert.equal(status(scratch.socket)?.phase, 'Converged');
 
+    // Another state directory takes another lock; the live socket still refuses it.
+    const elsewhere = new AgentProcess(ns, scratch, [...ARGS, '--state-dir', path.join(scratch.dir, 'other-state')]);
+    assert.equal(await within(elsewhere.exited, 30_000, 'the agent with another state directory exits'), 1, elsewhere.output);
+    assert.equal(elsewhere.output, `ovn-gwmode-agent: another agent is serving on ${scratch.socket}; not starting a second agent\n`);
+
     // The kernel drops the lock with the process: a SIGKILLed agent blocks nobody.
     agent.child.kill('SIGKILL');
     await agent.exited;

@@ -1,13 +1,17 @@
 // The command line as an operator meets it: the real CLI, spawned; no root needed.
 import { strict as assert } from 'node:assert';
 import { spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { test } from 'node:test';
 import { CLI } from '../helpers/agent.js';
 
 /** The CLI with exactly the given OVN_GWMODE_* variables (none of the caller's). */
 function run(args: string[], vars: Record<string, string> = {}) {
   const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('OVN_GWMODE_')));
-  const r = spawnSync(process.execPath, [CLI, ...args], { encoding: 'utf8', env: { ...env, ...vars } });
+  // The bound only stops a `run` that should have refused its flags from hanging the suite.
+  const r = spawnSync(process.execPath, [CLI, ...args], { encoding: 'utf8', env: { ...env, ...vars }, timeout: 60_000 });
   return { code: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 
@@ -64,4 +68,19 @@ test('each --help lists exactly the flags its command uses', () => {
   assert.deepEqual(flagsOf('run'), [...planner, ...daemon, '--state-dir'].sort());
   assert.deepEqual(flagsOf('status'), ['--brief', '--json', '--socket']);
   assert.deepEqual(flagsOf('health'), ['--ready', '--socket']);
+});
+
+test("a bad value of a daemon flag: run exits 2 with one line naming it", () => {
+  const dir = mkdtempSync(path.join(tmpdir(), 'gwmode-usage-'));
+  try {
+    // Where a `run` that wrongly started would put its socket and lock: not the node's.
+    const base = ['run', '--mode-file', path.join(dir, 'mode'), '--service-cidr', '10.96.0.0/16', '--socket', path.join(dir, 'agent.sock'), '--state-dir', dir];
+    for (const [flag, value] of [['--resync-interval', 'soon'], ['--restart', 'sometimes'], ['--settle', 'later']] as const) {
+      const r = run([...base, flag, value]);
+      assert.equal(r.code, 2, r.stderr);
+      assert.match(r.stderr, new RegExp(`^ovn-gwmode-agent: ${flag}: [^\n]+\n$`));
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
