@@ -41,9 +41,9 @@ async function settingsOrExit<T>(resolve: () => Promise<T>): Promise<T> {
 }
 
 /**
- * Takes the node's agent lock, or exits: 1 when another agent holds it (saying why
- * `what` will not go on), 2 when this machine does not let us take it. The fd is
- * never closed: the lock lasts as long as the process.
+ * Takes the node's agent lock for the rest of the process, or exits: 1 when another
+ * agent holds it (saying why `what` will not go on), 2 when this machine does not let
+ * us take it.
  */
 async function lockOrExit(stateDir: string, what: string): Promise<void> {
   try {

@@ -44,10 +44,10 @@ function lockError(lockPath: string, err: NodeJS.ErrnoException): LockError {
 }
 
 /**
- * Takes the lock of stateDir (made 0750 when missing) and writes our pid into it.
- * Returns the lock's fd, which must stay open: closing it releases the lock.
+ * Takes the lock of stateDir (made 0750 when missing) and writes our pid into it. The
+ * lock's fd is never closed: closing it would release the lock before the process ends.
  */
-export async function lockStateDir(stateDir: string): Promise<number> {
+export async function lockStateDir(stateDir: string): Promise<void> {
   const lockPath = path.join(stateDir, 'lock');
   try {
     // A directory we create is 0750 whatever the umask: the restart journal is root's business.
@@ -65,5 +65,4 @@ export async function lockStateDir(stateDir: string): Promise<number> {
   }
   ftruncateSync(fd);
   writeSync(fd, `${process.pid}\n`, 0);
-  return fd;
 }
