@@ -1,8 +1,9 @@
-/* The native addon: a netlink socket and sd_notify, nothing else.
+/* The native addon: a netlink socket, sd_notify and flock, nothing else.
  * Everything above the socket (message encoding, decoding) is done in
  * TypeScript with the npm `netlink` package's codec. */
 #include <node_api.h>
 
+#include "lock.h"
 #include "netlink_socket.h"
 #include "sd_notify.h"
 
@@ -15,6 +16,7 @@ static napi_value init(napi_env env, napi_value exports) {
       {"netlinkSetRef", NULL, netlink_set_ref, NULL, NULL, NULL, napi_enumerable, NULL},
       {"netlinkClose", NULL, netlink_close, NULL, NULL, NULL, napi_enumerable, NULL},
       {"sdNotify", NULL, sd_notify_send, NULL, NULL, NULL, napi_enumerable, NULL},
+      {"lockFile", NULL, lock_file, NULL, NULL, NULL, napi_enumerable, NULL},
   };
   if (napi_define_properties(env, exports, sizeof props / sizeof props[0], props) != napi_ok) return NULL;
   return exports;

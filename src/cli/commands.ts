@@ -1,9 +1,10 @@
 // What each CLI command does, given parsed flags. Exit codes: 0 converged / done,
-// 1 not converged (or another agent is running), 2 bad configuration or agent unreachable.
+// 1 not converged (or another agent holds the node), 2 bad configuration, a permission
+// missing, or the agent unreachable.
 import { runDaemon } from '../agent/daemon.js';
 import type { OvnkubeProbe } from '../agent/observe.js';
 import { reconcile } from '../agent/reconcile.js';
-import { ConfigError, resolveSettings, type RawRunOptions, type Settings } from '../config/settings.js';
+import { ConfigError, lastWins, resolvePlanSettings, resolveSettings, type PlanSettings, type RawPlanOptions, type RawRunOptions } from '../config/settings.js';
 import { renderNextHop } from '../core/route.js';
 import { summarize } from '../core/decide.js';
 import { systemClock } from '../clock.js';
@@ -14,25 +15,26 @@ import type { Journal } from '../restart/journal.js';
 import { createLogger } from '../log.js';
 import { readModeSource } from '../mode/source.js';
 import { systemdNotifier, watchdogUsec } from '../systemd/notify.js';
-import { findOvnkubeProcesses, summarise } from '../ovnkube/proc.js';
-import { AgentUnreachableError, fetchPath, fetchStatus } from '../status/client.js';
+import { scanOvnkubeProcesses, summarise } from '../ovnkube/proc.js';
+import { AgentDeniedError, AgentUnreachableError, fetchPath, fetchStatus } from '../status/client.js';
 import { exitCodeOf, renderBrief, renderHuman } from '../status/report.js';
-import { SocketInUseError } from '../status/server.js';
+import { SocketInUseError, SocketPermissionError } from '../status/server.js';
+import { LockError, LockHeldError, lockStateDir } from './lock.js';
 
 /** The planner's part of the settings, and nothing else. */
-export function plannerConfig(s: Settings): PlannerConfig {
+export function plannerConfig(s: PlanSettings): PlannerConfig {
   const { serviceCidrs, gatewayInterface, managementInterface, layout, ovnkubeModeCheck, mtu, gatewayNexthop, masqueradeNexthops, dryRun } = s;
   return { serviceCidrs, gatewayInterface, managementInterface, layout, ovnkubeModeCheck, mtu, gatewayNexthop, masqueradeNexthops, dryRun };
 }
 
 /** /proc is read whatever --ovnkube-mode-check says: the process's identity proves a restart. */
-export function ovnkubeProbe(s: Settings): OvnkubeProbe {
-  return async () => summarise(await findOvnkubeProcesses(), s.ovnkubeConfMode);
+export function ovnkubeProbe(s: PlanSettings): OvnkubeProbe {
+  return async () => summarise(await scanOvnkubeProcesses(), s.ovnkubeConfMode);
 }
 
-async function settingsOrExit(raw: RawRunOptions): Promise<Settings> {
+async function settingsOrExit<T>(resolve: () => Promise<T>): Promise<T> {
   try {
-    return await resolveSettings(raw);
+    return await resolve();
   } catch (err) {
     if (err instanceof ConfigError) {
       process.stderr.write(`ovn-gwmode-agent: ${err.message}\n`);
@@ -48,8 +50,30 @@ export interface RunWrappers {
   journal?: (dir: string) => Journal;
 }
 
+/**
+ * Takes the node's agent lock for the rest of the process, or exits: 1 when another
+ * agent holds it (saying why `what` will not go on), 2 when this machine does not let
+ * us take it.
+ */
+async function lockOrExit(stateDir: string, what: string): Promise<void> {
+  try {
+    await lockStateDir(stateDir);
+  } catch (err) {
+    if (err instanceof LockHeldError) {
+      process.stderr.write(`ovn-gwmode-agent: ${err.message}; ${what}\n`);
+      process.exit(1);
+    }
+    if (err instanceof LockError) {
+      process.stderr.write(`ovn-gwmode-agent: ${err.message}\n`);
+      process.exit(2);
+    }
+    throw err;
+  }
+}
+
 export async function runCommand(raw: RawRunOptions, wrap: RunWrappers = {}): Promise<void> {
-  const settings = await settingsOrExit(raw);
+  const settings = await settingsOrExit(() => resolveSettings(raw));
+  await lockOrExit(settings.stateDir, 'not starting a second agent');
   const log = createLogger(settings.logLevel);
   // A bug must not leave a half-working agent: log it and exit; the supervisor
   // (kubelet or systemd) restarts a clean one, and the journal remembers restarts.
@@ -80,16 +104,21 @@ export async function runCommand(raw: RawRunOptions, wrap: RunWrappers = {}): Pr
       dataplane.close();
       process.exit(1);
     }
+    if (err instanceof SocketPermissionError) {
+      process.stderr.write(`ovn-gwmode-agent: ${err.message}\n`);
+      dataplane.close();
+      process.exit(2);
+    }
     throw err;
   }
 }
 
-/** Runs a socket client; an unreachable agent is exit 2 with the message, on stderr. */
+/** Runs a socket client; an agent unreachable or closed to us is exit 2 with the message, on stderr. */
 async function askAgent(fn: () => Promise<number>): Promise<void> {
   try {
     process.exitCode = await fn();
   } catch (err) {
-    if (!(err instanceof AgentUnreachableError)) throw err;
+    if (!(err instanceof AgentUnreachableError || err instanceof AgentDeniedError)) throw err;
     process.stderr.write(`ovn-gwmode-agent: ${err.message}\n`);
     process.exitCode = 2;
   }
@@ -122,9 +151,18 @@ function renderPlan(p: Plan): string {
   return lines.join('\n');
 }
 
-/** `plan` (apply false) and `apply` (apply true): one pass without the daemon. */
-export async function onceCommand(raw: RawRunOptions & { json: boolean }, apply: boolean): Promise<void> {
-  const settings = await settingsOrExit(raw);
+export type PlanOptions = RawPlanOptions & { json?: boolean };
+
+/** `plan`: observe once and print the plan; it only looks, so it takes no lock. */
+export const planCommand = (raw: PlanOptions): Promise<void> => onceCommand(raw, null);
+
+/** `apply`: one pass that acts, under the agent lock, so never beside a running agent. */
+export const applyCommand = (raw: PlanOptions & { stateDir: string }): Promise<void> => onceCommand(raw, lastWins(raw).stateDir);
+
+async function onceCommand(raw: PlanOptions, lockDir: string | null): Promise<void> {
+  const apply = lockDir !== null;
+  const settings = await settingsOrExit(() => resolvePlanSettings(raw));
+  if (lockDir !== null) await lockOrExit(lockDir, 'apply does not act beside a running agent: stop it, or leave the work to it');
   // Logs go to stderr here: stdout carries the plan.
   const log = createLogger(settings.logLevel === 'info' && !apply ? 'warn' : settings.logLevel, process.stderr);
   const read = await readModeSource(settings.modeFile);
@@ -137,7 +175,7 @@ export async function onceCommand(raw: RawRunOptions & { json: boolean }, apply:
       ? JSON.stringify({ ...shown, reasonCodes: shown.reasons.map((r) => r.code), reasons: shown.reasons.map((r) => r.message), actions: shown.actions.map((a) => ({ ...a, reason: a.reason.message })), applied: result.applied }, null, 2)
       : renderPlan(shown) +
         (apply ? `\napplied: ${result.applied} replace(s)` : '') +
-        (result.applied > 0 ? '\nnext: restart ovnkube-node (apply does not; the running agent does, once per migration)' : '');
+        (result.applied > 0 ? '\nnext: restart ovnkube-node (apply does not)' : '');
     process.stdout.write(out + '\n');
     process.exitCode = summarize(shown, { phase: null, reason: null }, new Map(), null).phase === 'Converged' ? 0 : 1;
   } catch (err) {

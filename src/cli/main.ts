@@ -1,54 +1,70 @@
 #!/usr/bin/env node
-// ovn-gwmode-agent run | status | plan | apply
-import yargs from 'yargs';
+// ovn-gwmode-agent run | status | health | plan | apply
+import yargs, { type Argv } from 'yargs';
 import { hideBin } from 'yargs/helpers';
 import type { RawRunOptions } from '../config/settings.js';
 import { VERSION } from '../version.js';
-import { healthCommand, onceCommand, runCommand, statusCommand } from './commands.js';
-import { agentOptions, DEFAULT_SOCKET } from './options.js';
+import { applyCommand, healthCommand, planCommand, runCommand, statusCommand, type PlanOptions } from './commands.js';
+import { COMMANDS, EnvError, envValues, withOptions, type Command } from './options.js';
 
-await yargs(hideBin(process.argv))
+const args = hideBin(process.argv);
+const NAMED = `name a command: ${COMMANDS.slice(0, -1).join(', ')} or ${COMMANDS.at(-1)}`;
+
+function usageError(message: string): never {
+  process.stderr.write(`ovn-gwmode-agent: ${message}; see --help\n`);
+  process.exit(2);
+}
+
+/** The command's flags, with its OVN_GWMODE_* variables under them; a misspelt variable is a usage error. */
+const options = (command: Command) => (y: Argv) => {
+  try {
+    return withOptions(y, command, envValues(command, process.env));
+  } catch (err) {
+    if (err instanceof EnvError) usageError(err.message);
+    throw err;
+  }
+};
+
+/**
+ * yargs' complaint, made one line that names what was wrong. Its "Unknown arguments"
+ * lists a flag under both spellings (bogus-flag, bogusFlag) and does not tell a flag
+ * from a stray word, so the words are looked up in what was typed.
+ */
+function explain(message: string): string {
+  const m = /^Unknown arguments?: (.*)$/.exec(message);
+  if (!m) return message;
+  const typed = new Set(args.filter((a) => a.startsWith('-')).map((a) => a.replace(/^-+/, '').split('=')[0]));
+  const names = m[1]!.split(', ');
+  const flags = names.filter((n) => typed.has(n)).map((n) => (n.length === 1 ? `-${n}` : `--${n}`));
+  if (flags.length > 0) return `unknown flag${flags.length > 1 ? 's' : ''} ${flags.join(', ')}`;
+  const command = args.find((a) => !a.startsWith('-'));
+  if (command !== undefined && !(COMMANDS as readonly string[]).includes(command)) return `unknown command "${command}": ${NAMED}`;
+  return `unexpected argument${names.length > 1 ? 's' : ''} ${names.map((n) => `"${n}"`).join(', ')}`;
+}
+
+await yargs(args)
   .scriptName('ovn-gwmode-agent')
-  .env('OVN_GWMODE')
-  .command('run', 'run the agent: watch the mode file and the kernel, keep the service routes right', agentOptions, (argv) =>
+  .command('run', 'run the agent: watch the mode file and the kernel, keep the service routes right', options('run'), (argv) =>
     runCommand(argv as unknown as RawRunOptions),
   )
-  .command(
-    'status',
-    "ask a running agent how the node is (exit 0 converged, 1 not, 2 unreachable)",
-    (y) =>
-      y
-        .option('socket', { type: 'string', default: DEFAULT_SOCKET })
-        .option('json', { type: 'boolean', describe: 'the raw JSON' })
-        .option('brief', { type: 'boolean', describe: 'one line' })
-        .conflicts('json', 'brief'),
-    (argv) => statusCommand({ socket: argv.socket, json: argv.json ?? false, brief: argv.brief ?? false }),
+  .command('status', 'ask a running agent how the node is (exit 0 converged, 1 not, 2 unreachable)', (y) => options('status')(y).conflicts('json', 'brief'), (argv) =>
+    statusCommand({ socket: argv.socket as string, json: argv.json === true, brief: argv.brief === true }),
   )
-  .command(
-    'health',
-    "the liveness (or, with --ready, readiness) probe: exit 0 yes, 1 no, 2 unreachable",
-    (y) => y.option('socket', { type: 'string', default: DEFAULT_SOCKET }).option('ready', { type: 'boolean', describe: 'ask /readyz instead of /healthz' }),
-    (argv) => healthCommand({ socket: argv.socket, ready: argv.ready ?? false }),
+  .command('health', 'the liveness (or, with --ready, readiness) probe: exit 0 yes, 1 no, 2 unreachable', options('health'), (argv) =>
+    healthCommand({ socket: argv.socket as string, ready: argv.ready === true }),
   )
-  .command(
-    'plan',
-    'observe once and print what the agent would do (exit 0 when nothing is to do)',
-    (y) => agentOptions(y).option('json', { type: 'boolean', default: false }),
-    (argv) => onceCommand(argv as unknown as RawRunOptions & { json: boolean }, false),
+  .command('plan', 'observe once and print what the agent would do (exit 0 when nothing is to do)', options('plan'), (argv) =>
+    planCommand(argv as unknown as PlanOptions),
   )
-  .command(
-    'apply',
-    'observe once, carry the plan out and verify (exit 0 when nothing is left to do)',
-    (y) => agentOptions(y).option('json', { type: 'boolean', default: false }),
-    (argv) => onceCommand(argv as unknown as RawRunOptions & { json: boolean }, true),
+  .command('apply', 'observe once, carry the plan out and verify (exit 0 when nothing is left to do)', options('apply'), (argv) =>
+    applyCommand(argv as unknown as PlanOptions & { stateDir: string }),
   )
-  .demandCommand(1, 'name a command: run, status, plan or apply')
+  .demandCommand(1, NAMED)
   .strict()
   .version(VERSION)
   .help()
-  .fail((msg, err, y) => {
+  .fail((msg, err) => {
     if (err) throw err;
-    process.stderr.write(`ovn-gwmode-agent: ${msg}\n\n${y.help()}\n`);
-    process.exit(2);
+    usageError(explain(msg));
   })
   .parseAsync();

@@ -1,31 +1,99 @@
-// Flags shared by `run`, `plan` and `apply`. yargs' .env('OVN_GWMODE') lets every
-// flag come from OVN_GWMODE_<FLAG_IN_UPPER_SNAKE_CASE> as well.
-import type { Argv } from 'yargs';
+// The flags of each command, and the OVN_GWMODE_* variables that stand for them.
+//
+// Each command declares only the flags it uses, so that its --help is true and yargs'
+// strict mode catches a misplaced one. Every `run` flag can also come from
+// OVN_GWMODE_<FLAG_IN_UPPER_SNAKE_CASE>; each command reads only the variables of its
+// own flags and leaves the rest to the others, because one environment (a DaemonSet
+// container's, /etc/default/ovn-gwmode-agent) serves `run` and the `health` probe alike.
+import type { Argv, Options } from 'yargs';
 
 export const DEFAULT_SOCKET = '/run/ovn-gwmode-agent/agent.sock';
+export const DEFAULT_STATE_DIR = '/var/lib/ovn-gwmode-agent';
+export const ENV_PREFIX = 'OVN_GWMODE_';
 
-export function agentOptions<T>(y: Argv<T>) {
-  return y
-    .option('mode-file', { type: 'string', describe: 'file, ConfigMap volume directory or manifest holding the desired gateway mode' })
-    .option('service-cidr', { type: 'string', array: true, describe: 'service CIDR (repeatable, comma lists allowed; IPv4 and IPv6)' })
-    .option('ovnkube-config', { type: 'string', describe: 'ovnkube.conf, for service-cidrs, mtu and next-hop the flags leave out' })
-    .option('gateway-interface', { type: 'string', default: 'br-ex' })
-    .option('management-interface', { type: 'string', default: 'ovn-k8s-mp0' })
-    .option('layout', { type: 'string', default: 'auto', describe: 'auto | legacy (4.8/4.9) | routing-via-host (4.10+)' })
-    .option('ovnkube-mode-check', { type: 'string', default: 'proc', describe: 'proc: act only when ovnkube-node runs the desired mode; off: trust the mode file' })
-    .option('mtu', { type: 'string', describe: 'MTU of shared-mode service routes (default: ovnkube.conf [default] mtu)' })
-    .option('gateway-nexthop', { type: 'string', array: true, describe: 'shared-mode next hop per family (default: the gateway interface\'s default route)' })
-    .option('socket', { type: 'string', default: DEFAULT_SOCKET })
-    .option('state-dir', { type: 'string', default: '/var/lib/ovn-gwmode-agent' })
-    .option('resync-interval', { type: 'string', default: '60', describe: 'seconds, or with a unit: 500ms, 2m' })
-    .option('restart', { type: 'string', default: 'cri', describe: 'how to restart ovnkube-node after a migration: cri | signal | none' })
-    .option('cri-endpoint', { type: 'string', describe: 'CRI socket (default: the first of /var/run/crio/crio.sock, /run/containerd/containerd.sock)' })
-    .option('ovnkube-namespace', { type: 'string', default: 'openshift-ovn-kubernetes' })
-    .option('ovnkube-container', { type: 'string', default: 'ovnkube-node' })
-    .option('restart-grace', { type: 'string', default: '30', describe: 'seconds the runtime gives ovnkube-node to stop' })
-    .option('restart-min-interval', { type: 'string', default: '5m', describe: 'at most one restart per interval (and three an hour)' })
-    .option('restart-timeout', { type: 'string', default: '5m', describe: 'how long to wait for the new ovnkube-node' })
-    .option('settle', { type: 'string', default: '60', describe: 'how long the routes must hold after a restart before Converged' })
-    .option('dry-run', { type: 'boolean', default: false, describe: 'plan, log and report; never change the kernel' })
-    .option('log-level', { type: 'string', default: 'info' });
+export const COMMANDS = ['run', 'status', 'health', 'plan', 'apply'] as const;
+export type Command = (typeof COMMANDS)[number];
+
+type OptionSet = Record<string, Options>;
+
+/** What the planner reads: `plan`, `apply` and `run`. */
+const PLANNER: OptionSet = {
+  'mode-file': { type: 'string', describe: 'file, ConfigMap volume directory or manifest holding the desired gateway mode' },
+  'service-cidr': { type: 'string', array: true, describe: 'service CIDR (repeatable, comma lists allowed; IPv4 and IPv6)' },
+  'ovnkube-config': { type: 'string', describe: 'ovnkube.conf, for service-cidrs, mtu and next-hop the flags leave out' },
+  'gateway-interface': { type: 'string', default: 'br-ex' },
+  'management-interface': { type: 'string', default: 'ovn-k8s-mp0' },
+  layout: { type: 'string', default: 'auto', describe: 'auto | legacy (4.8/4.9) | routing-via-host (4.10+)' },
+  'ovnkube-mode-check': { type: 'string', default: 'proc', describe: 'proc: act only when ovnkube-node runs the desired mode; off: trust the mode file' },
+  mtu: { type: 'string', describe: 'MTU of shared-mode service routes (default: ovnkube.conf [default] mtu)' },
+  'gateway-nexthop': { type: 'string', array: true, describe: "shared-mode next hop per family (default: the gateway interface's default route)" },
+  'log-level': { type: 'string', default: 'info' },
+};
+
+const SOCKET: OptionSet = { socket: { type: 'string', default: DEFAULT_SOCKET, describe: "the agent's status socket" } };
+
+const STATE_DIR: OptionSet = {
+  'state-dir': { type: 'string', default: DEFAULT_STATE_DIR, describe: 'restart journal, and the lock that keeps one agent per node' },
+};
+
+/** Only the daemon's. */
+const DAEMON: OptionSet = {
+  ...SOCKET,
+  'resync-interval': { type: 'string', default: '60', describe: 'seconds, or with a unit: 500ms, 2m' },
+  restart: { type: 'string', default: 'cri', describe: 'how to restart ovnkube-node after a migration: cri | signal | none' },
+  'cri-endpoint': { type: 'string', describe: 'CRI socket (default: the first of /var/run/crio/crio.sock, /run/containerd/containerd.sock)' },
+  'ovnkube-namespace': { type: 'string', default: 'openshift-ovn-kubernetes' },
+  'ovnkube-container': { type: 'string', default: 'ovnkube-node' },
+  'restart-grace': { type: 'string', default: '30', describe: 'seconds the runtime gives ovnkube-node to stop' },
+  'restart-min-interval': { type: 'string', default: '5m', describe: 'at most one restart per interval (and three an hour)' },
+  'restart-timeout': { type: 'string', default: '5m', describe: 'how long to wait for the new ovnkube-node' },
+  settle: { type: 'string', default: '60', describe: 'how long the routes must hold after a restart before Converged' },
+  'dry-run': { type: 'boolean', default: false, describe: 'plan, log and report; never change the kernel' },
+};
+
+/** The flags that settings variables can stand for: exactly `run`'s. */
+const SETTINGS: OptionSet = { ...PLANNER, ...STATE_DIR, ...DAEMON };
+
+// No defaults: yargs counts a default as given, and status's --json and --brief conflict.
+const JSON_OUT: OptionSet = { json: { type: 'boolean', describe: 'the raw JSON' } };
+
+export const COMMAND_OPTIONS: Record<Command, OptionSet> = {
+  run: SETTINGS,
+  status: { ...SOCKET, ...JSON_OUT, brief: { type: 'boolean', describe: 'one line' } },
+  health: { ...SOCKET, ready: { type: 'boolean', default: false, describe: 'ask /readyz instead of /healthz' } },
+  plan: { ...PLANNER, ...JSON_OUT },
+  apply: { ...PLANNER, ...STATE_DIR, ...JSON_OUT },
+};
+
+/** OVN_GWMODE_MODE_FILE -> mode-file */
+const flagOf = (variable: string): string => variable.slice(ENV_PREFIX.length).toLowerCase().replaceAll('_', '-');
+const variableOf = (flag: string): string => ENV_PREFIX + flag.toUpperCase().replaceAll('-', '_');
+
+export class EnvError extends Error {
+  readonly code = 'ERR_GWMODE_ENV';
+}
+
+/**
+ * The values of `command`'s flags given by OVN_GWMODE_* variables. A variable that
+ * names no settings flag at all is a typo, and is reported by its own name: the flag
+ * yargs would make of it (`modefile`) is not what the operator wrote.
+ */
+export function envValues(command: Command, env: NodeJS.ProcessEnv): Record<string, string> {
+  const values: Record<string, string> = {};
+  for (const [variable, value] of Object.entries(env)) {
+    if (!variable.startsWith(ENV_PREFIX) || value === undefined) continue;
+    const flag = flagOf(variable);
+    if (!(flag in SETTINGS)) {
+      const squash = (f: string) => f.replaceAll('-', '');
+      const near = Object.keys(SETTINGS).find((f) => squash(f) === squash(flag));
+      throw new EnvError(`${variable}: no such setting${near ? `; did you mean ${variableOf(near)}?` : ''} (the variables are ${ENV_PREFIX}<RUN_FLAG_IN_UPPER_SNAKE_CASE>)`);
+    }
+    if (flag in COMMAND_OPTIONS[command]) values[flag] = value;
+  }
+  return values;
+}
+
+/** Declares `command`'s flags, with the values its variables give as the next layer below the command line. */
+export function withOptions<T>(y: Argv<T>, command: Command, env: Record<string, string>): Argv<T> {
+  return y.options(COMMAND_OPTIONS[command]).config(env) as unknown as Argv<T>;
 }

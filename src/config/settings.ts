@@ -13,7 +13,8 @@ export class ConfigError extends Error {
   }
 }
 
-export interface RawRunOptions {
+/** What `plan` and `apply` read: the planner's inputs, without the daemon's. */
+export interface RawPlanOptions {
   modeFile?: string;
   serviceCidr?: Array<string | number>;
   ovnkubeConfig?: string;
@@ -23,6 +24,10 @@ export interface RawRunOptions {
   ovnkubeModeCheck: string;
   mtu?: number | string;
   gatewayNexthop?: Array<string>;
+  logLevel: string;
+}
+
+export interface RawRunOptions extends RawPlanOptions {
   socket: string;
   stateDir: string;
   resyncInterval: string | number;
@@ -35,15 +40,19 @@ export interface RawRunOptions {
   restartTimeout: string | number;
   settle: string | number;
   dryRun: boolean;
-  logLevel: string;
 }
 
-/** Everything `run` needs: the planner's part, and the shell's. */
-export interface Settings extends PlannerConfig {
+/** What `plan` and `apply` need: the planner's part, where the mode and ovnkube-node's mode come from. */
+export interface PlanSettings extends PlannerConfig {
   modeFile: string;
   ovnkubeConfig: string | null;
   /** [gateway] mode of ovnkube.conf: what ovnkube-node runs when its command line has no --gateway-mode. */
   ovnkubeConfMode: GatewayMode | null;
+  logLevel: string;
+}
+
+/** Everything `run` needs: the planner's part, and the shell's. */
+export interface Settings extends PlanSettings {
   socket: string;
   stateDir: string;
   resyncIntervalMs: number;
@@ -55,7 +64,6 @@ export interface Settings extends PlannerConfig {
   restartMinIntervalMs: number;
   restartTimeoutMs: number;
   settleMs: number;
-  logLevel: string;
 }
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
@@ -84,13 +92,14 @@ function duration(flag: string, value: string | number): number {
 const REPEATABLE = new Set(['serviceCidr', 'gatewayNexthop', 'service-cidr', 'gateway-nexthop']);
 
 /** A flag given twice: the last one wins, except for the repeatable ones (yargs makes arrays of both). */
-function lastWins(raw: RawRunOptions): RawRunOptions {
+export function lastWins<T extends object>(raw: T): T {
   const out: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(raw)) out[k] = Array.isArray(v) && !REPEATABLE.has(k) ? v[v.length - 1] : v;
-  return out as unknown as RawRunOptions;
+  return out as T;
 }
 
-export async function resolveSettings(given: RawRunOptions): Promise<Settings> {
+/** The planner's settings; dry run is off (plan never changes the kernel, apply always may). */
+export async function resolvePlanSettings(given: RawPlanOptions): Promise<PlanSettings> {
   const raw = lastWins(given);
   if (!raw.modeFile) throw new ConfigError('mode-file', 'required: the file or ConfigMap volume holding the desired gateway mode');
   let conf: OvnkubeConf | null = null;
@@ -136,9 +145,6 @@ export async function resolveSettings(given: RawRunOptions): Promise<Settings> {
     }
   }
 
-  const resyncIntervalMs = duration('resync-interval', raw.resyncInterval);
-  if (resyncIntervalMs < 1000) throw new ConfigError('resync-interval', 'must be at least 1s');
-
   // The 4.10+ next hop is the .4 of each masquerade subnet ovnkube.conf names.
   const masqueradeNexthops: string[] = [];
   for (const text of conf?.masqueradeSubnets ?? []) {
@@ -165,6 +171,18 @@ export async function resolveSettings(given: RawRunOptions): Promise<Settings> {
     mtu,
     gatewayNexthop,
     masqueradeNexthops,
+    dryRun: false,
+    logLevel: oneOf('log-level', raw.logLevel, LOG_LEVELS),
+  };
+}
+
+export async function resolveSettings(given: RawRunOptions): Promise<Settings> {
+  const raw = lastWins(given);
+  const base = await resolvePlanSettings(raw);
+  const resyncIntervalMs = duration('resync-interval', raw.resyncInterval);
+  if (resyncIntervalMs < 1000) throw new ConfigError('resync-interval', 'must be at least 1s');
+  return {
+    ...base,
     socket: raw.socket,
     stateDir: raw.stateDir,
     resyncIntervalMs,
@@ -177,6 +195,5 @@ export async function resolveSettings(given: RawRunOptions): Promise<Settings> {
     restartTimeoutMs: duration('restart-timeout', raw.restartTimeout),
     settleMs: duration('settle', raw.settle),
     dryRun: raw.dryRun,
-    logLevel: oneOf('log-level', raw.logLevel, LOG_LEVELS),
   };
 }

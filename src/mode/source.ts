@@ -4,10 +4,12 @@
 // kubelet's atomic writer swaps to a new timestamped directory on each update.
 // Watching the key file alone misses the last of several quick swaps, so the whole
 // directory is watched, events are debounced, and the key is re-read and compared.
-// The owner loop also re-reads on every periodic resync: a missed event costs at most
-// one resync interval.
+// A mode file whose directory does not exist yet (a volume not mounted yet, a path
+// made later) is watched through its nearest existing ancestor, one level at a time,
+// until its directory appears. The owner loop also re-reads on every periodic resync:
+// a missed event costs at most one resync interval.
 import { watch, type FSWatcher } from 'chokidar';
-import { statSync } from 'node:fs';
+import { constants, statSync } from 'node:fs';
 import { open, stat } from 'node:fs/promises';
 import path from 'node:path';
 import type { GatewayMode } from '../core/types.js';
@@ -22,7 +24,9 @@ export async function readModeSource(source: string): Promise<ModeRead> {
   let file = source;
   try {
     if ((await stat(source)).isDirectory()) file = path.join(source, CONFIGMAP_KEY);
-    const handle = await open(file, 'r');
+    // Non-blocking: opening a FIFO for reading waits for a writer, and that wait would
+    // hold a thread-pool worker forever. fstat then refuses anything but a regular file.
+    const handle = await open(file, constants.O_RDONLY | constants.O_NONBLOCK);
     try {
       const info = await handle.stat();
       if (!info.isFile()) return { mode: null, error: `${file} is not a regular file` };
@@ -47,40 +51,79 @@ export interface ModeWatch {
   close(): Promise<void>;
 }
 
+const isDirectory = (p: string): boolean => {
+  try {
+    return statSync(p).isDirectory();
+  } catch {
+    return false;
+  }
+};
+
+/** What to watch for a mode source, and how: see watchModeSource. */
+function placement(resolved: string): { target: string; kind: 'dir' | 'file' | 'ancestor' } {
+  if (isDirectory(resolved)) return { target: resolved, kind: 'dir' };
+  let target = path.dirname(resolved);
+  if (isDirectory(target)) return { target, kind: 'file' };
+  while (!isDirectory(target)) target = path.dirname(target);
+  return { target, kind: 'ancestor' };
+}
+
 /** Calls onChange (debounced) whenever anything under the mode file's location changes. */
 export function watchModeSource(source: string, onChange: () => void, debounceMs = 200): ModeWatch {
   // A directory (ConfigMap volume) is watched itself, one level deep: its keys change
   // by the swap of the `..data` link inside it. A plain file is watched through its
-  // directory, since editors and `kubectl cp` replace files by rename.
+  // directory, since editors and `kubectl cp` replace files by rename. A missing
+  // directory is watched through its nearest existing ancestor; when a directory on
+  // the way appears, the watch moves down to it.
   const resolved = path.resolve(source);
-  const isDir = (() => {
-    try {
-      return statSync(resolved).isDirectory();
-    } catch {
-      return false;
-    }
-  })();
-  const target = isDir ? resolved : path.dirname(resolved);
+  const onPath = (p: string) => p === resolved || resolved.startsWith(p + path.sep);
   let timer: NodeJS.Timeout | undefined;
+  let closed = false;
+  let current: FSWatcher;
+  const retired: Array<Promise<void>> = [];
   const fire = () => {
     clearTimeout(timer);
     timer = setTimeout(onChange, debounceMs);
   };
-  const watcher: FSWatcher = watch(target, {
-    ignoreInitial: true,
-    depth: isDir ? 1 : 0,
-    followSymlinks: false,
-    persistent: true,
-    atomic: false,
-  });
-  watcher.on('all', (_event, changed) => {
-    if (isDir || path.resolve(changed) === resolved) fire();
-  });
-  watcher.on('error', fire);
+  const arm = (moved: boolean) => {
+    const { target, kind } = placement(resolved);
+    const watcher: FSWatcher = watch(target, {
+      ignoreInitial: true,
+      depth: kind === 'dir' ? 1 : 0,
+      followSymlinks: false,
+      persistent: true,
+      atomic: false,
+    });
+    const stillPlaced = () => {
+      const now = placement(resolved);
+      return now.target === target && now.kind === kind;
+    };
+    const move = () => {
+      if (closed || watcher !== current) return;
+      retired.push(watcher.close());
+      arm(true);
+    };
+    watcher.on('all', (_event, changed) => {
+      if (watcher !== current) return;
+      const p = path.resolve(changed);
+      if (kind === 'dir' || p === resolved) fire();
+      if (onPath(p) && !stillPlaced()) move();
+    });
+    // What appeared while the watch was starting is in its initial scan, which
+    // ignoreInitial hides: look again once it is ready, and after a move re-read.
+    watcher.once('ready', () => {
+      if (!stillPlaced()) move();
+      else if (moved) fire();
+    });
+    watcher.on('error', fire);
+    current = watcher;
+  };
+  arm(false);
   return {
     close: async () => {
+      closed = true;
       clearTimeout(timer);
-      await watcher.close();
+      await Promise.all([...retired, current.close()]);
     },
   };
 }

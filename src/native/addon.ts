@@ -1,5 +1,5 @@
-// The only module that loads the native addon (native/): a netlink socket and
-// sd_notify. Everything else imports from here, so a missing or stale build shows
+// The only module that loads the native addon (native/): a netlink socket,
+// sd_notify and flock. Everything else imports from here, so a missing or stale build shows
 // up as one clear error instead of a stack trace in the middle of the agent.
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
@@ -35,6 +35,12 @@ export interface NativeAddon {
   netlinkClose(handle: NativeNetlinkHandle): void;
   /** Sends one datagram to an AF_UNIX socket path, or an abstract name written '@name'. */
   sdNotify(socketPath: string, message: string): number;
+  /**
+   * Opens (creating it 0640) and flocks path exclusively without waiting; the fd is
+   * close-on-exec and the lock lasts while it is open. Throws code EAGAIN when
+   * another open file holds the lock, and ELOOP when path is a symlink.
+   */
+  lockFile(path: string): { fd: number };
 }
 
 const here = path.dirname(fileURLToPath(import.meta.url));

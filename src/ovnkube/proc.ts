@@ -34,9 +34,26 @@ export function startTimeOf(stat: string): string | null {
   return fields[19] ?? null;
 }
 
-export async function findOvnkubeProcesses(procRoot = '/proc'): Promise<OvnkubeProcess[]> {
+/** An ovnkube --init-node process whose network namespace we may not read. */
+export interface UnreadableProcess {
+  pid: number;
+  code: string;
+}
+
+export interface OvnkubeScan {
+  processes: OvnkubeProcess[];
+  unreadable: UnreadableProcess[];
+}
+
+/**
+ * The ovnkube --init-node processes of our network namespace, and those whose
+ * namespace /proc refuses to show: reading /proc/PID/ns/net of another user's process
+ * takes the kernel's ptrace access check (root, or CAP_SYS_PTRACE), and a refusal
+ * says nothing about where the process runs.
+ */
+export async function scanOvnkubeProcesses(procRoot = '/proc'): Promise<OvnkubeScan> {
   const ownNet = await readlink(path.join(procRoot, 'self', 'ns', 'net'));
-  const found: OvnkubeProcess[] = [];
+  const scan: OvnkubeScan = { processes: [], unreadable: [] };
   for (const entry of await readdir(procRoot)) {
     if (!/^\d+$/.test(entry)) continue;
     const dir = path.join(procRoot, entry);
@@ -44,23 +61,50 @@ export async function findOvnkubeProcesses(procRoot = '/proc'): Promise<OvnkubeP
       const argv = (await readFile(path.join(dir, 'cmdline'), 'utf8')).split('\0').filter((a, i, all) => a !== '' || i < all.length - 1);
       const parsed = parseOvnkubeCmdline(argv);
       if (!parsed) continue;
-      if ((await readlink(path.join(dir, 'ns', 'net'))) !== ownNet) continue;
+      let net: string;
+      try {
+        net = await readlink(path.join(dir, 'ns', 'net'));
+      } catch (err) {
+        const code = (err as NodeJS.ErrnoException).code;
+        if (code === 'EACCES' || code === 'EPERM') {
+          scan.unreadable.push({ pid: Number(entry), code });
+          continue;
+        }
+        throw err;
+      }
+      if (net !== ownNet) continue;
       const startTime = startTimeOf(await readFile(path.join(dir, 'stat'), 'utf8'));
       if (startTime === null) continue;
       const m = parsed.modeFlag;
-      found.push({ pid: Number(entry), startTime, modeFlag: m, mode: m === 'local' || m === 'shared' ? m : null });
+      scan.processes.push({ pid: Number(entry), startTime, modeFlag: m, mode: m === 'local' || m === 'shared' ? m : null });
     } catch {
-      // The process exited while we looked, or is not ours to read: skip it.
+      // The process exited while we looked: skip it.
     }
   }
-  return found;
+  return scan;
+}
+
+export async function findOvnkubeProcesses(procRoot = '/proc'): Promise<OvnkubeProcess[]> {
+  return (await scanOvnkubeProcesses(procRoot)).processes;
 }
 
 /** What tells this process from a later one with the same pid (the signal strategy's target id too). */
 export const processIdentity = (p: OvnkubeProcess): string => `pid ${p.pid} start ${p.startTime}`;
 
 /** Summarises what /proc shows into the planner's view. */
-export function summarise(processes: OvnkubeProcess[], confMode: GatewayMode | null): OvnkubeObservation {
+export function summarise(scan: OvnkubeScan, confMode: GatewayMode | null): OvnkubeObservation {
+  const { processes, unreadable } = scan;
+  // Any process we cannot place might be the ovnkube-node of this node: guessing
+  // would act on a mode nobody checked.
+  if (unreadable.length > 0) {
+    const pids = `pid${unreadable.length > 1 ? 's' : ''} ${unreadable.map((u) => u.pid).join(', ')}`;
+    return {
+      mode: null,
+      pid: null,
+      id: null,
+      detail: `cannot read the network namespace of ovnkube ${pids} (/proc/PID/ns/net: ${unreadable[0]!.code}): the agent needs root or CAP_SYS_PTRACE`,
+    };
+  }
   if (processes.length === 0) {
     return { mode: null, pid: null, id: null, detail: 'no ovnkube --init-node process in this network namespace' };
   }

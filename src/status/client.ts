@@ -6,6 +6,11 @@ export class AgentUnreachableError extends Error {
   readonly code = 'ERR_GWMODE_UNREACHABLE';
 }
 
+/** The agent may well be running: the socket (or its directory) is closed to this caller. */
+export class AgentDeniedError extends Error {
+  readonly code = 'ERR_GWMODE_SOCKET_DENIED';
+}
+
 /** GET a path of the agent's socket: the HTTP status code and the parsed JSON body. */
 export function fetchPath(socket: string, urlPath: string, timeoutMs = 5000): Promise<{ code: number; body: unknown }> {
   return new Promise((resolve, reject) => {
@@ -23,7 +28,11 @@ export function fetchPath(socket: string, urlPath: string, timeoutMs = 5000): Pr
     });
     req.on('timeout', () => req.destroy(new Error('timed out')));
     req.on('error', (err: NodeJS.ErrnoException) =>
-      reject(new AgentUnreachableError(`cannot reach the agent on ${socket} (${err.code ?? err.message}): is the agent running?`)),
+      reject(
+        err.code === 'EACCES' || err.code === 'EPERM'
+          ? new AgentDeniedError(`permission denied on ${socket} (${err.code}): the caller must be root or in the socket's group`)
+          : new AgentUnreachableError(`cannot reach the agent on ${socket} (${err.code ?? err.message}): is the agent running?`),
+      ),
     );
   });
 }

@@ -1,7 +1,7 @@
 // The status API on a local UNIX socket (node:http). The socket is 0660 in a 0750
 // directory: only root and the socket's group may ask. A socket file left by a
-// killed agent is detected (nobody answers on it) and replaced; a live one means
-// another agent is running, and this one must not start.
+// killed agent is detected (the kernel refuses connections to it) and replaced;
+// anything else means someone may be serving on it, and this agent must not start.
 import { chmod, lstat, mkdir, unlink } from 'node:fs/promises';
 import http from 'node:http';
 import net from 'node:net';
@@ -12,21 +12,57 @@ export class SocketInUseError extends Error {
   readonly code = 'ERR_GWMODE_SOCKET_IN_USE';
 }
 
+/** The socket cannot be made where it was asked for: a configuration matter, not a bug. */
+export class SocketPermissionError extends Error {
+  readonly code = 'ERR_GWMODE_SOCKET_PERMISSION';
+}
+
+/**
+ * Slow clients are cut off rather than waited for: the CLI and curl send a request in
+ * one write, and a stop must not wait on a client that sent half of one.
+ */
+const HEADERS_TIMEOUT_MS = 5000;
+const REQUEST_TIMEOUT_MS = 10_000;
+const PROBE_TIMEOUT_MS = 2000;
+
 export interface StatusHandlers {
   status: () => StatusReport;
   alive: () => boolean;
   ready: () => boolean;
 }
 
-function probeLive(socket: string): Promise<boolean> {
-  return new Promise((resolve) => {
+/**
+ * Whether a socket file is stale. Only ECONNREFUSED says so: the kernel's answer for a
+ * socket file nobody listens on. EAGAIN is a listener with a full backlog, EACCES a
+ * socket we may not judge; removing either could take the socket of a live agent.
+ */
+function assertStale(socket: string): Promise<void> {
+  return new Promise((resolve, reject) => {
     const c = net.connect(socket);
+    c.setTimeout(PROBE_TIMEOUT_MS, () => {
+      c.destroy();
+      reject(new SocketInUseError(`${socket} accepts connections but does not answer: not removing it`));
+    });
     c.once('connect', () => {
       c.destroy();
-      resolve(true);
+      reject(new SocketInUseError(`another agent is serving on ${socket}`));
     });
-    c.once('error', () => resolve(false));
+    c.once('error', (err: NodeJS.ErrnoException) => {
+      if (err.code === 'ECONNREFUSED') resolve();
+      else if (err.code === 'EACCES' || err.code === 'EPERM') reject(permissionError(socket, err));
+      else reject(new SocketInUseError(`cannot tell whether ${socket} is in use (${err.code ?? err.message}): not removing it`));
+    });
   });
+}
+
+function permissionError(socket: string, err: NodeJS.ErrnoException): SocketPermissionError {
+  const dir = path.dirname(socket);
+  const at = err.path ?? dir;
+  // Making a directory takes write access to its parent; the rest, to the socket's directory.
+  const needs = err.syscall === 'mkdir' ? path.dirname(at) : dir;
+  return new SocketPermissionError(
+    `cannot create the socket ${socket}: permission denied (${err.syscall ?? err.code} ${at}); run as root, or give the agent's user write access to ${needs}`,
+  );
 }
 
 async function clearStale(socket: string): Promise<void> {
@@ -38,7 +74,7 @@ async function clearStale(socket: string): Promise<void> {
     throw err;
   }
   if (!info.isSocket()) throw new SocketInUseError(`${socket} exists and is not a socket: not removing it`);
-  if (await probeLive(socket)) throw new SocketInUseError(`another agent is serving on ${socket}`);
+  await assertStale(socket);
   await unlink(socket);
 }
 
@@ -55,7 +91,7 @@ export class StatusServer {
     readonly socket: string,
     handlers: StatusHandlers,
   ) {
-    this.server = http.createServer((req, res) => {
+    this.server = http.createServer({ headersTimeout: HEADERS_TIMEOUT_MS, requestTimeout: REQUEST_TIMEOUT_MS }, (req, res) => {
       const url = (req.url ?? '/').split('?')[0];
       const routes: Record<string, () => void> = {
         '/status': () => send(res, 200, handlers.status()),
@@ -72,6 +108,16 @@ export class StatusServer {
   }
 
   static async listen(socket: string, handlers: StatusHandlers): Promise<StatusServer> {
+    try {
+      return await StatusServer.create(socket, handlers);
+    } catch (err) {
+      const e = err as NodeJS.ErrnoException;
+      if (e.code === 'EACCES' || e.code === 'EPERM') throw permissionError(socket, e);
+      throw err;
+    }
+  }
+
+  private static async create(socket: string, handlers: StatusHandlers): Promise<StatusServer> {
     const dir = path.dirname(socket);
     // A directory we create is 0750 whatever the umask; one that exists (systemd's
     // RuntimeDirectory, a hostPath) keeps the mode its owner gave it.
@@ -89,9 +135,11 @@ export class StatusServer {
     return s;
   }
 
+  /** Stops in bounded time: connections under way, idle or half-sent, are cut. */
   async close(): Promise<void> {
-    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+    const closed = new Promise<void>((resolve) => this.server.close(() => resolve()));
     this.server.closeAllConnections();
+    await closed;
     await unlink(this.socket).catch(() => undefined);
   }
 }

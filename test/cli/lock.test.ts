@@ -1,0 +1,109 @@
+// One agent per node: the flock on <state-dir>/lock, with real processes.
+import { strict as assert } from 'node:assert';
+import { closeSync, mkdtempSync, readFileSync, rmSync, statSync, symlinkSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { test } from 'node:test';
+import { addon } from '../../src/native/addon.js';
+import { AgentProcess, cli, curl, status, waitForStatus, withAgent } from '../helpers/agent.js';
+import { skipWithoutKernel } from '../helpers/netns.js';
+import { within } from '../helpers/wait.js';
+
+const SHARED_V4 = '10.96.0.0/16 via 172.18.0.1 dev br-ex mtu 1400';
+const ARGS = ['--service-cidr', '10.96.0.0/16', '--mtu', '1400'];
+
+test('lockFile: exclusive between open files, errors shaped like Node system errors, never through a symlink', () => {
+  const dir = mkdtempSync(path.join(tmpdir(), 'gwmode-lock-'));
+  try {
+    const lock = path.join(dir, 'lock');
+    const { fd } = addon.lockFile(lock);
+    assert.ok(Number.isInteger(fd) && fd > 2);
+    assert.equal(statSync(lock).mode & 0o777, 0o640 & ~process.umask());
+    // flock belongs to the open file: a second open, even in this process, is refused.
+    assert.throws(() => addon.lockFile(lock), (err: NodeJS.ErrnoException) => err.code === 'EAGAIN' && err.syscall === 'flock' && /^flock EAGAIN: /.test(err.message));
+    symlinkSync(lock, path.join(dir, 'link'));
+    assert.throws(() => addon.lockFile(path.join(dir, 'link')), (err: NodeJS.ErrnoException) => err.code === 'ELOOP' && err.syscall === 'open');
+    assert.throws(() => addon.lockFile(path.join(dir, 'no', 'such', 'dir')), (err: NodeJS.ErrnoException) => err.code === 'ENOENT');
+    closeSync(fd);
+    closeSync(addon.lockFile(lock).fd);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('a second agent, whatever its --socket, exits 1 naming the pid that holds the lock; after a SIGKILL the next one starts', async (t) => {
+  if (skipWithoutKernel(t)) return;
+  await withAgent({ mode: 'local' }, async ({ ns, scratch, agent }) => {
+    await waitForStatus(agent, (s) => s.phase === 'Converged', 'Converged');
+    const lockPath = path.join(scratch.stateDir, 'lock');
+    assert.equal(statSync(scratch.stateDir).mode & 0o777, 0o750);
+    assert.equal(readFileSync(lockPath, 'utf8'), `${agent.child.pid}\n`);
+
+    const otherSocket = path.join(scratch.dir, 'other', 'agent.sock');
+    const second = new AgentProcess(ns, scratch, [...ARGS, '--socket', otherSocket]);
+    assert.equal(await within(second.exited, 30_000, 'the second agent exits'), 1, second.output);
+    assert.equal(second.output, `ovn-gwmode-agent: another agent (pid ${agent.child.pid}) holds ${lockPath}; not starting a second agent\n`);
+    assert.equal(curl(otherSocket, '/healthz').code, 0, 'the second agent never listened');
+    assert.equal(status(scratch.socket)?.phase, 'Converged');
+
+    // Another state directory takes another lock; the live socket still refuses it.
+    const elsewhere = new AgentProcess(ns, scratch, [...ARGS, '--state-dir', path.join(scratch.dir, 'other-state')]);
+    assert.equal(await within(elsewhere.exited, 30_000, 'the agent with another state directory exits'), 1, elsewhere.output);
+    assert.equal(elsewhere.output, `ovn-gwmode-agent: another agent is serving on ${scratch.socket}; not starting a second agent\n`);
+
+    // The kernel drops the lock with the process: a SIGKILLed agent blocks nobody.
+    agent.child.kill('SIGKILL');
+    await agent.exited;
+    const third = new AgentProcess(ns, scratch, ARGS);
+    try {
+      await waitForStatus(third, (s) => s.phase === 'Converged', 'Converged after the first was killed');
+      assert.equal(readFileSync(lockPath, 'utf8'), `${third.child.pid}\n`);
+    } finally {
+      await third.stop();
+    }
+  });
+});
+
+test('two agents started at once on two sockets: exactly one runs', async (t) => {
+  if (skipWithoutKernel(t)) return;
+  await withAgent({ mode: 'local' }, async ({ ns, scratch, agent }) => {
+    const twin = new AgentProcess(ns, scratch, [...ARGS, '--socket', path.join(scratch.dir, 'twin', 'agent.sock')]);
+    try {
+      // Whichever lost exits 1 at once; the other keeps running until stopped.
+      const loser = await within(Promise.race([agent.exited.then(() => agent), twin.exited.then(() => twin)]), 30_000, 'one of the two agents exits');
+      const winner = loser === agent ? twin : agent;
+      assert.equal(loser.child.exitCode, 1, loser.output);
+      assert.match(loser.output, new RegExp(`another agent \\(pid ${winner.child.pid}\\) holds .*/lock; not starting a second agent`));
+      assert.equal(winner.child.exitCode, null);
+    } finally {
+      await twin.stop();
+    }
+  });
+});
+
+test('apply refuses while an agent holds the lock; plan takes no lock', async (t) => {
+  if (skipWithoutKernel(t)) return;
+  // A dry-run agent holds the lock and leaves the stale route for apply to find.
+  await withAgent({ mode: 'local', args: [...ARGS, '--dry-run'] }, async ({ ns, scratch, agent }) => {
+    await waitForStatus(agent, (s) => s.lastReconcile !== null, 'a pass');
+    const planArgs = ['--mode-file', scratch.modeFile, ...ARGS];
+    const applyArgs = [...planArgs, '--state-dir', scratch.stateDir];
+    const applied = cli(ns, ['apply', ...applyArgs]);
+    assert.equal(applied.code, 1);
+    assert.equal(applied.stdout, '');
+    assert.equal(
+      applied.stderr,
+      `ovn-gwmode-agent: another agent (pid ${agent.child.pid}) holds ${path.join(scratch.stateDir, 'lock')}; apply does not act beside a running agent: stop it, or leave the work to it\n`,
+    );
+    assert.deepEqual(ns.routes('10.96.0.0/16'), [SHARED_V4]);
+
+    const planned = cli(ns, ['plan', ...planArgs]);
+    assert.equal(planned.code, 1, planned.stderr);
+    assert.match(planned.stdout, /replace 10\.96\.0\.0\/16/);
+
+    await agent.stop();
+    const alone = cli(ns, ['apply', ...applyArgs]);
+    assert.equal(alone.code, 0, alone.stderr);
+    assert.match(alone.stdout, /applied: 1 replace/);
+  });
+});

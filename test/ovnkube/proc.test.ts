@@ -1,0 +1,82 @@
+// ovnkube-node from /proc, on the real kernel: a stand-in ovnkube process owned by
+// root, looked at by root and by uid 65534, whom the kernel's ptrace access check
+// refuses /proc/PID/ns/net of another user's process.
+import { strict as assert } from 'node:assert';
+import { spawn, spawnSync } from 'node:child_process';
+import { chmodSync, copyFileSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { test } from 'node:test';
+import { pathToFileURL } from 'node:url';
+import { scanOvnkubeProcesses } from '../../src/ovnkube/proc.js';
+import { CLI, FakeOvnkube, Scratch } from '../helpers/agent.js';
+import { seedNode, skipWithoutKernel } from '../helpers/netns.js';
+import { AS_NOBODY, runAsNobody, skipWithoutSetpriv } from '../helpers/nobody.js';
+import { IDLE } from '../../src/demo/fake-ovnkube.js';
+
+const PROC = pathToFileURL(path.resolve(path.dirname(new URL(import.meta.url).pathname), '../../src/ovnkube/proc.js')).href;
+/**
+ * The refusal as the detail gives it. Every root-owned ovnkube process on the machine
+ * is closed to uid 65534, stand-ins of other test runs included: ours is one of them.
+ */
+const denied = (pid: number) =>
+  new RegExp(`^cannot read the network namespace of ovnkube pids? (\\d+, )*${pid}(, \\d+)* \\(/proc/PID/ns/net: EACCES\\): the agent needs root or CAP_SYS_PTRACE$`);
+
+/** A root-owned stand-in ovnkube-node in this network namespace, for the length of fn. */
+async function withOvnkube(fn: (pid: number) => Promise<void>): Promise<void> {
+  const dir = mkdtempSync(path.join(tmpdir(), 'gwmode-proc-'));
+  const binary = path.join(dir, 'ovnkube');
+  copyFileSync('/bin/sh', binary);
+  chmodSync(binary, 0o755);
+  const child = spawn(binary, ['-c', IDLE, 'ovnkube', '--init-node', 'node1', '--gateway-mode', 'local'], { stdio: 'ignore' });
+  try {
+    await new Promise((resolve, reject) => child.once('spawn', resolve).once('error', reject));
+    await fn(child.pid!);
+  } finally {
+    child.kill('SIGKILL');
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+test('proc: an ovnkube-node whose namespace cannot be read is named, with what is missing, not taken for absent', async (t) => {
+  if (skipWithoutSetpriv(t)) return;
+  await withOvnkube(async (pid) => {
+    const asRoot = await scanOvnkubeProcesses();
+    assert.deepEqual(asRoot.unreadable, []);
+    assert.deepEqual(asRoot.processes.find((p) => p.pid === pid)?.mode, 'local');
+
+    const script = `const p = await import(${JSON.stringify(PROC)}); const scan = await p.scanOvnkubeProcesses(); console.log(JSON.stringify({ scan, summary: p.summarise(scan, null) }));`;
+    const r = runAsNobody([process.execPath, '--input-type=module', '-e', script]);
+    assert.equal(r.code, 0, r.stderr);
+    const { scan, summary } = JSON.parse(r.stdout);
+    assert.deepEqual(scan.processes, []);
+    assert.ok(scan.unreadable.some((u: { pid: number; code: string }) => u.pid === pid && u.code === 'EACCES'), JSON.stringify(scan));
+    assert.equal(summary.mode, null);
+    assert.equal(summary.pid, null);
+    assert.match(summary.detail, denied(pid));
+  });
+});
+
+test('plan as non-root says it cannot read ovnkube-node\'s namespace, and what it needs', async (t) => {
+  if (skipWithoutKernel(t) || skipWithoutSetpriv(t)) return;
+  const ns = seedNode({ gw0: true });
+  const scratch = new Scratch();
+  const ovnkube = new FakeOvnkube(ns, scratch.dir);
+  try {
+    chmodSync(scratch.dir, 0o755);
+    scratch.writeMode('local');
+    ovnkube.start('local');
+    const args = ['plan', '--mode-file', scratch.modeFile, '--service-cidr', '10.96.0.0/16', '--mtu', '1400'];
+    const asRoot = spawnSync('ip', ['netns', 'exec', ns.name, process.execPath, CLI, ...args], { encoding: 'utf8' });
+    assert.match(asRoot.stdout, /replace 10\.96\.0\.0\/16/, asRoot.stderr);
+    const r = spawnSync('ip', ['netns', 'exec', ns.name, ...AS_NOBODY, process.execPath, CLI, ...args], { encoding: 'utf8', timeout: 60_000 });
+    assert.equal(r.status, 1, r.stderr);
+    assert.match(r.stdout, /^actions: none$/m);
+    const reason = /^ {2}- ovnkube-node's gateway mode is unknown: (.*)$/m.exec(r.stdout);
+    assert.match(reason?.[1] ?? r.stdout, denied(ovnkube.pid!));
+  } finally {
+    ovnkube.stop();
+    ns.destroy();
+    scratch.remove();
+  }
+});
