@@ -38,7 +38,6 @@ export const REASON_CODES = [
   'Settling',
   // The loop
   'ReconcileFailed',
-  'JournalUnreadable',
 ] as const;
 
 export type ReasonCode = (typeof REASON_CODES)[number];

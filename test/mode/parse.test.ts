@@ -43,7 +43,13 @@ test('durations: plain seconds or with a unit', () => {
 
 test('ovnkube.conf: service CIDRs, MTU and next hop', () => {
   const conf = parseOvnkubeConf('[default]\nmtu="1400"\n[kubernetes]\nservice-cidrs="10.96.0.0/16,fd00:10:96::/112"\n[gateway]\nmode=local\nnext-hop="172.18.0.1"\n');
-  assert.deepEqual(conf, { serviceCidrs: ['10.96.0.0/16', 'fd00:10:96::/112'], mtu: 1400, nextHop: ['172.18.0.1'], mode: 'local' });
+  assert.deepEqual(conf, { serviceCidrs: ['10.96.0.0/16', 'fd00:10:96::/112'], mtu: 1400, nextHop: ['172.18.0.1'], mode: 'local', masqueradeSubnets: [] });
+});
+
+test('ovnkube.conf: routable-mtu is the cluster MTU when set; the masquerade subnets of 4.10+', () => {
+  const conf = parseOvnkubeConf('[default]\nmtu="1500"\nroutable-mtu="1400"\n[gateway]\nv4-masquerade-subnet="169.254.64.0/18"\nv6-masquerade-subnet="fd69::/112"\n');
+  assert.equal(conf.mtu, 1400);
+  assert.deepEqual(conf.masqueradeSubnets, ['169.254.64.0/18', 'fd69::/112']);
 });
 
 test('CIDRs: canonical text, host bits refused, first address of a subnet', () => {
