@@ -71,7 +71,7 @@ test('an agent whose journal is corrupt keeps going: the journal is kept aside a
     );
     await agent.init();
     const s = agent.status();
-    assert.ok(s.warnings.some((w) => /is corrupt .*kept as .*\.corrupt-1000000/.test(w)), JSON.stringify(s.warnings));
+    assert.ok(s.warnings.some((w) => /is corrupt: .*kept as .*\.corrupt-1000000/.test(w)), JSON.stringify(s.warnings));
     assert.ok(existsSync(`${journal.file}.corrupt-1000000`));
     await agent.settle();
     await agent.stop();
