@@ -401,11 +401,12 @@ export class Agent {
       phase: this.phase,
       reasons: this.reasons.map((r) => r.message),
       reasonCodes: this.reasons.map((r) => r.code),
-      routes: (p?.routes ?? this.options.config.serviceCidrs.map((c) => ({ cidr: c.text, family: c.family, observed: null, expected: null, inSync: false }))).map(
+      routes: (p?.routes ?? this.options.config.serviceCidrs.map((c) => ({ cidr: c.text, family: c.family, observed: null, multipath: false, expected: null, inSync: false }))).map(
         (r) => ({
           cidr: r.cidr,
           family: r.family,
           observed: r.observed && shapeOf(r.observed),
+          ...(r.multipath ? { multipath: true as const } : {}),
           expected: r.expected && shapeOf(r.expected),
           inSync: r.inSync,
           repairsSuspended: suspensions.get(r.cidr) ?? null,

@@ -14,14 +14,15 @@ export async function applyReplaces(dataplane: Dataplane, log: Logger, actions: 
   const done: ReplaceAction[] = [];
   for (const a of actions) {
     try {
-      await dataplane.replaceRoute({ key: a.key, protocol: a.protocol, scope: a.scope, type: a.type, to: a.to });
+      // The action goes to the dataplane as it is: it names the key it replaces and the next hop it sets.
+      await dataplane.replaceRoute(a);
     } catch (err) {
       const failed = `replace of ${a.key.prefix} failed: ${(err as Error).message}`;
       if (done.length === 0) throw err;
       const notPutBack: string[] = [];
       for (const d of [...done].reverse()) {
         try {
-          await dataplane.replaceRoute({ key: d.key, protocol: d.protocol, scope: d.scope, type: d.type, to: d.from });
+          await dataplane.replaceRoute({ ...d, to: d.from });
           log.warn({ cidr: d.key.prefix, before: renderNextHop(d.to), after: renderNextHop(d.from) }, `put back ${d.key.prefix}: ${renderNextHop(d.to)} -> ${renderNextHop(d.from)} (${failed})`);
         } catch (undoErr) {
           notPutBack.push(`${d.key.prefix}: ${(undoErr as Error).message}`);

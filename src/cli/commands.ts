@@ -145,7 +145,7 @@ function renderPlan(p: Plan): string {
   const lines = [`phase: ${summarize(p, { phase: null, reason: null }, new Map(), null).phase}`, `layout: ${p.layout}`];
   if (p.actions.length === 0) lines.push('actions: none');
   else lines.push('actions:', ...p.actions.map((a) => `  replace ${a.key.prefix}: ${renderNextHop(a.from)} -> ${renderNextHop(a.to)}`));
-  lines.push('routes:', ...p.routes.map((r) => `  ${r.inSync ? 'ok' : 'NO'} ${r.cidr}: ${r.observed ? renderNextHop(r.observed) : 'none'}`));
+  lines.push('routes:', ...p.routes.map((r) => `  ${r.inSync ? 'ok' : 'NO'} ${r.cidr}: ${r.multipath ? 'multipath (several next hops)' : r.observed ? renderNextHop(r.observed) : 'none'}`));
   if (p.reasons.length) lines.push('reasons:', ...p.reasons.map((r) => `  - ${r.message} [${r.code}]`));
   if (p.warnings.length) lines.push('warnings:', ...p.warnings.map((w) => `  - ${w}`));
   return lines.join('\n');

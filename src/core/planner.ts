@@ -183,13 +183,11 @@ export function plan(input: PlanInput): Plan {
     const routes = observed.routes.get(cidr.text) ?? [];
     return routes.length === 1 ? routes[0]!.nextHop : null;
   };
-  const statusOf = (cidr: Cidr, expected: NextHop | null, ok: boolean): RouteStatus => ({
-    cidr: cidr.text,
-    family: cidr.family,
-    observed: observedOf(cidr),
-    expected,
-    inSync: ok,
-  });
+  const statusOf = (cidr: Cidr, expected: NextHop | null, ok: boolean): RouteStatus => {
+    const routes = observed.routes.get(cidr.text) ?? [];
+    const multipath = routes.length === 1 && routes[0]!.multipath;
+    return { cidr: cidr.text, family: cidr.family, observed: multipath ? null : observedOf(cidr), multipath, expected, inSync: ok };
+  };
   const { layout, why: layoutWhy } = detectLayout(input);
   const done = (why: Reason[], blocked: boolean, inSync = false): Plan => ({
     layout,

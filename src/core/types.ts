@@ -49,6 +49,8 @@ export interface RouteStatus {
   cidr: string;
   family: Family;
   observed: NextHop | null;
+  /** The one route of the CIDR has several next hops: `observed` cannot say which. */
+  multipath: boolean;
   expected: NextHop | null;
   inSync: boolean;
 }

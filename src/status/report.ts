@@ -15,6 +15,8 @@ export interface RouteReport {
   cidr: string;
   family: RouteStatus['family'];
   observed: RouteShape | null;
+  /** Present, and true, when the CIDR's one route has several next hops. */
+  multipath?: true;
   expected: RouteShape | null;
   inSync: boolean;
   repairsSuspended: string | null;
@@ -74,7 +76,7 @@ export function renderHuman(s: StatusReport): string {
   }
   lines.push('routes:');
   for (const r of s.routes) {
-    const observed = r.observed ? render(r.observed) : 'none';
+    const observed = r.multipath ? 'multipath (several next hops)' : r.observed ? render(r.observed) : 'none';
     const expected = r.expected ? render(r.expected) : 'n/a';
     const suspended = r.repairsSuspended ? ` [repairs suspended]` : '';
     lines.push(`  ${r.inSync ? 'ok ' : 'NO '} ${r.cidr}: ${observed}${r.inSync ? '' : ` (expected ${expected})`}${suspended}`);

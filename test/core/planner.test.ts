@@ -150,6 +150,7 @@ test('planner: the whole plan of the seed node going local', () => {
         cidr: '10.96.0.0/16',
         family: 4,
         observed: { dev: 'br-ex', oif: 2, gateway: '172.18.0.1', mtu: 1400 },
+        multipath: false,
         expected: { dev: 'ovn-k8s-mp0', oif: 4, gateway: '10.244.1.1', mtu: null },
         inSync: false,
       },
@@ -172,4 +173,9 @@ test('planner: one blocked CIDR blocks every CIDR (no half-done dual-stack)', ()
 test('planner: local desired always warns about egress firewall; shared does not', () => {
   assert.deepEqual(plan(input({})).warnings, [EGRESS_FIREWALL_WARNING]);
   assert.deepEqual(plan(input({ mode: 'shared', ovnkube: 'shared' })).warnings, []);
+});
+
+test('planner: a multipath route is reported as such, never as a next hop of nothing', () => {
+  const p = plan(input({ service: [{ ...STALE, nextHop: { dev: null, oif: null, gateway: null, mtu: null }, multipath: true }] }));
+  assert.deepEqual([p.routes[0]?.multipath, p.routes[0]?.observed], [true, null]);
 });

@@ -38,4 +38,21 @@ test('signal: none or two ovnkube-node processes mean no target, with the count'
   const strategy = new SignalRestart();
   const none = await strategy.find();
   assert.deepEqual(none, { error: '0 ovnkube --init-node processes in this network namespace (expected exactly 1)' });
+  const dir = mkdtempSync(path.join(tmpdir(), 'gwmode-signal-'));
+  const binary = path.join(dir, 'ovnkube');
+  copyFileSync('/bin/sh', binary);
+  const two = [1, 2].map(() => spawn(binary, ['-c', IDLE, 'ovnkube', '--init-node', 'n1', '--gateway-mode', 'local'], { stdio: 'ignore' }));
+  try {
+    // Both must be visible in /proc before asking: a bounded number of looks, not a clock.
+    let found = await strategy.find();
+    for (let i = 0; i < 2000 && !('error' in found && found.error.startsWith('2 ')); i++) {
+      await new Promise((r) => setImmediate(r));
+      found = await strategy.find();
+    }
+    assert.deepEqual(found, { error: '2 ovnkube --init-node processes in this network namespace (expected exactly 1)' });
+    assert.deepEqual(two.map((c) => c.exitCode), [null, null], 'neither was signalled');
+  } finally {
+    for (const c of two) c.kill('SIGKILL');
+    rmSync(dir, { recursive: true, force: true });
+  }
 });

@@ -1,0 +1,27 @@
+// One status report, rendered for a person: what a reader sees for unusual routes.
+import { strict as assert } from 'node:assert';
+import { test } from 'node:test';
+import { renderBrief, renderHuman, type StatusReport } from '../../src/status/report.js';
+
+const report: StatusReport = {
+  desiredMode: 'local',
+  modeSource: { path: '/etc/mode', error: null },
+  ovnkubeMode: 'local',
+  layout: 'legacy',
+  phase: 'Waiting',
+  reasons: ['10.96.0.0/16 is a multipath route: not one the agent owns'],
+  reasonCodes: ['NotOurRoute'],
+  routes: [{ cidr: '10.96.0.0/16', family: 4, observed: null, multipath: true, expected: { dev: 'ovn-k8s-mp0', via: '10.244.1.1', mtu: null }, inSync: false, repairsSuspended: null }],
+  dryRun: false,
+  lastReconcile: null,
+  lastError: null,
+  warnings: [],
+  version: '0.1.0',
+};
+
+test('status: a multipath route reads as multipath, not as "via (none) dev (none)"', () => {
+  const text = renderHuman(report);
+  assert.match(text, /NO {2}10\.96\.0\.0\/16: multipath \(several next hops\) \(expected via 10\.244\.1\.1 dev ovn-k8s-mp0\)/);
+  assert.doesNotMatch(text, /\(none\)/);
+  assert.equal(renderBrief(report), 'Waiting desired=local ovnkube=local layout=legacy routes=0/1 in sync: 10.96.0.0/16 is a multipath route: not one the agent owns');
+});
