@@ -52,7 +52,7 @@ export interface SeedNodeOptions {
 
 /**
  * The seed's node: br-ex 172.18.0.2/16 with the default route, ovn-k8s-mp0
- * 10.244.1.2/24, and the stale shared-mode route 10.96.0.0/16 via br-ex mtu 1400.
+ * 10.244.1.2/24 with the cluster MTU 1400 (as OVN-Kubernetes sets it), and the stale shared-mode route 10.96.0.0/16 via br-ex mtu 1400.
  * With ipv6: br-ex fd00:172:18::2/64 with a default route, mp0 fd00:10:244:1::2/64,
  * and fd00:10:96::/112 via br-ex mtu 1400.
  */
@@ -65,7 +65,7 @@ export function seedNode(options: SeedNodeOptions = {}): Netns {
     ns.ip('route add default via 172.18.0.1 dev br-ex');
     ns.ip('link add ovn-k8s-mp0 type veth peer name mp0-peer');
     ns.ip('link set mp0-peer up');
-    ns.ip('link set ovn-k8s-mp0 up');
+    ns.ip('link set ovn-k8s-mp0 mtu 1400 up');
     ns.ip('addr add 10.244.1.2/24 dev ovn-k8s-mp0');
     ns.ip('route add 10.96.0.0/16 via 172.18.0.1 dev br-ex mtu 1400');
     if (options.ipv6) {

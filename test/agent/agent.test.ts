@@ -292,3 +292,35 @@ test('a bad flag exits 2 with one line naming it', () => {
   assert.equal(fromEnv.status, 2);
   assert.match(fromEnv.stderr, /^ovn-gwmode-agent: --layout: "sideways" is not one of auto, legacy, routing-via-host\n$/);
 });
+
+test('back to shared with no --mtu and no ovnkube.conf: the MTU comes from ovn-k8s-mp0', async (t) => {
+  if (skipWithoutKernel(t)) return;
+  const setup = (ns: Netns) => ns.ip('route replace 10.96.0.0/16 via 10.244.1.1 dev ovn-k8s-mp0');
+  await withAgent({ mode: 'shared', ovnkube: 'shared', setup, args: ['--service-cidr', '10.96.0.0/16'] }, async ({ ns, agent }) => {
+    await waitForStatus(agent, (s) => s.phase === 'Converged' && s.desiredMode === 'shared', 'shared Converged');
+    assert.deepEqual(ns.routes('10.96.0.0/16'), [SHARED_V4]);
+  });
+});
+
+test('--layout legacy never turns the 4.10+ protection off: a route via 169.254.0.4 stays', async (t) => {
+  if (skipWithoutKernel(t)) return;
+  const setup = (ns: Netns) => {
+    ns.ip('addr add 169.254.0.2/17 dev br-ex');
+    ns.ip('route replace 10.96.0.0/16 via 169.254.0.4 dev br-ex mtu 1400');
+  };
+  await withAgent({ mode: 'local', setup, args: ['--service-cidr', '10.96.0.0/16', '--mtu', '1400', '--layout', 'legacy'] }, async ({ ns, agent }) => {
+    const s = await waitForStatus(agent, (s) => s.layout === 'routing-via-host' && s.phase === 'Converged', 'routing-via-host');
+    assert.equal(s.reasonCodes[0], 'RoutingViaHostLayout');
+    assert.deepEqual(ns.routes('10.96.0.0/16'), ['10.96.0.0/16 via 169.254.0.4 dev br-ex mtu 1400']);
+  });
+});
+
+test('a second address on ovn-k8s-mp0: the next hop would be a guess, so the agent waits', async (t) => {
+  if (skipWithoutKernel(t)) return;
+  const setup = (ns: Netns) => ns.ip('addr add 10.244.9.2/24 dev ovn-k8s-mp0');
+  await withAgent({ mode: 'local', setup }, async ({ ns, agent }) => {
+    const s = await waitForStatus(agent, (s) => s.reasonCodes.includes('ManagementAddressUnusable'), 'ManagementAddressUnusable');
+    assert.equal(s.phase, 'Waiting');
+    assert.deepEqual(ns.routes('10.96.0.0/16'), [SHARED_V4]);
+  });
+});
