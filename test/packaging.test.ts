@@ -24,4 +24,8 @@ test('the DaemonSet renders with kustomize: host network and PID, only the capab
   assert.equal(c.securityContext.readOnlyRootFilesystem, true);
   assert.deepEqual(c.livenessProbe.exec.command, ['ovn-gwmode-agent', 'health']);
   assert.equal(docs.find((d) => d.kind === 'ConfigMap').data.mode, 'shared');
+  // The agent watches the ConfigMap volume's directory (kubelet swaps ..data in it), not the key.
+  const modeVolume = pod.volumes.find((v: any) => v.configMap).name;
+  const mount = c.volumeMounts.find((m: any) => m.name === modeVolume).mountPath;
+  assert.equal(c.env.find((e: any) => e.name === 'OVN_GWMODE_MODE_FILE').value, mount);
 });

@@ -34,7 +34,7 @@ import { EMPTY_JOURNAL, type Journal, type JournalData } from '../restart/journa
 import type { RestartStrategy } from '../restart/strategy.js';
 import { shapeOf, type RestartStatus, type StatusReport } from '../status/report.js';
 import { VERSION } from '../version.js';
-import { applyReplaces } from './execute.js';
+import { applyReplaces, outcomeUnknown } from './execute.js';
 import { observe, type OvnkubeProbe } from './observe.js';
 import { VerifyError } from './reconcile.js';
 
@@ -302,7 +302,10 @@ export class Agent {
     return decision.steps.some((s) => s.kind === 'restart') ? 'restarted' : 'nothing';
   }
 
-  /** Executes exactly the decided steps, in order. */
+  /**
+   * Executes exactly the decided steps, in order. A decision is either a journal
+   * entry followed by replaces (carried out together, all or none), or a restart.
+   */
   private async execute(steps: Step[]): Promise<void> {
     if (steps.length === 0) return;
     this.deps.log.info({ steps: steps.map(describeStep) }, 'carrying out plan');
@@ -316,8 +319,10 @@ export class Agent {
     try {
       await applyReplaces(this.deps.dataplane, this.deps.log, replaces);
     } catch (err) {
-      // Nothing was migrated after all (applyReplaces put back what it changed).
-      if (this.journalData !== before) await this.saveJournal(before);
+      // Refused by the kernel: nothing was migrated (what had changed was put back),
+      // so the migration is off the record. A replace whose answer was lost may have
+      // happened: the record stays, and the next observation tells.
+      if (this.journalData !== before && !outcomeUnknown(err)) await this.saveJournal(before);
       throw err;
     }
     this.fights = recordApplied(this.fights, replaces, this.deps.clock.now());

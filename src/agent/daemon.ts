@@ -155,7 +155,8 @@ export async function runDaemon(raw: RawRunOptions, initial: Settings, deps: Dae
   process.on('SIGTERM', () => void stop('SIGTERM'));
   process.on('SIGINT', () => void stop('SIGINT'));
   process.on('SIGHUP', () => {
-    reloading = reloading.then(reload);
+    // A reload that fails keeps the agent running as it was: never a fatal rejection.
+    reloading = reloading.then(reload).catch((err: unknown) => log.error({ err }, 'reload failed'));
   });
   return agent;
 }

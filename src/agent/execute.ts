@@ -4,7 +4,20 @@
 import type { Logger } from 'pino';
 import { renderNextHop } from '../core/route.js';
 import type { ReplaceAction } from '../core/types.js';
+import { NetlinkError } from '../dataplane/errors.js';
 import type { Dataplane } from '../dataplane/types.js';
+
+/**
+ * Whether a failed replace may still have happened: the kernel applies a change
+ * before it answers, so a lost answer (a timeout, ENOBUFS on the request socket, a
+ * reply that could not be read) says nothing. Only the kernel's own refusal (an
+ * errno in its acknowledgement) or a request never sent means "not done".
+ */
+export function outcomeUnknown(err: unknown): boolean {
+  const e = err as { code?: string; syscall?: string };
+  if (e.code === 'ERR_GWMODE_NETLINK_TIMEOUT' || e.code === 'ENOBUFS') return true;
+  return !(err instanceof NetlinkError) || e.syscall === 'recvmsg';
+}
 
 export class PutBackError extends Error {
   readonly code = 'ERR_GWMODE_PUT_BACK';

@@ -18,7 +18,7 @@
 //  5. After the restart the routes must hold for the settle time before Converged.
 //  6. While the agent waits on ovnkube-node (a rollout, a restart) it looks again
 //     every second: a new ovnkube-node is noticed within about a second.
-import type { Migration, RestartTarget, TargetLookup } from './migration.js';
+import type { IdentityKind, Migration, RestartTarget, TargetLookup } from './migration.js';
 import { reason, type Reason } from './reasons.js';
 import type { GatewayMode, OvnkubeObservation, Phase, Plan, ReplaceAction } from './types.js';
 import { restartAllowed, type RateLimit } from './rate-limit.js';
@@ -80,8 +80,10 @@ const startsMigration = (plan: Plan, desired: GatewayMode | null, m: Migration |
 export function needsTarget(plan: Plan, desired: GatewayMode | null, m: Migration | null, strategy: RestartSettings['strategy']): boolean {
   if (strategy === 'none') return false;
   if (startsMigration(plan, desired, m)) return true;
-  return m !== null && m.mode === desired && m.restart !== 'done';
+  return m !== null && m.mode === desired && m.restart !== 'done' && m.restart !== 'none';
 }
+
+const identityKind = (strategy: RestartSettings['strategy']): IdentityKind => (strategy === 'cri' ? 'container' : 'process');
 
 /** The identity of the ovnkube-node now running: the container for CRI, else the process. */
 function currentIdentity(i: DecideInput): string | null {
@@ -122,6 +124,7 @@ export function decide(i: DecideInput): Decision {
       ovnkubeBefore: before,
       routes: plan.actions.map((a) => ({ key: a.key, from: a.from, to: a.to })),
       restart: 'owed',
+      identity: identityKind(i.settings.strategy),
       attempts: 0,
       lastAttemptAt: null,
       lastError: null,
@@ -137,17 +140,44 @@ export function decide(i: DecideInput): Decision {
       wakeInMs: undefined,
     };
   }
+  if (m && desired !== null && m.mode !== desired && inDesiredShape(plan)) {
+    // The node reached the desired mode without the agent (a new ovnkube-node flushed
+    // the old routes): the record moves on, so that a return to m.mode is a new
+    // migration that owes its restart again.
+    const reached: Migration = { ...NO_MIGRATION, mode: desired, startedAt: now, identity: identityKind(i.settings.strategy) };
+    return { steps: [], migration: reached, restart: none, wakeInMs: pollIf(waitingOnOvnkube) };
+  }
   if (!m || m.mode !== desired) return { steps: [], migration: m, restart: none, wakeInMs: pollIf(waitingOnOvnkube) };
   const r = restartView(i);
-  return { ...r, wakeInMs: r.wakeInMs ?? pollIf(waitingOnOvnkube) };
+  // While a restart is owed, look every second: someone else's restart is noticed at once.
+  const owed = r.migration !== null && r.migration.restart !== 'done' && r.migration.restart !== 'none';
+  const wake = owed ? Math.min(POLL_MS, r.wakeInMs ?? POLL_MS) : (r.wakeInMs ?? pollIf(waitingOnOvnkube));
+  return { ...r, wakeInMs: wake };
 }
+
+/** Every service route already has the desired shape (nothing blocked, nothing to do). */
+const inDesiredShape = (plan: Plan): boolean => !plan.blocked && plan.actions.length === 0 && plan.reasons.some((r) => r.code === 'InSync' || r.code === 'AlreadyShared');
+
+const NO_MIGRATION: Omit<Migration, 'mode' | 'startedAt' | 'identity'> = {
+  ovnkubeBefore: null,
+  routes: [],
+  restart: 'none',
+  attempts: 0,
+  lastAttemptAt: null,
+  lastError: null,
+  stopped: null,
+  stoppedAs: null,
+  outcome: null,
+  doneAt: null,
+};
 
 const isDryRun = (plan: Plan) => plan.reasons.some((r) => r.code === 'DryRun');
 
 /** The restart owed by the migration on record (whose mode is the desired one). */
 function restartView(i: DecideInput): Omit<Decision, 'wakeInMs'> & { wakeInMs: number | undefined } {
-  const m = i.migration!;
+  let m = i.migration!;
   const { now, settings: s } = i;
+  if (m.restart === 'none') return { steps: [], migration: m, restart: { phase: null, reason: null }, wakeInMs: undefined };
   const keep = (phase: Phase, r: Reason, wakeInMs: number | undefined, migration: Migration = m) => ({
     steps: [] as Step[],
     migration,
@@ -162,12 +192,23 @@ function restartView(i: DecideInput): Omit<Decision, 'wakeInMs'> & { wakeInMs: n
     return { steps: [], migration: m, restart: { phase: null, reason: null }, wakeInMs: undefined };
   }
   const current = currentIdentity(i);
+  if (m.identity !== identityKind(s.strategy)) {
+    // --restart changed between agent runs: a container id and a process identity
+    // cannot be compared. Count from what runs now; never call the restart done.
+    m = { ...m, identity: identityKind(s.strategy), ovnkubeBefore: current, stopped: null, stoppedAs: null };
+  }
   const modeOk = !s.modeChecked || i.ovnkube.mode === m.mode;
-  if (current !== null && current !== m.ovnkubeBefore && current !== m.stopped && modeOk) {
+  const isNew = current !== null && current !== m.ovnkubeBefore && current !== m.stopped;
+  if (isNew && modeOk) {
     const done: Migration = { ...m, restart: 'done', doneAt: now };
     return keep('Progressing', reason('Settling', `a new ovnkube-node runs ${m.mode}; watching the service routes for ${Math.round(s.settleMs / 1000)}s`), s.settleMs, done);
   }
-  const seen = current === null ? 'no ovnkube-node running' : current === m.stopped || current === m.ovnkubeBefore ? `still ${current}` : `${current} not yet running ${m.mode}`;
+  const seen = current === null ? 'no ovnkube-node running' : isNew ? `${current} not yet running ${m.mode}` : `still ${current}`;
+  if (isNew) {
+    // A new ovnkube-node in the other mode: it is not the proof, and it is never the
+    // one to stop (that would be a second restart for one migration).
+    return keep('Progressing', reason('RestartAwaited', `a new ovnkube-node (${current}) runs ${i.ovnkube.mode ?? 'an unknown mode'}, not ${m.mode}: waiting for the operator's rollout`), POLL_MS);
+  }
   if (s.strategy === 'none') {
     return keep('Progressing', reason('RestartAwaited', `waiting for ovnkube-node to be restarted for the migration to ${m.mode} (--restart none: restart it by hand); ${seen}`), POLL_MS);
   }

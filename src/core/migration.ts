@@ -12,6 +12,8 @@ export interface RestartTarget {
 /** The one running ovnkube-node, or why there is not exactly one. */
 export type TargetLookup = { target: RestartTarget } | { error: string };
 
+export type IdentityKind = 'container' | 'process';
+
 export interface Migration {
   /** The desired mode the routes were moved to. */
   mode: GatewayMode;
@@ -20,7 +22,10 @@ export interface Migration {
   ovnkubeBefore: string | null;
   /** What was replaced, to report it and to put it back. */
   routes: Array<{ key: RouteKey; from: NextHop; to: NextHop }>;
-  restart: 'owed' | 'requested' | 'failed' | 'done';
+  /** `none`: the node reached this mode without a migration by the agent, so no restart is owed. */
+  restart: 'owed' | 'requested' | 'failed' | 'done' | 'none';
+  /** What ovnkubeBefore and stopped identify: a CRI container, or a process (signal, none). */
+  identity: IdentityKind;
   attempts: number;
   lastAttemptAt: number | null;
   lastError: string | null;

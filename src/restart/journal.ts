@@ -9,6 +9,7 @@
 import { mkdir, open, readFile, rename } from 'node:fs/promises';
 import path from 'node:path';
 import type { Migration } from '../core/migration.js';
+import type { GatewayMode } from '../core/types.js';
 
 export interface JournalData {
   version: 2;
@@ -25,6 +26,27 @@ export class JournalError extends Error {
 }
 
 const FILE = 'migration-journal.json';
+const PREVIOUS_FILE = 'restart-journal.json';
+const RESTART_STATES = ['owed', 'requested', 'failed', 'done', 'none'];
+
+/** A journal is trusted only whole: a partial migration could owe a restart nobody meant. */
+function validate(data: unknown): JournalData {
+  const d = data as Partial<JournalData> | null;
+  if (!d || d.version !== 2 || !Array.isArray(d.restarts) || d.restarts.some((t) => typeof t !== 'number')) throw new Error('not a version 2 journal');
+  const m = d.migration;
+  if (m !== null) {
+    const ok =
+      typeof m === 'object' &&
+      (m.mode === 'local' || m.mode === 'shared') &&
+      RESTART_STATES.includes(m.restart) &&
+      (m.identity === 'container' || m.identity === 'process') &&
+      typeof m.startedAt === 'number' &&
+      typeof m.attempts === 'number' &&
+      Array.isArray(m.routes);
+    if (!ok) throw new Error('its migration is incomplete');
+  }
+  return { version: 2, migration: m ?? null, restarts: d.restarts };
+}
 const KEEP_RESTARTS = 50;
 
 async function syncDir(dir: string): Promise<void> {
@@ -45,19 +67,42 @@ export class Journal {
 
   /** The journal, or EMPTY_JOURNAL when there is none; throws JournalError when it is unreadable. */
   async load(): Promise<JournalData> {
-    let text: string;
+    const text = await this.read(this.file);
+    if (text === null) return this.loadPrevious();
     try {
-      text = await readFile(this.file, 'utf8');
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return EMPTY_JOURNAL;
-      throw new JournalError(`journal ${this.file} is unreadable: ${(err as Error).message}`, { cause: err });
-    }
-    try {
-      const data = JSON.parse(text) as Partial<JournalData>;
-      if (data.version !== 2 || !Array.isArray(data.restarts) || typeof data.migration !== 'object') throw new Error('not a version 2 journal');
-      return { version: 2, migration: data.migration ?? null, restarts: data.restarts.filter((t) => typeof t === 'number') };
+      return validate(JSON.parse(text));
     } catch (err) {
       throw new JournalError(`journal ${this.file} is corrupt: ${(err as Error).message}`, { cause: err });
+    }
+  }
+
+  private async read(file: string): Promise<string | null> {
+    try {
+      return await readFile(file, 'utf8');
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
+      throw new JournalError(`journal ${file} is unreadable: ${(err as Error).message}`, { cause: err });
+    }
+  }
+
+  /**
+   * The journal of version 0.1 (restart-journal.json: the restarts, each with the
+   * mode it was for): its restart times keep counting against the rate limit, and
+   * its last restart's mode becomes a migration whose restart is done.
+   */
+  private async loadPrevious(): Promise<JournalData> {
+    const text = await this.read(path.join(this.dir, PREVIOUS_FILE));
+    if (text === null) return EMPTY_JOURNAL;
+    try {
+      const old = JSON.parse(text) as { restarts?: Array<{ mode?: unknown; at?: unknown }> };
+      const records = (old.restarts ?? []).filter((r) => typeof r.at === 'number' && (r.mode === 'local' || r.mode === 'shared'));
+      const last = records[records.length - 1];
+      const migration: Migration | null = last
+        ? { mode: last.mode as GatewayMode, startedAt: last.at as number, identity: 'process', ovnkubeBefore: null, routes: [], restart: 'done', attempts: 1, lastAttemptAt: last.at as number, lastError: null, stopped: null, stoppedAs: null, outcome: null, doneAt: last.at as number }
+        : null;
+      return { version: 2, migration, restarts: records.map((r) => r.at as number) };
+    } catch (err) {
+      throw new JournalError(`journal ${path.join(this.dir, PREVIOUS_FILE)} (of version 0.1) is corrupt: ${(err as Error).message}`, { cause: err });
     }
   }
 

@@ -29,7 +29,7 @@ export interface RestartStatus {
   strategy: string;
   /** A migration to the desired mode still owes its ovnkube-node restart. */
   required: boolean;
-  migration: { mode: GatewayMode; startedAt: string; restart: 'owed' | 'requested' | 'failed' | 'done'; attempts: number } | null;
+  migration: { mode: GatewayMode; startedAt: string; restart: 'owed' | 'requested' | 'failed' | 'done' | 'none'; attempts: number } | null;
   last: { at: string; target: string; result: string; error: string | null } | null;
   /** Restart requests on record. */
   count: number;

@@ -186,6 +186,23 @@ test('dual-stack: a failed second replace puts the first back, and says so', asy
   }
 });
 
+test('a replace whose answer was lost keeps the migration on record: the restart it owes still happens', async () => {
+  const r = rig();
+  r.dp.inject('replace-answer-lost');
+  const { agent, until, advance } = makeAgent(r);
+  agent.start();
+  try {
+    await until((s) => s.phase === 'Degraded', 'Degraded');
+    assert.ok(r.dp.consumed.has('replace-answer-lost'));
+    assert.equal(r.journal.data.migration?.mode, 'local', 'the migration stays on record');
+    await advance(backoffMs(1, 1000, 60_000, 1));
+    await until((s) => s.reasonCodes[0] === 'Settling', 'Settling');
+    assert.equal(r.strategy.stops, 1);
+  } finally {
+    await agent.stop();
+  }
+});
+
 test('a migration owes exactly one restart: requested once, the new ovnkube-node proves it, settle, Converged', async () => {
   const r = rig();
   const { agent, until, advance } = makeAgent(r);

@@ -40,6 +40,7 @@ const migration = (over: Partial<Migration> = {}): Migration => ({
   ovnkubeBefore: 'c-old',
   routes: [],
   restart: 'owed',
+  identity: 'container',
   attempts: 0,
   lastAttemptAt: null,
   lastError: null,
@@ -89,13 +90,17 @@ test('decide: a return to a mode restarted for before is a new migration (local,
 
 const restartRows: Array<{ name: string; in: Partial<DecideInput>; steps: string[]; phase: string | null; code: string | null; restart?: Migration['restart'] }> = [
   { name: 'owed: restart the one ovnkube-node', in: { migration: migration() }, steps: ['restart'], phase: 'Progressing', code: 'RestartAwaited', restart: 'requested' },
-  { name: 'owed with --restart none: Progressing, waiting for it', in: { migration: migration({ ovnkubeBefore: 'pid 42 start 1' }), settings: { ...settings, strategy: 'none' }, target: null }, steps: [], phase: 'Progressing', code: 'RestartAwaited' },
-  { name: '--restart none, someone restarted it: settling', in: { migration: migration({ ovnkubeBefore: 'pid 41 start 0' }), settings: { ...settings, strategy: 'none' }, target: null }, steps: [], phase: 'Progressing', code: 'Settling', restart: 'done' },
+  { name: 'owed with --restart none: Progressing, waiting for it', in: { migration: migration({ ovnkubeBefore: 'pid 42 start 1', identity: 'process' }), settings: { ...settings, strategy: 'none' }, target: null }, steps: [], phase: 'Progressing', code: 'RestartAwaited' },
+  { name: '--restart none, someone restarted it: settling', in: { migration: migration({ ovnkubeBefore: 'pid 41 start 0', identity: 'process' }), settings: { ...settings, strategy: 'none' }, target: null }, steps: [], phase: 'Progressing', code: 'Settling', restart: 'done' },
   { name: 'requested, the old one still there: Progressing', in: { migration: migration({ restart: 'requested', stopped: 'c-old', lastAttemptAt: T - 1000, attempts: 1 }) }, steps: [], phase: 'Progressing', code: 'RestartAwaited' },
   { name: 'requested, none came back in time: Degraded', in: { migration: migration({ restart: 'requested', stopped: 'c-old', lastAttemptAt: T - 300_000, attempts: 1 }), target: { error: '0 running containers' } }, steps: [], phase: 'Degraded', code: 'RestartTimedOut' },
   { name: 'requested, the very same instance still runs after the timeout: asked again', in: { migration: migration({ restart: 'requested', stopped: 'c-old', lastAttemptAt: T - 300_000, attempts: 1 }), restarts: [T - 300_000] }, steps: ['restart'], phase: 'Progressing', code: 'RestartAwaited' },
   { name: 'timed out, then the new one shows up: recovers by itself', in: { migration: migration({ restart: 'requested', stopped: 'c-old', lastAttemptAt: T - 900_000, attempts: 1 }), target: NEW }, steps: [], phase: 'Progressing', code: 'Settling', restart: 'done' },
   { name: 'a new one in the other mode is not the proof', in: { migration: migration({ restart: 'requested', stopped: 'c-old', lastAttemptAt: T - 1000, attempts: 1 }), target: NEW, ovnkube: { mode: 'shared', pid: 43, id: 'x', detail: null } }, steps: [], phase: 'Progressing', code: 'RestartAwaited' },
+  { name: 'owed, and a new one in the other mode appeared: never stopped, waited for', in: { migration: migration(), target: NEW, ovnkube: { mode: 'shared', pid: 43, id: 'x', detail: null } }, steps: [], phase: 'Progressing', code: 'RestartAwaited' },
+  { name: 'failed, the stop did happen, a new one in the other mode: never a second stop', in: { migration: migration({ restart: 'failed', stopped: 'c-old', lastAttemptAt: T - 600_000, attempts: 1, lastError: 'timeout' }), target: NEW, ovnkube: { mode: 'shared', pid: 43, id: 'x', detail: null } }, steps: [], phase: 'Progressing', code: 'RestartAwaited' },
+  { name: '--restart changed from cri to none between runs: not called done, counted from what runs now', in: { migration: migration({ restart: 'failed', lastAttemptAt: T - 600_000, attempts: 1 }), settings: { ...settings, strategy: 'none' }, target: null }, steps: [], phase: 'Progressing', code: 'RestartAwaited' },
+  { name: 'the node reached its mode without the agent: no restart owed', in: { migration: migration({ restart: 'none' }) }, steps: [], phase: null, code: null },
   { name: 'failed: retried after backoff, not before', in: { migration: migration({ restart: 'failed', lastAttemptAt: T - 1000, attempts: 1, lastError: 'EPERM' }) }, steps: [], phase: 'Degraded', code: 'RestartFailed' },
   { name: 'failed, backoff over: requested again', in: { migration: migration({ restart: 'failed', lastAttemptAt: T - 10_000, attempts: 1, lastError: 'EPERM' }) }, steps: ['restart'], phase: 'Progressing', code: 'RestartAwaited', restart: 'requested' },
   { name: 'rate limited: Degraded until allowed', in: { migration: migration(), restarts: [T - 60_000] }, steps: [], phase: 'Degraded', code: 'RestartRateLimited' },
@@ -112,6 +117,19 @@ for (const r of restartRows) {
     if (r.restart) assert.equal(d.migration?.restart, r.restart);
   });
 }
+
+test('decide: local, then shared reached without the agent, then local again: a new migration owes its restart', () => {
+  const done = migration({ restart: 'done', doneAt: T - 3_600_000 });
+  const reached = decide(input({ desired: 'shared', migration: done, ovnkube: { mode: 'shared', pid: 43, id: 'p43', detail: null } }));
+  assert.deepEqual([reached.migration?.mode, reached.migration?.restart], ['shared', 'none']);
+  const back = decide(input({ plan: toLocal, migration: reached.migration }));
+  assert.deepEqual(back.steps.map((s) => s.kind), ['journal', 'replace']);
+  assert.equal(back.migration?.restart, 'owed');
+});
+
+test('decide: while a restart is owed, look every second even behind the rate limit', () => {
+  assert.equal(decide(input({ migration: migration(), restarts: [T - 60_000] })).wakeInMs, POLL_MS);
+});
 
 test('decide: while waiting on ovnkube-node, look again every second', () => {
   const waiting: Plan = { ...inSync, blocked: true, reasons: [reason('OvnkubeOtherMode', 'runs shared')] };

@@ -6,7 +6,7 @@
 // fault it injected really happened.
 import type { InterfaceAddress, Link, Route, RouteReplace, Watched } from '../../src/core/route.js';
 import type { Dataplane, DataplaneEvent, Subscription } from '../../src/dataplane/types.js';
-import { NetlinkError } from '../../src/dataplane/errors.js';
+import { NetlinkError, NetlinkTimeoutError } from '../../src/dataplane/errors.js';
 import type { Cidr } from '../../src/net/cidr.js';
 
 export type Fault =
@@ -16,7 +16,9 @@ export type Fault =
   /** The route vanishes between observation and replace. */
   | 'route-vanishes'
   /** The replace of the IPv6 CIDR fails (after the IPv4 one succeeded). */
-  | 'replace-v6-eperm';
+  | 'replace-v6-eperm'
+  /** The kernel applies the replace, and its answer is lost. */
+  | 'replace-answer-lost';
 
 export class FakeDataplane implements Dataplane {
   linkList: Link[] = [
@@ -92,6 +94,7 @@ export class FakeDataplane implements Dataplane {
     // Like the kernel without NLM_F_CREATE: no route with this key, no route made.
     if (!existing) throw new NetlinkError(2, `route replace ${r.key.prefix}`);
     existing.nextHop = { ...r.to, dev: this.linkList.find((l) => l.index === r.to.oif)?.name ?? null };
+    if (this.take('replace-answer-lost')) throw new NetlinkTimeoutError(`route replace ${r.key.prefix}: no answer from the kernel in 10000 ms`);
     this.emit({ kind: 'route', op: 'new', family: r.key.family, prefix: r.key.prefix, table: r.key.table });
   }
 

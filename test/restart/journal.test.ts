@@ -45,6 +45,29 @@ test('journal: a corrupt file is an error with a code, and is set aside, not del
   }
 });
 
+test('journal: a migration missing its fields is not trusted', async () => {
+  const dir = scratch();
+  try {
+    const j = new Journal(dir);
+    writeFileSync(j.file, JSON.stringify({ version: 2, restarts: [], migration: { mode: 'local' } }));
+    await assert.rejects(j.load(), /its migration is incomplete/);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('journal: the journal of version 0.1 is read on upgrade: its restarts still count, its last mode is done', async () => {
+  const dir = scratch();
+  try {
+    writeFileSync(path.join(dir, 'restart-journal.json'), JSON.stringify({ restarts: [{ mode: 'shared', at: 10, target: 'pid 1', result: 'stopped', error: null }, { mode: 'local', at: 20, target: 'pid 2', result: 'stopped', error: null }] }));
+    const data = await new Journal(dir).load();
+    assert.deepEqual(data.restarts, [10, 20]);
+    assert.deepEqual([data.migration?.mode, data.migration?.restart], ['local', 'done']);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
 test('an agent whose journal is corrupt keeps going: the journal is kept aside and the status warns', async () => {
   const dir = scratch();
   try {
