@@ -40,28 +40,11 @@ function timeCommand(ns: string, args: string[]): { ms: number; rssMb: number } 
 
 async function load() {
   const { KernelDataplane } = await import('../src/dataplane/kernel.js');
-  const { nativeTransport } = await import('../src/dataplane/transport.js');
-  const { RTM_GETROUTE, NLM_F_DUMP } = await import('../src/dataplane/codec.js');
+  const { countingTransport } = await import('../test/helpers/counting-transport.js');
   const { parseCidr } = await import('../src/net/cidr.js');
-  let routeDumps = 0;
-  const dp = new KernelDataplane({
-    transport: {
-      open(options, onReadable) {
-        const socket = nativeTransport.open(options, onReadable);
-        return {
-          portId: socket.portId,
-          send(datagram) {
-            if (datagram.readUInt16LE(4) === RTM_GETROUTE && (datagram.readUInt16LE(6) & NLM_F_DUMP) === NLM_F_DUMP) routeDumps++;
-            socket.send(datagram);
-          },
-          recv: () => socket.recv(),
-          setRef: (ref) => socket.setRef(ref),
-          close: () => socket.close(),
-        };
-      },
-    },
-  });
-  return { dp, prefixes: PREFIXES.map(parseCidr), dumps: () => routeDumps };
+  const counting = countingTransport();
+  const dp = new KernelDataplane({ transport: counting.transport });
+  return { dp, prefixes: PREFIXES.map(parseCidr), dumps: counting.routeDumps };
 }
 
 /** The running agent: a seeding pass, then steady-state passes. */

@@ -119,19 +119,13 @@ export function decide(i: DecideInput): Decision {
       if (i.settings.strategy === 'cri') before = t.target.id;
     }
     const migration: Migration = {
+      ...FRESH,
       mode: desired!,
       startedAt: now,
+      identity: identityKind(i.settings.strategy),
       ovnkubeBefore: before,
       routes: plan.actions.map((a) => ({ key: a.key, from: a.from, to: a.to })),
       restart: 'owed',
-      identity: identityKind(i.settings.strategy),
-      attempts: 0,
-      lastAttemptAt: null,
-      lastError: null,
-      stopped: null,
-      stoppedAs: null,
-      outcome: null,
-      doneAt: null,
     };
     return {
       steps: [{ kind: 'journal', migration }, ...replaces],
@@ -144,7 +138,7 @@ export function decide(i: DecideInput): Decision {
     // The node reached the desired mode without the agent (a new ovnkube-node flushed
     // the old routes): the record moves on, so that a return to m.mode is a new
     // migration that owes its restart again.
-    const reached: Migration = { ...NO_MIGRATION, mode: desired, startedAt: now, identity: identityKind(i.settings.strategy) };
+    const reached: Migration = { ...FRESH, mode: desired, startedAt: now, identity: identityKind(i.settings.strategy) };
     return { steps: [], migration: reached, restart: none, wakeInMs: pollIf(waitingOnOvnkube) };
   }
   if (!m || m.mode !== desired) return { steps: [], migration: m, restart: none, wakeInMs: pollIf(waitingOnOvnkube) };
@@ -158,7 +152,8 @@ export function decide(i: DecideInput): Decision {
 /** Every service route already has the desired shape (nothing blocked, nothing to do). */
 const inDesiredShape = (plan: Plan): boolean => !plan.blocked && plan.actions.length === 0 && plan.reasons.some((r) => r.code === 'InSync' || r.code === 'AlreadyShared');
 
-const NO_MIGRATION: Omit<Migration, 'mode' | 'startedAt' | 'identity'> = {
+/** A migration record before anything happened to it; a node that got there by itself owes nothing. */
+const FRESH: Omit<Migration, 'mode' | 'startedAt' | 'identity'> = {
   ovnkubeBefore: null,
   routes: [],
   restart: 'none',
