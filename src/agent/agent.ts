@@ -94,6 +94,8 @@ export class Agent {
   private readonly listeners: Array<(s: StatusReport, changed: boolean) => void> = [];
   private idle: Promise<void> = Promise.resolve();
   private passes = 0;
+  /** Inside once(), before its pass is counted. */
+  private counting = false;
   private passWaiters: Array<() => void> = [];
 
   constructor(
@@ -144,7 +146,8 @@ export class Agent {
 
   /** Resolves after a pass that started after this call has ended. */
   settle(): Promise<void> {
-    const target = this.passes + (this.running ? 2 : 1);
+    // A pass under way that has not yet counted itself started before this call.
+    const target = this.passes + (this.counting ? 2 : 1);
     this.kick('settle');
     return new Promise((resolve) => {
       const check = () => (this.passes >= target || this.stopped ? resolve() : this.passWaiters.push(check));
@@ -217,6 +220,7 @@ export class Agent {
   }
 
   private async once(): Promise<void> {
+    this.counting = true;
     this.lastProgress = this.deps.clock.now();
     let wakeInMs: number | undefined;
     try {
@@ -250,6 +254,7 @@ export class Agent {
     }
     this.publish();
     this.passes++;
+    this.counting = false;
     for (const w of this.passWaiters.splice(0)) w();
   }
 

@@ -77,13 +77,14 @@ function rig(over: Partial<Rig> = {}): Rig {
 }
 
 function makeAgent(r: Rig, config = seedConfig()) {
+  const logs: Array<{ level: number; msg: string }> = [];
   const agent = new Agent(
     {
       dataplane: r.dp,
       strategy: r.strategy,
       journal: r.journal,
       probe: async () => r.ovnkube,
-      log: pino({ level: 'silent' }),
+      log: pino({ level: 'info' }, { write: (line: string) => void logs.push(JSON.parse(line) as { level: number; msg: string }) }),
       readMode: async () => r.read,
       watchMode: () => ({ close: async () => undefined }),
       clock: { now: () => r.now },
@@ -116,7 +117,7 @@ function makeAgent(r: Rig, config = seedConfig()) {
       for (let i = 0; i < 20; i++) await new Promise((resolve) => setImmediate(resolve));
     }
   };
-  return { agent, seen, until, advance };
+  return { agent, seen, until, advance, logs };
 }
 
 const LOCAL = (s: StatusReport) => s.routes[0]?.observed?.dev === 'ovn-k8s-mp0' && s.routes[0]?.inSync === true;
@@ -338,6 +339,53 @@ test('nothing is applied before the first valid mode, and a bad mode later keeps
     assert.equal(kept.desiredMode, 'local');
     assert.ok(kept.reasonCodes.includes('ModeFileInvalid'));
     assert.equal(r.dp.replaces.length, 1);
+  } finally {
+    await agent.stop();
+  }
+});
+
+test('Degraded is logged as a warning, and a pass with nothing to carry out logs no plan', async () => {
+  const r = rig();
+  r.dp.inject('replace-eperm');
+  const { agent, until, logs } = makeAgent(r);
+  agent.start();
+  try {
+    await until((s) => s.phase === 'Degraded', 'Degraded');
+    const degraded = logs.find((l) => l.msg === 'phase Degraded');
+    assert.equal(degraded?.level, 40, 'warn');
+    // The next pass migrates (a plan is logged); the one after has nothing to carry out.
+    agent.kick('test');
+    await agent.settle();
+    const plans = logs.filter((l) => l.msg === 'carrying out plan').length;
+    assert.ok(plans >= 2);
+    agent.kick('test');
+    await agent.settle();
+    assert.equal(logs.filter((l) => l.msg === 'carrying out plan').length, plans);
+  } finally {
+    await agent.stop();
+  }
+});
+
+test('a suspended CIDR: the passes carry out nothing, and say nothing about carrying out', async () => {
+  const r = rig({ strategy: new FakeStrategy('none') });
+  const { agent, until, logs, advance } = makeAgent(r);
+  agent.start();
+  try {
+    await until((s) => s.reasonCodes[0] === 'RestartAwaited', 'migrated');
+    // Something sets the route back three times: repairs are suspended.
+    for (let i = 0; i < 3; i++) {
+      r.dp.setRoute('10.96.0.0/16', '172.18.0.1', 'br-ex', 1400);
+      agent.kick('set back');
+      await agent.settle();
+      await advance(1000);
+    }
+    await until((s) => s.routes[0]?.repairsSuspended != null, 'suspended');
+    const plans = logs.filter((l) => l.msg === 'carrying out plan').length;
+    const replaces = r.dp.replaces.length;
+    agent.kick('test');
+    await agent.settle();
+    assert.equal(r.dp.replaces.length, replaces, 'nothing replaced');
+    assert.equal(logs.filter((l) => l.msg === 'carrying out plan').length, plans, 'no plan logged');
   } finally {
     await agent.stop();
   }
