@@ -24,6 +24,9 @@ import type { GatewayMode, OvnkubeObservation, Phase, Plan, ReplaceAction } from
 import { restartAllowed, type RateLimit } from './rate-limit.js';
 
 export const POLL_MS = 1000;
+/** Right after a restart request the successor usually comes within a moment: look closely for a while. */
+export const QUICK_POLL_MS = 100;
+const QUICK_FOR_MS = 2000;
 
 export interface RestartSettings {
   strategy: 'cri' | 'signal' | 'none';
@@ -227,7 +230,8 @@ function restartView(i: DecideInput): Omit<Decision, 'wakeInMs'> & { wakeInMs: n
     if (now >= deadline) {
       return keep('Degraded', reason('RestartTimedOut', `ovnkube-node did not come back running ${m.mode} within ${Math.round(s.timeoutMs / 1000)}s of its restart (${m.stoppedAs ?? m.stopped}); ${seen}`), POLL_MS);
     }
-    return keep('Progressing', reason('RestartAwaited', `restarted ovnkube-node (${m.stoppedAs ?? m.stopped}); waiting for a new one running ${m.mode}: ${seen}`), POLL_MS);
+    const quick = m.lastAttemptAt !== null && now - m.lastAttemptAt < QUICK_FOR_MS;
+    return keep('Progressing', reason('RestartAwaited', `restarted ovnkube-node (${m.stoppedAs ?? m.stopped}); waiting for a new one running ${m.mode}: ${seen}`), quick ? QUICK_POLL_MS : POLL_MS);
   }
   // Owed, or failed before: request it, within backoff and the rate limit.
   if (m.restart === 'failed' && m.lastAttemptAt !== null) {
@@ -253,7 +257,7 @@ function restartView(i: DecideInput): Omit<Decision, 'wakeInMs'> & { wakeInMs: n
     steps: [{ kind: 'restart', target: t.target, migration: requested }],
     migration: requested,
     restart: { phase: 'Progressing', reason: reason('RestartAwaited', `restarting ovnkube-node (${t.target.describe}) for the migration to ${m.mode}`) },
-    wakeInMs: POLL_MS,
+    wakeInMs: QUICK_POLL_MS,
   };
 }
 

@@ -2,7 +2,7 @@
 // tables of pure inputs and outputs. Time is a number passed in.
 import { strict as assert } from 'node:assert';
 import { test } from 'node:test';
-import { decide, summarize, POLL_MS, type DecideInput, type RestartSettings } from '../../src/core/decide.js';
+import { decide, summarize, POLL_MS, QUICK_POLL_MS, type DecideInput, type RestartSettings } from '../../src/core/decide.js';
 import { FIGHT_LIMIT, FIGHT_WINDOW_MS, NO_FIGHTS, recordApplied, suspensionsOf, trackFights } from '../../src/core/fights.js';
 import type { Migration } from '../../src/core/migration.js';
 import { reason } from '../../src/core/reasons.js';
@@ -125,6 +125,12 @@ test('decide: local, then shared reached without the agent, then local again: a 
   const back = decide(input({ plan: toLocal, migration: reached.migration }));
   assert.deepEqual(back.steps.map((s) => s.kind), ['journal', 'replace']);
   assert.equal(back.migration?.restart, 'owed');
+});
+
+test('decide: right after a restart request, look closely for the successor; later, every second', () => {
+  const requested = migration({ restart: 'requested', stopped: 'c-old', lastAttemptAt: T - 500, attempts: 1 });
+  assert.equal(decide(input({ migration: requested })).wakeInMs, QUICK_POLL_MS);
+  assert.equal(decide(input({ migration: { ...requested, lastAttemptAt: T - 5000 } })).wakeInMs, POLL_MS);
 });
 
 test('decide: while a restart is owed, look every second even behind the rate limit', () => {
