@@ -32,6 +32,7 @@ function strategyFor(s: Settings): RestartStrategy {
 /** Settings a reload cannot change: the socket, and what the restart coordinator was built with. */
 const FIXED_AT_START = [
   'socket',
+  'socketGroup',
   'stateDir',
   'restart',
   'criEndpoint',
@@ -103,7 +104,7 @@ export async function runDaemon(raw: RawRunOptions, initial: Settings, deps: Dae
     status: () => agent.status(),
     alive: () => !supervisor.isStuck(agent),
     ready: () => agent.isReady(),
-  });
+  }, { group: settings.socketGroup });
   agent.onStatus((s) => supervisor.onStatus(s, agent.isReady()));
   log.info({ settings: { ...settings, serviceCidrs: settings.serviceCidrs.map((c) => c.text) } }, 'starting');
   agent.start();

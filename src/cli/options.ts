@@ -39,6 +39,7 @@ const STATE_DIR: OptionSet = {
 /** Only the daemon's. */
 const DAEMON: OptionSet = {
   ...SOCKET,
+  'socket-group': { type: 'string', describe: "group (name or gid) that may use the socket, besides root: the socket's and its new directory's group" },
   'resync-interval': { type: 'string', default: '60', describe: 'seconds, or with a unit: 500ms, 2m' },
   restart: { type: 'string', default: 'cri', describe: 'how to restart ovnkube-node after a migration: cri | signal | none' },
   'cri-endpoint': { type: 'string', describe: 'CRI socket (default: the first of /var/run/crio/crio.sock, /run/containerd/containerd.sock)' },

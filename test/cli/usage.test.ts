@@ -62,7 +62,7 @@ function flagsOf(command: string): string[] {
 
 test('each --help lists exactly the flags its command uses', () => {
   const planner = ['--gateway-interface', '--gateway-nexthop', '--layout', '--log-level', '--management-interface', '--mode-file', '--mtu', '--ovnkube-config', '--ovnkube-mode-check', '--service-cidr'];
-  const daemon = ['--cri-endpoint', '--dry-run', '--ovnkube-container', '--ovnkube-namespace', '--resync-interval', '--restart', '--restart-grace', '--restart-min-interval', '--restart-timeout', '--settle', '--socket'];
+  const daemon = ['--cri-endpoint', '--dry-run', '--ovnkube-container', '--ovnkube-namespace', '--resync-interval', '--restart', '--restart-grace', '--restart-min-interval', '--restart-timeout', '--settle', '--socket', '--socket-group'];
   assert.deepEqual(flagsOf('plan'), [...planner, '--json'].sort());
   assert.deepEqual(flagsOf('apply'), [...planner, '--json', '--state-dir'].sort());
   assert.deepEqual(flagsOf('run'), [...planner, ...daemon, '--state-dir'].sort());
