@@ -84,12 +84,13 @@ export function envValues(command: Command, env: NodeJS.ProcessEnv): Record<stri
   for (const [variable, value] of Object.entries(env)) {
     if (!variable.startsWith(ENV_PREFIX) || value === undefined) continue;
     const flag = flagOf(variable);
-    if (!(flag in SETTINGS)) {
+    // Own keys only: `in` would take OVN_GWMODE_CONSTRUCTOR for a setting (Object.prototype's).
+    if (!Object.hasOwn(SETTINGS, flag)) {
       const squash = (f: string) => f.replaceAll('-', '');
       const near = Object.keys(SETTINGS).find((f) => squash(f) === squash(flag));
       throw new EnvError(`${variable}: no such setting${near ? `; did you mean ${variableOf(near)}?` : ''} (the variables are ${ENV_PREFIX}<RUN_FLAG_IN_UPPER_SNAKE_CASE>)`);
     }
-    if (flag in COMMAND_OPTIONS[command]) values[flag] = value;
+    if (Object.hasOwn(COMMAND_OPTIONS[command], flag)) values[flag] = value;
   }
   return values;
 }
