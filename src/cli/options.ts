@@ -11,7 +11,7 @@ export const DEFAULT_SOCKET = '/run/ovn-gwmode-agent/agent.sock';
 export const DEFAULT_STATE_DIR = '/var/lib/ovn-gwmode-agent';
 export const ENV_PREFIX = 'OVN_GWMODE_';
 
-export const COMMANDS = ['run', 'status', 'health', 'plan', 'apply'] as const;
+export const COMMANDS = ['run', 'status', 'health', 'plan', 'apply', 'rollback'] as const;
 export type Command = (typeof COMMANDS)[number];
 
 type OptionSet = Record<string, Options>;
@@ -58,12 +58,16 @@ const SETTINGS: OptionSet = { ...PLANNER, ...STATE_DIR, ...DAEMON };
 // No defaults: yargs counts a default as given, and status's --json and --brief conflict.
 const JSON_OUT: OptionSet = { json: { type: 'boolean', describe: 'the raw JSON' } };
 
+/** rollback reads the journal and the kernel, not the desired mode nor ovnkube-node. */
+const { 'mode-file': _modeFile, 'ovnkube-mode-check': _modeCheck, ...ROLLBACK_PLANNER } = PLANNER;
+
 export const COMMAND_OPTIONS: Record<Command, OptionSet> = {
   run: SETTINGS,
   status: { ...SOCKET, ...JSON_OUT, brief: { type: 'boolean', describe: 'one line' } },
   health: { ...SOCKET, ready: { type: 'boolean', default: false, describe: 'ask /readyz instead of /healthz' } },
   plan: { ...PLANNER, ...JSON_OUT },
   apply: { ...PLANNER, ...STATE_DIR, ...JSON_OUT },
+  rollback: { ...ROLLBACK_PLANNER, ...STATE_DIR, yes: { type: 'boolean', default: false, describe: 'carry the plan out (without it, only print it)' } },
 };
 
 /** OVN_GWMODE_MODE_FILE -> mode-file */
