@@ -12,6 +12,7 @@ import { StatusServer } from '../status/server.js';
 import { Supervisor } from '../systemd/supervisor.js';
 import type { Notifier } from '../systemd/notify.js';
 import { Agent, type AgentOptions } from './agent.js';
+import { missingCapabilities } from './capabilities.js';
 import type { OvnkubeProbe } from './observe.js';
 import type { PlannerConfig } from '../core/types.js';
 import type { Clock } from '../clock.js';
@@ -84,6 +85,8 @@ export async function runDaemon(raw: RawRunOptions, initial: Settings, deps: Dae
   const supervisor = new Supervisor(deps.notifier, log.child({ component: 'systemd' }), deps.watchdogUsec, deps.clock);
   const strategy = strategyFor(settings);
   const watchMode = (path: string) => (onChange: () => void) => watchModeSource(path, onChange);
+  const missing = await missingCapabilities();
+  for (const m of missing) log.warn(m);
   const agent = new Agent(
     {
       dataplane,
@@ -95,6 +98,7 @@ export async function runDaemon(raw: RawRunOptions, initial: Settings, deps: Dae
       watchMode: watchMode(settings.modeFile),
       clock: deps.clock,
       random: Math.random,
+      missing,
     },
     agentOptions(settings, deps.plannerConfig(settings)),
   );
