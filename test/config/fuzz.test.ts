@@ -13,7 +13,7 @@ import { EnvError, envValues } from '../../src/cli/options.js';
 import { MAX_DURATION_MS } from '../../src/config/duration.js';
 import { ConfigError, resolvePlanSettings, resolveSettings, type RawRunOptions } from '../../src/config/settings.js';
 import { CLI } from '../helpers/agent.js';
-import { bytes, int, pick, prng, seedFrom, type Rng } from '../helpers/prng.js';
+import { bytes, fuzzCount, int, pick, prng, seedFrom, type Rng } from '../helpers/prng.js';
 
 const seed = seedFrom('GWMODE_CONFIG_SEED', 77);
 
@@ -59,7 +59,7 @@ test('2,000 generated ovnkube.conf files: settings within bounds or a ConfigErro
   const outcome = { resolved: 0, refused: 0 };
   try {
     const file = path.join(dir, 'ovnkube.conf');
-    for (let i = 0; i < 2000; i++) {
+    for (let i = 0, n = fuzzCount(2000); i < n; i++) {
       const text = ovnkubeConf(rng);
       writeFileSync(file, text, 'latin1');
       const what = `case ${i} (seed ${seed}): ${JSON.stringify(text.slice(0, 200))}`;
@@ -145,7 +145,7 @@ function rawRun(rng: Rng): RawRunOptions {
 test('2,000 generated flag sets: settings within bounds (timers a timer can wait) or a ConfigError naming the flag', async (t) => {
   const rng = prng(seed + 1);
   const outcome = { resolved: 0, refused: 0 };
-  for (let i = 0; i < 2000; i++) {
+  for (let i = 0, n = fuzzCount(2000); i < n; i++) {
     const raw = rawRun(rng);
     const what = `case ${i} (seed ${seed}): ${JSON.stringify(raw).slice(0, 400)}`;
     try {
@@ -169,7 +169,7 @@ test('2,000 generated environments: the values of known variables, or an EnvErro
   const rng = prng(seed + 2);
   const names = ['OVN_GWMODE_MODE_FILE', 'OVN_GWMODE_SOCKET', 'OVN_GWMODE_SOCKET_GROUP', 'OVN_GWMODE_MTU', 'OVN_GWMODE_MODEFILE', 'OVN_GWMODE_', 'OVN_GWMODE__PROTO__', 'OVN_GWMODE_CONSTRUCTOR', 'OVN_GWMODE_mode_file', 'OVN_GWMODE_MODE-FILE', 'OVN_GWMODE_TO_STRING', 'OVN_GWMODEX', 'PATH', 'OVN_GWMODE_DRY_RUN', 'OVN_GWMODE_RESYNC_INTERVAL'];
   const outcome = { read: 0, refused: 0 };
-  for (let i = 0; i < 2000; i++) {
+  for (let i = 0, n = fuzzCount(2000); i < n; i++) {
     const env: NodeJS.ProcessEnv = {};
     for (let k = 0, n = int(rng, 4); k < n; k++) env[pick(rng, names)] = pick(rng, HOSTILE);
     const command = pick(rng, ['run', 'status', 'health', 'plan', 'apply'] as const);

@@ -29,7 +29,7 @@ import {
   RTM_NEWROUTE,
 } from '../../src/dataplane/codec.js';
 import { RouteCache } from '../../src/dataplane/route-cache.js';
-import { bytes, int, pick, prng, seedFrom, type Rng } from '../helpers/prng.js';
+import { bytes, fuzzCount, int, pick, prng, seedFrom, type Rng } from '../helpers/prng.js';
 
 const FIXTURE = fileURLToPath(new URL('../../../test/fixtures/kernel-messages.hex', import.meta.url));
 const SEEDS = readFileSync(FIXTURE, 'utf8')
@@ -132,7 +132,7 @@ test('the seeds decode cleanly: every route, link, address, error and done of th
   assert.equal(cache.routes('10.98.0.0/16')[0]?.nexthops?.length, 2);
 });
 
-test('100,000 mutated kernel datagrams: a decode error at worst, never another throw or a hang', { timeout: 300_000 }, (t) => {
+test('100,000 mutated kernel datagrams: a decode error at worst, never another throw or a hang', { timeout: fuzzCount(300_000) }, (t) => {
   const seed = seedFrom('GWMODE_NL_SEED', 1202);
   const rng = prng(seed);
   const cache = new RouteCache(PREFIXES);
@@ -150,7 +150,7 @@ test('100,000 mutated kernel datagrams: a decode error at worst, never another t
       return false;
     }
   };
-  for (let i = 0; i < 100_000; i++) {
+  for (let i = 0, n = fuzzCount(100_000); i < n; i++) {
     const kind = pick(rng, KINDS);
     kinds[kind] = (kinds[kind] ?? 0) + 1;
     let d: Buffer = Buffer.from(pick(rng, SEEDS));

@@ -24,3 +24,12 @@ export function seedFrom(variable: string, fallback: number): number {
   const text = process.env[variable];
   return text !== undefined && /^\d+$/.test(text) ? Number(text) : fallback;
 }
+
+/**
+ * How many times the short seeded runs of `npm test` a fuzz makes: GWMODE_FUZZ_SCALE,
+ * 1 by default; bench/fuzz-long.ts runs them at 50.
+ */
+export function fuzzCount(base: number): number {
+  const scale = Number(process.env.GWMODE_FUZZ_SCALE ?? 1);
+  return Number.isFinite(scale) && scale >= 1 ? Math.round(base * scale) : base;
+}
