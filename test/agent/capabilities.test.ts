@@ -44,7 +44,9 @@ test('an agent without CAP_NET_ADMIN retries with capped backoff, stays up, chan
   try {
     let last: StatusReport | undefined;
     // Three refused attempts: the backoff's first steps (about 1, 2, 4 s); the bound is a safety net.
-    for (let i = 0; i < 600 && !(last?.lastError && /attempt [3-9]/.test(last.lastError)); i++) {
+    // The log lines come through a pipe and may trail the status: wait for both.
+    const retries = () => [...output.matchAll(/"retryInMs":(\d+)/g)].length;
+    for (let i = 0; i < 600 && !(last?.lastError && /attempt [3-9]/.test(last.lastError) && retries() >= 3); i++) {
       await new Promise((r) => setTimeout(r, 50));
       last = status(scratch.socket);
       if (child.exitCode !== null) break;
