@@ -48,6 +48,8 @@ export interface AgentDeps {
   watchMode: (onChange: () => void) => ModeWatch;
   clock: Clock;
   random: () => number;
+  /** What the process lacks that the agent will need (a capability), found at start: shown as warnings. */
+  missing?: string[];
 }
 
 export interface AgentOptions {
@@ -402,7 +404,7 @@ export class Agent {
   status(): StatusReport {
     const p = this.outcome?.plan;
     const suspensions = this.outcome?.suspensions ?? new Map<string, string>();
-    const warnings = [...(p?.warnings ?? []), ...(this.journalWarning ? [this.journalWarning] : [])];
+    const warnings = [...(p?.warnings ?? []), ...(this.journalWarning ? [this.journalWarning] : []), ...(this.deps.missing ?? [])];
     return {
       desiredMode: this.desired.mode,
       modeSource: this.desired.source,

@@ -12,6 +12,7 @@ import { StatusServer } from '../status/server.js';
 import { Supervisor } from '../systemd/supervisor.js';
 import type { Notifier } from '../systemd/notify.js';
 import { Agent, type AgentOptions } from './agent.js';
+import { missingCapabilities } from './capabilities.js';
 import type { OvnkubeProbe } from './observe.js';
 import type { PlannerConfig } from '../core/types.js';
 import type { Clock } from '../clock.js';
@@ -32,6 +33,7 @@ function strategyFor(s: Settings): RestartStrategy {
 /** Settings a reload cannot change: the socket, and what the restart coordinator was built with. */
 const FIXED_AT_START = [
   'socket',
+  'socketGroup',
   'stateDir',
   'restart',
   'criEndpoint',
@@ -83,6 +85,8 @@ export async function runDaemon(raw: RawRunOptions, initial: Settings, deps: Dae
   const supervisor = new Supervisor(deps.notifier, log.child({ component: 'systemd' }), deps.watchdogUsec, deps.clock);
   const strategy = strategyFor(settings);
   const watchMode = (path: string) => (onChange: () => void) => watchModeSource(path, onChange);
+  const missing = await missingCapabilities();
+  for (const m of missing) log.warn(m);
   const agent = new Agent(
     {
       dataplane,
@@ -94,6 +98,7 @@ export async function runDaemon(raw: RawRunOptions, initial: Settings, deps: Dae
       watchMode: watchMode(settings.modeFile),
       clock: deps.clock,
       random: Math.random,
+      missing,
     },
     agentOptions(settings, deps.plannerConfig(settings)),
   );
@@ -103,7 +108,7 @@ export async function runDaemon(raw: RawRunOptions, initial: Settings, deps: Dae
     status: () => agent.status(),
     alive: () => !supervisor.isStuck(agent),
     ready: () => agent.isReady(),
-  });
+  }, { group: settings.socketGroup });
   agent.onStatus((s) => supervisor.onStatus(s, agent.isReady()));
   log.info({ settings: { ...settings, serviceCidrs: settings.serviceCidrs.map((c) => c.text) } }, 'starting');
   agent.start();

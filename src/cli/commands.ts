@@ -2,16 +2,19 @@
 // 1 not converged (or another agent holds the node), 2 bad configuration, a permission
 // missing, or the agent unreachable.
 import { runDaemon } from '../agent/daemon.js';
-import type { OvnkubeProbe } from '../agent/observe.js';
+import { applyReplaces } from '../agent/execute.js';
+import { observe, type OvnkubeProbe } from '../agent/observe.js';
 import { reconcile } from '../agent/reconcile.js';
 import { ConfigError, lastWins, resolvePlanSettings, resolveSettings, type PlanSettings, type RawPlanOptions, type RawRunOptions } from '../config/settings.js';
-import { renderNextHop } from '../core/route.js';
+import { renderNextHop, sameNextHop } from '../core/route.js';
+import { watchedOf } from '../core/planner.js';
+import { planRollback } from '../core/rollback.js';
 import { summarize } from '../core/decide.js';
 import { systemClock } from '../clock.js';
 import type { Plan, PlannerConfig } from '../core/types.js';
 import { KernelDataplane } from '../dataplane/kernel.js';
 import type { Dataplane } from '../dataplane/types.js';
-import type { Journal } from '../restart/journal.js';
+import { Journal } from '../restart/journal.js';
 import { createLogger } from '../log.js';
 import { readModeSource } from '../mode/source.js';
 import { systemdNotifier, watchdogUsec } from '../systemd/notify.js';
@@ -178,6 +181,61 @@ async function onceCommand(raw: PlanOptions, lockDir: string | null): Promise<vo
         (result.applied > 0 ? '\nnext: restart ovnkube-node (apply does not)' : '');
     process.stdout.write(out + '\n');
     process.exitCode = summarize(shown, { phase: null, reason: null }, new Map(), null).phase === 'Converged' ? 0 : 1;
+  } catch (err) {
+    process.stderr.write(`ovn-gwmode-agent: ${(err as Error).message}\n`);
+    process.exitCode = 1;
+  } finally {
+    dataplane.close();
+  }
+}
+
+export type RollbackOptions = Omit<PlanOptions, 'modeFile' | 'ovnkubeModeCheck' | 'json'> & { stateDir: string; yes: boolean };
+
+/**
+ * `rollback`: puts back the routes the journal's migration replaced (src/core/rollback.ts
+ * decides). Without --yes it prints the plan and changes nothing; with it, it takes the
+ * node's lock (so never beside a running agent), replaces all or none, and verifies.
+ * Exit 0 when done (or, without --yes, when the plan may be carried out), 1 when
+ * refused or failed, 2 for a bad flag or a journal it cannot read.
+ */
+export async function rollbackCommand(raw: RollbackOptions): Promise<void> {
+  const given = lastWins(raw);
+  // The desired mode plays no part: a placeholder satisfies the planner's settings.
+  const settings = await settingsOrExit(() => resolvePlanSettings({ ...given, modeFile: '(not read by rollback)', ovnkubeModeCheck: 'off' }));
+  if (given.yes) await lockOrExit(given.stateDir, 'rollback does not act beside a running agent: stop it first');
+  const log = createLogger(settings.logLevel, process.stderr);
+  let journal;
+  try {
+    journal = await new Journal(given.stateDir).load();
+  } catch (err) {
+    process.stderr.write(`ovn-gwmode-agent: ${(err as Error).message}\n`);
+    process.exit(2);
+  }
+  const config = plannerConfig(settings);
+  const dataplane = new KernelDataplane();
+  const noProbe: OvnkubeProbe = async () => ({ mode: null, pid: null, id: null, detail: 'not looked at by rollback' });
+  try {
+    const watched = watchedOf(config);
+    const m = journal.migration;
+    const rb = planRollback(m, await observe(dataplane, watched, noProbe), config);
+    const lines = [m === null ? 'migration: none on record' : `migration: to ${m.mode}, started ${new Date(m.startedAt).toISOString()}, ${m.routes.length} route(s) replaced`];
+    if (rb.refusals.length > 0) {
+      lines.push('refused:', ...rb.refusals.map((r) => `  - ${r.message} [${r.code}]`));
+      process.stdout.write(lines.join('\n') + '\n');
+      process.exitCode = 1;
+      return;
+    }
+    lines.push('actions:', ...rb.actions.map((a) => `  replace ${a.key.prefix}: ${renderNextHop(a.from)} -> ${renderNextHop(a.to)}`));
+    if (!given.yes) {
+      process.stdout.write([...lines, 'nothing changed: run again with --yes to carry it out'].join('\n') + '\n');
+      return;
+    }
+    await applyReplaces(dataplane, log, rb.actions);
+    const after = await observe(dataplane, watched, noProbe);
+    const wrong = rb.actions.filter((a) => !(after.routes.get(a.key.prefix) ?? []).some((r) => sameNextHop(r.nextHop, a.to)));
+    if (wrong.length > 0) throw new Error(`after replacing, not put back: ${wrong.map((a) => a.key.prefix).join(', ')}`);
+    lines.push(`put back: ${rb.actions.length} route(s)`, `next: ovnkube-node must run ${m!.mode === 'local' ? 'shared' : 'local'} gateway mode, and the mode file say so, or the agent moves them again (rollback restarts nothing)`);
+    process.stdout.write(lines.join('\n') + '\n');
   } catch (err) {
     process.stderr.write(`ovn-gwmode-agent: ${(err as Error).message}\n`);
     process.exitCode = 1;

@@ -1,10 +1,10 @@
 #!/usr/bin/env node
-// ovn-gwmode-agent run | status | health | plan | apply
+// ovn-gwmode-agent run | status | health | plan | apply | rollback
 import yargs, { type Argv } from 'yargs';
 import { hideBin } from 'yargs/helpers';
 import type { RawRunOptions } from '../config/settings.js';
 import { VERSION } from '../version.js';
-import { applyCommand, healthCommand, planCommand, runCommand, statusCommand, type PlanOptions } from './commands.js';
+import { applyCommand, healthCommand, planCommand, rollbackCommand, runCommand, statusCommand, type PlanOptions, type RollbackOptions } from './commands.js';
 import { COMMANDS, EnvError, envValues, withOptions, type Command } from './options.js';
 
 const args = hideBin(process.argv);
@@ -58,6 +58,9 @@ await yargs(args)
   )
   .command('apply', 'observe once, carry the plan out and verify (exit 0 when nothing is left to do)', options('apply'), (argv) =>
     applyCommand(argv as unknown as PlanOptions & { stateDir: string }),
+  )
+  .command('rollback', "print how the journal's last migration would be put back; with --yes, put it back (exit 0 done, 1 refused)", options('rollback'), (argv) =>
+    rollbackCommand(argv as unknown as RollbackOptions),
   )
   .demandCommand(1, NAMED)
   .strict()

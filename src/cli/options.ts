@@ -11,7 +11,7 @@ export const DEFAULT_SOCKET = '/run/ovn-gwmode-agent/agent.sock';
 export const DEFAULT_STATE_DIR = '/var/lib/ovn-gwmode-agent';
 export const ENV_PREFIX = 'OVN_GWMODE_';
 
-export const COMMANDS = ['run', 'status', 'health', 'plan', 'apply'] as const;
+export const COMMANDS = ['run', 'status', 'health', 'plan', 'apply', 'rollback'] as const;
 export type Command = (typeof COMMANDS)[number];
 
 type OptionSet = Record<string, Options>;
@@ -39,6 +39,7 @@ const STATE_DIR: OptionSet = {
 /** Only the daemon's. */
 const DAEMON: OptionSet = {
   ...SOCKET,
+  'socket-group': { type: 'string', describe: "group (name or gid) that may use the socket, besides root: the socket's and its new directory's group" },
   'resync-interval': { type: 'string', default: '60', describe: 'seconds, or with a unit: 500ms, 2m' },
   restart: { type: 'string', default: 'cri', describe: 'how to restart ovnkube-node after a migration: cri | signal | none' },
   'cri-endpoint': { type: 'string', describe: 'CRI socket (default: the first of /var/run/crio/crio.sock, /run/containerd/containerd.sock)' },
@@ -57,12 +58,16 @@ const SETTINGS: OptionSet = { ...PLANNER, ...STATE_DIR, ...DAEMON };
 // No defaults: yargs counts a default as given, and status's --json and --brief conflict.
 const JSON_OUT: OptionSet = { json: { type: 'boolean', describe: 'the raw JSON' } };
 
+/** rollback reads the journal and the kernel, not the desired mode nor ovnkube-node. */
+const { 'mode-file': _modeFile, 'ovnkube-mode-check': _modeCheck, ...ROLLBACK_PLANNER } = PLANNER;
+
 export const COMMAND_OPTIONS: Record<Command, OptionSet> = {
   run: SETTINGS,
   status: { ...SOCKET, ...JSON_OUT, brief: { type: 'boolean', describe: 'one line' } },
   health: { ...SOCKET, ready: { type: 'boolean', default: false, describe: 'ask /readyz instead of /healthz' } },
   plan: { ...PLANNER, ...JSON_OUT },
   apply: { ...PLANNER, ...STATE_DIR, ...JSON_OUT },
+  rollback: { ...ROLLBACK_PLANNER, ...STATE_DIR, yes: { type: 'boolean', default: false, describe: 'carry the plan out (without it, only print it)' } },
 };
 
 /** OVN_GWMODE_MODE_FILE -> mode-file */
@@ -83,12 +88,13 @@ export function envValues(command: Command, env: NodeJS.ProcessEnv): Record<stri
   for (const [variable, value] of Object.entries(env)) {
     if (!variable.startsWith(ENV_PREFIX) || value === undefined) continue;
     const flag = flagOf(variable);
-    if (!(flag in SETTINGS)) {
+    // Own keys only: `in` would take OVN_GWMODE_CONSTRUCTOR for a setting (Object.prototype's).
+    if (!Object.hasOwn(SETTINGS, flag)) {
       const squash = (f: string) => f.replaceAll('-', '');
       const near = Object.keys(SETTINGS).find((f) => squash(f) === squash(flag));
       throw new EnvError(`${variable}: no such setting${near ? `; did you mean ${variableOf(near)}?` : ''} (the variables are ${ENV_PREFIX}<RUN_FLAG_IN_UPPER_SNAKE_CASE>)`);
     }
-    if (flag in COMMAND_OPTIONS[command]) values[flag] = value;
+    if (Object.hasOwn(COMMAND_OPTIONS[command], flag)) values[flag] = value;
   }
   return values;
 }

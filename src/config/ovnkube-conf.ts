@@ -2,7 +2,11 @@
 // flag gives them: [kubernetes] service-cidrs, [default] mtu, [gateway] next-hop
 // and [gateway] mode (which the command line overrides; in 4.8 it always says local).
 import { parse } from 'ini';
-import { readFile } from 'node:fs/promises';
+import { constants } from 'node:fs';
+import { open } from 'node:fs/promises';
+
+/** A real ovnkube.conf is about 1 KiB; more is not one (and /dev/zero has no end). */
+export const MAX_OVNKUBE_CONF_BYTES = 256 * 1024;
 
 export interface OvnkubeConf {
   serviceCidrs: string[];
@@ -38,6 +42,19 @@ export function parseOvnkubeConf(text: string): OvnkubeConf {
   };
 }
 
+/**
+ * Reads and parses ovnkube.conf. Opened non-blocking and refused unless a regular file
+ * (a FIFO would hold a thread-pool worker forever), and read one byte past the limit.
+ */
 export async function readOvnkubeConf(file: string): Promise<OvnkubeConf> {
-  return parseOvnkubeConf(await readFile(file, 'utf8'));
+  const handle = await open(file, constants.O_RDONLY | constants.O_NONBLOCK);
+  try {
+    if (!(await handle.stat()).isFile()) throw new Error('not a regular file');
+    const buffer = Buffer.alloc(MAX_OVNKUBE_CONF_BYTES + 1);
+    const { bytesRead } = await handle.read(buffer, 0, buffer.length, 0);
+    if (bytesRead > MAX_OVNKUBE_CONF_BYTES) throw new Error(`larger than ${MAX_OVNKUBE_CONF_BYTES} bytes`);
+    return parseOvnkubeConf(buffer.subarray(0, bytesRead).toString('utf8'));
+  } finally {
+    await handle.close();
+  }
 }

@@ -3,6 +3,7 @@
 // names the flag; the CLI prints it on one line and exits 2.
 import type { GatewayMode, PlannerConfig } from '../core/types.js';
 import { addressFromBytes, parseAddress, parseCidr, type Cidr, type Family } from '../net/cidr.js';
+import { readFile } from 'node:fs/promises';
 import { parseDuration } from './duration.js';
 import { readOvnkubeConf, type OvnkubeConf } from './ovnkube-conf.js';
 
@@ -29,6 +30,7 @@ export interface RawPlanOptions {
 
 export interface RawRunOptions extends RawPlanOptions {
   socket: string;
+  socketGroup?: string | number;
   stateDir: string;
   resyncInterval: string | number;
   restart: string;
@@ -54,6 +56,8 @@ export interface PlanSettings extends PlannerConfig {
 /** Everything `run` needs: the planner's part, and the shell's. */
 export interface Settings extends PlanSettings {
   socket: string;
+  /** The gid that may use the socket besides root; null: root's group only. */
+  socketGroup: number | null;
   stateDir: string;
   resyncIntervalMs: number;
   restart: 'cri' | 'signal' | 'none';
@@ -176,6 +180,28 @@ export async function resolvePlanSettings(given: RawPlanOptions): Promise<PlanSe
   };
 }
 
+/** A gid, or a group name looked up in /etc/group (the agent has no NSS; a DaemonSet has no LDAP). */
+async function groupId(value: string | number | undefined): Promise<number | null> {
+  if (value === undefined || value === '') return null;
+  const text = String(value);
+  if (/^\d+$/.test(text)) {
+    const gid = Number(text);
+    if (gid > 0xfffffffe) throw new ConfigError('socket-group', `"${text}" is not a gid`);
+    return gid;
+  }
+  let groups: string;
+  try {
+    groups = await readFile('/etc/group', 'utf8');
+  } catch (err) {
+    throw new ConfigError('socket-group', `cannot look "${text}" up in /etc/group (${(err as NodeJS.ErrnoException).code ?? (err as Error).message}); give a gid`);
+  }
+  for (const line of groups.split('\n')) {
+    const [name, , gid] = line.split(':');
+    if (name === text && gid !== undefined && /^\d+$/.test(gid)) return Number(gid);
+  }
+  throw new ConfigError('socket-group', `no group "${text}" in /etc/group`);
+}
+
 export async function resolveSettings(given: RawRunOptions): Promise<Settings> {
   const raw = lastWins(given);
   const base = await resolvePlanSettings(raw);
@@ -184,6 +210,7 @@ export async function resolveSettings(given: RawRunOptions): Promise<Settings> {
   return {
     ...base,
     socket: raw.socket,
+    socketGroup: await groupId(raw.socketGroup),
     stateDir: raw.stateDir,
     resyncIntervalMs,
     restart: oneOf('restart', raw.restart, ['cri', 'signal', 'none'] as const),

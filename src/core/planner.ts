@@ -91,7 +91,7 @@ export function detectLayout(input: PlanInput): { layout: Layout; why: string } 
  * address still in DAD or failed it, an address that is not the .2) and the next hop
  * would be a guess: refuse.
  */
-function managementNexthop(link: Link, family: Family, addresses: InterfaceAddress[]): { via: string } | { blocked: Reason } {
+export function managementNexthop(link: Link, family: Family, addresses: InterfaceAddress[]): { via: string } | { blocked: Reason } {
   const name = link.name;
   const mine = addresses.filter((a) => a.linkIndex === link.index && a.family === family && !(family === 6 && /^fe[89ab]/i.test(a.address)));
   const unusable = (why: string) => ({ blocked: reason('ManagementAddressUnusable', `management interface ${name}: ${why}`) });
@@ -153,7 +153,7 @@ function expectedNexthop(mode: 'local' | 'shared', family: Family, input: PlanIn
 }
 
 /** Why the routes of a CIDR may not be touched, or the one route the agent owns. */
-function ownedRoute(cidr: Cidr, routes: Route[], config: PlannerConfig): { route: Route } | { blocked: Reason } {
+export function ownedRoute(cidr: Cidr, routes: Route[], config: PlannerConfig): { route: Route } | { blocked: Reason } {
   if (routes.length === 0) {
     return { blocked: reason('NoRoute', `no route for ${cidr.text} in the main table: ovnkube-node creates it, the agent only replaces it`) };
   }

@@ -38,6 +38,11 @@ export const REASON_CODES = [
   'Settling',
   // The loop
   'ReconcileFailed',
+  // `rollback`: putting back what the journal's migration replaced
+  'NothingToRollBack', // no migration on record, or it replaced nothing
+  'RouteNotAsLeft', // the route is no longer what the migration made it: someone else changed it since
+  'ManagementSubnetChanged', // the old local-mode next hop is no longer the .1 of ovn-k8s-mp0's subnet
+  'RollingBack',
 ] as const;
 
 export type ReasonCode = (typeof REASON_CODES)[number];

@@ -1,8 +1,22 @@
 // The status API on a local UNIX socket (node:http). The socket is 0660 in a 0750
-// directory: only root and the socket's group may ask. A socket file left by a
-// killed agent is detected (the kernel refuses connections to it) and replaced;
-// anything else means someone may be serving on it, and this agent must not start.
-import { chmod, lstat, mkdir, unlink } from 'node:fs/promises';
+// directory: only root and the socket's group (--socket-group) may ask. A socket file
+// left by a killed agent is detected (the kernel refuses connections to it) and
+// replaced; anything else means someone may be serving on it, and this agent must not start.
+//
+// Under abuse (every caller is root or in the group, but a buggy or hostile one must
+// not blind the probes):
+//  1. Every answer comes from the route table, in memory: no path reads a file, and a
+//     name such as `__proto__` is no route (own keys only).
+//  2. Only GET and HEAD; any other method is 405 whatever the path, before routing.
+//  3. The request line and headers together are capped (431); the URL alone too (414).
+//     Node answers a malformed request 400 (431, 408) and closes the connection.
+//  4. Headers must arrive within HEADERS_TIMEOUT_MS and the whole request within
+//     REQUEST_TIMEOUT_MS, checked every CHECK_INTERVAL_MS (Node's default is 30 s).
+//  5. At most MAX_CONNECTIONS are open. Past that the oldest connection with no request
+//     in hand (a slow client still sending headers, an idle keep-alive) is cut, else
+//     the oldest: a new caller (kubelet's probe) always gets in, however many slow
+//     clients hold the socket. Node's own maxConnections would refuse the newcomer instead.
+import { chmod, chown, lstat, mkdir, unlink } from 'node:fs/promises';
 import http from 'node:http';
 import net from 'node:net';
 import path from 'node:path';
@@ -21,9 +35,20 @@ export class SocketPermissionError extends Error {
  * Slow clients are cut off rather than waited for: the CLI and curl send a request in
  * one write, and a stop must not wait on a client that sent half of one.
  */
-const HEADERS_TIMEOUT_MS = 5000;
-const REQUEST_TIMEOUT_MS = 10_000;
+const HEADERS_TIMEOUT_MS = 3000;
+const REQUEST_TIMEOUT_MS = 5000;
+const CHECK_INTERVAL_MS = 500;
 const PROBE_TIMEOUT_MS = 2000;
+/** Request line and headers, bytes: a real request here is a few hundred. */
+export const MAX_HEADER_BYTES = 8192;
+export const MAX_URL_BYTES = 1024;
+export const MAX_HEADERS = 64;
+export const MAX_CONNECTIONS = 128;
+
+export interface ListenOptions {
+  /** The gid the socket (and a directory we create) belongs to; root's when null. */
+  group?: number | null;
+}
 
 export interface StatusHandlers {
   status: () => StatusReport;
@@ -86,30 +111,65 @@ function send(res: http.ServerResponse, code: number, body: unknown, headers: Re
 
 export class StatusServer {
   private readonly server: http.Server;
+  /** Open connections, oldest first (a Set keeps insertion order). */
+  private readonly open = new Set<net.Socket>();
+  /** Connections with a request in hand: cut only when every connection has one. */
+  private readonly busy = new WeakSet<net.Socket>();
 
   private constructor(
     readonly socket: string,
     handlers: StatusHandlers,
   ) {
-    this.server = http.createServer({ headersTimeout: HEADERS_TIMEOUT_MS, requestTimeout: REQUEST_TIMEOUT_MS }, (req, res) => {
-      const url = (req.url ?? '/').split('?')[0];
-      const routes: Record<string, () => void> = {
-        '/status': () => send(res, 200, handlers.status()),
-        '/healthz': () => (handlers.alive() ? send(res, 200, { ok: true }) : send(res, 503, { ok: false, error: 'the reconcile loop is stuck' })),
-        '/readyz': () => (handlers.ready() ? send(res, 200, { ready: true }) : send(res, 503, { ready: false, error: 'first reconcile not done yet' })),
-      };
-      const route = url === undefined ? undefined : routes[url];
-      if (!route) return send(res, 404, { error: `no such path: ${url}`, paths: Object.keys(routes) });
-      if (req.method !== 'GET' && req.method !== 'HEAD') {
-        return send(res, 405, { error: `method ${req.method} not allowed` }, { allow: 'GET, HEAD' });
-      }
-      route();
+    this.server = http.createServer(
+      {
+        headersTimeout: HEADERS_TIMEOUT_MS,
+        requestTimeout: REQUEST_TIMEOUT_MS,
+        connectionsCheckingInterval: CHECK_INTERVAL_MS,
+        maxHeaderSize: MAX_HEADER_BYTES,
+      },
+      (req, res) => {
+        this.busy.add(req.socket);
+        res.once('close', () => this.busy.delete(req.socket));
+        const url = (req.url ?? '/').split('?')[0] ?? '/';
+        const routes: Record<string, () => void> = {
+          '/status': () => send(res, 200, handlers.status()),
+          '/healthz': () => (handlers.alive() ? send(res, 200, { ok: true }) : send(res, 503, { ok: false, error: 'the reconcile loop is stuck' })),
+          '/readyz': () => (handlers.ready() ? send(res, 200, { ready: true }) : send(res, 503, { ready: false, error: 'first reconcile not done yet' })),
+        };
+        if (req.method !== 'GET' && req.method !== 'HEAD') {
+          // Closed after: the body we never read must not be parsed as the next request.
+          return send(res, 405, { error: `method ${req.method} not allowed` }, { allow: 'GET, HEAD', connection: 'close' });
+        }
+        if (Buffer.byteLength(url) > MAX_URL_BYTES) return send(res, 414, { error: `URL longer than ${MAX_URL_BYTES} bytes` }, { connection: 'close' });
+        const route = Object.hasOwn(routes, url) ? routes[url] : undefined;
+        if (!route) return send(res, 404, { error: `no such path: ${url}`, paths: Object.keys(routes) });
+        route();
+      },
+    );
+    this.server.maxHeadersCount = MAX_HEADERS;
+    this.server.on('connection', (conn: net.Socket) => {
+      this.open.add(conn);
+      conn.once('close', () => this.open.delete(conn));
+      if (this.open.size > MAX_CONNECTIONS) this.evict(conn);
     });
   }
 
-  static async listen(socket: string, handlers: StatusHandlers): Promise<StatusServer> {
+  private evict(newcomer: net.Socket): void {
+    let victim: net.Socket | undefined;
+    for (const conn of this.open) {
+      if (conn === newcomer) continue;
+      if (!this.busy.has(conn)) {
+        victim = conn;
+        break;
+      }
+      victim ??= conn;
+    }
+    victim?.destroy();
+  }
+
+  static async listen(socket: string, handlers: StatusHandlers, options: ListenOptions = {}): Promise<StatusServer> {
     try {
-      return await StatusServer.create(socket, handlers);
+      return await StatusServer.create(socket, handlers, options.group ?? null);
     } catch (err) {
       const e = err as NodeJS.ErrnoException;
       if (e.code === 'EACCES' || e.code === 'EPERM') throw permissionError(socket, e);
@@ -117,12 +177,15 @@ export class StatusServer {
     }
   }
 
-  private static async create(socket: string, handlers: StatusHandlers): Promise<StatusServer> {
+  private static async create(socket: string, handlers: StatusHandlers, group: number | null): Promise<StatusServer> {
     const dir = path.dirname(socket);
-    // A directory we create is 0750 whatever the umask; one that exists (systemd's
-    // RuntimeDirectory, a hostPath) keeps the mode its owner gave it.
+    // A directory we create is 0750 whatever the umask, and the socket group's; one that
+    // exists (systemd's RuntimeDirectory, a hostPath) keeps the owner and mode it was given.
     const created = await mkdir(dir, { recursive: true, mode: 0o750 });
-    if (created !== undefined) await chmod(dir, 0o750);
+    if (created !== undefined) {
+      if (group !== null) await chown(dir, process.getuid?.() ?? 0, group);
+      await chmod(dir, 0o750);
+    }
     await clearStale(socket);
     const s = new StatusServer(socket, handlers);
     await new Promise<void>((resolve, reject) => {
@@ -131,6 +194,7 @@ export class StatusServer {
       );
       s.server.listen(socket, () => resolve());
     });
+    if (group !== null) await chown(socket, process.getuid?.() ?? 0, group);
     await chmod(socket, 0o660);
     return s;
   }

@@ -15,7 +15,7 @@ function run(args: string[], vars: Record<string, string> = {}) {
   return { code: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 
-const ALL = 'name a command: run, status, health, plan or apply';
+const ALL = 'name a command: run, status, health, plan, apply or rollback';
 
 test('no command, or an unknown one: one line naming every command, exit 2', () => {
   assert.deepEqual(run([]), { code: 2, stdout: '', stderr: `ovn-gwmode-agent: ${ALL}; see --help\n` });
@@ -62,9 +62,10 @@ function flagsOf(command: string): string[] {
 
 test('each --help lists exactly the flags its command uses', () => {
   const planner = ['--gateway-interface', '--gateway-nexthop', '--layout', '--log-level', '--management-interface', '--mode-file', '--mtu', '--ovnkube-config', '--ovnkube-mode-check', '--service-cidr'];
-  const daemon = ['--cri-endpoint', '--dry-run', '--ovnkube-container', '--ovnkube-namespace', '--resync-interval', '--restart', '--restart-grace', '--restart-min-interval', '--restart-timeout', '--settle', '--socket'];
+  const daemon = ['--cri-endpoint', '--dry-run', '--ovnkube-container', '--ovnkube-namespace', '--resync-interval', '--restart', '--restart-grace', '--restart-min-interval', '--restart-timeout', '--settle', '--socket', '--socket-group'];
   assert.deepEqual(flagsOf('plan'), [...planner, '--json'].sort());
   assert.deepEqual(flagsOf('apply'), [...planner, '--json', '--state-dir'].sort());
+  assert.deepEqual(flagsOf('rollback'), [...planner.filter((f) => f !== '--mode-file' && f !== '--ovnkube-mode-check'), '--state-dir', '--yes'].sort());
   assert.deepEqual(flagsOf('run'), [...planner, ...daemon, '--state-dir'].sort());
   assert.deepEqual(flagsOf('status'), ['--brief', '--json', '--socket']);
   assert.deepEqual(flagsOf('health'), ['--ready', '--socket']);

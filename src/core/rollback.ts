@@ -1,0 +1,88 @@
+// `rollback`: putting back the routes the journal's migration replaced. Pure: the
+// observation and the migration in, the replaces (all or none) or the refusals out;
+// the command carries the replaces out with the dataplane's replace, which never
+// creates a route.
+//
+// The old route is put back only where the layout rules still hold it right:
+//  1. Never on a routing-via-host (4.10+) node: a br-ex service route there is right
+//     in both modes, and the planner refuses such a node too (RoutingViaHostLayout).
+//  2. Each recorded route must still be there in the shape the migration left it
+//     (same key, the one route of its prefix, ours by the planner's rules, the next
+//     hop the migration set): one changed since was changed by someone else, and
+//     putting back over it would undo their change, not ours.
+//  3. A local-mode next hop is the .1 of ovn-k8s-mp0's subnet: when the subnet
+//     changed, the old next hop is wrong now (ManagementSubnetChanged).
+//  4. The old route's device must exist and be up.
+// One refusal refuses all: a rollback of half a migration leaves the families in
+// different modes, which no ovnkube-node runs.
+import type { Migration } from './migration.js';
+import { detectLayout, managementNexthop, ownedRoute } from './planner.js';
+import { reason, type Reason } from './reasons.js';
+import { renderNextHop, sameNextHop, type NextHop } from './route.js';
+import type { Observation, PlannerConfig, ReplaceAction } from './types.js';
+import { parseCidr } from '../net/cidr.js';
+
+export interface RollbackPlan {
+  /** The replaces that put the migration's routes back, in the journal's order; empty when refused. */
+  actions: ReplaceAction[];
+  /** Why nothing is done (each with the route it concerns); empty when the plan may be carried out. */
+  refusals: Reason[];
+}
+
+export function planRollback(migration: Migration | null, observed: Observation, config: PlannerConfig): RollbackPlan {
+  if (migration === null || migration.routes.length === 0) {
+    return { actions: [], refusals: [reason('NothingToRollBack', migration === null ? 'the journal records no migration' : `the ${migration.mode} migration replaced no route`)] };
+  }
+  const layout = detectLayout({ desired: { mode: migration.mode, source: { path: '', error: null } }, config, observed });
+  if (layout.layout === 'routing-via-host') {
+    return { actions: [], refusals: [reason('RoutingViaHostLayout', `routing-via-host layout (${layout.why}): a service route via ${config.gatewayInterface} is right in both modes; nothing is put back`)] };
+  }
+  const actions: ReplaceAction[] = [];
+  const refusals: Reason[] = [];
+  for (const recorded of migration.routes) {
+    const prefix = recorded.key.prefix;
+    const routes = observed.routes.get(prefix) ?? [];
+    const owned = ownedRoute(parseCidr(prefix), routes, config);
+    if ('blocked' in owned) {
+      refusals.push(owned.blocked);
+      continue;
+    }
+    const now = owned.route;
+    if (now.key.table !== recorded.key.table || now.key.priority !== recorded.key.priority || !sameNextHop(now.nextHop, recorded.to)) {
+      refusals.push(
+        reason('RouteNotAsLeft', `${prefix} is ${renderNextHop(now.nextHop)} metric ${now.key.priority}; the migration left it ${renderNextHop(recorded.to)} metric ${recorded.key.priority}: changed since, not putting back over it`),
+      );
+      continue;
+    }
+    const back = oldNextHop(recorded.from, recorded.key.family, observed, config, prefix);
+    if ('refused' in back) {
+      refusals.push(back.refused);
+      continue;
+    }
+    actions.push({
+      key: now.key,
+      protocol: now.protocol,
+      scope: now.scope,
+      type: now.type,
+      from: now.nextHop,
+      to: back.to,
+      reason: reason('RollingBack', `put ${prefix} back: ${renderNextHop(now.nextHop)} -> ${renderNextHop(back.to)} (before the ${migration.mode} migration)`),
+    });
+  }
+  return refusals.length > 0 ? { actions: [], refusals } : { actions, refusals };
+}
+
+/** The recorded old next hop, with its device's current index, if the rules still hold it right. */
+function oldNextHop(from: NextHop, family: 4 | 6, observed: Observation, config: PlannerConfig, prefix: string): { to: NextHop } | { refused: Reason } {
+  const link = observed.links.find((l) => l.name === from.dev);
+  if (from.dev === null || !link) return { refused: reason(from.dev === config.managementInterface ? 'ManagementLinkMissing' : 'GatewayLinkMissing', `${prefix}: the old device ${from.dev ?? '(none)'} does not exist`) };
+  if (!link.up) return { refused: reason(from.dev === config.managementInterface ? 'ManagementLinkDown' : 'GatewayLinkDown', `${prefix}: the old device ${from.dev} is down`) };
+  if (from.dev === config.managementInterface) {
+    const hop = managementNexthop(link, family, observed.addresses);
+    if ('blocked' in hop) return { refused: hop.blocked };
+    if (hop.via !== from.gateway) {
+      return { refused: reason('ManagementSubnetChanged', `${prefix}: the old next hop ${from.gateway ?? '(none)'} is not the first address of ${config.managementInterface}'s subnet any more (now ${hop.via})`) };
+    }
+  }
+  return { to: { ...from, oif: link.index } };
+}

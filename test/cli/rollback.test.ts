@@ -1,0 +1,70 @@
+// `rollback` on a real kernel: the journal of a real agent's migration, put back only
+// with --yes, only under the node lock, refused where the rules say the old route
+// would now be wrong, and never over a route someone changed since.
+import { strict as assert } from 'node:assert';
+import { test } from 'node:test';
+import { cli, waitForStatus, withAgent } from '../helpers/agent.js';
+import { skipWithoutKernel } from '../helpers/netns.js';
+
+const STALE = '10.96.0.0/16 via 172.18.0.1 dev br-ex mtu 1400';
+const LOCAL = '10.96.0.0/16 via 10.244.1.1 dev ovn-k8s-mp0';
+
+test("rollback puts back the shared-mode route a real migration replaced: plan without --yes, refusals with their reason, then done", async (t) => {
+  if (skipWithoutKernel(t)) return;
+  await withAgent({ mode: 'local' }, async ({ ns, scratch, agent }) => {
+    await waitForStatus(agent, (s) => s.phase === 'Converged', 'the migration to local');
+    assert.deepEqual(ns.routes('10.96.0.0/16'), [LOCAL]);
+    const rollback = (...extra: string[]) => cli(ns, ['rollback', '--state-dir', scratch.stateDir, '--service-cidr', '10.96.0.0/16', ...extra]);
+
+    // While the agent runs, the lock says no.
+    const beside = rollback('--yes');
+    assert.equal(beside.code, 1, beside.stderr);
+    assert.match(beside.stderr, /^ovn-gwmode-agent: another agent \(pid \d+\) holds .*\/lock; rollback does not act beside a running agent: stop it first\n$/);
+    assert.deepEqual(ns.routes('10.96.0.0/16'), [LOCAL]);
+    await agent.stop();
+
+    const dry = rollback();
+    assert.equal(dry.code, 0, dry.stderr);
+    assert.match(dry.stdout, /^migration: to local, started \S+, 1 route\(s\) replaced\nactions:\n {2}replace 10\.96\.0\.0\/16: via 10\.244\.1\.1 dev ovn-k8s-mp0 -> via 172\.18\.0\.1 dev br-ex mtu 1400\nnothing changed: run again with --yes to carry it out\n$/);
+    assert.deepEqual(ns.routes('10.96.0.0/16'), [LOCAL], 'without --yes nothing changes');
+
+    // Someone changed the route since: not put back over their change.
+    ns.ip('route replace 10.96.0.0/16 via 10.244.1.1 dev ovn-k8s-mp0 mtu 1300');
+    const changed = rollback('--yes');
+    assert.equal(changed.code, 1);
+    assert.match(changed.stdout, /refused:\n {2}- 10\.96\.0\.0\/16 is via 10\.244\.1\.1 dev ovn-k8s-mp0 mtu 1300 metric 0; the migration left it via 10\.244\.1\.1 dev ovn-k8s-mp0 metric 0: changed since, not putting back over it \[RouteNotAsLeft\]\n$/);
+    assert.deepEqual(ns.routes('10.96.0.0/16'), ['10.96.0.0/16 via 10.244.1.1 dev ovn-k8s-mp0 mtu 1300']);
+
+    // A routing-via-host node: a br-ex route via the masquerade next hop is right in both modes.
+    ns.ip('addr add 169.254.169.2/29 dev br-ex');
+    ns.ip('route replace 10.96.0.0/16 via 169.254.169.4 dev br-ex mtu 1400');
+    const rvh = rollback('--yes');
+    assert.equal(rvh.code, 1);
+    assert.match(rvh.stdout, /\[RoutingViaHostLayout\]\n$/);
+    assert.deepEqual(ns.routes('10.96.0.0/16'), ['10.96.0.0/16 via 169.254.169.4 dev br-ex mtu 1400']);
+
+    ns.ip('route replace 10.96.0.0/16 via 10.244.1.1 dev ovn-k8s-mp0');
+    ns.ip('addr del 169.254.169.2/29 dev br-ex');
+    const done = rollback('--yes');
+    assert.equal(done.code, 0, done.stderr + done.stdout);
+    assert.match(done.stdout, /\nput back: 1 route\(s\)\nnext: ovnkube-node must run shared gateway mode, and the mode file say so, or the agent moves them again \(rollback restarts nothing\)\n$/);
+    assert.deepEqual(ns.routes('10.96.0.0/16'), [STALE]);
+
+    // Done once: the route is no longer what the migration left, so a second run refuses.
+    const again = rollback('--yes');
+    assert.equal(again.code, 1);
+    assert.match(again.stdout, /\[RouteNotAsLeft\]\n$/);
+    assert.deepEqual(ns.routes('10.96.0.0/16'), [STALE]);
+  });
+});
+
+test('rollback with no migration on record refuses, and says so', async (t) => {
+  if (skipWithoutKernel(t)) return;
+  await withAgent({ mode: 'local', ovnkube: null }, async ({ ns, scratch, agent }) => {
+    await agent.stop();
+    const r = cli(ns, ['rollback', '--state-dir', scratch.stateDir, '--service-cidr', '10.96.0.0/16', '--yes']);
+    assert.equal(r.code, 1, r.stderr);
+    assert.equal(r.stdout, 'migration: none on record\nrefused:\n  - the journal records no migration [NothingToRollBack]\n');
+    assert.deepEqual(ns.routes('10.96.0.0/16'), [STALE]);
+  });
+});

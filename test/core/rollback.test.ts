@@ -1,0 +1,107 @@
+// planRollback's rules, one case each, matched on reason codes. Pure: no kernel.
+import { strict as assert } from 'node:assert';
+import { test } from 'node:test';
+import type { Migration } from '../../src/core/migration.js';
+import { planRollback } from '../../src/core/rollback.js';
+import type { InterfaceAddress, Link, NextHop, Route } from '../../src/core/route.js';
+import type { Observation } from '../../src/core/types.js';
+import { seedConfig } from '../helpers/config.js';
+
+const BR_EX: Link = { index: 2, name: 'br-ex', up: true, mtu: 1500 };
+const MP0: Link = { index: 4, name: 'ovn-k8s-mp0', up: true, mtu: 1400 };
+const GW0: Link = { index: 5, name: 'ovn-k8s-gw0', up: true, mtu: 1400 };
+const SHARED: NextHop = { dev: 'br-ex', oif: 2, gateway: '172.18.0.1', mtu: 1400 };
+const LOCAL: NextHop = { dev: 'ovn-k8s-mp0', oif: 4, gateway: '10.244.1.1', mtu: null };
+const KEY = { prefix: '10.96.0.0/16', family: 4 as const, table: 254, priority: 0 };
+
+const route = (nextHop: NextHop, priority = 0): Route => ({ key: { ...KEY, priority }, nextHop, protocol: 3, scope: 0, type: 1, tos: 0, multipath: false });
+const addr = (linkIndex: number, address: string, prefixLength: number): InterfaceAddress => ({ linkIndex, family: 4, address, prefixLength, tentative: false, dadFailed: false });
+
+function observed(o: { routes?: Route[]; links?: Link[]; addresses?: InterfaceAddress[] } = {}): Observation {
+  return {
+    links: o.links ?? [BR_EX, MP0, GW0],
+    addresses: o.addresses ?? [addr(2, '172.18.0.2', 16), addr(4, '10.244.1.2', 24)],
+    routes: new Map([
+      ['10.96.0.0/16', o.routes ?? [route(LOCAL)]],
+      ['0.0.0.0/0', [route({ ...SHARED, mtu: null })]],
+    ]),
+    ovnkube: { mode: null, pid: null, id: null, detail: 'not looked at' },
+  };
+}
+
+const migration = (from: NextHop, to: NextHop, mode: 'local' | 'shared' = 'local'): Migration => ({
+  mode,
+  startedAt: 0,
+  ovnkubeBefore: null,
+  routes: [{ key: KEY, from, to }],
+  restart: 'done',
+  identity: 'process',
+  attempts: 1,
+  lastAttemptAt: 0,
+  lastError: null,
+  stopped: null,
+  stoppedAs: null,
+  outcome: 'stopped',
+  doneAt: 0,
+});
+
+const codes = (p: ReturnType<typeof planRollback>) => p.refusals.map((r) => r.code);
+
+test('a shared-to-local migration is put back: one replace of the route the migration left, to what it was', () => {
+  const p = planRollback(migration(SHARED, LOCAL), observed(), seedConfig());
+  assert.deepEqual(codes(p), []);
+  assert.equal(p.actions.length, 1);
+  assert.deepEqual(p.actions[0]!.from, LOCAL);
+  assert.deepEqual(p.actions[0]!.to, SHARED);
+  assert.deepEqual(p.actions[0]!.key, KEY);
+  assert.equal(p.actions[0]!.reason.code, 'RollingBack');
+});
+
+test('no migration on record, or one that replaced nothing: NothingToRollBack', () => {
+  assert.deepEqual(codes(planRollback(null, observed(), seedConfig())), ['NothingToRollBack']);
+  assert.deepEqual(codes(planRollback({ ...migration(SHARED, LOCAL), routes: [] }, observed(), seedConfig())), ['NothingToRollBack']);
+});
+
+test('a routing-via-host node is never rolled back, whatever the journal says', () => {
+  const masq = route({ dev: 'br-ex', oif: 2, gateway: '169.254.169.4', mtu: 1400 });
+  const p = planRollback(migration(SHARED, LOCAL), observed({ routes: [masq] }), seedConfig());
+  assert.deepEqual(codes(p), ['RoutingViaHostLayout']);
+  assert.deepEqual(p.actions, []);
+});
+
+test('a route changed since the migration (next hop, MTU or metric), gone, doubled or multipath: refused', () => {
+  for (const [routes, code] of [
+    [[route({ ...LOCAL, mtu: 1300 })], 'RouteNotAsLeft'],
+    [[route({ ...LOCAL, gateway: '10.244.1.9' })], 'RouteNotAsLeft'],
+    [[route(LOCAL, 50)], 'RouteNotAsLeft'],
+    [[route(SHARED)], 'RouteNotAsLeft'],
+    [[], 'NoRoute'],
+    [[route(LOCAL), route(SHARED, 10)], 'SeveralRoutes'],
+    [[{ ...route(LOCAL), multipath: true }], 'NotOurRoute'],
+  ] as const) {
+    const p = planRollback(migration(SHARED, LOCAL), observed({ routes: [...routes] }), seedConfig());
+    assert.deepEqual(codes(p), [code], JSON.stringify(routes));
+    assert.deepEqual(p.actions, []);
+  }
+});
+
+test("a local-to-shared migration is not put back once ovn-k8s-mp0's subnet changed, nor with mp0 down or gone", () => {
+  const back = migration(LOCAL, SHARED, 'shared');
+  const shared = [route(SHARED)];
+  assert.deepEqual(codes(planRollback(back, observed({ routes: shared }), seedConfig())), []);
+  assert.deepEqual(codes(planRollback(back, observed({ routes: shared, addresses: [addr(2, '172.18.0.2', 16), addr(4, '10.244.7.2', 24)] }), seedConfig())), ['ManagementSubnetChanged']);
+  assert.deepEqual(codes(planRollback(back, observed({ routes: shared, addresses: [addr(2, '172.18.0.2', 16), addr(4, '10.244.1.2', 25), addr(4, '10.244.1.3', 24)] }), seedConfig())), ['ManagementAddressUnusable']);
+  assert.deepEqual(codes(planRollback(back, observed({ routes: shared, links: [BR_EX, { ...MP0, up: false }] }), seedConfig())), ['ManagementLinkDown']);
+  assert.deepEqual(codes(planRollback(back, observed({ routes: shared, links: [BR_EX] }), seedConfig())), ['ManagementLinkMissing']);
+});
+
+test('one refusal refuses the whole rollback: no family is put back alone', () => {
+  const v6Key = { prefix: 'fd00:10:96::/112', family: 6 as const, table: 254, priority: 1024 };
+  const m = migration(SHARED, LOCAL);
+  m.routes.push({ key: v6Key, from: { dev: 'br-ex', oif: 2, gateway: 'fd00::1', mtu: 1400 }, to: { dev: 'ovn-k8s-mp0', oif: 4, gateway: 'fd00:10:244:1::1', mtu: null } });
+  const o = observed();
+  o.routes.set('fd00:10:96::/112', []);
+  const p = planRollback(m, o, seedConfig());
+  assert.deepEqual(codes(p), ['NoRoute']);
+  assert.deepEqual(p.actions, []);
+});
