@@ -46,7 +46,7 @@ async function buildImage(out: string): Promise<string> {
     throw err;
   });
   assert.equal(code, 0, `npm run image failed:\n${log.slice(-4000)}`);
-  process.stderr.write(log.split('\n').filter((l) => l.startsWith('[image')).map((l) => `# ${l}\n`).join(''));
+  process.stderr.write(log.split('\n').filter((l) => l.startsWith('[image')).map((l) => `${l}\n`).join(''));
   return out;
 }
 
