@@ -181,7 +181,10 @@ test('the image runs as the rendered DaemonSet says: converges the seed node, pa
     const pid = (JSON.parse(verbose.info.info!) as { pid: number }).pid;
     const sc = agentSpec.securityContext;
     assert.deepEqual(capabilities(pid), [...sc.capabilities.add].sort());
-    assert.equal(readFileSync(`/proc/${pid}/status`, 'utf8').match(/^Uid:\s+(\d+)/m)![1], String(sc.runAsUser));
+    const procStatus = readFileSync(`/proc/${pid}/status`, 'utf8');
+    assert.equal(procStatus.match(/^Uid:\s+(\d+)/m)![1], String(sc.runAsUser));
+    assert.equal(procStatus.match(/^NoNewPrivs:\s+(\d)/m)![1], sc.allowPrivilegeEscalation === false ? '1' : '0');
+    if (spec.securityContext?.seccompProfile?.type === 'RuntimeDefault') assert.match(procStatus, /^Seccomp:\s+2$/m, 'the runtime\'s seccomp filter');
     assert.equal(readlinkSync(`/proc/${pid}/exe`), '/usr/local/bin/node', 'env exec\'d node: no shell or wrapper in between');
     // hostNetwork: the node's namespace.
     assert.equal(readlinkSync(`/proc/${pid}/ns/net`), `net:[${statSync(`/run/netns/${ns.name}`).ino}]`);
