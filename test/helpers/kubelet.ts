@@ -81,7 +81,7 @@ const NAMESPACE = { NODE: 'NODE', POD: 'POD', CONTAINER: 'CONTAINER' } as const;
 /** The sandbox config kubelet makes for the pod of a DaemonSet. */
 export function sandboxConfig(ds: Manifest, podName: string, logDirectory: string): Manifest {
   const spec = ds.spec.template.spec;
-  const known = new Set(['hostNetwork', 'hostPID', 'dnsPolicy', 'priorityClassName', 'tolerations', 'terminationGracePeriodSeconds', 'containers', 'volumes', 'serviceAccountName', 'securityContext', 'nodeSelector', 'affinity']);
+  const known = new Set(['hostNetwork', 'hostPID', 'dnsPolicy', 'priorityClassName', 'tolerations', 'terminationGracePeriodSeconds', 'containers', 'volumes', 'serviceAccountName', 'automountServiceAccountToken', 'securityContext', 'nodeSelector', 'affinity']);
   const unknown = Object.keys(spec).filter((k) => !known.has(k));
   if (unknown.length) throw new Error(`the test's kubelet does not know pod fields ${unknown.join(', ')}`);
   const namespaceOptions = { network: spec.hostNetwork ? NAMESPACE.NODE : NAMESPACE.POD, pid: spec.hostPID ? NAMESPACE.NODE : NAMESPACE.CONTAINER, ipc: NAMESPACE.POD };
