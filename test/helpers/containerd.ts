@@ -109,9 +109,10 @@ export class Containerd {
 
   private constructor(
     ns: Netns,
-    private readonly dir: string,
+    readonly dir: string,
+    socket?: string,
   ) {
-    this.socket = path.join(dir, 'containerd.sock');
+    this.socket = socket ?? path.join(dir, 'containerd.sock');
     const config = path.join(dir, 'config.toml');
     writeFileSync(
       config,
@@ -147,10 +148,14 @@ export class Containerd {
     this.child.stderr!.on('data', (d: Buffer) => (this.log += d.toString()));
   }
 
-  /** Starts containerd in the namespace, imports the test image and connects over CRI. */
-  static async start(ns: Netns, dir: string): Promise<Containerd> {
+  /**
+   * Starts containerd in the namespace, imports the test image and connects over CRI.
+   * socket: where CRI is served (default in dir), e.g. where a manifest expects it.
+   */
+  static async start(ns: Netns, dir: string, options: { socket?: string } = {}): Promise<Containerd> {
     mkdirSync(dir, { recursive: true });
-    const c = new Containerd(ns, dir);
+    if (options.socket) mkdirSync(path.dirname(options.socket), { recursive: true });
+    const c = new Containerd(ns, dir, options.socket);
     for (let i = 0; i < 200 && !existsSync(c.socket); i++) await pause(50);
     if (!existsSync(c.socket)) throw new Error(`containerd did not start:\n${c.log.slice(-3000)}`);
     const tar = buildImageTar(path.join(dir, 'image'));
