@@ -6,6 +6,7 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
+import { fileURLToPath } from 'node:url';
 import path from 'node:path';
 import type { Netns } from './netns.js';
 
@@ -48,6 +49,8 @@ ln -s pts/ptmx "$R/dev/ptmx"
 mount -t tmpfs tmpfs "$R/dev/shm"
 mount -t tmpfs tmpfs "$R/run"
 mount -t tmpfs tmpfs "$R/tmp"
+# The checkout the unit runs from may itself live under /tmp (CI clones anywhere): keep it visible.
+case "$2" in /tmp/*) mkdir -p "$R$2"; mount --bind "$2" "$R$2" ;; esac
 # None of the host's enabled units, nothing from its fstab, no login prompts.
 rm -rf "$R"/etc/systemd/system/*.wants
 : > "$R/etc/fstab"
@@ -63,6 +66,9 @@ pivot_root . oldroot
 umount -l /oldroot
 exec env -i container=gwmode-test PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin ${SYSTEMD} --system
 `;
+
+/** The repository root (dist/test/helpers -> ../../..). */
+const CHECKOUT = fileURLToPath(new URL('../../../', import.meta.url)).replace(/\/$/, '');
 
 const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /** A pause that does not keep the process alive (a race's losing side). */
@@ -84,7 +90,7 @@ export class SystemdBed {
     mkdirSync(path.join(this.dir, 'bed'));
     this.launcher = spawn(
       'bash',
-      ['-c', 'echo $$ > "$1/cgroup.procs" && exec nsenter --net="/run/netns/$2" unshare --mount --pid --fork --cgroup --uts --ipc --kill-child bash "$3/inner.sh" "$3/bed"', 'launcher', this.cgroup, ns.name, this.dir],
+      ['-c', 'echo $$ > "$1/cgroup.procs" && exec nsenter --net="/run/netns/$2" unshare --mount --pid --fork --cgroup --uts --ipc --kill-child bash "$3/inner.sh" "$3/bed" "$4"', 'launcher', this.cgroup, ns.name, this.dir, CHECKOUT],
       { stdio: ['ignore', 'pipe', 'pipe'], detached: true },
     );
     this.launcher.stdout!.on('data', (d: Buffer) => (this.output += d.toString()));
