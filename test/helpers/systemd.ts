@@ -29,6 +29,9 @@ function cgroup2(): string | undefined {
 }
 
 // PID 1 of the new namespaces: a root of its own, then exec systemd.
+/** Where the checkout is seen inside the bed. */
+export const BED_CHECKOUT = '/opt/ovn-gwmode-checkout';
+
 const INNER = String.raw`
 set -euo pipefail
 W=$1
@@ -49,8 +52,10 @@ ln -s pts/ptmx "$R/dev/ptmx"
 mount -t tmpfs tmpfs "$R/dev/shm"
 mount -t tmpfs tmpfs "$R/run"
 mount -t tmpfs tmpfs "$R/tmp"
-# The checkout the unit runs from may itself live under /tmp (CI clones anywhere): keep it visible.
-case "$2" in /tmp/*) mkdir -p "$R$2"; mount --bind "$2" "$R$2" ;; esac
+# The checkout the unit runs from, at a fixed path: CI may clone under /tmp, which is a
+# tmpfs here and private to the unit (PrivateTmp).
+mkdir -p "$R${BED_CHECKOUT}"
+mount --bind "$2" "$R${BED_CHECKOUT}"
 # None of the host's enabled units, nothing from its fstab, no login prompts.
 rm -rf "$R"/etc/systemd/system/*.wants
 : > "$R/etc/fstab"

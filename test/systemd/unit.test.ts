@@ -40,12 +40,13 @@ import { fileURLToPath } from 'node:url';
 import { curl } from '../helpers/agent.js';
 import { capabilities } from '../helpers/kubelet.js';
 import { seedNode, skipWithoutKernel } from '../helpers/netns.js';
-import { SystemdBed, systemdSkipReason } from '../helpers/systemd.js';
+import { BED_CHECKOUT, SystemdBed, systemdSkipReason } from '../helpers/systemd.js';
 
 const ROOT = fileURLToPath(new URL('../../..', import.meta.url));
 const UNIT = 'ovn-gwmode-agent.service';
-const CLI = path.join(ROOT, 'dist/src/cli/main.js');
-const FAULTY = path.join(ROOT, 'dist/test/fixtures/agent-with-faults.js');
+// The bed sees the checkout at BED_CHECKOUT, wherever it is cloned on the host.
+const CLI = path.join(BED_CHECKOUT, 'dist/src/cli/main.js');
+const FAULTY = path.join(BED_CHECKOUT, 'dist/test/fixtures/agent-with-faults.js');
 const LOCAL_V4 = '10.96.0.0/16 via 10.244.1.1 dev ovn-k8s-mp0';
 const LOCAL_V6 = /^fd00:10:96::\/112 via fd00:10:244:1::1 dev ovn-k8s-mp0 /;
 const IDLE = "trap 'exit 0' TERM; while :; do sleep 1; done";
