@@ -17,6 +17,13 @@ import type { PlannerConfig } from '../core/types.js';
 import type { Clock } from '../clock.js';
 import { Journal } from '../restart/journal.js';
 import { CriRestart, NoRestart, SignalRestart, type RestartStrategy } from '../restart/strategy.js';
+import { recorders } from './recorder.js';
+import { EventHistory } from '../events/history.js';
+import { serveEvents } from '../events/http.js';
+import { parseListenAddress } from '../metrics/address.js';
+import { AgentMetrics } from '../metrics/metrics.js';
+import { MetricsListener, serveMetrics } from '../metrics/server.js';
+import { VERSION } from '../version.js';
 
 function strategyFor(s: Settings): RestartStrategy {
   switch (s.restart) {
@@ -41,6 +48,7 @@ const FIXED_AT_START = [
   'restartMinIntervalMs',
   'restartTimeoutMs',
   'settleMs',
+  'metricsAddress',
 ] as const;
 
 /** Bounded so that a stop always ends well inside systemd's 10 s expectation. */
@@ -83,6 +91,8 @@ export async function runDaemon(raw: RawRunOptions, initial: Settings, deps: Dae
   const supervisor = new Supervisor(deps.notifier, log.child({ component: 'systemd' }), deps.watchdogUsec, deps.clock);
   const strategy = strategyFor(settings);
   const watchMode = (path: string) => (onChange: () => void) => watchModeSource(path, onChange);
+  const metrics = new AgentMetrics({ version: VERSION, strategy: strategy.name });
+  const history = new EventHistory(deps.clock, log.child({ component: 'events' }));
   const agent = new Agent(
     {
       dataplane,
@@ -94,6 +104,7 @@ export async function runDaemon(raw: RawRunOptions, initial: Settings, deps: Dae
       watchMode: watchMode(settings.modeFile),
       clock: deps.clock,
       random: Math.random,
+      recorder: recorders([metrics, history], (err) => log.error({ err }, 'a recorder failed')),
     },
     agentOptions(settings, deps.plannerConfig(settings)),
   );
@@ -103,7 +114,25 @@ export async function runDaemon(raw: RawRunOptions, initial: Settings, deps: Dae
     status: () => agent.status(),
     alive: () => !supervisor.isStuck(agent),
     ready: () => agent.isReady(),
+    extra: {
+      '/metrics': (req, res) => serveMetrics(metrics, req, res),
+      '/v1/events': (req, res) => serveEvents(history, req, res),
+    },
   });
+  agent.onStatus((s) => {
+    metrics.onStatus(s);
+    history.onStatus(s);
+  });
+  let metricsListener: MetricsListener | undefined;
+  if (settings.metricsAddress !== null) {
+    try {
+      metricsListener = await MetricsListener.listen(parseListenAddress(settings.metricsAddress), metrics);
+    } catch (err) {
+      await server.close();
+      throw err;
+    }
+    log.info({ address: settings.metricsAddress }, 'serving /metrics over TCP');
+  }
   agent.onStatus((s) => supervisor.onStatus(s, agent.isReady()));
   log.info({ settings: { ...settings, serviceCidrs: settings.serviceCidrs.map((c) => c.text) } }, 'starting');
   agent.start();
@@ -123,6 +152,7 @@ export async function runDaemon(raw: RawRunOptions, initial: Settings, deps: Dae
     clearTimeout(timer);
     if (abandoned) log.warn({ graceMs: STOP_GRACE_MS }, 'the pass under way did not finish: abandoning it');
     await server.close();
+    await metricsListener?.close();
     strategy.close();
     dataplane.close();
     log.info('stopped');

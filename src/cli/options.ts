@@ -49,6 +49,7 @@ const DAEMON: OptionSet = {
   'restart-timeout': { type: 'string', default: '5m', describe: 'how long to wait for the new ovnkube-node' },
   settle: { type: 'string', default: '60', describe: 'how long the routes must hold after a restart before Converged' },
   'dry-run': { type: 'boolean', default: false, describe: 'plan, log and report; never change the kernel' },
+  'metrics-address': { type: 'string', describe: 'HOST:PORT of a TCP listener serving only /metrics (default: none; the socket serves /metrics)' },
 };
 
 /** The flags that settings variables can stand for: exactly `run`'s. */

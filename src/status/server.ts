@@ -29,6 +29,8 @@ export interface StatusHandlers {
   status: () => StatusReport;
   alive: () => boolean;
   ready: () => boolean;
+  /** More GET paths (/metrics, /v1/events), each answering on its own. */
+  extra?: Record<string, (req: http.IncomingMessage, res: http.ServerResponse) => void>;
 }
 
 /**
@@ -98,6 +100,7 @@ export class StatusServer {
         '/healthz': () => (handlers.alive() ? send(res, 200, { ok: true }) : send(res, 503, { ok: false, error: 'the reconcile loop is stuck' })),
         '/readyz': () => (handlers.ready() ? send(res, 200, { ready: true }) : send(res, 503, { ready: false, error: 'first reconcile not done yet' })),
       };
+      for (const [p, handle] of Object.entries(handlers.extra ?? {})) routes[p] = () => handle(req, res);
       const route = url === undefined ? undefined : routes[url];
       if (!route) return send(res, 404, { error: `no such path: ${url}`, paths: Object.keys(routes) });
       if (req.method !== 'GET' && req.method !== 'HEAD') {
