@@ -6,6 +6,7 @@ import { spawnSync } from 'node:child_process';
 import { test } from 'node:test';
 import { waitForStatus, withAgent } from '../helpers/agent.js';
 import { skipWithoutKernel } from '../helpers/netns.js';
+import { PrometheusServer, skipWithoutPrometheus, type Sample } from '../helpers/prometheus.js';
 import { checkMetrics, skipWithoutPromtool } from '../helpers/promtool.js';
 
 const ARGS = ['--service-cidr', '10.96.0.0/16', '--mtu', '1400'];
@@ -36,5 +37,41 @@ test("a migration shows on the socket's /metrics: phase, replaces, the restart, 
     assert.ok((value(text, 'ovn_gwmode_reconcile_duration_seconds_count') ?? 0) >= 1);
     const checked = checkMetrics(text);
     assert.equal(checked.code, 0, checked.output);
+  });
+});
+
+test('a real Prometheus scraping the agent sees the phase move and the replace counter rise during a migration', async (t) => {
+  if (skipWithoutKernel(t) || skipWithoutPrometheus(t)) return;
+  const args = [...ARGS, '--metrics-address', '127.0.0.1:9464'];
+  await withAgent({ mode: 'shared', ovnkube: 'shared', args }, async ({ ns, scratch, ovnkube, agent }) => {
+    await waitForStatus(agent, (s) => s.phase === 'Converged' && s.desiredMode === 'shared', 'shared Converged');
+    const prom = new PrometheusServer(ns, scratch.dir, ['127.0.0.1:9464']);
+    try {
+      await prom.ready();
+      const one = (s: Sample[]) => s.length === 1 && s[0]!.value === 1;
+      await prom.until('up{job="ovn-gwmode-agent"}', one, 'the agent up');
+      await prom.until('ovn_gwmode_phase{phase="Converged"}', one, 'Converged in shared mode');
+      await prom.until('ovn_gwmode_route_replaces_total{direction="to_local",result="done"}', (s) => s.length === 1 && s[0]!.value === 0, 'no replace yet');
+
+      // Desired local while ovnkube-node still runs shared: the agent waits; then the
+      // operator's rollout (the stand-in) runs local, and the agent migrates.
+      scratch.writeMode('local');
+      await waitForStatus(agent, (s) => s.phase === 'Waiting' && s.desiredMode === 'local', 'Waiting on ovnkube-node');
+      await prom.until('ovn_gwmode_phase{phase="Waiting"}', one, 'Waiting');
+      await prom.until('ovn_gwmode_status_reason{code="OvnkubeOtherMode"}', one, 'the reason code');
+      ovnkube.start('local', { respawn: true });
+      await waitForStatus(agent, (s) => s.phase === 'Converged' && s.desiredMode === 'local', 'local Converged');
+      await prom.until('ovn_gwmode_phase{phase="Converged"} and on() ovn_gwmode_desired_mode{mode="local"} == 1', one, 'Converged in local mode');
+      await prom.until('ovn_gwmode_route_replaces_total{direction="to_local",result="done"}', one, 'the replace counted');
+
+      // The history Prometheus kept: the phase moved away and back, the counter rose from 0.
+      assert.ok(one(prom.query('max_over_time(ovn_gwmode_phase{phase="Waiting"}[10m])')), 'Waiting was scraped');
+      assert.ok(prom.query('changes(ovn_gwmode_phase{phase="Converged"}[10m])')[0]!.value >= 2, 'Converged, then not, then again');
+      assert.equal(prom.query('min_over_time(ovn_gwmode_route_replaces_total{direction="to_local",result="done"}[10m])')[0]?.value, 0);
+      assert.ok(prom.query('increase(ovn_gwmode_ovnkube_restarts_total{result="completed"}[10m])')[0]!.value > 0, 'the restart completed');
+      assert.equal(prom.query('ovn_gwmode_route_in_sync{cidr="10.96.0.0/16"}')[0]?.value, 1);
+    } finally {
+      await prom.stop();
+    }
   });
 });
