@@ -78,6 +78,7 @@ export class AgentMetrics implements AgentRecorder {
     this.c.lost.inc(0);
     this.c.modeFileErrors.inc(0);
     this.c.modeChanges.inc(0);
+    for (const code of REASON_CODES) this.g.reason.set({ code }, 0);
     this.g.pending.set(0);
     this.g.modeFileInvalid.set(0);
   }
