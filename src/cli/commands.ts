@@ -20,6 +20,7 @@ import { AgentDeniedError, AgentUnreachableError, fetchPath, fetchStatus } from 
 import { exitCodeOf, renderBrief, renderHuman } from '../status/report.js';
 import { SocketInUseError, SocketPermissionError } from '../status/server.js';
 import { LockError, LockHeldError, lockStateDir } from './lock.js';
+import { fetchEvents, renderEvent, UsageError } from './events.js';
 
 /** The planner's part of the settings, and nothing else. */
 export function plannerConfig(s: PlanSettings): PlannerConfig {
@@ -130,6 +131,25 @@ export function statusCommand(opts: { socket: string; json: boolean; brief: bool
     process.stdout.write((opts.json ? JSON.stringify(s, null, 2) : opts.brief ? renderBrief(s) : renderHuman(s)) + '\n');
     return exitCodeOf(s);
   });
+}
+
+/** `events [--json] [--since DURATION]`: exit 0, or 2 when the agent cannot be asked. */
+export async function eventsCommand(opts: { socket: string; json: boolean; since: string | undefined }): Promise<void> {
+  try {
+    await askAgent(async () => {
+      const { code, events } = await fetchEvents(opts.socket, opts.since, systemClock.now());
+      if (code !== 200) {
+        process.stderr.write(`ovn-gwmode-agent: the agent on ${opts.socket} answered ${code} for /v1/events: is it older than this command?\n`);
+        return 2;
+      }
+      process.stdout.write(opts.json ? JSON.stringify(events, null, 2) + '\n' : events.map((e) => renderEvent(e) + '\n').join(''));
+      return 0;
+    });
+  } catch (err) {
+    if (!(err instanceof UsageError)) throw err;
+    process.stderr.write(`ovn-gwmode-agent: ${err.message}; see --help\n`);
+    process.exitCode = 2;
+  }
 }
 
 /** `health [--ready]`: the probe for kubelet. Exit 0 healthy (or ready), 1 not, 2 unreachable. */

@@ -4,7 +4,7 @@ import yargs, { type Argv } from 'yargs';
 import { hideBin } from 'yargs/helpers';
 import type { RawRunOptions } from '../config/settings.js';
 import { VERSION } from '../version.js';
-import { applyCommand, healthCommand, planCommand, runCommand, statusCommand, type PlanOptions } from './commands.js';
+import { applyCommand, eventsCommand, healthCommand, planCommand, runCommand, statusCommand, type PlanOptions } from './commands.js';
 import { COMMANDS, EnvError, envValues, withOptions, type Command } from './options.js';
 
 const args = hideBin(process.argv);
@@ -58,6 +58,9 @@ await yargs(args)
   )
   .command('apply', 'observe once, carry the plan out and verify (exit 0 when nothing is left to do)', options('apply'), (argv) =>
     applyCommand(argv as unknown as PlanOptions & { stateDir: string }),
+  )
+  .command('events', "what the agent did on this node, oldest first (its last 256 events)", options('events'), (argv) =>
+    eventsCommand({ socket: argv.socket as string, json: argv.json === true, since: argv.since as string | undefined }),
   )
   .demandCommand(1, NAMED)
   .strict()

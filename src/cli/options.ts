@@ -11,7 +11,7 @@ export const DEFAULT_SOCKET = '/run/ovn-gwmode-agent/agent.sock';
 export const DEFAULT_STATE_DIR = '/var/lib/ovn-gwmode-agent';
 export const ENV_PREFIX = 'OVN_GWMODE_';
 
-export const COMMANDS = ['run', 'status', 'health', 'plan', 'apply'] as const;
+export const COMMANDS = ['run', 'status', 'health', 'plan', 'apply', 'events'] as const;
 export type Command = (typeof COMMANDS)[number];
 
 type OptionSet = Record<string, Options>;
@@ -64,6 +64,7 @@ export const COMMAND_OPTIONS: Record<Command, OptionSet> = {
   health: { ...SOCKET, ready: { type: 'boolean', default: false, describe: 'ask /readyz instead of /healthz' } },
   plan: { ...PLANNER, ...JSON_OUT },
   apply: { ...PLANNER, ...STATE_DIR, ...JSON_OUT },
+  events: { ...SOCKET, ...JSON_OUT, since: { type: 'string', describe: 'only the events of the last DURATION: 90s, 10m, 1h' } },
 };
 
 /** OVN_GWMODE_MODE_FILE -> mode-file */

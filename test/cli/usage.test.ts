@@ -15,7 +15,7 @@ function run(args: string[], vars: Record<string, string> = {}) {
   return { code: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 
-const ALL = 'name a command: run, status, health, plan or apply';
+const ALL = 'name a command: run, status, health, plan, apply or events';
 
 test('no command, or an unknown one: one line naming every command, exit 2', () => {
   assert.deepEqual(run([]), { code: 2, stdout: '', stderr: `ovn-gwmode-agent: ${ALL}; see --help\n` });
@@ -68,6 +68,7 @@ test('each --help lists exactly the flags its command uses', () => {
   assert.deepEqual(flagsOf('run'), [...planner, ...daemon, '--state-dir'].sort());
   assert.deepEqual(flagsOf('status'), ['--brief', '--json', '--socket']);
   assert.deepEqual(flagsOf('health'), ['--ready', '--socket']);
+  assert.deepEqual(flagsOf('events'), ['--json', '--since', '--socket']);
 });
 
 test("a bad value of a daemon flag: run exits 2 with one line naming it", () => {
