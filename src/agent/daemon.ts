@@ -20,6 +20,7 @@ import { CriRestart, NoRestart, SignalRestart, type RestartStrategy } from '../r
 import { recorders } from './recorder.js';
 import { EventHistory } from '../events/history.js';
 import { serveEvents } from '../events/http.js';
+import { WatchHub } from '../events/watch.js';
 import { parseListenAddress } from '../metrics/address.js';
 import { AgentMetrics } from '../metrics/metrics.js';
 import { MetricsListener, serveMetrics } from '../metrics/server.js';
@@ -109,6 +110,7 @@ export async function runDaemon(raw: RawRunOptions, initial: Settings, deps: Dae
     agentOptions(settings, deps.plannerConfig(settings)),
   );
   await agent.init();
+  const watch = new WatchHub(history, () => agent.status());
   // Throws SocketInUseError before anything is touched when another agent is live.
   const server = await StatusServer.listen(settings.socket, {
     status: () => agent.status(),
@@ -117,11 +119,13 @@ export async function runDaemon(raw: RawRunOptions, initial: Settings, deps: Dae
     extra: {
       '/metrics': (req, res) => serveMetrics(metrics, req, res),
       '/v1/events': (req, res) => serveEvents(history, req, res),
+      '/v1/watch': (req, res) => watch.serve(req, res),
     },
   });
   agent.onStatus((s) => {
     metrics.onStatus(s);
     history.onStatus(s);
+    watch.onStatus(s);
   });
   let metricsListener: MetricsListener | undefined;
   if (settings.metricsAddress !== null) {

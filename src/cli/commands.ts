@@ -21,6 +21,7 @@ import { exitCodeOf, renderBrief, renderHuman } from '../status/report.js';
 import { SocketInUseError, SocketPermissionError } from '../status/server.js';
 import { LockError, LockHeldError, lockStateDir } from './lock.js';
 import { fetchEvents, renderEvent, UsageError } from './events.js';
+import { watchStatus } from './watch.js';
 
 /** The planner's part of the settings, and nothing else. */
 export function plannerConfig(s: PlanSettings): PlannerConfig {
@@ -150,6 +151,11 @@ export async function eventsCommand(opts: { socket: string; json: boolean; since
     process.stderr.write(`ovn-gwmode-agent: ${err.message}; see --help\n`);
     process.exitCode = 2;
   }
+}
+
+/** `status --watch`: until the agent goes away (exit 2) or ctrl-c. */
+export function watchCommand(opts: { socket: string }): Promise<void> {
+  return askAgent(() => watchStatus(opts.socket, { write: (t) => process.stdout.write(t), isTTY: process.stdout.isTTY === true }, (t) => process.stderr.write(t)));
 }
 
 /** `health [--ready]`: the probe for kubelet. Exit 0 healthy (or ready), 1 not, 2 unreachable. */

@@ -60,7 +60,7 @@ const JSON_OUT: OptionSet = { json: { type: 'boolean', describe: 'the raw JSON' 
 
 export const COMMAND_OPTIONS: Record<Command, OptionSet> = {
   run: SETTINGS,
-  status: { ...SOCKET, ...JSON_OUT, brief: { type: 'boolean', describe: 'one line' } },
+  status: { ...SOCKET, ...JSON_OUT, brief: { type: 'boolean', describe: 'one line' }, watch: { type: 'boolean', describe: 'follow the agent live: redrawn on a terminal, a line per change otherwise' } },
   health: { ...SOCKET, ready: { type: 'boolean', default: false, describe: 'ask /readyz instead of /healthz' } },
   plan: { ...PLANNER, ...JSON_OUT },
   apply: { ...PLANNER, ...STATE_DIR, ...JSON_OUT },

@@ -66,7 +66,7 @@ test('each --help lists exactly the flags its command uses', () => {
   assert.deepEqual(flagsOf('plan'), [...planner, '--json'].sort());
   assert.deepEqual(flagsOf('apply'), [...planner, '--json', '--state-dir'].sort());
   assert.deepEqual(flagsOf('run'), [...planner, ...daemon, '--state-dir'].sort());
-  assert.deepEqual(flagsOf('status'), ['--brief', '--json', '--socket']);
+  assert.deepEqual(flagsOf('status'), ['--brief', '--json', '--socket', '--watch']);
   assert.deepEqual(flagsOf('health'), ['--ready', '--socket']);
   assert.deepEqual(flagsOf('events'), ['--json', '--since', '--socket']);
 });
