@@ -19,6 +19,7 @@ import { scanOvnkubeProcesses, summarise } from '../ovnkube/proc.js';
 import { AgentDeniedError, AgentUnreachableError, fetchPath, fetchStatus } from '../status/client.js';
 import { exitCodeOf, renderBrief, renderHuman } from '../status/report.js';
 import { SocketInUseError, SocketPermissionError } from '../status/server.js';
+import { MetricsAddressError } from '../metrics/server.js';
 import { LockError, LockHeldError, lockStateDir } from './lock.js';
 import { fetchEvents, renderEvent, UsageError } from './events.js';
 import { watchStatus } from './watch.js';
@@ -106,7 +107,7 @@ export async function runCommand(raw: RawRunOptions, wrap: RunWrappers = {}): Pr
       dataplane.close();
       process.exit(1);
     }
-    if (err instanceof SocketPermissionError) {
+    if (err instanceof SocketPermissionError || err instanceof MetricsAddressError) {
       process.stderr.write(`ovn-gwmode-agent: ${err.message}\n`);
       dataplane.close();
       process.exit(2);

@@ -22,6 +22,11 @@ export function serveMetrics(metrics: AgentMetrics, req: http.IncomingMessage, r
   );
 }
 
+/** --metrics-address cannot be listened on (taken, not an address of this host): a configuration matter. */
+export class MetricsAddressError extends Error {
+  readonly code = 'ERR_GWMODE_METRICS_ADDRESS';
+}
+
 export class MetricsListener {
   private constructor(
     private readonly server: http.Server,
@@ -39,7 +44,9 @@ export class MetricsListener {
     // A scraper or two, not the world: few connections, kept short.
     server.maxConnections = 16;
     await new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
+      server.once('error', (err: NodeJS.ErrnoException) =>
+        reject(new MetricsAddressError(`--metrics-address ${at.host.includes(':') ? `[${at.host}]` : at.host}:${at.port}: cannot listen (${err.code ?? err.message})`, { cause: err })),
+      );
       server.listen(at.port, at.host, () => resolve());
     });
     const bound = server.address();

@@ -2,12 +2,14 @@
 // and the same series read back through a real Prometheus server scraping the agent's
 // --metrics-address on a loopback address of the test namespace.
 import { strict as assert } from 'node:assert';
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { test } from 'node:test';
-import { waitForStatus, withAgent } from '../helpers/agent.js';
-import { skipWithoutKernel } from '../helpers/netns.js';
+import { AgentProcess, Scratch, waitForStatus, withAgent } from '../helpers/agent.js';
+import { seedNode, skipWithoutKernel } from '../helpers/netns.js';
 import { PrometheusServer, skipWithoutPrometheus, type Sample } from '../helpers/prometheus.js';
 import { checkMetrics, skipWithoutPromtool } from '../helpers/promtool.js';
+import { within } from '../helpers/wait.js';
 
 const ARGS = ['--service-cidr', '10.96.0.0/16', '--mtu', '1400'];
 
@@ -74,4 +76,23 @@ test('a real Prometheus scraping the agent sees the phase move and the replace c
       await prom.stop();
     }
   });
+});
+
+test('a --metrics-address that cannot be listened on: run exits 2 naming it, and leaves no socket behind', async (t) => {
+  if (skipWithoutKernel(t)) return;
+  const ns = seedNode({ gw0: true });
+  const scratch = new Scratch();
+  const blocker = spawn('ip', ['netns', 'exec', ns.name, process.execPath, '-e', "require('net').createServer().listen(9464, '127.0.0.1', () => console.log('listening')); setTimeout(() => {}, 60000)"], { stdio: ['ignore', 'pipe', 'inherit'] });
+  try {
+    await within(new Promise((resolve) => blocker.stdout.once('data', resolve)), 10_000, 'the blocker listening');
+    scratch.writeMode('local');
+    const agent = new AgentProcess(ns, scratch, [...ARGS, '--metrics-address', '127.0.0.1:9464']);
+    assert.equal(await within(agent.exited, 30_000, 'the agent exits'), 2, agent.output);
+    assert.match(agent.output, /^ovn-gwmode-agent: --metrics-address 127\.0\.0\.1:9464: cannot listen \(EADDRINUSE\)$/m);
+    assert.equal(existsSync(scratch.socket), false);
+  } finally {
+    blocker.kill('SIGKILL');
+    ns.destroy();
+    scratch.remove();
+  }
 });
