@@ -24,8 +24,10 @@ test('a migration is told by GET /v1/events and `events`: the desired mode, the 
     assert.equal(replace.cidr, '10.96.0.0/16');
 
     // The log carries the same events, field for field.
-    const logged = agent.logs().filter((l) => l.component === 'events').map((l) => l.event);
-    assert.deepEqual(logged.slice(0, events.length), events);
+    // (the last lines may still be on their way through the pipe: bounded wait).
+    const logged = () => agent.logs().filter((l) => l.component === 'events').map((l) => l.event);
+    for (let i = 0; i < 100 && logged().length < events.length; i++) await new Promise((r) => setTimeout(r, 50));
+    assert.deepEqual(logged().slice(0, events.length), events);
 
     const text = cli(ns, ['events', '--socket', agent.scratch.socket]);
     assert.equal(text.code, 0, text.stderr);
