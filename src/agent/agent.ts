@@ -35,6 +35,7 @@ import type { RestartStrategy } from '../restart/strategy.js';
 import { shapeOf, type RestartStatus, type StatusReport } from '../status/report.js';
 import { VERSION } from '../version.js';
 import { applyReplaces, outcomeUnknown } from './execute.js';
+import { errorCode, NO_RECORDER, type AgentRecorder } from './recorder.js';
 import { observe, type OvnkubeProbe } from './observe.js';
 import { VerifyError } from './reconcile.js';
 
@@ -50,6 +51,8 @@ export interface AgentDeps {
   random: () => number;
   /** What the process lacks that the agent will need (a capability), found at start: shown as warnings. */
   missing?: string[];
+  /** Told of each step carried out (metrics, the event history); none by default. */
+  recorder?: AgentRecorder;
 }
 
 export interface AgentOptions {
@@ -99,6 +102,7 @@ export class Agent {
   /** Inside once(), before its pass is counted. */
   private counting = false;
   private passWaiters: Array<() => void> = [];
+  private readonly recorder: AgentRecorder;
 
   constructor(
     private readonly deps: AgentDeps,
@@ -107,6 +111,7 @@ export class Agent {
     this.desired = { mode: null, source: { path: options.modePath, error: 'not read yet' } };
     this.reasons = [reason('ModeNotRead', 'starting')];
     this.watched = watchedOf(options.config);
+    this.recorder = deps.recorder ?? NO_RECORDER;
   }
 
   /** Reads the journal; an unreadable one is set aside and reported, never fatal. */
@@ -188,6 +193,7 @@ export class Agent {
     // The dataplane delivers only what concerns this.watched (and any address).
     if (e.kind === 'lost') {
       this.deps.log.warn({ err: e.error }, 'netlink notifications were lost: full resync');
+      this.recorder.notificationsLost();
       this.kick('netlink notifications lost');
       return;
     }
@@ -199,12 +205,16 @@ export class Agent {
     const read = await this.deps.readMode();
     const path = this.options.modePath;
     if (read.mode !== null) {
-      if (read.mode !== this.desired.mode) this.deps.log.info({ from: this.desired.mode, to: read.mode, path }, 'desired mode changed');
+      if (read.mode !== this.desired.mode) {
+        this.deps.log.info({ from: this.desired.mode, to: read.mode, path }, 'desired mode changed');
+        this.recorder.desiredModeChanged(this.desired.mode, read.mode);
+      }
       this.desired = { mode: read.mode, source: { path, error: null } };
       return;
     }
     if (read.error !== this.desired.source.error) {
       this.deps.log.error({ path, error: read.error, kept: this.desired.mode }, 'mode file invalid: keeping the last valid desired mode');
+      this.recorder.modeFileError(path);
     }
     this.desired = { mode: this.desired.mode, source: { path, error: read.error } };
   }
@@ -224,6 +234,8 @@ export class Agent {
   private async once(): Promise<void> {
     this.counting = true;
     this.lastProgress = this.deps.clock.now();
+    const startedAt = this.lastProgress;
+    let failedWith: string | null = null;
     let wakeInMs: number | undefined;
     try {
       await this.readDesired();
@@ -238,6 +250,7 @@ export class Agent {
     } catch (err) {
       this.failures++;
       const e = err as Error & { code?: string };
+      failedWith = errorCode(e);
       // A route that changed under a replace: look again at once, then back off.
       const delay = e.code === 'ENOENT' && this.failures === 1 ? 0 : backoffMs(this.failures, 1000, 60_000, this.deps.random());
       this.error = reason('ReconcileFailed', `reconcile failed (attempt ${this.failures}, retrying in ${delay} ms): ${e.message}`);
@@ -250,6 +263,7 @@ export class Agent {
     if (wakeInMs !== undefined && !this.stopped) this.wakeTimer = setTimeout(() => this.kick('decision wake-up'), wakeInMs);
     this.lastReconcile = this.deps.clock.now();
     this.lastProgress = this.lastReconcile;
+    this.recorder.reconciled(startedAt, this.lastReconcile, failedWith);
     if (!this.ready) {
       this.ready = true;
       this.deps.log.info('first reconcile done');
@@ -302,8 +316,12 @@ export class Agent {
     await this.execute(decision.steps);
     if (decision.migration !== this.journalData.migration && !decision.steps.some((s) => s.kind === 'journal' || s.kind === 'restart')) {
       // A decision that only moved the migration on (the new ovnkube-node was seen).
+      const wasDone = this.journalData.migration?.restart === 'done';
       await this.saveJournal({ ...this.journalData, migration: decision.migration });
       if (decision.migration?.restart === 'done') this.deps.log.info({ mode: decision.migration.mode }, 'a new ovnkube-node runs the desired mode: watching the routes settle');
+      if (decision.migration?.restart === 'done' && !wasDone) {
+        this.recorder.restart({ strategy: this.deps.strategy.name, mode: decision.migration.mode, result: 'completed', target: null, code: null });
+      }
     }
     if (decision.steps.some((s) => s.kind === 'replace')) return 'replaced';
     return decision.steps.some((s) => s.kind === 'restart') ? 'restarted' : 'nothing';
@@ -324,7 +342,10 @@ export class Agent {
     }
     if (replaces.length === 0) return;
     try {
-      await applyReplaces(this.deps.dataplane, this.deps.log, replaces);
+      const mode = this.desired.mode;
+      await applyReplaces(this.deps.dataplane, this.deps.log, replaces, (a, result, err) =>
+        this.recorder.replace({ cidr: a.key.prefix, mode, before: renderNextHop(a.from), after: renderNextHop(a.to), result, code: err === null ? null : errorCode(err) }),
+      );
     } catch (err) {
       // Refused by the kernel: nothing was migrated (what had changed was put back),
       // so the migration is off the record. A replace whose answer was lost may have
@@ -344,10 +365,12 @@ export class Agent {
       await this.deps.strategy.restart(step.target);
     } catch (err) {
       this.deps.log.error({ err, target: step.target.describe }, 'restart of ovnkube-node failed');
+      this.recorder.restart({ strategy: this.deps.strategy.name, mode: step.migration.mode, result: 'failed', target: step.target.describe, code: errorCode(err) });
       await this.saveJournal({ ...this.journalData, migration: { ...step.migration, restart: 'failed', outcome: 'failed', lastError: (err as Error).message } });
       return;
     }
     await this.saveJournal({ ...this.journalData, migration: { ...step.migration, outcome: 'stopped' } });
+    this.recorder.restart({ strategy: this.deps.strategy.name, mode: step.migration.mode, result: 'stopped', target: step.target.describe, code: null });
   }
 
   private async saveJournal(data: JournalData): Promise<void> {

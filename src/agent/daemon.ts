@@ -18,6 +18,14 @@ import type { PlannerConfig } from '../core/types.js';
 import type { Clock } from '../clock.js';
 import { Journal } from '../restart/journal.js';
 import { CriRestart, NoRestart, SignalRestart, type RestartStrategy } from '../restart/strategy.js';
+import { recorders } from './recorder.js';
+import { EventHistory } from '../events/history.js';
+import { serveEvents } from '../events/http.js';
+import { WatchHub } from '../events/watch.js';
+import { parseListenAddress } from '../metrics/address.js';
+import { AgentMetrics } from '../metrics/metrics.js';
+import { MetricsListener, serveMetrics } from '../metrics/server.js';
+import { VERSION } from '../version.js';
 
 function strategyFor(s: Settings): RestartStrategy {
   switch (s.restart) {
@@ -43,6 +51,7 @@ const FIXED_AT_START = [
   'restartMinIntervalMs',
   'restartTimeoutMs',
   'settleMs',
+  'metricsAddress',
 ] as const;
 
 /** Bounded so that a stop always ends well inside systemd's 10 s expectation. */
@@ -87,6 +96,8 @@ export async function runDaemon(raw: RawRunOptions, initial: Settings, deps: Dae
   const watchMode = (path: string) => (onChange: () => void) => watchModeSource(path, onChange);
   const missing = await missingCapabilities();
   for (const m of missing) log.warn(m);
+  const metrics = new AgentMetrics({ version: VERSION, strategy: strategy.name });
+  const history = new EventHistory(deps.clock, log.child({ component: 'events' }));
   const agent = new Agent(
     {
       dataplane,
@@ -99,16 +110,38 @@ export async function runDaemon(raw: RawRunOptions, initial: Settings, deps: Dae
       clock: deps.clock,
       random: Math.random,
       missing,
+      recorder: recorders([metrics, history], (err) => log.error({ err }, 'a recorder failed')),
     },
     agentOptions(settings, deps.plannerConfig(settings)),
   );
   await agent.init();
+  const watch = new WatchHub(history, () => agent.status());
   // Throws SocketInUseError before anything is touched when another agent is live.
   const server = await StatusServer.listen(settings.socket, {
     status: () => agent.status(),
     alive: () => !supervisor.isStuck(agent),
     ready: () => agent.isReady(),
+    extra: {
+      '/metrics': (req, res) => serveMetrics(metrics, req, res),
+      '/v1/events': (req, res) => serveEvents(history, req, res),
+      '/v1/watch': (req, res) => watch.serve(req, res),
+    },
   }, { group: settings.socketGroup });
+  agent.onStatus((s) => {
+    metrics.onStatus(s);
+    history.onStatus(s);
+    watch.onStatus(s);
+  });
+  let metricsListener: MetricsListener | undefined;
+  if (settings.metricsAddress !== null) {
+    try {
+      metricsListener = await MetricsListener.listen(parseListenAddress(settings.metricsAddress), metrics);
+    } catch (err) {
+      await server.close();
+      throw err;
+    }
+    log.info({ address: settings.metricsAddress }, 'serving /metrics over TCP');
+  }
   agent.onStatus((s) => supervisor.onStatus(s, agent.isReady()));
   log.info({ settings: { ...settings, serviceCidrs: settings.serviceCidrs.map((c) => c.text) } }, 'starting');
   agent.start();
@@ -128,6 +161,7 @@ export async function runDaemon(raw: RawRunOptions, initial: Settings, deps: Dae
     clearTimeout(timer);
     if (abandoned) log.warn({ graceMs: STOP_GRACE_MS }, 'the pass under way did not finish: abandoning it');
     await server.close();
+    await metricsListener?.close();
     strategy.close();
     dataplane.close();
     log.info('stopped');

@@ -6,6 +6,7 @@ import { renderNextHop } from '../core/route.js';
 import type { ReplaceAction } from '../core/types.js';
 import { NetlinkError } from '../dataplane/errors.js';
 import type { Dataplane } from '../dataplane/types.js';
+import type { ReplaceResult } from './recorder.js';
 
 /**
  * Whether a failed replace may still have happened: the kernel applies a change
@@ -23,7 +24,10 @@ export class PutBackError extends Error {
   readonly code = 'ERR_GWMODE_PUT_BACK';
 }
 
-export async function applyReplaces(dataplane: Dataplane, log: Logger, actions: ReplaceAction[]): Promise<void> {
+/** Told of each replace carried out, refused, or put back (the agent's recorders). */
+export type OnReplace = (a: ReplaceAction, result: ReplaceResult, err: unknown) => void;
+
+export async function applyReplaces(dataplane: Dataplane, log: Logger, actions: ReplaceAction[], onReplace: OnReplace = () => undefined): Promise<void> {
   const done: ReplaceAction[] = [];
   for (const a of actions) {
     try {
@@ -31,14 +35,17 @@ export async function applyReplaces(dataplane: Dataplane, log: Logger, actions: 
       await dataplane.replaceRoute(a);
     } catch (err) {
       const failed = `replace of ${a.key.prefix} failed: ${(err as Error).message}`;
+      onReplace(a, 'failed', err);
       if (done.length === 0) throw err;
       const notPutBack: string[] = [];
       for (const d of [...done].reverse()) {
         try {
           await dataplane.replaceRoute({ ...d, to: d.from });
+          onReplace({ ...d, from: d.to, to: d.from }, 'put_back', null);
           log.warn({ cidr: d.key.prefix, before: renderNextHop(d.to), after: renderNextHop(d.from) }, `put back ${d.key.prefix}: ${renderNextHop(d.to)} -> ${renderNextHop(d.from)} (${failed})`);
         } catch (undoErr) {
           notPutBack.push(`${d.key.prefix}: ${(undoErr as Error).message}`);
+          onReplace({ ...d, from: d.to, to: d.from }, 'put_back_failed', undoErr);
         }
       }
       if (notPutBack.length > 0) throw new PutBackError(`${failed}; could not put back ${notPutBack.join('; ')}`, { cause: err });
@@ -47,6 +54,7 @@ export async function applyReplaces(dataplane: Dataplane, log: Logger, actions: 
       });
     }
     done.push(a);
+    onReplace(a, 'done', null);
     log.info(
       { cidr: a.key.prefix, before: renderNextHop(a.from), after: renderNextHop(a.to), table: a.key.table, priority: a.key.priority },
       `replaced route ${a.key.prefix}: ${renderNextHop(a.from)} -> ${renderNextHop(a.to)}`,

@@ -22,7 +22,10 @@ import { scanOvnkubeProcesses, summarise } from '../ovnkube/proc.js';
 import { AgentDeniedError, AgentUnreachableError, fetchPath, fetchStatus } from '../status/client.js';
 import { exitCodeOf, renderBrief, renderHuman } from '../status/report.js';
 import { SocketInUseError, SocketPermissionError } from '../status/server.js';
+import { MetricsAddressError } from '../metrics/server.js';
 import { LockError, LockHeldError, lockStateDir } from './lock.js';
+import { fetchEvents, renderEvent, UsageError } from './events.js';
+import { watchStatus } from './watch.js';
 
 /** The planner's part of the settings, and nothing else. */
 export function plannerConfig(s: PlanSettings): PlannerConfig {
@@ -107,7 +110,7 @@ export async function runCommand(raw: RawRunOptions, wrap: RunWrappers = {}): Pr
       dataplane.close();
       process.exit(1);
     }
-    if (err instanceof SocketPermissionError) {
+    if (err instanceof SocketPermissionError || err instanceof MetricsAddressError) {
       process.stderr.write(`ovn-gwmode-agent: ${err.message}\n`);
       dataplane.close();
       process.exit(2);
@@ -133,6 +136,30 @@ export function statusCommand(opts: { socket: string; json: boolean; brief: bool
     process.stdout.write((opts.json ? JSON.stringify(s, null, 2) : opts.brief ? renderBrief(s) : renderHuman(s)) + '\n');
     return exitCodeOf(s);
   });
+}
+
+/** `events [--json] [--since DURATION]`: exit 0, or 2 when the agent cannot be asked. */
+export async function eventsCommand(opts: { socket: string; json: boolean; since: string | undefined }): Promise<void> {
+  try {
+    await askAgent(async () => {
+      const { code, events } = await fetchEvents(opts.socket, opts.since, systemClock.now());
+      if (code !== 200) {
+        process.stderr.write(`ovn-gwmode-agent: the agent on ${opts.socket} answered ${code} for /v1/events: is it older than this command?\n`);
+        return 2;
+      }
+      process.stdout.write(opts.json ? JSON.stringify(events, null, 2) + '\n' : events.map((e) => renderEvent(e) + '\n').join(''));
+      return 0;
+    });
+  } catch (err) {
+    if (!(err instanceof UsageError)) throw err;
+    process.stderr.write(`ovn-gwmode-agent: ${err.message}; see --help\n`);
+    process.exitCode = 2;
+  }
+}
+
+/** `status --watch`: until the agent goes away (exit 2) or ctrl-c. */
+export function watchCommand(opts: { socket: string }): Promise<void> {
+  return askAgent(() => watchStatus(opts.socket, { write: (t) => process.stdout.write(t), isTTY: process.stdout.isTTY === true }, (t) => process.stderr.write(t)));
 }
 
 /** `health [--ready]`: the probe for kubelet. Exit 0 healthy (or ready), 1 not, 2 unreachable. */

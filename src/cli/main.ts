@@ -1,10 +1,10 @@
 #!/usr/bin/env node
-// ovn-gwmode-agent run | status | health | plan | apply | rollback
+// ovn-gwmode-agent run | status | health | plan | apply | rollback | events
 import yargs, { type Argv } from 'yargs';
 import { hideBin } from 'yargs/helpers';
 import type { RawRunOptions } from '../config/settings.js';
 import { VERSION } from '../version.js';
-import { applyCommand, healthCommand, planCommand, rollbackCommand, runCommand, statusCommand, type PlanOptions, type RollbackOptions } from './commands.js';
+import { applyCommand, eventsCommand, healthCommand, planCommand, rollbackCommand, runCommand, statusCommand, watchCommand, type PlanOptions, type RollbackOptions } from './commands.js';
 import { COMMANDS, EnvError, envValues, withOptions, type Command } from './options.js';
 
 const args = hideBin(process.argv);
@@ -47,8 +47,8 @@ await yargs(args)
   .command('run', 'run the agent: watch the mode file and the kernel, keep the service routes right', options('run'), (argv) =>
     runCommand(argv as unknown as RawRunOptions),
   )
-  .command('status', 'ask a running agent how the node is (exit 0 converged, 1 not, 2 unreachable)', (y) => options('status')(y).conflicts('json', 'brief'), (argv) =>
-    statusCommand({ socket: argv.socket as string, json: argv.json === true, brief: argv.brief === true }),
+  .command('status', 'ask a running agent how the node is (exit 0 converged, 1 not, 2 unreachable)', (y) => options('status')(y).conflicts('json', 'brief').conflicts('watch', 'json'), (argv) =>
+    argv.watch === true ? watchCommand({ socket: argv.socket as string }) : statusCommand({ socket: argv.socket as string, json: argv.json === true, brief: argv.brief === true }),
   )
   .command('health', 'the liveness (or, with --ready, readiness) probe: exit 0 yes, 1 no, 2 unreachable', options('health'), (argv) =>
     healthCommand({ socket: argv.socket as string, ready: argv.ready === true }),
@@ -61,6 +61,9 @@ await yargs(args)
   )
   .command('rollback', "print how the journal's last migration would be put back; with --yes, put it back (exit 0 done, 1 refused)", options('rollback'), (argv) =>
     rollbackCommand(argv as unknown as RollbackOptions),
+  )
+  .command('events', "what the agent did on this node, oldest first (its last 256 events)", options('events'), (argv) =>
+    eventsCommand({ socket: argv.socket as string, json: argv.json === true, since: argv.since as string | undefined }),
   )
   .demandCommand(1, NAMED)
   .strict()

@@ -11,7 +11,7 @@ export const DEFAULT_SOCKET = '/run/ovn-gwmode-agent/agent.sock';
 export const DEFAULT_STATE_DIR = '/var/lib/ovn-gwmode-agent';
 export const ENV_PREFIX = 'OVN_GWMODE_';
 
-export const COMMANDS = ['run', 'status', 'health', 'plan', 'apply', 'rollback'] as const;
+export const COMMANDS = ['run', 'status', 'health', 'plan', 'apply', 'rollback', 'events'] as const;
 export type Command = (typeof COMMANDS)[number];
 
 type OptionSet = Record<string, Options>;
@@ -50,6 +50,7 @@ const DAEMON: OptionSet = {
   'restart-timeout': { type: 'string', default: '5m', describe: 'how long to wait for the new ovnkube-node' },
   settle: { type: 'string', default: '60', describe: 'how long the routes must hold after a restart before Converged' },
   'dry-run': { type: 'boolean', default: false, describe: 'plan, log and report; never change the kernel' },
+  'metrics-address': { type: 'string', describe: 'HOST:PORT of a TCP listener serving only /metrics (default: none; the socket serves /metrics)' },
 };
 
 /** The flags that settings variables can stand for: exactly `run`'s. */
@@ -63,11 +64,12 @@ const { 'mode-file': _modeFile, 'ovnkube-mode-check': _modeCheck, ...ROLLBACK_PL
 
 export const COMMAND_OPTIONS: Record<Command, OptionSet> = {
   run: SETTINGS,
-  status: { ...SOCKET, ...JSON_OUT, brief: { type: 'boolean', describe: 'one line' } },
+  status: { ...SOCKET, ...JSON_OUT, brief: { type: 'boolean', describe: 'one line' }, watch: { type: 'boolean', describe: 'follow the agent live: redrawn on a terminal, a line per change otherwise' } },
   health: { ...SOCKET, ready: { type: 'boolean', default: false, describe: 'ask /readyz instead of /healthz' } },
   plan: { ...PLANNER, ...JSON_OUT },
   apply: { ...PLANNER, ...STATE_DIR, ...JSON_OUT },
   rollback: { ...ROLLBACK_PLANNER, ...STATE_DIR, yes: { type: 'boolean', default: false, describe: 'carry the plan out (without it, only print it)' } },
+  events: { ...SOCKET, ...JSON_OUT, since: { type: 'string', describe: 'only the events of the last DURATION: 90s, 10m, 1h' } },
 };
 
 /** OVN_GWMODE_MODE_FILE -> mode-file */

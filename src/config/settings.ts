@@ -4,6 +4,7 @@
 import type { GatewayMode, PlannerConfig } from '../core/types.js';
 import { addressFromBytes, parseAddress, parseCidr, type Cidr, type Family } from '../net/cidr.js';
 import { readFile } from 'node:fs/promises';
+import { parseListenAddress } from '../metrics/address.js';
 import { parseDuration } from './duration.js';
 import { readOvnkubeConf, type OvnkubeConf } from './ovnkube-conf.js';
 
@@ -42,6 +43,7 @@ export interface RawRunOptions extends RawPlanOptions {
   restartTimeout: string | number;
   settle: string | number;
   dryRun: boolean;
+  metricsAddress?: string;
 }
 
 /** What `plan` and `apply` need: the planner's part, where the mode and ovnkube-node's mode come from. */
@@ -68,6 +70,8 @@ export interface Settings extends PlanSettings {
   restartMinIntervalMs: number;
   restartTimeoutMs: number;
   settleMs: number;
+  /** HOST:PORT of the TCP listener serving only /metrics; null: the socket's /metrics only. */
+  metricsAddress: string | null;
 }
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
@@ -222,5 +226,16 @@ export async function resolveSettings(given: RawRunOptions): Promise<Settings> {
     restartTimeoutMs: duration('restart-timeout', raw.restartTimeout),
     settleMs: duration('settle', raw.settle),
     dryRun: raw.dryRun,
+    metricsAddress: metricsAddress(raw.metricsAddress),
   };
+}
+
+function metricsAddress(value: string | undefined): string | null {
+  if (value === undefined || value === '') return null;
+  try {
+    const { host, port } = parseListenAddress(value);
+    return host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`;
+  } catch (err) {
+    throw new ConfigError('metrics-address', (err as Error).message);
+  }
 }

@@ -54,6 +54,8 @@ export interface StatusHandlers {
   status: () => StatusReport;
   alive: () => boolean;
   ready: () => boolean;
+  /** More GET paths (/metrics, /v1/events), each answering on its own. */
+  extra?: Record<string, (req: http.IncomingMessage, res: http.ServerResponse) => void>;
 }
 
 /**
@@ -136,6 +138,7 @@ export class StatusServer {
           '/healthz': () => (handlers.alive() ? send(res, 200, { ok: true }) : send(res, 503, { ok: false, error: 'the reconcile loop is stuck' })),
           '/readyz': () => (handlers.ready() ? send(res, 200, { ready: true }) : send(res, 503, { ready: false, error: 'first reconcile not done yet' })),
         };
+        for (const [p, handle] of Object.entries(handlers.extra ?? {})) routes[p] = () => handle(req, res);
         if (req.method !== 'GET' && req.method !== 'HEAD') {
           // Closed after: the body we never read must not be parsed as the next request.
           return send(res, 405, { error: `method ${req.method} not allowed` }, { allow: 'GET, HEAD', connection: 'close' });

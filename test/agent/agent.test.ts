@@ -75,8 +75,10 @@ test('every failing precondition leaves the route alone and names the reason', a
     await waitForStatus(agent, (s) => s.phase === 'Waiting' && s.reasons.some((r) => /no ovnkube --init-node process/.test(r)), 'no ovnkube');
     ovnkube.start('shared');
     await waitForStatus(agent, (s) => s.reasons.some((r) => /runs --gateway-mode shared, desired local/.test(r)), 'ovnkube shared');
-    ovnkube.start('local');
+    // mp0 goes down before ovnkube-node runs local: the other order lets the agent
+    // migrate in between (it looks every second while waiting on ovnkube-node).
     ns.ip('link set ovn-k8s-mp0 down');
+    ovnkube.start('local');
     await waitForStatus(agent, (s) => s.phase === 'Waiting' && s.reasons.some((r) => /ovn-k8s-mp0 is down/.test(r)), 'mp0 down');
     ns.ip('link set ovn-k8s-mp0 up');
     ns.ip('addr flush dev ovn-k8s-mp0');

@@ -15,7 +15,7 @@ function run(args: string[], vars: Record<string, string> = {}) {
   return { code: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 
-const ALL = 'name a command: run, status, health, plan, apply or rollback';
+const ALL = 'name a command: run, status, health, plan, apply, rollback or events';
 
 test('no command, or an unknown one: one line naming every command, exit 2', () => {
   assert.deepEqual(run([]), { code: 2, stdout: '', stderr: `ovn-gwmode-agent: ${ALL}; see --help\n` });
@@ -62,13 +62,14 @@ function flagsOf(command: string): string[] {
 
 test('each --help lists exactly the flags its command uses', () => {
   const planner = ['--gateway-interface', '--gateway-nexthop', '--layout', '--log-level', '--management-interface', '--mode-file', '--mtu', '--ovnkube-config', '--ovnkube-mode-check', '--service-cidr'];
-  const daemon = ['--cri-endpoint', '--dry-run', '--ovnkube-container', '--ovnkube-namespace', '--resync-interval', '--restart', '--restart-grace', '--restart-min-interval', '--restart-timeout', '--settle', '--socket', '--socket-group'];
+  const daemon = ['--cri-endpoint', '--dry-run', '--metrics-address', '--ovnkube-container', '--ovnkube-namespace', '--resync-interval', '--restart', '--restart-grace', '--restart-min-interval', '--restart-timeout', '--settle', '--socket', '--socket-group'];
   assert.deepEqual(flagsOf('plan'), [...planner, '--json'].sort());
   assert.deepEqual(flagsOf('apply'), [...planner, '--json', '--state-dir'].sort());
   assert.deepEqual(flagsOf('rollback'), [...planner.filter((f) => f !== '--mode-file' && f !== '--ovnkube-mode-check'), '--state-dir', '--yes'].sort());
   assert.deepEqual(flagsOf('run'), [...planner, ...daemon, '--state-dir'].sort());
-  assert.deepEqual(flagsOf('status'), ['--brief', '--json', '--socket']);
+  assert.deepEqual(flagsOf('status'), ['--brief', '--json', '--socket', '--watch']);
   assert.deepEqual(flagsOf('health'), ['--ready', '--socket']);
+  assert.deepEqual(flagsOf('events'), ['--json', '--since', '--socket']);
 });
 
 test("a bad value of a daemon flag: run exits 2 with one line naming it", () => {
@@ -76,7 +77,7 @@ test("a bad value of a daemon flag: run exits 2 with one line naming it", () => 
   try {
     // Where a `run` that wrongly started would put its socket and lock: not the node's.
     const base = ['run', '--mode-file', path.join(dir, 'mode'), '--service-cidr', '10.96.0.0/16', '--socket', path.join(dir, 'agent.sock'), '--state-dir', dir];
-    for (const [flag, value] of [['--resync-interval', 'soon'], ['--restart', 'sometimes'], ['--settle', 'later']] as const) {
+    for (const [flag, value] of [['--resync-interval', 'soon'], ['--restart', 'sometimes'], ['--settle', 'later'], ['--metrics-address', 'localhost:9464']] as const) {
       const r = run([...base, flag, value]);
       assert.equal(r.code, 2, r.stderr);
       assert.match(r.stderr, new RegExp(`^ovn-gwmode-agent: ${flag}: [^\n]+\n$`));

@@ -1,0 +1,102 @@
+// What the agent did, as a story: the last 256 transitions in a ring buffer, served
+// on GET /v1/events, each also written as one structured log line with the same
+// fields. Fed by the same recorder hooks as the metrics, and by the status reports
+// (phase changes). Times come from the injected clock.
+import type { Logger } from 'pino';
+import type { AgentRecorder, ReplaceRecord, RestartRecord } from '../agent/recorder.js';
+import type { Clock } from '../clock.js';
+import type { ReasonCode } from '../core/reasons.js';
+import type { GatewayMode } from '../core/types.js';
+import type { StatusReport } from '../status/report.js';
+
+export const HISTORY_SIZE = 256;
+
+export type EventKind = 'phase' | 'desired-mode' | 'mode-file-invalid' | 'replace' | 'restart' | 'notifications-lost' | 'reconcile-failed';
+
+export interface AgentEvent {
+  /** Increases by one per event for the life of the process: a gap means the ring dropped some. */
+  seq: number;
+  at: string;
+  kind: EventKind;
+  from?: string | null;
+  to?: string | null;
+  /** Reason codes after a phase change. */
+  reasons?: ReasonCode[];
+  cidr?: string;
+  /** The route before and after, for replaces. */
+  before?: string;
+  after?: string;
+  /** replace: done, failed, put_back, put_back_failed; restart: stopped, failed, completed. */
+  result?: string;
+  code?: string | null;
+  mode?: GatewayMode | null;
+  strategy?: string;
+  target?: string | null;
+}
+
+export class EventHistory implements AgentRecorder {
+  private readonly ring: AgentEvent[] = [];
+  private seq = 0;
+  private last: { phase: string; codes: string } | null = null;
+  private lastError: string | null = null;
+  private readonly listeners: Array<(e: AgentEvent) => void> = [];
+
+  constructor(
+    private readonly clock: Clock,
+    private readonly log: Logger,
+    private readonly size = HISTORY_SIZE,
+  ) {}
+
+  private add(e: Omit<AgentEvent, 'seq' | 'at'>): void {
+    const event: AgentEvent = { seq: ++this.seq, at: new Date(this.clock.now()).toISOString(), ...e };
+    this.ring.push(event);
+    if (this.ring.length > this.size) this.ring.shift();
+    this.log.info({ event }, `event ${event.kind}`);
+    for (const l of this.listeners) l(event);
+  }
+
+  /** Events at or after `since` (ms since the epoch), oldest first. */
+  list(since?: number): AgentEvent[] {
+    return since === undefined ? [...this.ring] : this.ring.filter((e) => Date.parse(e.at) >= since);
+  }
+
+  /** Called with each new event (the live view). */
+  onEvent(listener: (e: AgentEvent) => void): () => void {
+    this.listeners.push(listener);
+    return () => this.listeners.splice(this.listeners.indexOf(listener), 1);
+  }
+
+  /** A phase change, or the same phase for other reasons (by code: messages that only count do not count). */
+  onStatus(s: StatusReport): void {
+    const now = { phase: s.phase, codes: s.reasonCodes.join(',') };
+    if (this.last && this.last.phase === now.phase && this.last.codes === now.codes) return;
+    this.add({ kind: 'phase', from: this.last?.phase ?? null, to: s.phase, reasons: s.reasonCodes });
+    this.last = now;
+  }
+
+  replace(r: ReplaceRecord): void {
+    this.add({ kind: 'replace', cidr: r.cidr, mode: r.mode, before: r.before, after: r.after, result: r.result, code: r.code });
+  }
+
+  restart(r: RestartRecord): void {
+    this.add({ kind: 'restart', strategy: r.strategy, mode: r.mode, result: r.result, target: r.target, code: r.code });
+  }
+
+  desiredModeChanged(from: GatewayMode | null, to: GatewayMode): void {
+    this.add({ kind: 'desired-mode', from, to });
+  }
+
+  modeFileError(_path: string): void {
+    this.add({ kind: 'mode-file-invalid' });
+  }
+
+  notificationsLost(): void {
+    this.add({ kind: 'notifications-lost' });
+  }
+
+  /** A failing pass is an event when it starts failing, or fails otherwise; retries of the same failure are not. */
+  reconciled(_startedAt: number, _endedAt: number, errorCode: string | null): void {
+    if (errorCode !== null && errorCode !== this.lastError) this.add({ kind: 'reconcile-failed', code: errorCode });
+    this.lastError = errorCode;
+  }
+}

@@ -1,0 +1,61 @@
+// /metrics over HTTP: the answer both on the status socket and, with
+// --metrics-address, on a TCP listener that serves nothing else (the status socket
+// stays the only way to read the status). Scrapes are read-only and small; a client
+// that stalls is cut off like on the socket.
+import http from 'node:http';
+import type { ListenAddress } from './address.js';
+import { CONTENT_TYPE, type AgentMetrics } from './metrics.js';
+
+export function serveMetrics(metrics: AgentMetrics, req: http.IncomingMessage, res: http.ServerResponse): void {
+  if (req.method !== 'GET' && req.method !== 'HEAD') {
+    res.writeHead(405, { allow: 'GET, HEAD', 'content-type': 'text/plain' }).end(`method ${req.method} not allowed\n`);
+    return;
+  }
+  metrics.expose().then(
+    (text) => {
+      res.writeHead(200, { 'content-type': CONTENT_TYPE, 'content-length': Buffer.byteLength(text) });
+      res.end(req.method === 'HEAD' ? undefined : text);
+    },
+    (err: Error) => {
+      res.writeHead(500, { 'content-type': 'text/plain' }).end(`metrics failed: ${err.message}\n`);
+    },
+  );
+}
+
+/** --metrics-address cannot be listened on (taken, not an address of this host): a configuration matter. */
+export class MetricsAddressError extends Error {
+  readonly code = 'ERR_GWMODE_METRICS_ADDRESS';
+}
+
+export class MetricsListener {
+  private constructor(
+    private readonly server: http.Server,
+    readonly address: ListenAddress,
+  ) {}
+
+  static async listen(at: ListenAddress, metrics: AgentMetrics): Promise<MetricsListener> {
+    const server = http.createServer({ headersTimeout: 5000, requestTimeout: 10_000 }, (req, res) => {
+      if ((req.url ?? '/').split('?')[0] !== '/metrics') {
+        res.writeHead(404, { 'content-type': 'text/plain' }).end('only /metrics is served here\n');
+        return;
+      }
+      serveMetrics(metrics, req, res);
+    });
+    // A scraper or two, not the world: few connections, kept short.
+    server.maxConnections = 16;
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', (err: NodeJS.ErrnoException) =>
+        reject(new MetricsAddressError(`--metrics-address ${at.host.includes(':') ? `[${at.host}]` : at.host}:${at.port}: cannot listen (${err.code ?? err.message})`, { cause: err })),
+      );
+      server.listen(at.port, at.host, () => resolve());
+    });
+    const bound = server.address();
+    return new MetricsListener(server, { host: at.host, port: typeof bound === 'object' && bound ? bound.port : at.port });
+  }
+
+  async close(): Promise<void> {
+    const closed = new Promise<void>((resolve) => this.server.close(() => resolve()));
+    this.server.closeAllConnections();
+    await closed;
+  }
+}

@@ -1,0 +1,166 @@
+// The metrics as a scraper sees them, fed by hand: status reports set the gauges,
+// recorder hooks move the counters; the exposition passes promtool.
+import { strict as assert } from 'node:assert';
+import http from 'node:http';
+import { test } from 'node:test';
+import { errorCode } from '../../src/agent/recorder.js';
+import { parseListenAddress } from '../../src/metrics/address.js';
+import { AgentMetrics } from '../../src/metrics/metrics.js';
+import { MetricsListener } from '../../src/metrics/server.js';
+import type { StatusReport } from '../../src/status/report.js';
+import { checkMetrics, skipWithoutPromtool } from '../helpers/promtool.js';
+import { within } from '../helpers/wait.js';
+
+function report(over: Partial<StatusReport> = {}): StatusReport {
+  return {
+    desiredMode: 'local',
+    modeSource: { path: '/etc/mode', error: null },
+    ovnkubeMode: 'local',
+    layout: 'legacy',
+    phase: 'Converged',
+    reasons: ['service routes match desired mode local'],
+    reasonCodes: ['InSync'],
+    routes: [
+      { cidr: '10.96.0.0/16', family: 4, observed: null, expected: null, inSync: true, repairsSuspended: null },
+      { cidr: 'fd00:10:96::/112', family: 6, observed: null, expected: null, inSync: false, repairsSuspended: 'route set back 3 times' },
+    ],
+    restart: { strategy: 'cri', required: true, migration: null, last: null, count: 1 },
+    dryRun: false,
+    lastReconcile: '2026-12-02T11:53:31.541Z',
+    lastError: null,
+    warnings: [],
+    version: '0.1.0',
+    ...over,
+  };
+}
+
+/** The value of one series of the exposition (labels exactly as written), or undefined. */
+function value(text: string, series: string): number | undefined {
+  const line = text.split('\n').find((l) => l.startsWith(series + ' '));
+  return line === undefined ? undefined : Number(line.slice(series.length + 1));
+}
+
+test('every closed label set is exported at zero before anything happened, and promtool accepts the exposition', async (t) => {
+  const m = new AgentMetrics({ version: '0.1.0', strategy: 'cri' });
+  const text = await m.expose();
+  for (const result of ['done', 'failed', 'put_back', 'put_back_failed']) {
+    assert.equal(value(text, `ovn_gwmode_route_replaces_total{direction="to_local",result="${result}"}`), 0);
+    assert.equal(value(text, `ovn_gwmode_route_replaces_total{direction="to_shared",result="${result}"}`), 0);
+  }
+  for (const result of ['stopped', 'failed', 'completed']) assert.equal(value(text, `ovn_gwmode_ovnkube_restarts_total{strategy="cri",result="${result}"}`), 0);
+  assert.equal(value(text, 'ovn_gwmode_netlink_lost_resyncs_total'), 0);
+  assert.equal(value(text, 'ovn_gwmode_mode_file_errors_total'), 0);
+  assert.equal(value(text, 'ovn_gwmode_ovnkube_restart_pending'), 0);
+  assert.match(text, /^ovn_gwmode_build_info\{version="0\.1\.0",nodejs_version="[\d.]+",restart_strategy="cri"\} 1$/m);
+  assert.match(text, /^process_cpu_seconds_total /m, 'the default process metrics');
+  assert.match(text, /^nodejs_heap_size_used_bytes /m);
+  if (skipWithoutPromtool(t)) return;
+  m.onStatus(report());
+  const checked = checkMetrics(await m.expose());
+  assert.equal(checked.code, 0, checked.output);
+});
+
+test('a status report sets one phase, one desired mode, the reason codes and each CIDR, and a reload drops a CIDR no longer watched', async () => {
+  const m = new AgentMetrics({ version: '0.1.0', strategy: 'cri', processMetrics: false });
+  m.onStatus(report());
+  let text = await m.expose();
+  assert.equal(value(text, 'ovn_gwmode_phase{phase="Converged"}'), 1);
+  for (const p of ['Waiting', 'Progressing', 'Degraded']) assert.equal(value(text, `ovn_gwmode_phase{phase="${p}"}`), 0);
+  assert.equal(value(text, 'ovn_gwmode_desired_mode{mode="local"}'), 1);
+  assert.equal(value(text, 'ovn_gwmode_desired_mode{mode="shared"}'), 0);
+  assert.equal(value(text, 'ovn_gwmode_status_reason{code="InSync"}'), 1);
+  assert.equal(value(text, 'ovn_gwmode_status_reason{code="RepairsSuspended"}'), 0);
+  assert.equal(value(text, 'ovn_gwmode_route_in_sync{cidr="10.96.0.0/16",family="ipv4"}'), 1);
+  assert.equal(value(text, 'ovn_gwmode_route_in_sync{cidr="fd00:10:96::/112",family="ipv6"}'), 0);
+  assert.equal(value(text, 'ovn_gwmode_route_repairs_suspended{cidr="fd00:10:96::/112"}'), 1);
+  assert.equal(value(text, 'ovn_gwmode_ovnkube_restart_pending'), 1);
+  assert.equal(value(text, 'ovn_gwmode_last_reconcile_timestamp_seconds'), Date.parse('2026-12-02T11:53:31.541Z') / 1000);
+
+  m.onStatus(report({ desiredMode: null, phase: 'Degraded', reasonCodes: ['ModeFileInvalid', 'ReconcileFailed'], modeSource: { path: '/etc/mode', error: 'garbled' }, routes: [report().routes[0]!] }));
+  text = await m.expose();
+  assert.equal(value(text, 'ovn_gwmode_phase{phase="Degraded"}'), 1);
+  assert.equal(value(text, 'ovn_gwmode_phase{phase="Converged"}'), 0);
+  assert.equal(value(text, 'ovn_gwmode_desired_mode{mode="none"}'), 1);
+  assert.equal(value(text, 'ovn_gwmode_mode_file_invalid'), 1);
+  assert.equal(value(text, 'ovn_gwmode_status_reason{code="ReconcileFailed"}'), 1);
+  assert.equal(value(text, 'ovn_gwmode_route_in_sync{cidr="fd00:10:96::/112",family="ipv6"}'), undefined, 'a CIDR no longer watched is gone');
+});
+
+test('the hooks count replaces by direction and result, kernel and reconcile errors by code, restarts by strategy and result, and time passes', async () => {
+  const m = new AgentMetrics({ version: '0.1.0', strategy: 'signal', processMetrics: false });
+  const hop = { before: 'via 172.18.0.1 dev br-ex mtu 1400', after: 'via 10.244.1.1 dev ovn-k8s-mp0' };
+  m.replace({ cidr: '10.96.0.0/16', mode: 'local', ...hop, result: 'done', code: null });
+  m.replace({ cidr: 'fd00:10:96::/112', mode: 'local', ...hop, result: 'failed', code: 'EPERM' });
+  m.replace({ cidr: '10.96.0.0/16', mode: 'local', ...hop, result: 'put_back', code: null });
+  m.restart({ strategy: 'signal', mode: 'local', result: 'stopped', target: 'pid 42', code: null });
+  m.restart({ strategy: 'signal', mode: 'local', result: 'completed', target: null, code: null });
+  m.notificationsLost();
+  m.modeFileError('/etc/mode');
+  m.desiredModeChanged(null, 'local');
+  m.reconciled(1000, 1003, null);
+  m.reconciled(2000, 2200, 'ERR_GWMODE_VERIFY');
+  const text = await m.expose();
+  assert.equal(value(text, 'ovn_gwmode_route_replaces_total{direction="to_local",result="done"}'), 1);
+  assert.equal(value(text, 'ovn_gwmode_route_replaces_total{direction="to_local",result="failed"}'), 1);
+  assert.equal(value(text, 'ovn_gwmode_route_replaces_total{direction="to_local",result="put_back"}'), 1);
+  assert.equal(value(text, 'ovn_gwmode_route_replace_errors_total{code="EPERM"}'), 1);
+  assert.equal(value(text, 'ovn_gwmode_ovnkube_restarts_total{strategy="signal",result="stopped"}'), 1);
+  assert.equal(value(text, 'ovn_gwmode_ovnkube_restarts_total{strategy="signal",result="completed"}'), 1);
+  assert.equal(value(text, 'ovn_gwmode_netlink_lost_resyncs_total'), 1);
+  assert.equal(value(text, 'ovn_gwmode_mode_file_errors_total'), 1);
+  assert.equal(value(text, 'ovn_gwmode_desired_mode_changes_total'), 1);
+  assert.equal(value(text, 'ovn_gwmode_reconcile_errors_total{code="ERR_GWMODE_VERIFY"}'), 1);
+  assert.equal(value(text, 'ovn_gwmode_reconcile_duration_seconds_count'), 2);
+  assert.equal(value(text, 'ovn_gwmode_reconcile_duration_seconds_bucket{le="0.005"}'), 1);
+  assert.equal(value(text, 'ovn_gwmode_reconcile_duration_seconds_bucket{le="0.25"}'), 2);
+  assert.doesNotMatch(text, /pid 42|172\.18\.0\.1/, 'no target or route text in a label');
+});
+
+test('error codes as labels: errno names and agent codes pass, anything else is UNKNOWN', () => {
+  assert.equal(errorCode(Object.assign(new Error('x'), { code: 'ENOENT' })), 'ENOENT');
+  assert.equal(errorCode({ code: 'ERR_GWMODE_NETLINK_TIMEOUT' }), 'ERR_GWMODE_NETLINK_TIMEOUT');
+  assert.equal(errorCode(new Error('no code')), 'UNKNOWN');
+  assert.equal(errorCode({ code: 'route 10.96.0.0/16 is gone' }), 'UNKNOWN');
+  assert.equal(errorCode({ code: 42 }), 'UNKNOWN');
+  assert.equal(errorCode(null), 'UNKNOWN');
+});
+
+test('--metrics-address takes a literal HOST:PORT, IPv6 in brackets, and refuses the rest', () => {
+  assert.deepEqual(parseListenAddress('127.0.0.1:9464'), { host: '127.0.0.1', port: 9464 });
+  assert.deepEqual(parseListenAddress('[::1]:9464'), { host: '::1', port: 9464 });
+  assert.deepEqual(parseListenAddress('0.0.0.0:1'), { host: '0.0.0.0', port: 1 });
+  for (const bad of ['localhost:9464', '127.0.0.1', '127.0.0.1:0', '127.0.0.1:65536', '::1:9464', '[127.0.0.1]:80', ':9464']) {
+    assert.throws(() => parseListenAddress(bad), Error, bad);
+  }
+});
+
+function get(port: number, path: string, method = 'GET'): Promise<{ code: number; type: string; body: string }> {
+  return within(
+    new Promise((resolve, reject) => {
+      const req = http.request({ host: '127.0.0.1', port, path, method }, (res) => {
+        let body = '';
+        res.setEncoding('utf8').on('data', (d: string) => (body += d));
+        res.on('end', () => resolve({ code: res.statusCode ?? 0, type: String(res.headers['content-type']), body }));
+      });
+      req.on('error', reject).end();
+    }),
+    10_000,
+    `${method} ${path}`,
+  );
+}
+
+test('the TCP listener serves /metrics in the text format and nothing else', async () => {
+  const m = new AgentMetrics({ version: '0.1.0', strategy: 'cri', processMetrics: false });
+  m.onStatus(report());
+  const l = await MetricsListener.listen({ host: '127.0.0.1', port: 0 }, m);
+  try {
+    const ok = await get(l.address.port, '/metrics');
+    assert.equal(ok.code, 200);
+    assert.match(ok.type, /^text\/plain; version=0\.0\.4/);
+    assert.match(ok.body, /^ovn_gwmode_phase\{phase="Converged"\} 1$/m);
+    assert.equal((await get(l.address.port, '/status')).code, 404, 'the status stays on the socket');
+    assert.equal((await get(l.address.port, '/metrics', 'POST')).code, 405);
+  } finally {
+    await l.close();
+  }
+});
