@@ -8,6 +8,7 @@
 import { strict as assert } from 'node:assert';
 import { execFileSync } from 'node:child_process';
 import { test } from 'node:test';
+import { prng } from '../helpers/prng.js';
 import { seedNode, skipWithoutKernel, type Netns } from '../helpers/netns.js';
 import { Probe, type ProbeEvent } from '../helpers/probe-client.js';
 import { addressFromBytes, maskBytes, parseCidr } from '../../src/net/cidr.js';
@@ -15,24 +16,6 @@ import type { Route } from '../../src/core/route.js';
 
 const SEED = Number(process.env.GWMODE_DIFF_SEED ?? 0x5eed);
 const PER_FAMILY = 150;
-
-/** mulberry32: small, fast, and the same sequence for the same seed everywhere. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
-interface Plan {
-  prefixes: string[];
-  v4: string[];
-  v6: string[];
-}
 
 /** The `ip -batch` lines of each family and the prefixes to compare. */
 function plan(random: () => number): Plan {

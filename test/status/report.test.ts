@@ -25,3 +25,10 @@ test('status: a multipath route reads as multipath, not as "via (none) dev (none
   assert.doesNotMatch(text, /\(none\)/);
   assert.equal(renderBrief(report), 'Waiting desired=local ovnkube=local layout=legacy routes=0/1 in sync: 10.96.0.0/16 is a multipath route: not one the agent owns');
 });
+
+test('the README lists every reason code the agent can report', async () => {
+  const { readFileSync } = await import('node:fs');
+  const { REASON_CODES } = await import('../../src/core/reasons.js');
+  const readme = readFileSync(new URL('../../../README.md', import.meta.url), 'utf8');
+  assert.deepEqual(REASON_CODES.filter((c) => !readme.includes(`\`${c}\``)), []);
+});
