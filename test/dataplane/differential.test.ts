@@ -17,6 +17,12 @@ import type { Route } from '../../src/core/route.js';
 const SEED = Number(process.env.GWMODE_DIFF_SEED ?? 0x5eed);
 const PER_FAMILY = 150;
 
+interface Plan {
+  prefixes: string[];
+  v4: string[];
+  v6: string[];
+}
+
 /** The `ip -batch` lines of each family and the prefixes to compare. */
 function plan(random: () => number): Plan {
   const pick = <T>(xs: readonly T[]): T => xs[Math.floor(random() * xs.length)] as T;
