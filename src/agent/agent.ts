@@ -414,7 +414,7 @@ export class Agent {
 
   private restartStatus(): RestartStatus {
     const m = this.journalData.migration;
-    const owed = m !== null && m.mode === this.desired.mode && m.restart !== 'done';
+    const owed = m !== null && m.mode === this.desired.mode && (m.restart === 'owed' || m.restart === 'requested' || m.restart === 'failed');
     return {
       strategy: this.deps.strategy.name,
       required: owed,

@@ -127,10 +127,15 @@ export async function runDaemon(raw: RawRunOptions, initial: Settings, deps: Dae
       '/v1/watch': (req, res) => watch.serve(req, res),
     },
   }, { group: settings.socketGroup });
+  // Each view is told apart: one that throws must not silence the others, nor the loop.
   agent.onStatus((s) => {
-    metrics.onStatus(s);
-    history.onStatus(s);
-    watch.onStatus(s);
+    for (const view of [metrics, history, watch]) {
+      try {
+        view.onStatus(s);
+      } catch (err) {
+        log.error({ err }, 'a status view failed');
+      }
+    }
   });
   let metricsListener: MetricsListener | undefined;
   if (settings.metricsAddress !== null) {

@@ -391,6 +391,27 @@ test('a suspended CIDR: the passes carry out nothing, and say nothing about carr
   }
 });
 
+test('a node that reached its mode without the agent owes no restart, and the status says so', async () => {
+  const r = rig();
+  r.dp.setRoute('10.96.0.0/16', '10.244.1.1', 'ovn-k8s-mp0', null);
+  r.journal.data = {
+    version: 2,
+    restarts: [],
+    migration: { mode: 'shared', startedAt: 1, identity: 'container', ovnkubeBefore: null, routes: [], restart: 'done', attempts: 1, lastAttemptAt: 1, lastError: null, stopped: null, stoppedAs: null, outcome: 'stopped', doneAt: 1 },
+  };
+  const { agent, until } = makeAgent(r);
+  await agent.init();
+  agent.start();
+  try {
+    const s = await until((s) => s.phase === 'Converged', 'Converged');
+    assert.equal(r.journal.data.migration?.restart, 'none');
+    assert.equal(s.restart?.required, false);
+    assert.equal(r.strategy.stops, 0);
+  } finally {
+    await agent.stop();
+  }
+});
+
 test('backoff doubles from the base, is capped, and is jittered between half and all of it', () => {
   assert.deepEqual([1, 2, 3, 4, 10].map((n) => backoffMs(n, 1000, 60_000, 1)), [1000, 2000, 4000, 8000, 60_000]);
   assert.equal(backoffMs(3, 1000, 60_000, 0), 2000);
