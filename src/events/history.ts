@@ -32,6 +32,8 @@ export interface AgentEvent {
   mode?: GatewayMode | null;
   strategy?: string;
   target?: string | null;
+  /** notifications-lost: how many losses in a row this one event stands for. */
+  count?: number;
 }
 
 export class EventHistory implements AgentRecorder {
@@ -90,8 +92,17 @@ export class EventHistory implements AgentRecorder {
     this.add({ kind: 'mode-file-invalid' });
   }
 
+  /**
+   * Losses in a row are one event with a count: an ENOBUFS storm must not push the
+   * story of the migration out of the ring.
+   */
   notificationsLost(): void {
-    this.add({ kind: 'notifications-lost' });
+    const newest = this.ring[this.ring.length - 1];
+    if (newest?.kind === 'notifications-lost') {
+      newest.count = (newest.count ?? 1) + 1;
+      return;
+    }
+    this.add({ kind: 'notifications-lost', count: 1 });
   }
 
   /** A failing pass is an event when it starts failing, or fails otherwise; retries of the same failure are not. */

@@ -9,6 +9,7 @@ import type { StatusReport } from '../status/report.js';
 import type { AgentEvent, EventHistory } from './history.js';
 
 export const MAX_WATCHERS = 8;
+export const MAX_UNREAD_BYTES = 1 << 20;
 export const HEARTBEAT_MS = 15_000;
 /** Events sent on connect, so that a new view is not empty. */
 const BACKLOG = 10;
@@ -34,8 +35,16 @@ export class WatchHub {
     this.broadcast(frame('status', s));
   }
 
+  /** A watcher that stopped reading (suspended, piped into a pager) is cut before its buffer grows without end. */
   private broadcast(text: string): void {
-    for (const res of this.clients) res.write(text);
+    for (const res of this.clients) {
+      if (res.writableLength > MAX_UNREAD_BYTES) {
+        this.clients.delete(res);
+        res.destroy();
+        continue;
+      }
+      res.write(text);
+    }
   }
 
   serve(req: http.IncomingMessage, res: http.ServerResponse): void {

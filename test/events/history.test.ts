@@ -26,7 +26,7 @@ const status = (phase: StatusReport['phase'], reasonCodes: StatusReport['reasonC
 
 test(`keeps the last ${HISTORY_SIZE} events, oldest first, numbered without gaps`, () => {
   const { history } = rig();
-  for (let i = 0; i < HISTORY_SIZE + 44; i++) history.notificationsLost();
+  for (let i = 0; i < HISTORY_SIZE + 44; i++) history.modeFileError(`/etc/mode`);
   const events = history.list();
   assert.equal(events.length, HISTORY_SIZE);
   assert.equal(events[0]!.seq, 45);
@@ -86,4 +86,13 @@ test('events render as one line each, the time first', () => {
     '2026-12-02T12:00:00.000Z restart ovnkube-node (signal, to local): stopped pid 42',
     '2026-12-02T12:00:00.000Z phase - -> Converged [InSync]',
   ]);
+});
+
+test('losses of notifications in a row are one event with a count: a storm does not flush the story', () => {
+  const { history } = rig();
+  history.desiredModeChanged(null, 'local');
+  for (let i = 0; i < 1000; i++) history.notificationsLost();
+  const events = history.list();
+  assert.deepEqual(events.map((e) => e.kind), ['desired-mode', 'notifications-lost']);
+  assert.equal(events[1]?.count, 1000);
 });
