@@ -2,7 +2,7 @@
 // then ovnkube.conf for what the flags leave out. A bad value is a ConfigError that
 // names the flag; the CLI prints it on one line and exits 2.
 import type { GatewayMode, PlannerConfig } from '../core/types.js';
-import { addressFromBytes, parseAddress, parseCidr, type Cidr, type Family } from '../net/cidr.js';
+import { addressInSubnet, parseAddress, parseCidr, type Cidr, type Family } from '../net/cidr.js';
 import { readFile } from 'node:fs/promises';
 import { parseListenAddress } from '../metrics/address.js';
 import { parseDuration } from './duration.js';
@@ -158,9 +158,7 @@ export async function resolvePlanSettings(given: RawPlanOptions): Promise<PlanSe
   for (const text of conf?.masqueradeSubnets ?? []) {
     try {
       const subnet = parseCidr(text);
-      const hop = Buffer.from(subnet.bytes);
-      hop[hop.length - 1] = (hop[hop.length - 1] ?? 0) + 4;
-      masqueradeNexthops.push(addressFromBytes(hop).text);
+      masqueradeNexthops.push(addressInSubnet(subnet, subnet.length, 4).text);
     } catch (err) {
       throw new ConfigError('ovnkube-config', `[gateway] masquerade subnet: ${(err as Error).message}`);
     }

@@ -15,7 +15,7 @@
 //     a service route via the gateway interface to a masquerade next hop marks it.
 //  5. It never touches a route whose next hop is link-local (169.254.0.0/16,
 //     fd69::/16): no 4.8/4.9 service route ever has one.
-import { addressFromBytes, maskBytes, parseAddress, parseCidr, type Cidr, type Family } from '../net/cidr.js';
+import { addressInSubnet, maskBytes, parseAddress, parseCidr, type Cidr, type Family } from '../net/cidr.js';
 import { reason, type Reason } from './reasons.js';
 import { renderNextHop, RT_TABLE_MAIN, RTN_UNICAST, sameNextHop, type InterfaceAddress, type Link, type NextHop, type Route, type Watched } from './route.js';
 import type { DesiredMode, Layout, Observation, Plan, PlannerConfig, ReplaceAction, RouteStatus } from './types.js';
@@ -103,15 +103,11 @@ export function managementNexthop(link: Link, family: Family, addresses: Interfa
   const bits = family === 4 ? 32 : 128;
   if (a.prefixLength >= bits - 1) return unusable(`${a.address}/${a.prefixLength} has no subnet to take a next hop from`);
   const ip = parseAddress(a.address);
-  const network = maskBytes(ip.bytes, a.prefixLength);
-  const first = Buffer.from(network);
-  first[first.length - 1] = (first[first.length - 1] ?? 0) + 1;
-  const second = Buffer.from(network);
-  second[second.length - 1] = (second[second.length - 1] ?? 0) + 2;
-  if (!second.equals(ip.bytes)) {
-    return unusable(`${a.address}/${a.prefixLength} is not the subnet's second address (OVN-Kubernetes gives the management port ${addressFromBytes(second).text})`);
+  const second = addressInSubnet(ip, a.prefixLength, 2);
+  if (!second.bytes.equals(ip.bytes)) {
+    return unusable(`${a.address}/${a.prefixLength} is not the subnet's second address (OVN-Kubernetes gives the management port ${second.text})`);
   }
-  return { via: addressFromBytes(first).text };
+  return { via: addressInSubnet(ip, a.prefixLength, 1).text };
 }
 
 /** The next hop a service route of this family must have in the desired mode. */

@@ -84,12 +84,13 @@ export function maskBytes(bytes: Buffer, length: number): Buffer {
 }
 
 /**
- * The first host address of the subnet an interface address sits in: the OVN
- * router port and the local-mode next hop (10.244.1.2/24 gives 10.244.1.1).
+ * The n-th address (n < 256) of the subnet an address sits in: the .1 is the OVN
+ * router port and the local-mode next hop (10.244.1.2/24 gives 10.244.1.1), the .2
+ * the management port, the .4 of a masquerade subnet the 4.10+ next hop.
  */
-export function firstAddressOfSubnet(address: IpAddress, prefixLength: number): IpAddress {
+export function addressInSubnet(address: Pick<IpAddress, 'bytes'>, prefixLength: number, n: number): IpAddress {
   const network = maskBytes(address.bytes, prefixLength);
   const last = network.length - 1;
-  network[last] = (network[last] ?? 0) | 1;
+  network[last] = (network[last] ?? 0) + n;
   return addressFromBytes(network);
 }

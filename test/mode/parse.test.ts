@@ -3,7 +3,7 @@ import { test } from 'node:test';
 import { parseModeContent } from '../../src/mode/parse.js';
 import { parseDuration } from '../../src/config/duration.js';
 import { parseOvnkubeConf } from '../../src/config/ovnkube-conf.js';
-import { firstAddressOfSubnet, parseAddress, parseCidr } from '../../src/net/cidr.js';
+import { addressInSubnet, parseAddress, parseCidr } from '../../src/net/cidr.js';
 
 const ok: Array<[string, string, string]> = [
   ['a bare word', 'local', 'local'],
@@ -56,6 +56,6 @@ test('CIDRs: canonical text, host bits refused, first address of a subnet', () =
   assert.equal(parseCidr('fd00:10:96:0::/112').text, 'fd00:10:96::/112');
   assert.throws(() => parseCidr('10.96.0.1/16'), /did you mean 10\.96\.0\.0\/16/);
   assert.throws(() => parseCidr('10.96/16'), /not an IPv4 or IPv6 address/);
-  assert.equal(firstAddressOfSubnet(parseAddress('10.128.2.2'), 23).text, '10.128.2.1');
-  assert.equal(firstAddressOfSubnet(parseAddress('fd00:10:244:1::2'), 64).text, 'fd00:10:244:1::1');
+  assert.equal(addressInSubnet(parseAddress('10.128.2.2'), 23, 1).text, '10.128.2.1');
+  assert.equal(addressInSubnet(parseAddress('fd00:10:244:1::2'), 64, 1).text, 'fd00:10:244:1::1');
 });
