@@ -206,14 +206,8 @@ export function plan(input: PlanInput): Plan {
   }
 
   const blocked: Reason[] = [];
-  if (layout === 'unknown') {
-    blocked.push(
-      reason(
-        'LayoutUnknown',
-        `cannot tell the node's layout: no ${LEGACY_LOCAL_GATEWAY_LINK} link and no service route via ${config.managementInterface} or a masquerade next hop; set --layout legacy if this is a 4.8/4.9 node`,
-      ),
-    );
-  }
+  // ovnkube-node in the other mode first: until the operator's rollout reaches a shared-mode
+  // 4.8/4.9 node it has no ovn-k8s-gw0, so its layout is unknown for a reason that will pass.
   if (config.ovnkubeModeCheck === 'proc') {
     const o = observed.ovnkube;
     if (o.mode === null) blocked.push(reason('OvnkubeModeUnknown', `ovnkube-node's gateway mode is unknown: ${o.detail ?? 'no ovnkube --init-node process'}`));
@@ -222,6 +216,15 @@ export function plan(input: PlanInput): Plan {
         reason('OvnkubeOtherMode', `ovnkube-node (pid ${o.pid}) runs --gateway-mode ${o.mode}, desired ${desired.mode}: waiting for the cluster network operator to roll ovnkube-node out`),
       );
     }
+  }
+
+  if (layout === 'unknown') {
+    blocked.push(
+      reason(
+        'LayoutUnknown',
+        `cannot tell the node's layout: no ${LEGACY_LOCAL_GATEWAY_LINK} link and no service route via ${config.managementInterface} or a masquerade next hop; set --layout legacy if this is a 4.8/4.9 node`,
+      ),
+    );
   }
 
   const statuses: RouteStatus[] = [];

@@ -179,3 +179,13 @@ test('planner: a multipath route is reported as such, never as a next hop of not
   const p = plan(input({ service: [{ ...STALE, nextHop: { dev: null, oif: null, gateway: null, mtu: null }, multipath: true }] }));
   assert.deepEqual([p.routes[0]?.multipath, p.routes[0]?.observed], [true, null]);
 });
+
+test('planner: a shared-mode 4.8/4.9 node before the rollout waits on ovnkube-node first, the unknown layout second', () => {
+  // No ovn-k8s-gw0 until local-mode ovnkube-node runs: the layout reason would pass by itself.
+  const p = plan(input({ links: [BR_EX, MP0], ovnkube: 'shared' }));
+  assert.deepEqual(
+    p.reasons.map((r) => r.code),
+    ['OvnkubeOtherMode', 'LayoutUnknown'],
+  );
+  assert.equal(summarize(p, { phase: null, reason: null }, new Map(), null).phase, 'Waiting');
+});
