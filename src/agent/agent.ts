@@ -83,6 +83,8 @@ export class Agent {
   private lastReconcile: number | null = null;
   private phase: Phase = 'Waiting';
   private reasons: Reason[] = [];
+  /** The report of the last finished pass, which is what the agent tells. */
+  private published: StatusReport | undefined;
   private running = false;
   private dirty = false;
   private stopped = false;
@@ -390,7 +392,8 @@ export class Agent {
     }
     this.phase = summary.phase;
     this.reasons = summary.reasons;
-    const s = this.status();
+    this.published = this.report();
+    const s = this.published;
     for (const l of this.listeners) l(s, changed);
   }
 
@@ -424,7 +427,16 @@ export class Agent {
     };
   }
 
+  /**
+   * The status as of the last finished pass. A pass changes the plan, the desired mode and
+   * the observation as it goes and the phase only at its end: a report read in between
+   * would say Converged beside a route out of sync.
+   */
   status(): StatusReport {
+    return this.published ?? this.report();
+  }
+
+  private report(): StatusReport {
     const p = this.outcome?.plan;
     const suspensions = this.outcome?.suspensions ?? new Map<string, string>();
     const warnings = [...(p?.warnings ?? []), ...(this.journalWarning ? [this.journalWarning] : []), ...(this.deps.missing ?? [])];

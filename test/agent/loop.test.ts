@@ -416,3 +416,37 @@ test('backoff doubles from the base, is capped, and is jittered between half and
   assert.deepEqual([1, 2, 3, 4, 10].map((n) => backoffMs(n, 1000, 60_000, 1)), [1000, 2000, 4000, 8000, 60_000]);
   assert.equal(backoffMs(3, 1000, 60_000, 0), 2000);
 });
+
+test('the status asked for in the middle of a pass is the last finished pass, never a new plan beside the old phase', async () => {
+  const r = rig();
+  const { agent, until, advance } = makeAgent(r);
+  agent.start();
+  try {
+    await until((s) => s.reasonCodes[0] === 'Settling', 'Settling');
+    await advance(60_000);
+    const converged = await until((s) => s.phase === 'Converged', 'Converged');
+    // Back to shared; the pass stops at the journal entry of that migration.
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    const save = r.journal.save.bind(r.journal);
+    let reached = false;
+    r.journal.save = async (d) => {
+      reached = true;
+      await held;
+      return save(d);
+    };
+    r.read = { mode: 'shared', error: null };
+    r.ovnkube = { mode: 'shared', pid: 43, id: 'pid 43 start 2', detail: null };
+    agent.kick('test');
+    for (let i = 0; i < 200 && !reached; i++) await new Promise((resolve) => setImmediate(resolve));
+    assert.ok(reached, 'the pass reached the journal');
+    assert.deepEqual(agent.status(), converged);
+    release();
+    await agent.settle();
+    const after = agent.status();
+    assert.equal(after.desiredMode, 'shared');
+    assert.equal(after.routes[0]?.observed?.dev, 'br-ex');
+  } finally {
+    await agent.stop();
+  }
+});
