@@ -163,6 +163,7 @@ export function ownedRoute(cidr: Cidr, routes: Route[], config: PlannerConfig): 
   if (r.multipath) return notOurs('is a multipath route');
   if (r.type !== RTN_UNICAST) return notOurs(`is not a unicast route (type ${r.type})`);
   if (r.tos !== 0) return notOurs(`has a TOS selector (${r.tos})`);
+  if (r.unmodelled.length > 0) return notOurs(`has ${r.unmodelled.join(', ')}, which a replace would not carry over`);
   if (r.nextHop.dev !== config.gatewayInterface && r.nextHop.dev !== config.managementInterface) {
     return notOurs(`goes ${renderNextHop(r.nextHop)}, neither ${config.gatewayInterface} nor ${config.managementInterface}`);
   }

@@ -54,6 +54,12 @@ export interface Route {
   /** IPv4 TOS selector; routes with one are not the service routes ovnkube-node makes. */
   tos: number;
   multipath: boolean;
+  /**
+   * What the route has that a replace of its next hop would not carry over (`src 10.0.0.1`,
+   * `onlink`, `advmss`, `pref high`, ...): such a route was not made by ovnkube-node, and
+   * could not be put back as it was.
+   */
+  unmodelled: string[];
 }
 
 /** The one comparison of next hops: device, gateway and MTU, all three, always. */

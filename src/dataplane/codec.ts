@@ -5,6 +5,7 @@
 // (test/helpers/fake-transport.ts) answers with the very bytes this module decodes.
 import netlink from 'netlink';
 import type { NetlinkMessage } from 'netlink';
+import { addressFromBytes } from '../net/cidr.js';
 
 export const NLMSG_ERROR = 2;
 export const NLMSG_DONE = 3;
@@ -80,6 +81,8 @@ export interface DecodedRoute {
   nhid: number | undefined;
   /** RTA_MULTIPATH's next hops; undefined for a single-path route. */
   nexthops: DecodedNextHop[] | undefined;
+  /** What the route has beyond the fields above, in `ip route`'s words (`src 10.0.0.1`, `onlink`). */
+  unmodelled: string[];
 }
 
 export interface DecodedLink {
@@ -374,6 +377,38 @@ function parseNextHops(multipath: Buffer): DecodedNextHop[] {
   return hops;
 }
 
+// rtm_flags bits a route is configured with (RTNH_F_*); the others (dead, linkdown,
+// offload, trap) are the kernel's state of it, not part of what a replace carries.
+const RTNH_F_PERVASIVE = 2;
+const RTNH_F_ONLINK = 4;
+// RTA_PREF of an IPv6 route: medium is what the kernel gives every route it is not told otherwise.
+const ROUTER_PREF_NAMES: Record<number, string> = { 1: 'high', 3: 'low' };
+
+/**
+ * The attributes of a route that a replace of its next hop would not carry over: a route
+ * with any of them is not one the agent may replace (nor put back exactly).
+ */
+function unmodelledOf(payload: Buffer, data: { srcLen?: number }, attrs: ReturnType<typeof netlink.rt.parseRouteMessage>['attrs']): string[] {
+  const out: string[] = [];
+  if ((data.srcLen ?? 0) > 0 || attrs.src) out.push('from (a source prefix)');
+  if (attrs.prefsrc) out.push(attrs.prefsrc.length === 4 || attrs.prefsrc.length === 16 ? `src ${addressFromBytes(attrs.prefsrc).text}` : 'src');
+  const flags = payload.length >= RTMSG_LENGTH ? payload.readUInt32LE(8) : 0;
+  if (flags & RTNH_F_ONLINK) out.push('onlink');
+  if (flags & RTNH_F_PERVASIVE) out.push('pervasive');
+  for (const [name, value] of Object.entries(attrs.metrics ?? {})) {
+    if (name !== 'mtu' && value !== undefined) out.push(name);
+  }
+  if (attrs.flow !== undefined) out.push('realms');
+  if (attrs.encap || attrs.encapType !== undefined) out.push('encap');
+  if (attrs.expires) out.push('expires');
+  if (attrs.via) out.push('via (another family)');
+  if (attrs.newdst) out.push('as (MPLS)');
+  if (attrs.ttlPropagate !== undefined) out.push('ttl-propagate');
+  if (attrs.pref && attrs.pref.length >= 1 && attrs.pref[0] !== 0) out.push(`pref ${ROUTER_PREF_NAMES[attrs.pref[0]!] ?? attrs.pref[0]}`);
+  if (attrs.nhId) out.push('nhid');
+  return out;
+}
+
 /** Decodes a route message fully; throws on a malformed one. */
 export function decodeRoute(payload: Buffer): DecodedRoute {
   const { data, attrs } = netlink.rt.parseRouteMessage(payload);
@@ -394,6 +429,7 @@ export function decodeRoute(payload: Buffer): DecodedRoute {
     mtu: mtu && mtu.length >= 4 ? mtu.readUInt32LE(0) : undefined,
     nhid: attrs.nhId && attrs.nhId.length >= 4 ? attrs.nhId.readUInt32LE(0) : undefined,
     nexthops: attrs.multipath ? parseNextHops(attrs.multipath) : undefined,
+    unmodelled: unmodelledOf(payload, data, attrs),
   };
 }
 

@@ -476,5 +476,6 @@ function toRoute(prefix: Cidr, r: DecodedRoute, names: Map<number, string>): Rou
     type: r.type,
     tos: r.tos,
     multipath: r.nexthops !== undefined,
+    unmodelled: r.unmodelled,
   };
 }

@@ -47,6 +47,7 @@ export function identicalRoutes(a: DecodedRoute, b: DecodedRoute): boolean {
     a.oif === b.oif &&
     a.mtu === b.mtu &&
     a.nhid === b.nhid &&
+    a.unmodelled.join(',') === b.unmodelled.join(',') &&
     sameBuffer(a.gateway, b.gateway) &&
     sameNextHops(a.nexthops, b.nexthops)
   );

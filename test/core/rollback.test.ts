@@ -14,7 +14,7 @@ const SHARED: NextHop = { dev: 'br-ex', oif: 2, gateway: '172.18.0.1', mtu: 1400
 const LOCAL: NextHop = { dev: 'ovn-k8s-mp0', oif: 4, gateway: '10.244.1.1', mtu: null };
 const KEY = { prefix: '10.96.0.0/16', family: 4 as const, table: 254, priority: 0 };
 
-const route = (nextHop: NextHop, priority = 0): Route => ({ key: { ...KEY, priority }, nextHop, protocol: 3, scope: 0, type: 1, tos: 0, multipath: false });
+const route = (nextHop: NextHop, priority = 0): Route => ({ key: { ...KEY, priority }, nextHop, protocol: 3, scope: 0, type: 1, tos: 0, multipath: false, unmodelled: [] });
 const addr = (linkIndex: number, address: string, prefixLength: number): InterfaceAddress => ({ linkIndex, family: 4, address, prefixLength, tentative: false, dadFailed: false });
 
 function observed(o: { routes?: Route[]; links?: Link[]; addresses?: InterfaceAddress[] } = {}): Observation {

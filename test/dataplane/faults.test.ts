@@ -38,6 +38,7 @@ function expected(kernel: FakeKernel, prefix: string): Route[] {
     type: r.type,
     tos: r.tos,
     multipath: false,
+    unmodelled: [],
   }));
 }
 

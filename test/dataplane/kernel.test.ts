@@ -81,6 +81,7 @@ test("reads the seed node's stale service route back exactly, every field", asyn
         type: RTN_UNICAST,
         tos: 0,
         multipath: false,
+        unmodelled: [],
       },
     ]);
     const links = await probe.call<Link[]>('links');
@@ -90,6 +91,21 @@ test("reads the seed node's stale service route back exactly, every field", asyn
     );
     const addresses = await probe.call<Array<{ address: string; prefixLength: number; family: number }>>('addresses');
     assert.ok(addresses.some((a) => a.address === '10.244.1.2' && a.prefixLength === 24 && a.family === 4));
+  });
+});
+
+test('a route with what a replace would not carry over (src, onlink, advmss, pref) says so; the shapes ovnkube-node makes have none', async (t) => {
+  if (skipWithoutKernel(t)) return;
+  await withNode({ ipv6: true }, async (ns, probe) => {
+    const unmodelled = async (prefix: string) => (await routesOf(probe, prefix)).map((r) => r.unmodelled);
+    assert.deepEqual(await unmodelled(SVC4), [[]]);
+    assert.deepEqual(await unmodelled('fd00:10:96::/112'), [[]], 'the pref medium every IPv6 route has is not one');
+    ns.ip('route replace 10.96.0.0/16 via 172.18.0.1 dev br-ex mtu 1400 src 172.18.0.2');
+    assert.deepEqual(await unmodelled(SVC4), [['src 172.18.0.2']]);
+    ns.ip('route replace 10.96.0.0/16 via 172.18.0.1 dev br-ex mtu 1400 onlink advmss 1360');
+    assert.deepEqual(await unmodelled(SVC4), [['onlink', 'advmss']]);
+    ns.ip('-6 route replace fd00:10:96::/112 via fd00:172:18::1 dev br-ex mtu 1400 pref high');
+    assert.deepEqual(await unmodelled('fd00:10:96::/112'), [['pref high']]);
   });
 });
 

@@ -24,6 +24,7 @@ function r(gateway: string, priority = 0, extra: Partial<DecodedRoute> = {}): De
     mtu: undefined,
     nhid: undefined,
     nexthops: undefined,
+    unmodelled: [],
     ...extra,
   };
 }

@@ -47,7 +47,7 @@ export class FakeDataplane implements Dataplane {
   setRoute(prefix: string, gateway: string, dev: string, mtu: number | null): void {
     const oif = this.linkList.find((l) => l.name === dev)?.index ?? null;
     this.table.set(prefix, [
-      { key: { prefix, family: prefix.includes(':') ? 6 : 4, table: 254, priority: 0 }, nextHop: { dev, oif, gateway, mtu }, protocol: 3, scope: 0, type: 1, tos: 0, multipath: false },
+      { key: { prefix, family: prefix.includes(':') ? 6 : 4, table: 254, priority: 0 }, nextHop: { dev, oif, gateway, mtu }, protocol: 3, scope: 0, type: 1, tos: 0, multipath: false, unmodelled: [] },
     ]);
   }
 
