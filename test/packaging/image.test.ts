@@ -167,7 +167,7 @@ test('the image runs as the rendered DaemonSet says: converges the seed node, pa
     assert.deepEqual(ns.routes('10.96.0.0/16'), [SHARED_V4]);
 
     // The probes, exactly as rendered, exec'd in the container.
-    for (const probe of ['livenessProbe', 'readinessProbe']) {
+    for (const probe of ['startupProbe', 'livenessProbe', 'readinessProbe']) {
       const p = agentSpec[probe] as { exec: { command: string[] }; timeoutSeconds: number };
       const r: { exitCode: number; stdout: Buffer; stderr: Buffer } = await cd.call<{ exitCode: number; stdout: Buffer; stderr: Buffer }>('ExecSync', { containerId, cmd: p.exec.command, timeout: p.timeoutSeconds });
       assert.equal(r.exitCode, 0, `${probe} ${p.exec.command.join(' ')}: ${r.stdout}${r.stderr}`);
