@@ -56,6 +56,12 @@ test('npm pack gives a tarball without tests, demo or bench code that installs g
     const help = spawnSync(path.join(prefix, 'bin/ovn-gwmode-agent'), ['--help'], { encoding: 'utf8' });
     assert.equal(help.status, 0, help.stderr);
     for (const command of ['run', 'status', 'health', 'plan', 'apply', 'rollback']) assert.match(help.stdout, new RegExp(`ovn-gwmode-agent ${command}\\b`));
+
+    // Uninstalling, as the README's operator's guide says, with the same prefix.
+    const uninstalled = spawnSync('npm', ['uninstall', '-g', '--prefix', prefix, 'ovn-gwmode-agent'], { encoding: 'utf8' });
+    assert.equal(uninstalled.status, 0, uninstalled.stderr);
+    assert.equal(existsSync(path.join(prefix, 'bin/ovn-gwmode-agent')), false);
+    assert.equal(existsSync(pkg), false);
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

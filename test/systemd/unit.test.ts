@@ -207,6 +207,14 @@ test('the unit under a real systemd: READY on start, STATUS= follows status --br
     assert.notEqual(Number(b.show(UNIT, 'MainPID')), wedgedPid);
     assert.match(journal(), /Watchdog timeout/);
     assert.match(b.run(['journalctl', '-u', UNIT, '--no-pager']).stdout, /Failed with result 'watchdog'/);
+
+    // Uninstalling, as the README's operator's guide says: disabled and stopped, the route left as it is.
+    assert.equal(b.run(['systemctl', 'enable', UNIT]).status, 0);
+    const removed = await b.runAsync(['systemctl', 'disable', '--now', UNIT], 60_000);
+    assert.equal(removed.status, 0, removed.stderr);
+    assert.equal(b.show(UNIT, 'ActiveState'), 'inactive');
+    assert.equal(b.show(UNIT, 'UnitFileState'), 'disabled');
+    assert.match(ns.routes('10.96.0.0/16')[0] ?? '', /via 10\.244\.1\.1 dev ovn-k8s-mp0/);
   } finally {
     await bed?.shutdown();
     ns.destroy();
