@@ -3,13 +3,14 @@
 //  - start to ready: from spawning `ip netns exec NS node main.js run` until the socket answers
 //    /readyz 200 (the first reconcile is done), with --restart signal and with --restart cri;
 //    beside `ip netns exec NS node -e 0` (a whole process) and a plain node HTTP server on a
-//    UNIX socket (spawn until it answers), timed the same way;
+//    UNIX socket (spawn until it answers; its RSS after 200 requests), timed the same way;
 //  - the daemon's RSS (VmRSS) when ready, after 200 GET /status, and 2 s later;
 //  - the CLI commands probes and users run often (status, status --brief, health, health
 //    --ready) as whole processes against the running agent, with their peak RSS, beside
 //    `node -e 0`.
-// RUNS (default 10) sets the repetitions; AGENT_ROOT another build of the agent to time (a
-// directory holding dist/src/cli/main.js, e.g. a copy of main for the "before" figures).
+// RUNS (default 10) sets the repetitions; AGENT_NODE_FLAGS, Node or V8 flags for the agent's
+// runs; AGENT_ROOT, another build of the agent to time (a directory holding
+// dist/src/cli/main.js, e.g. a copy of main for the "before" figures).
 // Run: `npm run bench:start`.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { readFileSync, rmSync } from 'node:fs';
@@ -23,6 +24,7 @@ import { seedNode } from '../test/helpers/netns.js';
 const RUNS = Number(process.env.RUNS ?? 10);
 const ROOT = process.env.AGENT_ROOT ?? fileURLToPath(new URL('../..', import.meta.url));
 const CLI = path.join(ROOT, 'dist', 'src', 'cli', 'main.js');
+const NODE_FLAGS = (process.env.AGENT_NODE_FLAGS ?? '').split(' ').filter(Boolean);
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 const range = (xs: number[]) => `median ${median(xs).toFixed(0)} (min ${Math.min(...xs).toFixed(0)}, max ${Math.max(...xs).toFixed(0)})`;
@@ -72,25 +74,28 @@ const ns = seedNode({ gw0: true });
 const scratch = new Scratch();
 const ovnkube = new FakeOvnkube(ns, scratch.dir);
 const run = (restart: string) => () =>
-  spawn('ip', ['netns', 'exec', ns.name, process.execPath, CLI, 'run', '--mode-file', scratch.modeFile, '--socket', scratch.socket, '--state-dir', scratch.stateDir, '--service-cidr', '10.96.0.0/16', '--mtu', '1400', '--restart', restart], { stdio: ['ignore', 'ignore', 'pipe'] });
+  spawn('ip', ['netns', 'exec', ns.name, process.execPath, ...NODE_FLAGS, CLI, 'run', '--mode-file', scratch.modeFile, '--socket', scratch.socket, '--state-dir', scratch.stateDir, '--service-cidr', '10.96.0.0/16', '--mtu', '1400', '--restart', restart], { stdio: ['ignore', 'ignore', 'pipe'] });
 try {
   // A quiet node: the mode file says shared, ovnkube-node runs shared, the route is shared.
   scratch.writeMode('shared');
   ovnkube.start('shared');
-  console.log(`agent: ${CLI}; node ${process.version}; ${RUNS} runs each`);
+  console.log(`agent: ${CLI}; node ${process.version}${NODE_FLAGS.length ? ` ${NODE_FLAGS.join(' ')}` : ''}; ${RUNS} runs each`);
 
   const plainSocket = path.join(scratch.dir, 'plain.sock');
   const plain: number[] = [];
   const bare: number[] = [];
+  const plainRss: number[] = [];
   for (let i = 0; i < RUNS; i++) {
     rmSync(plainSocket, { force: true }); // the plain server leaves it behind
     const p = await untilAnswer(() => spawn('ip', ['netns', 'exec', ns.name, process.execPath, '-e', `require('node:http').createServer((q, s) => s.end('ok')).listen(${JSON.stringify(plainSocket)})`], { stdio: 'ignore' }), plainSocket, '/');
     plain.push(p.ms);
+    for (let n = 0; n < 200; n++) await get(plainSocket, '/');
+    plainRss.push(statusKb(p.child.pid!, 'VmRSS'));
     await stopped(p.child);
     bare.push(whole(['ip', 'netns', 'exec', ns.name, process.execPath, '-e', '0']).ms);
   }
   console.log(`comparison: ip netns exec node -e 0 (whole process) ${range(bare)} ms`);
-  console.log(`comparison: plain node HTTP server on a UNIX socket, spawn to first answer ${range(plain)} ms`);
+  console.log(`comparison: plain node HTTP server on a UNIX socket, spawn to first answer ${range(plain)} ms; VmRSS after 200 requests ${mb(median(plainRss))} MB (max ${mb(Math.max(...plainRss))})`);
 
   for (const restart of ['signal', 'cri']) {
     const ready: number[] = [];
