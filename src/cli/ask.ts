@@ -1,14 +1,14 @@
 // The commands that ask a running agent over its socket: `status`, `health`, `events`.
 // Probes and people run them often, so this module loads only the socket client and the
-// renderers: no kernel, no logger, no yargs (src/cli/dispatch.ts decides what loads).
+// renderers: no kernel, no logger, no yargs, not even node:http (src/cli/dispatch.ts decides
+// what loads; `status --watch`, a stream, is in watch.ts).
 import { systemClock } from '../clock.js';
 import { AgentDeniedError, AgentUnreachableError, fetchPath, fetchStatus } from '../status/client.js';
 import { exitCodeOf, renderBrief, renderHuman } from '../status/report.js';
 import { fetchEvents, renderEvent, UsageError } from './events.js';
-import { watchStatus } from './watch.js';
 
 /** Runs a socket client; an agent unreachable or closed to us is exit 2 with the message, on stderr. */
-async function askAgent(fn: () => Promise<number>): Promise<void> {
+export async function askAgent(fn: () => Promise<number>): Promise<void> {
   try {
     process.exitCode = await fn();
   } catch (err) {
@@ -43,11 +43,6 @@ export async function eventsCommand(opts: { socket: string; json: boolean; since
     process.stderr.write(`ovn-gwmode-agent: ${err.message}; see --help\n`);
     process.exitCode = 2;
   }
-}
-
-/** `status --watch`: until the agent goes away (exit 2) or ctrl-c. */
-export function watchCommand(opts: { socket: string }): Promise<void> {
-  return askAgent(() => watchStatus(opts.socket, { write: (t) => process.stdout.write(t), isTTY: process.stdout.isTTY === true }, (t) => process.stderr.write(t)));
 }
 
 /** `health [--ready]`: the probe for kubelet. Exit 0 healthy (or ready), 1 not, 2 unreachable. */

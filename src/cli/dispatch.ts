@@ -20,10 +20,10 @@ const text = (v: unknown) => v as string;
 /** Each command's handler, importing what the command needs when it runs. */
 export const HANDLERS: Record<Command, Handler> = {
   run: async (argv) => (await import('./commands.js')).runCommand(argv as unknown as RawRunOptions),
-  status: async (argv) => {
-    const ask = await import('./ask.js');
-    return argv.watch === true ? ask.watchCommand({ socket: text(argv.socket) }) : ask.statusCommand({ socket: text(argv.socket), json: argv.json === true, brief: argv.brief === true });
-  },
+  status: async (argv) =>
+    argv.watch === true
+      ? (await import('./watch.js')).watchCommand({ socket: text(argv.socket) })
+      : (await import('./ask.js')).statusCommand({ socket: text(argv.socket), json: argv.json === true, brief: argv.brief === true }),
   health: async (argv) => (await import('./ask.js')).healthCommand({ socket: text(argv.socket), ready: argv.ready === true }),
   plan: async (argv) => (await import('./commands.js')).planCommand(argv as unknown as PlanOptions),
   apply: async (argv) => (await import('./commands.js')).applyCommand(argv as unknown as PlanOptions & { stateDir: string }),

@@ -26,12 +26,13 @@ function partsOf(urls: string[]): Set<string> {
   return parts;
 }
 
-function withLog<T>(fn: (log: string) => T): { result: T; parts: Set<string> } {
+function withLog<T>(fn: (log: string) => T): { result: T; parts: Set<string>; urls: string[] } {
   const dir = mkdtempSync(path.join(tmpdir(), 'gwmode-imports-'));
   const log = path.join(dir, 'imports.log');
   try {
     const result = fn(log);
-    return { result, parts: partsOf(readFileSync(log, 'utf8').split('\n').filter(Boolean)) };
+    const urls = readFileSync(log, 'utf8').split('\n').filter(Boolean);
+    return { result, parts: partsOf(urls), urls };
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
@@ -39,15 +40,16 @@ function withLog<T>(fn: (log: string) => T): { result: T; parts: Set<string> } {
 
 const HEAVY = ['yargs', '@grpc/grpc-js', '@grpc/proto-loader', 'netlink', 'pino', 'prom-client', 'chokidar', 'yaml', 'src/dataplane', 'src/native', 'src/agent', 'src/cri', 'src/metrics'];
 
-test('status, status --brief, --json, health, health --ready and events load the socket client and nothing heavy', () => {
+test('status, status --brief, --json, health, health --ready and events load the socket client and nothing heavy, not even node:http', () => {
   for (const args of [['status'], ['status', '--brief'], ['status', '--json'], ['health'], ['health', '--ready'], ['events']]) {
-    const { result, parts } = withLog((log) =>
+    const { result, parts, urls } = withLog((log) =>
       spawnSync(process.execPath, ['--import', RECORDER, CLI, ...args, '--socket', '/nonexistent/agent.sock'], { encoding: 'utf8', env: { ...process.env, GWMODE_IMPORT_LOG: log } }),
     );
     assert.equal(result.status, 2, `${args.join(' ')}: ${result.stderr}`);
     assert.match(result.stderr, /cannot reach the agent/);
     assert.ok(parts.has('src/status'), `${args.join(' ')} loaded the socket client: ${[...parts].join(', ')}`);
     assert.deepEqual(HEAVY.filter((p) => parts.has(p)), [], `${args.join(' ')} loaded ${[...parts].join(', ')}`);
+    assert.ok(urls.includes('node:net') && !urls.includes('node:http'), `${args.join(' ')} loaded ${urls.filter((u) => u.startsWith('node:')).join(', ')}`);
   }
 });
 
