@@ -1,4 +1,5 @@
-// What each CLI command does, given parsed flags. Exit codes: 0 converged / done,
+// What the commands that touch the kernel do (run, plan, apply, rollback), given parsed
+// flags; the socket clients are in ask.ts. Exit codes: 0 converged / done,
 // 1 not converged (or another agent holds the node), 2 bad configuration, a permission
 // missing, or the agent unreachable.
 import { runDaemon } from '../agent/daemon.js';
@@ -19,13 +20,9 @@ import { createLogger } from '../log.js';
 import { readModeSource } from '../mode/source.js';
 import { systemdNotifier, watchdogUsec } from '../systemd/notify.js';
 import { scanOvnkubeProcesses, summarise } from '../ovnkube/proc.js';
-import { AgentDeniedError, AgentUnreachableError, fetchPath, fetchStatus } from '../status/client.js';
-import { exitCodeOf, renderBrief, renderHuman } from '../status/report.js';
 import { SocketInUseError, SocketPermissionError } from '../status/server.js';
 import { MetricsAddressError } from '../metrics/server.js';
 import { LockError, LockHeldError, lockStateDir } from './lock.js';
-import { fetchEvents, renderEvent, UsageError } from './events.js';
-import { watchStatus } from './watch.js';
 
 /** The planner's part of the settings, and nothing else. */
 export function plannerConfig(s: PlanSettings): PlannerConfig {
@@ -117,58 +114,6 @@ export async function runCommand(raw: RawRunOptions, wrap: RunWrappers = {}): Pr
     }
     throw err;
   }
-}
-
-/** Runs a socket client; an agent unreachable or closed to us is exit 2 with the message, on stderr. */
-async function askAgent(fn: () => Promise<number>): Promise<void> {
-  try {
-    process.exitCode = await fn();
-  } catch (err) {
-    if (!(err instanceof AgentUnreachableError || err instanceof AgentDeniedError)) throw err;
-    process.stderr.write(`ovn-gwmode-agent: ${err.message}\n`);
-    process.exitCode = 2;
-  }
-}
-
-export function statusCommand(opts: { socket: string; json: boolean; brief: boolean }): Promise<void> {
-  return askAgent(async () => {
-    const s = await fetchStatus(opts.socket);
-    process.stdout.write((opts.json ? JSON.stringify(s, null, 2) : opts.brief ? renderBrief(s) : renderHuman(s)) + '\n');
-    return exitCodeOf(s);
-  });
-}
-
-/** `events [--json] [--since DURATION]`: exit 0, or 2 when the agent cannot be asked. */
-export async function eventsCommand(opts: { socket: string; json: boolean; since: string | undefined }): Promise<void> {
-  try {
-    await askAgent(async () => {
-      const { code, events } = await fetchEvents(opts.socket, opts.since, systemClock.now());
-      if (code !== 200) {
-        process.stderr.write(`ovn-gwmode-agent: the agent on ${opts.socket} answered ${code} for /v1/events: is it older than this command?\n`);
-        return 2;
-      }
-      process.stdout.write(opts.json ? JSON.stringify(events, null, 2) + '\n' : events.map((e) => renderEvent(e) + '\n').join(''));
-      return 0;
-    });
-  } catch (err) {
-    if (!(err instanceof UsageError)) throw err;
-    process.stderr.write(`ovn-gwmode-agent: ${err.message}; see --help\n`);
-    process.exitCode = 2;
-  }
-}
-
-/** `status --watch`: until the agent goes away (exit 2) or ctrl-c. */
-export function watchCommand(opts: { socket: string }): Promise<void> {
-  return askAgent(() => watchStatus(opts.socket, { write: (t) => process.stdout.write(t), isTTY: process.stdout.isTTY === true }, (t) => process.stderr.write(t)));
-}
-
-/** `health [--ready]`: the probe for kubelet. Exit 0 healthy (or ready), 1 not, 2 unreachable. */
-export function healthCommand(opts: { socket: string; ready: boolean }): Promise<void> {
-  return askAgent(async () => {
-    const { code, body } = await fetchPath(opts.socket, opts.ready ? '/readyz' : '/healthz');
-    process.stdout.write(JSON.stringify(body) + '\n');
-    return code === 200 ? 0 : 1;
-  });
 }
 
 function renderPlan(p: Plan): string {

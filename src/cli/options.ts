@@ -72,6 +72,14 @@ export const COMMAND_OPTIONS: Record<Command, OptionSet> = {
   events: { ...SOCKET, ...JSON_OUT, since: { type: 'string', describe: 'only the events of the last DURATION: 90s, 10m, 1h' } },
 };
 
+/** Flags that must not be given together (yargs' `conflicts`; the quick parser of dispatch.ts leaves such lines to it). */
+export const CONFLICTS: Partial<Record<Command, Array<[string, string]>>> = {
+  status: [
+    ['json', 'brief'],
+    ['watch', 'json'],
+  ],
+};
+
 /** OVN_GWMODE_MODE_FILE -> mode-file */
 const flagOf = (variable: string): string => variable.slice(ENV_PREFIX.length).toLowerCase().replaceAll('_', '-');
 const variableOf = (flag: string): string => ENV_PREFIX + flag.toUpperCase().replaceAll('-', '_');

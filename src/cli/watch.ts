@@ -6,6 +6,7 @@ import http from 'node:http';
 import type { AgentEvent } from '../events/history.js';
 import { AgentDeniedError, AgentUnreachableError } from '../status/client.js';
 import { renderBrief, renderHuman, type StatusReport } from '../status/report.js';
+import { askAgent } from './ask.js';
 import { renderEvent } from './events.js';
 
 /** Three missed heartbeats: the connection is dead even if no one said so. */
@@ -92,4 +93,9 @@ export function watchStatus(socket: string, out: WatchOutput, err: (text: string
       );
     });
   });
+}
+
+/** `status --watch`: until the agent goes away (exit 2) or ctrl-c. */
+export function watchCommand(opts: { socket: string }): Promise<void> {
+  return askAgent(() => watchStatus(opts.socket, { write: (t) => process.stdout.write(t), isTTY: process.stdout.isTTY === true }, (t) => process.stderr.write(t)));
 }
