@@ -115,8 +115,16 @@ step "build $name"
 # filled); anything missing comes from the registry over the host's network.
 npm_cache=$(npm config get cache)
 mkdir -p "$npm_cache"
+# What the cache lacks (a version list no host install fetched) comes from the registry,
+# trusted as the host's npm trusts it: with the host's cafile when it has one (a machine
+# behind a TLS-intercepting proxy), mounted read-only at the same path.
+cafile=$(npm config get cafile)
+ca_args=()
+if [ -n "$cafile" ] && [ -f "$cafile" ]; then
+  ca_args=(--volume "$cafile:$cafile:ro" --build-arg NPM_CAFILE="$cafile")
+fi
 bh build --quiet --pull=never --network host --layers=false \
-  --volume "$npm_cache:/root/.npm" \
+  --volume "$npm_cache:/root/.npm" "${ca_args[@]}" \
   --build-arg VERSION="$version" --build-arg REVISION="$revision" --build-arg SOURCE="$source_url" \
   -f "$root/packaging/container/Containerfile" -t "$name" "$root" >/dev/null
 
