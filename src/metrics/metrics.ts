@@ -8,6 +8,7 @@
 // CIDRs are the configured service CIDRs. No pid, container id, path or message is
 // ever a label. Closed sets are initialised at zero so that `rate()` and alerts see
 // a series before its first event.
+import { createRequire } from 'node:module';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { AgentRecorder, ReplaceRecord, RestartRecord } from '../agent/recorder.js';
 import { REASON_CODES } from '../core/reasons.js';
@@ -32,6 +33,19 @@ export interface MetricsOptions {
 }
 
 const direction = (mode: GatewayMode | null): string => (mode === null ? 'none' : `to_${mode}`);
+
+/**
+ * prom-client's default metrics but its event-loop lag: that one samples the loop with
+ * a 10 ms timer, from start to exit, 100 wake-ups a second of an agent at rest. The
+ * others are read when scraped. Each is the module collectDefaultMetrics itself calls.
+ */
+function collectDefaultMetricsAtRest(registry: Registry): void {
+  const require = createRequire(import.meta.url);
+  for (const name of collectDefaultMetrics.metricsList) {
+    if (name === 'eventLoopLag') continue;
+    (require(`prom-client/lib/metrics/${name}`) as (r: Registry, config: object) => void)(registry, {});
+  }
+}
 
 export class AgentMetrics implements AgentRecorder {
   readonly registry = new Registry();
@@ -65,7 +79,7 @@ export class AgentMetrics implements AgentRecorder {
 
   constructor(readonly options: MetricsOptions) {
     if (options.processMetrics !== false) {
-      collectDefaultMetrics({ register: this.registry });
+      collectDefaultMetricsAtRest(this.registry);
       // Gauges named like counters: promtool (rightly) refuses them, and each has a twin
       // without the suffix (nodejs_active_handles, ...) that stays.
       for (const name of ['nodejs_active_handles_total', 'nodejs_active_requests_total', 'nodejs_active_resources_total']) this.registry.removeSingleMetric(name);
