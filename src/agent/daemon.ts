@@ -122,9 +122,13 @@ export async function runDaemon(raw: RawRunOptions, initial: Settings, deps: Dae
   );
   await agent.init();
   const watch = new WatchHub(history, () => agent.status());
+  // What GET /status serves changes only with a pass or a reload: it is serialised once per change.
+  let statusVersion = 0;
+  agent.onStatus(() => statusVersion++);
   // Throws SocketInUseError before anything is touched when another agent is live.
   const server = await StatusServer.listen(settings.socket, {
     status: () => agent.status(),
+    statusVersion: () => statusVersion,
     alive: () => !supervisor.isStuck(agent),
     ready: () => agent.isReady(),
     extra: {
@@ -199,6 +203,7 @@ export async function runDaemon(raw: RawRunOptions, initial: Settings, deps: Dae
       log.error({ err }, 'reload failed: keeping the running configuration');
     }
     await agent.reconfigure(agentOptions(settings, deps.plannerConfig(settings)), watchMode(settings.modeFile));
+    statusVersion++;
     supervisor.onStatus(agent.status(), true);
   };
 
