@@ -9,13 +9,18 @@
 // resync, the retry timer, and the decision's own wake-up (every second while the
 // agent waits on ovnkube-node). Wake-ups during a pass set `dirty`, and one more pass
 // runs after it: passes never overlap, and a burst of events costs one pass.
+// The mode file is read by a pass that any wake-up but a netlink event asked for: a
+// repair woken by the kernel does not wait on the file system, and a change of the
+// file is a wake-up of its own (and the periodic resync re-reads it anyway).
 //
 // Races this handles:
 //  1. A route changed by someone else between our observation and our replace: a
 //     replace names the route's key and never creates, so it fails (ENOENT) instead
 //     of adding a second route; the pass puts back what it changed and observes again.
 //  2. The mode file half-written or garbled: the last valid mode is kept (none at
-//     start, so nothing is ever applied before the first valid input).
+//     start, so nothing is ever applied before the first valid input). A file still
+//     being written is not read as anything yet (mode/settled.ts): the pass goes on
+//     with the mode it had, and the file is read again when it has settled.
 //  3. Netlink notifications lost under load: `lost` forces a pass at once.
 //  4. Something that keeps setting a route back: core/fights.ts suspends the repairs.
 //  5. The agent killed mid-migration: the journal says which migration was under way
@@ -29,7 +34,7 @@ import { reason, type Reason } from '../core/reasons.js';
 import { renderNextHop, type NextHop, type Watched } from '../core/route.js';
 import type { DesiredMode, Observation, Phase, Plan, PlannerConfig } from '../core/types.js';
 import type { Dataplane, DataplaneEvent, Subscription } from '../dataplane/types.js';
-import type { ModeRead, ModeWatch } from '../mode/source.js';
+import type { ModePending, ModeRead, ModeWatch } from '../mode/source.js';
 import { EMPTY_JOURNAL, type Journal, type JournalData } from '../restart/journal.js';
 import type { RestartStrategy } from '../restart/strategy.js';
 import { shapeOf, type RestartStatus, type StatusReport } from '../status/report.js';
@@ -45,7 +50,8 @@ export interface AgentDeps {
   journal: Pick<Journal, 'load' | 'save' | 'setAside'>;
   probe: OvnkubeProbe;
   log: Logger;
-  readMode: () => Promise<ModeRead>;
+  /** The mode file now, or "pending" while it is being written. */
+  readMode: () => Promise<ModeRead | ModePending>;
   watchMode: (onChange: () => void) => ModeWatch;
   clock: Clock;
   random: () => number;
@@ -95,6 +101,9 @@ export class Agent {
   private retryTimer: NodeJS.Timeout | undefined;
   private wakeTimer: NodeJS.Timeout | undefined;
   private kickTimer: NodeJS.Immediate | undefined;
+  private modeTimer: NodeJS.Timeout | undefined;
+  /** The next pass reads the mode file: every wake-up but a netlink event sets it. */
+  private modeStale = true;
   private subscription: Subscription | undefined;
   private modeWatch: ModeWatch | undefined;
   private watched: Watched;
@@ -170,15 +179,17 @@ export class Agent {
     clearInterval(this.resyncTimer);
     clearTimeout(this.retryTimer);
     clearTimeout(this.wakeTimer);
+    clearTimeout(this.modeTimer);
     if (this.kickTimer) clearImmediate(this.kickTimer);
     this.subscription?.close();
     await this.modeWatch?.close();
     await this.idle;
   }
 
-  /** Asks for a pass; passes never overlap and wake-ups during one coalesce. */
-  kick(why: string): void {
+  /** Asks for a pass; passes never overlap and wake-ups during one coalesce. Only a netlink event passes readMode false. */
+  kick(why: string, readMode = true): void {
     if (this.stopped) return;
+    if (readMode) this.modeStale = true;
     if (this.running) {
       this.dirty = true;
       return;
@@ -200,12 +211,21 @@ export class Agent {
       return;
     }
     const what = e.kind === 'route' ? e.prefix : e.kind === 'link' ? e.link.name : e.address.address;
-    this.kick(`${e.kind} ${e.op} ${what}`);
+    this.kick(`${e.kind} ${e.op} ${what}`, false);
   }
 
   private async readDesired(): Promise<void> {
+    if (!this.modeStale) return;
+    this.modeStale = false;
     const read = await this.deps.readMode();
     const path = this.options.modePath;
+    if ('pending' in read) {
+      // Being written: neither the new mode nor an error yet. Look again when it may have settled.
+      this.deps.log.debug({ path, why: read.pending, retryInMs: read.retryInMs }, 'mode file not settled yet');
+      clearTimeout(this.modeTimer);
+      if (!this.stopped) this.modeTimer = setTimeout(() => this.kick('mode file settling'), read.retryInMs);
+      return;
+    }
     if (read.mode !== null) {
       if (read.mode !== this.desired.mode) {
         this.deps.log.info({ from: this.desired.mode, to: read.mode, path }, 'desired mode changed');

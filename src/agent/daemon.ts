@@ -7,7 +7,7 @@
 import type { Logger } from 'pino';
 import { resolveSettings, type RawRunOptions, type Settings } from '../config/settings.js';
 import type { Dataplane } from '../dataplane/types.js';
-import { readModeSource, watchModeSource } from '../mode/source.js';
+import { ModeReader, watchModeSource } from '../mode/source.js';
 import { StatusServer } from '../status/server.js';
 import { Supervisor } from '../systemd/supervisor.js';
 import type { Notifier } from '../systemd/notify.js';
@@ -94,6 +94,12 @@ export async function runDaemon(raw: RawRunOptions, initial: Settings, deps: Dae
   const supervisor = new Supervisor(deps.notifier, log.child({ component: 'systemd' }), deps.watchdogUsec, deps.clock);
   const strategy = strategyFor(settings);
   const watchMode = (path: string) => (onChange: () => void) => watchModeSource(path, onChange);
+  // One reader per path: it remembers what it saw of a file being written.
+  let modeReader = new ModeReader(settings.modeFile, () => deps.clock.now());
+  const readMode = () => {
+    if (modeReader.source !== settings.modeFile) modeReader = new ModeReader(settings.modeFile, () => deps.clock.now());
+    return modeReader.read();
+  };
   const missing = await missingCapabilities();
   for (const m of missing) log.warn(m);
   const metrics = new AgentMetrics({ version: VERSION, strategy: strategy.name });
@@ -105,7 +111,7 @@ export async function runDaemon(raw: RawRunOptions, initial: Settings, deps: Dae
       journal: (deps.journal ?? ((dir) => new Journal(dir)))(settings.stateDir),
       probe: () => probe(),
       log: log.child({ component: 'agent' }),
-      readMode: () => readModeSource(settings.modeFile),
+      readMode,
       watchMode: watchMode(settings.modeFile),
       clock: deps.clock,
       random: Math.random,
@@ -116,9 +122,13 @@ export async function runDaemon(raw: RawRunOptions, initial: Settings, deps: Dae
   );
   await agent.init();
   const watch = new WatchHub(history, () => agent.status());
+  // What GET /status serves changes only with a pass or a reload: it is serialised once per change.
+  let statusVersion = 0;
+  agent.onStatus(() => statusVersion++);
   // Throws SocketInUseError before anything is touched when another agent is live.
   const server = await StatusServer.listen(settings.socket, {
     status: () => agent.status(),
+    statusVersion: () => statusVersion,
     alive: () => !supervisor.isStuck(agent),
     ready: () => agent.isReady(),
     extra: {
@@ -193,6 +203,7 @@ export async function runDaemon(raw: RawRunOptions, initial: Settings, deps: Dae
       log.error({ err }, 'reload failed: keeping the running configuration');
     }
     await agent.reconfigure(agentOptions(settings, deps.plannerConfig(settings)), watchMode(settings.modeFile));
+    statusVersion++;
     supervisor.onStatus(agent.status(), true);
   };
 

@@ -231,10 +231,19 @@ export function plan(input: PlanInput): Plan {
   const statuses: RouteStatus[] = [];
   const actions: ReplaceAction[] = [];
   const held: Reason[] = [];
+  // One answer per family: it depends on the links, addresses and default routes only.
+  const byFamily = new Map<Family, ReturnType<typeof expectedNexthop>>();
+  const expectedFor = (family: Family) => {
+    const known = byFamily.get(family);
+    if (known) return known;
+    const found = expectedNexthop(desired.mode!, family, input);
+    byFamily.set(family, found);
+    return found;
+  };
   for (const cidr of config.serviceCidrs) {
-    const result = expectedNexthop(desired.mode, cidr.family, input);
+    const result = expectedFor(cidr.family);
     if ('blocked' in result) {
-      blocked.push(result.blocked);
+      blocked.push({ ...result.blocked });
       statuses.push(statusOf(cidr, null, false));
       continue;
     }

@@ -3,47 +3,98 @@
 // A ConfigMap volume is a directory whose keys are symlinks through `..data`, which
 // kubelet's atomic writer swaps to a new timestamped directory on each update.
 // Watching the key file alone misses the last of several quick swaps, so the whole
-// directory is watched, events are debounced, and the key is re-read and compared.
+// directory is watched and every change is reported at once (no debounce: the owner
+// loop coalesces wake-ups). Whether a read may be taken is settled.ts's rule: a
+// ConfigMap volume at once, a plain file once nobody has written it for a moment.
 // A mode file whose directory does not exist yet (a volume not mounted yet, a path
 // made later) is watched through its nearest existing ancestor, one level at a time,
 // until its directory appears. The owner loop also re-reads on every periodic resync:
 // a missed event costs at most one resync interval.
 import { watch, type FSWatcher } from 'chokidar';
-import { constants, statSync } from 'node:fs';
-import { open, stat } from 'node:fs/promises';
+import { constants, statSync, type BigIntStats } from 'node:fs';
+import { lstat, open, stat } from 'node:fs/promises';
 import path from 'node:path';
 import type { GatewayMode } from '../core/types.js';
 import { MAX_MODE_FILE_BYTES, parseModeContent } from './parse.js';
+import { nextFirstSeen, verdictOf, type FileStamp, type FirstSeen, type ReadFacts } from './settled.js';
 
 export const CONFIGMAP_KEY = 'mode';
 
 export type ModeRead = { mode: GatewayMode; error: null } | { mode: null; error: string };
+/** Not yet: the file is being written; read it again in retryInMs. */
+export interface ModePending {
+  pending: string;
+  retryInMs: number;
+}
 
-/** Reads and parses the mode file (or the `mode` key of a ConfigMap volume directory). */
-export async function readModeSource(source: string): Promise<ModeRead> {
+const stampOf = (s: BigIntStats): FileStamp => ({ key: `${s.ino}:${s.size}:${s.mtimeNs}:${s.ctimeNs}`, mtimeMs: Number(s.mtimeNs / 1_000_000n) });
+
+/** Whether `file` is a key of a ConfigMap volume: a symlink beside a `..data` symlink (kubelet's atomic writer). */
+async function isVolumeKey(file: string): Promise<boolean> {
+  try {
+    return (await lstat(file)).isSymbolicLink() && (await lstat(path.join(path.dirname(file), '..data'))).isSymbolicLink();
+  } catch {
+    return false;
+  }
+}
+
+/** A read, with what settled.ts needs to judge it. */
+async function readModeFile(source: string): Promise<{ read: ModeRead; facts: ReadFacts }> {
   let file = source;
+  const facts: ReadFacts = { atomic: false, stamp: null, changedDuringRead: false };
+  const done = (read: ModeRead) => ({ read, facts });
   try {
     if ((await stat(source)).isDirectory()) file = path.join(source, CONFIGMAP_KEY);
     // Non-blocking: opening a FIFO for reading waits for a writer, and that wait would
     // hold a thread-pool worker forever. fstat then refuses anything but a regular file.
     const handle = await open(file, constants.O_RDONLY | constants.O_NONBLOCK);
     try {
-      const info = await handle.stat();
-      if (!info.isFile()) return { mode: null, error: `${file} is not a regular file` };
+      const before = await handle.stat({ bigint: true });
+      if (!before.isFile()) return done({ mode: null, error: `${file} is not a regular file` });
+      facts.atomic = await isVolumeKey(file);
       // Read one byte past the limit rather than trusting the size from stat: the
       // file may grow between the two calls.
       const buffer = Buffer.alloc(MAX_MODE_FILE_BYTES + 1);
       const { bytesRead } = await handle.read(buffer, 0, buffer.length, 0);
-      if (bytesRead > MAX_MODE_FILE_BYTES) return { mode: null, error: `larger than ${MAX_MODE_FILE_BYTES} bytes` };
+      const after = stampOf(await handle.stat({ bigint: true }));
+      facts.stamp = after;
+      facts.changedDuringRead = after.key !== stampOf(before).key;
+      if (bytesRead > MAX_MODE_FILE_BYTES) return done({ mode: null, error: `larger than ${MAX_MODE_FILE_BYTES} bytes` });
       const parsed = parseModeContent(buffer.subarray(0, bytesRead).toString('utf8'));
-      return parsed.mode ? { mode: parsed.mode, error: null } : { mode: null, error: parsed.error! };
+      return done(parsed.mode ? { mode: parsed.mode, error: null } : { mode: null, error: parsed.error! });
     } finally {
       await handle.close();
     }
   } catch (err) {
     const e = err as NodeJS.ErrnoException;
-    if (e.code === 'ENOENT') return { mode: null, error: `${file} does not exist` };
-    return { mode: null, error: `cannot read ${file}: ${e.code ?? e.message}` };
+    if (e.code === 'ENOENT') return done({ mode: null, error: `${file} does not exist` });
+    return done({ mode: null, error: `cannot read ${file}: ${e.code ?? e.message}` });
+  }
+}
+
+/** Reads and parses the mode file (or the `mode` key of a ConfigMap volume directory), as it is now. */
+export async function readModeSource(source: string): Promise<ModeRead> {
+  return (await readModeFile(source)).read;
+}
+
+/**
+ * The running agent's reader: a read is taken only when settled.ts says so, else it
+ * answers "pending" with when to look again. It remembers one stamp between reads.
+ */
+export class ModeReader {
+  private firstSeen: FirstSeen | null = null;
+
+  constructor(
+    readonly source: string,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  async read(): Promise<ModeRead | ModePending> {
+    const { read, facts } = await readModeFile(this.source);
+    const now = this.now();
+    this.firstSeen = nextFirstSeen(this.firstSeen, facts.stamp, now);
+    const verdict = verdictOf(facts, this.firstSeen, now);
+    return verdict.take ? read : { pending: verdict.why, retryInMs: verdict.retryInMs };
   }
 }
 
@@ -68,8 +119,8 @@ function placement(resolved: string): { target: string; kind: 'dir' | 'file' | '
   return { target, kind: 'ancestor' };
 }
 
-/** Calls onChange (debounced) whenever anything under the mode file's location changes. */
-export function watchModeSource(source: string, onChange: () => void, debounceMs = 200): ModeWatch {
+/** Calls onChange, at once, whenever anything under the mode file's location changes. */
+export function watchModeSource(source: string, onChange: () => void): ModeWatch {
   // A directory (ConfigMap volume) is watched itself, one level deep: its keys change
   // by the swap of the `..data` link inside it. A plain file is watched through its
   // directory, since editors and `kubectl cp` replace files by rename. A missing
@@ -77,13 +128,11 @@ export function watchModeSource(source: string, onChange: () => void, debounceMs
   // the way appears, the watch moves down to it.
   const resolved = path.resolve(source);
   const onPath = (p: string) => p === resolved || resolved.startsWith(p + path.sep);
-  let timer: NodeJS.Timeout | undefined;
   let closed = false;
   let current: FSWatcher;
   const retired: Array<Promise<void>> = [];
   const fire = () => {
-    clearTimeout(timer);
-    timer = setTimeout(onChange, debounceMs);
+    if (!closed) onChange();
   };
   const arm = (moved: boolean) => {
     const { target, kind } = placement(resolved);
@@ -122,7 +171,6 @@ export function watchModeSource(source: string, onChange: () => void, debounceMs
   return {
     close: async () => {
       closed = true;
-      clearTimeout(timer);
       await Promise.all([...retired, current.close()]);
     },
   };

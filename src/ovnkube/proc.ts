@@ -4,7 +4,15 @@
 // ovnkube.conf always says mode=local. Only processes in the agent's own network
 // namespace count (with hostPID or `ip netns exec`, processes of other namespaces
 // are visible in /proc too).
-import { readdir, readFile, readlink } from 'node:fs/promises';
+//
+// The scan reads /proc synchronously, into one buffer kept for the life of the
+// process: it runs on every pass, on the way from a route notification to its repair.
+// Each /proc file costs an open, a read and a close of some microseconds; through
+// the thread pool (fs/promises) each of those is a round trip and readFile allocates
+// 64 KiB for a file whose size /proc reports as 0, which cost a pass tens of
+// milliseconds and most of the agent's garbage collection. Only the command line is
+// read for every process, and it is decoded only when argv[0] is named ovnkube.
+import { closeSync, openSync, readdirSync, readlinkSync, readSync } from 'node:fs';
 import path from 'node:path';
 import type { GatewayMode, OvnkubeObservation } from '../core/types.js';
 
@@ -45,6 +53,39 @@ export interface OvnkubeScan {
   unreadable: UnreadableProcess[];
 }
 
+let buffer = Buffer.allocUnsafe(64 * 1024);
+
+/** The whole of a /proc file, in the shared buffer (valid until the next call). */
+function readProcFile(file: string): Buffer {
+  const fd = openSync(file, 'r');
+  try {
+    let length = 0;
+    for (;;) {
+      if (length === buffer.length) {
+        const bigger = Buffer.allocUnsafe(buffer.length * 2);
+        buffer.copy(bigger);
+        buffer = bigger;
+      }
+      const n = readSync(fd, buffer, length, buffer.length - length, null);
+      if (n === 0) return buffer.subarray(0, length);
+      length += n;
+    }
+  } finally {
+    closeSync(fd);
+  }
+}
+
+const OVNKUBE = Buffer.from('ovnkube');
+const SLASH = 0x2f;
+
+/** Whether argv[0] of a raw command line is named ovnkube (the cheap test every process gets). */
+function namedOvnkube(cmdline: Buffer): boolean {
+  let end = cmdline.indexOf(0);
+  if (end < 0) end = cmdline.length;
+  const start = cmdline.lastIndexOf(SLASH, end - 1) + 1;
+  return end - start === OVNKUBE.length && cmdline.compare(OVNKUBE, 0, OVNKUBE.length, start, end) === 0;
+}
+
 /**
  * The ovnkube --init-node processes of our network namespace, and those whose
  * namespace /proc refuses to show: reading /proc/PID/ns/net of another user's process
@@ -52,18 +93,24 @@ export interface OvnkubeScan {
  * says nothing about where the process runs.
  */
 export async function scanOvnkubeProcesses(procRoot = '/proc'): Promise<OvnkubeScan> {
-  const ownNet = await readlink(path.join(procRoot, 'self', 'ns', 'net'));
+  return scanOvnkubeProcessesSync(procRoot);
+}
+
+function scanOvnkubeProcessesSync(procRoot: string): OvnkubeScan {
+  const ownNet = readlinkSync(path.join(procRoot, 'self', 'ns', 'net'));
   const scan: OvnkubeScan = { processes: [], unreadable: [] };
-  for (const entry of await readdir(procRoot)) {
+  for (const entry of readdirSync(procRoot)) {
     if (!/^\d+$/.test(entry)) continue;
-    const dir = path.join(procRoot, entry);
+    const dir = `${procRoot}/${entry}`;
     try {
-      const argv = (await readFile(path.join(dir, 'cmdline'), 'utf8')).split('\0').filter((a, i, all) => a !== '' || i < all.length - 1);
+      const raw = readProcFile(`${dir}/cmdline`);
+      if (!namedOvnkube(raw)) continue;
+      const argv = raw.toString('utf8').split('\0').filter((a, i, all) => a !== '' || i < all.length - 1);
       const parsed = parseOvnkubeCmdline(argv);
       if (!parsed) continue;
       let net: string;
       try {
-        net = await readlink(path.join(dir, 'ns', 'net'));
+        net = readlinkSync(path.join(dir, 'ns', 'net'));
       } catch (err) {
         const code = (err as NodeJS.ErrnoException).code;
         if (code === 'EACCES' || code === 'EPERM') {
@@ -73,7 +120,7 @@ export async function scanOvnkubeProcesses(procRoot = '/proc'): Promise<OvnkubeS
         throw err;
       }
       if (net !== ownNet) continue;
-      const startTime = startTimeOf(await readFile(path.join(dir, 'stat'), 'utf8'));
+      const startTime = startTimeOf(readProcFile(path.join(dir, 'stat')).toString('utf8'));
       if (startTime === null) continue;
       const m = parsed.modeFlag;
       scan.processes.push({ pid: Number(entry), startTime, modeFlag: m, mode: m === 'local' || m === 'shared' ? m : null });

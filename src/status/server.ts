@@ -12,6 +12,9 @@
 //     Node answers a malformed request 400 (431, 408) and closes the connection.
 //  4. Headers must arrive within HEADERS_TIMEOUT_MS and the whole request within
 //     REQUEST_TIMEOUT_MS, checked every CHECK_INTERVAL_MS (Node's default is 30 s).
+//     Node runs that check on an interval from listen to close, connections or not:
+//     a wake-up every CHECK_INTERVAL_MS of an agent at rest. Here it runs only while a
+//     connection is open (pauseChecks below); the check itself stays Node's.
 //  5. At most MAX_CONNECTIONS are open. Past that the oldest connection with no request
 //     in hand (a slow client still sending headers, an idle keep-alive) is cut, else
 //     the oldest: a new caller (kubelet's probe) always gets in, however many slow
@@ -52,6 +55,11 @@ export interface ListenOptions {
 
 export interface StatusHandlers {
   status: () => StatusReport;
+  /**
+   * Changes whenever the report may have (the agent's passes, a reload): with it, the
+   * serialised report is kept and served until it changes, instead of built per request.
+   */
+  statusVersion?: () => number;
   alive: () => boolean;
   ready: () => boolean;
   /** More GET paths (/metrics, /v1/events), each answering on its own. */
@@ -105,14 +113,24 @@ async function clearStale(socket: string): Promise<void> {
   await unlink(socket);
 }
 
+const serialise = (body: unknown): string => JSON.stringify(body, null, 2) + '\n';
+
 function send(res: http.ServerResponse, code: number, body: unknown, headers: Record<string, string> = {}): void {
-  const text = JSON.stringify(body, null, 2) + '\n';
+  sendText(res, code, serialise(body), headers);
+}
+
+function sendText(res: http.ServerResponse, code: number, text: string, headers: Record<string, string> = {}): void {
   res.writeHead(code, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text), ...headers });
   res.end(text);
 }
 
+/** Node's name for the server's connection-checking interval (lib/_http_server.js). */
+const CHECKER = 'http.server.connectionsCheckingInterval';
+
 export class StatusServer {
   private readonly server: http.Server;
+  /** Node's check of the connections' timeouts, while it is paused (no connection open). */
+  private paused: { symbol: symbol; check: () => void } | undefined;
   /** Open connections, oldest first (a Set keeps insertion order). */
   private readonly open = new Set<net.Socket>();
   /** Connections with a request in hand: cut only when every connection has one. */
@@ -122,6 +140,20 @@ export class StatusServer {
     readonly socket: string,
     handlers: StatusHandlers,
   ) {
+    let cached: { version: number; text: string } | undefined;
+    const statusText = (): string => {
+      const version = handlers.statusVersion?.();
+      if (version === undefined) return serialise(handlers.status());
+      if (cached?.version !== version) cached = { version, text: serialise(handlers.status()) };
+      return cached.text;
+    };
+    // Built once: a Map has no inherited keys (`/__proto__` is no route).
+    const routes = new Map<string, (req: http.IncomingMessage, res: http.ServerResponse) => void>([
+      ['/status', (_req, res) => sendText(res, 200, statusText())],
+      ['/healthz', (_req, res) => (handlers.alive() ? send(res, 200, { ok: true }) : send(res, 503, { ok: false, error: 'the reconcile loop is stuck' }))],
+      ['/readyz', (_req, res) => (handlers.ready() ? send(res, 200, { ready: true }) : send(res, 503, { ready: false, error: 'first reconcile not done yet' }))],
+      ...Object.entries(handlers.extra ?? {}),
+    ]);
     this.server = http.createServer(
       {
         headersTimeout: HEADERS_TIMEOUT_MS,
@@ -133,28 +165,52 @@ export class StatusServer {
         this.busy.add(req.socket);
         res.once('close', () => this.busy.delete(req.socket));
         const url = (req.url ?? '/').split('?')[0] ?? '/';
-        const routes: Record<string, () => void> = {
-          '/status': () => send(res, 200, handlers.status()),
-          '/healthz': () => (handlers.alive() ? send(res, 200, { ok: true }) : send(res, 503, { ok: false, error: 'the reconcile loop is stuck' })),
-          '/readyz': () => (handlers.ready() ? send(res, 200, { ready: true }) : send(res, 503, { ready: false, error: 'first reconcile not done yet' })),
-        };
-        for (const [p, handle] of Object.entries(handlers.extra ?? {})) routes[p] = () => handle(req, res);
         if (req.method !== 'GET' && req.method !== 'HEAD') {
           // Closed after: the body we never read must not be parsed as the next request.
           return send(res, 405, { error: `method ${req.method} not allowed` }, { allow: 'GET, HEAD', connection: 'close' });
         }
         if (Buffer.byteLength(url) > MAX_URL_BYTES) return send(res, 414, { error: `URL longer than ${MAX_URL_BYTES} bytes` }, { connection: 'close' });
-        const route = Object.hasOwn(routes, url) ? routes[url] : undefined;
-        if (!route) return send(res, 404, { error: `no such path: ${url}`, paths: Object.keys(routes) });
-        route();
+        const route = routes.get(url);
+        if (!route) return send(res, 404, { error: `no such path: ${url}`, paths: [...routes.keys()] });
+        route(req, res);
       },
     );
     this.server.maxHeadersCount = MAX_HEADERS;
     this.server.on('connection', (conn: net.Socket) => {
       this.open.add(conn);
-      conn.once('close', () => this.open.delete(conn));
+      this.resumeChecks();
+      conn.once('close', () => {
+        this.open.delete(conn);
+        if (this.open.size === 0) this.pauseChecks();
+      });
       if (this.open.size > MAX_CONNECTIONS) this.evict(conn);
     });
+  }
+
+  /** Node's interval timer of the connection checks, when this Node has one where expected. */
+  private checker(): { symbol: symbol; timer: NodeJS.Timeout & { _onTimeout?: unknown } } | undefined {
+    const symbol = Object.getOwnPropertySymbols(this.server).find((s) => s.description === CHECKER);
+    const timer = symbol && (this.server as unknown as Record<symbol, unknown>)[symbol];
+    if (!symbol || !timer || typeof (timer as { _onTimeout?: unknown })._onTimeout !== 'function') return undefined;
+    return { symbol, timer: timer as NodeJS.Timeout & { _onTimeout?: unknown } };
+  }
+
+  /** No connection open: nothing to check until one comes (a Node without the interval where expected keeps its own). */
+  private pauseChecks(): void {
+    if (this.paused || !this.server.listening) return;
+    const c = this.checker();
+    if (!c) return;
+    // Taken before clearInterval, which drops a timer's callback.
+    this.paused = { symbol: c.symbol, check: c.timer._onTimeout as () => void };
+    clearInterval(c.timer);
+  }
+
+  private resumeChecks(): void {
+    const paused = this.paused;
+    if (!paused) return;
+    this.paused = undefined;
+    // server.close() clears whatever timer this property holds, so the new one goes there.
+    (this.server as unknown as Record<symbol, unknown>)[paused.symbol] = setInterval(paused.check, CHECK_INTERVAL_MS).unref();
   }
 
   private evict(newcomer: net.Socket): void {
@@ -197,6 +253,7 @@ export class StatusServer {
       );
       s.server.listen(socket, () => resolve());
     });
+    s.pauseChecks();
     if (group !== null) await chown(socket, process.getuid?.() ?? 0, group);
     await chmod(socket, 0o660);
     return s;

@@ -8,7 +8,7 @@ import { Agent } from '../../src/agent/agent.js';
 import { backoffMs } from '../../src/core/decide.js';
 import type { RestartTarget, TargetLookup } from '../../src/core/migration.js';
 import type { GatewayMode, OvnkubeObservation } from '../../src/core/types.js';
-import type { ModeRead } from '../../src/mode/source.js';
+import type { ModePending, ModeRead } from '../../src/mode/source.js';
 import { EMPTY_JOURNAL, type JournalData } from '../../src/restart/journal.js';
 import type { RestartStrategy } from '../../src/restart/strategy.js';
 import type { StatusReport } from '../../src/status/report.js';
@@ -60,7 +60,9 @@ interface Rig {
   strategy: FakeStrategy;
   journal: MemoryJournal;
   ovnkube: OvnkubeObservation;
-  read: ModeRead;
+  read: ModeRead | ModePending;
+  /** How many times the agent read the mode file. */
+  reads?: number;
   now: number;
 }
 
@@ -85,7 +87,7 @@ function makeAgent(r: Rig, config = seedConfig()) {
       journal: r.journal,
       probe: async () => r.ovnkube,
       log: pino({ level: 'info' }, { write: (line: string) => void logs.push(JSON.parse(line) as { level: number; msg: string }) }),
-      readMode: async () => r.read,
+      readMode: async () => ((r.reads = (r.reads ?? 0) + 1), r.read),
       watchMode: () => ({ close: async () => undefined }),
       clock: { now: () => r.now },
       random: () => 1,
@@ -446,6 +448,54 @@ test('the status asked for in the middle of a pass is the last finished pass, ne
     const after = agent.status();
     assert.equal(after.desiredMode, 'shared');
     assert.equal(after.routes[0]?.observed?.dev, 'br-ex');
+  } finally {
+    await agent.stop();
+  }
+});
+
+test('a mode file still being written is neither a mode nor an error: the mode is kept, and the file read again when settled', async () => {
+  const r = rig();
+  const { agent, until, advance, seen } = makeAgent(r);
+  agent.start();
+  try {
+    await until((s) => s.reasonCodes[0] === 'Settling', 'Settling');
+    await advance(60_000);
+    await until((s) => s.phase === 'Converged', 'Converged');
+    r.read = { pending: 'written 0 ms ago', retryInMs: 200 };
+    r.ovnkube = { ...r.ovnkube, mode: 'shared' };
+    const from = seen.length;
+    agent.kick('mode file changed');
+    await agent.settle();
+    const during = seen.slice(from);
+    assert.ok(during.length > 0);
+    for (const s of during) {
+      assert.equal(s.desiredMode, 'local', 'the mode is kept while the file is written');
+      assert.equal(s.modeSource.error, null, 'a file being written is no error');
+    }
+    // Settled: the timer the pending read asked for brings the read that is taken.
+    r.read = { mode: 'shared', error: null };
+    await advance(1000);
+    await until((s) => s.desiredMode === 'shared', 'shared once the file settled', from);
+  } finally {
+    await agent.stop();
+  }
+});
+
+test('a pass woken by the kernel alone does not read the mode file; any other wake-up does', async () => {
+  const r = rig();
+  const { agent, until, seen } = makeAgent(r);
+  agent.start();
+  try {
+    await until((s) => s.reasonCodes[0] === 'Settling', 'Settling');
+    await agent.settle();
+    const before = r.reads ?? 0;
+    const from = seen.length;
+    r.dp.emit({ kind: 'route', op: 'new', family: 4, prefix: '10.96.0.0/16', table: 254 });
+    await until(() => true, 'the pass the route event asked for', from);
+    assert.equal((r.reads ?? 0) - before, 0);
+    agent.kick('mode file changed');
+    await agent.settle();
+    assert.equal((r.reads ?? 0) - before, 1);
   } finally {
     await agent.stop();
   }

@@ -1,11 +1,12 @@
 // Reading and watching the mode file on the real file system.
 import { strict as assert } from 'node:assert';
 import { spawnSync } from 'node:child_process';
-import { closeSync, constants, mkdirSync, mkdtempSync, openSync, rmSync, writeFileSync } from 'node:fs';
+import { closeSync, constants, mkdirSync, mkdtempSync, openSync, renameSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
-import { readModeSource, watchModeSource } from '../../src/mode/source.js';
+import { ModeReader, readModeSource, watchModeSource } from '../../src/mode/source.js';
+import { QUIET_MS } from '../../src/mode/settled.js';
 import { within } from '../helpers/wait.js';
 
 test('a FIFO as the mode file (or as the mode key of a directory) is refused at once, not waited on', async () => {
@@ -32,7 +33,7 @@ test('a mode file whose directories do not exist yet is seen when they and it ap
   const base = mkdtempSync(path.join(tmpdir(), 'gwmode-watch-'));
   const source = path.join(base, 'x', 'y', 'mode');
   let wake: () => void = () => undefined;
-  const watch = watchModeSource(source, () => wake(), 50);
+  const watch = watchModeSource(source, () => wake());
   /** Resolves at the next call of the callback; fails past a generous bound. */
   const nextCall = (what: string) => within(new Promise<void>((resolve) => (wake = resolve)), 15_000, what);
   try {
@@ -48,5 +49,86 @@ test('a mode file whose directories do not exist yet is seen when they and it ap
   } finally {
     await watch.close();
     rmSync(base, { recursive: true, force: true });
+  }
+});
+
+/** A ConfigMap volume as kubelet's atomic writer makes it; swap() is its update. */
+function volume(root: string, mode: string) {
+  const dir = path.join(root, 'volume');
+  mkdirSync(dir);
+  let n = 0;
+  const swap = (to: string) => {
+    const ts = path.join(dir, `..2026_12_02_${++n}`);
+    mkdirSync(ts);
+    writeFileSync(path.join(ts, 'mode'), to);
+    symlinkSync(path.basename(ts), path.join(dir, '..data_tmp'));
+    renameSync(path.join(dir, '..data_tmp'), path.join(dir, '..data'));
+  };
+  swap(mode);
+  symlinkSync('..data/mode', path.join(dir, 'mode'));
+  return { dir, swap };
+}
+
+test('a ConfigMap volume swap is reported at once and its new mode taken by the first read, written a moment ago or not', async () => {
+  const root = mkdtempSync(path.join(tmpdir(), 'gwmode-swap-'));
+  const v = volume(root, 'shared');
+  let wake: () => void = () => undefined;
+  const watch = watchModeSource(v.dir, () => wake());
+  try {
+    // The clock says the files were written this very millisecond: no quiet time for a volume.
+    const reader = new ModeReader(v.dir, () => statSync(path.join(v.dir, 'mode')).mtimeMs);
+    assert.deepEqual(await reader.read(), { mode: 'shared', error: null });
+    await new Promise((r) => setTimeout(r, 200)); // the watch's start (its initial scan), not a debounce
+    const called = within(new Promise<void>((resolve) => (wake = resolve)), 15_000, 'the callback after the swap');
+    v.swap('local');
+    await called;
+    assert.deepEqual(await reader.read(), { mode: 'local', error: null });
+  } finally {
+    await watch.close();
+    rmSync(root, { recursive: true, force: true });
+  }
+});
+
+test('a host file written in place is not taken half-written: half a Network manifest (valid YAML saying shared) waits, the whole one is taken', async () => {
+  const root = mkdtempSync(path.join(tmpdir(), 'gwmode-inplace-'));
+  const file = path.join(root, 'mode');
+  const whole = ['apiVersion: operator.openshift.io/v1', 'kind: Network', 'metadata:', '  name: cluster', 'spec:', '  defaultNetwork:', '    ovnKubernetesConfig:', '      gatewayConfig:', '        routingViaHost: true', ''].join('\n');
+  const half = whole.slice(0, whole.indexOf('    ovnKubernetesConfig'));
+  let now = 0;
+  const reader = new ModeReader(file, () => now);
+  try {
+    writeFileSync(file, half);
+    // Read at once, as an in-place write's event brings it: half the manifest is "shared" to a parser.
+    assert.deepEqual(await readModeSource(file), { mode: 'shared', error: null });
+    now = statSync(file).mtimeMs;
+    const first = await reader.read();
+    assert.ok('pending' in first, JSON.stringify(first));
+    // The writer goes on: the same file, the rest of the content.
+    writeFileSync(file, whole);
+    now = statSync(file).mtimeMs + 1;
+    assert.ok('pending' in (await reader.read()));
+    // Garbage while being written is not an error yet either.
+    writeFileSync(file, 'kind: [');
+    now = statSync(file).mtimeMs;
+    assert.ok('pending' in (await reader.read()));
+    writeFileSync(file, whole);
+    now = statSync(file).mtimeMs + QUIET_MS;
+    assert.deepEqual(await reader.read(), { mode: 'local', error: null });
+  } finally {
+    rmSync(root, { recursive: true, force: true });
+  }
+});
+
+test('a host file left alone is read as it is: a valid mode taken, garbage an error', async () => {
+  const root = mkdtempSync(path.join(tmpdir(), 'gwmode-quiet-'));
+  const file = path.join(root, 'mode');
+  const reader = new ModeReader(file, () => statSync(file).mtimeMs + QUIET_MS);
+  try {
+    writeFileSync(file, 'local\n');
+    assert.deepEqual(await reader.read(), { mode: 'local', error: null });
+    writeFileSync(file, 'garbage');
+    assert.deepEqual(await reader.read(), { mode: null, error: 'the mode is "garbage"; expected exactly "local" or "shared"' });
+  } finally {
+    rmSync(root, { recursive: true, force: true });
   }
 });

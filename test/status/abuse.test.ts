@@ -95,6 +95,44 @@ test('a client that never finishes its headers is cut by the server', async () =
   });
 });
 
+test('a client that never finishes its headers is cut also when it comes after the socket sat with no connection open', async () => {
+  await withServer(async (socket) => {
+    // A whole exchange, then none open: the server's timeout checks pause until the next connection.
+    assert.equal((await get(socket, '/healthz')).code, 200);
+    await new Promise((r) => setTimeout(r, 100));
+    const [slow] = await slowClients(socket, 1);
+    const answer = await within(
+      new Promise<string>((resolve) => {
+        let out = '';
+        slow!.on('data', (d: Buffer) => (out += d.toString('latin1')));
+        slow!.on('close', () => resolve(out));
+      }),
+      30_000,
+      'the server closes the half-sent request',
+    );
+    assert.ok(answer === '' || answer.startsWith('HTTP/1.1 408 Request Timeout'), answer);
+  });
+});
+
+test('GET /status is the report as of its last change: built once per change, whatever the number of requests', async () => {
+  const dir = mkdtempSync(path.join(tmpdir(), 'gwmode-status-cache-'));
+  const socket = path.join(dir, 'run', 'agent.sock');
+  let version = 1;
+  let built = 0;
+  const report = () => ({ phase: version === 1 ? 'Converged' : 'Waiting' }) as unknown as StatusReport;
+  const server = await StatusServer.listen(socket, { status: () => (built++, report()), statusVersion: () => version, alive: () => true, ready: () => true });
+  try {
+    for (let i = 0; i < 5; i++) assert.deepEqual(JSON.parse((await get(socket, '/status')).body), { phase: 'Converged' });
+    assert.equal(built, 1);
+    version = 2;
+    assert.deepEqual(JSON.parse((await get(socket, '/status')).body), { phase: 'Waiting' });
+    assert.equal(built, 2);
+  } finally {
+    await server.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
 test('200 slow clients, more than the connection cap, do not keep /healthz out; the oldest are cut', async () => {
   await withServer(async (socket) => {
     const slow = await slowClients(socket, 200);

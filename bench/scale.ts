@@ -1,0 +1,219 @@
+// Benchmark: the agent on a main table of 1,000,000 routes (issue 12, item 5). Run as
+// root: `npm run bench:scale` (ROUTES=1000000, CHURN=100000, PASSES=200, REPAIRS=20).
+// A throwaway namespace with the seed's node and ROUTES unrelated /32 routes (ip -batch).
+//  1. A full reconcile pass in process: the owner loop (src/agent/agent.ts) with the
+//     real kernel dataplane, /proc probe and journal, a pass forced by settle()
+//     (reads the mode file, observes, plans, decides): the first (which seeds the route
+//     cache with one dump), then the median of PASSES. Beside it: `ip route show table
+//     main exact 10.96.0.0/16` as a whole process, on the same table.
+//  2. Churn: the real agent converged (local); REPAIRS outside changes of a service
+//     route, each on a CIDR not yet fought over (CIDRS extra service CIDRs 10.97.N.0/24,
+//     in local shape), each timed to its repair from this process's route notifications,
+//     first on the quiet table, then while `ip -batch` replaces CHURN unrelated routes;
+//     and how many times the agent lost notifications meanwhile (each costs a re-dump).
+import { execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { fileURLToPath } from 'node:url';
+import { FakeOvnkube } from '../src/demo/fake-ovnkube.js';
+import { seedNode } from '../src/demo/netns.js';
+
+const ROUTES = Number(process.env.ROUTES ?? 1_000_000);
+const CHURN = Number(process.env.CHURN ?? 100_000);
+const PASSES = Number(process.env.PASSES ?? 200);
+const REPAIRS = Number(process.env.REPAIRS ?? 20);
+const CIDRS = REPAIRS + 80;
+const CLI = fileURLToPath(new URL('../src/cli/main.js', import.meta.url));
+const SELF = fileURLToPath(import.meta.url);
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const pct = (xs: number[], p: number): number => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((xs.length * p) / 100))] ?? NaN;
+const summary = (xs: number[]) => ({ runs: xs.length, p50: +pct(xs, 50).toFixed(2), p99: +pct(xs, 99).toFixed(2), max: +Math.max(...xs).toFixed(2) });
+
+/** Inside the namespace: full passes of the owner loop, in process. */
+async function passes(dir: string): Promise<void> {
+  const { pino } = await import('pino');
+  const { Agent } = await import('../src/agent/agent.js');
+  const { KernelDataplane } = await import('../src/dataplane/kernel.js');
+  const { Journal } = await import('../src/restart/journal.js');
+  const { NoRestart } = await import('../src/restart/strategy.js');
+  const { readModeSource } = await import('../src/mode/source.js');
+  const { scanOvnkubeProcesses, summarise } = await import('../src/ovnkube/proc.js');
+  const { parseCidr } = await import('../src/net/cidr.js');
+  const dp = new KernelDataplane();
+  const agent = new Agent(
+    {
+      dataplane: dp,
+      strategy: new NoRestart(),
+      journal: new Journal(path.join(dir, 'state-inproc')),
+      probe: async () => summarise(await scanOvnkubeProcesses(), null),
+      log: pino({ level: 'silent' }),
+      readMode: () => readModeSource(path.join(dir, 'mode')),
+      watchMode: () => ({ close: async () => undefined }),
+      clock: { now: () => Date.now() },
+      random: Math.random,
+    },
+    {
+      config: { serviceCidrs: [parseCidr('10.96.0.0/16')], gatewayInterface: 'br-ex', managementInterface: 'ovn-k8s-mp0', layout: 'auto', ovnkubeModeCheck: 'proc', mtu: 1400, gatewayNexthop: {}, masqueradeNexthops: [], dryRun: true },
+      modePath: path.join(dir, 'mode'),
+      resyncIntervalMs: 3_600_000,
+      restart: { strategy: 'none', limit: { minIntervalMs: 0, maxPerHour: 3 }, timeoutMs: 300_000, settleMs: 0, retryBaseMs: 5000, retryMaxMs: 300_000, modeChecked: true },
+    },
+  );
+  await agent.init();
+  let t = performance.now();
+  agent.start();
+  await agent.settle();
+  const firstMs = performance.now() - t;
+  const times: number[] = [];
+  for (let i = 0; i < PASSES; i++) {
+    t = performance.now();
+    await agent.settle();
+    times.push(performance.now() - t);
+  }
+  const s = agent.status();
+  await agent.stop();
+  dp.close();
+  process.stdout.write(JSON.stringify({ firstPassMs: +firstMs.toFixed(1), steadyPass: summary(times), sawRoute: s.routes[0]?.observed }));
+}
+
+/** Inside the namespace: repairs of the service route, quiet then under churn. */
+async function repairs(ns: string): Promise<void> {
+  const { addon } = await import('../src/native/addon.js');
+  const { parseDatagram, decodeRoute, RTM_NEWROUTE, RTNLGRP_IPV4_ROUTE } = await import('../src/dataplane/codec.js');
+  const { addressFromBytes } = await import('../src/net/cidr.js');
+  const { KernelDataplane } = await import('../src/dataplane/kernel.js');
+  // Every notification of a service route is kept: the agent's answer may come in the same read as the change it answers.
+  const seen = new Map<string, number[]>();
+  let waiter: { key: string; after: number; resolve: (t: number) => void } | undefined;
+  const handle = addon.netlinkOpen({ groups: [RTNLGRP_IPV4_ROUTE], rcvbuf: 256 << 20 }, () => {
+    for (;;) {
+      let d: Buffer | null;
+      try {
+        d = addon.netlinkRecv(handle);
+      } catch {
+        continue; // ENOBUFS on this bench's own socket: the service route's messages may be lost, the waiter's timeout tells
+      }
+      if (d === null) return;
+      const t = performance.now();
+      for (const msg of parseDatagram(d)) {
+        // Byte 1 of rtmsg is the destination's length: the service routes are /24s, the churn /32s.
+        if (msg.type !== RTM_NEWROUTE || msg.data[1] !== 24) continue;
+        const r = decodeRoute(msg.data);
+        if (!r.dst || !r.gateway) continue;
+        const key = `${addressFromBytes(r.dst).text}/24 via ${addressFromBytes(r.gateway).text}`;
+        seen.set(key, [...(seen.get(key) ?? []), t]);
+        if (waiter && waiter.key === key && t >= waiter.after) {
+          const w = waiter;
+          waiter = undefined;
+          w.resolve(t);
+        }
+      }
+    }
+  });
+  const next = (prefix: string, gateway: string, after = performance.now()) => {
+    const key = `${prefix} via ${gateway}`;
+    const already = (seen.get(key) ?? []).find((t) => t >= after);
+    if (already !== undefined) return Promise.resolve(already);
+    return new Promise<number>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`no notification of ${key} in 20 s`)), 20_000);
+      waiter = { key, after, resolve: (t) => (clearTimeout(timer), resolve(t)) };
+    });
+  };
+  const dp = new KernelDataplane();
+  const brEx = (await dp.links()).find((l) => l.name === 'br-ex')!.index;
+  let cidr = 0;
+  /** The comparison: this process's own replace until its notification (what the kernel allows at that moment). */
+  let own: number[] = [];
+  const one = async () => {
+    if (cidr >= CIDRS) throw new Error(`all ${CIDRS} service CIDRs fought over`);
+    const prefix = `10.97.${cidr++}.0/24`;
+    const bad = next(prefix, '172.18.0.1');
+    const t0 = performance.now();
+    await dp.replaceRoute({ key: { prefix, family: 4, table: 254, priority: 0 }, protocol: 3, scope: 0, type: 1, to: { dev: 'br-ex', oif: brEx, gateway: '172.18.0.1', mtu: 1400 } });
+    const tBad = await bad;
+    own.push(tBad - t0);
+    return (await next(prefix, '10.244.1.1', tBad)) - tBad;
+  };
+  const quiet: number[] = [];
+  for (let i = 0; i < REPAIRS; i++) {
+    quiet.push(await one());
+    await sleep(100);
+  }
+  const ownQuiet = own;
+  own = [];
+  const lines: string[] = [];
+  for (let i = 0; i < CHURN; i++) lines.push(`route replace 100.${64 + (i >> 16)}.${(i >> 8) & 255}.${i & 255}/32 via 172.18.0.${i % 2 === 0 ? 3 : 1} dev br-ex`);
+  const churn = spawn('ip', ['-batch', '-'], { stdio: ['pipe', 'ignore', 'inherit'] });
+  const churnDone = new Promise<number>((r) => churn.once('exit', () => r(performance.now())));
+  const t0 = performance.now();
+  churn.stdin!.end(lines.join('\n') + '\n');
+  const busy: number[] = [];
+  let running = true;
+  void churnDone.then(() => (running = false));
+  while ((running || busy.length === 0) && cidr < CIDRS) {
+    busy.push(await one());
+    await sleep(20);
+  }
+  const churnMs = (await churnDone) - t0;
+  addon.netlinkClose(handle);
+  dp.close();
+  process.stdout.write(JSON.stringify({ quietRepair: summary(quiet), repairDuringChurn: summary(busy), outsideReplaceInProcessQuiet: summary(ownQuiet), outsideReplaceInProcessDuringChurn: summary(own), churn: { changes: CHURN, ms: Math.round(churnMs) }, ns }));
+}
+
+function timeWhole(ns: string, args: string[], runs = 5): number {
+  const times: number[] = [];
+  for (let i = 0; i < runs; i++) {
+    const t = performance.now();
+    const r = spawnSync('ip', ['netns', 'exec', ns, ...args], { maxBuffer: 1 << 30 });
+    if (r.status !== 0) throw new Error(`${args.join(' ')}: ${r.stderr}`);
+    times.push(performance.now() - t);
+  }
+  return +pct(times, 50).toFixed(1);
+}
+
+async function main(): Promise<void> {
+  if (process.argv[2] === '--passes') return passes(process.argv[3]!);
+  if (process.argv[2] === '--repairs') return repairs(process.argv[3]!);
+  const ns = seedNode({ gw0: true });
+  const dir = mkdtempSync(path.join(tmpdir(), 'gwmode-scale-'));
+  const ovnkube = new FakeOvnkube(ns, dir);
+  let agent: ChildProcess | undefined;
+  try {
+    const lines: string[] = [];
+    for (let i = 0; i < ROUTES; i++) lines.push(`route add 100.${64 + (i >> 16)}.${(i >> 8) & 255}.${i & 255}/32 via 172.18.0.1 dev br-ex`);
+    ns.batch(lines);
+    ns.batch(Array.from({ length: CIDRS }, (_, i) => `route add 10.97.${i}.0/24 via 10.244.1.1 dev ovn-k8s-mp0`));
+    writeFileSync(path.join(dir, 'mode'), 'local\n');
+    ovnkube.start('local', { respawn: true });
+    const inProcess = JSON.parse(execFileSync('ip', ['netns', 'exec', ns.name, process.execPath, SELF, '--passes', dir], { encoding: 'utf8' })) as Record<string, unknown>;
+    const ipExactMs = timeWhole(ns.name, ['ip', 'route', 'show', 'table', 'main', 'exact', '10.96.0.0/16']);
+
+    let out = '';
+    let lost = 0;
+    agent = spawn('ip', ['netns', 'exec', ns.name, process.execPath, CLI, 'run', '--log-level', 'info', '--mode-file', path.join(dir, 'mode'), '--service-cidr', ['10.96.0.0/16', ...Array.from({ length: CIDRS }, (_, i) => `10.97.${i}.0/24`)].join(','), '--mtu', '1400', '--settle', '0', '--restart', 'signal', '--socket', path.join(dir, 'run', 'agent.sock'), '--state-dir', path.join(dir, 'state')], { stdio: ['ignore', 'pipe', 'pipe'] });
+    agent.stdout!.on('data', (d: Buffer) => {
+      lost += d.toString().split('notifications were lost').length - 1;
+      out = (out + d.toString()).slice(-20_000);
+    });
+    agent.stderr!.on('data', (d: Buffer) => (out = (out + d.toString()).slice(-20_000)));
+    for (let i = 0; !/"msg":"phase Converged"/.test(out); i++) {
+      if (i > 1200) throw new Error(`never Converged:\n${out}`);
+      await sleep(50);
+    }
+    const lostBefore = lost;
+    const churn = JSON.parse(execFileSync('ip', ['netns', 'exec', ns.name, process.execPath, SELF, '--repairs', ns.name], { encoding: 'utf8', maxBuffer: 1 << 26 })) as Record<string, unknown>;
+    console.log(JSON.stringify({ routesInMainTable: ROUTES, inProcess, ipRouteShowExactWholeProcessMs: ipExactMs, ...churn, agentLostNotificationsDuringChurn: lost - lostBefore }, null, 2));
+  } finally {
+    if (agent && agent.exitCode === null) {
+      agent.kill('SIGTERM');
+      await new Promise((r) => agent!.once('exit', r));
+    }
+    ovnkube.stop();
+    ns.destroy();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+await main();
