@@ -19,6 +19,8 @@ console.log(`the agent took in ${r.modeChanges} desired-mode changes and carried
 console.log(`RSS ${r.warm.rssKb} kB after warm-up, ${r.end.rssKb} kB at the end (growth ${growthKb} kB); max ${Math.max(...r.samples.map((s) => s.rssKb))} kB`);
 console.log(`open fds ${r.warm.fds} after warm-up, ${r.end.fds} at the end, max ${Math.max(...r.samples.map((s) => s.fds))}`);
 console.log(`event-loop delay p99 (per second): max ${lagMax.toFixed(1)} ms over ${lags.length} samples; median of samples ${[...lags].sort((a, b) => a - b)[Math.floor(lags.length / 2)]?.toFixed(1)} ms`);
+const idles = r.samples.map((s) => s.idleP99Ms).filter((l): l is number => l !== null);
+console.log(`the same measure in an idle node process beside it (the machine's share): max ${Math.max(...idles).toFixed(1)} ms, median ${[...idles].sort((a, b) => a - b)[Math.floor(idles.length / 2)]?.toFixed(1)} ms`);
 console.log(`end: alive ${r.alive}, fatal logged ${r.fatalLogged}, phase ${r.finalPhase}, route ${r.convergedRoute.join(' | ')}`);
 const ok = r.alive && !r.fatalLogged && r.failedRequests === 0 && r.finalPhase === 'Converged' && r.convergedRoute[0] === SOAK_LOCAL && growthKb < 5 * 1024 && r.end.fds <= r.warm.fds && lagMax < 20;
 if (!ok) {

@@ -15,7 +15,8 @@ const seed = seedFrom('GWMODE_SOAK_SEED', 9);
 test(`soak (seed ${seed}): 3,000 mode flips and route flaps, the socket polled: every request answered, fds flat, converged at the end`, async (t) => {
   if (skipWithoutKernel(t)) return;
   const r = await soak({ seed, flips: 3000, flapEvery: 20, flipsPerTurn: 5, sampleEveryMs: 1000 });
-  t.diagnostic(`${r.flips} flips, ${r.flaps} flaps in ${r.seconds.toFixed(1)} s; ${r.requests} requests; ${r.modeChanges} mode changes taken in, ${r.replaces} replaces; fds ${r.warm.fds} -> ${r.end.fds}`);
+  t.diagnostic(`${r.flips} flips, ${r.flaps} flaps in ${r.seconds.toFixed(1)} s; ${r.requests} requests; ${r.modeChanges} mode changes taken in, ${r.replaces} replaces; fds ${r.warm.fds} -> ${r.end.fds}; ${r.failedRequests} failed requests, alive ${r.alive}`);
+  if (!r.alive || r.failedRequests > 0 || r.finalPhase !== 'Converged') t.diagnostic(r.outputTail);
   assert.ok(r.alive, 'the agent is up');
   assert.equal(r.fatalLogged, false, 'nothing fatal logged (an unhandled rejection is)');
   assert.equal(r.failedRequests, 0);

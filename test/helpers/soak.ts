@@ -37,6 +37,8 @@ export interface Sample {
   fds: number;
   /** prom-client's nodejs_eventloop_lag_p99_seconds of the last scrape, in ms (its histogram resets at each scrape). */
   lagP99Ms: number | null;
+  /** The same measure in an idle node process beside it: what the machine's load alone costs. */
+  idleP99Ms: number | null;
 }
 
 export interface SoakResult {
@@ -53,10 +55,20 @@ export interface SoakResult {
   warm: Sample;
   end: Sample;
   alive: boolean;
+  /** The agent's last output (errors only: it runs at --log-level error). */
+  outputTail: string;
   fatalLogged: boolean;
   convergedRoute: string[];
   finalPhase: string | undefined;
 }
+
+/** An idle node process that reports its own event-loop delay p99 each second, as prom-client measures it. */
+const IDLE = `
+const { monitorEventLoopDelay } = require('node:perf_hooks');
+const h = monitorEventLoopDelay({ resolution: 10 });
+h.enable();
+setInterval(() => { process.stdout.write(String(h.percentile(99) / 1e6) + '\\n'); h.reset(); }, 1000);
+`;
 
 const rssKb = (pid: number) => Number(/^VmRSS:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1]);
 const fds = (pid: number) => readdirSync(`/proc/${pid}/fd`).length;
@@ -74,6 +86,9 @@ export async function soak(o: SoakOptions): Promise<SoakResult> {
   const ovnkube = new FakeOvnkube(ns, scratch.dir);
   let agent: AgentProcess | undefined;
   const ip = spawn('ip', ['-n', ns.name, '-force', '-batch', '-'], { stdio: ['pipe', 'ignore', 'ignore'] });
+  const idle = spawn(process.execPath, ['-e', IDLE], { stdio: ['ignore', 'pipe', 'ignore'] });
+  let idleP99Ms: number | null = null;
+  idle.stdout.on('data', (d: Buffer) => (idleP99Ms = Number(d.toString().trim().split('\n').pop())));
   let polling = true;
   let poller: Promise<void> = Promise.resolve();
   try {
@@ -109,7 +124,7 @@ export async function soak(o: SoakOptions): Promise<SoakResult> {
 
     const samples: Sample[] = [];
     const sample = (flips: number) => {
-      const s = { flips, rssKb: rssKb(pid), fds: fds(pid), lagP99Ms };
+      const s = { flips, rssKb: rssKb(pid), fds: fds(pid), lagP99Ms, idleP99Ms };
       samples.push(s);
       return s;
     };
@@ -133,7 +148,7 @@ export async function soak(o: SoakOptions): Promise<SoakResult> {
       if (Date.now() - lastSample >= o.sampleEveryMs) {
         lastSample = Date.now();
         const s = sample(i);
-        log(`${i} flips, ${flaps} flaps, ${requests} requests: RSS ${s.rssKb} kB, ${s.fds} fds, event-loop p99 ${s.lagP99Ms?.toFixed(1)} ms`);
+        log(`${i} flips, ${flaps} flaps, ${requests} requests: RSS ${s.rssKb} kB, ${s.fds} fds, event-loop p99 ${s.lagP99Ms?.toFixed(1)} ms (an idle process beside it: ${s.idleP99Ms?.toFixed(1)} ms)`);
       }
     }
     const seconds = (Date.now() - t0) / 1000;
@@ -163,6 +178,7 @@ export async function soak(o: SoakOptions): Promise<SoakResult> {
       warm: warm ?? samples[0]!,
       end,
       alive: a.child.exitCode === null,
+      outputTail: a.output.slice(-3000),
       fatalLogged: a.output.includes('"level":60'),
       convergedRoute: last ? ns.routes('10.96.0.0/16') : [],
       finalPhase: last?.phase,
@@ -171,6 +187,7 @@ export async function soak(o: SoakOptions): Promise<SoakResult> {
     polling = false;
     await poller.catch(() => undefined);
     if (ip.exitCode === null) ip.kill();
+    idle.kill();
     await agent?.stop();
     ovnkube.stop();
     ns.destroy();
