@@ -55,7 +55,7 @@ export interface SoakResult {
   warm: Sample;
   end: Sample;
   alive: boolean;
-  /** The agent's last output (errors only: it runs at --log-level error). */
+  /** Why it did not converge at the end (the last status), else the agent's last output (errors only). */
   outputTail: string;
   fatalLogged: boolean;
   convergedRoute: string[];
@@ -152,12 +152,19 @@ export async function soak(o: SoakOptions): Promise<SoakResult> {
       }
     }
     const seconds = (Date.now() - t0) / 1000;
+    // The flaps still queued in `ip` land before the end: one after it could suspend
+    // repairs again with no input left to change (README, "It never fights").
     ip.stdin.end();
+    await new Promise((resolve) => (ip.exitCode !== null ? resolve(null) : ip.once('exit', resolve)));
 
     // The end: a last mode, and the new ovnkube-node the last migration waits for.
     writeMode('local');
     ovnkube.start('local');
-    const last = await waitForStatus(a, (s) => s.phase === 'Converged' && s.desiredMode === 'local', 'Converged at the end').catch(() => undefined);
+    let endError = '';
+    const last = await waitForStatus(a, (s) => s.phase === 'Converged' && s.desiredMode === 'local', 'Converged at the end').catch((err: Error) => {
+      endError = err.message.slice(0, 3000);
+      return undefined;
+    });
     await pause(2000);
     const metrics = await get(scratch.socket, '/metrics').catch(() => ({ code: 0, body: '' }));
     const modeChanges = metric(metrics.body, 'ovn_gwmode_desired_mode_changes_total') ?? -1;
@@ -178,7 +185,7 @@ export async function soak(o: SoakOptions): Promise<SoakResult> {
       warm: warm ?? samples[0]!,
       end,
       alive: a.child.exitCode === null,
-      outputTail: a.output.slice(-3000),
+      outputTail: endError || a.output.slice(-3000),
       fatalLogged: a.output.includes('"level":60'),
       convergedRoute: last ? ns.routes('10.96.0.0/16') : [],
       finalPhase: last?.phase,
