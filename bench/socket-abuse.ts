@@ -4,8 +4,12 @@
 //    hold half-sent requests, against the 100 ms budget; then while they reconnect when cut;
 //  - a seeded flood of COUNT=100000 malformed or hostile requests (GWMODE_ABUSE_SEED),
 //    a good request after every burst, and the agent's RSS before, during and after.
+//  - the same probe phases against a plain node:http server in the same run, the yardstick
+//    for what of the tail is the machine and the client process rather than the agent.
 // Run: `npm run build && node dist/bench/socket-abuse.js` (or `npm run bench:socket`).
+import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import path from 'node:path';
 import net from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { AgentProcess, FakeOvnkube, Scratch, waitForStatus } from '../test/helpers/agent.js';
@@ -49,6 +53,55 @@ function holdSlow(socket: string, n: number, reconnect: boolean): { stop: () => 
   };
 }
 
+/**
+ * The probe phases against `socket`: PROBES /healthz probes while SLOW slow clients
+ * hold their connections, then while each one cut comes straight back.
+ */
+async function probePhases(socket: string, who: string): Promise<void> {
+  for (const reconnect of [false, true]) {
+    const slow = holdSlow(socket, SLOW, reconnect);
+    await new Promise((r) => setTimeout(r, 1000));
+    const latencies: number[] = [];
+    let failed = 0;
+    for (let i = 0; i < PROBES; i++) {
+      const t0 = performance.now();
+      const r = await get(socket, '/healthz').catch(() => ({ code: 0 }));
+      latencies.push(performance.now() - t0);
+      if (r.code !== 200) failed++;
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    slow.stop();
+    const over = latencies.filter((l) => l > 100).length;
+    console.log(
+      `${who}: /healthz under ${SLOW} slow clients${reconnect ? `, reconnecting when cut (${slow.reconnects()} times)` : ' holding their connections'}: ${PROBES} probes, ${failed} failed, median ${pct(latencies, 50).toFixed(1)} ms, p99 ${pct(latencies, 99).toFixed(1)} ms, max ${Math.max(...latencies).toFixed(1)} ms, ${over} over 100 ms`,
+    );
+    await new Promise((r) => setTimeout(r, 500));
+  }
+}
+
+/**
+ * The yardstick: a plain node:http server with Node's defaults and no limits of ours,
+ * in a process of its own as the agent is, answering /healthz the same way. Whatever
+ * tail it shows under the same abuse in the same run is the machine's and the
+ * client's, not the agent's.
+ */
+const PLAIN_SERVER = `
+const http = require('node:http');
+const server = http.createServer((req, res) => {
+  const body = JSON.stringify({ ok: true }, null, 2) + '\\n';
+  res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
+  res.end(body);
+});
+server.listen(process.argv[1], () => process.stdout.write('listening\\n'));
+process.on('SIGTERM', () => { server.closeAllConnections(); server.close(() => process.exit(0)); });
+`;
+
+async function plainServer(socket: string): Promise<ChildProcess> {
+  const child = spawn(process.execPath, ['-e', PLAIN_SERVER, socket], { stdio: ['ignore', 'pipe', 'inherit'] });
+  await new Promise<void>((resolve) => child.stdout!.once('data', () => resolve()));
+  return child;
+}
+
 const ns = seedNode({ gw0: true });
 const scratch = new Scratch();
 const ovnkube = new FakeOvnkube(ns, scratch.dir);
@@ -63,25 +116,14 @@ try {
   const rssStart = rssKb(pid);
 
   // The issue's case: SLOW clients that hold their connection; then a harder one, where
-  // every client cut to make room comes straight back.
-  for (const reconnect of [false, true]) {
-    const slow = holdSlow(scratch.socket, SLOW, reconnect);
-    await new Promise((r) => setTimeout(r, 1000));
-    const latencies: number[] = [];
-    let failed = 0;
-    for (let i = 0; i < PROBES; i++) {
-      const t0 = performance.now();
-      const r = await get(scratch.socket, '/healthz').catch(() => ({ code: 0 }));
-      latencies.push(performance.now() - t0);
-      if (r.code !== 200) failed++;
-      await new Promise((r) => setTimeout(r, 10));
-    }
-    slow.stop();
-    const over = latencies.filter((l) => l > 100).length;
-    console.log(
-      `/healthz under ${SLOW} slow clients${reconnect ? `, reconnecting when cut (${slow.reconnects()} times)` : ' holding their connections'}: ${PROBES} probes, ${failed} failed, median ${pct(latencies, 50).toFixed(1)} ms, p99 ${pct(latencies, 99).toFixed(1)} ms, max ${Math.max(...latencies).toFixed(1)} ms, ${over} over 100 ms`,
-    );
-    await new Promise((r) => setTimeout(r, 500));
+  // every client cut to make room comes straight back. Then the same against a plain server.
+  await probePhases(scratch.socket, 'agent');
+  const plainSocket = path.join(scratch.dir, 'plain.sock');
+  const plain = await plainServer(plainSocket);
+  try {
+    await probePhases(plainSocket, 'plain node:http server');
+  } finally {
+    plain.kill('SIGTERM');
   }
 
   const samples: number[] = [];

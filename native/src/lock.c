@@ -17,7 +17,7 @@
 
 #include "errors.h"
 
-/* lockFile(path): { fd }, or throws (code EAGAIN, syscall 'flock') when another
+/* lockFile(path): { fd, readOnly }, or throws (code EAGAIN, syscall 'flock') when another
  * process holds the lock. */
 napi_value lock_file(napi_env env, napi_callback_info info) {
   size_t argc = 1;
@@ -40,6 +40,17 @@ napi_value lock_file(napi_env env, napi_callback_info info) {
   do {
     fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0640);
   } while (fd < 0 && errno == EINTR);
+  /* A state directory on a file system turned read-only (ext4's errors=remount-ro, a
+   * full disk remounted) keeps its lock file: flock needs no write access, so the
+   * agent can still start, hold the node and report why it refuses changes. */
+  int read_only = 0;
+  if (fd < 0 && errno == EROFS) {
+    read_only = 1;
+    do {
+      fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    } while (fd < 0 && errno == EINTR);
+    if (fd < 0 && errno == ENOENT) errno = EROFS;
+  }
   if (fd < 0) {
     throw_errno(env, errno, "open");
     return NULL;
@@ -59,5 +70,7 @@ napi_value lock_file(napi_env env, napi_callback_info info) {
   NAPI_CALL(env, napi_create_object(env, &result));
   NAPI_CALL(env, napi_create_int32(env, fd, &v));
   NAPI_CALL(env, napi_set_named_property(env, result, "fd", v));
+  NAPI_CALL(env, napi_get_boolean(env, read_only, &v));
+  NAPI_CALL(env, napi_set_named_property(env, result, "readOnly", v));
   return result;
 }

@@ -275,7 +275,10 @@ export class Agent {
       failedWith = errorCode(e);
       // A route that changed under a replace: look again at once, then back off.
       const delay = e.code === 'ENOENT' && this.failures === 1 ? 0 : backoffMs(this.failures, 1000, 60_000, this.deps.random());
-      this.error = reason('ReconcileFailed', `reconcile failed (attempt ${this.failures}, retrying in ${delay} ms): ${e.message}`);
+      this.error =
+        e.code === 'ERR_GWMODE_JOURNAL_WRITE'
+          ? reason('JournalUnwritable', `refusing to change routes or restart ovnkube-node: the change cannot be journaled (attempt ${this.failures}, retrying in ${delay} ms): ${e.message}`)
+          : reason('ReconcileFailed', `reconcile failed (attempt ${this.failures}, retrying in ${delay} ms): ${e.message}`);
       this.deps.log.error({ err: e, attempt: this.failures, retryInMs: delay }, 'reconcile failed');
       clearTimeout(this.retryTimer);
       if (delay === 0) this.dirty = true;

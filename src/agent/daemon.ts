@@ -49,6 +49,7 @@ const FIXED_AT_START = [
   'ovnkubeContainer',
   'restartGraceMs',
   'restartMinIntervalMs',
+  'restartMaxPerHour',
   'restartTimeoutMs',
   'settleMs',
   'metricsAddress',
@@ -77,7 +78,7 @@ function agentOptions(s: Settings, config: PlannerConfig): AgentOptions {
     resyncIntervalMs: s.resyncIntervalMs,
     restart: {
       strategy: s.restart,
-      limit: { minIntervalMs: s.restartMinIntervalMs, maxPerHour: 3 },
+      limit: { minIntervalMs: s.restartMinIntervalMs, maxPerHour: s.restartMaxPerHour },
       timeoutMs: s.restartTimeoutMs,
       settleMs: s.settleMs,
       retryBaseMs: 5000,

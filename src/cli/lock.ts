@@ -39,7 +39,7 @@ function lockError(lockPath: string, err: NodeJS.ErrnoException): LockError {
     // Making a directory or a file takes write access to the directory it goes in.
     return new LockError(`cannot lock ${lockPath}: permission denied (${err.syscall ?? err.code} ${at}); run as root, or give the agent's user write access to ${path.dirname(at)}`);
   }
-  if (err.code === 'EROFS') return new LockError(`cannot lock ${lockPath}: ${at} is on a read-only file system; --state-dir must be writable`);
+  if (err.code === 'EROFS') return new LockError(`cannot lock ${lockPath}: ${at} is on a read-only file system and has no lock file yet; --state-dir must be writable the first time`);
   return new LockError(`cannot lock ${lockPath}: ${err.message}`);
 }
 
@@ -56,13 +56,16 @@ export async function lockStateDir(stateDir: string): Promise<void> {
     throw lockError(lockPath, err as NodeJS.ErrnoException);
   }
   let fd: number;
+  let readOnly: boolean;
   try {
-    fd = addon.lockFile(lockPath).fd;
+    ({ fd, readOnly } = addon.lockFile(lockPath));
   } catch (err) {
     const e = err as NodeJS.ErrnoException;
     if (e.code === 'EAGAIN' || e.code === 'EWOULDBLOCK') throw new LockHeldError(lockPath, holderOf(lockPath));
     throw lockError(lockPath, e);
   }
+  // Read-only: the pid of an earlier holder stays in the file; the lock is ours all the same.
+  if (readOnly) return;
   ftruncateSync(fd);
   writeSync(fd, `${process.pid}\n`, 0);
 }

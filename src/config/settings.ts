@@ -40,6 +40,7 @@ export interface RawRunOptions extends RawPlanOptions {
   ovnkubeContainer: string;
   restartGrace: string | number;
   restartMinInterval: string | number;
+  restartMaxPerHour: string | number;
   restartTimeout: string | number;
   settle: string | number;
   dryRun: boolean;
@@ -68,6 +69,8 @@ export interface Settings extends PlanSettings {
   ovnkubeContainer: string;
   restartGraceMs: number;
   restartMinIntervalMs: number;
+  /** At most this many restart requests in any hour. */
+  restartMaxPerHour: number;
   restartTimeoutMs: number;
   settleMs: number;
   /** HOST:PORT of the TCP listener serving only /metrics; null: the socket's /metrics only. */
@@ -221,11 +224,18 @@ export async function resolveSettings(given: RawRunOptions): Promise<Settings> {
     ovnkubeContainer: raw.ovnkubeContainer,
     restartGraceMs: duration('restart-grace', raw.restartGrace),
     restartMinIntervalMs: duration('restart-min-interval', raw.restartMinInterval),
+    restartMaxPerHour: perHour(raw.restartMaxPerHour),
     restartTimeoutMs: duration('restart-timeout', raw.restartTimeout),
     settleMs: duration('settle', raw.settle),
     dryRun: raw.dryRun,
     metricsAddress: metricsAddress(raw.metricsAddress),
   };
+}
+
+function perHour(value: string | number): number {
+  const n = Number(value);
+  if (String(value).trim() === '' || !Number.isInteger(n) || n < 1 || n > 1_000_000) throw new ConfigError('restart-max-per-hour', `"${value}" is not a whole number from 1 to 1000000`);
+  return n;
 }
 
 function metricsAddress(value: string | undefined): string | null {

@@ -38,6 +38,7 @@ export const REASON_CODES = [
   'Settling',
   // The loop
   'ReconcileFailed',
+  'JournalUnwritable', // the state directory is full or read-only: no change is made that the journal cannot record
   // `rollback`: putting back what the journal's migration replaced
   'NothingToRollBack', // no migration on record, or it replaced nothing
   'RouteNotAsLeft', // the route is no longer what the migration made it: someone else changed it since

@@ -38,9 +38,10 @@ export interface NativeAddon {
   /**
    * Opens (creating it 0640) and flocks path exclusively without waiting; the fd is
    * close-on-exec and the lock lasts while it is open. Throws code EAGAIN when
-   * another open file holds the lock, and ELOOP when path is a symlink.
+   * another open file holds the lock, and ELOOP when path is a symlink. On a read-only
+   * file system an existing file is opened read-only (readOnly: true) and locked all the same.
    */
-  lockFile(path: string): { fd: number };
+  lockFile(path: string): { fd: number; readOnly: boolean };
 }
 
 const here = path.dirname(fileURLToPath(import.meta.url));

@@ -6,7 +6,7 @@
 // Writes are atomic: a temporary file, fsync, rename, fsync of the directory (and of
 // its parent when the directory had to be created). A journal that cannot be parsed
 // is moved aside and reported, never a crash loop.
-import { mkdir, open, readFile, rename } from 'node:fs/promises';
+import { mkdir, open, readFile, rename, unlink } from 'node:fs/promises';
 import path from 'node:path';
 import type { Migration } from '../core/migration.js';
 import type { GatewayMode } from '../core/types.js';
@@ -23,6 +23,20 @@ export const EMPTY_JOURNAL: JournalData = { version: 2, migration: null, restart
 
 export class JournalError extends Error {
   readonly code = 'ERR_GWMODE_JOURNAL';
+}
+
+/**
+ * The journal could not be written (a full or read-only state directory): the change
+ * it was to record must not be made. `errno` is the system error's code (ENOSPC, EROFS).
+ */
+export class JournalWriteError extends Error {
+  readonly code = 'ERR_GWMODE_JOURNAL_WRITE';
+  readonly errno: string;
+  constructor(file: string, cause: unknown) {
+    const errno = (cause as NodeJS.ErrnoException).code ?? 'UNKNOWN';
+    super(`cannot write the journal ${file}: ${(cause as Error).message}`, { cause });
+    this.errno = errno;
+  }
 }
 
 const FILE = 'migration-journal.json';
@@ -113,7 +127,17 @@ export class Journal {
     return aside;
   }
 
+  /** Throws JournalWriteError, leaving no temporary file behind (on a full disk it holds what space there was). */
   async save(data: JournalData): Promise<void> {
+    try {
+      await this.write(data);
+    } catch (err) {
+      await unlink(`${this.file}.tmp`).catch(() => undefined);
+      throw new JournalWriteError(this.file, err);
+    }
+  }
+
+  private async write(data: JournalData): Promise<void> {
     const created = await mkdir(this.dir, { recursive: true, mode: 0o750 });
     const tmp = `${this.file}.tmp`;
     const trimmed: JournalData = { ...data, restarts: data.restarts.slice(-KEEP_RESTARTS) };

@@ -80,8 +80,10 @@ test('every failing precondition leaves the route alone and names the reason', a
     ns.ip('link set ovn-k8s-mp0 down');
     ovnkube.start('local');
     await waitForStatus(agent, (s) => s.phase === 'Waiting' && s.reasons.some((r) => /ovn-k8s-mp0 is down/.test(r)), 'mp0 down');
-    ns.ip('link set ovn-k8s-mp0 up');
+    // The address goes before the link comes up: up with its address and ovnkube-node
+    // local, the agent may migrate in between (seen under load).
     ns.ip('addr flush dev ovn-k8s-mp0');
+    ns.ip('link set ovn-k8s-mp0 up');
     await waitForStatus(agent, (s) => s.reasons.some((r) => /ovn-k8s-mp0: no IPv4 address/.test(r)), 'mp0 no address');
     ns.ip('link del ovn-k8s-mp0');
     await waitForStatus(agent, (s) => s.reasons.some((r) => /ovn-k8s-mp0 does not exist/.test(r)), 'mp0 missing');

@@ -62,7 +62,7 @@ function flagsOf(command: string): string[] {
 
 test('each --help lists exactly the flags its command uses', () => {
   const planner = ['--gateway-interface', '--gateway-nexthop', '--layout', '--log-level', '--management-interface', '--mode-file', '--mtu', '--ovnkube-config', '--ovnkube-mode-check', '--service-cidr'];
-  const daemon = ['--cri-endpoint', '--dry-run', '--metrics-address', '--ovnkube-container', '--ovnkube-namespace', '--resync-interval', '--restart', '--restart-grace', '--restart-min-interval', '--restart-timeout', '--settle', '--socket', '--socket-group'];
+  const daemon = ['--cri-endpoint', '--dry-run', '--metrics-address', '--ovnkube-container', '--ovnkube-namespace', '--resync-interval', '--restart', '--restart-grace', '--restart-max-per-hour', '--restart-min-interval', '--restart-timeout', '--settle', '--socket', '--socket-group'];
   assert.deepEqual(flagsOf('plan'), [...planner, '--json'].sort());
   assert.deepEqual(flagsOf('apply'), [...planner, '--json', '--state-dir'].sort());
   assert.deepEqual(flagsOf('rollback'), [...planner.filter((f) => f !== '--mode-file' && f !== '--ovnkube-mode-check'), '--state-dir', '--yes'].sort());
@@ -77,7 +77,7 @@ test("a bad value of a daemon flag: run exits 2 with one line naming it", () => 
   try {
     // Where a `run` that wrongly started would put its socket and lock: not the node's.
     const base = ['run', '--mode-file', path.join(dir, 'mode'), '--service-cidr', '10.96.0.0/16', '--socket', path.join(dir, 'agent.sock'), '--state-dir', dir];
-    for (const [flag, value] of [['--resync-interval', 'soon'], ['--restart', 'sometimes'], ['--settle', 'later'], ['--metrics-address', 'localhost:9464']] as const) {
+    for (const [flag, value] of [['--resync-interval', 'soon'], ['--restart', 'sometimes'], ['--settle', 'later'], ['--restart-max-per-hour', '0'], ['--metrics-address', 'localhost:9464']] as const) {
       const r = run([...base, flag, value]);
       assert.equal(r.code, 2, r.stderr);
       assert.match(r.stderr, new RegExp(`^ovn-gwmode-agent: ${flag}: [^\n]+\n$`));

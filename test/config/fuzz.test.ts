@@ -136,6 +136,7 @@ function rawRun(rng: Rng): RawRunOptions {
     ovnkubeContainer: 'ovnkube-node',
     restartGrace: pickValue(rng, ['30', '1m']) as string,
     restartMinInterval: pickValue(rng, ['5m', '0']) as string,
+    restartMaxPerHour: '3',
     restartTimeout: pickValue(rng, ['5m', '1h']) as string,
     settle: pickValue(rng, ['60', '0']) as string,
     dryRun: rng() < 0.5,

@@ -1,0 +1,22 @@
+// Chaos, long form (root, containerd): MIGRATIONS (default 40) migrations local ->
+// shared -> local ..., KILLS_PER_MIGRATION (default 8) SIGKILLs each at seeded random
+// points (GWMODE_CHAOS_SEED), under a real containerd. Prints where the kills landed
+// and fails unless every migration restarted ovnkube-node exactly once, the route is
+// right and the journal's last migration is done. `npm run bench:chaos`.
+import { chaos } from '../test/helpers/chaos.js';
+import { seedFrom } from '../test/helpers/prng.js';
+
+const seed = seedFrom('GWMODE_CHAOS_SEED', 20261202);
+const migrations = Number(process.env.MIGRATIONS ?? 40);
+const killsPerMigration = Number(process.env.KILLS_PER_MIGRATION ?? 8);
+const r = await chaos({ seed, migrations, killsPerMigration, log: (l) => console.log(l) });
+const once = r.stopsPerMigration.every((n) => n === 1);
+console.log(`seed ${seed}: ${r.kills} SIGKILLs across ${migrations} migrations in ${r.seconds.toFixed(1)} s`);
+console.log(`kills by where they landed: ${JSON.stringify(r.killedAt)}`);
+console.log(`restarts by the agent per migration: ${once ? `exactly 1 for each of ${migrations}` : JSON.stringify(r.stopsPerMigration)}`);
+console.log(`route at the end: ${r.finalRoutes.join(' | ')} (expected ${r.expectedRoute}); journal ${JSON.stringify(r.journal)}; phase ${r.finalPhase}`);
+const ok = once && r.finalRoutes.length === 1 && r.finalRoutes[0] === r.expectedRoute && r.journal.restart === 'done' && !r.journal.tmpLeft && r.finalPhase === 'Converged';
+if (!ok) {
+  console.log('FAILED');
+  process.exitCode = 1;
+}

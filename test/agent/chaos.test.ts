@@ -1,0 +1,28 @@
+// The chaos run's short seeded form (test/helpers/chaos.ts; the long one is
+// `npm run bench:chaos`): at least 30 SIGKILLs at seeded random points of six
+// migrations under a real containerd. At the end the route is right, ovnkube-node
+// was restarted by the agent exactly once per migration, and the journal's last
+// migration is done, with no temporary file left.
+import { strict as assert } from 'node:assert';
+import { test } from 'node:test';
+import { chaos } from '../helpers/chaos.js';
+import { containerdSkipReason } from '../helpers/containerd.js';
+import { skipWithoutKernel } from '../helpers/netns.js';
+import { seedFrom } from '../helpers/prng.js';
+
+const seed = seedFrom('GWMODE_CHAOS_SEED', 20261202);
+
+test(`chaos (seed ${seed}): 30 SIGKILLs across 6 migrations, each migration restarting ovnkube-node exactly once`, async (t) => {
+  if (skipWithoutKernel(t)) return;
+  if (containerdSkipReason) {
+    process.stderr.write(`SKIPPED (${containerdSkipReason}): ${t.name}\n`);
+    return t.skip(containerdSkipReason);
+  }
+  const r = await chaos({ seed, migrations: 6, killsPerMigration: 5, log: (l) => t.diagnostic(l) });
+  t.diagnostic(`kills by where they landed: ${JSON.stringify(r.killedAt)}; ${r.seconds.toFixed(1)} s`);
+  assert.ok(r.kills >= 30);
+  assert.deepEqual(r.finalRoutes, [r.expectedRoute]);
+  assert.deepEqual(r.stopsPerMigration, [1, 1, 1, 1, 1, 1], `seed ${seed}`);
+  assert.deepEqual(r.journal, { mode: 'shared', restart: 'done', tmpLeft: false });
+  assert.equal(r.finalPhase, 'Converged');
+});

@@ -1,0 +1,50 @@
+// SIGTERM in the middle of an apply: the agent finishes the pass under way (within
+// its stop grace) or abandons it, and either way leaves the node whole: both families
+// in one mode, the journal saying what was done, and the next agent finishing the
+// migration with exactly one ovnkube-node restart in all.
+import { strict as assert } from 'node:assert';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { test } from 'node:test';
+import { AgentProcess, FAULTY, FakeOvnkube, Scratch, waitForStatus } from '../helpers/agent.js';
+import { seedNode, skipWithoutKernel } from '../helpers/netns.js';
+import { within } from '../helpers/wait.js';
+
+const ARGS = ['--service-cidr', '10.96.0.0/16,fd00:10:96::/112', '--mtu', '1400', '--restart', 'signal'];
+
+test('SIGTERM as the first replace of a dual-stack migration begins: a clean exit 0, both families in one mode, one restart in all', async (t) => {
+  if (skipWithoutKernel(t)) return;
+  const ns = seedNode({ gw0: true, ipv6: true });
+  const scratch = new Scratch();
+  const ovnkube = new FakeOvnkube(ns, scratch.dir);
+  let second: AgentProcess | undefined;
+  try {
+    scratch.writeMode('local');
+    ovnkube.start('local', { respawn: true });
+    const first = new AgentProcess(ns, scratch, ARGS, { GWMODE_FAULT: 'term-during-replace' }, FAULTY);
+    assert.equal(await within(first.exited, 30_000, 'the agent stops'), 0, first.output.slice(-3000));
+    const logs = first.logs();
+    assert.ok(logs.some((l) => l.msg === 'stopping' && l.signal === 'SIGTERM'), 'the SIGTERM came during the pass');
+    assert.ok(logs.some((l) => l.msg === 'stopped'), 'a clean stop');
+    const v4 = ns.routes('10.96.0.0/16');
+    const v6 = ns.routes('fd00:10:96::/112');
+    const local = [v4[0]?.includes('ovn-k8s-mp0'), v6[0]?.includes('ovn-k8s-mp0')];
+    assert.equal(local[0], local[1], `both families in one mode: ${v4} | ${v6}`);
+    if (local[0]) {
+      const journal = JSON.parse(readFileSync(path.join(scratch.stateDir, 'migration-journal.json'), 'utf8'));
+      assert.equal(journal.migration.mode, 'local', 'a migration carried out is on record');
+    }
+
+    second = new AgentProcess(ns, scratch, ARGS);
+    const s = await waitForStatus(second, (s) => s.phase === 'Converged', 'Converged by the next agent');
+    assert.match(ns.routes('10.96.0.0/16')[0] ?? '', /ovn-k8s-mp0/);
+    assert.match(ns.routes('fd00:10:96::/112')[0] ?? '', /ovn-k8s-mp0/);
+    assert.equal(s.restart?.count, 1, 'one restart request for the one migration');
+    assert.equal(ovnkube.starts, 2, 'ovnkube-node restarted exactly once');
+  } finally {
+    await second?.stop();
+    ovnkube.stop();
+    ns.destroy();
+    scratch.remove();
+  }
+});

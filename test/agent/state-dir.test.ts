@@ -1,0 +1,90 @@
+// The state directory full or read-only (a 16 KiB tmpfs mounted on it for the test):
+// the agent stays up, changes nothing it cannot journal first, says so with the
+// reason JournalUnwritable, and carries the change out once the journal can be
+// written again. An agent started on a read-only state directory runs all the same.
+import { strict as assert } from 'node:assert';
+import { execFileSync, spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { test } from 'node:test';
+import { AgentProcess, FakeOvnkube, Scratch, waitForStatus } from '../helpers/agent.js';
+import { seedNode, skipWithoutKernel } from '../helpers/netns.js';
+
+const LOCAL_V4 = '10.96.0.0/16 via 10.244.1.1 dev ovn-k8s-mp0';
+const SHARED_V4 = '10.96.0.0/16 via 172.18.0.1 dev br-ex mtu 1400';
+const ARGS = ['--service-cidr', '10.96.0.0/16', '--mtu', '1400', '--restart-min-interval', '0', '--restart-max-per-hour', '100'];
+
+/** Fills the file system of dir until it refuses another byte. */
+function fill(dir: string): string {
+  const filler = path.join(dir, 'filler');
+  try {
+    writeFileSync(filler, Buffer.alloc(1 << 20));
+    assert.fail('a 16 KiB tmpfs took 1 MiB');
+  } catch (err) {
+    assert.equal((err as NodeJS.ErrnoException).code, 'ENOSPC');
+  }
+  return filler;
+}
+
+test('a full, then read-only state directory: no change that cannot be journaled, the reason in the status, and it recovers', async (t) => {
+  if (skipWithoutKernel(t)) return;
+  const ns = seedNode({ gw0: true });
+  const scratch = new Scratch();
+  const ovnkube = new FakeOvnkube(ns, scratch.dir);
+  mkdirSync(scratch.stateDir);
+  execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=16k,mode=0750', 'tmpfs', scratch.stateDir]);
+  const remount = (how: 'ro' | 'rw') => execFileSync('mount', ['-o', `remount,${how}`, scratch.stateDir]);
+  let agent: AgentProcess | undefined;
+  try {
+    ovnkube.start('local', { respawn: true });
+    agent = new AgentProcess(ns, scratch, ARGS);
+    const a = agent;
+    await waitForStatus(a, (s) => s.lastReconcile !== null && s.reasonCodes[0] === 'ModeNotRead', 'the first pass');
+
+    // Full: the migration to local is never started.
+    const filler = fill(scratch.stateDir);
+    scratch.writeMode('local');
+    let s = await waitForStatus(a, (s) => s.reasonCodes[0] === 'JournalUnwritable' && /attempt [2-9]/.test(s.lastError ?? ''), 'JournalUnwritable, twice');
+    assert.equal(s.phase, 'Degraded');
+    assert.match(s.reasons[0]!, /^refusing to change routes or restart ovnkube-node: the change cannot be journaled \(attempt \d+, retrying in \d+ ms\): cannot write the journal .*migration-journal\.json: ENOSPC/);
+    assert.deepEqual(ns.routes('10.96.0.0/16'), [SHARED_V4], 'no route changed');
+    assert.equal(ovnkube.starts, 1, 'ovnkube-node not restarted');
+    assert.equal(s.restart?.count, 0);
+    assert.equal(a.child.exitCode, null, 'still running');
+    assert.equal(existsSync(path.join(scratch.stateDir, 'migration-journal.json.tmp')), false, 'no partial journal left holding the space');
+
+    rmSync(filler);
+    s = await waitForStatus(a, (s) => s.phase === 'Converged', 'Converged once there is room');
+    assert.deepEqual(ns.routes('10.96.0.0/16'), [LOCAL_V4]);
+    assert.equal(s.restart?.count, 1);
+
+    // Read-only (the kernel refuses to remount a file system some process writes to,
+    // so the agent is stopped first, as after a crash): a new agent starts on it, and
+    // the migration back to shared is never started.
+    await a.stop();
+    assert.equal(a.child.exitCode, 0);
+    remount('ro');
+    ovnkube.start('shared', { respawn: true });
+    scratch.writeMode('shared');
+    agent = new AgentProcess(ns, scratch, ARGS);
+    const b = agent;
+    s = await waitForStatus(b, (s) => s.reasonCodes[0] === 'JournalUnwritable', 'an agent on a read-only directory runs and reports it');
+    assert.match(s.reasons[0]!, /EROFS/);
+    assert.deepEqual(ns.routes('10.96.0.0/16'), [LOCAL_V4], 'no route changed');
+    assert.equal(s.restart?.count, 1, 'no restart requested');
+
+    // `ip netns exec` gave the agent a mount namespace of its own, whose copy of the
+    // mount was made read-only: it is made writable there too.
+    remount('rw');
+    execFileSync('nsenter', ['-t', String(b.child.pid), '-m', 'mount', '-o', 'remount,rw', scratch.stateDir]);
+    s = await waitForStatus(b, (s) => s.phase === 'Converged' && s.desiredMode === 'shared', 'Converged once writable');
+    assert.deepEqual(ns.routes('10.96.0.0/16'), [SHARED_V4]);
+    assert.equal(s.restart?.count, 2);
+  } finally {
+    await agent?.stop();
+    ovnkube.stop();
+    spawnSync('umount', ['-l', scratch.stateDir]);
+    ns.destroy();
+    scratch.remove();
+  }
+});

@@ -1,0 +1,203 @@
+// The soak run, shared by its short form in `npm test` and bench/soak.ts: the real
+// agent on the seed's node, `flips` mode-file flips (local <-> shared, each an atomic
+// rename) and outside route flaps (`ip route replace` of the service route to either
+// shape, through one `ip -batch` process), the socket polled throughout (/healthz and
+// /status every 20 ms, /metrics every second for the event-loop delay), RSS and open
+// fds sampled. Accelerated: --restart none and --ovnkube-mode-check off, so that every
+// pass that sees a new mode migrates (no ovnkube-node restart to wait for), a 1 s
+// resync, and flips far faster than the mode file's 200 ms debounce, so passes are
+// driven by the flaps' netlink events and the resync, each reading the mode then.
+// A flap may suspend repairs (README: set back more than twice within 10 minutes);
+// the next change of the desired mode lifts that. At the end: a last mode and a new
+// ovnkube-node (the restart the last migration owes), and the agent must converge.
+import { spawn } from 'node:child_process';
+import { readdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { AgentProcess, FakeOvnkube, Scratch, waitForStatus } from './agent.js';
+import { get } from './hostile-http.js';
+import { seedNode } from './netns.js';
+import { int, prng } from './prng.js';
+
+export const SOAK_LOCAL = '10.96.0.0/16 via 10.244.1.1 dev ovn-k8s-mp0';
+const SHAPES = ['10.96.0.0/16 via 172.18.0.1 dev br-ex mtu 1400', SOAK_LOCAL];
+
+export interface SoakOptions {
+  seed: number;
+  flips: number;
+  /** One flap per this many flips, on average. */
+  flapEvery: number;
+  /** Flips written per timer turn (a turn is at least 1 ms). */
+  flipsPerTurn: number;
+  sampleEveryMs: number;
+  log?: (line: string) => void;
+}
+
+export interface Sample {
+  flips: number;
+  rssKb: number;
+  fds: number;
+  /** prom-client's nodejs_eventloop_lag_p99_seconds of the last scrape, in ms (its histogram resets at each scrape). */
+  lagP99Ms: number | null;
+  /** The same measure in an idle node process beside it: what the machine's load alone costs. */
+  idleP99Ms: number | null;
+}
+
+export interface SoakResult {
+  flips: number;
+  flaps: number;
+  seconds: number;
+  requests: number;
+  failedRequests: number;
+  /** Changes of the desired mode the agent took in, and route replaces it carried out (migrations and repairs). */
+  modeChanges: number;
+  replaces: number;
+  suspensionsSeen: number;
+  samples: Sample[];
+  warm: Sample;
+  end: Sample;
+  alive: boolean;
+  /** Why it did not converge at the end (the last status), else the agent's last output (errors only). */
+  outputTail: string;
+  fatalLogged: boolean;
+  convergedRoute: string[];
+  finalPhase: string | undefined;
+}
+
+/** An idle node process that reports its own event-loop delay p99 each second, as prom-client measures it. */
+const IDLE = `
+const { monitorEventLoopDelay } = require('node:perf_hooks');
+const h = monitorEventLoopDelay({ resolution: 10 });
+h.enable();
+setInterval(() => { process.stdout.write(String(h.percentile(99) / 1e6) + '\\n'); h.reset(); }, 1000);
+`;
+
+const rssKb = (pid: number) => Number(/^VmRSS:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1]);
+const fds = (pid: number) => readdirSync(`/proc/${pid}/fd`).length;
+const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const metric = (text: string, name: string) => {
+  const m = new RegExp(`^${name} (\\S+)$`, 'm').exec(text);
+  return m ? Number(m[1]) : null;
+};
+
+export async function soak(o: SoakOptions): Promise<SoakResult> {
+  const log = o.log ?? (() => undefined);
+  const rng = prng(o.seed);
+  const ns = seedNode({ gw0: true });
+  const scratch = new Scratch();
+  const ovnkube = new FakeOvnkube(ns, scratch.dir);
+  let agent: AgentProcess | undefined;
+  const ip = spawn('ip', ['-n', ns.name, '-force', '-batch', '-'], { stdio: ['pipe', 'ignore', 'ignore'] });
+  const idle = spawn(process.execPath, ['-e', IDLE], { stdio: ['ignore', 'pipe', 'ignore'] });
+  let idleP99Ms: number | null = null;
+  idle.stdout.on('data', (d: Buffer) => (idleP99Ms = Number(d.toString().trim().split('\n').pop())));
+  let polling = true;
+  let poller: Promise<void> = Promise.resolve();
+  try {
+    const writeMode = (mode: string) => {
+      writeFileSync(`${scratch.modeFile}.tmp`, mode);
+      renameSync(`${scratch.modeFile}.tmp`, scratch.modeFile);
+    };
+    writeMode('local');
+    ovnkube.start('local');
+    const args = ['--service-cidr', '10.96.0.0/16', '--mtu', '1400', '--log-level', 'error', '--restart', 'none', '--ovnkube-mode-check', 'off', '--resync-interval', '1', '--restart-min-interval', '0', '--restart-max-per-hour', '1000000'];
+    agent = new AgentProcess(ns, scratch, args);
+    const a = agent;
+    await waitForStatus(a, (s) => s.routes[0]?.inSync === true, 'the first migration');
+    const pid = a.child.pid!;
+
+    let requests = 0;
+    let failedRequests = 0;
+    let lagP99Ms: number | null = null;
+    let suspensionsSeen = 0;
+    poller = (async () => {
+      for (let i = 0; polling; i++) {
+        const path = i % 50 === 0 ? '/metrics' : i % 2 === 0 ? '/healthz' : '/status';
+        const r = await get(scratch.socket, path).catch(() => ({ code: 0, body: '' }));
+        requests++;
+        if (r.code !== 200) failedRequests++;
+        else if (path === '/metrics') {
+          const lag = metric(r.body, 'nodejs_eventloop_lag_p99_seconds');
+          lagP99Ms = lag === null ? null : lag * 1000;
+        } else if (path === '/status' && /"repairsSuspended": "/.test(r.body)) suspensionsSeen++;
+        await pause(20);
+      }
+    })();
+
+    const samples: Sample[] = [];
+    const sample = (flips: number) => {
+      const s = { flips, rssKb: rssKb(pid), fds: fds(pid), lagP99Ms, idleP99Ms };
+      samples.push(s);
+      return s;
+    };
+    const t0 = Date.now();
+    let lastSample = t0;
+    let flaps = 0;
+    let mode = 'local';
+    let warm: Sample | undefined;
+    for (let i = 0; i < o.flips; ) {
+      for (let k = 0; k < o.flipsPerTurn && i < o.flips; k++, i++) {
+        mode = mode === 'local' ? 'shared' : 'local';
+        writeMode(mode);
+        if (int(rng, o.flapEvery) === 0) {
+          ip.stdin.write(`route replace ${SHAPES[int(rng, 2)]}\n`);
+          flaps++;
+        }
+      }
+      await pause(1);
+      if (a.child.exitCode !== null) break;
+      if (warm === undefined && i >= o.flips / 10) warm = sample(i);
+      if (Date.now() - lastSample >= o.sampleEveryMs) {
+        lastSample = Date.now();
+        const s = sample(i);
+        log(`${i} flips, ${flaps} flaps, ${requests} requests: RSS ${s.rssKb} kB, ${s.fds} fds, event-loop p99 ${s.lagP99Ms?.toFixed(1)} ms (an idle process beside it: ${s.idleP99Ms?.toFixed(1)} ms)`);
+      }
+    }
+    const seconds = (Date.now() - t0) / 1000;
+    // The flaps still queued in `ip` land before the end: one after it could suspend
+    // repairs again with no input left to change (README, "It never fights").
+    ip.stdin.end();
+    await new Promise((resolve) => (ip.exitCode !== null ? resolve(null) : ip.once('exit', resolve)));
+
+    // The end: a last mode, and the new ovnkube-node the last migration waits for.
+    writeMode('local');
+    ovnkube.start('local');
+    let endError = '';
+    const last = await waitForStatus(a, (s) => s.phase === 'Converged' && s.desiredMode === 'local', 'Converged at the end').catch((err: Error) => {
+      endError = err.message.slice(0, 3000);
+      return undefined;
+    });
+    await pause(2000);
+    const metrics = await get(scratch.socket, '/metrics').catch(() => ({ code: 0, body: '' }));
+    const modeChanges = metric(metrics.body, 'ovn_gwmode_desired_mode_changes_total') ?? -1;
+    const replaces = [...metrics.body.matchAll(/^ovn_gwmode_route_replaces_total\{direction="to_(?:local|shared)",result="done"\} (\d+)$/gm)].reduce((n, m) => n + Number(m[1]), 0);
+    polling = false;
+    await poller;
+    const end = sample(o.flips);
+    return {
+      flips: o.flips,
+      flaps,
+      seconds,
+      requests,
+      failedRequests,
+      modeChanges,
+      replaces,
+      suspensionsSeen,
+      samples,
+      warm: warm ?? samples[0]!,
+      end,
+      alive: a.child.exitCode === null,
+      outputTail: endError || a.output.slice(-3000),
+      fatalLogged: a.output.includes('"level":60'),
+      convergedRoute: last ? ns.routes('10.96.0.0/16') : [],
+      finalPhase: last?.phase,
+    };
+  } finally {
+    polling = false;
+    await poller.catch(() => undefined);
+    if (ip.exitCode === null) ip.kill();
+    idle.kill();
+    await agent?.stop();
+    ovnkube.stop();
+    ns.destroy();
+    scratch.remove();
+  }
+}
