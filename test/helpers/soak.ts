@@ -157,8 +157,10 @@ export async function soak(o: SoakOptions): Promise<SoakResult> {
     ip.stdin.end();
     await new Promise((resolve) => (ip.exitCode !== null ? resolve(null) : ip.once('exit', resolve)));
 
-    // The end: a last mode, and the new ovnkube-node the last migration waits for.
+    // The end: a last mode, taken in (a migration to it may start only now); then the
+    // new ovnkube-node that the last migration waits for, and that lifts a suspension.
     writeMode('local');
+    await waitForStatus(a, (s) => s.desiredMode === 'local' && s.lastError === null && (s.routes[0]?.inSync === true || s.routes[0]?.repairsSuspended != null), 'the last mode taken in').catch(() => undefined);
     ovnkube.start('local');
     let endError = '';
     const last = await waitForStatus(a, (s) => s.phase === 'Converged' && s.desiredMode === 'local', 'Converged at the end').catch((err: Error) => {
