@@ -13,7 +13,7 @@ import { REASON_CODES } from '../src/core/reasons.js';
 import { parseModeContent } from '../src/mode/parse.js';
 import { AgentProcess, CLI, FakeOvnkube, Scratch, waitForStatus } from './helpers/agent.js';
 import { ConfigMapVolume, type Manifest } from './helpers/kubelet.js';
-import { seedNode, skipWithoutKernel } from './helpers/netns.js';
+import { seedNode, skipWithoutKernel, type Netns } from './helpers/netns.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const README = readFileSync(path.join(ROOT, 'README.md'), 'utf8');
@@ -67,55 +67,68 @@ function target(l: string): { namespace: string; name: string } {
   return { namespace: ns, name };
 }
 
-/** A directory beside a checkout called ovn-gwmode-agent, as step 1 lays it out. */
-function overlayDir(): { dir: string; cleanup: () => void } {
+/** Step 1's overlay as written. */
+const OVERLAY = () => block('my-agent/kustomization.yaml');
+/** Step 3: the six dry-run lines deleted. */
+const ARMED = () => {
+  const armed = OVERLAY().replace(/^.*Step 2's dry run.*\n/m, '').replace(/^\s*- name: OVN_GWMODE_(DRY_RUN|OVNKUBE_MODE_CHECK|LAYOUT)\n\s*value: .*\n/gm, '');
+  assert.equal(OVERLAY().split('\n').length - armed.split('\n').length, 7, 'the comment and the six lines');
+  return armed;
+};
+/** Back to shared: `mode: local` changed to `mode: shared`. */
+const SHARED = () => ARMED().replace('mode: local', 'mode: shared');
+
+/** Renders a my-agent/kustomization.yaml in a directory beside a checkout called ovn-gwmode-agent, as step 1 lays it out. */
+function renderOverlay(t: TestContext, kustomization: string): Manifest[] | undefined {
   const base = mkdtempSync(path.join(tmpdir(), 'gwmode-guide-'));
-  symlinkSync(ROOT, path.join(base, 'ovn-gwmode-agent'));
-  const yaml = block('my-agent/kustomization.yaml');
-  mkdirSync(path.join(base, 'my-agent'));
-  writeFileSync(path.join(base, 'my-agent', 'kustomization.yaml'), yaml);
-  return { dir: path.join(base, 'my-agent'), cleanup: () => rmSync(base, { recursive: true, force: true }) };
+  try {
+    symlinkSync(ROOT, path.join(base, 'ovn-gwmode-agent'));
+    mkdirSync(path.join(base, 'my-agent'));
+    writeFileSync(path.join(base, 'my-agent', 'kustomization.yaml'), kustomization);
+    return render(t, path.join(base, 'my-agent'));
+  } finally {
+    rmSync(base, { recursive: true, force: true });
+  }
 }
 
-test("the guide's overlay renders the OpenShift DaemonSet with your image, and its commands name what it renders", (t) => {
-  const { dir, cleanup } = overlayDir();
-  try {
-    const docs = render(t, dir);
-    if (!docs) return;
-    const ds = docs.find((d) => d.kind === 'DaemonSet')!;
-    const kustomization = parseYaml(block('my-agent/kustomization.yaml')) as Manifest;
-    const image = kustomization.images[0];
-    assert.equal(ds.spec.template.spec.containers[0].image, `${image.newName}:${image.newTag}`);
-    const env = Object.fromEntries(ds.spec.template.spec.containers[0].env.map((e: Manifest) => [e.name, e.value]));
-    assert.equal(env.OVN_GWMODE_SERVICE_CIDR, '172.30.0.0/16', 'OpenShift service network');
-    assert.equal(env.OVN_GWMODE_MTU, '1400', 'OpenShift cluster MTU');
+/** What a rendering gives the agent: its container's environment and the mode ConfigMap's data. */
+function deployed(docs: Manifest[]): { env: NodeJS.ProcessEnv; mode: string } {
+  const ds = docs.find((d) => d.kind === 'DaemonSet')!;
+  const env = Object.fromEntries(ds.spec.template.spec.containers[0].env.map((e: Manifest) => [e.name, e.value]));
+  const cmName = ds.spec.template.spec.volumes.find((v: Manifest) => v.configMap).configMap.name;
+  const cm = docs.find((d) => d.kind === 'ConfigMap' && d.metadata.name === cmName)!;
+  return { env, mode: cm.data.mode };
+}
 
-    // Every DaemonSet and ConfigMap the guide's commands name is the rendered one.
-    const ns = ds.metadata.namespace;
-    for (const l of [line('set env', '=true'), line('set env', 'DRY_RUN-'), line('rollout status ds/ovn-gwmode-agent')]) {
-      assert.deepEqual(target(l), { namespace: ns, name: ds.metadata.name }, l);
-    }
-    const cm = docs.find((d) => d.kind === 'ConfigMap' && d.metadata.namespace === ns)!;
-    const mounted = ds.spec.template.spec.volumes.find((v: Manifest) => v.configMap).configMap.name;
-    assert.equal(mounted, cm.metadata.name);
-    for (const l of BLOCKS.flatMap((b) => b.text.split('\n')).filter((x) => x.includes('patch configmap') && x.includes(`-n ${ns} `))) {
-      assert.deepEqual(target(l), { namespace: ns, name: cm.metadata.name }, l);
-    }
-    // The one-liner lists the agent's pods by the DaemonSet's own selector, in its namespace.
-    const selector = Object.entries(ds.spec.selector.matchLabels as Record<string, string>).map(([k, v]) => `${k}=${v}`).join(',');
-    assert.ok(block('while read -r node pod').includes(`-n ${ns} get pods -l ${selector} `));
+test("the guide's overlay renders the OpenShift DaemonSet with your image, in dry run, then armed, then shared; its commands name what it renders", (t) => {
+  const docs = renderOverlay(t, OVERLAY());
+  if (!docs) return;
+  const ds = docs.find((d) => d.kind === 'DaemonSet')!;
+  const kustomization = parseYaml(OVERLAY()) as Manifest;
+  const image = kustomization.images[0];
+  assert.equal(ds.spec.template.spec.containers[0].image, `${image.newName}:${image.newTag}`);
+  const dry = deployed(docs);
+  assert.equal(dry.env.OVN_GWMODE_SERVICE_CIDR, '172.30.0.0/16', 'OpenShift service network');
+  assert.equal(dry.env.OVN_GWMODE_MTU, '1400');
+  assert.deepEqual([dry.env.OVN_GWMODE_DRY_RUN, dry.env.OVN_GWMODE_OVNKUBE_MODE_CHECK, dry.env.OVN_GWMODE_LAYOUT, dry.mode], ['true', 'off', 'legacy', 'local']);
+  const armed = deployed(renderOverlay(t, ARMED())!);
+  assert.deepEqual([armed.env.OVN_GWMODE_DRY_RUN, armed.env.OVN_GWMODE_OVNKUBE_MODE_CHECK, armed.env.OVN_GWMODE_LAYOUT, armed.env.OVN_GWMODE_MTU, armed.mode], [undefined, undefined, undefined, '1400', 'local']);
+  assert.equal(deployed(renderOverlay(t, SHARED())!).mode, 'shared');
 
-    // Removing the agent leaves exactly the node paths the guide says, besides the CRI socket.
-    const hostPaths = ds.spec.template.spec.volumes.filter((v: Manifest) => v.hostPath).map((v: Manifest) => v.hostPath.path as string);
-    const rm = /rm -rf ([^`]+)`/.exec(GUIDE.replace(/\n/g, ' '))![1]!.trim().split(/\s+/);
-    assert.deepEqual(hostPaths.filter((p: string) => !/crio|containerd/.test(p)).sort(), rm.sort());
-    assert.ok(block('kubectl delete -k').includes('kubectl delete -k my-agent'));
-  } finally {
-    cleanup();
-  }
+  // The DaemonSet the guide's commands name is the rendered one, and so are the one-liner's pods.
+  const ns = ds.metadata.namespace;
+  assert.deepEqual(target(line('rollout status ds/ovn-gwmode-agent')), { namespace: ns, name: ds.metadata.name });
+  const selector = Object.entries(ds.spec.selector.matchLabels as Record<string, string>).map(([k, v]) => `${k}=${v}`).join(',');
+  assert.ok(block('while read -r node pod').includes(`-n ${ns} get pods -l ${selector} `));
+
+  // Removing the agent leaves exactly the node paths the guide says, besides the CRI socket.
+  const hostPaths = ds.spec.template.spec.volumes.filter((v: Manifest) => v.hostPath).map((v: Manifest) => v.hostPath.path as string);
+  const rm = /rm -rf ([^`]+)`/.exec(GUIDE.replace(/\n/g, ' '))![1]!.trim().split(/\s+/);
+  assert.deepEqual(hostPaths.filter((p: string) => !/crio|containerd/.test(p)).sort(), rm.sort());
+  assert.ok(block('kubectl delete -k').includes('kubectl delete -k my-agent'));
 });
 
-test("the guide's ConfigMap commands make what the agent and the cluster network operator read", (t) => {
+test("the guide's commands for the operator's ConfigMap make gateway-mode-config in openshift-network-operator, key mode, local then shared", (t) => {
   // The operator's ConfigMap, created as the guide says (offline), read as a manifest mode file.
   const create = words(line('create configmap gateway-mode-config'));
   assert.deepEqual(target(line('create configmap gateway-mode-config')), { namespace: 'openshift-network-operator', name: 'gateway-mode-config' });
@@ -131,15 +144,6 @@ test("the guide's ConfigMap commands make what the agent and the cluster network
   };
   assert.deepEqual(parseModeContent(patch(line('patch configmap gateway-mode-config'), file)), { mode: 'shared' });
 
-  // The agent's ConfigMap, as rendered, patched to local and back to shared as the guide says.
-  const docs = render(t, path.join(ROOT, 'packaging/kubernetes'));
-  if (!docs) return;
-  const cm = docs.find((d) => d.kind === 'ConfigMap')!;
-  writeFileSync(file, JSON.stringify(cm));
-  const toLocal = parseYaml(patch(line('patch configmap ovn-gwmode-agent-mode', '"local"'), file)) as Manifest;
-  assert.equal(toLocal.data.mode, 'local');
-  const toShared = parseYaml(patch(line('patch configmap ovn-gwmode-agent-mode', '"shared"'), file)) as Manifest;
-  assert.equal(toShared.data.mode, 'shared');
   rmSync(path.dirname(file), { recursive: true, force: true });
 });
 
@@ -189,15 +193,35 @@ OVN_GWMODE_SOCKET="$socket" exec ${JSON.stringify(process.execPath)} ${JSON.stri
   return { env: { ...process.env, PATH: `${bin}:${process.env.PATH}` }, calls: () => readFileSync(log, 'utf8').trim().split('\n') };
 }
 
-/** The guide's `set env` line as the variables it sets. */
-function setEnv(l: string): NodeJS.ProcessEnv {
-  return Object.fromEntries(words(l).filter((w) => /^OVN_GWMODE_\w+=/.test(w)).map((w) => w.split('=') as [string, string]));
+/** The node of the guide's examples: OpenShift's service network, br-ex 10.0.0.2/24, ovn-k8s-mp0 10.128.2.2/23. */
+function guideNode(opts: { gw0: boolean }): Netns {
+  const ns = seedNode(opts);
+  try {
+    ns.ip('route del 10.96.0.0/16');
+    ns.ip('addr flush dev ovn-k8s-mp0');
+    ns.ip('addr add 10.128.2.2/23 dev ovn-k8s-mp0');
+    ns.ip('route flush dev br-ex');
+    ns.ip('addr flush dev br-ex');
+    ns.ip('addr add 10.0.0.2/24 dev br-ex');
+    ns.ip('route add default via 10.0.0.1 dev br-ex');
+    ns.ip('route add 172.30.0.0/16 via 10.0.0.1 dev br-ex mtu 1400');
+  } catch (err) {
+    ns.destroy();
+    throw err;
+  }
+  return ns;
 }
+
+const SVC = '172.30.0.0/16';
+const SHARED_ROUTE = '172.30.0.0/16 via 10.0.0.1 dev br-ex mtu 1400';
+const LOCAL_ROUTE = '172.30.0.0/16 via 10.128.2.1 dev ovn-k8s-mp0';
 
 test("the operator's guide on a shared-mode 4.8/4.9 node: dry-run plan, armed and waiting, the switch, back to shared, removal", async (t) => {
   if (skipWithoutKernel(t)) return;
+  const dry = renderOverlay(t, OVERLAY());
+  if (!dry) return;
   // A shared-mode 4.8/4.9 node: the stale-to-be route via br-ex, no ovn-k8s-gw0 yet.
-  const ns = seedNode({ gw0: false });
+  const ns = guideNode({ gw0: false });
   const scratch = new Scratch();
   const ovnkube = new FakeOvnkube(ns, scratch.dir);
   const volume = new ConfigMapVolume(path.join(scratch.dir, 'volume'));
@@ -210,33 +234,37 @@ test("the operator's guide on a shared-mode 4.8/4.9 node: dry-run plan, armed an
     assert.equal(r.status, 0, r.stderr);
     return r.stdout.trim().split('\n');
   };
-  // What the DaemonSet sets (the service network and MTU of this node), the rest from the guide.
-  // A short restart interval: the walk-through restarts ovnkube-node twice within seconds.
-  const args = ['--mode-file', volume.dir, '--service-cidr', '10.96.0.0/16', '--mtu', '1400', '--restart-min-interval', '1s'];
+  /** The agent as a rendering deploys it: its environment, its mode ConfigMap in the volume. */
+  const deploy = (docs: Manifest[]) => {
+    const { env, mode } = deployed(docs);
+    volume.update({ mode });
+    // The volume, socket and state directory are the test's; a short restart interval, since
+    // the walk-through restarts ovnkube-node twice within seconds.
+    return new AgentProcess(ns, scratch, ['--mode-file', volume.dir, '--restart-min-interval', '1s'], env);
+  };
   let agent: AgentProcess | undefined;
   try {
-    volume.update({ mode: 'shared' });
     ovnkube.start('shared', { respawn: true });
 
-    // Step 2: dry run, mode check off, legacy layout; the ConfigMap patched to local.
-    volume.update({ mode: 'local' });
-    agent = new AgentProcess(ns, scratch, args, setEnv(line('set env', '=true')));
+    // Step 2: the overlay as written: dry run, mode check off, legacy layout, mode local.
+    agent = deploy(dry);
     await waitForStatus(agent, (s) => s.dryRun && s.reasonCodes.includes('DryRun'), 'the dry-run plan');
     const [a, b] = oneLiner();
     assert.equal(a, 'worker-a: Waiting desired=local ovnkube=shared layout=legacy routes=0/1 in sync (dry run): dry run: 1 replace(s) planned, not applied');
     assert.match(b!, /^worker-b: ovn-gwmode-agent: cannot reach the agent on .*gone\.sock \(ENOENT\): is the agent running\?$/);
     const human = spawnSync('bash', ['-c', 'kubectl -n ovn-gwmode-agent exec ovn-gwmode-agent-a1b2c -- ovn-gwmode-agent status'], { encoding: 'utf8', env: kube.env });
-    assert.match(human.stdout, /desired mode local: 10\.96\.0\.0\/16 goes via 172\.18\.0\.1 dev br-ex mtu 1400, expected via 10\.244\.1\.1 dev ovn-k8s-mp0/);
-    assert.deepEqual(ns.routes('10.96.0.0/16'), ['10.96.0.0/16 via 172.18.0.1 dev br-ex mtu 1400']);
+    const example = /lists the replace: `([^`]+)`/.exec(GUIDE.replace(/\n/g, ' '))![1]!;
+    assert.ok(human.stdout.includes(example), `the guide's example "${example}" in:\n${human.stdout}`);
+    assert.deepEqual(ns.routes(SVC), [SHARED_ROUTE]);
     assert.equal(ovnkube.starts, 1, 'a dry run restarts nothing');
     assert.ok(kube.calls().every((c) => c.startsWith('-n ovn-gwmode-agent ')));
     await agent.stop();
 
-    // Step 3: the variables taken away (the rollout restarts the agent): waiting on ovnkube-node.
-    agent = new AgentProcess(ns, scratch, args);
-    await waitForStatus(agent, (s) => s.lastReconcile !== null && s.desiredMode === 'local', 'a pass');
+    // Step 3: the dry-run lines deleted, applied again (the rollout restarts the agent): waiting on ovnkube-node.
+    agent = deploy(renderOverlay(t, ARMED())!);
+    await waitForStatus(agent, (s) => s.lastReconcile !== null && s.desiredMode === 'local' && !s.dryRun, 'a pass');
     assert.match(oneLiner()[0]!, /^worker-a: Waiting desired=local ovnkube=shared .*: ovnkube-node \(pid \d+\) runs --gateway-mode shared, desired local: waiting for the cluster network operator to roll ovnkube-node out$/);
-    assert.deepEqual(ns.routes('10.96.0.0/16'), ['10.96.0.0/16 via 172.18.0.1 dev br-ex mtu 1400']);
+    assert.deepEqual(ns.routes(SVC), [SHARED_ROUTE]);
 
     // Step 4: the operator rolls ovnkube-node out in local mode, which makes ovn-k8s-gw0.
     ns.ip('link add ovn-k8s-gw0 type veth peer name gw0-peer');
@@ -244,20 +272,23 @@ test("the operator's guide on a shared-mode 4.8/4.9 node: dry-run plan, armed an
     ovnkube.start('local', { respawn: true });
     await waitForStatus(agent, (s) => s.phase === 'Converged', 'Converged in local mode');
     assert.equal(oneLiner()[0], 'worker-a: Converged desired=local ovnkube=local layout=legacy routes=1/1 in sync: service routes match desired mode local');
-    assert.deepEqual(ns.routes('10.96.0.0/16'), ['10.96.0.0/16 via 10.244.1.1 dev ovn-k8s-mp0']);
+    assert.deepEqual(ns.routes(SVC), [LOCAL_ROUTE]);
+    assert.ok(GUIDE.replace(/\n/g, ' ').includes(`becomes \`${LOCAL_ROUTE}\``));
     assert.equal(ovnkube.starts, 3, "the operator's rollout, then the agent's one restart");
 
-    // Back to shared: both ConfigMaps say shared; the operator rolls ovnkube-node out again.
-    volume.update({ mode: 'shared' });
+    // Back to shared: the operator rolls ovnkube-node out again; the overlay says shared
+    // (a ConfigMap change: kubelet swaps the volume under the running agent).
     ovnkube.start('shared', { respawn: true });
+    volume.update({ mode: deployed(renderOverlay(t, SHARED())!).mode });
     await waitForStatus(agent, (s) => s.phase === 'Converged' && s.desiredMode === 'shared', 'Converged in shared mode');
-    assert.deepEqual(ns.routes('10.96.0.0/16'), ['10.96.0.0/16 via 172.18.0.1 dev br-ex mtu 1400']);
+    assert.deepEqual(ns.routes(SVC), [SHARED_ROUTE]);
+    assert.ok(GUIDE.replace(/\n/g, ' ').includes(`cluster MTU (\`${SHARED_ROUTE}\`)`));
     assert.equal(ovnkube.starts, 5, 'the rollout, then one restart for the route the agent moved back');
 
     // Removing the agent changes no route.
     await agent.stop();
     agent = undefined;
-    assert.deepEqual(ns.routes('10.96.0.0/16'), ['10.96.0.0/16 via 172.18.0.1 dev br-ex mtu 1400']);
+    assert.deepEqual(ns.routes(SVC), [SHARED_ROUTE]);
   } finally {
     await agent?.stop();
     ovnkube.stop();
@@ -266,23 +297,26 @@ test("the operator's guide on a shared-mode 4.8/4.9 node: dry-run plan, armed an
   }
 });
 
-test('the guide on a 4.10+ node: RoutingViaHostLayout, and nothing changes, even with the dry-run variables', async (t) => {
+test("the guide on a 4.10+ node: RoutingViaHostLayout, and nothing changes, in dry run or armed", async (t) => {
   if (skipWithoutKernel(t)) return;
-  const ns = seedNode({ gw0: true });
+  const renderings = [renderOverlay(t, OVERLAY()), renderOverlay(t, ARMED())];
+  if (renderings.some((r) => r === undefined)) return;
+  const ns = guideNode({ gw0: true });
   const scratch = new Scratch();
   const ovnkube = new FakeOvnkube(ns, scratch.dir);
   const volume = new ConfigMapVolume(path.join(scratch.dir, 'volume'));
   let agent: AgentProcess | undefined;
   try {
     ns.ip('addr add 169.254.169.2/29 dev br-ex');
-    ns.ip('route replace 10.96.0.0/16 via 169.254.169.4 dev br-ex mtu 1400');
-    volume.update({ mode: 'local' });
+    ns.ip('route replace 172.30.0.0/16 via 169.254.169.4 dev br-ex mtu 1400');
     ovnkube.start('local', { respawn: true });
-    for (const env of [setEnv(line('set env', '=true')), {}]) {
-      agent = new AgentProcess(ns, scratch, ['--mode-file', volume.dir, '--service-cidr', '10.96.0.0/16', '--mtu', '1400'], env);
+    for (const docs of renderings) {
+      const { env, mode } = deployed(docs!);
+      volume.update({ mode });
+      agent = new AgentProcess(ns, scratch, ['--mode-file', volume.dir], env);
       const s = await waitForStatus(agent, (s) => s.lastReconcile !== null, 'a pass');
       assert.deepEqual(s.reasonCodes, ['RoutingViaHostLayout']);
-      assert.deepEqual(ns.routes('10.96.0.0/16'), ['10.96.0.0/16 via 169.254.169.4 dev br-ex mtu 1400']);
+      assert.deepEqual(ns.routes(SVC), ['172.30.0.0/16 via 169.254.169.4 dev br-ex mtu 1400']);
       await agent.stop();
     }
     agent = undefined;

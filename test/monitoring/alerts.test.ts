@@ -85,7 +85,7 @@ test('kustomize renders the monitoring Component onto the DaemonSet: /metrics on
     const rel = (p: string) => path.relative(dir, path.join(ROOT, p));
     writeFileSync(
       path.join(dir, 'kustomization.yaml'),
-      stringify({ resources: [rel('packaging/kubernetes')], components: [rel('packaging/kubernetes/monitoring'), rel('packaging/kubernetes/monitoring/openshift')] }),
+      stringify({ resources: [rel('packaging/openshift')], components: [rel('packaging/kubernetes/monitoring'), rel('packaging/kubernetes/monitoring/openshift')] }),
     );
     const r = spawnSync('kubectl', ['kustomize', dir], { encoding: 'utf8', timeout: 60_000 });
     assert.equal(r.status, 0, r.stderr);

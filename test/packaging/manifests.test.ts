@@ -85,9 +85,8 @@ test('the validators refuse what the API server would: wrong types, a missing re
   await refused(noVolumes, /required property 'volumes'/);
 });
 
-test('OpenShift overlay: its SCC admits the agent\'s pod and allows no more than the pod asks for; only the agent\'s service account may use it; 4.8/4.9 defaults set', (t) => {
-  if (skipWithoutKubectl(t)) return;
-  const docs = render(OPENSHIFT);
+/** The SCC admits the DaemonSet's pod, field by field as its strategies check it, and allows no more than the pod asks for. */
+function assertAdmits(docs: K8sObject[]): void {
   const scc = find(docs, 'SecurityContextConstraints');
   const ds = find(docs, 'DaemonSet');
   const pod = ds.spec.template.spec;
@@ -99,7 +98,10 @@ test('OpenShift overlay: its SCC admits the agent\'s pod and allows no more than
   assert.equal(scc.allowHostNetwork, pod.hostNetwork === true);
   assert.equal(scc.allowHostPID, pod.hostPID === true);
   assert.equal(scc.allowHostIPC, pod.hostIPC === true);
-  assert.equal(scc.allowHostPorts, false);
+  // A host-network pod's container ports are host ports: the API server fills in hostPort
+  // before the SCC is checked, so a declared port (the monitoring Component's) needs them.
+  const hostPorts = pod.containers.flatMap((k: any) => (k.ports ?? []).map((p: any) => p.hostPort ?? (pod.hostNetwork ? p.containerPort : undefined))).filter((p: unknown) => p !== undefined);
+  assert.equal(scc.allowHostPorts, hostPorts.length > 0, `host ports ${JSON.stringify(hostPorts)}`);
   assert.equal(scc.allowPrivilegedContainer, false, 'not privileged');
   assert.equal(sc.privileged, undefined);
   assert.equal(scc.allowPrivilegeEscalation, false);
@@ -121,6 +123,17 @@ test('OpenShift overlay: its SCC admits the agent\'s pod and allows no more than
   assert.deepEqual([...scc.volumes].sort(), [...volumeTypes].sort(), 'exactly the volume types the pod mounts');
   assert.equal(scc.allowHostDirVolumePlugin, volumeTypes.has('hostPath'));
   assert.deepEqual([scc.users, scc.groups], [[], []], 'granted through RBAC only');
+}
+
+test('OpenShift overlay: its SCC admits the agent\'s pod, with and without the monitoring Components, and allows no more than the pod asks for; only the agent\'s service account may use it; 4.8/4.9 defaults set', (t) => {
+  if (skipWithoutKubectl(t)) return;
+  assertAdmits(renderOpenShiftWithMonitoring());
+  const docs = render(OPENSHIFT);
+  assertAdmits(docs);
+  const scc = find(docs, 'SecurityContextConstraints');
+  const ds = find(docs, 'DaemonSet');
+  const pod = ds.spec.template.spec;
+  const [c] = pod.containers;
 
   // The binding: the DaemonSet's service account may `use` this SCC, and nothing else.
   const role = find(docs, 'Role');
