@@ -14,6 +14,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { seedNode } from '../src/demo/netns.js';
+import { terminate } from '../src/demo/process.js';
 
 const SECONDS = Number(process.env.SECONDS ?? 10);
 const CONNECTIONS = Number(process.env.CONNECTIONS ?? 32);
@@ -120,10 +121,7 @@ try {
   );
 } finally {
   plain?.kill();
-  if (agent && agent.exitCode === null) {
-    agent.kill('SIGTERM');
-    await new Promise((r) => agent!.once('exit', r));
-  }
+  await terminate(agent);
   ns.destroy();
   rmSync(dir, { recursive: true, force: true });
 }

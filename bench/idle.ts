@@ -15,6 +15,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { FakeOvnkube } from '../src/demo/fake-ovnkube.js';
 import { seedNode } from '../src/demo/netns.js';
+import { terminate } from '../src/demo/process.js';
 
 const SECONDS = Number(process.env.IDLE_SECONDS ?? 60);
 const REQUESTS = Number(process.env.REQUESTS ?? 200);
@@ -98,10 +99,7 @@ try {
   console.log(JSON.stringify({ agentQuiet: quiet, agentAfterRequests: { requests: REQUESTS, ...afterRequests }, nodeIdlingOnATimer: node }, null, 2));
 } finally {
   floor?.kill();
-  if (agent && agent.exitCode === null) {
-    agent.kill('SIGTERM');
-    await new Promise((r) => agent!.once('exit', r));
-  }
+  await terminate(agent);
   ovnkube.stop();
   ns.destroy();
   rmSync(dir, { recursive: true, force: true });

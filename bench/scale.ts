@@ -19,6 +19,7 @@ import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { FakeOvnkube } from '../src/demo/fake-ovnkube.js';
 import { seedNode } from '../src/demo/netns.js';
+import { terminate } from '../src/demo/process.js';
 
 const ROUTES = Number(process.env.ROUTES ?? 1_000_000);
 const CHURN = Number(process.env.CHURN ?? 100_000);
@@ -206,10 +207,7 @@ async function main(): Promise<void> {
     const churn = JSON.parse(execFileSync('ip', ['netns', 'exec', ns.name, process.execPath, SELF, '--repairs', ns.name], { encoding: 'utf8', maxBuffer: 1 << 26 })) as Record<string, unknown>;
     console.log(JSON.stringify({ routesInMainTable: ROUTES, inProcess, ipRouteShowExactWholeProcessMs: ipExactMs, ...churn, agentLostNotificationsDuringChurn: lost - lostBefore }, null, 2));
   } finally {
-    if (agent && agent.exitCode === null) {
-      agent.kill('SIGTERM');
-      await new Promise((r) => agent!.once('exit', r));
-    }
+    await terminate(agent);
     ovnkube.stop();
     ns.destroy();
     rmSync(dir, { recursive: true, force: true });

@@ -10,6 +10,7 @@ import { fetchStatus } from '../status/client.js';
 import { renderBrief } from '../status/report.js';
 import { FakeOvnkube } from './fake-ovnkube.js';
 import { seedNode } from './netns.js';
+import { terminate } from './process.js';
 
 const CLI = fileURLToPath(new URL('../cli/main.js', import.meta.url));
 const say = (text: string) => process.stdout.write(`\n=== ${text}\n`);
@@ -56,10 +57,7 @@ async function main(): Promise<void> {
     process.stdout.write(renderBrief(await fetchStatus(socket)) + '\n');
     if (phase !== 'Converged') process.exitCode = 1;
   } finally {
-    if (agent && agent.exitCode === null) {
-      agent.kill('SIGTERM');
-      await new Promise((r) => agent!.once('exit', r));
-    }
+    await terminate(agent);
     ovnkube.stop();
     ns.destroy();
     rmSync(dir, { recursive: true, force: true });
