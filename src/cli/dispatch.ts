@@ -45,12 +45,16 @@ const camel = (flag: string) => flag.replace(/-([a-z])/g, (_, c: string) => c.to
 /**
  * The command and its flags (defaults, then variables, then the line; each under both
  * spellings, mode-file and modeFile), as yargs gives them, when the line is a plain one:
- * a command, then its own flags, each at most once unless repeatable, with no conflict
- * and no stray word, and no misspelt variable. null for yargs to read.
+ * a command, then its own flags, each at most once unless repeatable, with no conflict,
+ * no stray word, no '-' and no value that starts with '-', and no misspelt variable.
+ * null for yargs to read.
  */
 export function quickParse(args: readonly string[], env: NodeJS.ProcessEnv): { command: Command; argv: Argv } | null {
   const command = COMMANDS.find((c) => c === args[0]);
   if (command === undefined) return null;
+  // parseArgs takes a lone '-' as a flag's value (`--socket -`) where yargs refuses it as
+  // an unexpected argument; a value that looks like a flag is yargs's to judge too.
+  if (args.includes('-')) return null;
   const kinds: Record<string, Kind> = {};
   const values: Argv = {};
   for (const [flag, o] of Object.entries(COMMAND_OPTIONS[command])) {
@@ -67,6 +71,7 @@ export function quickParse(args: readonly string[], env: NodeJS.ProcessEnv): { c
     if (err instanceof EnvError || (err as NodeJS.ErrnoException).code?.startsWith('ERR_PARSE_ARGS_')) return null;
     throw err;
   }
+  if (given.tokens.some((t) => t.kind === 'option' && t.value?.startsWith('-') === true)) return null;
   const named = given.tokens.flatMap((t) => (t.kind === 'option' ? [t.name] : []));
   if (named.some((flag, i) => !kinds[flag]!.multiple && named.indexOf(flag) !== i)) return null;
   if ((CONFLICTS[command] ?? []).some(([a, b]) => named.includes(a) && named.includes(b))) return null;

@@ -119,8 +119,12 @@ function placement(resolved: string): { target: string; kind: 'dir' | 'file' | '
   return { target, kind: 'ancestor' };
 }
 
-/** Calls onChange, at once, whenever anything under the mode file's location changes. */
-export function watchModeSource(source: string, onChange: () => void): ModeWatch {
+/**
+ * Calls onChange, at once, whenever anything under the mode file's location changes.
+ * `ready` settles once the watch is in place (the initial scan of its watcher done where
+ * the source now is), or it is closed: a change before that may go unseen.
+ */
+export function watchModeSource(source: string, onChange: () => void): ModeWatch & { ready: Promise<void> } {
   // A directory (ConfigMap volume) is watched itself, one level deep: its keys change
   // by the swap of the `..data` link inside it. A plain file is watched through its
   // directory, since editors and `kubectl cp` replace files by rename. A missing
@@ -130,6 +134,8 @@ export function watchModeSource(source: string, onChange: () => void): ModeWatch
   const onPath = (p: string) => p === resolved || resolved.startsWith(p + path.sep);
   let closed = false;
   let current: FSWatcher;
+  let placed: () => void = () => undefined;
+  const ready = new Promise<void>((resolve) => (placed = resolve));
   const retired: Array<Promise<void>> = [];
   const fire = () => {
     if (!closed) onChange();
@@ -161,16 +167,19 @@ export function watchModeSource(source: string, onChange: () => void): ModeWatch
     // What appeared while the watch was starting is in its initial scan, which
     // ignoreInitial hides: look again once it is ready, and after a move re-read.
     watcher.once('ready', () => {
-      if (!stillPlaced()) move();
-      else if (moved) fire();
+      if (!stillPlaced()) return move();
+      if (watcher === current) placed();
+      if (moved) fire();
     });
     watcher.on('error', fire);
     current = watcher;
   };
   arm(false);
   return {
+    ready,
     close: async () => {
       closed = true;
+      placed();
       await Promise.all([...retired, current.close()]);
     },
   };

@@ -10,8 +10,16 @@
 // Each /proc file costs an open, a read and a close of some microseconds; through
 // the thread pool (fs/promises) each of those is a round trip and readFile allocates
 // 64 KiB for a file whose size /proc reports as 0, which cost a pass tens of
-// milliseconds and most of the agent's garbage collection. Only the command line is
-// read for every process, and it is decoded only when argv[0] is named ovnkube.
+// milliseconds and most of the agent's garbage collection.
+//
+// Only /proc/PID/comm is read for every process: reading /proc/PID/cmdline takes the
+// target's mmap lock, so a single process stuck in D state holding it would freeze the
+// event loop (healthz, the netlink drain) on a synchronous read, and comm does not take
+// it. The command line is read only where comm says `ovnkube`: the kernel sets comm at
+// exec to the name of the file executed (at most 15 bytes), so ovnkube-node, which the
+// images run as `exec /usr/bin/ovnkube --init-node ...`, reads `ovnkube` (as does the
+// stand-in of the tests, /bin/sh copied under that name). It is decoded only when
+// argv[0] is named ovnkube too.
 import { closeSync, openSync, readdirSync, readlinkSync, readSync } from 'node:fs';
 import path from 'node:path';
 import type { GatewayMode, OvnkubeObservation } from '../core/types.js';
@@ -53,6 +61,9 @@ export interface OvnkubeScan {
   unreadable: UnreadableProcess[];
 }
 
+/** Reads a whole /proc file; the returned buffer may be reused by the next call. Tests wrap it to see what is read. */
+export type ProcReader = (file: string) => Buffer;
+
 let buffer = Buffer.allocUnsafe(64 * 1024);
 
 /** The whole of a /proc file, in the shared buffer (valid until the next call). */
@@ -77,6 +88,13 @@ function readProcFile(file: string): Buffer {
 
 const OVNKUBE = Buffer.from('ovnkube');
 const SLASH = 0x2f;
+const NEWLINE = 0x0a;
+
+/** Whether /proc/PID/comm (the name, then a newline) says ovnkube. */
+function commIsOvnkube(comm: Buffer): boolean {
+  const end = comm.length > 0 && comm[comm.length - 1] === NEWLINE ? comm.length - 1 : comm.length;
+  return end === OVNKUBE.length && comm.compare(OVNKUBE, 0, OVNKUBE.length, 0, end) === 0;
+}
 
 /** Whether argv[0] of a raw command line is named ovnkube (the cheap test every process gets). */
 function namedOvnkube(cmdline: Buffer): boolean {
@@ -92,18 +110,19 @@ function namedOvnkube(cmdline: Buffer): boolean {
  * takes the kernel's ptrace access check (root, or CAP_SYS_PTRACE), and a refusal
  * says nothing about where the process runs.
  */
-export async function scanOvnkubeProcesses(procRoot = '/proc'): Promise<OvnkubeScan> {
-  return scanOvnkubeProcessesSync(procRoot);
+export async function scanOvnkubeProcesses(procRoot = '/proc', read: ProcReader = readProcFile): Promise<OvnkubeScan> {
+  return scanOvnkubeProcessesSync(procRoot, read);
 }
 
-function scanOvnkubeProcessesSync(procRoot: string): OvnkubeScan {
+function scanOvnkubeProcessesSync(procRoot: string, read: ProcReader): OvnkubeScan {
   const ownNet = readlinkSync(path.join(procRoot, 'self', 'ns', 'net'));
   const scan: OvnkubeScan = { processes: [], unreadable: [] };
   for (const entry of readdirSync(procRoot)) {
     if (!/^\d+$/.test(entry)) continue;
     const dir = `${procRoot}/${entry}`;
     try {
-      const raw = readProcFile(`${dir}/cmdline`);
+      if (!commIsOvnkube(read(`${dir}/comm`))) continue;
+      const raw = read(`${dir}/cmdline`);
       if (!namedOvnkube(raw)) continue;
       const argv = raw.toString('utf8').split('\0').filter((a, i, all) => a !== '' || i < all.length - 1);
       const parsed = parseOvnkubeCmdline(argv);
@@ -120,7 +139,7 @@ function scanOvnkubeProcessesSync(procRoot: string): OvnkubeScan {
         throw err;
       }
       if (net !== ownNet) continue;
-      const startTime = startTimeOf(readProcFile(path.join(dir, 'stat')).toString('utf8'));
+      const startTime = startTimeOf(read(path.join(dir, 'stat')).toString('utf8'));
       if (startTime === null) continue;
       const m = parsed.modeFlag;
       scan.processes.push({ pid: Number(entry), startTime, modeFlag: m, mode: m === 'local' || m === 'shared' ? m : null });

@@ -16,18 +16,36 @@ export class AgentDeniedError extends Error {
   readonly code = 'ERR_GWMODE_SOCKET_DENIED';
 }
 
-/** A chunked body, decoded; throws when it is cut short. */
+/**
+ * The most the client reads of an answer, header and body: the agent's answers are a few
+ * kilobytes (a status report, 256 events), so anything past this is not the agent.
+ */
+export const MAX_ANSWER_BYTES = 16 * 1024 * 1024;
+
+/** A chunk-size line: hex digits, then perhaps extensions. */
+const CHUNK_SIZE = /^([0-9a-fA-F]+)(;.*)?$/;
+
+/** A chunked body, decoded; throws when it is cut short or malformed. */
 function dechunk(body: Buffer): Buffer {
   const parts: Buffer[] = [];
+  let total = 0;
   let at = 0;
   for (;;) {
     const eol = body.indexOf('\r\n', at);
     if (eol < 0) throw new Error('chunked body cut short');
-    const size = parseInt(body.subarray(at, eol).toString('latin1'), 16);
-    if (!Number.isFinite(size) || eol + 2 + size > body.length) throw new Error('chunked body cut short');
+    const line = CHUNK_SIZE.exec(body.subarray(at, eol).toString('latin1'));
+    if (!line) throw new Error('bad chunk size');
+    // Leading zeros aside, more than 8 hex digits is past any cap: refuse before parseInt loses precision.
+    const digits = line[1]!.replace(/^0+(?=.)/, '');
+    const size = digits.length > 8 ? Infinity : parseInt(digits, 16);
+    if (size > MAX_ANSWER_BYTES - total) throw new Error(`chunked body longer than ${MAX_ANSWER_BYTES} bytes`);
     if (size === 0) return Buffer.concat(parts);
-    parts.push(body.subarray(eol + 2, eol + 2 + size));
-    at = eol + 2 + size + 2;
+    const data = eol + 2;
+    if (data + size + 2 > body.length) throw new Error('chunked body cut short');
+    if (body[data + size] !== 0x0d || body[data + size + 1] !== 0x0a) throw new Error('chunk data not followed by CRLF');
+    parts.push(body.subarray(data, data + size));
+    total += size;
+    at = data + size + 2;
   }
 }
 
@@ -55,7 +73,13 @@ export function fetchPath(socket: string, urlPath: string, timeoutMs = 5000): Pr
     const chunks: Buffer[] = [];
     const conn = net.connect(socket, () => conn.write(`GET ${urlPath} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n`));
     conn.setTimeout(timeoutMs, () => conn.destroy(new Error('timed out')));
-    conn.on('data', (d: Buffer) => chunks.push(d));
+    let received = 0;
+    conn.on('data', (d: Buffer) => {
+      received += d.length;
+      if (received <= MAX_ANSWER_BYTES) return void chunks.push(d);
+      conn.destroy();
+      reject(new AgentUnreachableError(`bad answer on ${socket}: longer than ${MAX_ANSWER_BYTES} bytes`));
+    });
     conn.on('end', () => {
       conn.destroy();
       try {

@@ -1,6 +1,8 @@
 // The quick parser of src/cli/dispatch.ts against yargs: on every plain line it gives the
 // very flags yargs gives, and it leaves every other line to yargs.
 import { strict as assert } from 'node:assert';
+import { spawnSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 import { test } from 'node:test';
 import { quickParse, type Argv } from '../../src/cli/dispatch.js';
 import { COMMANDS } from '../../src/cli/options.js';
@@ -23,6 +25,8 @@ async function yargsArgv(args: string[], env: Record<string, string>): Promise<A
   const { _, $0, ...flags } = seen!;
   return flags;
 }
+
+const MAIN = fileURLToPath(new URL('../../src/cli/main.js', import.meta.url));
 
 const PLAIN: string[][] = [
   ['status'],
@@ -74,8 +78,22 @@ test('every other line is left to yargs: help, version, typos, conflicts, repeat
     [['run', '--service-cidr', '10.96.0.0/16', 'fd00::/112'], {}],
     [['run', '--no-dry-run'], {}],
     [['run', '-h'], {}],
+    [['run', '--mode-file', '-'], {}],
+    [['status', '--socket', '-'], {}],
+    [['status', '-'], {}],
+    [['plan', '--mode-file', '/m', '-'], {}],
+    [['status', '--socket=-'], {}],
+    [['events', '--since=-5m'], {}],
     [['status'], { OVN_GWMODE_MODEFILE: '/m' }],
     [['run'], { OVN_GWMODE_DRY_RUN: 'yes' }],
   ];
   for (const [args, env] of cases) assert.equal(quickParse(args, env), null, `${args.join(' ')} with ${JSON.stringify(env)}`);
+});
+
+test("a lone '-' after a flag is refused as yargs refuses it, with exit code 2", async () => {
+  for (const args of [['run', '--mode-file', '-'], ['status', '--socket', '-']]) {
+    const r = spawnSync(process.execPath, [MAIN, ...args], { encoding: 'utf8', timeout: 20_000, env: Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('OVN_GWMODE_'))) });
+    assert.equal(r.status, 2, `${args.join(' ')}: ${r.stderr}`);
+    assert.match(r.stderr, /unexpected argument "-"/);
+  }
 });

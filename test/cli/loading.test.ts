@@ -1,4 +1,5 @@
-// What each kind of process loads (recorded by test/fixtures/record-imports.ts): the
+// What each kind of process loads (recorded by test/fixtures/record-imports.ts, imports
+// and require() calls both, since yaml and prom-client come by createRequire): the
 // commands probes and people run often load the socket client and nothing of the
 // kernel, the runtime, the logger, the metrics or yargs; the daemon loads gRPC only
 // for a CRI restart, and the YAML parser only for a manifest.
@@ -38,6 +39,30 @@ function withLog<T>(fn: (log: string) => T): { result: T; parts: Set<string>; ur
   }
 }
 
+const PARSE = new URL('../../src/mode/parse.js', import.meta.url).href;
+const METRICS = new URL('../../src/metrics/metrics.js', import.meta.url).href;
+
+/** What a node process loads running an ESM snippet under the recorder. */
+function loadedBy(code: string, ...args: string[]) {
+  return withLog((log) =>
+    spawnSync(process.execPath, ['--import', RECORDER, '--input-type=module', '-e', code, ...args], { encoding: 'utf8', env: { ...process.env, GWMODE_IMPORT_LOG: log } }),
+  );
+}
+
+test('the recorder sees what comes by createRequire: the YAML parser for a manifest, not for a word; prom-client with the metrics', () => {
+  const parse = `import { parseModeContent } from ${JSON.stringify(PARSE)}; console.log(JSON.stringify(parseModeContent(process.argv[1])));`;
+  const manifest = loadedBy(parse, 'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: gateway-mode-config}\ndata: {mode: local}\n');
+  assert.equal(manifest.result.stdout, '{"mode":"local"}\n', manifest.result.stderr);
+  assert.ok(manifest.parts.has('src/mode') && manifest.parts.has('yaml'), [...manifest.parts].join(', '));
+  const word = loadedBy(parse, 'local');
+  assert.equal(word.result.stdout, '{"mode":"local"}\n', word.result.stderr);
+  assert.ok(word.parts.has('src/mode') && !word.parts.has('yaml'), [...word.parts].join(', '));
+
+  const metrics = loadedBy(`import { AgentMetrics } from ${JSON.stringify(METRICS)}; console.log(typeof AgentMetrics);`);
+  assert.equal(metrics.result.stdout, 'function\n', metrics.result.stderr);
+  assert.ok(metrics.parts.has('src/metrics') && metrics.parts.has('prom-client'), [...metrics.parts].join(', '));
+});
+
 const HEAVY = ['yargs', '@grpc/grpc-js', '@grpc/proto-loader', 'netlink', 'pino', 'prom-client', 'chokidar', 'yaml', 'src/dataplane', 'src/native', 'src/agent', 'src/cri', 'src/metrics'];
 
 test('status, status --brief, --json, health, health --ready and events load the socket client and nothing heavy, not even node:http', () => {
@@ -71,7 +96,8 @@ test('the daemon with --restart signal never loads gRPC, nor yargs, nor the YAML
       assert.ok(ovnkube.starts >= 2, 'ovnkube-node was restarted');
     });
     const parts = partsOf(readFileSync(log, 'utf8').split('\n').filter(Boolean));
-    assert.ok(parts.has('netlink') && parts.has('src/dataplane') && parts.has('src/restart'), [...parts].join(', '));
+    // prom-client comes by createRequire: seeing it shows the recorder would see yaml too.
+    assert.ok(parts.has('netlink') && parts.has('src/dataplane') && parts.has('src/restart') && parts.has('prom-client'), [...parts].join(', '));
     assert.deepEqual(['@grpc/grpc-js', '@grpc/proto-loader', 'src/cri', 'yargs', 'yaml'].filter((p) => parts.has(p)), [], [...parts].join(', '));
   } finally {
     rmSync(dir, { recursive: true, force: true });

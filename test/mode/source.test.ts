@@ -52,6 +52,20 @@ test('a mode file whose directories do not exist yet is seen when they and it ap
   }
 });
 
+test('a watch says when it is in place, and a watch closed first does not leave its readiness hanging', async () => {
+  const base = mkdtempSync(path.join(tmpdir(), 'gwmode-ready-'));
+  try {
+    const placed = watchModeSource(path.join(base, 'mode'), () => undefined);
+    await within(placed.ready, 15_000, 'the watch in place');
+    await placed.close();
+    const early = watchModeSource(path.join(base, 'mode'), () => undefined);
+    await early.close();
+    await within(early.ready, 15_000, 'the readiness of a closed watch');
+  } finally {
+    rmSync(base, { recursive: true, force: true });
+  }
+});
+
 /** A ConfigMap volume as kubelet's atomic writer makes it; swap() is its update. */
 function volume(root: string, mode: string) {
   const dir = path.join(root, 'volume');
@@ -78,7 +92,7 @@ test('a ConfigMap volume swap is reported at once and its new mode taken by the 
     // The clock says the files were written this very millisecond: no quiet time for a volume.
     const reader = new ModeReader(v.dir, () => statSync(path.join(v.dir, 'mode')).mtimeMs);
     assert.deepEqual(await reader.read(), { mode: 'shared', error: null });
-    await new Promise((r) => setTimeout(r, 200)); // the watch's start (its initial scan), not a debounce
+    await within(watch.ready, 15_000, 'the watch in place (its initial scan)'); // not a debounce
     const called = within(new Promise<void>((resolve) => (wake = resolve)), 15_000, 'the callback after the swap');
     v.swap('local');
     await called;

@@ -3,7 +3,7 @@
 // refuses /proc/PID/ns/net of another user's process.
 import { strict as assert } from 'node:assert';
 import { spawn, spawnSync } from 'node:child_process';
-import { chmodSync, copyFileSync, mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, copyFileSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
@@ -37,6 +37,38 @@ async function withOvnkube(fn: (pid: number) => Promise<void>): Promise<void> {
     rmSync(dir, { recursive: true, force: true });
   }
 }
+
+test('proc: only a process whose comm is ovnkube has its command line read (reading cmdline takes the mmap lock, comm does not)', async () => {
+  // A second stand-in whose argv[0] says ovnkube but whose executable (comm) does not: its
+  // command line must not be read, and so it is not found.
+  const dir = mkdtempSync(path.join(tmpdir(), 'gwmode-proc-'));
+  const other = path.join(dir, 'not-ovnkube');
+  copyFileSync('/bin/sh', other);
+  chmodSync(other, 0o755);
+  const disguised = spawn(other, ['-c', IDLE, 'ovnkube', '--init-node', 'node1', '--gateway-mode', 'shared'], { stdio: 'ignore', argv0: '/usr/bin/ovnkube' });
+  try {
+    await new Promise((resolve, reject) => disguised.once('spawn', resolve).once('error', reject));
+    assert.match(readFileSync(`/proc/${disguised.pid}/cmdline`, 'utf8'), /^\/usr\/bin\/ovnkube\0/);
+    await withOvnkube(async (pid) => {
+      const read: string[] = [];
+      const scan = await scanOvnkubeProcesses('/proc', (file) => {
+        read.push(file);
+        return readFileSync(file);
+      });
+      assert.equal(scan.processes.find((p) => p.pid === pid)?.mode, 'local', JSON.stringify(scan));
+      assert.ok(!scan.processes.some((p) => p.pid === disguised.pid), JSON.stringify(scan));
+      const cmdlines = read.filter((f) => f.endsWith('/cmdline'));
+      assert.ok(cmdlines.includes(`/proc/${pid}/cmdline`), cmdlines.join(' '));
+      for (const p of [process.pid, disguised.pid!]) {
+        assert.ok(read.includes(`/proc/${p}/comm`), `comm of ${p} read`);
+        assert.ok(!read.includes(`/proc/${p}/cmdline`), `cmdline of ${p} not read`);
+      }
+    });
+  } finally {
+    disguised.kill('SIGKILL');
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
 
 test('proc: an ovnkube-node whose namespace cannot be read is named, with what is missing, not taken for absent', async (t) => {
   if (skipWithoutSetpriv(t)) return;

@@ -7,7 +7,7 @@ import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
-import { AgentUnreachableError, fetchPath, parseAnswer } from '../../src/status/client.js';
+import { AgentUnreachableError, fetchPath, MAX_ANSWER_BYTES, parseAnswer } from '../../src/status/client.js';
 
 test('an answer with a Content-Length, a chunked one, or one read to its end gives its code and body', () => {
   assert.deepEqual(parseAnswer(Buffer.from('HTTP/1.1 200 OK\r\ncontent-length: 4\r\n\r\n{}\n\nextra')), { code: 200, text: '{}\n\n' });
@@ -18,6 +18,50 @@ test('an answer with a Content-Length, a chunked one, or one read to its end giv
 test('an answer cut short or not HTTP at all is refused', () => {
   for (const raw of ['', 'HTTP/1.1 200 OK\r\ncontent-length: 10\r\n', 'HTTP/1.1 200 OK\r\ncontent-length: 10\r\n\r\n{}', 'HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n5\r\n{}', 'SSH-2.0-OpenSSH\r\n\r\n', 'HTTP/1.1 2000 OK\r\n\r\n']) {
     assert.throws(() => parseAnswer(Buffer.from(raw)), Error, JSON.stringify(raw));
+  }
+});
+
+test('a chunked answer with a size that is not hex, a chunk not closed by CRLF, or a body past the cap is refused, not looped on', () => {
+  const head = 'HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n';
+  for (const body of [
+    '-6\r\nabcdef',
+    '-6\r\nabcdef\r\n0\r\n\r\n',
+    '-0\r\n\r\n',
+    '+2\r\n{}\r\n0\r\n\r\n',
+    ' 2\r\n{}\r\n0\r\n\r\n',
+    '0x2\r\n{}\r\n0\r\n\r\n',
+    'zz\r\n{}\r\n0\r\n\r\n',
+    '\r\n{}\r\n0\r\n\r\n',
+    '2\r\n{}XX0\r\n\r\n',
+    '1\r\n{}\r\n0\r\n\r\n',
+    `${(MAX_ANSWER_BYTES + 1).toString(16)}\r\n{}\r\n0\r\n\r\n`,
+    'ffffffffffffffffffff\r\n{}\r\n0\r\n\r\n',
+  ]) {
+    assert.throws(() => parseAnswer(Buffer.from(head + body)), Error, JSON.stringify(body));
+  }
+  // Extensions and leading zeros are still read.
+  assert.deepEqual(parseAnswer(Buffer.from(`${head}0002;name=value\r\n{}\r\n0\r\n\r\n`)), { code: 200, text: '{}' });
+});
+
+test('fetchPath stops reading an answer that goes past the cap', async () => {
+  const dir = mkdtempSync(path.join(tmpdir(), 'gwmode-client-'));
+  const endless = net.createServer((c) => {
+    c.on('error', () => {});
+    c.write('HTTP/1.1 200 OK\r\n\r\n');
+    const block = Buffer.alloc(1 << 20, 0x20);
+    const more = () => {
+      while (!c.destroyed && c.write(block));
+    };
+    c.on('drain', more);
+    more();
+  });
+  try {
+    const sock = path.join(dir, 'endless.sock');
+    await new Promise<void>((resolve) => endless.listen(sock, resolve));
+    await assert.rejects(fetchPath(sock, '/status', 60_000), (err: Error) => err instanceof AgentUnreachableError && /longer than \d+ bytes/.test(err.message));
+  } finally {
+    endless.close();
+    rmSync(dir, { recursive: true, force: true });
   }
 });
 
