@@ -1,5 +1,6 @@
 // The state directory full or read-only (a 16 KiB tmpfs mounted on it for the test):
-// the agent stays up, changes nothing it cannot journal first, says so with the
+// the agent stays up, starts no migration and requests no restart (what it must journal
+// first; a repair under the migration on record goes on), says so with the
 // reason JournalUnwritable, and carries the change out once the journal can be
 // written again. An agent started on a read-only state directory runs all the same.
 // `apply` on a state directory that takes no writes changes nothing and says why; a
@@ -59,6 +60,17 @@ test('a full, then read-only state directory: no change that cannot be journaled
     s = await waitForStatus(a, (s) => s.phase === 'Converged', 'Converged once there is room');
     assert.deepEqual(ns.routes('10.96.0.0/16'), [LOCAL_V4]);
     assert.equal(s.restart?.count, 1);
+
+    // Full again: a route set back from outside is repaired under the migration on
+    // record (a repair is not journaled: the record says where the route belongs); no
+    // new migration, no restart.
+    const again = fill(scratch.stateDir);
+    execFileSync('ip', ['-n', ns.name, 'route', 'replace', ...SHARED_V4.split(' ')]);
+    s = await waitForStatus(a, (s) => s.phase === 'Converged' && s.routes[0]?.inSync === true && ns.routes('10.96.0.0/16')[0] === LOCAL_V4, 'repaired while full');
+    assert.deepEqual(ns.routes('10.96.0.0/16'), [LOCAL_V4]);
+    assert.equal(s.restart?.count, 1, 'no restart requested for a repair');
+    assert.equal(ovnkube.starts, 2, 'ovnkube-node not restarted again');
+    rmSync(again);
 
     // Read-only (the kernel refuses to remount a file system some process writes to,
     // so the agent is stopped first, as after a crash): a new agent starts on it, and
