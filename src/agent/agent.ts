@@ -379,7 +379,10 @@ export class Agent {
     const before = this.journalData;
     const replaces = steps.flatMap((s) => (s.kind === 'replace' ? [s.action] : []));
     for (const step of steps) {
-      if (step.kind === 'journal') await this.saveJournal({ ...this.journalData, migration: step.migration });
+      if (step.kind === 'journal') {
+        await this.saveJournal({ ...this.journalData, migration: step.migration });
+        this.deps.log.info({ mode: step.migration.mode }, 'migration journaled: replacing the routes');
+      }
       if (step.kind === 'restart') await this.restart(step);
     }
     if (replaces.length === 0) return;
