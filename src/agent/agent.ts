@@ -25,6 +25,12 @@
 //  4. Something that keeps setting a route back: core/fights.ts suspends the repairs.
 //  5. The agent killed mid-migration: the journal says which migration was under way
 //     and which restart it owes; the next agent finishes it and restarts at most once.
+//  6. The journal unwritable (a full or read-only state directory). Before a change (the
+//     start of a migration, a restart request) the change is refused. After one (the
+//     outcome of a restart request, the new ovnkube-node seen, a migration taken off the
+//     record after the kernel refused it) the change has happened: the state is kept in
+//     memory, the loop goes on from it, the status says the journal lags behind, and the
+//     save is retried (with backoff, and at the start of each pass) until it is written.
 import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';
 import { decide, needsTarget, summarize, backoffMs, type Decision, type RestartSettings, type Step } from '../core/decide.js';
@@ -84,6 +90,8 @@ export class Agent {
   private outcome: Outcome | undefined;
   private journalData: JournalData = EMPTY_JOURNAL;
   private journalWarning: string | null = null;
+  /** What was carried out but is not on disk yet (a save after the change failed); retried. */
+  private journalLag: { what: string; attempts: number; error: string } | null = null;
   private fights: FightState = NO_FIGHTS;
   private error: Reason | null = null;
   private lastReconcile: number | null = null;
@@ -260,6 +268,7 @@ export class Agent {
     let failedWith: string | null = null;
     let wakeInMs: number | undefined;
     try {
+      await this.catchUpJournal();
       await this.readDesired();
       let acted: Acted = 'nothing';
       for (let round = 0; round < MAX_ROUNDS; round++) {
@@ -283,6 +292,14 @@ export class Agent {
       clearTimeout(this.retryTimer);
       if (delay === 0) this.dirty = true;
       else if (!this.stopped) this.retryTimer = setTimeout(() => this.kick('retry'), delay);
+    }
+    if (this.error === null && this.journalLag !== null) {
+      // The node is as the loop decided; only the record is behind.
+      const lag = this.journalLag;
+      const delay = backoffMs(lag.attempts, 1000, 60_000, this.deps.random());
+      this.error = reason('JournalUnwritable', `the journal lags behind: ${lag.what} was carried out but could not be recorded (attempt ${lag.attempts}, retrying in ${delay} ms): ${lag.error}`);
+      clearTimeout(this.retryTimer);
+      if (!this.stopped) this.retryTimer = setTimeout(() => this.kick('journal retry'), delay);
     }
     clearTimeout(this.wakeTimer);
     if (wakeInMs !== undefined && !this.stopped) this.wakeTimer = setTimeout(() => this.kick('decision wake-up'), wakeInMs);
@@ -342,7 +359,7 @@ export class Agent {
     if (decision.migration !== this.journalData.migration && !decision.steps.some((s) => s.kind === 'journal' || s.kind === 'restart')) {
       // A decision that only moved the migration on (the new ovnkube-node was seen).
       const wasDone = this.journalData.migration?.restart === 'done';
-      await this.saveJournal({ ...this.journalData, migration: decision.migration });
+      await this.recordAfter({ ...this.journalData, migration: decision.migration }, 'the new ovnkube-node seen');
       if (decision.migration?.restart === 'done') this.deps.log.info({ mode: decision.migration.mode }, 'a new ovnkube-node runs the desired mode: watching the routes settle');
       if (decision.migration?.restart === 'done' && !wasDone) {
         this.recorder.restart({ strategy: this.deps.strategy.name, mode: decision.migration.mode, result: 'completed', target: null, code: null });
@@ -362,7 +379,10 @@ export class Agent {
     const before = this.journalData;
     const replaces = steps.flatMap((s) => (s.kind === 'replace' ? [s.action] : []));
     for (const step of steps) {
-      if (step.kind === 'journal') await this.saveJournal({ ...this.journalData, migration: step.migration });
+      if (step.kind === 'journal') {
+        await this.saveJournal({ ...this.journalData, migration: step.migration });
+        this.deps.log.info({ mode: step.migration.mode }, 'migration journaled: replacing the routes');
+      }
       if (step.kind === 'restart') await this.restart(step);
     }
     if (replaces.length === 0) return;
@@ -375,7 +395,9 @@ export class Agent {
       // Refused by the kernel: nothing was migrated (what had changed was put back),
       // so the migration is off the record. A replace whose answer was lost may have
       // happened: the record stays, and the next observation tells.
-      if (this.journalData !== before && !outcomeUnknown(err)) await this.saveJournal(before);
+      if (this.journalData !== before && !outcomeUnknown(err)) {
+        await this.recordAfter(before, 'taking the migration the kernel refused off the record', err);
+      }
       throw err;
     }
     this.fights = recordApplied(this.fights, replaces, this.deps.clock.now());
@@ -391,16 +413,54 @@ export class Agent {
     } catch (err) {
       this.deps.log.error({ err, target: step.target.describe }, 'restart of ovnkube-node failed');
       this.recorder.restart({ strategy: this.deps.strategy.name, mode: step.migration.mode, result: 'failed', target: step.target.describe, code: errorCode(err) });
-      await this.saveJournal({ ...this.journalData, migration: { ...step.migration, restart: 'failed', outcome: 'failed', lastError: (err as Error).message } });
+      await this.recordAfter({ ...this.journalData, migration: { ...step.migration, restart: 'failed', outcome: 'failed', lastError: (err as Error).message } }, 'a failed restart request');
       return;
     }
-    await this.saveJournal({ ...this.journalData, migration: { ...step.migration, outcome: 'stopped' } });
+    await this.recordAfter({ ...this.journalData, migration: { ...step.migration, outcome: 'stopped' } }, 'the restart request');
     this.recorder.restart({ strategy: this.deps.strategy.name, mode: step.migration.mode, result: 'stopped', target: step.target.describe, code: null });
   }
 
+  /** Before a change: written, or the change is not made (the error propagates). */
   private async saveJournal(data: JournalData): Promise<void> {
     await this.deps.journal.save(data);
     this.journalData = data;
+    this.caughtUp();
+  }
+
+  /**
+   * After a change: the state is taken in memory whatever the disk says, and a save
+   * that fails is retried later (journalLag) instead of failing the pass. `cause` is
+   * the error that led to the change (a kernel refusal), logged beside the journal's.
+   */
+  private async recordAfter(data: JournalData, what: string, cause?: unknown): Promise<void> {
+    this.journalData = data;
+    try {
+      await this.deps.journal.save(data);
+      this.caughtUp();
+    } catch (err) {
+      const attempts = (this.journalLag?.attempts ?? 0) + 1;
+      this.journalLag = { what, attempts, error: (err as Error).message };
+      this.deps.log.error({ err, ...(cause !== undefined ? { kernelError: (cause as Error).message } : {}), attempt: attempts }, `the journal lags behind: ${what} was carried out but could not be recorded; keeping it in memory and retrying`);
+    }
+  }
+
+  /** A pass first writes what the journal lags behind, if anything. */
+  private async catchUpJournal(): Promise<void> {
+    const lag = this.journalLag;
+    if (lag === null) return;
+    try {
+      await this.deps.journal.save(this.journalData);
+      this.caughtUp();
+    } catch (err) {
+      this.journalLag = { ...lag, attempts: lag.attempts + 1, error: (err as Error).message };
+      this.deps.log.error({ err, attempt: lag.attempts + 1 }, `the journal still lags behind: ${lag.what} is not recorded yet`);
+    }
+  }
+
+  private caughtUp(): void {
+    if (this.journalLag === null) return;
+    this.deps.log.info({ what: this.journalLag.what, attempts: this.journalLag.attempts }, 'the journal caught up');
+    this.journalLag = null;
   }
 
   private publish(): void {

@@ -22,7 +22,7 @@ import { systemdNotifier, watchdogUsec } from '../systemd/notify.js';
 import { scanOvnkubeProcesses, summarise } from '../ovnkube/proc.js';
 import { SocketInUseError, SocketPermissionError } from '../status/server.js';
 import { MetricsAddressError } from '../metrics/server.js';
-import { LockError, LockHeldError, lockStateDir } from './lock.js';
+import { assertStateDirWritable, LockError, LockHeldError, lockStateDir, StateDirUnwritableError } from './lock.js';
 
 /** The planner's part of the settings, and nothing else. */
 export function plannerConfig(s: PlanSettings): PlannerConfig {
@@ -137,7 +137,17 @@ export const applyCommand = (raw: PlanOptions & { stateDir: string }): Promise<v
 async function onceCommand(raw: PlanOptions, lockDir: string | null): Promise<void> {
   const apply = lockDir !== null;
   const settings = await settingsOrExit(() => resolvePlanSettings(raw));
-  if (lockDir !== null) await lockOrExit(lockDir, 'apply does not act beside a running agent: stop it, or leave the work to it');
+  if (lockDir !== null) {
+    await lockOrExit(lockDir, 'apply does not act beside a running agent: stop it, or leave the work to it');
+    // Every kernel change is journaled first: apply does not act where no journal can be written.
+    try {
+      await assertStateDirWritable(lockDir);
+    } catch (err) {
+      if (!(err instanceof StateDirUnwritableError)) throw err;
+      process.stderr.write(`ovn-gwmode-agent: apply: ${err.message}\n`);
+      process.exit(2);
+    }
+  }
   // Logs go to stderr here: stdout carries the plan.
   const log = createLogger(settings.logLevel === 'info' && !apply ? 'warn' : settings.logLevel, process.stderr);
   const read = await readModeSource(settings.modeFile);

@@ -2,10 +2,12 @@
 // socket or the kernel is touched, and held until the process ends. The socket cannot
 // be the guard: two agents may be given two sockets, and two starting at once can both
 // find no socket and both listen. The kernel drops a flock with its process, so a
-// killed agent never blocks the next one; the pid written into the file only names
-// the holder in the refusal.
-import { readFileSync, ftruncateSync, writeSync } from 'node:fs';
-import { chmod, mkdir } from 'node:fs/promises';
+// killed agent never blocks the next one. The refusal names the holder as the kernel
+// knows it (/proc/locks): the pid written into the file is not trusted, since an agent
+// that took the lock on a read-only file system could not write its own, and the file
+// still names an earlier holder. When /proc/locks does not show it: "pid unknown".
+import { ftruncateSync, readFileSync, statSync, writeSync } from 'node:fs';
+import { chmod, mkdir, open, unlink } from 'node:fs/promises';
 import path from 'node:path';
 import { addon } from '../native/addon.js';
 
@@ -15,8 +17,13 @@ export class LockHeldError extends Error {
     readonly lockPath: string,
     readonly holder: number | null,
   ) {
-    super(`another agent (${holder === null ? 'pid not written yet' : `pid ${holder}`}) holds ${lockPath}`);
+    super(`another agent (${holder === null ? 'pid unknown' : `pid ${holder}`}) holds ${lockPath}`);
   }
+}
+
+/** `apply` would change the kernel with nothing journaled: the state directory takes no writes. */
+export class StateDirUnwritableError extends Error {
+  readonly code = 'ERR_GWMODE_STATE_DIR_UNWRITABLE';
 }
 
 /** The lock cannot be taken for a reason of this machine (permissions, a read-only file system). */
@@ -24,10 +31,34 @@ export class LockError extends Error {
   readonly code = 'ERR_GWMODE_LOCK';
 }
 
+/**
+ * The pid of the FLOCK on (dev, ino) in /proc/locks' text, or null: none, a pid this
+ * pid namespace cannot see (0), or several (never for an exclusive flock). Lines with
+ * `->` are waiters, not holders. Fields: `1: FLOCK ADVISORY WRITE PID MAJ:MIN:INO 0 EOF`,
+ * the device numbers in hex.
+ */
+export function flockHolderIn(procLocks: string, major: number, minor: number, ino: bigint): number | null {
+  const holders = new Set<number>();
+  for (const line of procLocks.split('\n')) {
+    const f = line.trim().split(/\s+/);
+    if (f[1] !== 'FLOCK' || f.includes('->')) continue;
+    const id = /^([0-9a-f]+):([0-9a-f]+):(\d+)$/i.exec(f[5] ?? '');
+    const pid = Number(f[4]);
+    if (!id || parseInt(id[1]!, 16) !== major || parseInt(id[2]!, 16) !== minor || BigInt(id[3]!) !== ino) continue;
+    if (Number.isInteger(pid) && pid > 0) holders.add(pid);
+  }
+  return holders.size === 1 ? [...holders][0]! : null;
+}
+
+/** Who holds the lock, as the kernel says (the file's own pid may be an earlier holder's). */
 function holderOf(lockPath: string): number | null {
   try {
-    const text = readFileSync(lockPath, 'utf8').trim();
-    return /^\d+$/.test(text) ? Number(text) : null;
+    const st = statSync(lockPath, { bigint: true });
+    // glibc's major()/minor() of a dev_t.
+    const dev = st.dev;
+    const major = Number(((dev >> 8n) & 0xfffn) | ((dev >> 32n) & ~0xfffn));
+    const minor = Number((dev & 0xffn) | ((dev >> 12n) & ~0xffn));
+    return flockHolderIn(readFileSync('/proc/locks', 'utf8'), major, minor, st.ino);
   } catch {
     return null;
   }
@@ -66,6 +97,36 @@ export async function lockStateDir(stateDir: string): Promise<void> {
   }
   // Read-only: the pid of an earlier holder stays in the file; the lock is ours all the same.
   if (readOnly) return;
-  ftruncateSync(fd);
-  writeSync(fd, `${process.pid}\n`, 0);
+  // The pid is only a hint for people reading the file (the refusal asks the kernel):
+  // a full file system (ENOSPC) must not stop an agent that holds the lock.
+  try {
+    ftruncateSync(fd);
+    writeSync(fd, `${process.pid}\n`, 0);
+  } catch {
+    // the lock is ours all the same
+  }
+}
+
+/**
+ * Throws, saying why, unless the state directory takes a write now (a byte written,
+ * synced and removed): a read-only file system (where the lock is taken read-only), a
+ * full one, or permissions. `apply` does not change the kernel on a node where nothing
+ * could be journaled.
+ */
+export async function assertStateDirWritable(stateDir: string): Promise<void> {
+  const probe = path.join(stateDir, `.write-probe-${process.pid}`);
+  try {
+    const handle = await open(probe, 'w', 0o600);
+    try {
+      await handle.writeFile('x');
+      await handle.sync();
+    } finally {
+      await handle.close();
+      await unlink(probe).catch(() => undefined);
+    }
+  } catch (err) {
+    const e = err as NodeJS.ErrnoException;
+    const why = e.code === 'EROFS' ? 'read-only file system' : e.code === 'ENOSPC' ? 'no space left' : e.code === 'EACCES' || e.code === 'EPERM' ? 'permission denied' : e.message;
+    throw new StateDirUnwritableError(`the state directory ${stateDir} is not writable (${e.code ?? 'error'}: ${why}), so nothing can be journaled; refusing to change routes`);
+  }
 }

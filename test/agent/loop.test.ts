@@ -9,7 +9,7 @@ import { backoffMs } from '../../src/core/decide.js';
 import type { RestartTarget, TargetLookup } from '../../src/core/migration.js';
 import type { GatewayMode, OvnkubeObservation } from '../../src/core/types.js';
 import type { ModePending, ModeRead } from '../../src/mode/source.js';
-import { EMPTY_JOURNAL, type JournalData } from '../../src/restart/journal.js';
+import { EMPTY_JOURNAL, JournalWriteError, type JournalData } from '../../src/restart/journal.js';
 import type { RestartStrategy } from '../../src/restart/strategy.js';
 import type { StatusReport } from '../../src/status/report.js';
 import { parseCidr } from '../../src/net/cidr.js';
@@ -43,11 +43,18 @@ class FakeStrategy implements RestartStrategy {
 class MemoryJournal {
   data: JournalData = EMPTY_JOURNAL;
   saves = 0;
+  /** The Nth save (from 1) fails as a full disk does when this says so. */
+  fail: (nth: number) => boolean = () => false;
+  failed = 0;
   async load() {
     return this.data;
   }
   async save(d: JournalData) {
     this.saves++;
+    if (this.fail(this.saves)) {
+      this.failed++;
+      throw new JournalWriteError('/state/migration-journal.json', Object.assign(new Error('ENOSPC: no space left on device, write'), { code: 'ENOSPC' }));
+    }
     this.data = structuredClone(d);
   }
   async setAside() {
@@ -239,6 +246,63 @@ test('a failed restart is not forgotten: Degraded, retried after backoff, then d
     await advance(300_000);
     await until((s) => s.reasonCodes[0] === 'Settling', 'Settling');
     assert.equal(r.strategy.stops, 1);
+  } finally {
+    await agent.stop();
+  }
+});
+
+test('the journal failing after a restart was requested: the state is kept in memory, the status says the journal lags behind, the save is retried, and the migration settles and converges', async () => {
+  const r = rig();
+  // Saves 1 and 2 (the migration, the restart request) are written; from the 3rd (the
+  // request's outcome), four saves fail: the disk stays full over several passes.
+  r.journal.fail = (n) => n >= 3 && n <= 6;
+  const { agent, seen, until, advance, logs } = makeAgent(r);
+  agent.start();
+  try {
+    const lagging = await until((s) => s.reasonCodes[0] === 'JournalUnwritable', 'JournalUnwritable');
+    const seenAt = r.now;
+    assert.match(lagging.reasons[0]!, /^the journal lags behind: .* was carried out but could not be recorded \(attempt \d+, retrying in \d+ ms\): cannot write the journal .*ENOSPC/);
+    assert.doesNotMatch(lagging.reasons[0]!, /refusing/);
+    assert.equal(r.strategy.stops, 1, 'the restart was requested once');
+    assert.equal(lagging.restart?.migration?.restart, 'done', 'the new ovnkube-node seen is kept in memory');
+    assert.equal(r.journal.data.migration?.restart, 'requested', 'the disk is behind');
+    assert.ok(logs.some((l) => /^the journal lags behind: /.test(l.msg)));
+
+    // Passes go on while the disk is full; the migration's settling is counted from
+    // when the new ovnkube-node was first seen, not from each pass.
+    const from = seen.length;
+    await advance(90_000);
+    assert.equal(r.journal.failed, 4, 'the save was retried');
+    await until((s) => s.phase === 'Converged', 'Converged', from);
+    await agent.settle();
+    assert.equal(r.journal.data.migration?.restart, 'done', 'the journal caught up');
+    assert.equal(r.journal.data.migration?.doneAt, seenAt, 'done when first seen, never recomputed');
+    assert.equal(agent.status().lastError, null);
+    assert.equal(r.strategy.stops, 1, 'one restart in all');
+    assert.ok(logs.some((l) => l.msg === 'the journal caught up'));
+  } finally {
+    await agent.stop();
+  }
+});
+
+test('the journal failing as it takes a refused migration off the record: the kernel\'s error and the journal\'s are both logged, and the node converges', async () => {
+  const r = rig();
+  r.dp.inject('replace-eperm');
+  // Save 1 records the migration; save 2, taking it off after the kernel's refusal, fails.
+  r.journal.fail = (n) => n === 2;
+  const { agent, until, advance, logs } = makeAgent(r);
+  agent.start();
+  try {
+    const degraded = await until((s) => s.phase === 'Degraded', 'Degraded');
+    assert.equal(degraded.reasonCodes[0], 'ReconcileFailed', 'the pass failed with the kernel\'s error');
+    assert.match(degraded.lastError ?? '', /EPERM/);
+    const lag = logs.find((l) => /^the journal lags behind: taking the migration the kernel refused off the record/.test(l.msg)) as { msg: string; err?: { message?: string }; kernelError?: string } | undefined;
+    assert.ok(lag, 'the failed save is logged');
+    assert.match(lag.err?.message ?? '', /ENOSPC/);
+    assert.match(lag.kernelError ?? '', /EPERM/, 'with the kernel\'s error beside it');
+    await advance(backoffMs(1, 1000, 60_000, 1));
+    await until(LOCAL, 'the local route');
+    assert.equal(r.journal.failed, 1);
   } finally {
     await agent.stop();
   }

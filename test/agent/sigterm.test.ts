@@ -1,7 +1,8 @@
 // SIGTERM in the middle of an apply: the agent finishes the pass under way (within
-// its stop grace) or abandons it, and either way leaves the node whole: both families
-// in one mode, the journal saying what was done, and the next agent finishing the
-// migration with exactly one ovnkube-node restart in all.
+// its stop grace), leaving both families in one mode, or abandons it (a replace held
+// past the grace): then one family may be replaced and the other not, nothing put
+// back. Either way the journal has the migration on record, exit 0, and the next agent
+// completes it with exactly one ovnkube-node restart in all.
 import { strict as assert } from 'node:assert';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -34,6 +35,41 @@ test('SIGTERM as the first replace of a dual-stack migration begins: a clean exi
       const journal = JSON.parse(readFileSync(path.join(scratch.stateDir, 'migration-journal.json'), 'utf8'));
       assert.equal(journal.migration.mode, 'local', 'a migration carried out is on record');
     }
+
+    second = new AgentProcess(ns, scratch, ARGS);
+    const s = await waitForStatus(second, (s) => s.phase === 'Converged', 'Converged by the next agent');
+    assert.match(ns.routes('10.96.0.0/16')[0] ?? '', /ovn-k8s-mp0/);
+    assert.match(ns.routes('fd00:10:96::/112')[0] ?? '', /ovn-k8s-mp0/);
+    assert.equal(s.restart?.count, 1, 'one restart request for the one migration');
+    assert.equal(ovnkube.starts, 2, 'ovnkube-node restarted exactly once');
+  } finally {
+    await second?.stop();
+    ovnkube.stop();
+    ns.destroy();
+    scratch.remove();
+  }
+});
+
+test('SIGTERM with the second replace of a dual-stack migration held past the stop grace: abandoned, exit 0, half done; the next agent completes it from the journal, one restart in all', async (t) => {
+  if (skipWithoutKernel(t)) return;
+  const ns = seedNode({ gw0: true, ipv6: true });
+  const scratch = new Scratch();
+  const ovnkube = new FakeOvnkube(ns, scratch.dir);
+  let second: AgentProcess | undefined;
+  try {
+    scratch.writeMode('local');
+    ovnkube.start('local', { respawn: true });
+    const first = new AgentProcess(ns, scratch, ARGS, { GWMODE_FAULT: 'term-held-between-replaces' }, FAULTY);
+    assert.equal(await within(first.exited, 30_000, 'the agent stops'), 0, first.output.slice(-3000));
+    const logs = first.logs();
+    assert.ok(logs.some((l) => l.msg === 'stopping' && l.signal === 'SIGTERM'), 'the SIGTERM came during the pass');
+    assert.ok(logs.some((l) => l.msg === 'the pass under way did not finish: abandoning it'), 'the pass was abandoned');
+    assert.ok(logs.some((l) => l.msg === 'stopped'), 'a clean stop');
+    const local = [ns.routes('10.96.0.0/16')[0]?.includes('ovn-k8s-mp0'), ns.routes('fd00:10:96::/112')[0]?.includes('ovn-k8s-mp0')];
+    assert.deepEqual(local.filter(Boolean).length, 1, `one family replaced, the other not, nothing put back: ${local}`);
+    const journal = JSON.parse(readFileSync(path.join(scratch.stateDir, 'migration-journal.json'), 'utf8'));
+    assert.equal(journal.migration.mode, 'local', 'the migration is on record');
+    assert.equal(ovnkube.starts, 1, 'no restart requested by the first agent');
 
     second = new AgentProcess(ns, scratch, ARGS);
     const s = await waitForStatus(second, (s) => s.phase === 'Converged', 'Converged by the next agent');

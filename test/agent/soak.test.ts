@@ -1,5 +1,6 @@
 // The soak's short seeded form (test/helpers/soak.ts; the long one is `npm run
-// bench:soak`, 100,000 flips): 3,000 mode-file flips and outside route flaps with the
+// bench:soak`, 100,000 flips): 3,000 mode flips written as ConfigMap volume swaps (taken
+// at once, as kubelet's are) and outside route flaps with the
 // socket polled throughout. It asserts what holds whatever the machine's load: every
 // request answered, no unhandled rejection (the agent is up and logged nothing fatal),
 // open fds flat, and convergence at the end. Memory and event-loop figures are the
@@ -15,7 +16,7 @@ const seed = seedFrom('GWMODE_SOAK_SEED', 9);
 test(`soak (seed ${seed}): 3,000 mode flips and route flaps, the socket polled: every request answered, fds flat, converged at the end`, async (t) => {
   if (skipWithoutKernel(t)) return;
   const r = await soak({ seed, flips: 3000, flapEvery: 20, flipsPerTurn: 5, sampleEveryMs: 1000 });
-  t.diagnostic(`${r.flips} flips, ${r.flaps} flaps in ${r.seconds.toFixed(1)} s; ${r.requests} requests; ${r.modeChanges} mode changes taken in, ${r.replaces} replaces; fds ${r.warm.fds} -> ${r.end.fds}; ${r.failedRequests} failed requests, alive ${r.alive}`);
+  t.diagnostic(`${r.modeChanges} mode changes taken in by the agent (of ${r.flips} flips written), ${r.replaces} replaces; ${r.flaps} flaps in ${r.seconds.toFixed(1)} s; ${r.requests} requests; fds ${r.warm.fds} -> ${r.end.fds}; ${r.failedRequests} failed requests, alive ${r.alive}`);
   if (!r.alive || r.failedRequests > 0 || r.finalPhase !== 'Converged') t.diagnostic(r.outputTail);
   assert.ok(r.alive, 'the agent is up');
   assert.equal(r.fatalLogged, false, 'nothing fatal logged (an unhandled rejection is)');

@@ -1,13 +1,16 @@
 // The state directory full or read-only (a 16 KiB tmpfs mounted on it for the test):
-// the agent stays up, changes nothing it cannot journal first, says so with the
+// the agent stays up, starts no migration and requests no restart (what it must journal
+// first; a repair under the migration on record goes on), says so with the
 // reason JournalUnwritable, and carries the change out once the journal can be
 // written again. An agent started on a read-only state directory runs all the same.
+// `apply` on a state directory that takes no writes changes nothing and says why; a
+// second agent beside one that took the lock read-only names the real holder.
 import { strict as assert } from 'node:assert';
 import { execFileSync, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
-import { AgentProcess, FakeOvnkube, Scratch, waitForStatus } from '../helpers/agent.js';
+import { AgentProcess, cli, FakeOvnkube, Scratch, waitForStatus } from '../helpers/agent.js';
 import { seedNode, skipWithoutKernel } from '../helpers/netns.js';
 
 const LOCAL_V4 = '10.96.0.0/16 via 10.244.1.1 dev ovn-k8s-mp0';
@@ -58,6 +61,17 @@ test('a full, then read-only state directory: no change that cannot be journaled
     assert.deepEqual(ns.routes('10.96.0.0/16'), [LOCAL_V4]);
     assert.equal(s.restart?.count, 1);
 
+    // Full again: a route set back from outside is repaired under the migration on
+    // record (a repair is not journaled: the record says where the route belongs); no
+    // new migration, no restart.
+    const again = fill(scratch.stateDir);
+    execFileSync('ip', ['-n', ns.name, 'route', 'replace', ...SHARED_V4.split(' ')]);
+    s = await waitForStatus(a, (s) => s.phase === 'Converged' && s.routes[0]?.inSync === true && ns.routes('10.96.0.0/16')[0] === LOCAL_V4, 'repaired while full');
+    assert.deepEqual(ns.routes('10.96.0.0/16'), [LOCAL_V4]);
+    assert.equal(s.restart?.count, 1, 'no restart requested for a repair');
+    assert.equal(ovnkube.starts, 2, 'ovnkube-node not restarted again');
+    rmSync(again);
+
     // Read-only (the kernel refuses to remount a file system some process writes to,
     // so the agent is stopped first, as after a crash): a new agent starts on it, and
     // the migration back to shared is never started.
@@ -82,6 +96,67 @@ test('a full, then read-only state directory: no change that cannot be journaled
     assert.equal(s.restart?.count, 2);
   } finally {
     await agent?.stop();
+    ovnkube.stop();
+    spawnSync('umount', ['-l', scratch.stateDir]);
+    ns.destroy();
+    scratch.remove();
+  }
+});
+
+test('apply on a full, then read-only state directory changes nothing and says why; beside an agent holding the lock read-only, the refusals name that agent, not the stale pid in the file', async (t) => {
+  if (skipWithoutKernel(t)) return;
+  const ns = seedNode({ gw0: true });
+  const scratch = new Scratch();
+  const ovnkube = new FakeOvnkube(ns, scratch.dir);
+  mkdirSync(scratch.stateDir);
+  execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=16k,mode=0750', 'tmpfs', scratch.stateDir]);
+  const applyArgs = ['apply', '--mode-file', scratch.modeFile, ...ARGS.slice(0, 4), '--state-dir', scratch.stateDir];
+  const lockPath = path.join(scratch.stateDir, 'lock');
+  const agents: AgentProcess[] = [];
+  try {
+    scratch.writeMode('local');
+    // Full: apply refuses, one line, exit 2, the route untouched.
+    const filler = fill(scratch.stateDir);
+    let r = cli(ns, applyArgs);
+    assert.equal(r.code, 2, r.stderr);
+    assert.equal(r.stdout, '');
+    assert.match(r.stderr, new RegExp(`^ovn-gwmode-agent: apply: the state directory ${scratch.stateDir} is not writable \\(ENOSPC: no space left\\), so nothing can be journaled; refusing to change routes\n$`));
+    assert.deepEqual(ns.routes('10.96.0.0/16'), [SHARED_V4], 'no route changed');
+    rmSync(filler);
+
+    // An agent writes its pid into the lock file, and stops; the directory turns read-only.
+    ovnkube.start('shared', { respawn: true });
+    scratch.writeMode('shared');
+    const first = new AgentProcess(ns, scratch, ARGS);
+    agents.push(first);
+    await waitForStatus(first, (s) => s.phase === 'Converged', 'the first agent converged');
+    await first.stop();
+    execFileSync('mount', ['-o', 'remount,ro', scratch.stateDir]);
+    assert.equal(readFileSync(lockPath, 'utf8').trim(), String(first.child.pid), 'the file names the first agent');
+
+    // The next agent takes the lock read-only: the file still names the first.
+    ovnkube.start('local', { respawn: true });
+    scratch.writeMode('local');
+    const holder = new AgentProcess(ns, scratch, ARGS);
+    agents.push(holder);
+    await waitForStatus(holder, (s) => s.reasonCodes[0] === 'JournalUnwritable', 'an agent on the read-only directory');
+    const second = new AgentProcess(ns, scratch, ARGS);
+    agents.push(second);
+    assert.equal(await second.exited, 1);
+    assert.equal(second.output, `ovn-gwmode-agent: another agent (pid ${holder.child.pid}) holds ${lockPath}; not starting a second agent\n`);
+    r = cli(ns, applyArgs);
+    assert.equal(r.code, 1);
+    assert.equal(r.stderr, `ovn-gwmode-agent: another agent (pid ${holder.child.pid}) holds ${lockPath}; apply does not act beside a running agent: stop it, or leave the work to it\n`);
+
+    // Alone on the read-only directory, apply takes the lock read-only and refuses all the same.
+    await holder.stop();
+    r = cli(ns, applyArgs);
+    assert.equal(r.code, 2, r.stderr);
+    assert.equal(r.stdout, '');
+    assert.match(r.stderr, new RegExp(`^ovn-gwmode-agent: apply: the state directory ${scratch.stateDir} is not writable \\(EROFS: read-only file system\\), so nothing can be journaled; refusing to change routes\n$`));
+    assert.deepEqual(ns.routes('10.96.0.0/16'), [SHARED_V4], 'no route changed');
+  } finally {
+    for (const a of agents) await a.stop();
     ovnkube.stop();
     spawnSync('umount', ['-l', scratch.stateDir]);
     ns.destroy();

@@ -4,6 +4,7 @@ import { closeSync, mkdtempSync, readFileSync, rmSync, statSync, symlinkSync } f
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
+import { flockHolderIn } from '../../src/cli/lock.js';
 import { addon } from '../../src/native/addon.js';
 import { AgentProcess, cli, curl, status, waitForStatus, withAgent } from '../helpers/agent.js';
 import { skipWithoutKernel } from '../helpers/netns.js';
@@ -79,6 +80,23 @@ test('two agents started at once on two sockets: exactly one runs', async (t) =>
       await twin.stop();
     }
   });
+});
+
+test('flockHolderIn: the pid of the flock on that device and inode in /proc/locks, never a waiter, null when none or not visible', () => {
+  const text = [
+    '1: POSIX  ADVISORY  WRITE 900 fe:00:77 0 EOF',
+    '2: FLOCK  ADVISORY  WRITE 4242 00:2d:77 0 EOF',
+    '2: -> FLOCK  ADVISORY  WRITE 5151 00:2d:77 0 EOF',
+    '3: FLOCK  ADVISORY  WRITE 13 00:2e:77 0 EOF',
+    '4: FLOCK  ADVISORY  WRITE 0 103:05:88 0 EOF',
+    '',
+  ].join('\n');
+  assert.equal(flockHolderIn(text, 0x00, 0x2d, 77n), 4242);
+  assert.equal(flockHolderIn(text, 0x00, 0x2e, 77n), 13);
+  assert.equal(flockHolderIn(text, 0xfe, 0x00, 77n), null, 'a POSIX lock is not the agent lock');
+  assert.equal(flockHolderIn(text, 0x103, 0x05, 88n), null, 'pid 0: a holder this pid namespace cannot see');
+  assert.equal(flockHolderIn(text, 0x00, 0x2d, 78n), null);
+  assert.equal(flockHolderIn('', 0, 0x2d, 77n), null);
 });
 
 test('apply refuses while an agent holds the lock; plan takes no lock', async (t) => {

@@ -5,8 +5,9 @@
 //
 // Each migration: the operator rolls ovnkube-node out in the new mode (the run stops
 // its container; "kubelet" starts the next attempt in the new mode) and the mode file
-// says the new mode; then the agent is killed `killsPerMigration` times, each after a
-// seeded delay from its start, and finally left to finish. Every container that exits
+// says the new mode; then the agent is killed `killsPerMigration` times (the first
+// within 100 ms of the mode file's write, the others at seeded points), and finally
+// left to finish. Every container that exits
 // and was not stopped by the run was stopped by the agent: the restarts it requested.
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -105,14 +106,20 @@ export async function chaos(o: ChaosOptions): Promise<ChaosResult> {
       scratch.writeMode(mode);
       for (let k = 0; k < o.killsPerMigration; k++) {
         // A seeded point: a delay from the start, or a moment after the agent says it
-        // starts carrying out the plan (journal, replace) or requests the restart. A
-        // line that never comes (the migration was done by an earlier agent) kills at its bound.
-        const stage = pick(rng, ['start', 'plan', 'restart'] as const);
-        if (stage === 'start') await pause(int(rng, maxDelay));
+        // starts carrying out the plan (journal, replace), that the migration is journaled
+        // (the restart then owed, the replaces under way), or that it requests the restart.
+        // A line that never comes (the migration was done by an earlier agent) kills at its bound.
+        // The first kill of each migration comes within 100 ms of the mode file's write:
+        // before the agent can have journaled it (a plain file is taken only once it has
+        // been left alone for 200 ms, src/mode/settled.ts), so each migration also has a
+        // kill with nothing on record.
+        const stage = k === 0 ? 'mode' : pick(rng, ['start', 'plan', 'journaled', 'restart'] as const);
+        if (stage === 'mode') await pause(int(rng, 100));
+        else if (stage === 'start') await pause(int(rng, maxDelay));
         else {
-          const line = stage === 'plan' ? '"carrying out plan"' : 'restarting ovnkube-node';
+          const line = stage === 'plan' ? '"carrying out plan"' : stage === 'journaled' ? '"migration journaled: replacing the routes"' : 'restarting ovnkube-node';
           for (let waited = 0; waited < 1200 && !a.output.includes(line); waited += 2) await pause(2);
-          await pause(int(rng, stage === 'plan' ? 10 : 40));
+          await pause(int(rng, stage === 'plan' ? 10 : stage === 'journaled' ? 3 : 40));
         }
         const j = journal().migration;
         const where = j === null || j.mode !== mode ? 'not journaled' : `restart ${j.restart}`;

@@ -1,19 +1,26 @@
 // The soak run, shared by its short form in `npm test` and bench/soak.ts: the real
-// agent on the seed's node, `flips` mode-file flips (local <-> shared, each an atomic
-// rename) and outside route flaps (`ip route replace` of the service route to either
-// shape, through one `ip -batch` process), the socket polled throughout (/healthz and
-// /status every 20 ms, /metrics every second for the event-loop delay), RSS and open
-// fds sampled. Accelerated: --restart none and --ovnkube-mode-check off, so that every
-// pass that sees a new mode migrates (no ovnkube-node restart to wait for), a 1 s
-// resync, and flips far faster than the mode file's 200 ms debounce, so passes are
-// driven by the flaps' netlink events and the resync, each reading the mode then.
+// agent on the seed's node, `flips` mode flips (local <-> shared) written the way a
+// ConfigMap volume is (kubelet's atomic writer: a new data directory, `..data` swapped
+// to it by one rename; test/helpers/kubelet.ts), and outside route flaps (`ip route
+// replace` of the service route to either shape, through one `ip -batch` process), the
+// socket polled throughout (/healthz and /status every 20 ms, /metrics every second for
+// the event-loop delay), RSS and open fds sampled. A volume's swap is taken at once
+// (src/mode/settled.ts), so each pass takes in the mode of the moment: a plain file
+// rewritten every millisecond would never be left alone for the 200 ms a plain file
+// needs, and the agent would take in no flip at all. Accelerated: --restart none and
+// --ovnkube-mode-check off, so that every pass that sees a new mode migrates (no
+// ovnkube-node restart to wait for), and a 1 s resync. The headline figure is the
+// number of mode changes the agent took in (its desired-mode changes counter), not
+// the flips written: the owner loop coalesces flips that land between two passes.
 // A flap may suspend repairs (README: set back more than twice within 10 minutes);
 // the next change of the desired mode lifts that. At the end: a last mode and a new
 // ovnkube-node (the restart the last migration owes), and the agent must converge.
 import { spawn } from 'node:child_process';
-import { readdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
 import { AgentProcess, FakeOvnkube, Scratch, waitForStatus } from './agent.js';
 import { get } from './hostile-http.js';
+import { ConfigMapVolume } from './kubelet.js';
 import { seedNode } from './netns.js';
 import { int, prng } from './prng.js';
 
@@ -92,13 +99,12 @@ export async function soak(o: SoakOptions): Promise<SoakResult> {
   let polling = true;
   let poller: Promise<void> = Promise.resolve();
   try {
-    const writeMode = (mode: string) => {
-      writeFileSync(`${scratch.modeFile}.tmp`, mode);
-      renameSync(`${scratch.modeFile}.tmp`, scratch.modeFile);
-    };
+    // The mode as a ConfigMap volume (the agent's --mode-file is the volume's directory).
+    const volume = new ConfigMapVolume(path.join(scratch.dir, 'volume'));
+    const writeMode = (mode: string) => volume.update({ mode });
     writeMode('local');
     ovnkube.start('local');
-    const args = ['--service-cidr', '10.96.0.0/16', '--mtu', '1400', '--log-level', 'error', '--restart', 'none', '--ovnkube-mode-check', 'off', '--resync-interval', '1', '--restart-min-interval', '0', '--restart-max-per-hour', '1000000'];
+    const args = ['--mode-file', volume.dir, '--service-cidr', '10.96.0.0/16', '--mtu', '1400', '--log-level', 'error', '--restart', 'none', '--ovnkube-mode-check', 'off', '--resync-interval', '1', '--restart-min-interval', '0', '--restart-max-per-hour', '1000000'];
     agent = new AgentProcess(ns, scratch, args);
     const a = agent;
     await waitForStatus(a, (s) => s.routes[0]?.inSync === true, 'the first migration');
