@@ -95,7 +95,7 @@ test('every failing precondition leaves the route alone and names the reason', a
 test('an unknown layout waits and asks for --layout', async (t) => {
   if (skipWithoutKernel(t)) return;
   await withAgent({ node: {}, mode: 'local' }, async ({ ns, agent }) => {
-    const s = await waitForStatus(agent, (s) => s.lastReconcile !== null && s.layout === 'unknown' && s.phase === 'Waiting', 'unknown layout');
+    const s = await waitForStatus(agent, (s) => s.lastReconcile !== null && s.desiredMode === 'local' && s.layout === 'unknown' && s.phase === 'Waiting', 'unknown layout');
     assert.ok(s.reasons.some((r) => /set --layout legacy/.test(r)));
     assert.deepEqual(ns.routes('10.96.0.0/16'), [SHARED_V4]);
   });
