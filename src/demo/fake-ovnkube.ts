@@ -4,8 +4,12 @@ import { copyFileSync } from 'node:fs';
 import path from 'node:path';
 import type { Netns } from './netns.js';
 
-/** What the stand-in does while it runs: wait for SIGTERM and exit 0. */
-export const IDLE = 'trap "exit 0" TERM; while :; do sleep 1; done';
+/**
+ * What the stand-in does while it runs: wait for SIGTERM and exit 0, at once. The shell
+ * runs a trap only between commands: a `sleep` in the foreground would hold the exit (and
+ * so the next ovnkube-node) back up to a second; `wait` returns as soon as a signal comes.
+ */
+export const IDLE = 'trap \'kill $! 2>/dev/null; exit 0\' TERM; while :; do sleep 1 & wait $!; done';
 
 export interface FakeOptions {
   /** Play kubelet: when the process exits by itself (SIGTERM), start a new one. */

@@ -1,7 +1,7 @@
 // Runs the real agent (dist/src/cli/main.js) inside a test namespace, with a
 // stand-in ovnkube-node process, and asks it for its status with real curl.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
 import { FakeOvnkube, type FakeOptions } from '../../src/demo/fake-ovnkube.js';
 import { seedNode, type SeedNodeOptions } from '../../src/demo/netns.js';
 export { FakeOvnkube };
@@ -22,8 +22,17 @@ export class Scratch {
   readonly socket = path.join(this.dir, 'run', 'agent.sock');
   readonly stateDir = path.join(this.dir, 'state');
 
-  writeMode(content: string): void {
+  /**
+   * Writes the mode file as an admin does who then leaves it alone: its mtime is set a
+   * minute back, so the agent takes it at once instead of waiting the 200 ms a plain file
+   * must stay untouched (src/mode/settled.ts) before it is read as the desired mode.
+   * `fresh` keeps the mtime of the write, for tests whose timing is that rule's.
+   */
+  writeMode(content: string, { fresh = false }: { fresh?: boolean } = {}): void {
     writeFileSync(this.modeFile, content);
+    if (fresh) return;
+    const past = new Date(Date.now() - 60_000);
+    utimesSync(this.modeFile, past, past);
   }
 
   remove(): void {
