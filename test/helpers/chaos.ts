@@ -12,7 +12,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { AgentProcess, Scratch, status, waitForStatus } from './agent.js';
-import { Containerd, type Pod } from './containerd.js';
+import { Containerd, ovnkubeCommand, type Pod } from './containerd.js';
 import { seedNode } from './netns.js';
 import { int, pick, prng } from './prng.js';
 
@@ -41,8 +41,6 @@ export interface ChaosResult {
   seconds: number;
 }
 
-/** The stand-in ovnkube-node: it exits at once on SIGTERM (its sleep runs in the background). */
-const command = (mode: Mode) => ['/usr/bin/ovnkube', '-c', 'trap "exit 0" TERM; while :; do sleep 1 & wait $!; done', 'ovnkube', '--init-node', 'node1', '--gateway-mode', mode];
 const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 export async function chaos(o: ChaosOptions): Promise<ChaosResult> {
@@ -64,7 +62,7 @@ export async function chaos(o: ChaosOptions): Promise<ChaosResult> {
     pods.push(pod);
     let mode: Mode = 'shared';
     let attempt = 0;
-    let current = await c.startContainer(pod, 'ovnkube-node', attempt, command(mode));
+    let current = await c.startContainer(pod, 'ovnkube-node', attempt, ovnkubeCommand(mode));
     const stoppedByRun = new Set<string>();
     const stopsPerMigration: number[] = [];
     let migration = -1;
@@ -73,7 +71,7 @@ export async function chaos(o: ChaosOptions): Promise<ChaosResult> {
       while (kubeletRunning) {
         if ((await c.state(current)) === 'CONTAINER_EXITED') {
           if (!stoppedByRun.has(current) && migration >= 0) stopsPerMigration[migration] = (stopsPerMigration[migration] ?? 0) + 1;
-          current = await c.startContainer(pod, 'ovnkube-node', ++attempt, command(mode));
+          current = await c.startContainer(pod, 'ovnkube-node', ++attempt, ovnkubeCommand(mode));
         }
         await pause(50);
       }

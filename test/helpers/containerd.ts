@@ -8,6 +8,7 @@ import { createHash } from 'node:crypto';
 import { copyFileSync, existsSync, mkdirSync, readFileSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { IDLE } from '../../src/demo/fake-ovnkube.js';
 import type { Netns } from './netns.js';
 
 const PROTO = fileURLToPath(new URL('../../../test/fixtures/cri-testbed.proto', import.meta.url));
@@ -64,7 +65,7 @@ function buildImageTar(dir: string): string {
   writeFileSync(path.join(blobs, layerDigest), layer);
   const arch = process.arch === 'x64' ? 'amd64' : process.arch;
   const config = Buffer.from(
-    JSON.stringify({ architecture: arch, os: 'linux', config: { Cmd: ['/bin/sh', '-c', 'trap "exit 0" TERM; while :; do sleep 1; done'], Env: ['PATH=/usr/bin:/bin'] }, rootfs: { type: 'layers', diff_ids: [`sha256:${layerDigest}`] } }),
+    JSON.stringify({ architecture: arch, os: 'linux', config: { Cmd: ['/bin/sh', '-c', IDLE], Env: ['PATH=/usr/bin:/bin'] }, rootfs: { type: 'layers', diff_ids: [`sha256:${layerDigest}`] } }),
   );
   writeFileSync(path.join(blobs, sha256(config)), config);
   const manifest = Buffer.from(
@@ -235,5 +236,5 @@ export class Containerd {
 
 /** The command of the stand-in ovnkube-node container (it exits 0 on SIGTERM). */
 export function ovnkubeCommand(mode: string): string[] {
-  return ['/usr/bin/ovnkube', '-c', 'trap "exit 0" TERM; while :; do sleep 1; done', 'ovnkube', '--init-node', 'node1', '--gateway-mode', mode];
+  return ['/usr/bin/ovnkube', '-c', IDLE, 'ovnkube', '--init-node', 'node1', '--gateway-mode', mode];
 }

@@ -11,7 +11,7 @@ import { IDLE } from '../../src/demo/fake-ovnkube.js';
 
 const LOCAL_V4 = '10.96.0.0/16 via 10.244.1.1 dev ovn-k8s-mp0';
 const SHARED_V4 = '10.96.0.0/16 via 172.18.0.1 dev br-ex mtu 1400';
-const FAST = ['--service-cidr', '10.96.0.0/16', '--mtu', '1400', '--settle', '1', '--restart-timeout', '60'];
+const FAST = ['--service-cidr', '10.96.0.0/16', '--mtu', '1400', '--settle', '500ms', '--restart-timeout', '60'];
 
 test('signal: migrates, restarts ovnkube-node once, waits for the new one and the settle window', async (t) => {
   if (skipWithoutKernel(t)) return;
@@ -130,7 +130,9 @@ test('cri: an agent killed between journal and restart does not stop the contain
     const target = await cd.startContainer(pod, 'ovnkube-node', 0, ovnkubeCommand('local'));
     scratch.writeMode('local');
     // A short restart timeout and interval: the test need not wait minutes for the retry.
-    const args = [...FAST, '--restart', 'cri', '--cri-endpoint', cd.socket, '--restart-timeout', '2', '--restart-min-interval', '1'];
+    // The timeout still outlasts the next agent's start (about half a second), so that
+    // agent finds the restart pending and waits it out.
+    const args = [...FAST, '--restart', 'cri', '--cri-endpoint', cd.socket, '--restart-timeout', '1', '--restart-min-interval', '1'];
     const first = new AgentProcess(ns, scratch, args, { GWMODE_FAULT: 'kill-after-restart-journal' }, FAULTY);
     await first.exited;
     assert.equal(first.child.signalCode, 'SIGKILL');
