@@ -238,7 +238,9 @@ test('a second agent on a live socket is refused; a stale socket is replaced', a
 
 test('status --brief, --json and the exit codes', async (t) => {
   if (skipWithoutKernel(t)) return;
-  await withAgent({ mode: 'local' }, async ({ ns, scratch, ovnkube, agent }) => {
+  // Converged, the agent looks at ovnkube-node at the periodic resync only: the shortest one (1 s).
+  const args = ['--service-cidr', '10.96.0.0/16', '--mtu', '1400', '--resync-interval', '1'];
+  await withAgent({ mode: 'local', args }, async ({ ns, scratch, ovnkube, agent }) => {
     await waitForStatus(agent, (s) => s.phase === 'Converged', 'Converged');
     const brief = cli(ns, ['status', '--socket', scratch.socket, '--brief']);
     assert.equal(brief.code, 0);
