@@ -7,17 +7,11 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { TestContext } from 'node:test';
 import type { Netns } from './netns.js';
+import { tool } from './tools.js';
 import { within } from './wait.js';
 
-export const prometheusSkipReason: string | undefined =
-  spawnSync('sh', ['-c', 'command -v prometheus']).status === 0 ? undefined : 'prometheus is not installed (apt-get install prometheus; .ci/run does)';
-
-export function skipWithoutPrometheus(t: TestContext): boolean {
-  if (!prometheusSkipReason) return false;
-  process.stderr.write(`SKIPPED (${prometheusSkipReason}): ${t.name}\n`);
-  t.skip(prometheusSkipReason);
-  return true;
-}
+const prometheus = tool('prometheus', 'apt-get install prometheus');
+export const skipWithoutPrometheus = (t: TestContext): boolean => prometheus.skipWithout(t);
 
 const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const LISTEN = '127.0.0.1:9090';

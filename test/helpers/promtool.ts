@@ -2,16 +2,10 @@
 // rules; without it those tests are skipped loudly, by name.
 import { spawnSync } from 'node:child_process';
 import type { TestContext } from 'node:test';
+import { tool } from './tools.js';
 
-export const promtoolSkipReason: string | undefined =
-  spawnSync('sh', ['-c', 'command -v promtool']).status === 0 ? undefined : 'promtool is not installed (apt-get install prometheus; .ci/run does)';
-
-export function skipWithoutPromtool(t: TestContext): boolean {
-  if (!promtoolSkipReason) return false;
-  process.stderr.write(`SKIPPED (${promtoolSkipReason}): ${t.name}\n`);
-  t.skip(promtoolSkipReason);
-  return true;
-}
+const promtool = tool('promtool', 'apt-get install prometheus');
+export const skipWithoutPromtool = (t: TestContext): boolean => promtool.skipWithout(t);
 
 /** `promtool check metrics` on an exposition: its exit code and what it said. */
 export function checkMetrics(exposition: string): { code: number | null; output: string } {
