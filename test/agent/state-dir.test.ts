@@ -11,7 +11,7 @@ import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node
 import path from 'node:path';
 import { test } from 'node:test';
 import { AgentProcess, cli, FakeOvnkube, Scratch, waitForStatus } from '../helpers/agent.js';
-import { seedNode, skipWithoutKernel } from '../helpers/netns.js';
+import { seedNode, skipWithoutKernel, type Netns } from '../helpers/netns.js';
 
 const LOCAL_V4 = '10.96.0.0/16 via 10.244.1.1 dev ovn-k8s-mp0';
 const SHARED_V4 = '10.96.0.0/16 via 172.18.0.1 dev br-ex mtu 1400';
@@ -29,19 +29,44 @@ function fill(dir: string): string {
   return filler;
 }
 
-test('a full, then read-only state directory: no change that cannot be journaled, the reason in the status, and it recovers', async (t) => {
-  if (skipWithoutKernel(t)) return;
+interface SmallStateDir {
+  ns: Netns;
+  scratch: Scratch;
+  ovnkube: FakeOvnkube;
+  /** Starts an agent on the node and the small state directory; every one is stopped at the end. */
+  startAgent(): AgentProcess;
+}
+
+/** The seed's node, a stand-in ovnkube-node and a 16 KiB tmpfs as the state directory; all torn down after fn. */
+async function withSmallStateDir(fn: (c: SmallStateDir) => Promise<void>): Promise<void> {
   const ns = seedNode({ gw0: true });
   const scratch = new Scratch();
   const ovnkube = new FakeOvnkube(ns, scratch.dir);
   mkdirSync(scratch.stateDir);
   execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=16k,mode=0750', 'tmpfs', scratch.stateDir]);
-  const remount = (how: 'ro' | 'rw') => execFileSync('mount', ['-o', `remount,${how}`, scratch.stateDir]);
-  let agent: AgentProcess | undefined;
+  const agents: AgentProcess[] = [];
+  const startAgent = () => {
+    const agent = new AgentProcess(ns, scratch, ARGS);
+    agents.push(agent);
+    return agent;
+  };
   try {
+    await fn({ ns, scratch, ovnkube, startAgent });
+  } finally {
+    for (const a of agents) await a.stop();
+    ovnkube.stop();
+    spawnSync('umount', ['-l', scratch.stateDir]);
+    ns.destroy();
+    scratch.remove();
+  }
+}
+
+test('a full, then read-only state directory: no change that cannot be journaled, the reason in the status, and it recovers', async (t) => {
+  if (skipWithoutKernel(t)) return;
+  await withSmallStateDir(async ({ ns, scratch, ovnkube, startAgent }) => {
+    const remount = (how: 'ro' | 'rw') => execFileSync('mount', ['-o', `remount,${how}`, scratch.stateDir]);
     ovnkube.start('local', { respawn: true });
-    agent = new AgentProcess(ns, scratch, ARGS);
-    const a = agent;
+    const a = startAgent();
     await waitForStatus(a, (s) => s.lastReconcile !== null && s.reasonCodes[0] === 'ModeNotRead', 'the first pass');
 
     // Full: the migration to local is never started.
@@ -80,8 +105,7 @@ test('a full, then read-only state directory: no change that cannot be journaled
     remount('ro');
     ovnkube.start('shared', { respawn: true });
     scratch.writeMode('shared');
-    agent = new AgentProcess(ns, scratch, ARGS);
-    const b = agent;
+    const b = startAgent();
     s = await waitForStatus(b, (s) => s.reasonCodes[0] === 'JournalUnwritable', 'an agent on a read-only directory runs and reports it');
     assert.match(s.reasons[0]!, /EROFS/);
     assert.deepEqual(ns.routes('10.96.0.0/16'), [LOCAL_V4], 'no route changed');
@@ -94,26 +118,14 @@ test('a full, then read-only state directory: no change that cannot be journaled
     s = await waitForStatus(b, (s) => s.phase === 'Converged' && s.desiredMode === 'shared', 'Converged once writable');
     assert.deepEqual(ns.routes('10.96.0.0/16'), [SHARED_V4]);
     assert.equal(s.restart?.count, 2);
-  } finally {
-    await agent?.stop();
-    ovnkube.stop();
-    spawnSync('umount', ['-l', scratch.stateDir]);
-    ns.destroy();
-    scratch.remove();
-  }
+  });
 });
 
 test('apply on a full, then read-only state directory changes nothing and says why; beside an agent holding the lock read-only, the refusals name that agent, not the stale pid in the file', async (t) => {
   if (skipWithoutKernel(t)) return;
-  const ns = seedNode({ gw0: true });
-  const scratch = new Scratch();
-  const ovnkube = new FakeOvnkube(ns, scratch.dir);
-  mkdirSync(scratch.stateDir);
-  execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=16k,mode=0750', 'tmpfs', scratch.stateDir]);
-  const applyArgs = ['apply', '--mode-file', scratch.modeFile, ...ARGS.slice(0, 4), '--state-dir', scratch.stateDir];
-  const lockPath = path.join(scratch.stateDir, 'lock');
-  const agents: AgentProcess[] = [];
-  try {
+  await withSmallStateDir(async ({ ns, scratch, ovnkube, startAgent }) => {
+    const applyArgs = ['apply', '--mode-file', scratch.modeFile, ...ARGS.slice(0, 4), '--state-dir', scratch.stateDir];
+    const lockPath = path.join(scratch.stateDir, 'lock');
     scratch.writeMode('local');
     // Full: apply refuses, one line, exit 2, the route untouched.
     const filler = fill(scratch.stateDir);
@@ -127,8 +139,7 @@ test('apply on a full, then read-only state directory changes nothing and says w
     // An agent writes its pid into the lock file, and stops; the directory turns read-only.
     ovnkube.start('shared', { respawn: true });
     scratch.writeMode('shared');
-    const first = new AgentProcess(ns, scratch, ARGS);
-    agents.push(first);
+    const first = startAgent();
     await waitForStatus(first, (s) => s.phase === 'Converged', 'the first agent converged');
     await first.stop();
     execFileSync('mount', ['-o', 'remount,ro', scratch.stateDir]);
@@ -137,11 +148,9 @@ test('apply on a full, then read-only state directory changes nothing and says w
     // The next agent takes the lock read-only: the file still names the first.
     ovnkube.start('local', { respawn: true });
     scratch.writeMode('local');
-    const holder = new AgentProcess(ns, scratch, ARGS);
-    agents.push(holder);
+    const holder = startAgent();
     await waitForStatus(holder, (s) => s.reasonCodes[0] === 'JournalUnwritable', 'an agent on the read-only directory');
-    const second = new AgentProcess(ns, scratch, ARGS);
-    agents.push(second);
+    const second = startAgent();
     assert.equal(await second.exited, 1);
     assert.equal(second.output, `ovn-gwmode-agent: another agent (pid ${holder.child.pid}) holds ${lockPath}; not starting a second agent\n`);
     r = cli(ns, applyArgs);
@@ -155,11 +164,5 @@ test('apply on a full, then read-only state directory changes nothing and says w
     assert.equal(r.stdout, '');
     assert.match(r.stderr, new RegExp(`^ovn-gwmode-agent: apply: the state directory ${scratch.stateDir} is not writable \\(EROFS: read-only file system\\), so nothing can be journaled; refusing to change routes\n$`));
     assert.deepEqual(ns.routes('10.96.0.0/16'), [SHARED_V4], 'no route changed');
-  } finally {
-    for (const a of agents) await a.stop();
-    ovnkube.stop();
-    spawnSync('umount', ['-l', scratch.stateDir]);
-    ns.destroy();
-    scratch.remove();
-  }
+  });
 });
