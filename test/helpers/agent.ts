@@ -22,15 +22,20 @@ export class Scratch {
   readonly socket = path.join(this.dir, 'run', 'agent.sock');
   readonly stateDir = path.join(this.dir, 'state');
 
+  /** Set once an AgentProcess runs on this scratch directory. */
+  agentStarted = false;
+
   /**
-   * Writes the mode file as an admin does who then leaves it alone: its mtime is set a
-   * minute back, so the agent takes it at once instead of waiting the 200 ms a plain file
-   * must stay untouched (src/mode/settled.ts) before it is read as the desired mode.
-   * `fresh` keeps the mtime of the write, for tests whose timing is that rule's.
+   * Writes the mode file. Before any agent started here, the file is written as one put in
+   * place beforehand and left alone: its mtime a minute back, so the agent takes it at once
+   * instead of waiting the 200 ms a plain file must stay untouched (src/mode/settled.ts).
+   * Once an agent runs, a write is an admin's edit under its watch and keeps its mtime: the
+   * agent's own rule applies (and it reads the file again once settled, so a second write
+   * soon after the first, which the file watch may not report, is read all the same).
    */
-  writeMode(content: string, { fresh = false }: { fresh?: boolean } = {}): void {
+  writeMode(content: string): void {
     writeFileSync(this.modeFile, content);
-    if (fresh) return;
+    if (this.agentStarted) return;
     const past = new Date(Date.now() - 60_000);
     utimesSync(this.modeFile, past, past);
   }
@@ -46,6 +51,7 @@ export class AgentProcess {
   exited: Promise<number | null>;
 
   constructor(ns: Netns, readonly scratch: Scratch, args: string[], env: NodeJS.ProcessEnv = {}, entry = CLI) {
+    scratch.agentStarted = true;
     this.child = spawn(
       'ip',
       ['netns', 'exec', ns.name, process.execPath, entry, 'run', '--mode-file', scratch.modeFile, '--socket', scratch.socket, '--state-dir', scratch.stateDir, '--resync-interval', '2', '--log-level', 'debug', ...(args.includes('--restart') ? [] : ['--restart', 'signal']), ...(args.includes('--settle') ? [] : ['--settle', '0']), ...args],
@@ -96,11 +102,12 @@ export async function waitForStatus(
   what: string,
 ): Promise<StatusReport> {
   let last: StatusReport | undefined;
-  for (let i = 0; i < 600; i++) {
+  // Looks every 20 ms (a curl process each time), at least 1,500 times: 30 s and more.
+  for (let i = 0; i < 1500; i++) {
     last = status(agent.scratch.socket);
     if (last && pred(last)) return last;
     if (agent.child.exitCode !== null) break;
-    await pause(50);
+    await pause(20);
   }
   throw new Error(`never saw ${what}; last status: ${JSON.stringify(last, null, 2)}\nagent output:\n${agent.output.slice(-4000)}`);
 }

@@ -101,7 +101,7 @@ export async function chaos(o: ChaosOptions): Promise<ChaosResult> {
       stoppedByRun.add(old);
       await c.call('StopContainer', { containerId: old, timeout: '5' });
       while (current === old) await pause(20);
-      scratch.writeMode(mode, { fresh: true });
+      scratch.writeMode(mode);
       for (let k = 0; k < o.killsPerMigration; k++) {
         // A seeded point: a delay from the start, or a moment after the agent says it
         // starts carrying out the plan (journal, replace), that the migration is journaled
