@@ -19,6 +19,8 @@ import { MAX_MODE_FILE_BYTES, parseModeContent } from './parse.js';
 import { nextFirstSeen, verdictOf, type FileStamp, type FirstSeen, type ReadFacts } from './settled.js';
 
 export const CONFIGMAP_KEY = 'mode';
+/** After a change is reported, it is reported once more this much later: past chokidar's 50 ms throttle of a file's changes. */
+export const TRAILING_MS = 60;
 
 export type ModeRead = { mode: GatewayMode; error: null } | { mode: null; error: string };
 /** Not yet: the file is being written; read it again in retryInMs. */
@@ -137,8 +139,21 @@ export function watchModeSource(source: string, onChange: () => void): ModeWatch
   let placed: () => void = () => undefined;
   const ready = new Promise<void>((resolve) => (placed = resolve));
   const retired: Array<Promise<void>> = [];
+  // chokidar passes on one change of a file per 50 ms (its throttle) and drops the
+  // rest: a second write within 50 ms of the first would go unseen until the next
+  // resync when the first read was taken at once (a file written with an old mtime:
+  // `cp -p`, `rsync -t`; a volume swapped twice). So every change is also reported
+  // once more TRAILING_MS later (one timer, however many changes): that read sees
+  // whatever the dropped change wrote, and costs one pass when nothing was dropped.
+  let trailing: NodeJS.Timeout | undefined;
   const fire = () => {
-    if (!closed) onChange();
+    if (closed) return;
+    onChange();
+    if (trailing === undefined)
+      trailing = setTimeout(() => {
+        trailing = undefined;
+        if (!closed) onChange();
+      }, TRAILING_MS);
   };
   const arm = (moved: boolean) => {
     const { target, kind } = placement(resolved);
@@ -179,6 +194,7 @@ export function watchModeSource(source: string, onChange: () => void): ModeWatch
     ready,
     close: async () => {
       closed = true;
+      clearTimeout(trailing);
       placed();
       await Promise.all([...retired, current.close()]);
     },

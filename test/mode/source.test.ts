@@ -1,7 +1,7 @@
 // Reading and watching the mode file on the real file system.
 import { strict as assert } from 'node:assert';
 import { spawnSync } from 'node:child_process';
-import { closeSync, constants, mkdirSync, mkdtempSync, openSync, renameSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { closeSync, constants, mkdirSync, mkdtempSync, openSync, renameSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
@@ -143,6 +143,44 @@ test('a host file left alone is read as it is: a valid mode taken, garbage an er
     writeFileSync(file, 'garbage');
     assert.deepEqual(await reader.read(), { mode: null, error: 'the mode is "garbage"; expected exactly "local" or "shared"' });
   } finally {
+    rmSync(root, { recursive: true, force: true });
+  }
+});
+
+test('a second write within 50 ms of the first (which chokidar passes over) is still reported when the first was taken at once', async () => {
+  const root = mkdtempSync(path.join(tmpdir(), 'gwmode-trailing-'));
+  const file = path.join(root, 'mode');
+  // Written with an old mtime (cp -p, rsync -t): settled at once, no re-read for quiet time.
+  const writeOld = (content: string) => {
+    writeFileSync(file, content);
+    const old = new Date(Date.now() - 60_000);
+    utimesSync(file, old, old);
+  };
+  writeOld('shared\n');
+  const reader = new ModeReader(file);
+  let wake: () => void = () => undefined;
+  const watch = watchModeSource(file, () => wake());
+  const nextCall = (what: string) => within(new Promise<void>((resolve) => (wake = resolve)), 15_000, what);
+  try {
+    await within(watch.ready, 15_000, 'the watch in place');
+    const first = nextCall('the first change reported');
+    writeOld('shared\n');
+    await first;
+    assert.deepEqual(await reader.read(), { mode: 'shared', error: null });
+    // At once, inside chokidar's 50 ms window after the change it reported (on a slow
+    // machine maybe not: then chokidar reports it itself). Only a call after it counts.
+    let written = false;
+    let afterWrite: () => void = () => undefined;
+    const second = within(new Promise<void>((resolve) => (afterWrite = resolve)), 15_000, 'a call after the second write');
+    wake = () => {
+      if (written) afterWrite();
+    };
+    writeOld('local\n');
+    written = true;
+    await second;
+    assert.deepEqual(await reader.read(), { mode: 'local', error: null });
+  } finally {
+    await watch.close();
     rmSync(root, { recursive: true, force: true });
   }
 });
