@@ -129,8 +129,9 @@ export class Agent {
   private counting = false;
   private passWaiters: Array<() => void> = [];
   private readonly recorder: AgentRecorder;
-  /** A restart request the runtime has not answered yet (race 7). */
+  /** A restart request the runtime has not answered yet (race 7); stop() waits for it too. */
   private restartInFlight = false;
+  private restarting: Promise<void> = Promise.resolve();
   private restartAnswer: { step: Extract<Step, { kind: 'restart' }>; err: unknown } | null = null;
 
   constructor(
@@ -191,7 +192,7 @@ export class Agent {
     });
   }
 
-  /** Stops waking up, waits for the pass under way, and releases everything. */
+  /** Stops waking up, waits for the pass under way and a restart request on its way, and releases everything. */
   async stop(): Promise<void> {
     this.stopped = true;
     clearInterval(this.resyncTimer);
@@ -202,6 +203,8 @@ export class Agent {
     this.subscription?.close();
     await this.modeWatch?.close();
     await this.idle;
+    // A request on its way (a signal about to be sent, a stop the runtime carries out) is not cut short.
+    await this.restarting;
   }
 
   /** Asks for a pass; passes never overlap and wake-ups during one coalesce. Only a netlink event passes readMode false. */
@@ -430,7 +433,7 @@ export class Agent {
       this.restartAnswer = { step, err };
       this.kick('restart request answered');
     };
-    this.deps.strategy.restart(step.target).then(
+    this.restarting = this.deps.strategy.restart(step.target).then(
       () => answered(null),
       (err: unknown) => answered(err ?? new Error('the restart request failed')),
     );
