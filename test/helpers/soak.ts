@@ -4,7 +4,12 @@
 // to it by one rename; test/helpers/kubelet.ts), and outside route flaps (`ip route
 // replace` of the service route to either shape, through one `ip -batch` process), the
 // socket polled throughout (/healthz and /status every 20 ms, /metrics every second for
-// the event-loop delay), RSS and open fds sampled. A volume's swap is taken at once
+// the event-loop delay and the active handles), RSS and open fds sampled. Handles are
+// prom-client's nodejs_active_handles (libuv handles the process holds: sockets, pipes,
+// servers, child processes, by type) and nodejs_active_resources (the same and what keeps
+// the loop alive beside them: timers, pending file-system requests), summed over their
+// types; /proc shows fds but neither timers nor which fd is what. Each is as the agent
+// reported it at its last scrape (the scrape's own connection included, one at a time). A volume's swap is taken at once
 // (src/mode/settled.ts), so each pass takes in the mode of the moment: a plain file
 // rewritten every millisecond would never be left alone for the 200 ms a plain file
 // needs, and the agent would take in no flip at all. Accelerated: --restart none and
@@ -46,6 +51,12 @@ export interface Sample {
   lagP99Ms: number | null;
   /** The same measure in an idle node process beside it: what the machine's load alone costs. */
   idleP99Ms: number | null;
+  /** Sum of nodejs_active_handles over its types, at the last scrape; null before one. */
+  handles: number | null;
+  /** Sum of nodejs_active_resources (timers included), at the last scrape. */
+  resources: number | null;
+  /** nodejs_active_resources by type, at the last scrape. */
+  resourceTypes: Record<string, number>;
 }
 
 export interface SoakResult {
@@ -59,6 +70,8 @@ export interface SoakResult {
   replaces: number;
   suspensionsSeen: number;
   samples: Sample[];
+  /** At rest before the first flip (the first migration done, nothing else under way): the handles' baseline. */
+  start: Sample;
   warm: Sample;
   end: Sample;
   alive: boolean;
@@ -80,6 +93,10 @@ setInterval(() => { process.stdout.write(String(h.percentile(99) / 1e6) + '\\n')
 const rssKb = (pid: number) => Number(/^VmRSS:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1]);
 const fds = (pid: number) => readdirSync(`/proc/${pid}/fd`).length;
 const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/** A gauge's series by their `type` label, from a scrape. */
+const byType = (text: string, name: string): Record<string, number> =>
+  Object.fromEntries([...text.matchAll(new RegExp(`^${name}\\{type="([^"]*)"\\} (\\S+)$`, 'gm'))].map((m) => [m[1]!, Number(m[2])]));
+const sum = (o: Record<string, number>): number | null => (Object.keys(o).length === 0 ? null : Object.values(o).reduce((a, b) => a + b, 0));
 const metric = (text: string, name: string) => {
   const m = new RegExp(`^${name} (\\S+)$`, 'm').exec(text);
   return m ? Number(m[1]) : null;
@@ -113,6 +130,8 @@ export async function soak(o: SoakOptions): Promise<SoakResult> {
     let requests = 0;
     let failedRequests = 0;
     let lagP99Ms: number | null = null;
+    let handleTypes: Record<string, number> = {};
+    let resourceTypes: Record<string, number> = {};
     let suspensionsSeen = 0;
     poller = (async () => {
       for (let i = 0; polling; i++) {
@@ -123,6 +142,8 @@ export async function soak(o: SoakOptions): Promise<SoakResult> {
         else if (path === '/metrics') {
           const lag = metric(r.body, 'nodejs_eventloop_lag_p99_seconds');
           lagP99Ms = lag === null ? null : lag * 1000;
+          handleTypes = byType(r.body, 'nodejs_active_handles');
+          resourceTypes = byType(r.body, 'nodejs_active_resources');
         } else if (path === '/status' && /"repairsSuspended": "/.test(r.body)) suspensionsSeen++;
         await pause(20);
       }
@@ -130,10 +151,17 @@ export async function soak(o: SoakOptions): Promise<SoakResult> {
 
     const samples: Sample[] = [];
     const sample = (flips: number) => {
-      const s = { flips, rssKb: rssKb(pid), fds: fds(pid), lagP99Ms, idleP99Ms };
+      const s = { flips, rssKb: rssKb(pid), fds: fds(pid), lagP99Ms, idleP99Ms, handles: sum(handleTypes), resources: sum(resourceTypes), resourceTypes };
       samples.push(s);
       return s;
     };
+    // The baseline, at rest: the end is at rest too, so the two compare like with like
+    // (in the run, watchers and timers come and go with each swap and pass).
+    await pause(500);
+    const atRest = await get(scratch.socket, '/metrics');
+    handleTypes = byType(atRest.body, 'nodejs_active_handles');
+    resourceTypes = byType(atRest.body, 'nodejs_active_resources');
+    const start = sample(0);
     const t0 = Date.now();
     let lastSample = t0;
     let flaps = 0;
@@ -154,7 +182,7 @@ export async function soak(o: SoakOptions): Promise<SoakResult> {
       if (Date.now() - lastSample >= o.sampleEveryMs) {
         lastSample = Date.now();
         const s = sample(i);
-        log(`${i} flips, ${flaps} flaps, ${requests} requests: RSS ${s.rssKb} kB, ${s.fds} fds, event-loop p99 ${s.lagP99Ms?.toFixed(1)} ms (an idle process beside it: ${s.idleP99Ms?.toFixed(1)} ms)`);
+        log(`${i} flips, ${flaps} flaps, ${requests} requests: RSS ${s.rssKb} kB, ${s.fds} fds, ${s.handles} handles, ${s.resources} resources ${JSON.stringify(s.resourceTypes)}, event-loop p99 ${s.lagP99Ms?.toFixed(1)} ms (an idle process beside it: ${s.idleP99Ms?.toFixed(1)} ms)`);
       }
     }
     const seconds = (Date.now() - t0) / 1000;
@@ -179,6 +207,9 @@ export async function soak(o: SoakOptions): Promise<SoakResult> {
     const replaces = [...metrics.body.matchAll(/^ovn_gwmode_route_replaces_total\{direction="to_(?:local|shared)",result="done"\} (\d+)$/gm)].reduce((n, m) => n + Number(m[1]), 0);
     polling = false;
     await poller;
+    // The end's handles are those of the last scrape, made after the poller stopped.
+    handleTypes = byType(metrics.body, 'nodejs_active_handles');
+    resourceTypes = byType(metrics.body, 'nodejs_active_resources');
     const end = sample(o.flips);
     return {
       flips: o.flips,
@@ -190,6 +221,7 @@ export async function soak(o: SoakOptions): Promise<SoakResult> {
       replaces,
       suspensionsSeen,
       samples,
+      start,
       warm: warm ?? samples[0]!,
       end,
       alive: a.child.exitCode === null,
