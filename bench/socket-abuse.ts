@@ -38,6 +38,9 @@ function holdSlow(socket: string, n: number, reconnect: boolean): { stop: () => 
     const c = net.connect(socket);
     conns.add(c);
     c.on('error', () => undefined);
+    // Read (and drop) what comes: a client cut with a 408 must see the end of the stream
+    // behind that answer, or it never learns it was cut and never comes back.
+    c.resume();
     c.once('connect', () => c.write('GET /status HTTP/1.1\r\nHost: local'));
     c.once('close', () => {
       conns.delete(c);
