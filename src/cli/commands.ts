@@ -310,10 +310,10 @@ export async function rollbackCommand(raw: RollbackOptions, wrap: OnceWrappers =
       process.exitCode = 1;
       return;
     }
-    const recorded = await record(m!, rb.actions);
     const after = await observe(dataplane, watched, noProbe);
     const wrong = rb.actions.filter((a) => !(after.routes.get(a.key.prefix) ?? []).some((r) => sameNextHop(r.nextHop, a.to)));
-    if (wrong.length > 0) throw new Error(`after replacing, not put back: ${wrong.map((a) => a.key.prefix).join(', ')}`);
+    const recorded = await record(m!, rb.actions.filter((a) => !wrong.includes(a)));
+    if (wrong.length > 0) throw new Error(`after replacing, not put back: ${wrong.map((a) => a.key.prefix).join(', ')}${recorded}`);
     lines.push(`put back: ${rb.actions.length} route(s)${recorded}`, `next: ovnkube-node must run ${m!.mode === 'local' ? 'shared' : 'local'} gateway mode, and the mode file say so, or the agent moves them again (rollback restarts nothing)`);
     process.stdout.write(lines.join('\n') + '\n');
   } catch (err) {
