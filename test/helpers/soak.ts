@@ -4,13 +4,14 @@
 // to it by one rename; test/helpers/kubelet.ts), and outside route flaps (`ip route
 // replace` of the service route to either shape, through one `ip -batch` process), the
 // socket polled throughout (/healthz and /status every 20 ms, /metrics every second for
-// the event-loop delay and the active handles), RSS and open fds sampled. Handles are
+// the active handles; the event-loop delay is reported by the agent's wrapper,
+// test/fixtures/agent-measured.ts), RSS and open fds sampled. Handles are
 // prom-client's nodejs_active_handles (libuv handles the process holds: sockets, pipes,
 // servers, child processes, by type) and nodejs_active_resources (the same and what keeps
 // the loop alive beside them: timers, pending file-system requests), summed over their
 // types; /proc shows fds but neither timers nor which fd is what. Each is as the agent
-// reported it at its last scrape (the scrape's own connection included, one at a time). A volume's swap is taken at once
-// (src/mode/settled.ts), so each pass takes in the mode of the moment: a plain file
+// reported it at its last scrape (the scrape's own connection included, one at a time).
+// A volume's swap is taken at once (src/mode/settled.ts), so each pass takes in the mode of the moment: a plain file
 // rewritten every millisecond would never be left alone for the 200 ms a plain file
 // needs, and the agent would take in no flip at all. Accelerated: --restart none and
 // --ovnkube-mode-check off, so that every pass that sees a new mode migrates (no
@@ -28,6 +29,10 @@ import { get } from './hostile-http.js';
 import { ConfigMapVolume } from './kubelet.js';
 import { seedNode } from './netns.js';
 import { int, prng } from './prng.js';
+import { fileURLToPath } from 'node:url';
+
+/** The agent with its event-loop delay reported from inside (the product exports none). */
+const MEASURED = fileURLToPath(new URL('../fixtures/agent-measured.js', import.meta.url));
 
 export const SOAK_LOCAL = '10.96.0.0/16 via 10.244.1.1 dev ovn-k8s-mp0';
 const SHAPES = ['10.96.0.0/16 via 172.18.0.1 dev br-ex mtu 1400', SOAK_LOCAL];
@@ -47,7 +52,7 @@ export interface Sample {
   flips: number;
   rssKb: number;
   fds: number;
-  /** prom-client's nodejs_eventloop_lag_p99_seconds of the last scrape, in ms (its histogram resets at each scrape). */
+  /** The agent's event-loop delay p99 over the last second, in ms (test/fixtures/agent-measured.ts); null before one. */
   lagP99Ms: number | null;
   /** The same measure in an idle node process beside it: what the machine's load alone costs. */
   idleP99Ms: number | null;
@@ -70,6 +75,8 @@ export interface SoakResult {
   replaces: number;
   suspensionsSeen: number;
   samples: Sample[];
+  /** Every per-second event-loop delay p99 the agent reported during the flips, in ms. */
+  lagSeriesMs: number[];
   /** At rest before the first flip (the first migration done, nothing else under way): the handles' baseline. */
   start: Sample;
   warm: Sample;
@@ -122,7 +129,7 @@ export async function soak(o: SoakOptions): Promise<SoakResult> {
     writeMode('local');
     ovnkube.start('local');
     const args = ['--mode-file', volume.dir, '--service-cidr', '10.96.0.0/16', '--mtu', '1400', '--log-level', 'error', '--restart', 'none', '--ovnkube-mode-check', 'off', '--resync-interval', '1', '--restart-min-interval', '0', '--restart-max-per-hour', '1000000'];
-    agent = new AgentProcess(ns, scratch, args);
+    agent = new AgentProcess(ns, scratch, args, {}, MEASURED);
     const a = agent;
     await waitForStatus(a, (s) => s.routes[0]?.inSync === true, 'the first migration');
     const pid = a.child.pid!;
@@ -133,24 +140,11 @@ export async function soak(o: SoakOptions): Promise<SoakResult> {
     let handleTypes: Record<string, number> = {};
     let resourceTypes: Record<string, number> = {};
     let suspensionsSeen = 0;
-    poller = (async () => {
-      for (let i = 0; polling; i++) {
-        const path = i % 50 === 0 ? '/metrics' : i % 2 === 0 ? '/healthz' : '/status';
-        const r = await get(scratch.socket, path).catch(() => ({ code: 0, body: '' }));
-        requests++;
-        if (r.code !== 200) failedRequests++;
-        else if (path === '/metrics') {
-          const lag = metric(r.body, 'nodejs_eventloop_lag_p99_seconds');
-          lagP99Ms = lag === null ? null : lag * 1000;
-          handleTypes = byType(r.body, 'nodejs_active_handles');
-          resourceTypes = byType(r.body, 'nodejs_active_resources');
-        } else if (path === '/status' && /"repairsSuspended": "/.test(r.body)) suspensionsSeen++;
-        await pause(20);
-      }
-    })();
 
     const samples: Sample[] = [];
     const sample = (flips: number) => {
+      const lag = /.*"soakEventLoopP99Ms":([0-9.e+-]+)/s.exec(a.output);
+      lagP99Ms = lag ? Number(lag[1]) : null;
       const s = { flips, rssKb: rssKb(pid), fds: fds(pid), lagP99Ms, idleP99Ms, handles: sum(handleTypes), resources: sum(resourceTypes), resourceTypes };
       samples.push(s);
       return s;
@@ -162,6 +156,21 @@ export async function soak(o: SoakOptions): Promise<SoakResult> {
     handleTypes = byType(atRest.body, 'nodejs_active_handles');
     resourceTypes = byType(atRest.body, 'nodejs_active_resources');
     const start = sample(0);
+    const outputAtStart = a.output.length;
+    // Polled from here on: the baseline's scrape was the only connection.
+    poller = (async () => {
+      for (let i = 0; polling; i++) {
+        const path = i % 50 === 0 ? '/metrics' : i % 2 === 0 ? '/healthz' : '/status';
+        const r = await get(scratch.socket, path).catch(() => ({ code: 0, body: '' }));
+        requests++;
+        if (r.code !== 200) failedRequests++;
+        else if (path === '/metrics') {
+          handleTypes = byType(r.body, 'nodejs_active_handles');
+          resourceTypes = byType(r.body, 'nodejs_active_resources');
+        } else if (path === '/status' && /"repairsSuspended": "/.test(r.body)) suspensionsSeen++;
+        await pause(20);
+      }
+    })();
     const t0 = Date.now();
     let lastSample = t0;
     let flaps = 0;
@@ -186,6 +195,7 @@ export async function soak(o: SoakOptions): Promise<SoakResult> {
       }
     }
     const seconds = (Date.now() - t0) / 1000;
+    const lagSeriesMs = [...a.output.slice(outputAtStart).matchAll(/"soakEventLoopP99Ms":([0-9.e+-]+)/g)].map((m) => Number(m[1]));
     // The flaps still queued in `ip` land before the end: one after it could suspend
     // repairs again with no input left to change (README, "It never fights").
     ip.stdin.end();
@@ -202,11 +212,12 @@ export async function soak(o: SoakOptions): Promise<SoakResult> {
       return undefined;
     });
     await pause(2000);
+    // The poller stops first: the last scrape is then the only connection, as the baseline's was.
+    polling = false;
+    await poller;
     const metrics = await get(scratch.socket, '/metrics').catch(() => ({ code: 0, body: '' }));
     const modeChanges = metric(metrics.body, 'ovn_gwmode_desired_mode_changes_total') ?? -1;
     const replaces = [...metrics.body.matchAll(/^ovn_gwmode_route_replaces_total\{direction="to_(?:local|shared)",result="done"\} (\d+)$/gm)].reduce((n, m) => n + Number(m[1]), 0);
-    polling = false;
-    await poller;
     // The end's handles are those of the last scrape, made after the poller stopped.
     handleTypes = byType(metrics.body, 'nodejs_active_handles');
     resourceTypes = byType(metrics.body, 'nodejs_active_resources');
@@ -221,6 +232,7 @@ export async function soak(o: SoakOptions): Promise<SoakResult> {
       replaces,
       suspensionsSeen,
       samples,
+      lagSeriesMs,
       start,
       warm: warm ?? samples[0]!,
       end,
