@@ -7,11 +7,14 @@
 //  - the same probe phases against a plain node:http server in the same run, the yardstick
 //    for what of the tail is the machine and the client process rather than the agent.
 // Run: `npm run build && node dist/bench/socket-abuse.js` (or `npm run bench:socket`).
+// CPU_PROF=DIR runs the agent with V8's CPU profiler (bench/profiled-agent.ts), its profile
+// written to DIR when it stops.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import net from 'node:net';
 import { performance } from 'node:perf_hooks';
+import { fileURLToPath } from 'node:url';
 import { AgentProcess, FakeOvnkube, Scratch, waitForStatus } from '../test/helpers/agent.js';
 import { flood, get } from '../test/helpers/hostile-http.js';
 import { seedNode } from '../test/helpers/netns.js';
@@ -35,6 +38,9 @@ function holdSlow(socket: string, n: number, reconnect: boolean): { stop: () => 
     const c = net.connect(socket);
     conns.add(c);
     c.on('error', () => undefined);
+    // Read (and drop) what comes: a client cut with a 408 must see the end of the stream
+    // behind that answer, or it never learns it was cut and never comes back.
+    c.resume();
     c.once('connect', () => c.write('GET /status HTTP/1.1\r\nHost: local'));
     c.once('close', () => {
       conns.delete(c);
@@ -109,7 +115,10 @@ let agent: AgentProcess | undefined;
 try {
   scratch.writeMode('local');
   ovnkube.start('local', { respawn: true });
-  agent = new AgentProcess(ns, scratch, ['--service-cidr', '10.96.0.0/16', '--mtu', '1400', '--log-level', 'info']);
+  const args = ['--service-cidr', '10.96.0.0/16', '--mtu', '1400', '--log-level', 'info'];
+  agent = process.env.CPU_PROF
+    ? new AgentProcess(ns, scratch, args, { CPU_PROF_DIR: path.resolve(process.env.CPU_PROF) }, fileURLToPath(new URL('./profiled-agent.js', import.meta.url)))
+    : new AgentProcess(ns, scratch, args);
   const a = agent;
   await waitForStatus(a, (s) => s.lastReconcile !== null, 'a pass');
   const pid = a.child.pid!;

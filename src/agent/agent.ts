@@ -25,6 +25,13 @@
 //  4. Something that keeps setting a route back: core/fights.ts suspends the repairs.
 //  5. The agent killed mid-migration: the journal says which migration was under way
 //     and which restart it owes; the next agent finishes it and restarts at most once.
+//  7. A restart request the runtime is slow to answer: StopContainer waits out the
+//     container's grace period (30 s), a hanging runtime its deadline on top. The
+//     request is journaled in the pass, but its answer is not awaited there: the pass
+//     ends, the loop stays live for systemd's watchdog and the liveness probe (a pass
+//     longer than WatchdogSec is a stuck loop), and the answer, when it comes, wakes a
+//     pass that records it (only into the request it answers: the record may have moved
+//     on, a new ovnkube-node seen meanwhile). No second request while one is under way.
 //  6. The journal unwritable (a full or read-only state directory). Before a change (the
 //     start of a migration, a restart request) the change is refused. After one (the
 //     outcome of a restart request, the new ovnkube-node seen, a migration taken off the
@@ -122,6 +129,10 @@ export class Agent {
   private counting = false;
   private passWaiters: Array<() => void> = [];
   private readonly recorder: AgentRecorder;
+  /** A restart request the runtime has not answered yet (race 7); stop() waits for it too. */
+  private restartInFlight = false;
+  private restarting: Promise<void> = Promise.resolve();
+  private restartAnswer: { step: Extract<Step, { kind: 'restart' }>; err: unknown } | null = null;
 
   constructor(
     private readonly deps: AgentDeps,
@@ -181,7 +192,7 @@ export class Agent {
     });
   }
 
-  /** Stops waking up, waits for the pass under way, and releases everything. */
+  /** Stops waking up, waits for the pass under way and a restart request on its way, and releases everything. */
   async stop(): Promise<void> {
     this.stopped = true;
     clearInterval(this.resyncTimer);
@@ -192,6 +203,8 @@ export class Agent {
     this.subscription?.close();
     await this.modeWatch?.close();
     await this.idle;
+    // A request on its way (a signal about to be sent, a stop the runtime carries out) is not cut short.
+    await this.restarting;
   }
 
   /** Asks for a pass; passes never overlap and wake-ups during one coalesce. Only a netlink event passes readMode false. */
@@ -323,6 +336,7 @@ export class Agent {
    */
   private async round(verifying: boolean): Promise<Acted> {
     const { config, restart } = this.options;
+    await this.takeRestartAnswer();
     const observed = await observe(this.deps.dataplane, this.watched, this.deps.probe);
     const now = this.deps.clock.now();
     const desired = this.desired;
@@ -404,20 +418,47 @@ export class Agent {
   }
 
   private async restart(step: Extract<Step, { kind: 'restart' }>): Promise<void> {
+    if (this.restartInFlight) {
+      this.deps.log.warn({ target: step.target.describe }, 'a restart request is still under way: not requesting another');
+      return;
+    }
     const now = this.deps.clock.now();
     // Journaled (synced) before it is requested: a restart is never requested twice.
     await this.saveJournal({ ...this.journalData, migration: step.migration, restarts: [...this.journalData.restarts, now] });
     this.deps.log.info({ strategy: this.deps.strategy.name, target: step.target.describe, mode: step.migration.mode }, `restarting ovnkube-node: ${step.target.describe}`);
-    try {
-      await this.deps.strategy.restart(step.target);
-    } catch (err) {
+    // Not awaited (race 7): the answer wakes a pass that records it.
+    this.restartInFlight = true;
+    const answered = (err: unknown) => {
+      this.restartInFlight = false;
+      this.restartAnswer = { step, err };
+      this.kick('restart request answered');
+    };
+    this.restarting = this.deps.strategy.restart(step.target).then(
+      () => answered(null),
+      (err: unknown) => answered(err ?? new Error('the restart request failed')),
+    );
+  }
+
+  /** Records how the last restart request went, into that request's migration only. */
+  private async takeRestartAnswer(): Promise<void> {
+    const answer = this.restartAnswer;
+    if (answer === null) return;
+    this.restartAnswer = null;
+    const { step, err } = answer;
+    const m = this.journalData.migration;
+    const same = m !== null && m.mode === step.migration.mode && m.startedAt === step.migration.startedAt && m.attempts === step.migration.attempts;
+    const base = { strategy: this.deps.strategy.name, mode: step.migration.mode, target: step.target.describe };
+    if (err !== null) {
       this.deps.log.error({ err, target: step.target.describe }, 'restart of ovnkube-node failed');
-      this.recorder.restart({ strategy: this.deps.strategy.name, mode: step.migration.mode, result: 'failed', target: step.target.describe, code: errorCode(err) });
-      await this.recordAfter({ ...this.journalData, migration: { ...step.migration, restart: 'failed', outcome: 'failed', lastError: (err as Error).message } }, 'a failed restart request');
+      this.recorder.restart({ ...base, result: 'failed', code: errorCode(err) });
+      // A new ovnkube-node already seen (done) makes the failure moot: the restart happened.
+      if (same && m.restart === 'requested') {
+        await this.recordAfter({ ...this.journalData, migration: { ...m, restart: 'failed', outcome: 'failed', lastError: (err as Error).message } }, 'a failed restart request');
+      }
       return;
     }
-    await this.recordAfter({ ...this.journalData, migration: { ...step.migration, outcome: 'stopped' } }, 'the restart request');
-    this.recorder.restart({ strategy: this.deps.strategy.name, mode: step.migration.mode, result: 'stopped', target: step.target.describe, code: null });
+    if (same) await this.recordAfter({ ...this.journalData, migration: { ...m, outcome: 'stopped' } }, 'the restart request');
+    this.recorder.restart({ ...base, result: 'stopped', code: null });
   }
 
   /** Before a change: written, or the change is not made (the error propagates). */

@@ -17,7 +17,7 @@ import type { OvnkubeProbe } from './observe.js';
 import type { PlannerConfig } from '../core/types.js';
 import type { Clock } from '../clock.js';
 import { Journal } from '../restart/journal.js';
-import { CriRestart, NoRestart, SignalRestart, type RestartStrategy } from '../restart/strategy.js';
+import { CriRestart, criDeadlineMs, NoRestart, SignalRestart, type RestartStrategy } from '../restart/strategy.js';
 import { recorders } from './recorder.js';
 import { EventHistory } from '../events/history.js';
 import { serveEvents } from '../events/http.js';
@@ -27,10 +27,10 @@ import { AgentMetrics } from '../metrics/metrics.js';
 import { MetricsListener, serveMetrics } from '../metrics/server.js';
 import { VERSION } from '../version.js';
 
-function strategyFor(s: Settings): RestartStrategy {
+function strategyFor(s: Settings, stuckAfterMs: number): RestartStrategy {
   switch (s.restart) {
     case 'cri':
-      return new CriRestart({ endpoint: s.criEndpoint ?? undefined, namespace: s.ovnkubeNamespace, container: s.ovnkubeContainer, graceSeconds: Math.ceil(s.restartGraceMs / 1000) });
+      return new CriRestart({ endpoint: s.criEndpoint ?? undefined, namespace: s.ovnkubeNamespace, container: s.ovnkubeContainer, graceSeconds: Math.ceil(s.restartGraceMs / 1000), deadlineMs: criDeadlineMs(stuckAfterMs) });
     case 'signal':
       return new SignalRestart();
     case 'none':
@@ -93,7 +93,7 @@ export async function runDaemon(raw: RawRunOptions, initial: Settings, deps: Dae
   let settings = initial;
   let probe = deps.probeFor(settings);
   const supervisor = new Supervisor(deps.notifier, log.child({ component: 'systemd' }), deps.watchdogUsec, deps.clock);
-  const strategy = strategyFor(settings);
+  const strategy = strategyFor(settings, supervisor.stuckAfterMs());
   const watchMode = (path: string) => (onChange: () => void) => watchModeSource(path, onChange);
   // One reader per path: it remembers what it saw of a file being written.
   let modeReader = new ModeReader(settings.modeFile, () => deps.clock.now());

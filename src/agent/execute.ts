@@ -24,12 +24,34 @@ export class PutBackError extends Error {
   readonly code = 'ERR_GWMODE_PUT_BACK';
 }
 
+/**
+ * A one-shot command (`apply`, `rollback`) was told to stop (SIGTERM, SIGINT) between
+ * two replaces: the replace in flight was finished, none was started after it, and
+ * nothing was put back (putting back is a change too). `done` were carried out, `left`
+ * were not.
+ */
+export class InterruptedError extends Error {
+  readonly code = 'ERR_GWMODE_INTERRUPTED';
+  constructor(
+    readonly signal: string,
+    readonly done: ReplaceAction[],
+    readonly left: ReplaceAction[],
+  ) {
+    super(`interrupted by ${signal} after ${done.length} of ${done.length + left.length} replace(s)`);
+  }
+}
+
 /** Told of each replace carried out, refused, or put back (the agent's recorders). */
 export type OnReplace = (a: ReplaceAction, result: ReplaceResult, err: unknown) => void;
 
-export async function applyReplaces(dataplane: Dataplane, log: Logger, actions: ReplaceAction[], onReplace: OnReplace = () => undefined): Promise<void> {
+/** The signal a one-shot command was told to stop by, or null: asked before each replace. */
+export type StopRequested = () => string | null;
+
+export async function applyReplaces(dataplane: Dataplane, log: Logger, actions: ReplaceAction[], onReplace: OnReplace = () => undefined, stopRequested: StopRequested = () => null): Promise<void> {
   const done: ReplaceAction[] = [];
   for (const a of actions) {
+    const signal = stopRequested();
+    if (signal !== null) throw new InterruptedError(signal, done, actions.slice(done.length));
     try {
       // The action goes to the dataplane as it is: it names the key it replaces and the next hop it sets.
       await dataplane.replaceRoute(a);

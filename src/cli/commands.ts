@@ -3,25 +3,28 @@
 // 1 not converged (or another agent holds the node), 2 bad configuration, a permission
 // missing, or the agent unreachable.
 import { runDaemon } from '../agent/daemon.js';
-import { applyReplaces } from '../agent/execute.js';
+import { applyReplaces, InterruptedError, outcomeUnknown } from '../agent/execute.js';
 import { observe, type OvnkubeProbe } from '../agent/observe.js';
 import { reconcile } from '../agent/reconcile.js';
 import { ConfigError, lastWins, resolvePlanSettings, resolveSettings, type PlanSettings, type RawPlanOptions, type RawRunOptions } from '../config/settings.js';
 import { renderNextHop, sameNextHop } from '../core/route.js';
 import { watchedOf } from '../core/planner.js';
 import { planRollback } from '../core/rollback.js';
-import { summarize } from '../core/decide.js';
+import { applyMigration, summarize } from '../core/decide.js';
+import type { Migration } from '../core/migration.js';
 import { systemClock } from '../clock.js';
-import type { Plan, PlannerConfig } from '../core/types.js';
+import type { Observation, Plan, PlannerConfig, ReplaceAction } from '../core/types.js';
 import { KernelDataplane } from '../dataplane/kernel.js';
 import type { Dataplane } from '../dataplane/types.js';
-import { Journal } from '../restart/journal.js';
+import { EMPTY_JOURNAL, Journal, JournalError, type JournalData } from '../restart/journal.js';
 import { createLogger } from '../log.js';
+import type { Logger } from 'pino';
 import { readModeSource } from '../mode/source.js';
 import { systemdNotifier, watchdogUsec } from '../systemd/notify.js';
 import { scanOvnkubeProcesses, summarise } from '../ovnkube/proc.js';
 import { SocketInUseError, SocketPermissionError } from '../status/server.js';
 import { MetricsAddressError } from '../metrics/server.js';
+import { Interruption } from './interrupt.js';
 import { assertStateDirWritable, LockError, LockHeldError, lockStateDir, StateDirUnwritableError } from './lock.js';
 
 /** The planner's part of the settings, and nothing else. */
@@ -128,14 +131,46 @@ function renderPlan(p: Plan): string {
 
 export type PlanOptions = RawPlanOptions & { json?: boolean };
 
+/** What a test may wrap around the one-shot commands' real parts (fault injection); nothing a user can reach. */
+export interface OnceWrappers {
+  dataplane?: (real: Dataplane) => Dataplane;
+}
+
 /** `plan`: observe once and print the plan; it only looks, so it takes no lock. */
 export const planCommand = (raw: PlanOptions): Promise<void> => onceCommand(raw, null);
 
-/** `apply`: one pass that acts, under the agent lock, so never beside a running agent. */
-export const applyCommand = (raw: PlanOptions & { stateDir: string }): Promise<void> => onceCommand(raw, lastWins(raw).stateDir);
+/**
+ * `apply`: one pass that acts, under the agent lock, so never beside a running agent.
+ * Its migration goes to the agent's journal before the first replace (src/core/decide.ts,
+ * applyMigration): `rollback` undoes it, and an agent started after it, even after an
+ * apply killed midway, finishes it (the replaces left, then the restart it owes) and
+ * never starts it again.
+ */
+export const applyCommand = (raw: PlanOptions & { stateDir: string }, wrap: OnceWrappers = {}): Promise<void> => onceCommand(raw, lastWins(raw).stateDir, wrap);
 
-async function onceCommand(raw: PlanOptions, lockDir: string | null): Promise<void> {
+/** The journal, for a command about to change the kernel; an unreadable one is set aside, as the agent does. */
+async function loadJournal(journal: Journal, log: Logger, what: string): Promise<JournalData> {
+  try {
+    return await journal.load();
+  } catch (err) {
+    if (!(err instanceof JournalError)) throw err;
+    let where: string;
+    try {
+      where = `kept as ${await journal.setAside(systemClock.now())}`;
+    } catch (asideErr) {
+      process.stderr.write(`ovn-gwmode-agent: ${what}: ${err.message}, and it cannot be set aside (${(asideErr as Error).message}); changing nothing\n`);
+      process.exit(2);
+    }
+    log.warn({ err }, `${err.message} (${where}); ${what} goes on without it`);
+    return EMPTY_JOURNAL;
+  }
+}
+
+const prefixes = (actions: ReplaceAction[]): string => actions.map((a) => a.key.prefix).join(', ');
+
+async function onceCommand(raw: PlanOptions, lockDir: string | null, wrap: OnceWrappers = {}): Promise<void> {
   const apply = lockDir !== null;
+  const stop = apply ? new Interruption('apply') : null;
   const settings = await settingsOrExit(() => resolvePlanSettings(raw));
   if (lockDir !== null) {
     await lockOrExit(lockDir, 'apply does not act beside a running agent: stop it, or leave the work to it');
@@ -150,11 +185,34 @@ async function onceCommand(raw: PlanOptions, lockDir: string | null): Promise<vo
   }
   // Logs go to stderr here: stdout carries the plan.
   const log = createLogger(settings.logLevel === 'info' && !apply ? 'warn' : settings.logLevel, process.stderr);
+  const journal = lockDir !== null ? new Journal(lockDir) : null;
+  const onRecord = journal !== null ? await loadJournal(journal, log, 'apply') : EMPTY_JOURNAL;
   const read = await readModeSource(settings.modeFile);
   const desired = { mode: read.mode, source: { path: settings.modeFile, error: read.error } };
-  const dataplane = new KernelDataplane();
+  const real = new KernelDataplane();
+  const dataplane = wrap.dataplane?.(real) ?? real;
+  let journaled: Migration | null = null;
+  const beforeReplaces = async (planned: Plan, observed: Observation): Promise<void> => {
+    stop!.beginChanges();
+    const m = applyMigration(planned, desired.mode, onRecord.migration, observed.ovnkube, systemClock.now());
+    if (m === null) return;
+    await journal!.save({ ...onRecord, migration: m });
+    journaled = m;
+    log.info({ mode: m.mode, routes: m.routes.length }, 'migration journaled: replacing the routes');
+  };
+  /** Takes the migration off the record again (nothing of it was carried out); says so when that fails. */
+  const unjournal = async (): Promise<string> => {
+    if (journaled === null) return '';
+    try {
+      await journal!.save(onRecord);
+      return '';
+    } catch (err) {
+      return `; the journal still records the migration to ${journaled.mode} (${(err as Error).message}): an agent started next finds its routes already as they are`;
+    }
+  };
   try {
-    const result = await reconcile({ dataplane, probe: ovnkubeProbe(settings), log }, desired, plannerConfig(settings), apply);
+    const deps = { dataplane, probe: ovnkubeProbe(settings), log, ...(stop ? { beforeReplaces, stopRequested: stop.requested } : {}) };
+    const result = await reconcile(deps, desired, plannerConfig(settings), apply);
     const shown = apply ? result.final : result.planned;
     const out = raw.json
       ? JSON.stringify({ ...shown, reasonCodes: shown.reasons.map((r) => r.code), reasons: shown.reasons.map((r) => r.message), actions: shown.actions.map((a) => ({ ...a, reason: a.reason.message })), applied: result.applied }, null, 2)
@@ -164,7 +222,20 @@ async function onceCommand(raw: PlanOptions, lockDir: string | null): Promise<vo
     process.stdout.write(out + '\n');
     process.exitCode = summarize(shown, { phase: null, reason: null }, new Map(), null).phase === 'Converged' ? 0 : 1;
   } catch (err) {
-    process.stderr.write(`ovn-gwmode-agent: ${(err as Error).message}\n`);
+    if (err instanceof InterruptedError) {
+      const line =
+        err.done.length === 0
+          ? `apply: interrupted by ${err.signal} before the first replace; nothing changed${await unjournal()}`
+          : `apply: interrupted by ${err.signal} after ${err.done.length} of ${err.done.length + err.left.length} replace(s): replaced ${prefixes(err.done)}; not replaced ${prefixes(err.left)}; ` +
+            `the journal records the migration to ${desired.mode}: the agent completes it when it runs, \`rollback --yes\` puts back what was replaced`;
+      process.stderr.write(`ovn-gwmode-agent: ${line}\n`);
+    } else {
+      // Refused by the kernel: what had changed was put back, so the migration is off the
+      // record. A replace whose answer was lost (or a put-back that failed) may have
+      // happened: the record stays, as the agent's does.
+      const kept = !outcomeUnknown(err) ? await unjournal() : '';
+      process.stderr.write(`ovn-gwmode-agent: ${(err as Error).message}${kept}\n`);
+    }
     process.exitCode = 1;
   } finally {
     dataplane.close();
@@ -177,25 +248,40 @@ export type RollbackOptions = Omit<PlanOptions, 'modeFile' | 'ovnkubeModeCheck' 
  * `rollback`: puts back the routes the journal's migration replaced (src/core/rollback.ts
  * decides). Without --yes it prints the plan and changes nothing; with it, it takes the
  * node's lock (so never beside a running agent), replaces all or none, and verifies.
- * Exit 0 when done (or, without --yes, when the plan may be carried out), 1 when
- * refused or failed, 2 for a bad flag or a journal it cannot read.
+ * Each route put back then leaves the migration's record (so a rollback stopped midway,
+ * by a signal or a kill, is finished by running it again). Exit 0 when done (or,
+ * without --yes, when the plan may be carried out), 1 when refused, failed or
+ * interrupted, 2 for a bad flag or a journal it cannot read.
  */
-export async function rollbackCommand(raw: RollbackOptions): Promise<void> {
+export async function rollbackCommand(raw: RollbackOptions, wrap: OnceWrappers = {}): Promise<void> {
+  const stop = new Interruption('rollback');
   const given = lastWins(raw);
   // The desired mode plays no part: a placeholder satisfies the planner's settings.
   const settings = await settingsOrExit(() => resolvePlanSettings({ ...given, modeFile: '(not read by rollback)', ovnkubeModeCheck: 'off' }));
   if (given.yes) await lockOrExit(given.stateDir, 'rollback does not act beside a running agent: stop it first');
   const log = createLogger(settings.logLevel, process.stderr);
-  let journal;
+  const store = new Journal(given.stateDir);
+  let journal: JournalData;
   try {
-    journal = await new Journal(given.stateDir).load();
+    journal = await store.load();
   } catch (err) {
     process.stderr.write(`ovn-gwmode-agent: ${(err as Error).message}\n`);
     process.exit(2);
   }
   const config = plannerConfig(settings);
-  const dataplane = new KernelDataplane();
+  const real = new KernelDataplane();
+  const dataplane = wrap.dataplane?.(real) ?? real;
   const noProbe: OvnkubeProbe = async () => ({ mode: null, pid: null, id: null, detail: 'not looked at by rollback' });
+  /** After the put-backs: the routes put back leave the migration's record. */
+  const record = async (m: Migration, back: ReplaceAction[]): Promise<string> => {
+    const gone = new Set(back.map((a) => a.key.prefix));
+    try {
+      await store.save({ ...journal, migration: { ...m, routes: m.routes.filter((r) => !gone.has(r.key.prefix)) } });
+      return '';
+    } catch (err) {
+      return ` (the journal still lists them: ${(err as Error).message}; a rollback run again finds them put back)`;
+    }
+  };
   try {
     const watched = watchedOf(config);
     const m = journal.migration;
@@ -212,11 +298,23 @@ export async function rollbackCommand(raw: RollbackOptions): Promise<void> {
       process.stdout.write([...lines, 'nothing changed: run again with --yes to carry it out'].join('\n') + '\n');
       return;
     }
-    await applyReplaces(dataplane, log, rb.actions);
+    stop.beginChanges();
+    try {
+      await applyReplaces(dataplane, log, rb.actions, undefined, stop.requested);
+    } catch (err) {
+      if (!(err instanceof InterruptedError)) throw err;
+      process.stdout.write(lines.join('\n') + '\n');
+      const recorded = err.done.length > 0 ? await record(m!, err.done) : '';
+      const done = err.done.length === 0 ? 'nothing put back' : `put back ${prefixes(err.done)}${recorded}`;
+      process.stderr.write(`ovn-gwmode-agent: rollback: interrupted by ${err.signal} after ${err.done.length} of ${rb.actions.length} put-back(s): ${done}; not put back ${prefixes(err.left)}: run rollback --yes again to finish\n`);
+      process.exitCode = 1;
+      return;
+    }
     const after = await observe(dataplane, watched, noProbe);
     const wrong = rb.actions.filter((a) => !(after.routes.get(a.key.prefix) ?? []).some((r) => sameNextHop(r.nextHop, a.to)));
-    if (wrong.length > 0) throw new Error(`after replacing, not put back: ${wrong.map((a) => a.key.prefix).join(', ')}`);
-    lines.push(`put back: ${rb.actions.length} route(s)`, `next: ovnkube-node must run ${m!.mode === 'local' ? 'shared' : 'local'} gateway mode, and the mode file say so, or the agent moves them again (rollback restarts nothing)`);
+    const recorded = await record(m!, rb.actions.filter((a) => !wrong.includes(a)));
+    if (wrong.length > 0) throw new Error(`after replacing, not put back: ${wrong.map((a) => a.key.prefix).join(', ')}${recorded}`);
+    lines.push(`put back: ${rb.actions.length} route(s)${recorded}`, `next: ovnkube-node must run ${m!.mode === 'local' ? 'shared' : 'local'} gateway mode, and the mode file say so, or the agent moves them again (rollback restarts nothing)`);
     process.stdout.write(lines.join('\n') + '\n');
   } catch (err) {
     process.stderr.write(`ovn-gwmode-agent: ${(err as Error).message}\n`);

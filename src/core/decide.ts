@@ -152,6 +152,27 @@ export function decide(i: DecideInput): Decision {
   return { ...r, wakeInMs: wake };
 }
 
+/**
+ * The migration a one-shot `apply` journals before its first replace, or null when its
+ * replaces are a repair within the migration on record (as for the agent: rule 1). Its
+ * restart is owed as any migration's: apply requests none, so the agent that runs next
+ * requests it, or finds that someone else restarted ovnkube-node meanwhile. apply has no
+ * restart strategy: ovnkube-node is identified by its process (/proc), which the agent
+ * compares whatever its own --restart (see restartView).
+ */
+export function applyMigration(plan: Plan, desired: GatewayMode | null, m: Migration | null, ovnkube: OvnkubeObservation, now: number): Migration | null {
+  if (plan.blocked || isDryRun(plan) || !startsMigration(plan, desired, m)) return null;
+  return {
+    ...FRESH,
+    mode: desired!,
+    startedAt: now,
+    identity: 'process',
+    ovnkubeBefore: ovnkube.id,
+    routes: plan.actions.map((a) => ({ key: a.key, from: a.from, to: a.to })),
+    restart: 'owed',
+  };
+}
+
 /** Every service route already has the desired shape (nothing blocked, nothing to do). */
 const inDesiredShape = (plan: Plan): boolean => !plan.blocked && plan.actions.length === 0 && plan.reasons.some((r) => r.code === 'InSync' || r.code === 'AlreadyShared');
 
@@ -190,12 +211,26 @@ function restartView(i: DecideInput): Omit<Decision, 'wakeInMs'> & { wakeInMs: n
     return { steps: [], migration: m, restart: { phase: null, reason: null }, wakeInMs: undefined };
   }
   const current = currentIdentity(i);
+  const modeOk = !s.modeChecked || i.ovnkube.mode === m.mode;
+  // A migration that identified ovnkube-node by its process (`apply`, or the agent
+  // under --restart signal or none): /proc is read whatever the strategy, so another
+  // process than the one the migration began with, and than the one stopped, is the
+  // new ovnkube-node under CRI too.
+  const processMoved = m.identity === 'process' && m.ovnkubeBefore !== null && i.ovnkube.id !== null && i.ovnkube.id !== m.ovnkubeBefore && i.ovnkube.id !== m.stopped;
+  if (processMoved && s.strategy === 'cri') {
+    if (!modeOk) {
+      // As below: a new ovnkube-node in the other mode is neither the proof nor one to stop.
+      return keep('Progressing', reason('RestartAwaited', `a new ovnkube-node (${i.ovnkube.id}) runs ${i.ovnkube.mode ?? 'an unknown mode'}, not ${m.mode}: waiting for the operator's rollout`), POLL_MS);
+    }
+    const done: Migration = { ...m, restart: 'done', doneAt: now };
+    return keep('Progressing', reason('Settling', `a new ovnkube-node runs ${m.mode}; watching the service routes for ${Math.round(s.settleMs / 1000)}s`), s.settleMs, done);
+  }
   if (m.identity !== identityKind(s.strategy)) {
-    // --restart changed between agent runs: a container id and a process identity
-    // cannot be compared. Count from what runs now; never call the restart done.
+    // --restart changed between agent runs (or `apply` recorded the migration): a
+    // container id and a process identity cannot be compared. Count from what runs now;
+    // never call the restart done on that comparison.
     m = { ...m, identity: identityKind(s.strategy), ovnkubeBefore: current, stopped: null, stoppedAs: null };
   }
-  const modeOk = !s.modeChecked || i.ovnkube.mode === m.mode;
   const isNew = current !== null && current !== m.ovnkubeBefore && current !== m.stopped;
   if (isNew && modeOk) {
     const done: Migration = { ...m, restart: 'done', doneAt: now };

@@ -13,6 +13,10 @@
 //  3. A local-mode next hop is the .1 of ovn-k8s-mp0's subnet: when the subnet
 //     changed, the old next hop is wrong now (ManagementSubnetChanged).
 //  4. The old route's device must exist and be up.
+//  5. A recorded route found as it was before the migration is skipped: it was never
+//     replaced (an `apply` interrupted, or killed, before it got there; the journal
+//     records a migration's routes before the first replace) or it is back already
+//     (a rollback interrupted after putting it back). Nothing left: NothingToRollBack.
 // One refusal refuses all: a rollback of half a migration leaves the families in
 // different modes, which no ovnkube-node runs.
 import type { Migration } from './migration.js';
@@ -48,6 +52,7 @@ export function planRollback(migration: Migration | null, observed: Observation,
       continue;
     }
     const now = owned.route;
+    if (now.key.table === recorded.key.table && now.key.priority === recorded.key.priority && sameNextHop(now.nextHop, recorded.from)) continue;
     if (now.key.table !== recorded.key.table || now.key.priority !== recorded.key.priority || !sameNextHop(now.nextHop, recorded.to)) {
       refusals.push(
         reason('RouteNotAsLeft', `${prefix} is ${renderNextHop(now.nextHop)} metric ${now.key.priority}; the migration left it ${renderNextHop(recorded.to)} metric ${recorded.key.priority}: changed since, not putting back over it`),
@@ -69,7 +74,11 @@ export function planRollback(migration: Migration | null, observed: Observation,
       reason: reason('RollingBack', `put ${prefix} back: ${renderNextHop(now.nextHop)} -> ${renderNextHop(back.to)} (before the ${migration.mode} migration)`),
     });
   }
-  return refusals.length > 0 ? { actions: [], refusals } : { actions, refusals };
+  if (refusals.length > 0) return { actions: [], refusals };
+  if (actions.length === 0) {
+    return { actions: [], refusals: [reason('NothingToRollBack', `the routes the ${migration.mode} migration replaced are as they were before it`)] };
+  }
+  return { actions, refusals };
 }
 
 /** The recorded old next hop, with its device's current index, if the rules still hold it right. */

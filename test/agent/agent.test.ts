@@ -271,7 +271,8 @@ test('plan and apply run once without the daemon', async (t) => {
     assert.equal(planned.code, 1);
     assert.match(planned.stdout, /replace 10\.96\.0\.0\/16: via 172\.18\.0\.1 dev br-ex mtu 1400 -> via 10\.244\.1\.1 dev ovn-k8s-mp0/);
     assert.deepEqual(ns.routes('10.96.0.0/16'), [SHARED_V4]);
-    const applied = cli(ns, ['apply', ...args]);
+    // Its own state directory: apply journals its migration there (the default is the host's).
+    const applied = cli(ns, ['apply', ...args, '--state-dir', scratch.stateDir]);
     assert.equal(applied.code, 0, applied.stderr);
     assert.match(applied.stdout, /applied: 1 replace/);
     assert.deepEqual(ns.routes('10.96.0.0/16'), [LOCAL_V4]);

@@ -1,8 +1,38 @@
-// `apply` says what it did and what is left to do, and nothing it did not do.
+// `apply` says what it did and what is left to do, and nothing it did not do. It
+// journals its migration in the agent's journal before the first replace: `rollback`
+// undoes it, and an agent started after it (even after an apply killed midway)
+// finishes it, replaces left and restart owed, without starting it again. A SIGTERM or
+// SIGINT finishes the replace in flight and makes no further change.
 import { strict as assert } from 'node:assert';
+import { spawn } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import path from 'node:path';
 import { test } from 'node:test';
-import { cli, Scratch } from '../helpers/agent.js';
-import { seedNode, skipWithoutKernel } from '../helpers/netns.js';
+import { AgentProcess, cli, FAULTY, FakeOvnkube, Scratch, waitForStatus } from '../helpers/agent.js';
+import { seedNode, skipWithoutKernel, type Netns } from '../helpers/netns.js';
+import { within } from '../helpers/wait.js';
+
+const STALE = '10.96.0.0/16 via 172.18.0.1 dev br-ex mtu 1400';
+const LOCAL = '10.96.0.0/16 via 10.244.1.1 dev ovn-k8s-mp0';
+const DUAL = ['--service-cidr', '10.96.0.0/16,fd00:10:96::/112'];
+
+const journalOf = (scratch: Scratch) => JSON.parse(readFileSync(path.join(scratch.stateDir, 'migration-journal.json'), 'utf8'));
+const onMp0 = (ns: Netns) => [ns.routes('10.96.0.0/16')[0]?.includes('ovn-k8s-mp0') ?? false, ns.routes('fd00:10:96::/112')[0]?.includes('ovn-k8s-mp0') ?? false];
+
+/** A one-shot command of the fault fixture, in the namespace: its output, and when it is held. */
+function faulty(ns: Netns, fault: string, args: string[]) {
+  const child = spawn('ip', ['netns', 'exec', ns.name, process.execPath, FAULTY, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, GWMODE_FAULT: fault } });
+  const out = { stdout: '', stderr: '' };
+  let onHeld: () => void = () => undefined;
+  const held = new Promise<void>((resolve) => (onHeld = resolve));
+  child.stdout.on('data', (d: Buffer) => (out.stdout += d.toString()));
+  child.stderr.on('data', (d: Buffer) => {
+    out.stderr += d.toString();
+    if (out.stderr.includes('fault: holding')) onHeld();
+  });
+  const exited = new Promise<{ code: number | null; signal: string | null }>((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })));
+  return { child, out, held, exited };
+}
 
 test('apply replaces the route and says ovnkube-node is still to be restarted, by someone else', (t) => {
   if (skipWithoutKernel(t)) return;
@@ -12,9 +42,181 @@ test('apply replaces the route and says ovnkube-node is still to be restarted, b
     scratch.writeMode('local');
     const r = cli(ns, ['apply', '--mode-file', scratch.modeFile, '--service-cidr', '10.96.0.0/16', '--ovnkube-mode-check', 'off', '--state-dir', scratch.stateDir]);
     assert.equal(r.code, 0, r.stderr);
-    assert.deepEqual(ns.routes('10.96.0.0/16'), ['10.96.0.0/16 via 10.244.1.1 dev ovn-k8s-mp0']);
+    assert.deepEqual(ns.routes('10.96.0.0/16'), [LOCAL]);
     assert.match(r.stdout, /\napplied: 1 replace\(s\)\nnext: restart ovnkube-node \(apply does not\)\n$/);
     assert.doesNotMatch(r.stdout, /agent/);
+  } finally {
+    ns.destroy();
+    scratch.remove();
+  }
+});
+
+test('apply journals its migration, restart owed; rollback --yes puts the route back, and a second rollback finds nothing left to put back', (t) => {
+  if (skipWithoutKernel(t)) return;
+  const ns = seedNode({ gw0: true });
+  const scratch = new Scratch();
+  try {
+    scratch.writeMode('local');
+    const r = cli(ns, ['apply', '--mode-file', scratch.modeFile, '--service-cidr', '10.96.0.0/16', '--ovnkube-mode-check', 'off', '--state-dir', scratch.stateDir]);
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stderr, /"msg":"migration journaled: replacing the routes"/);
+    const m = journalOf(scratch).migration;
+    assert.deepEqual([m.mode, m.restart, m.identity, m.routes.length, m.routes[0].key.prefix], ['local', 'owed', 'process', 1, '10.96.0.0/16']);
+
+    // A second apply finds nothing to do: the record is left as it is.
+    const again = cli(ns, ['apply', '--mode-file', scratch.modeFile, '--service-cidr', '10.96.0.0/16', '--ovnkube-mode-check', 'off', '--state-dir', scratch.stateDir]);
+    assert.equal(again.code, 0, again.stderr);
+    assert.deepEqual(journalOf(scratch).migration, m);
+
+    const rollback = () => cli(ns, ['rollback', '--state-dir', scratch.stateDir, '--service-cidr', '10.96.0.0/16', '--yes']);
+    const back = rollback();
+    assert.equal(back.code, 0, back.stderr + back.stdout);
+    assert.match(back.stdout, /^migration: to local, started \S+, 1 route\(s\) replaced\nactions:\n {2}replace 10\.96\.0\.0\/16: via 10\.244\.1\.1 dev ovn-k8s-mp0 -> via 172\.18\.0\.1 dev br-ex mtu 1400\nput back: 1 route\(s\)\n/);
+    assert.deepEqual(ns.routes('10.96.0.0/16'), [STALE]);
+    assert.deepEqual(journalOf(scratch).migration.routes, [], 'the route put back left the record');
+
+    const twice = rollback();
+    assert.equal(twice.code, 1);
+    assert.match(twice.stdout, /\[NothingToRollBack\]\n$/);
+    assert.deepEqual(ns.routes('10.96.0.0/16'), [STALE]);
+  } finally {
+    ns.destroy();
+    scratch.remove();
+  }
+});
+
+test('a journal written by apply is read by the agent: it requests the restart the migration owes, once, and migrates nothing again', async (t) => {
+  if (skipWithoutKernel(t)) return;
+  const ns = seedNode({ gw0: true });
+  const scratch = new Scratch();
+  const ovnkube = new FakeOvnkube(ns, scratch.dir);
+  let agent: AgentProcess | undefined;
+  try {
+    scratch.writeMode('local');
+    ovnkube.start('local', { respawn: true });
+    const r = cli(ns, ['apply', '--mode-file', scratch.modeFile, '--service-cidr', '10.96.0.0/16', '--state-dir', scratch.stateDir]);
+    assert.equal(r.code, 0, r.stderr);
+    const startedAt = journalOf(scratch).migration.startedAt;
+
+    agent = new AgentProcess(ns, scratch, ['--service-cidr', '10.96.0.0/16', '--restart', 'signal']);
+    const s = await waitForStatus(agent, (s) => s.phase === 'Converged', 'Converged after the restart apply left owed');
+    assert.equal(s.restart?.count, 1, 'one restart request');
+    assert.equal(ovnkube.starts, 2, 'ovnkube-node restarted exactly once');
+    assert.deepEqual(ns.routes('10.96.0.0/16'), [LOCAL]);
+    const m = journalOf(scratch).migration;
+    assert.deepEqual([m.mode, m.restart, m.startedAt], ['local', 'done', startedAt], "apply's migration, finished, not a second one");
+    assert.ok(!agent.logs().some((l) => l.msg === 'migration journaled: replacing the routes'), 'the agent started no migration');
+  } finally {
+    await agent?.stop();
+    ovnkube.stop();
+    ns.destroy();
+    scratch.remove();
+  }
+});
+
+test('apply SIGKILLed after the first of two replaces: the agent completes the migration from the journal, with one restart in all', async (t) => {
+  if (skipWithoutKernel(t)) return;
+  const ns = seedNode({ gw0: true, ipv6: true });
+  const scratch = new Scratch();
+  const ovnkube = new FakeOvnkube(ns, scratch.dir);
+  let agent: AgentProcess | undefined;
+  try {
+    scratch.writeMode('local');
+    ovnkube.start('local', { respawn: true });
+    const killed = faulty(ns, 'kill-after-first-replace', ['apply', '--mode-file', scratch.modeFile, ...DUAL, '--state-dir', scratch.stateDir]);
+    const end = await within(killed.exited, 30_000, 'apply ends');
+    assert.equal(end.signal, 'SIGKILL', killed.out.stderr);
+    assert.equal(onMp0(ns).filter(Boolean).length, 1, 'one family replaced, the other not');
+    const m = journalOf(scratch).migration;
+    assert.deepEqual([m.mode, m.restart, m.routes.length], ['local', 'owed', 2], 'the whole migration was on record before the first replace');
+
+    agent = new AgentProcess(ns, scratch, [...DUAL, '--restart', 'signal']);
+    const s = await waitForStatus(agent, (s) => s.phase === 'Converged', 'Converged by the agent');
+    assert.deepEqual(onMp0(ns), [true, true]);
+    assert.equal(s.restart?.count, 1, 'one restart request for the one migration');
+    assert.equal(ovnkube.starts, 2, 'ovnkube-node restarted exactly once');
+    assert.equal(journalOf(scratch).migration.startedAt, m.startedAt, 'completed, not started again');
+  } finally {
+    await agent?.stop();
+    ovnkube.stop();
+    ns.destroy();
+    scratch.remove();
+  }
+});
+
+test('SIGTERM while the first of two replaces is in flight: it finishes, the second is not made, nothing is put back, exit 1 saying so; rollback --yes then undoes the one', async (t) => {
+  if (skipWithoutKernel(t)) return;
+  const ns = seedNode({ gw0: true, ipv6: true });
+  const scratch = new Scratch();
+  try {
+    scratch.writeMode('local');
+    const run = faulty(ns, 'hold-first-replace', ['apply', '--mode-file', scratch.modeFile, ...DUAL, '--ovnkube-mode-check', 'off', '--state-dir', scratch.stateDir]);
+    await within(run.held, 30_000, 'the first replace held');
+    run.child.kill('SIGTERM');
+    const end = await within(run.exited, 30_000, 'apply ends');
+    assert.equal(end.code, 1, run.out.stderr);
+    assert.match(
+      run.out.stderr,
+      /\novn-gwmode-agent: apply: interrupted by SIGTERM after 1 of 2 replace\(s\): replaced (10\.96\.0\.0\/16|fd00:10:96::\/112); not replaced (10\.96\.0\.0\/16|fd00:10:96::\/112); the journal records the migration to local: the agent completes it when it runs, `rollback --yes` puts back what was replaced\n$/,
+    );
+    assert.doesNotMatch(run.out.stderr, /put back /, 'nothing put back');
+    assert.equal(run.out.stdout, '');
+    assert.equal(onMp0(ns).filter(Boolean).length, 1, 'the replace in flight was finished, the next not made');
+    assert.equal(journalOf(scratch).migration.routes.length, 2);
+
+    const back = cli(ns, ['rollback', '--state-dir', scratch.stateDir, ...DUAL, '--yes']);
+    assert.equal(back.code, 0, back.stderr + back.stdout);
+    assert.match(back.stdout, /\nput back: 1 route\(s\)\n/, 'the route never replaced is left as it is');
+    assert.deepEqual(onMp0(ns), [false, false]);
+  } finally {
+    ns.destroy();
+    scratch.remove();
+  }
+});
+
+test('SIGINT before the first change: apply abandons at once, exit 1, nothing changed, nothing journaled', async (t) => {
+  if (skipWithoutKernel(t)) return;
+  const ns = seedNode({ gw0: true });
+  const scratch = new Scratch();
+  try {
+    scratch.writeMode('local');
+    const run = faulty(ns, 'hold-first-dump', ['apply', '--mode-file', scratch.modeFile, '--service-cidr', '10.96.0.0/16', '--ovnkube-mode-check', 'off', '--state-dir', scratch.stateDir]);
+    await within(run.held, 30_000, 'the first dump held');
+    run.child.kill('SIGINT');
+    const end = await within(run.exited, 30_000, 'apply ends');
+    assert.equal(end.code, 1, run.out.stderr);
+    assert.match(run.out.stderr, /\novn-gwmode-agent: apply: interrupted by SIGINT before any change; nothing changed\n$/);
+    assert.deepEqual(ns.routes('10.96.0.0/16'), [STALE]);
+    assert.equal(existsSync(path.join(scratch.stateDir, 'migration-journal.json')), false);
+  } finally {
+    ns.destroy();
+    scratch.remove();
+  }
+});
+
+test('SIGTERM while the first of two put-backs of rollback is in flight: it finishes, the other waits; rollback run again finishes it', async (t) => {
+  if (skipWithoutKernel(t)) return;
+  const ns = seedNode({ gw0: true, ipv6: true });
+  const scratch = new Scratch();
+  try {
+    scratch.writeMode('local');
+    const applied = cli(ns, ['apply', '--mode-file', scratch.modeFile, ...DUAL, '--ovnkube-mode-check', 'off', '--state-dir', scratch.stateDir]);
+    assert.equal(applied.code, 0, applied.stderr);
+    assert.deepEqual(onMp0(ns), [true, true]);
+
+    const run = faulty(ns, 'hold-first-replace', ['rollback', '--state-dir', scratch.stateDir, ...DUAL, '--yes']);
+    await within(run.held, 30_000, 'the first put-back held');
+    run.child.kill('SIGTERM');
+    const end = await within(run.exited, 30_000, 'rollback ends');
+    assert.equal(end.code, 1, run.out.stderr);
+    assert.match(run.out.stderr, /\novn-gwmode-agent: rollback: interrupted by SIGTERM after 1 of 2 put-back\(s\): put back \S+; not put back \S+: run rollback --yes again to finish\n$/);
+    assert.equal(onMp0(ns).filter(Boolean).length, 1);
+    assert.equal(journalOf(scratch).migration.routes.length, 1, 'the route put back left the record');
+
+    const rest = cli(ns, ['rollback', '--state-dir', scratch.stateDir, ...DUAL, '--yes']);
+    assert.equal(rest.code, 0, rest.stderr + rest.stdout);
+    assert.match(rest.stdout, /\nput back: 1 route\(s\)\n/);
+    assert.deepEqual(onMp0(ns), [false, false]);
   } finally {
     ns.destroy();
     scratch.remove();

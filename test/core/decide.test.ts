@@ -2,7 +2,7 @@
 // tables of pure inputs and outputs. Time is a number passed in.
 import { strict as assert } from 'node:assert';
 import { test } from 'node:test';
-import { decide, summarize, POLL_MS, QUICK_POLL_MS, type DecideInput, type RestartSettings } from '../../src/core/decide.js';
+import { applyMigration, decide, summarize, POLL_MS, QUICK_POLL_MS, type DecideInput, type RestartSettings } from '../../src/core/decide.js';
 import { FIGHT_LIMIT, FIGHT_WINDOW_MS, NO_FIGHTS, recordApplied, suspensionsOf, trackFights } from '../../src/core/fights.js';
 import type { Migration } from '../../src/core/migration.js';
 import { reason } from '../../src/core/reasons.js';
@@ -100,6 +100,9 @@ const restartRows: Array<{ name: string; in: Partial<DecideInput>; steps: string
   { name: 'owed, and a new one in the other mode appeared: never stopped, waited for', in: { migration: migration(), target: NEW, ovnkube: { mode: 'shared', pid: 43, id: 'x', detail: null } }, steps: [], phase: 'Progressing', code: 'RestartAwaited' },
   { name: 'failed, the stop did happen, a new one in the other mode: never a second stop', in: { migration: migration({ restart: 'failed', stopped: 'c-old', lastAttemptAt: T - 600_000, attempts: 1, lastError: 'timeout' }), target: NEW, ovnkube: { mode: 'shared', pid: 43, id: 'x', detail: null } }, steps: [], phase: 'Progressing', code: 'RestartAwaited' },
   { name: '--restart changed from cri to none between runs: not called done, counted from what runs now', in: { migration: migration({ restart: 'failed', lastAttemptAt: T - 600_000, attempts: 1 }), settings: { ...settings, strategy: 'none' }, target: null }, steps: [], phase: 'Progressing', code: 'RestartAwaited' },
+  { name: "apply's migration (by process) under CRI, ovnkube-node restarted since by someone: settling, no stop", in: { migration: migration({ ovnkubeBefore: 'pid 41 start 0', identity: 'process' }) }, steps: [], phase: 'Progressing', code: 'Settling', restart: 'done' },
+  { name: "apply's migration (by process) under CRI, the same process still runs: the owed restart is requested", in: { migration: migration({ ovnkubeBefore: 'pid 42 start 1', identity: 'process' }) }, steps: ['restart'], phase: 'Progressing', code: 'RestartAwaited', restart: 'requested' },
+  { name: "apply's migration (by process) under CRI, restarted since but in the other mode: not the proof", in: { migration: migration({ ovnkubeBefore: 'pid 41 start 0', identity: 'process' }), ovnkube: { mode: 'shared', pid: 43, id: 'pid 43 start 2', detail: null }, target: NEW }, steps: [], phase: 'Progressing', code: 'RestartAwaited' },
   { name: 'the node reached its mode without the agent: no restart owed', in: { migration: migration({ restart: 'none' }) }, steps: [], phase: null, code: null },
   { name: 'failed: retried after backoff, not before', in: { migration: migration({ restart: 'failed', lastAttemptAt: T - 1000, attempts: 1, lastError: 'EPERM' }) }, steps: [], phase: 'Degraded', code: 'RestartFailed' },
   { name: 'failed, backoff over: requested again', in: { migration: migration({ restart: 'failed', lastAttemptAt: T - 10_000, attempts: 1, lastError: 'EPERM' }) }, steps: ['restart'], phase: 'Progressing', code: 'RestartAwaited', restart: 'requested' },
@@ -125,6 +128,20 @@ test('decide: local, then shared reached without the agent, then local again: a 
   const back = decide(input({ plan: toLocal, migration: reached.migration }));
   assert.deepEqual(back.steps.map((s) => s.kind), ['journal', 'replace']);
   assert.equal(back.migration?.restart, 'owed');
+});
+
+test("applyMigration: apply's migration is journaled, restart owed, with ovnkube-node's process; a repair within the migration on record, a blocked or dry-run plan journal nothing", () => {
+  const ovnkube = { mode: 'local' as const, pid: 42, id: 'pid 42 start 1', detail: null };
+  const m = applyMigration(toLocal, 'local', null, ovnkube, T);
+  assert.deepEqual(
+    [m?.mode, m?.restart, m?.identity, m?.ovnkubeBefore, m?.startedAt, m?.routes],
+    ['local', 'owed', 'process', 'pid 42 start 1', T, [{ key: action.key, from: BR, to: MP }]],
+  );
+  assert.equal(applyMigration(toLocal, 'local', migration({ restart: 'done', doneAt: T - 1 }), ovnkube, T), null);
+  assert.equal(applyMigration({ ...toLocal, blocked: true }, 'local', null, ovnkube, T), null);
+  assert.equal(applyMigration({ ...toLocal, reasons: [reason('DryRun', 'dry run')] }, 'local', null, ovnkube, T), null);
+  assert.equal(applyMigration(inSync, 'local', null, ovnkube, T), null);
+  assert.deepEqual(applyMigration(toLocal, 'local', migration({ mode: 'shared', restart: 'done', doneAt: T - 1 }), ovnkube, T)?.mode, 'local');
 });
 
 test('decide: right after a restart request, look closely for the successor; later, every second', () => {

@@ -74,7 +74,6 @@ test('a route changed since the migration (next hop, MTU or metric), gone, doubl
     [[route({ ...LOCAL, mtu: 1300 })], 'RouteNotAsLeft'],
     [[route({ ...LOCAL, gateway: '10.244.1.9' })], 'RouteNotAsLeft'],
     [[route(LOCAL, 50)], 'RouteNotAsLeft'],
-    [[route(SHARED)], 'RouteNotAsLeft'],
     [[], 'NoRoute'],
     [[route(LOCAL), route(SHARED, 10)], 'SeveralRoutes'],
     [[{ ...route(LOCAL), multipath: true }], 'NotOurRoute'],
@@ -83,6 +82,23 @@ test('a route changed since the migration (next hop, MTU or metric), gone, doubl
     assert.deepEqual(codes(p), [code], JSON.stringify(routes));
     assert.deepEqual(p.actions, []);
   }
+});
+
+test('a recorded route found as it was before the migration (never replaced, or put back already) is skipped; none left: NothingToRollBack', () => {
+  const p = planRollback(migration(SHARED, LOCAL), observed({ routes: [route(SHARED)] }), seedConfig());
+  assert.deepEqual(codes(p), ['NothingToRollBack']);
+  assert.deepEqual(p.actions, []);
+
+  // An apply stopped after its first replace: only the route it replaced is put back.
+  const v6Key = { prefix: 'fd00:10:96::/112', family: 6 as const, table: 254, priority: 1024 };
+  const v6Shared: NextHop = { dev: 'br-ex', oif: 2, gateway: 'fd00::1', mtu: 1400 };
+  const m = migration(SHARED, LOCAL);
+  m.routes.push({ key: v6Key, from: v6Shared, to: { dev: 'ovn-k8s-mp0', oif: 4, gateway: 'fd00:10:244:1::1', mtu: null } });
+  const o = observed();
+  o.routes.set('fd00:10:96::/112', [{ ...route(v6Shared, 1024), key: v6Key }]);
+  const half = planRollback(m, o, seedConfig());
+  assert.deepEqual(codes(half), []);
+  assert.deepEqual(half.actions.map((a) => a.key.prefix), ['10.96.0.0/16']);
 });
 
 test("a local-to-shared migration is not put back once ovn-k8s-mp0's subnet changed, nor with mp0 down or gone", () => {

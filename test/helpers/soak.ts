@@ -4,8 +4,14 @@
 // to it by one rename; test/helpers/kubelet.ts), and outside route flaps (`ip route
 // replace` of the service route to either shape, through one `ip -batch` process), the
 // socket polled throughout (/healthz and /status every 20 ms, /metrics every second for
-// the event-loop delay), RSS and open fds sampled. A volume's swap is taken at once
-// (src/mode/settled.ts), so each pass takes in the mode of the moment: a plain file
+// the active handles; the event-loop delay is reported by the agent's wrapper,
+// test/fixtures/agent-measured.ts), RSS and open fds sampled. Handles are
+// prom-client's nodejs_active_handles (libuv handles the process holds: sockets, pipes,
+// servers, child processes, by type) and nodejs_active_resources (the same and what keeps
+// the loop alive beside them: timers, pending file-system requests), summed over their
+// types; /proc shows fds but neither timers nor which fd is what. Each is as the agent
+// reported it at its last scrape (the scrape's own connection included, one at a time).
+// A volume's swap is taken at once (src/mode/settled.ts), so each pass takes in the mode of the moment: a plain file
 // rewritten every millisecond would never be left alone for the 200 ms a plain file
 // needs, and the agent would take in no flip at all. Accelerated: --restart none and
 // --ovnkube-mode-check off, so that every pass that sees a new mode migrates (no
@@ -23,6 +29,10 @@ import { get } from './hostile-http.js';
 import { ConfigMapVolume } from './kubelet.js';
 import { seedNode } from './netns.js';
 import { int, prng } from './prng.js';
+import { fileURLToPath } from 'node:url';
+
+/** The agent with its event-loop delay reported from inside (the product exports none). */
+const MEASURED = fileURLToPath(new URL('../fixtures/agent-measured.js', import.meta.url));
 
 export const SOAK_LOCAL = '10.96.0.0/16 via 10.244.1.1 dev ovn-k8s-mp0';
 const SHAPES = ['10.96.0.0/16 via 172.18.0.1 dev br-ex mtu 1400', SOAK_LOCAL];
@@ -42,10 +52,16 @@ export interface Sample {
   flips: number;
   rssKb: number;
   fds: number;
-  /** prom-client's nodejs_eventloop_lag_p99_seconds of the last scrape, in ms (its histogram resets at each scrape). */
+  /** The agent's event-loop delay p99 over the last second, in ms (test/fixtures/agent-measured.ts); null before one. */
   lagP99Ms: number | null;
   /** The same measure in an idle node process beside it: what the machine's load alone costs. */
   idleP99Ms: number | null;
+  /** Sum of nodejs_active_handles over its types, at the last scrape; null before one. */
+  handles: number | null;
+  /** Sum of nodejs_active_resources (timers included), at the last scrape. */
+  resources: number | null;
+  /** nodejs_active_resources by type, at the last scrape. */
+  resourceTypes: Record<string, number>;
 }
 
 export interface SoakResult {
@@ -59,6 +75,10 @@ export interface SoakResult {
   replaces: number;
   suspensionsSeen: number;
   samples: Sample[];
+  /** Every per-second event-loop delay p99 the agent reported during the flips, in ms. */
+  lagSeriesMs: number[];
+  /** At rest before the first flip (the first migration done, nothing else under way): the handles' baseline. */
+  start: Sample;
   warm: Sample;
   end: Sample;
   alive: boolean;
@@ -80,6 +100,10 @@ setInterval(() => { process.stdout.write(String(h.percentile(99) / 1e6) + '\\n')
 const rssKb = (pid: number) => Number(/^VmRSS:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1]);
 const fds = (pid: number) => readdirSync(`/proc/${pid}/fd`).length;
 const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/** A gauge's series by their `type` label, from a scrape. */
+const byType = (text: string, name: string): Record<string, number> =>
+  Object.fromEntries([...text.matchAll(new RegExp(`^${name}\\{type="([^"]*)"\\} (\\S+)$`, 'gm'))].map((m) => [m[1]!, Number(m[2])]));
+const sum = (o: Record<string, number>): number | null => (Object.keys(o).length === 0 ? null : Object.values(o).reduce((a, b) => a + b, 0));
 const metric = (text: string, name: string) => {
   const m = new RegExp(`^${name} (\\S+)$`, 'm').exec(text);
   return m ? Number(m[1]) : null;
@@ -105,7 +129,7 @@ export async function soak(o: SoakOptions): Promise<SoakResult> {
     writeMode('local');
     ovnkube.start('local');
     const args = ['--mode-file', volume.dir, '--service-cidr', '10.96.0.0/16', '--mtu', '1400', '--log-level', 'error', '--restart', 'none', '--ovnkube-mode-check', 'off', '--resync-interval', '1', '--restart-min-interval', '0', '--restart-max-per-hour', '1000000'];
-    agent = new AgentProcess(ns, scratch, args);
+    agent = new AgentProcess(ns, scratch, args, {}, MEASURED);
     const a = agent;
     await waitForStatus(a, (s) => s.routes[0]?.inSync === true, 'the first migration');
     const pid = a.child.pid!;
@@ -113,7 +137,27 @@ export async function soak(o: SoakOptions): Promise<SoakResult> {
     let requests = 0;
     let failedRequests = 0;
     let lagP99Ms: number | null = null;
+    let handleTypes: Record<string, number> = {};
+    let resourceTypes: Record<string, number> = {};
     let suspensionsSeen = 0;
+
+    const samples: Sample[] = [];
+    const sample = (flips: number) => {
+      const lag = /.*"soakEventLoopP99Ms":([0-9.e+-]+)/s.exec(a.output);
+      lagP99Ms = lag ? Number(lag[1]) : null;
+      const s = { flips, rssKb: rssKb(pid), fds: fds(pid), lagP99Ms, idleP99Ms, handles: sum(handleTypes), resources: sum(resourceTypes), resourceTypes };
+      samples.push(s);
+      return s;
+    };
+    // The baseline, at rest: the end is at rest too, so the two compare like with like
+    // (in the run, watchers and timers come and go with each swap and pass).
+    await pause(500);
+    const atRest = await get(scratch.socket, '/metrics');
+    handleTypes = byType(atRest.body, 'nodejs_active_handles');
+    resourceTypes = byType(atRest.body, 'nodejs_active_resources');
+    const start = sample(0);
+    const outputAtStart = a.output.length;
+    // Polled from here on: the baseline's scrape was the only connection.
     poller = (async () => {
       for (let i = 0; polling; i++) {
         const path = i % 50 === 0 ? '/metrics' : i % 2 === 0 ? '/healthz' : '/status';
@@ -121,19 +165,12 @@ export async function soak(o: SoakOptions): Promise<SoakResult> {
         requests++;
         if (r.code !== 200) failedRequests++;
         else if (path === '/metrics') {
-          const lag = metric(r.body, 'nodejs_eventloop_lag_p99_seconds');
-          lagP99Ms = lag === null ? null : lag * 1000;
+          handleTypes = byType(r.body, 'nodejs_active_handles');
+          resourceTypes = byType(r.body, 'nodejs_active_resources');
         } else if (path === '/status' && /"repairsSuspended": "/.test(r.body)) suspensionsSeen++;
         await pause(20);
       }
     })();
-
-    const samples: Sample[] = [];
-    const sample = (flips: number) => {
-      const s = { flips, rssKb: rssKb(pid), fds: fds(pid), lagP99Ms, idleP99Ms };
-      samples.push(s);
-      return s;
-    };
     const t0 = Date.now();
     let lastSample = t0;
     let flaps = 0;
@@ -154,10 +191,11 @@ export async function soak(o: SoakOptions): Promise<SoakResult> {
       if (Date.now() - lastSample >= o.sampleEveryMs) {
         lastSample = Date.now();
         const s = sample(i);
-        log(`${i} flips, ${flaps} flaps, ${requests} requests: RSS ${s.rssKb} kB, ${s.fds} fds, event-loop p99 ${s.lagP99Ms?.toFixed(1)} ms (an idle process beside it: ${s.idleP99Ms?.toFixed(1)} ms)`);
+        log(`${i} flips, ${flaps} flaps, ${requests} requests: RSS ${s.rssKb} kB, ${s.fds} fds, ${s.handles} handles, ${s.resources} resources ${JSON.stringify(s.resourceTypes)}, event-loop p99 ${s.lagP99Ms?.toFixed(1)} ms (an idle process beside it: ${s.idleP99Ms?.toFixed(1)} ms)`);
       }
     }
     const seconds = (Date.now() - t0) / 1000;
+    const lagSeriesMs = [...a.output.slice(outputAtStart).matchAll(/"soakEventLoopP99Ms":([0-9.e+-]+)/g)].map((m) => Number(m[1]));
     // The flaps still queued in `ip` land before the end: one after it could suspend
     // repairs again with no input left to change (README, "It never fights").
     ip.stdin.end();
@@ -174,11 +212,15 @@ export async function soak(o: SoakOptions): Promise<SoakResult> {
       return undefined;
     });
     await pause(2000);
+    // The poller stops first: the last scrape is then the only connection, as the baseline's was.
+    polling = false;
+    await poller;
     const metrics = await get(scratch.socket, '/metrics').catch(() => ({ code: 0, body: '' }));
     const modeChanges = metric(metrics.body, 'ovn_gwmode_desired_mode_changes_total') ?? -1;
     const replaces = [...metrics.body.matchAll(/^ovn_gwmode_route_replaces_total\{direction="to_(?:local|shared)",result="done"\} (\d+)$/gm)].reduce((n, m) => n + Number(m[1]), 0);
-    polling = false;
-    await poller;
+    // The end's handles are those of the last scrape, made after the poller stopped.
+    handleTypes = byType(metrics.body, 'nodejs_active_handles');
+    resourceTypes = byType(metrics.body, 'nodejs_active_resources');
     const end = sample(o.flips);
     return {
       flips: o.flips,
@@ -190,6 +232,8 @@ export async function soak(o: SoakOptions): Promise<SoakResult> {
       replaces,
       suspensionsSeen,
       samples,
+      lagSeriesMs,
+      start,
       warm: warm ?? samples[0]!,
       end,
       alive: a.child.exitCode === null,

@@ -103,7 +103,8 @@ test('cri: stops exactly the ovnkube-node container, and converges once kubelet 
     scratch.writeMode('local');
     const agent = new AgentProcess(ns, scratch, [...FAST, '--restart', 'cri', '--cri-endpoint', cd.socket, '--restart-grace', '5']);
     try {
-      await waitForStatus(agent, (s) => s.phase === 'Progressing' && /waiting for a new one running local/.test(s.reasons[0] ?? ''), 'waiting for the new container');
+      // The pass does not wait for StopContainer: its answer is recorded by a later pass.
+      await waitForStatus(agent, (s) => s.phase === 'Progressing' && /waiting for a new one running local/.test(s.reasons[0] ?? '') && s.restart?.last?.result === 'stopped', 'the stop done, waiting for the new container');
       assert.equal(await cd.state(target), 'CONTAINER_EXITED');
       assert.deepEqual(ns.routes('10.96.0.0/16'), [LOCAL_V4]);
 

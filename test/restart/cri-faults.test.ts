@@ -1,7 +1,9 @@
 // The CRI socket gone, refusing, or hanging (a listener that accepts and never
 // answers): every call ends by its deadline with the reason; the agent puts that
 // reason in its status, starts no migration it could not finish, keeps answering on
-// its socket and stops on SIGTERM.
+// its socket and stops on SIGTERM. A runtime that lists ovnkube-node but never
+// answers StopContainer holds no pass: the loop stays live for systemd's watchdog and
+// the liveness probe while the stop waits out its deadline.
 import { strict as assert } from 'node:assert';
 import { linkSync, mkdtempSync, rmSync } from 'node:fs';
 import net from 'node:net';
@@ -9,8 +11,12 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
 import { CriClient } from '../../src/cri/client.js';
-import { CriRestart } from '../../src/restart/strategy.js';
+import * as grpc from '@grpc/grpc-js';
+import * as protoLoader from '@grpc/proto-loader';
+import { fileURLToPath } from 'node:url';
+import { CriRestart, criDeadlineMs } from '../../src/restart/strategy.js';
 import { curl, waitForStatus, withAgent } from '../helpers/agent.js';
+import { NotifyReceiver } from '../helpers/notify-receiver.js';
 import { skipWithoutKernel } from '../helpers/netns.js';
 import { within } from '../helpers/wait.js';
 
@@ -71,7 +77,7 @@ test('CRI client: gone, refusing and hanging runtimes each end the call by its d
       client.close();
     }
     // The strategy turns the failure into a reason, never a throw.
-    const strategy = new CriRestart({ endpoint: refused, namespace: LABELS['io.kubernetes.pod.namespace'], container: 'ovnkube-node', graceSeconds: 1 });
+    const strategy = new CriRestart({ endpoint: refused, namespace: LABELS['io.kubernetes.pod.namespace'], container: 'ovnkube-node', graceSeconds: 1, deadlineMs: 300 });
     const found = await strategy.find();
     strategy.close();
     assert.ok('error' in found && /^CRI ListContainers on /.test(found.error), JSON.stringify(found));
@@ -106,6 +112,67 @@ test('agent: a CRI runtime that accepts and never answers: the reason in the sta
     );
   } finally {
     server.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+/** A runtime that lists one running ovnkube-node and never answers StopContainer. */
+async function stopHanging(socket: string): Promise<{ stops: () => number; close: () => void }> {
+  const proto = fileURLToPath(new URL('../../../src/cri/runtime.proto', import.meta.url));
+  const pkg = grpc.loadPackageDefinition(protoLoader.loadSync(proto, { keepCase: false, longs: String, enums: String, defaults: true }));
+  const service = ((pkg.runtime as grpc.GrpcObject).v1 as grpc.GrpcObject).RuntimeService as unknown as { service: grpc.ServiceDefinition };
+  const server = new grpc.Server();
+  let stops = 0;
+  const container = { id: 'c0ffee0000000000000001', podSandboxId: 'p1', metadata: { name: 'ovnkube-node', attempt: 0 }, state: 'CONTAINER_RUNNING', labels: { ...LABELS, 'io.kubernetes.pod.name': 'ovnkube-node-x' } };
+  server.addService(service.service, {
+    ListContainers: (_call: unknown, cb: grpc.sendUnaryData<unknown>) => cb(null, { containers: [container] }),
+    StopContainer: () => void stops++,
+  });
+  await new Promise<void>((resolve, reject) => server.bindAsync(`unix://${socket}`, grpc.ServerCredentials.createInsecure(), (err) => (err ? reject(err) : resolve())));
+  return { stops: () => stops, close: () => server.forceShutdown() };
+}
+
+test('CRI deadlines: 10 s, or a quarter of the watchdog when shorter', () => {
+  assert.equal(criDeadlineMs(120_000), 10_000);
+  assert.equal(criDeadlineMs(30_000), 7_500);
+  assert.equal(criDeadlineMs(2_000), 500);
+});
+
+test('agent: StopContainer never answered: the pass does not wait on it, so the watchdog keeps being pinged and /healthz answers; the stop ends by its deadline as RestartFailed', async (t) => {
+  if (skipWithoutKernel(t)) return;
+  const dir = mkdtempSync(path.join(tmpdir(), 'gwmode-cri-'));
+  const socket = path.join(dir, 'runtime.sock');
+  const runtime = await stopHanging(socket);
+  const receiver = new NotifyReceiver(path.join(dir, 'notify.sock'));
+  try {
+    await receiver.listening;
+    // Watchdog 2 s: ListContainers gets 0.5 s; StopContainer 0.5 s plus the 3 s grace,
+    // longer than the watchdog: awaited in the pass, it would withhold the pings.
+    await withAgent(
+      {
+        mode: 'local',
+        args: ['--service-cidr', '10.96.0.0/16', '--restart', 'cri', '--cri-endpoint', socket, '--restart-grace', '3'],
+        env: { NOTIFY_SOCKET: receiver.address, WATCHDOG_USEC: '2000000' },
+      },
+      async ({ ns, agent }) => {
+        const requested = await waitForStatus(agent, (s) => s.reasonCodes[0] === 'RestartAwaited' && /^restarted ovnkube-node/.test(s.reasons[0]!), 'the restart requested');
+        assert.equal(requested.phase, 'Progressing');
+        assert.equal(runtime.stops(), 1);
+        assert.deepEqual(ns.routes('10.96.0.0/16'), ['10.96.0.0/16 via 10.244.1.1 dev ovn-k8s-mp0']);
+        const mark = receiver.messages.length;
+        // While StopContainer hangs: the loop pings the watchdog and /healthz says alive.
+        await receiver.waitFor((m) => m === 'WATCHDOG=1', mark, 'a watchdog ping while the stop hangs');
+        assert.equal(curl(agent.scratch.socket, '/healthz').code, 200);
+        const failed = await waitForStatus(agent, (s) => s.reasonCodes[0] === 'RestartFailed', 'the stop ends by its deadline');
+        assert.match(failed.reasons[0]!, /CRI StopContainer on .*runtime\.sock: Deadline exceeded/);
+        assert.equal(runtime.stops(), 1, 'no second request while the first was under way');
+        assert.deepEqual(receiver.messages.filter((m) => /reconcile loop stuck/.test(m)), [], 'never a stuck loop');
+        assert.ok(!agent.logs().some((l) => l.msg === 'reconcile loop stuck: withholding the watchdog ping'));
+      },
+    );
+  } finally {
+    receiver.close();
+    runtime.close();
     rmSync(dir, { recursive: true, force: true });
   }
 });
