@@ -89,12 +89,12 @@ export interface SoakResult {
   finalPhase: string | undefined;
 }
 
-/** An idle node process that reports its own event-loop delay p99 each second, as prom-client measures it. */
+/** An idle node process that reports its own event-loop delay p99 each second, as the soak measures the agent's: the 10 ms timer's delay. */
 const IDLE = `
 const { monitorEventLoopDelay } = require('node:perf_hooks');
 const h = monitorEventLoopDelay({ resolution: 10 });
 h.enable();
-setInterval(() => { process.stdout.write(String(h.percentile(99) / 1e6) + '\\n'); h.reset(); }, 1000);
+setInterval(() => { process.stdout.write(String(Math.max(0, h.percentile(99) / 1e6 - 10)) + '\\n'); h.reset(); }, 1000);
 `;
 
 const rssKb = (pid: number) => Number(/^VmRSS:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1]);
