@@ -27,7 +27,14 @@
 //     `apply` commands) are read with one header-filtered dump per family and call,
 //     as `ip route show` does: rows are matched on family, length and RTA_DST from
 //     the raw bytes, and only matches are decoded.
-//  7. Not "ip route get fibmatch": it returns only the route in use, not a second
+//  7. Links and addresses, while a subscription is open, are answered from the last
+//     dump of each, made after the subscription socket joined the link and address
+//     groups; any link or address notification (of any link, any family), and any
+//     loss, drops both, and the next call dumps again. The socket is drained before
+//     the answer (point 3), and a dump during which such a notification arrived is
+//     returned but not kept. So a pass woken by a route event alone sends no dump at
+//     all, and nothing is inferred from a notification: the dump is the only source.
+//  8. Not "ip route get fibmatch": it returns only the route in use, not a second
 //     route of the prefix with another metric; on IPv4 without policy rules the local
 //     table shares the main table's trie and a local answer says "table main"
 //     (`ip route get fibmatch 127.0.0.0` gives `local 127.0.0.0/8 dev lo table main`);
@@ -139,18 +146,28 @@ export class KernelDataplane implements Dataplane {
     return items;
   }
 
+  /** An open subscription that can keep links and addresses (point 7). */
+  private interfaceKeeper(): WatchedSubscription | undefined {
+    for (const sub of this.subscriptions) if (sub.open) return sub;
+    return undefined;
+  }
+
   async links(): Promise<Link[]> {
-    const links = await this.dumpList('dump links', encodeLinkDump, (msg) =>
-      msg.type === RTM_NEWLINK ? decodeLink(msg.data) : undefined,
-    );
+    const dump = () =>
+      this.dumpList('dump links', encodeLinkDump, (msg) => (msg.type === RTM_NEWLINK ? decodeLink(msg.data) : undefined));
+    const keeper = this.interfaceKeeper();
+    const links = keeper ? await keeper.links(dump) : await dump();
     for (const sub of this.subscriptions) sub.learnLinks(links);
     return links;
   }
 
   addresses(): Promise<InterfaceAddress[]> {
-    return this.dumpList('dump addresses', encodeAddressDump, (msg) =>
-      msg.type === RTM_NEWADDR ? toAddress(decodeAddress(msg.data)) : undefined,
-    );
+    const dump = () =>
+      this.dumpList('dump addresses', encodeAddressDump, (msg) =>
+        msg.type === RTM_NEWADDR ? toAddress(decodeAddress(msg.data)) : undefined,
+      );
+    const keeper = this.interfaceKeeper();
+    return keeper ? keeper.addresses(dump) : dump();
   }
 
   /**
@@ -264,7 +281,7 @@ type Pending =
 
 /**
  * One subscription: its socket, its event filter, and the route cache of its
- * prefixes (points 2 to 5 of the header).
+ * prefixes, and its kept links and addresses (points 2 to 5 and 7 of the header).
  */
 class WatchedSubscription implements Subscription {
   private readonly channel: SubscriptionChannel;
@@ -279,6 +296,11 @@ class WatchedSubscription implements Subscription {
   /** Notifications that arrived while the seeding dump ran, in order. */
   private pending: Pending[] = [];
   private seeding: Promise<Map<string, DecodedRoute[]>> | undefined;
+  /** The last link and address dumps, while nothing said they changed (point 7 of the header). */
+  private keptLinks: Link[] | undefined;
+  private keptAddresses: InterfaceAddress[] | undefined;
+  /** Counts link and address notifications and losses: a dump that saw it move is not kept. */
+  private interfaceChanges = 0;
 
   constructor(
     transport: NetlinkTransport,
@@ -307,6 +329,49 @@ class WatchedSubscription implements Subscription {
 
   watches(label: string): boolean {
     return this.state !== 'closed' && this.byLabel.has(label);
+  }
+
+  get open(): boolean {
+    return this.state !== 'closed' && !this.channel.deaf;
+  }
+
+  /** The links, from the last dump if no link or address notification came since (point 7). */
+  links(dump: () => Promise<Link[]>): Promise<Link[]> {
+    return this.kept(
+      () => this.keptLinks,
+      (v) => (this.keptLinks = v),
+      dump,
+    ).then((links) => links.map((l) => ({ ...l })));
+  }
+
+  /** The addresses, as links() keeps the links. */
+  addresses(dump: () => Promise<InterfaceAddress[]>): Promise<InterfaceAddress[]> {
+    return this.kept(
+      () => this.keptAddresses,
+      (v) => (this.keptAddresses = v),
+      dump,
+    ).then((addresses) => addresses.map((a) => ({ ...a })));
+  }
+
+  private async kept<T>(get: () => T[] | undefined, set: (v: T[]) => void, dump: () => Promise<T[]>): Promise<T[]> {
+    // Whatever the kernel queued before this call (a change it acknowledged, or an
+    // outside command's that returned) is seen now and drops what was kept.
+    this.channel.drain();
+    const held = get();
+    if (held !== undefined && this.open) return held;
+    const before = this.interfaceChanges;
+    const dumped = await dump();
+    // The notifications of changes made while the dump ran are queued by now.
+    this.channel.drain();
+    if (before === this.interfaceChanges && this.open) set(dumped);
+    return dumped;
+  }
+
+  /** Any link or address notification, and any loss: what was kept may be stale. */
+  private interfacesChanged(): void {
+    this.interfaceChanges++;
+    this.keptLinks = undefined;
+    this.keptAddresses = undefined;
   }
 
   /** Remembers the indexes of the watched links, so that a rename away from a watched name is reported. */
@@ -392,6 +457,7 @@ class WatchedSubscription implements Subscription {
       }
       case RTM_NEWLINK:
       case RTM_DELLINK: {
+        this.interfacesChanged();
         const link = decodeLink(msg.data);
         const gone = msg.type === RTM_DELLINK;
         if (gone || !link.up) this.record({ kind: 'link-flush', index: link.index });
@@ -403,6 +469,7 @@ class WatchedSubscription implements Subscription {
       }
       case RTM_NEWADDR:
       case RTM_DELADDR: {
+        this.interfacesChanged();
         const decoded = decodeAddress(msg.data);
         if (msg.type === RTM_DELADDR) this.record({ kind: 'link-flush', index: decoded.index });
         const address = toAddress(decoded);
@@ -420,6 +487,7 @@ class WatchedSubscription implements Subscription {
 
   private lost(error: Error): void {
     if (this.state === 'closed') return;
+    this.interfacesChanged();
     this.state = 'dirty';
     this.pending = [];
     this.emit({ kind: 'lost', error });
