@@ -29,8 +29,8 @@
 //     the raw bytes, and only matches are decoded.
 //  7. Links and addresses, while a subscription is open, are answered from the last
 //     dump of each, made after the subscription socket joined the link and address
-//     groups; any link or address notification (of any link, any family), and any
-//     loss, drops both, and the next call dumps again. The socket is drained before
+//     groups; any link notification (of any link, any family) or loss drops both, any
+//     address notification the addresses, and the next call dumps again. The socket is drained before
 //     the answer (point 3), and a dump during which such a notification arrived is
 //     returned but not kept. So a pass woken by a route event alone sends no dump at
 //     all, and nothing is inferred from a notification: the dump is the only source.
@@ -367,10 +367,14 @@ class WatchedSubscription implements Subscription {
     return dumped;
   }
 
-  /** Any link or address notification, and any loss: what was kept may be stale. */
-  private interfacesChanged(): void {
+  /**
+   * A link or address notification, or a loss: what was kept may be stale. A link's
+   * change drops the addresses too (the kernel removes those of a link deleted, and
+   * IPv6 ones of a link going down).
+   */
+  private interfacesChanged(what: 'links' | 'addresses' = 'links'): void {
     this.interfaceChanges++;
-    this.keptLinks = undefined;
+    if (what === 'links') this.keptLinks = undefined;
     this.keptAddresses = undefined;
   }
 
@@ -469,7 +473,7 @@ class WatchedSubscription implements Subscription {
       }
       case RTM_NEWADDR:
       case RTM_DELADDR: {
-        this.interfacesChanged();
+        this.interfacesChanged('addresses');
         const decoded = decodeAddress(msg.data);
         if (msg.type === RTM_DELADDR) this.record({ kind: 'link-flush', index: decoded.index });
         const address = toAddress(decoded);
