@@ -31,7 +31,10 @@ const PASSES = Number(process.env.PASSES ?? 200);
 const REPAIRS = Number(process.env.REPAIRS ?? 20);
 const CIDRS = REPAIRS + 80;
 const COMPARE_FLAGS = (process.env.COMPARE_FLAGS ?? '').split(' ').filter(Boolean);
-const CLI = fileURLToPath(new URL('../src/cli/main.js', import.meta.url));
+// AGENT_ROOT: another build of the agent to run (its dist/, native/build and node_modules).
+const CLI = process.env.AGENT_ROOT
+  ? path.join(process.env.AGENT_ROOT, 'dist', 'src', 'cli', 'main.js')
+  : fileURLToPath(new URL('../src/cli/main.js', import.meta.url));
 const SELF = fileURLToPath(import.meta.url);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const pct = (xs: number[], p: number): number => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((xs.length * p) / 100))] ?? NaN;
@@ -207,8 +210,9 @@ async function main(): Promise<void> {
       const inProcess = JSON.parse(execFileSync('ip', ['netns', 'exec', ns.name, process.execPath, ...flags, SELF, '--passes', dir], { encoding: 'utf8' })) as Record<string, unknown>;
       let out = '';
       let lost = 0;
-      rmSync(path.join(dir, 'state'), { recursive: true, force: true });
-      agent = spawn('ip', ['netns', 'exec', ns.name, process.execPath, ...flags, CLI, 'run', '--log-level', 'info', '--mode-file', path.join(dir, 'mode'), '--service-cidr', ['10.96.0.0/16', ...Array.from({ length: CIDRS }, (_, i) => `10.97.${i}.0/24`)].join(','), '--mtu', '1400', '--settle', '0', '--restart', 'signal', '--socket', path.join(dir, 'run', 'agent.sock'), '--state-dir', path.join(dir, 'state')], { stdio: ['ignore', 'pipe', 'pipe'] });
+      // The state directory is kept: its journal says the migration to local is done, so
+      // the next round's repairs are repairs, not a new migration owing a restart.
+      agent = spawn('ip', ['netns', 'exec', ns.name, process.execPath, ...flags, CLI, 'run', '--log-level', process.env.AGENT_LOG_LEVEL ?? 'info', '--mode-file', path.join(dir, 'mode'), '--service-cidr', ['10.96.0.0/16', ...Array.from({ length: CIDRS }, (_, i) => `10.97.${i}.0/24`)].join(','), '--mtu', '1400', '--settle', '0', '--restart', 'signal', '--socket', path.join(dir, 'run', 'agent.sock'), '--state-dir', path.join(dir, 'state')], { stdio: ['ignore', 'pipe', 'pipe'] });
       agent.stdout!.on('data', (d: Buffer) => {
         lost += d.toString().split('notifications were lost').length - 1;
         out = (out + d.toString()).slice(-20_000);
@@ -220,7 +224,12 @@ async function main(): Promise<void> {
       }
       const rssConvergedMb = rssMb(agent.pid!);
       const lostBefore = lost;
-      const churn = JSON.parse(execFileSync('ip', ['netns', 'exec', ns.name, process.execPath, SELF, '--repairs', ns.name, String(round)], { encoding: 'utf8', maxBuffer: 1 << 26 })) as Record<string, unknown>;
+      let churn: Record<string, unknown>;
+      try {
+        churn = JSON.parse(execFileSync('ip', ['netns', 'exec', ns.name, process.execPath, SELF, '--repairs', ns.name, String(round)], { encoding: 'utf8', maxBuffer: 1 << 26 })) as Record<string, unknown>;
+      } catch (err) {
+        throw new Error(`repairs failed (node flags: ${flags.join(' ') || 'none'}); the agent's last output:\n${out.slice(-15000)}`, { cause: err });
+      }
       runs.push({ nodeFlags: flags.join(' ') || 'none', inProcess, ...churn, agentLostNotificationsDuringChurn: lost - lostBefore, agentVmRssMb: { converged: rssConvergedMb, afterChurn: rssMb(agent.pid!) } });
       await terminate(agent);
       agent = undefined;
