@@ -26,7 +26,10 @@
 //  6. Prefixes no subscription watches (and every prefix of the one-shot `plan` and
 //     `apply` commands) are read with one header-filtered dump per family and call,
 //     as `ip route show` does: rows are matched on family, length and RTA_DST from
-//     the raw bytes, and only matches are decoded.
+//     the raw bytes, and only matches are decoded. The native socket drops the other
+//     route messages of a dump, and of the subscription's notifications, before they
+//     reach JavaScript (native/src/netlink_socket.c, point 8; channel.ts, guarantee 6):
+//     on a table of 1,000,000 routes, JavaScript then reads a handful of messages.
 //  7. Links and addresses, while a subscription is open, are answered from the last
 //     dump of each, made after the subscription socket joined the link and address
 //     groups; any link notification (of any link, any family) or loss drops both, any
@@ -60,6 +63,7 @@ import {
   encodeAddressDump,
   encodeLinkDump,
   encodeRouteDump,
+  encodeRouteFilter,
   encodeRouteReplace,
   PrefixFilter,
   routeTable,
@@ -80,6 +84,7 @@ import {
   RTNLGRP_NEXTHOP,
   type DecodedAddress,
   type DecodedRoute,
+  type FilterPrefix,
   type NetlinkMessage,
 } from './codec.js';
 import { NetlinkDecodeError, NetlinkError } from './errors.js';
@@ -119,10 +124,11 @@ export class KernelDataplane implements Dataplane {
     build: (seq: number, port: number) => Buffer,
     onMessage: (msg: NetlinkMessage) => void,
     reset: () => void,
+    routeFilter?: Buffer,
   ): Promise<void> {
     for (let attempt = 1; ; attempt++) {
       reset();
-      const { interrupted } = await this.requests.exchange(what, build, onMessage);
+      const { interrupted } = await this.requests.exchange(what, build, onMessage, routeFilter);
       if (!interrupted) return;
       if (attempt >= MAX_DUMP_ATTEMPTS) throw new NetlinkError(EINTR, `${what} (interrupted ${attempt} times in a row)`);
     }
@@ -180,6 +186,7 @@ export class KernelDataplane implements Dataplane {
       const mine = prefixes.filter((p) => p.family === family);
       if (mine.length === 0) continue;
       const filter = prefixFilterOf(mine);
+      const nativeFilter = encodeRouteFilter(RT_TABLE_MAIN, filterPrefixesOf(mine));
       const af = afOf(family);
       await this.dump(
         `dump main-table IPv${family} routes for ${mine.map((p) => p.text).join(', ')}`,
@@ -191,6 +198,7 @@ export class KernelDataplane implements Dataplane {
           found.get(label)?.push(decodeRoute(msg.data));
         },
         () => mine.forEach((p) => found.set(p.text, [])),
+        nativeFilter,
       );
     }
     return found;
@@ -270,8 +278,12 @@ export class KernelDataplane implements Dataplane {
   }
 }
 
+function filterPrefixesOf(prefixes: readonly Cidr[]): FilterPrefix[] {
+  return prefixes.map((p) => ({ af: afOf(p.family), length: p.length, bytes: p.bytes, label: p.text }));
+}
+
 function prefixFilterOf(prefixes: readonly Cidr[]): PrefixFilter {
-  return new PrefixFilter(prefixes.map((p) => ({ af: afOf(p.family), length: p.length, bytes: p.bytes, label: p.text })));
+  return new PrefixFilter(filterPrefixesOf(prefixes));
 }
 
 type Pending =
@@ -324,6 +336,8 @@ class WatchedSubscription implements Subscription {
       },
       { onMessage: (msg) => this.onMessage(msg), onLost: (err) => this.lost(err) },
       rcvbuf,
+      // Route notifications of other prefixes never reach JavaScript (point 6).
+      encodeRouteFilter(RT_TABLE_MAIN, filterPrefixesOf(this.prefixes)),
     );
   }
 

@@ -27,6 +27,7 @@ export function countingTransport(): {
           socket.send(datagram);
         },
         recv: () => socket.recv(),
+        setRouteFilter: (filter) => socket.setRouteFilter?.(filter),
         setRef: (ref) => socket.setRef(ref),
         close: () => socket.close(),
       };
