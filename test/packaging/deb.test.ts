@@ -157,7 +157,7 @@ test('the package under a real systemd: dpkg -i enables and starts the unit, the
     assert.deepEqual(ns.routes('10.96.0.0/16'), [LOCAL_V4]);
     assert.equal(b.show('ovnkube-node.service', 'NRestarts'), '1');
     const pid1 = Number(b.show(UNIT, 'MainPID'));
-    assert.match(readFileSync(b.path(`/proc/${pid1}/cmdline`), 'utf8').split('\0').join(' '), new RegExp(`^/usr/lib/${PKG}/bin/node /usr/lib/${PKG}/dist/src/cli/main\\.js run`));
+    assert.match(readFileSync(b.path(`/proc/${pid1}/cmdline`), 'utf8').split('\0').join(' '), new RegExp(`^/usr/lib/${PKG}/bin/node --max-semi-space-size=1 --v8-pool-size=1 /usr/lib/${PKG}/dist/src/cli/main\\.js run`));
     assert.equal(JSON.parse(b.run([`/usr/bin/${PKG}`, 'status', '--json']).stdout).version, VERSION);
 
     // 3. Upgrade: restarted on the new files, the admin's settings kept as they are (the
