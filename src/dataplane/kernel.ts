@@ -33,10 +33,11 @@
 //  7. Links and addresses, while a subscription is open, are answered from the last
 //     dump of each, made after the subscription socket joined the link and address
 //     groups; any link notification (of any link, any family) or loss drops both, any
-//     address notification the addresses, and the next call dumps again. The socket is drained before
-//     the answer (point 3), and a dump during which such a notification arrived is
-//     returned but not kept. So a pass woken by a route event alone sends no dump at
-//     all, and nothing is inferred from a notification: the dump is the only source.
+//     address notification the addresses, and the next call dumps again. The socket
+//     is drained before the answer (point 3), and a dump during which such a
+//     notification arrived is returned but not kept. So a pass woken by a route event
+//     alone sends no dump at all, and nothing is inferred from a notification's
+//     content: the dump is the only source.
 //  8. Not "ip route get fibmatch": it returns only the route in use, not a second
 //     route of the prefix with another metric; on IPv4 without policy rules the local
 //     table shares the main table's trie and a local answer says "table main"
