@@ -8,8 +8,16 @@
 //    with one dump of the main table), then steady-state passes (links, addresses,
 //    routes() of the IPv4 service CIDR and 0.0.0.0/0), counting the route dumps they send;
 //  - a new process that observes once with no subscription, as `ovn-gwmode-agent plan`
-//    does (one header-filtered dump), whole process, with its peak RSS.
+//    does (one header-filtered dump), whole process, with its peak RSS;
+//  - `ovn-gwmode-agent plan` itself, whole process (and that of another build beside it
+//    when BEFORE_ROOT names one: a directory holding its dist/, native/build and
+//    node_modules), on the seed's node with a mode file saying local;
+//  - beside them: `ip route show table main exact <prefix>`, `ip -j route show`, and plain
+//    `ip route show` (the whole table as text, to /dev/null), each a whole process.
 import { execFileSync, spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { performance } from 'node:perf_hooks';
 import { seedNode } from '../src/demo/netns.js';
@@ -25,14 +33,14 @@ function median(xs: number[]): number {
   return s[Math.floor(s.length / 2)] ?? NaN;
 }
 
-function timeCommand(ns: string, args: string[]): { ms: number; rssMb: number } {
+function timeCommand(ns: string, args: string[], okStatus = [0]): { ms: number; rssMb: number } {
   const times: number[] = [];
   let rssKb = 0;
   for (let i = 0; i < PROCESS_RUNS; i++) {
     const t0 = performance.now();
     const r = spawnSync('/usr/bin/time', ['-f', '%M', 'ip', 'netns', 'exec', ns, ...args], { encoding: 'utf8', maxBuffer: 1 << 30 });
     times.push(performance.now() - t0);
-    if (r.status !== 0) throw new Error(`${args.join(' ')} failed: ${r.stderr}`);
+    if (!okStatus.includes(r.status ?? -1)) throw new Error(`${args.join(' ')} failed: ${r.stderr}`);
     rssKb = Math.max(rssKb, Number(r.stderr.trim().split('\n').pop()));
   }
   return { ms: median(times), rssMb: rssKb / 1024 };
@@ -104,6 +112,15 @@ function main(): void {
     const oneShot = timeCommand(ns.name, [process.execPath, self, '--once']);
     const ipExact = timeCommand(ns.name, ['ip', 'route', 'show', 'table', 'main', 'exact', PREFIXES[0] as string]);
     const ipJson = timeCommand(ns.name, ['ip', '-j', 'route', 'show']);
+    const ipShow = timeCommand(ns.name, ['sh', '-c', 'ip route show > /dev/null']);
+    const dir = mkdtempSync(path.join(tmpdir(), 'gwmode-bench-'));
+    writeFileSync(path.join(dir, 'mode'), 'local\n');
+    // plan exits 1 when it would not act (here: no ovnkube-node), after the same observation.
+    const planOf = (root: string) =>
+      timeCommand(ns.name, [process.execPath, path.join(root, 'dist', 'src', 'cli', 'main.js'), 'plan', '--mode-file', path.join(dir, 'mode'), '--service-cidr', PREFIXES[0] as string, '--mtu', '1400'], [0, 1]);
+    const plan = planOf(fileURLToPath(new URL('../..', import.meta.url)));
+    const planBefore = process.env.BEFORE_ROOT ? planOf(process.env.BEFORE_ROOT) : undefined;
+    rmSync(dir, { recursive: true, force: true });
     const pick = (k: string) => median(agentRuns.map((r) => Number(r[k])));
     const round = (x: number, digits = 1) => Number(x.toFixed(digits));
     const result = {
@@ -120,6 +137,9 @@ function main(): void {
       oneShotProcess: { wholeProcessMs: round(oneShot.ms), maxRssMb: round(oneShot.rssMb) },
       ipRouteShowExact: { wholeProcessMs: round(ipExact.ms), maxRssMb: round(ipExact.rssMb) },
       ipJsonRouteShow: { wholeProcessMs: round(ipJson.ms), maxRssMb: round(ipJson.rssMb) },
+      ipRouteShowToDevNull: { wholeProcessMs: round(ipShow.ms), maxRssMb: round(ipShow.rssMb) },
+      planCommand: { wholeProcessMs: round(plan.ms), maxRssMb: round(plan.rssMb), timesIpRouteShow: round(plan.ms / ipShow.ms, 2), timesIpRouteShowExact: round(plan.ms / ipExact.ms, 2) },
+      ...(planBefore && { planCommandBefore: { root: process.env.BEFORE_ROOT, wholeProcessMs: round(planBefore.ms), maxRssMb: round(planBefore.rssMb), timesIpRouteShow: round(planBefore.ms / ipShow.ms, 2), timesIpRouteShowExact: round(planBefore.ms / ipExact.ms, 2) } }),
     };
     process.stdout.write(JSON.stringify(result, null, 2) + '\n');
   } finally {

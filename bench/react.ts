@@ -1,6 +1,6 @@
 // Benchmark: how fast the running agent reacts (issue 12, items 1 and 2), on the real
 // agent in a throwaway namespace with the seed's node. Run as root: `npm run bench:react`
-// (RUNS=100 by default).
+// (RUNS=100 by default; AGENT_ROOT and AGENT_NODE_OPTIONS below).
 //  - reaction: a ConfigMap-style `..data` swap (the rename of kubelet's atomic writer)
 //    until the kernel holds the service route of the new mode; the agent runs with
 //    `--ovnkube-mode-check off --restart none`, so that every swap is a migration;
@@ -24,7 +24,11 @@ import { FakeOvnkube } from '../src/demo/fake-ovnkube.js';
 import { seedNode } from '../src/demo/netns.js';
 
 const RUNS = Number(process.env.RUNS ?? 100);
-const CLI = fileURLToPath(new URL('../src/cli/main.js', import.meta.url));
+// AGENT_ROOT: another build of the agent to time (a directory holding its dist/, native/build
+// and node_modules), e.g. a copy of main for the "before" figures; this bench's own code runs either way.
+const CLI = process.env.AGENT_ROOT
+  ? path.join(process.env.AGENT_ROOT, 'dist', 'src', 'cli', 'main.js')
+  : fileURLToPath(new URL('../src/cli/main.js', import.meta.url));
 const SELF = fileURLToPath(import.meta.url);
 const LOCAL_GW = '10.244.1.1';
 const SHARED_GW = '172.18.0.1';

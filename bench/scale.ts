@@ -10,9 +10,13 @@
 //     route, each on a CIDR not yet fought over (CIDRS extra service CIDRs 10.97.N.0/24,
 //     in local shape), each timed to its repair from this process's route notifications,
 //     first on the quiet table, then while `ip -batch` replaces CHURN unrelated routes;
-//     and how many times the agent lost notifications meanwhile (each costs a re-dump).
+//     and how many times the agent lost notifications meanwhile (each costs a re-dump);
+//     the agent's VmRSS once converged (after its seeding dump) and after the churn.
+// COMPARE_FLAGS='--max-semi-space-size=1 --v8-pool-size=1' (Node or V8 flags) runs 1 and 2
+// twice on the same table, without and then with those flags (the in-process passes'
+// process and the agent alike), so that the flags' cost is read from one run.
 import { execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -26,7 +30,11 @@ const CHURN = Number(process.env.CHURN ?? 100_000);
 const PASSES = Number(process.env.PASSES ?? 200);
 const REPAIRS = Number(process.env.REPAIRS ?? 20);
 const CIDRS = REPAIRS + 80;
-const CLI = fileURLToPath(new URL('../src/cli/main.js', import.meta.url));
+const COMPARE_FLAGS = (process.env.COMPARE_FLAGS ?? '').split(' ').filter(Boolean);
+// AGENT_ROOT: another build of the agent to run (its dist/, native/build and node_modules).
+const CLI = process.env.AGENT_ROOT
+  ? path.join(process.env.AGENT_ROOT, 'dist', 'src', 'cli', 'main.js')
+  : fileURLToPath(new URL('../src/cli/main.js', import.meta.url));
 const SELF = fileURLToPath(import.meta.url);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const pct = (xs: number[], p: number): number => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((xs.length * p) / 100))] ?? NaN;
@@ -80,7 +88,7 @@ async function passes(dir: string): Promise<void> {
 }
 
 /** Inside the namespace: repairs of the service route, quiet then under churn. */
-async function repairs(ns: string): Promise<void> {
+async function repairs(ns: string, round: number): Promise<void> {
   const { addon } = await import('../src/native/addon.js');
   const { parseDatagram, decodeRoute, RTM_NEWROUTE, RTNLGRP_IPV4_ROUTE } = await import('../src/dataplane/codec.js');
   const { addressFromBytes } = await import('../src/net/cidr.js');
@@ -145,7 +153,8 @@ async function repairs(ns: string): Promise<void> {
   const ownQuiet = own;
   own = [];
   const lines: string[] = [];
-  for (let i = 0; i < CHURN; i++) lines.push(`route replace 100.${64 + (i >> 16)}.${(i >> 8) & 255}.${i & 255}/32 via 172.18.0.${i % 2 === 0 ? 3 : 1} dev br-ex`);
+  // Each round moves the routes the previous one did not (a replace by an identical route changes nothing).
+  for (let i = 0; i < CHURN; i++) lines.push(`route replace 100.${64 + (i >> 16)}.${(i >> 8) & 255}.${i & 255}/32 via 172.18.0.${i % 2 === round % 2 ? 3 : 1} dev br-ex`);
   const churn = spawn('ip', ['-batch', '-'], { stdio: ['pipe', 'ignore', 'inherit'] });
   const churnDone = new Promise<number>((r) => churn.once('exit', () => r(performance.now())));
   const t0 = performance.now();
@@ -163,6 +172,12 @@ async function repairs(ns: string): Promise<void> {
   process.stdout.write(JSON.stringify({ quietRepair: summary(quiet), repairDuringChurn: summary(busy), outsideReplaceInProcessQuiet: summary(ownQuiet), outsideReplaceInProcessDuringChurn: summary(own), churn: { changes: CHURN, ms: Math.round(churnMs) }, ns }));
 }
 
+/** VmRSS of a process, in MB. */
+function rssMb(pid: number): number {
+  const kb = Number(/^VmRSS:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1]);
+  return +(kb / 1024).toFixed(1);
+}
+
 function timeWhole(ns: string, args: string[], runs = 5): number {
   const times: number[] = [];
   for (let i = 0; i < runs; i++) {
@@ -176,7 +191,7 @@ function timeWhole(ns: string, args: string[], runs = 5): number {
 
 async function main(): Promise<void> {
   if (process.argv[2] === '--passes') return passes(process.argv[3]!);
-  if (process.argv[2] === '--repairs') return repairs(process.argv[3]!);
+  if (process.argv[2] === '--repairs') return repairs(process.argv[3]!, Number(process.argv[4] ?? 0));
   const ns = seedNode({ gw0: true });
   const dir = mkdtempSync(path.join(tmpdir(), 'gwmode-scale-'));
   const ovnkube = new FakeOvnkube(ns, dir);
@@ -188,24 +203,38 @@ async function main(): Promise<void> {
     ns.batch(Array.from({ length: CIDRS }, (_, i) => `route add 10.97.${i}.0/24 via 10.244.1.1 dev ovn-k8s-mp0`));
     writeFileSync(path.join(dir, 'mode'), 'local\n');
     ovnkube.start('local', { respawn: true });
-    const inProcess = JSON.parse(execFileSync('ip', ['netns', 'exec', ns.name, process.execPath, SELF, '--passes', dir], { encoding: 'utf8' })) as Record<string, unknown>;
     const ipExactMs = timeWhole(ns.name, ['ip', 'route', 'show', 'table', 'main', 'exact', '10.96.0.0/16']);
-
-    let out = '';
-    let lost = 0;
-    agent = spawn('ip', ['netns', 'exec', ns.name, process.execPath, CLI, 'run', '--log-level', 'info', '--mode-file', path.join(dir, 'mode'), '--service-cidr', ['10.96.0.0/16', ...Array.from({ length: CIDRS }, (_, i) => `10.97.${i}.0/24`)].join(','), '--mtu', '1400', '--settle', '0', '--restart', 'signal', '--socket', path.join(dir, 'run', 'agent.sock'), '--state-dir', path.join(dir, 'state')], { stdio: ['ignore', 'pipe', 'pipe'] });
-    agent.stdout!.on('data', (d: Buffer) => {
-      lost += d.toString().split('notifications were lost').length - 1;
-      out = (out + d.toString()).slice(-20_000);
-    });
-    agent.stderr!.on('data', (d: Buffer) => (out = (out + d.toString()).slice(-20_000)));
-    for (let i = 0; !/"msg":"phase Converged"/.test(out); i++) {
-      if (i > 1200) throw new Error(`never Converged:\n${out}`);
-      await sleep(50);
+    const runs: Record<string, unknown>[] = [];
+    const flagSets = COMPARE_FLAGS.length > 0 ? [[], COMPARE_FLAGS] : [[]];
+    for (const [round, flags] of flagSets.entries()) {
+      const inProcess = JSON.parse(execFileSync('ip', ['netns', 'exec', ns.name, process.execPath, ...flags, SELF, '--passes', dir], { encoding: 'utf8' })) as Record<string, unknown>;
+      let out = '';
+      let lost = 0;
+      // The state directory is kept: its journal says the migration to local is done, so
+      // the next round's repairs are repairs, not a new migration owing a restart.
+      agent = spawn('ip', ['netns', 'exec', ns.name, process.execPath, ...flags, CLI, 'run', '--log-level', process.env.AGENT_LOG_LEVEL ?? 'info', '--mode-file', path.join(dir, 'mode'), '--service-cidr', ['10.96.0.0/16', ...Array.from({ length: CIDRS }, (_, i) => `10.97.${i}.0/24`)].join(','), '--mtu', '1400', '--settle', '0', '--restart', 'signal', '--socket', path.join(dir, 'run', 'agent.sock'), '--state-dir', path.join(dir, 'state')], { stdio: ['ignore', 'pipe', 'pipe'] });
+      agent.stdout!.on('data', (d: Buffer) => {
+        lost += d.toString().split('notifications were lost').length - 1;
+        out = (out + d.toString()).slice(-20_000);
+      });
+      agent.stderr!.on('data', (d: Buffer) => (out = (out + d.toString()).slice(-20_000)));
+      for (let i = 0; !/"msg":"phase Converged"/.test(out); i++) {
+        if (i > 1200) throw new Error(`never Converged:\n${out}`);
+        await sleep(50);
+      }
+      const rssConvergedMb = rssMb(agent.pid!);
+      const lostBefore = lost;
+      let churn: Record<string, unknown>;
+      try {
+        churn = JSON.parse(execFileSync('ip', ['netns', 'exec', ns.name, process.execPath, SELF, '--repairs', ns.name, String(round)], { encoding: 'utf8', maxBuffer: 1 << 26 })) as Record<string, unknown>;
+      } catch (err) {
+        throw new Error(`repairs failed (node flags: ${flags.join(' ') || 'none'}); the agent's last output:\n${out.slice(-15000)}`, { cause: err });
+      }
+      runs.push({ nodeFlags: flags.join(' ') || 'none', inProcess, ...churn, agentLostNotificationsDuringChurn: lost - lostBefore, agentVmRssMb: { converged: rssConvergedMb, afterChurn: rssMb(agent.pid!) } });
+      await terminate(agent);
+      agent = undefined;
     }
-    const lostBefore = lost;
-    const churn = JSON.parse(execFileSync('ip', ['netns', 'exec', ns.name, process.execPath, SELF, '--repairs', ns.name], { encoding: 'utf8', maxBuffer: 1 << 26 })) as Record<string, unknown>;
-    console.log(JSON.stringify({ routesInMainTable: ROUTES, inProcess, ipRouteShowExactWholeProcessMs: ipExactMs, ...churn, agentLostNotificationsDuringChurn: lost - lostBefore }, null, 2));
+    console.log(JSON.stringify({ routesInMainTable: ROUTES, ipRouteShowExactWholeProcessMs: ipExactMs, runs }, null, 2));
   } finally {
     await terminate(agent);
     ovnkube.stop();

@@ -9,8 +9,12 @@
 //    --ready) as whole processes against the running agent, with their peak RSS, beside
 //    `node -e 0`.
 // RUNS (default 10) sets the repetitions; AGENT_NODE_FLAGS, Node or V8 flags for the agent's
-// runs; AGENT_ROOT, another build of the agent to time (a directory holding
+// runs; COMPARE_FLAGS, a second set of flags timed beside the first in the same run;
+// AGENT_ROOT, another build of the agent to time (a directory holding
 // dist/src/cli/main.js, e.g. a copy of main for the "before" figures).
+// The agent's starts are interleaved: each round starts every configuration (restart
+// strategy, flags) once, in an order that rotates from round to round, so that none is
+// always first (on a cold cache) or always at the same moment of the machine's load.
 // Run: `npm run bench:start`.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { readFileSync, rmSync } from 'node:fs';
@@ -25,6 +29,7 @@ const RUNS = Number(process.env.RUNS ?? 10);
 const ROOT = process.env.AGENT_ROOT ?? fileURLToPath(new URL('../..', import.meta.url));
 const CLI = path.join(ROOT, 'dist', 'src', 'cli', 'main.js');
 const NODE_FLAGS = (process.env.AGENT_NODE_FLAGS ?? '').split(' ').filter(Boolean);
+const COMPARE_FLAGS = process.env.COMPARE_FLAGS === undefined ? undefined : process.env.COMPARE_FLAGS.split(' ').filter(Boolean);
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 const range = (xs: number[]) => `median ${median(xs).toFixed(0)} (min ${Math.min(...xs).toFixed(0)}, max ${Math.max(...xs).toFixed(0)})`;
@@ -73,8 +78,8 @@ function whole(cmd: string[]): { ms: number; kb: number; code: number | null } {
 const ns = seedNode({ gw0: true });
 const scratch = new Scratch();
 const ovnkube = new FakeOvnkube(ns, scratch.dir);
-const run = (restart: string) => () =>
-  spawn('ip', ['netns', 'exec', ns.name, process.execPath, ...NODE_FLAGS, CLI, 'run', '--mode-file', scratch.modeFile, '--socket', scratch.socket, '--state-dir', scratch.stateDir, '--service-cidr', '10.96.0.0/16', '--mtu', '1400', '--restart', restart], { stdio: ['ignore', 'ignore', 'pipe'] });
+const run = (restart: string, flags = NODE_FLAGS) => () =>
+  spawn('ip', ['netns', 'exec', ns.name, process.execPath, ...flags, CLI, 'run', '--mode-file', scratch.modeFile, '--socket', scratch.socket, '--state-dir', scratch.stateDir, '--service-cidr', '10.96.0.0/16', '--mtu', '1400', '--restart', restart], { stdio: ['ignore', 'ignore', 'pipe'] });
 try {
   // A quiet node: the mode file says shared, ovnkube-node runs shared, the route is shared.
   scratch.writeMode('shared');
@@ -97,21 +102,26 @@ try {
   console.log(`comparison: ip netns exec node -e 0 (whole process) ${range(bare)} ms`);
   console.log(`comparison: plain node HTTP server on a UNIX socket, spawn to first answer ${range(plain)} ms; VmRSS after 200 requests ${mb(median(plainRss))} MB (max ${mb(Math.max(...plainRss))})`);
 
-  for (const restart of ['signal', 'cri']) {
-    const ready: number[] = [];
-    const rss: Array<[number, number, number]> = [];
-    for (let i = 0; i < RUNS; i++) {
-      const a = await untilAnswer(run(restart), scratch.socket, '/readyz');
-      ready.push(a.ms);
+  const flagSets = COMPARE_FLAGS === undefined ? [NODE_FLAGS] : [NODE_FLAGS, COMPARE_FLAGS];
+  const configs = (['signal', 'cri'] as const).flatMap((restart) =>
+    flagSets.map((flags) => ({ restart, flags, ready: [] as number[], rss: [] as Array<[number, number, number]> })),
+  );
+  for (let i = 0; i < RUNS; i++) {
+    for (let k = 0; k < configs.length; k++) {
+      const c = configs[(i + k) % configs.length]!;
+      const a = await untilAnswer(run(c.restart, c.flags), scratch.socket, '/readyz');
+      c.ready.push(a.ms);
       const pid = a.child.pid!;
       const atReady = statusKb(pid, 'VmRSS');
       for (let n = 0; n < 200; n++) await get(scratch.socket, '/status');
       const after = statusKb(pid, 'VmRSS');
       await pause(2000);
-      rss.push([atReady, after, statusKb(pid, 'VmRSS')]);
+      c.rss.push([atReady, after, statusKb(pid, 'VmRSS')]);
       await stopped(a.child);
     }
-    console.log(`agent --restart ${restart}: start to ready ${range(ready)} ms`);
+  }
+  for (const { restart, flags, ready, rss } of configs) {
+    console.log(`agent --restart ${restart}${flagSets.length > 1 ? ` (node flags: ${flags.join(' ') || 'none'})` : ''}: start to ready ${range(ready)} ms`);
     const col = (k: 0 | 1 | 2) => rss.map((r) => r[k]);
     console.log(`  VmRSS at ready ${mb(median(col(0)))} MB (max ${mb(Math.max(...col(0)))}), after 200 /status ${mb(median(col(1)))} MB (max ${mb(Math.max(...col(1)))}), 2 s later ${mb(median(col(2)))} MB (max ${mb(Math.max(...col(2)))})`);
   }

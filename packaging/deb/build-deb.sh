@@ -72,13 +72,8 @@ chmod 0755 "$lib/bin/node"
 
 install -m 0755 "$here/ovn-gwmode-agent" "$pkg/usr/bin/$pkgname"
 install -m 0644 "$root/systemd/ovn-gwmode-agent.default" "$pkg/etc/default/$pkgname"
-# The repository's unit, run by the bundled node.
-sed -e "s|^ExecStart=.*|ExecStart=/usr/lib/$pkgname/bin/node /usr/lib/$pkgname/dist/src/cli/main.js run|" \
-    -e "s|^Documentation=.*|Documentation=file:///usr/share/doc/$pkgname/README.md.gz|" \
-    -e "s|^# Install: .*|# Installed by the $pkgname Debian package; its settings: /etc/default/$pkgname.|" \
-    -e '/^# \/etc\/systemd\/system\/ and the sample settings/d' \
-    "$root/systemd/ovn-gwmode-agent.service" >"$pkg/lib/systemd/system/$pkgname.service"
-grep -qx "ExecStart=/usr/lib/$pkgname/bin/node /usr/lib/$pkgname/dist/src/cli/main.js run" "$pkg/lib/systemd/system/$pkgname.service"
+# The repository's unit, run by the bundled node with the same node flags.
+bash "$here/unit.sh" "$root/systemd/ovn-gwmode-agent.service" "$pkgname" >"$pkg/lib/systemd/system/$pkgname.service"
 
 doc=$pkg/usr/share/doc/$pkgname
 install -m 0644 "$here/copyright" "$doc/copyright"

@@ -11,7 +11,10 @@
 // runs after it: passes never overlap, and a burst of events costs one pass.
 // The mode file is read by a pass that any wake-up but a netlink event asked for: a
 // repair woken by the kernel does not wait on the file system, and a change of the
-// file is a wake-up of its own (and the periodic resync re-reads it anyway).
+// file is a wake-up of its own (and the periodic resync re-reads it anyway). Likewise a
+// pass woken by route events alone may reuse the last scan of /proc for ovnkube-node
+// where it is provably current (src/ovnkube/proc.ts, OvnkubeScanner); any other wake-up
+// scans in full.
 //
 // Races this handles:
 //  1. A route changed by someone else between our observation and our replace: a
@@ -119,6 +122,8 @@ export class Agent {
   private modeTimer: NodeJS.Timeout | undefined;
   /** The next pass reads the mode file: every wake-up but a netlink event sets it. */
   private modeStale = true;
+  /** The next pass scans /proc in full: every wake-up but a route event sets it. */
+  private probeStale = true;
   private subscription: Subscription | undefined;
   private modeWatch: ModeWatch | undefined;
   private watched: Watched;
@@ -207,10 +212,15 @@ export class Agent {
     await this.restarting;
   }
 
-  /** Asks for a pass; passes never overlap and wake-ups during one coalesce. Only a netlink event passes readMode false. */
-  kick(why: string, readMode = true): void {
+  /**
+   * Asks for a pass; passes never overlap and wake-ups during one coalesce. Only a
+   * netlink event passes readMode false, and only a route event routeEvent true: a
+   * pass woken by route events alone may reuse the last /proc scan (observe.ts).
+   */
+  kick(why: string, readMode = true, routeEvent = false): void {
     if (this.stopped) return;
     if (readMode) this.modeStale = true;
+    if (!routeEvent) this.probeStale = true;
     if (this.running) {
       this.dirty = true;
       return;
@@ -232,7 +242,7 @@ export class Agent {
       return;
     }
     const what = e.kind === 'route' ? e.prefix : e.kind === 'link' ? e.link.name : e.address.address;
-    this.kick(`${e.kind} ${e.op} ${what}`, false);
+    this.kick(`${e.kind} ${e.op} ${what}`, false, e.kind === 'route');
   }
 
   private async readDesired(): Promise<void> {
@@ -280,12 +290,14 @@ export class Agent {
     const startedAt = this.lastProgress;
     let failedWith: string | null = null;
     let wakeInMs: number | undefined;
+    const routeEventOnly = !this.probeStale;
+    this.probeStale = false;
     try {
       await this.catchUpJournal();
       await this.readDesired();
       let acted: Acted = 'nothing';
       for (let round = 0; round < MAX_ROUNDS; round++) {
-        acted = await this.round(acted === 'replaced');
+        acted = await this.round(acted === 'replaced', routeEventOnly);
         if (acted === 'nothing') break;
       }
       wakeInMs = this.outcome?.decision.wakeInMs;
@@ -334,10 +346,10 @@ export class Agent {
    * is the verification (the plan must then be empty); after a restart request it
    * reports how the request went.
    */
-  private async round(verifying: boolean): Promise<Acted> {
+  private async round(verifying: boolean, routeEventOnly: boolean): Promise<Acted> {
     const { config, restart } = this.options;
     await this.takeRestartAnswer();
-    const observed = await observe(this.deps.dataplane, this.watched, this.deps.probe);
+    const observed = await observe(this.deps.dataplane, this.watched, this.deps.probe, routeEventOnly);
     const now = this.deps.clock.now();
     const desired = this.desired;
     const hops = new Map<string, NextHop>();

@@ -110,7 +110,7 @@ export async function runDaemon(raw: RawRunOptions, initial: Settings, deps: Dae
       dataplane,
       strategy,
       journal: (deps.journal ?? ((dir) => new Journal(dir)))(settings.stateDir),
-      probe: () => probe(),
+      probe: (hint) => probe(hint),
       log: log.child({ component: 'agent' }),
       readMode,
       watchMode: watchMode(settings.modeFile),

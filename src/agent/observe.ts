@@ -4,11 +4,16 @@ import type { Watched } from '../core/route.js';
 import type { OvnkubeObservation, Observation } from '../core/types.js';
 import type { Dataplane } from '../dataplane/types.js';
 
-export type OvnkubeProbe = () => Promise<OvnkubeObservation>;
+/**
+ * ovnkube-node as /proc shows it. `routeEventOnly`: the pass was woken by route
+ * notifications alone, so the probe may reuse its last scan where it can prove it
+ * current (src/ovnkube/proc.ts, OvnkubeScanner).
+ */
+export type OvnkubeProbe = (hint?: { routeEventOnly: boolean }) => Promise<OvnkubeObservation>;
 
-export async function observe(dataplane: Dataplane, watched: Watched, probe: OvnkubeProbe): Promise<Observation> {
-  // Links first: every route's interface name is resolved from this one dump.
+export async function observe(dataplane: Dataplane, watched: Watched, probe: OvnkubeProbe, routeEventOnly = false): Promise<Observation> {
+  // Links first: every route's interface name is resolved from this one answer.
   const links = await dataplane.links();
-  const [addresses, ovnkube, routes] = await Promise.all([dataplane.addresses(), probe(), dataplane.routes(watched.prefixes, links)]);
+  const [addresses, ovnkube, routes] = await Promise.all([dataplane.addresses(), probe({ routeEventOnly }), dataplane.routes(watched.prefixes, links)]);
   return { links, addresses, routes, ovnkube };
 }

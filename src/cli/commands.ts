@@ -21,7 +21,7 @@ import { createLogger } from '../log.js';
 import type { Logger } from 'pino';
 import { readModeSource } from '../mode/source.js';
 import { systemdNotifier, watchdogUsec } from '../systemd/notify.js';
-import { scanOvnkubeProcesses, summarise } from '../ovnkube/proc.js';
+import { OvnkubeScanner, summarise } from '../ovnkube/proc.js';
 import { SocketInUseError, SocketPermissionError } from '../status/server.js';
 import { MetricsAddressError } from '../metrics/server.js';
 import { Interruption } from './interrupt.js';
@@ -35,7 +35,8 @@ export function plannerConfig(s: PlanSettings): PlannerConfig {
 
 /** /proc is read whatever --ovnkube-mode-check says: the process's identity proves a restart. */
 export function ovnkubeProbe(s: PlanSettings): OvnkubeProbe {
-  return async () => summarise(await scanOvnkubeProcesses(), s.ovnkubeConfMode);
+  const scanner = new OvnkubeScanner();
+  return async (hint) => summarise(scanner.scan(hint?.routeEventOnly ?? false), s.ovnkubeConfMode);
 }
 
 async function settingsOrExit<T>(resolve: () => Promise<T>): Promise<T> {

@@ -56,7 +56,19 @@ function inCidr(address: string, cidr: Cidr): boolean {
   }
 }
 
-const isLinkLocalNexthop = (gateway: string | null): boolean => gateway !== null && LINK_LOCAL_NEXTHOPS.some((c) => inCidr(gateway, c));
+// Asked for every owned route of every plan (101 CIDRs: 101 parses per pass); the
+// answer depends on the text alone, so it is remembered (a bounded table, a pure memo).
+const linkLocalSeen = new Map<string, boolean>();
+function isLinkLocalNexthop(gateway: string | null): boolean {
+  if (gateway === null) return false;
+  let answer = linkLocalSeen.get(gateway);
+  if (answer === undefined) {
+    answer = LINK_LOCAL_NEXTHOPS.some((c) => inCidr(gateway, c));
+    if (linkLocalSeen.size >= 1024) linkLocalSeen.clear();
+    linkLocalSeen.set(gateway, answer);
+  }
+  return answer;
+}
 
 function findLink(links: Link[], name: string): Link | undefined {
   return links.find((l) => l.name === name);

@@ -21,6 +21,11 @@
 //     that a notification the kernel queued before an ACK or before an outside
 //     command returned is applied before it reads its cache); a nested call, from
 //     inside a notification handler, returns at once so messages stay in order.
+//  6. A route dump may ask the native socket to drop, before JavaScript sees them, the
+//     route messages that cannot be one of its prefixes (native/src/netlink_socket.c,
+//     point 8): set for that exchange only, taken off when it ends. The reader's own
+//     checks stay as they are; the filter only spares it work. A subscription may keep
+//     one for its life.
 import {
   decodeDone,
   decodeError,
@@ -39,6 +44,7 @@ const ENOBUFS = 105;
 
 interface Pending {
   seq: number;
+  filtered: boolean;
   what: string;
   onMessage: (msg: NetlinkMessage) => void;
   resolve: (result: { interrupted: boolean }) => void;
@@ -89,8 +95,9 @@ export class RequestChannel {
     what: string,
     build: (seq: number, port: number) => Buffer,
     onMessage: (msg: NetlinkMessage) => void,
+    routeFilter?: Buffer,
   ): Promise<{ interrupted: boolean }> {
-    const run = () => this.start(what, build, onMessage);
+    const run = () => this.start(what, build, onMessage, routeFilter);
     const result = this.queue.then(run, run);
     this.queue = result.catch(() => undefined);
     return result;
@@ -100,6 +107,7 @@ export class RequestChannel {
     what: string,
     build: (seq: number, port: number) => Buffer,
     onMessage: (msg: NetlinkMessage) => void,
+    routeFilter: Buffer | undefined,
   ): Promise<{ interrupted: boolean }> {
     if (this.closed) return Promise.reject(new NetlinkError(EBADF, what));
     if (this.broken) return Promise.reject(this.broken);
@@ -110,9 +118,14 @@ export class RequestChannel {
         this.finish();
         reject(new NetlinkTimeoutError(`${what}: no answer from the kernel in ${this.timeoutMs} ms`));
       }, this.timeoutMs);
-      this.pending = { seq, what, onMessage, resolve, reject, interrupted: false, timer };
+      this.pending = { seq, what, onMessage, resolve, reject, interrupted: false, timer, filtered: false };
       this.socket.setRef(true);
       try {
+        // Guarantee 6: only for this exchange; finish() takes it off.
+        if (routeFilter && this.socket.setRouteFilter) {
+          this.socket.setRouteFilter(routeFilter);
+          this.pending.filtered = true;
+        }
         this.socket.send(build(seq, this.socket.portId));
       } catch (err) {
         this.finish();
@@ -125,6 +138,13 @@ export class RequestChannel {
     const p = this.pending;
     if (p) clearTimeout(p.timer);
     this.pending = undefined;
+    if (p?.filtered && !this.closed) {
+      try {
+        this.socket.setRouteFilter?.(null);
+      } catch {
+        // A closed socket has no filter left to take off.
+      }
+    }
     if (!this.closed) this.socket.setRef(false);
     return p;
   }
@@ -214,6 +234,7 @@ export class SubscriptionChannel {
     groups: { required: number[]; optional: number[] },
     private readonly handlers: SubscriptionHandlers,
     rcvbuf = 1 << 20,
+    routeFilter?: Buffer,
   ) {
     this.socket = transport.open({ groups: groups.required, optionalGroups: groups.optional, rcvbuf }, (_status, rearm) => {
       if (rearm < 0) {
@@ -222,6 +243,8 @@ export class SubscriptionChannel {
       }
       this.drain();
     });
+    // Guarantee 6; read only in drain(), so it covers every notification from the first.
+    if (routeFilter) this.socket.setRouteFilter?.(routeFilter);
   }
 
   /** Reads and handles every queued datagram now (guarantee 5). */

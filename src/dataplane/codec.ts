@@ -6,6 +6,7 @@
 // Two files of the package, not its index: the index also loads its socket, its native
 // binding and the nl80211, WireGuard and genl codecs (240 KB of generated code), about
 // 45 ms and 13 MB of a start that needs none of them.
+import { endianness } from 'node:os';
 import type { NetlinkMessage } from 'netlink';
 import structs from 'netlink/dist/structs.js';
 import rt from 'netlink/dist/rt/structs.js';
@@ -344,6 +345,26 @@ export interface FilterPrefix {
  * decoding nothing else: on a dump of a million routes this check is most of the
  * work, and a route whose family and length match no prefix costs two byte reads.
  */
+/**
+ * The native socket's route filter (native/src/netlink_socket.c, point 8): u32 table,
+ * u32 count, then per prefix u8 family, u8 length, 2 bytes of padding and 16 bytes of
+ * destination (network order, zero-filled).
+ */
+export function encodeRouteFilter(table: number, prefixes: readonly FilterPrefix[]): Buffer {
+  const out = Buffer.alloc(8 + prefixes.length * 20);
+  // The addon reads the two counts in host order.
+  const write = endianness() === 'LE' ? out.writeUInt32LE.bind(out) : out.writeUInt32BE.bind(out);
+  write(table, 0);
+  write(prefixes.length, 4);
+  prefixes.forEach((p, i) => {
+    const at = 8 + i * 20;
+    out[at] = p.af;
+    out[at + 1] = p.length;
+    if (p.length > 0) p.bytes.copy(out, at + 4, 0, Math.min(16, p.bytes.length));
+  });
+  return out;
+}
+
 export class PrefixFilter {
   private readonly byFamilyAndLength = new Map<number, Map<string, string>>();
 

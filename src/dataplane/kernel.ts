@@ -26,8 +26,19 @@
 //  6. Prefixes no subscription watches (and every prefix of the one-shot `plan` and
 //     `apply` commands) are read with one header-filtered dump per family and call,
 //     as `ip route show` does: rows are matched on family, length and RTA_DST from
-//     the raw bytes, and only matches are decoded.
-//  7. Not "ip route get fibmatch": it returns only the route in use, not a second
+//     the raw bytes, and only matches are decoded. The native socket drops the other
+//     route messages of a dump, and of the subscription's notifications, before they
+//     reach JavaScript (native/src/netlink_socket.c, point 8; channel.ts, guarantee 6):
+//     on a table of 1,000,000 routes, JavaScript then reads a handful of messages.
+//  7. Links and addresses, while a subscription is open, are answered from the last
+//     dump of each, made after the subscription socket joined the link and address
+//     groups; any link notification (of any link, any family) or loss drops both, any
+//     address notification the addresses, and the next call dumps again. The socket
+//     is drained before the answer (point 3), and a dump during which such a
+//     notification arrived is returned but not kept. So a pass woken by a route event
+//     alone sends no dump at all, and nothing is inferred from a notification's
+//     content: the dump is the only source.
+//  8. Not "ip route get fibmatch": it returns only the route in use, not a second
 //     route of the prefix with another metric; on IPv4 without policy rules the local
 //     table shares the main table's trie and a local answer says "table main"
 //     (`ip route get fibmatch 127.0.0.0` gives `local 127.0.0.0/8 dev lo table main`);
@@ -53,6 +64,7 @@ import {
   encodeAddressDump,
   encodeLinkDump,
   encodeRouteDump,
+  encodeRouteFilter,
   encodeRouteReplace,
   PrefixFilter,
   routeTable,
@@ -73,6 +85,7 @@ import {
   RTNLGRP_NEXTHOP,
   type DecodedAddress,
   type DecodedRoute,
+  type FilterPrefix,
   type NetlinkMessage,
 } from './codec.js';
 import { NetlinkDecodeError, NetlinkError } from './errors.js';
@@ -112,10 +125,11 @@ export class KernelDataplane implements Dataplane {
     build: (seq: number, port: number) => Buffer,
     onMessage: (msg: NetlinkMessage) => void,
     reset: () => void,
+    routeFilter?: Buffer,
   ): Promise<void> {
     for (let attempt = 1; ; attempt++) {
       reset();
-      const { interrupted } = await this.requests.exchange(what, build, onMessage);
+      const { interrupted } = await this.requests.exchange(what, build, onMessage, routeFilter);
       if (!interrupted) return;
       if (attempt >= MAX_DUMP_ATTEMPTS) throw new NetlinkError(EINTR, `${what} (interrupted ${attempt} times in a row)`);
     }
@@ -139,18 +153,28 @@ export class KernelDataplane implements Dataplane {
     return items;
   }
 
+  /** An open subscription that can keep links and addresses (point 7). */
+  private interfaceKeeper(): WatchedSubscription | undefined {
+    for (const sub of this.subscriptions) if (sub.open) return sub;
+    return undefined;
+  }
+
   async links(): Promise<Link[]> {
-    const links = await this.dumpList('dump links', encodeLinkDump, (msg) =>
-      msg.type === RTM_NEWLINK ? decodeLink(msg.data) : undefined,
-    );
+    const dump = () =>
+      this.dumpList('dump links', encodeLinkDump, (msg) => (msg.type === RTM_NEWLINK ? decodeLink(msg.data) : undefined));
+    const keeper = this.interfaceKeeper();
+    const links = keeper ? await keeper.links(dump) : await dump();
     for (const sub of this.subscriptions) sub.learnLinks(links);
     return links;
   }
 
   addresses(): Promise<InterfaceAddress[]> {
-    return this.dumpList('dump addresses', encodeAddressDump, (msg) =>
-      msg.type === RTM_NEWADDR ? toAddress(decodeAddress(msg.data)) : undefined,
-    );
+    const dump = () =>
+      this.dumpList('dump addresses', encodeAddressDump, (msg) =>
+        msg.type === RTM_NEWADDR ? toAddress(decodeAddress(msg.data)) : undefined,
+      );
+    const keeper = this.interfaceKeeper();
+    return keeper ? keeper.addresses(dump) : dump();
   }
 
   /**
@@ -163,6 +187,7 @@ export class KernelDataplane implements Dataplane {
       const mine = prefixes.filter((p) => p.family === family);
       if (mine.length === 0) continue;
       const filter = prefixFilterOf(mine);
+      const nativeFilter = encodeRouteFilter(RT_TABLE_MAIN, filterPrefixesOf(mine));
       const af = afOf(family);
       await this.dump(
         `dump main-table IPv${family} routes for ${mine.map((p) => p.text).join(', ')}`,
@@ -174,6 +199,7 @@ export class KernelDataplane implements Dataplane {
           found.get(label)?.push(decodeRoute(msg.data));
         },
         () => mine.forEach((p) => found.set(p.text, [])),
+        nativeFilter,
       );
     }
     return found;
@@ -253,8 +279,12 @@ export class KernelDataplane implements Dataplane {
   }
 }
 
+function filterPrefixesOf(prefixes: readonly Cidr[]): FilterPrefix[] {
+  return prefixes.map((p) => ({ af: afOf(p.family), length: p.length, bytes: p.bytes, label: p.text }));
+}
+
 function prefixFilterOf(prefixes: readonly Cidr[]): PrefixFilter {
-  return new PrefixFilter(prefixes.map((p) => ({ af: afOf(p.family), length: p.length, bytes: p.bytes, label: p.text })));
+  return new PrefixFilter(filterPrefixesOf(prefixes));
 }
 
 type Pending =
@@ -264,7 +294,7 @@ type Pending =
 
 /**
  * One subscription: its socket, its event filter, and the route cache of its
- * prefixes (points 2 to 5 of the header).
+ * prefixes, and its kept links and addresses (points 2 to 5 and 7 of the header).
  */
 class WatchedSubscription implements Subscription {
   private readonly channel: SubscriptionChannel;
@@ -279,6 +309,11 @@ class WatchedSubscription implements Subscription {
   /** Notifications that arrived while the seeding dump ran, in order. */
   private pending: Pending[] = [];
   private seeding: Promise<Map<string, DecodedRoute[]>> | undefined;
+  /** The last link and address dumps, while nothing said they changed (point 7 of the header). */
+  private keptLinks: Link[] | undefined;
+  private keptAddresses: InterfaceAddress[] | undefined;
+  /** Counts link and address notifications and losses: a dump that saw it move is not kept. */
+  private interfaceChanges = 0;
 
   constructor(
     transport: NetlinkTransport,
@@ -302,11 +337,60 @@ class WatchedSubscription implements Subscription {
       },
       { onMessage: (msg) => this.onMessage(msg), onLost: (err) => this.lost(err) },
       rcvbuf,
+      // Route notifications of other prefixes never reach JavaScript (point 6).
+      encodeRouteFilter(RT_TABLE_MAIN, filterPrefixesOf(this.prefixes)),
     );
   }
 
   watches(label: string): boolean {
     return this.state !== 'closed' && this.byLabel.has(label);
+  }
+
+  get open(): boolean {
+    return this.state !== 'closed' && !this.channel.deaf;
+  }
+
+  /** The links, from the last dump if no link or address notification came since (point 7). */
+  links(dump: () => Promise<Link[]>): Promise<Link[]> {
+    return this.kept(
+      () => this.keptLinks,
+      (v) => (this.keptLinks = v),
+      dump,
+    ).then((links) => links.map((l) => ({ ...l })));
+  }
+
+  /** The addresses, as links() keeps the links. */
+  addresses(dump: () => Promise<InterfaceAddress[]>): Promise<InterfaceAddress[]> {
+    return this.kept(
+      () => this.keptAddresses,
+      (v) => (this.keptAddresses = v),
+      dump,
+    ).then((addresses) => addresses.map((a) => ({ ...a })));
+  }
+
+  private async kept<T>(get: () => T[] | undefined, set: (v: T[]) => void, dump: () => Promise<T[]>): Promise<T[]> {
+    // Whatever the kernel queued before this call (a change it acknowledged, or an
+    // outside command's that returned) is seen now and drops what was kept.
+    this.channel.drain();
+    const held = get();
+    if (held !== undefined && this.open) return held;
+    const before = this.interfaceChanges;
+    const dumped = await dump();
+    // The notifications of changes made while the dump ran are queued by now.
+    this.channel.drain();
+    if (before === this.interfaceChanges && this.open) set(dumped);
+    return dumped;
+  }
+
+  /**
+   * A link or address notification, or a loss: what was kept may be stale. A link's
+   * change drops the addresses too (the kernel removes those of a link deleted, and
+   * IPv6 ones of a link going down).
+   */
+  private interfacesChanged(what: 'links' | 'addresses' = 'links'): void {
+    this.interfaceChanges++;
+    if (what === 'links') this.keptLinks = undefined;
+    this.keptAddresses = undefined;
   }
 
   /** Remembers the indexes of the watched links, so that a rename away from a watched name is reported. */
@@ -392,6 +476,7 @@ class WatchedSubscription implements Subscription {
       }
       case RTM_NEWLINK:
       case RTM_DELLINK: {
+        this.interfacesChanged();
         const link = decodeLink(msg.data);
         const gone = msg.type === RTM_DELLINK;
         if (gone || !link.up) this.record({ kind: 'link-flush', index: link.index });
@@ -403,6 +488,7 @@ class WatchedSubscription implements Subscription {
       }
       case RTM_NEWADDR:
       case RTM_DELADDR: {
+        this.interfacesChanged('addresses');
         const decoded = decodeAddress(msg.data);
         if (msg.type === RTM_DELADDR) this.record({ kind: 'link-flush', index: decoded.index });
         const address = toAddress(decoded);
@@ -420,6 +506,7 @@ class WatchedSubscription implements Subscription {
 
   private lost(error: Error): void {
     if (this.state === 'closed') return;
+    this.interfacesChanged();
     this.state = 'dirty';
     this.pending = [];
     this.emit({ kind: 'lost', error });

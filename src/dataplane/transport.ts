@@ -19,6 +19,12 @@ export interface NetlinkSocket {
   send(datagram: Buffer): void;
   /** One whole datagram, or null when none is queued; throws an errno-shaped Error (ENOBUFS). */
   recv(): Buffer | null;
+  /**
+   * Lets only route messages that may be one of the filter's prefixes through (the
+   * native addon's point 8); null lets everything through. Optional: a socket without
+   * it passes every message, and the reader filters them all itself as it always does.
+   */
+  setRouteFilter?(filter: Buffer | null): void;
   /** Whether the socket keeps the process alive. */
   setRef(ref: boolean): void;
   /** Idempotent. */
@@ -45,6 +51,7 @@ export const nativeTransport: NetlinkTransport = {
       portId,
       send: (datagram) => void addon.netlinkSend(handle, datagram),
       recv: () => addon.netlinkRecv(handle),
+      setRouteFilter: (filter) => addon.netlinkSetRouteFilter(handle, filter),
       setRef: (ref) => addon.netlinkSetRef(handle, ref),
       close: () => addon.netlinkClose(handle),
     };

@@ -30,6 +30,12 @@ export interface NativeAddon {
   netlinkSend(handle: NativeNetlinkHandle, data: Buffer): number;
   /** One whole datagram from the kernel, or null when nothing is queued. */
   netlinkRecv(handle: NativeNetlinkHandle): Buffer | null;
+  /**
+   * Drops, in C, route messages that cannot be one of these prefixes in this table
+   * (native/src/netlink_socket.c, point 8); null removes the filter. The filter is
+   * codec.ts's encodeRouteFilter().
+   */
+  netlinkSetRouteFilter(handle: NativeNetlinkHandle, filter: Buffer | null): void;
   netlinkPortId(handle: NativeNetlinkHandle): number;
   netlinkSetRef(handle: NativeNetlinkHandle, ref: boolean): void;
   netlinkClose(handle: NativeNetlinkHandle): void;

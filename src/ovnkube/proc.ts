@@ -20,6 +20,20 @@
 // images run as `exec /usr/bin/ovnkube --init-node ...`, reads `ovnkube` (as does the
 // stand-in of the tests, /bin/sh copied under that name). It is decoded only when
 // argv[0] is named ovnkube too.
+//
+// OvnkubeScanner lets a pass woken by a route notification alone (a repair) reuse the
+// last scan instead of reading the comm of every process, when all of this holds:
+//  1. the last scan found exactly one ovnkube process and no unreadable one;
+//  2. that process is still there and is the same one: its /proc/PID/stat gives the
+//     same start time (a reused PID has another) and the comm `ovnkube` (an exec
+//     changes it), and its network namespace is still ours;
+//  3. no process appeared since the last scan whose comm says ovnkube (the PIDs in
+//     /proc are compared with those of the last scan; only new ones are read).
+// Any doubt (a read that fails, anything else in /proc/PID/stat) is a full scan. What
+// it cannot see: a process that was there at the last scan and has since exec'd an
+// ovnkube of its own beside the one known (its comm is not read again). Every other
+// wake-up (the periodic resync, the mode file, a link or address event, the decision's
+// own wake-ups while the agent waits on ovnkube-node) scans in full and sees it.
 import { closeSync, openSync, readdirSync, readlinkSync, readSync } from 'node:fs';
 import path from 'node:path';
 import type { GatewayMode, OvnkubeObservation } from '../core/types.js';
@@ -111,14 +125,18 @@ function namedOvnkube(cmdline: Buffer): boolean {
  * says nothing about where the process runs.
  */
 export async function scanOvnkubeProcesses(procRoot = '/proc', read: ProcReader = readProcFile): Promise<OvnkubeScan> {
-  return scanOvnkubeProcessesSync(procRoot, read);
+  return scanOvnkubeProcessesSync(procRoot, read, new Set());
 }
 
-function scanOvnkubeProcessesSync(procRoot: string, read: ProcReader): OvnkubeScan {
+const isPid = (entry: string) => /^\d+$/.test(entry);
+
+/** Scans every process; `seen` gets every PID looked at. */
+function scanOvnkubeProcessesSync(procRoot: string, read: ProcReader, seen: Set<string>): OvnkubeScan {
   const ownNet = readlinkSync(path.join(procRoot, 'self', 'ns', 'net'));
   const scan: OvnkubeScan = { processes: [], unreadable: [] };
   for (const entry of readdirSync(procRoot)) {
-    if (!/^\d+$/.test(entry)) continue;
+    if (!isPid(entry)) continue;
+    seen.add(entry);
     const dir = `${procRoot}/${entry}`;
     try {
       if (!commIsOvnkube(read(`${dir}/comm`))) continue;
@@ -148,6 +166,62 @@ function scanOvnkubeProcessesSync(procRoot: string, read: ProcReader): OvnkubeSc
     }
   }
   return scan;
+}
+
+/** The comm field of /proc/PID/stat (between the first '(' and the last ')'). */
+function commOfStat(stat: string): string {
+  return stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+}
+
+/** Scans /proc, or reuses the last scan where the header's points 1 to 3 prove it current. */
+export class OvnkubeScanner {
+  private last: { scan: OvnkubeScan; pids: Set<string> } | undefined;
+  /** How many scans were full and how many reused (tests read them). */
+  readonly counts = { full: 0, reused: 0 };
+
+  constructor(
+    private readonly procRoot = '/proc',
+    private readonly read: ProcReader = readProcFile,
+  ) {}
+
+  /** `reuse`: the caller's pass was woken by a route notification alone. */
+  scan(reuse: boolean): OvnkubeScan {
+    if (reuse && this.last && this.unchanged(this.last)) {
+      this.counts.reused++;
+      return this.last.scan;
+    }
+    const pids = new Set<string>();
+    const scan = scanOvnkubeProcessesSync(this.procRoot, this.read, pids);
+    this.last = { scan, pids };
+    this.counts.full++;
+    return scan;
+  }
+
+  private unchanged(last: { scan: OvnkubeScan; pids: Set<string> }): boolean {
+    const { processes, unreadable } = last.scan;
+    if (processes.length !== 1 || unreadable.length > 0) return false;
+    const known = processes[0]!;
+    try {
+      const dir = `${this.procRoot}/${known.pid}`;
+      const stat = this.read(`${dir}/stat`).toString('utf8');
+      if (commOfStat(stat) !== 'ovnkube' || startTimeOf(stat) !== known.startTime) return false;
+      if (readlinkSync(`${dir}/ns/net`) !== readlinkSync(`${this.procRoot}/self/ns/net`)) return false;
+      for (const entry of readdirSync(this.procRoot)) {
+        if (!isPid(entry) || last.pids.has(entry)) continue;
+        let comm: Buffer;
+        try {
+          comm = this.read(`${this.procRoot}/${entry}/comm`);
+        } catch {
+          continue; // Exited already.
+        }
+        if (commIsOvnkube(comm)) return false;
+        last.pids.add(entry);
+      }
+      return true;
+    } catch {
+      return false;
+    }
+  }
 }
 
 export async function findOvnkubeProcesses(procRoot = '/proc'): Promise<OvnkubeProcess[]> {

@@ -70,6 +70,8 @@ interface Rig {
   read: ModeRead | ModePending;
   /** How many times the agent read the mode file. */
   reads?: number;
+  /** routeEventOnly of every probe of ovnkube-node, in order. */
+  probes?: boolean[];
   now: number;
 }
 
@@ -92,7 +94,7 @@ function makeAgent(r: Rig, config = seedConfig()) {
       dataplane: r.dp,
       strategy: r.strategy,
       journal: r.journal,
-      probe: async () => r.ovnkube,
+      probe: async (hint) => ((r.probes ??= []).push(hint?.routeEventOnly ?? false), r.ovnkube),
       log: pino({ level: 'info' }, { write: (line: string) => void logs.push(JSON.parse(line) as { level: number; msg: string }) }),
       readMode: async () => ((r.reads = (r.reads ?? 0) + 1), r.read),
       watchMode: () => ({ close: async () => undefined }),
@@ -560,6 +562,42 @@ test('a pass woken by the kernel alone does not read the mode file; any other wa
     agent.kick('mode file changed');
     await agent.settle();
     assert.equal((r.reads ?? 0) - before, 1);
+  } finally {
+    await agent.stop();
+  }
+});
+
+test('a pass woken by route events alone may reuse the last /proc scan; a link, address or lost event, or any other wake-up, asks for a full one', async () => {
+  const r = rig();
+  const { agent, until, seen } = makeAgent(r);
+  agent.start();
+  try {
+    await until((s) => s.reasonCodes[0] === 'Settling', 'Settling');
+    await agent.settle();
+    assert.equal(r.probes![0], false, 'the first pass scans in full');
+    const passOf = async (wake: () => void): Promise<boolean[]> => {
+      const probed = r.probes!.length;
+      const from = seen.length;
+      wake();
+      await until(() => true, 'the pass it asked for', from);
+      return r.probes!.slice(probed);
+    };
+    const route = () => r.dp.emit({ kind: 'route', op: 'new', family: 4, prefix: '10.96.0.0/16', table: 254 });
+    assert.deepEqual(await passOf(route), [true]);
+    const link = { index: 3, name: 'ovn-k8s-mp0', up: true, mtu: 1400 };
+    assert.deepEqual(await passOf(() => r.dp.emit({ kind: 'link', op: 'new', link })), [false]);
+    const address = { linkIndex: 3, family: 4 as const, address: '10.244.1.3', prefixLength: 24, tentative: false, dadFailed: false };
+    assert.deepEqual(await passOf(() => r.dp.emit({ kind: 'address', op: 'new', address })), [false]);
+    assert.deepEqual(await passOf(() => r.dp.emit({ kind: 'lost', error: new Error('ENOBUFS') })), [false]);
+    assert.deepEqual(await passOf(() => agent.kick('periodic resync')), [false]);
+    // A route event and another wake-up coalesced into one pass: full.
+    assert.deepEqual(
+      await passOf(() => {
+        route();
+        agent.kick('mode file changed');
+      }),
+      [false],
+    );
   } finally {
     await agent.stop();
   }

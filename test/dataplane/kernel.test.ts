@@ -275,6 +275,43 @@ test('once subscribed and seeded, routes() sends no dump, and still sees its own
   });
 });
 
+test('once subscribed, links() and addresses() send no dump until a link or address notification, and then see the change', async (t) => {
+  if (skipWithoutKernel(t)) return;
+  type Dumps = { links: number; addresses: number };
+  type Address = { address: string; prefixLength: number };
+  await withNode({}, async (ns, probe) => {
+    await probe.call('subscribe', WATCHED);
+    const mtuOf = async () => (await probe.call<Link[]>('links')).find((l) => l.name === 'ovn-k8s-mp0')?.mtu;
+    const hasAddress = async (address: string) => (await probe.call<Address[]>('addresses')).some((a) => a.address === address);
+    assert.equal(await mtuOf(), 1400);
+    assert.equal(await hasAddress('10.244.1.2'), true);
+    const kept = await probe.call<Dumps>('interfaceDumps');
+    assert.deepEqual(kept, { links: 1, addresses: 1 }, 'one dump each');
+    for (let i = 0; i < 10; i++) {
+      await probe.call('links');
+      await probe.call('addresses');
+      await probe.call('routes', WATCHED.prefixes);
+    }
+    // A route change is no reason to dump links or addresses.
+    ns.ip('route replace 10.96.0.0/16 via 10.244.1.1 dev ovn-k8s-mp0');
+    await probe.call('links');
+    await probe.call('addresses');
+    assert.deepEqual(await probe.call<Dumps>('interfaceDumps'), kept);
+    // Changes made by a command that has returned are seen by the next call.
+    ns.ip('link set ovn-k8s-mp0 mtu 1300');
+    assert.equal(await mtuOf(), 1300);
+    ns.ip('addr add 10.244.1.3/24 dev ovn-k8s-mp0');
+    assert.equal(await hasAddress('10.244.1.3'), true);
+    ns.ip('addr del 10.244.1.3/24 dev ovn-k8s-mp0');
+    assert.equal(await hasAddress('10.244.1.3'), false);
+    const after = await probe.call<Dumps>('interfaceDumps');
+    assert.ok(after.links > kept.links && after.addresses > kept.addresses, JSON.stringify(after));
+    await probe.call('links');
+    await probe.call('addresses');
+    assert.deepEqual(await probe.call<Dumps>('interfaceDumps'), after, 'kept again once nothing changed');
+  });
+});
+
 test('routes the kernel flushes silently (IPv4, link down) are gone from the cache, and reported as route events', async (t) => {
   if (skipWithoutKernel(t)) return;
   await withNode({}, async (ns, probe) => {

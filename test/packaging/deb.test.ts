@@ -138,7 +138,7 @@ test('the package under a real systemd: dpkg -i enables and starts the unit, the
     assert.match(b.run([`/usr/lib/${PKG}/bin/node`, '--version']).stdout, /^v24\./, 'the bundled Node.js');
     assert.equal(b.run([`/usr/bin/${PKG}`, '--help']).status, 0);
     const unit = readFileSync(b.path(`/lib/systemd/system/${UNIT}`), 'utf8');
-    assert.match(unit, new RegExp(`^ExecStart=/usr/lib/${PKG}/bin/node /usr/lib/${PKG}/dist/src/cli/main\\.js run$`, 'm'));
+    assert.match(unit, new RegExp(`^ExecStart=/usr/lib/${PKG}/bin/node --max-semi-space-size=1 --v8-pool-size=1 /usr/lib/${PKG}/dist/src/cli/main\\.js run$`, 'm'));
     // The rest of the unit is the repository's.
     const body = (u: string) => u.split('\n').filter((l) => !/^(#|ExecStart=|Documentation=)/.test(l)).join('\n');
     assert.equal(body(unit), body(readFileSync(path.join(ROOT, 'systemd', UNIT), 'utf8')));
@@ -157,7 +157,7 @@ test('the package under a real systemd: dpkg -i enables and starts the unit, the
     assert.deepEqual(ns.routes('10.96.0.0/16'), [LOCAL_V4]);
     assert.equal(b.show('ovnkube-node.service', 'NRestarts'), '1');
     const pid1 = Number(b.show(UNIT, 'MainPID'));
-    assert.match(readFileSync(b.path(`/proc/${pid1}/cmdline`), 'utf8').split('\0').join(' '), new RegExp(`^/usr/lib/${PKG}/bin/node /usr/lib/${PKG}/dist/src/cli/main\\.js run`));
+    assert.match(readFileSync(b.path(`/proc/${pid1}/cmdline`), 'utf8').split('\0').join(' '), new RegExp(`^/usr/lib/${PKG}/bin/node --max-semi-space-size=1 --v8-pool-size=1 /usr/lib/${PKG}/dist/src/cli/main\\.js run`));
     assert.equal(JSON.parse(b.run([`/usr/bin/${PKG}`, 'status', '--json']).stdout).version, VERSION);
 
     // 3. Upgrade: restarted on the new files, the admin's settings kept as they are (the

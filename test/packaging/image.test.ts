@@ -185,7 +185,9 @@ test('the image runs as the rendered DaemonSet says: converges the seed node, pa
     assert.equal(procStatus.match(/^Uid:\s+(\d+)/m)![1], String(sc.runAsUser));
     assert.equal(procStatus.match(/^NoNewPrivs:\s+(\d)/m)![1], sc.allowPrivilegeEscalation === false ? '1' : '0');
     if (spec.securityContext?.seccompProfile?.type === 'RuntimeDefault') assert.match(procStatus, /^Seccomp:\s+2$/m, 'the runtime\'s seccomp filter');
-    assert.equal(readlinkSync(`/proc/${pid}/exe`), '/usr/local/bin/node', 'env exec\'d node: no shell or wrapper in between');
+    assert.equal(readlinkSync(`/proc/${pid}/exe`), '/usr/local/bin/node', 'the entrypoint is node: no shell or wrapper in between');
+    // The daemon's memory settings (test/packaging/launch-flags.test.ts checks each launcher's text).
+    assert.deepEqual(readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').slice(1, 3), ['--max-semi-space-size=1', '--v8-pool-size=1']);
     // hostNetwork: the node's namespace.
     assert.equal(readlinkSync(`/proc/${pid}/ns/net`), `net:[${statSync(`/run/netns/${ns.name}`).ino}]`);
 

@@ -1,0 +1,134 @@
+// OvnkubeScanner: when a repair may reuse the last /proc scan, on a fake /proc tree
+// (directories, files and namespace symlinks as /proc shows them), every read seen.
+import { strict as assert } from 'node:assert';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { test } from 'node:test';
+import { OvnkubeScanner } from '../../src/ovnkube/proc.js';
+
+const OWN_NET = 'net:[4026531840]';
+const OVNKUBE_ARGV = ['/usr/bin/ovnkube', '--init-node', 'node1', '--gateway-mode', 'local'];
+
+class FakeProc {
+  readonly root = mkdtempSync(path.join(tmpdir(), 'gwmode-fakeproc-'));
+  readonly reads: string[] = [];
+
+  constructor() {
+    mkdirSync(path.join(this.root, 'self', 'ns'), { recursive: true });
+    symlinkSync(OWN_NET, path.join(this.root, 'self', 'ns', 'net'));
+  }
+
+  /** A process: comm is argv[0]'s name unless given; start is field 22 of stat. */
+  add(pid: number, argv: string[], start: number, comm = path.basename(argv[0]!), net = OWN_NET): void {
+    const dir = path.join(this.root, String(pid));
+    rmSync(dir, { recursive: true, force: true });
+    mkdirSync(path.join(dir, 'ns'), { recursive: true });
+    writeFileSync(path.join(dir, 'comm'), `${comm}\n`);
+    writeFileSync(path.join(dir, 'cmdline'), argv.map((a) => `${a}\0`).join(''));
+    // pid (comm) state, then fields 4..21, then starttime (22).
+    writeFileSync(path.join(dir, 'stat'), `${pid} (${comm}) S ${Array.from({ length: 18 }, () => '0').join(' ')} ${start} 0 0\n`);
+    symlinkSync(net, path.join(dir, 'ns', 'net'));
+  }
+
+  remove(pid: number): void {
+    rmSync(path.join(this.root, String(pid)), { recursive: true, force: true });
+  }
+
+  scanner(): OvnkubeScanner {
+    return new OvnkubeScanner(this.root, (file) => {
+      this.reads.push(path.relative(this.root, file));
+      return readFileSync(file);
+    });
+  }
+
+  /** What the next call reads. */
+  readsOf(fn: () => void): string[] {
+    const from = this.reads.length;
+    fn();
+    return this.reads.slice(from);
+  }
+
+  destroy(): void {
+    rmSync(this.root, { recursive: true, force: true });
+  }
+}
+
+function withProc(fn: (proc: FakeProc) => void): void {
+  const proc = new FakeProc();
+  try {
+    proc.add(1, ['/sbin/init'], 10);
+    proc.add(2, ['/bin/bash', '-c', 'sleep 1'], 20);
+    proc.add(100, OVNKUBE_ARGV, 1000);
+    fn(proc);
+  } finally {
+    proc.destroy();
+  }
+}
+
+const pids = (scanner: OvnkubeScanner, reuse: boolean) => scanner.scan(reuse).processes.map((p) => `${p.pid}/${p.startTime}`);
+
+test('scanner: a pass woken by a route event reuses the last scan, reading only the known ovnkube-node\'s stat', () => {
+  withProc((proc) => {
+    const scanner = proc.scanner();
+    assert.deepEqual(pids(scanner, false), ['100/1000']);
+    const reads = proc.readsOf(() => assert.deepEqual(pids(scanner, true), ['100/1000']));
+    assert.deepEqual(reads, ['100/stat']);
+    assert.deepEqual(scanner.counts, { full: 1, reused: 1 });
+  });
+});
+
+test('scanner: any other pass scans in full, even with nothing changed', () => {
+  withProc((proc) => {
+    const scanner = proc.scanner();
+    pids(scanner, false);
+    const reads = proc.readsOf(() => pids(scanner, false));
+    assert.ok(reads.includes('1/comm') && reads.includes('2/comm') && reads.includes('100/cmdline'), reads.join(' '));
+    assert.deepEqual(scanner.counts, { full: 2, reused: 0 });
+  });
+});
+
+test('scanner: a new process is read once (its comm only); one whose comm says ovnkube makes a full scan that finds it', () => {
+  withProc((proc) => {
+    const scanner = proc.scanner();
+    pids(scanner, false);
+    proc.add(3, ['/bin/sleep', '5'], 30);
+    assert.deepEqual(proc.readsOf(() => pids(scanner, true)), ['100/stat', '3/comm']);
+    assert.deepEqual(proc.readsOf(() => pids(scanner, true)), ['100/stat'], 'a process checked once is not read again');
+    proc.add(4, ['/usr/bin/ovnkube', '--init-node', 'node1', '--gateway-mode', 'shared'], 40);
+    assert.deepEqual(pids(scanner, true), ['100/1000', '4/40']);
+    assert.deepEqual(scanner.counts, { full: 2, reused: 2 });
+  });
+});
+
+test('scanner: the known ovnkube-node gone, its PID reused, an exec, or another namespace: a full scan', () => {
+  const changes: Array<[string, (proc: FakeProc) => void, string[]]> = [
+    ['gone', (proc) => proc.remove(100), []],
+    ['PID reused (another start time)', (proc) => proc.add(100, OVNKUBE_ARGV, 1001), ['100/1001']],
+    ['exec (comm changed)', (proc) => proc.add(100, ['/bin/sh'], 1000), []],
+    ['moved to another network namespace', (proc) => proc.add(100, OVNKUBE_ARGV, 1000, 'ovnkube', 'net:[4026532000]'), []],
+  ];
+  for (const [what, change, found] of changes) {
+    withProc((proc) => {
+      const scanner = proc.scanner();
+      pids(scanner, false);
+      change(proc);
+      assert.deepEqual(pids(scanner, true), found, what);
+      assert.deepEqual(scanner.counts, { full: 2, reused: 0 }, what);
+    });
+  }
+});
+
+test('scanner: no reuse unless the last scan found exactly one ovnkube-node (none, or two that may disagree)', () => {
+  withProc((proc) => {
+    proc.remove(100);
+    const scanner = proc.scanner();
+    assert.deepEqual(pids(scanner, false), []);
+    assert.deepEqual(pids(scanner, true), []);
+    proc.add(100, OVNKUBE_ARGV, 1000);
+    proc.add(101, OVNKUBE_ARGV, 1010);
+    assert.deepEqual(pids(scanner, true), ['100/1000', '101/1010']);
+    assert.deepEqual(pids(scanner, true), ['100/1000', '101/1010']);
+    assert.deepEqual(scanner.counts, { full: 4, reused: 0 });
+  });
+});
