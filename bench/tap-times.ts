@@ -11,6 +11,7 @@
 export function testTimes(tap: string): Map<string, number> {
   const lines = tap.split('\n');
   const times = new Map<string, number>();
+  const topLevel = new Set<string>();
   lines.forEach((line, i) => {
     const m = /^(\s*)(?:not )?ok \d+ - (.*)$/.exec(line);
     if (!m) return;
@@ -18,11 +19,18 @@ export function testTimes(tap: string): Map<string, number> {
     for (const next of lines.slice(i + 1, i + 8)) {
       const d = /duration_ms: ([\d.]+)/.exec(next);
       if (!d) continue;
-      if (m[1] === '' || !times.has(name)) times.set(name, Number(d[1]));
+      const top = m[1] === '';
+      if (top ? !topLevel.has(name) : !times.has(name)) times.set(name, Number(d[1]));
+      if (top) topLevel.add(name);
       return;
     }
   });
   return times;
+}
+
+/** How many top-level tests failed (`not ok`): a run whose tests failed fast is no yardstick. */
+export function failedTests(tap: string): number {
+  return tap.split('\n').filter((line) => /^not ok \d+ - /.test(line)).length;
 }
 
 export interface Comparison {

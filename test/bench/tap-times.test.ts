@@ -1,7 +1,7 @@
 // bench/test-times.ts compares two TAP runs by test name: what it reads out of TAP.
 import { strict as assert } from 'node:assert';
 import { test } from 'node:test';
-import { compareTimes, testTimes } from '../../bench/tap-times.js';
+import { compareTimes, failedTests, testTimes } from '../../bench/tap-times.js';
 
 const RUN = `TAP version 13
 # Subtest: converges
@@ -67,4 +67,20 @@ test('test-times: the common tests, their totals in each run and the biggest cha
   assert.equal(c.commonAfterMs, 2900);
   assert.deepEqual(c.biggest, [{ name: 'b', beforeMs: 500, afterMs: 2500 }]);
   assert.deepEqual([c.before, c.after, c.onlyBefore, c.onlyAfter], [3, 3, ['gone'], ['new']]);
+});
+
+test('test-times: of two top-level tests with one name the first keeps its time; the failed top-level tests are counted', () => {
+  const twice = `TAP version 13
+ok 1 - same
+  ---
+  duration_ms: 5
+  ...
+not ok 2 - same
+  ---
+  duration_ms: 900
+  ...
+`;
+  assert.deepEqual([...testTimes(twice)], [['same', 5]]);
+  assert.equal(failedTests(twice), 1);
+  assert.equal(failedTests(RUN), 1);
 });

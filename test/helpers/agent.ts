@@ -102,12 +102,13 @@ export async function waitForStatus(
   what: string,
 ): Promise<StatusReport> {
   let last: StatusReport | undefined;
-  // Looks every 20 ms (a curl process each time), at least 1,500 times: 30 s and more.
-  for (let i = 0; i < 1500; i++) {
+  // Looks every 20 ms for the first second, then every 50 ms (a curl process each time,
+  // which competes with the agent for the cores), 650 looks in all: 30 s and more.
+  for (let i = 0; i < 650; i++) {
     last = status(agent.scratch.socket);
     if (last && pred(last)) return last;
     if (agent.child.exitCode !== null) break;
-    await pause(20);
+    await pause(i < 50 ? 20 : 50);
   }
   throw new Error(`never saw ${what}; last status: ${JSON.stringify(last, null, 2)}\nagent output:\n${agent.output.slice(-4000)}`);
 }

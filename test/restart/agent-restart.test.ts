@@ -133,7 +133,7 @@ test('cri: an agent killed between journal and restart does not stop the contain
     // A short restart timeout and interval: the test need not wait minutes for the retry.
     // The timeout still outlasts the next agent's start (about half a second), so that
     // agent finds the restart pending and waits it out.
-    const args = [...FAST, '--restart', 'cri', '--cri-endpoint', cd.socket, '--restart-timeout', '1', '--restart-min-interval', '1'];
+    const args = [...FAST, '--restart', 'cri', '--cri-endpoint', cd.socket, '--restart-timeout', '2', '--restart-min-interval', '1'];
     const first = new AgentProcess(ns, scratch, args, { GWMODE_FAULT: 'kill-after-restart-journal' }, FAULTY);
     await first.exited;
     assert.equal(first.child.signalCode, 'SIGKILL');

@@ -70,11 +70,11 @@ test('a running agent tells systemd READY, STATUS, WATCHDOG, RELOADING and STOPP
     ovnkube.start('local', { respawn: true });
     scratch.writeMode('local');
     // In Converged a stopped ovnkube-node, and after SIGUSR2 the wedged link dump, come with
-    // the periodic resync: the shortest one allowed (1 s). A 1 s watchdog: pings every 0.5 s,
-    // and a pass held past 1 s is stuck (passes here take milliseconds).
+    // the periodic resync: the shortest one allowed (1 s). A 1.5 s watchdog: pings every
+    // 0.75 s, and only a pass held past 1.5 s is stuck (room for a slow pass on a busy machine).
     agent = new AgentProcess(ns, scratch, ['--service-cidr', '10.96.0.0/16', '--resync-interval', '1'], {
       NOTIFY_SOCKET: receiver.address,
-      WATCHDOG_USEC: '1000000',
+      WATCHDOG_USEC: '1500000',
       GWMODE_FAULT: 'wedge-on-sigusr2',
     }, FAULTY);
     const ready = await receiver.waitFor((m) => m.startsWith('READY=1\n'), 0, 'READY=1');
