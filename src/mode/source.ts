@@ -19,7 +19,7 @@ import { MAX_MODE_FILE_BYTES, parseModeContent } from './parse.js';
 import { nextFirstSeen, verdictOf, type FileStamp, type FirstSeen, type ReadFacts } from './settled.js';
 
 export const CONFIGMAP_KEY = 'mode';
-/** After a change is reported, it is reported once more this much later: past chokidar's 50 ms throttle of a file's changes. */
+/** The last change reported is reported once more this much later: past chokidar's 50 ms throttle of a file's changes. */
 export const TRAILING_MS = 60;
 
 export type ModeRead = { mode: GatewayMode; error: null } | { mode: null; error: string };
@@ -142,18 +142,19 @@ export function watchModeSource(source: string, onChange: () => void): ModeWatch
   // chokidar passes on one change of a file per 50 ms (its throttle) and drops the
   // rest: a second write within 50 ms of the first would go unseen until the next
   // resync when the first read was taken at once (a file written with an old mtime:
-  // `cp -p`, `rsync -t`; a volume swapped twice). So every change is also reported
-  // once more TRAILING_MS later (one timer, however many changes): that read sees
-  // whatever the dropped change wrote, and costs one pass when nothing was dropped.
+  // `cp -p`, `rsync -t`; a volume swapped twice). So the last change reported is
+  // reported once more TRAILING_MS after it (one timer, set again at each change, so
+  // it always covers the window of the last one): that read sees whatever a dropped
+  // change wrote, and costs one pass when nothing was dropped.
   let trailing: NodeJS.Timeout | undefined;
   const fire = () => {
     if (closed) return;
     onChange();
-    if (trailing === undefined)
-      trailing = setTimeout(() => {
-        trailing = undefined;
-        if (!closed) onChange();
-      }, TRAILING_MS);
+    clearTimeout(trailing);
+    trailing = setTimeout(() => {
+      trailing = undefined;
+      if (!closed) onChange();
+    }, TRAILING_MS);
   };
   const arm = (moved: boolean) => {
     const { target, kind } = placement(resolved);

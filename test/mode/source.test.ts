@@ -184,3 +184,35 @@ test('a second write within 50 ms of the first (which chokidar passes over) is s
     rmSync(root, { recursive: true, force: true });
   }
 });
+
+test('writes every 20 ms (each with an old mtime): the last one is reported after it was written, whichever the watcher passed over', async () => {
+  const root = mkdtempSync(path.join(tmpdir(), 'gwmode-trailing-'));
+  const file = path.join(root, 'mode');
+  const writeOld = (content: string) => {
+    writeFileSync(file, content);
+    const old = new Date(Date.now() - 60_000);
+    utimesSync(file, old, old);
+  };
+  writeOld('shared\n');
+  const reader = new ModeReader(file);
+  let lastWritten = false;
+  let afterLast: () => void = () => undefined;
+  const seen = within(new Promise<void>((resolve) => (afterLast = resolve)), 15_000, 'a call after the last write');
+  const watch = watchModeSource(file, () => {
+    if (lastWritten) afterLast();
+  });
+  try {
+    await within(watch.ready, 15_000, 'the watch in place');
+    for (let i = 0; i < 15; i++) {
+      writeOld(i % 2 === 0 ? 'local\n' : 'shared\n');
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    writeOld('local\n');
+    lastWritten = true;
+    await seen;
+    assert.deepEqual(await reader.read(), { mode: 'local', error: null });
+  } finally {
+    await watch.close();
+    rmSync(root, { recursive: true, force: true });
+  }
+});
