@@ -147,16 +147,24 @@ test('a host file left alone is read as it is: a valid mode taken, garbage an er
   }
 });
 
-test('a second write within 50 ms of the first (which chokidar passes over) is still reported when the first was taken at once', async () => {
+/**
+ * A mode file whose every write carries an old mtime (cp -p, rsync -t): each read is
+ * settled at once, with no re-read for quiet time. Starts as "shared".
+ */
+function oldMtimeFile(): { root: string; file: string; writeOld: (content: string) => void } {
   const root = mkdtempSync(path.join(tmpdir(), 'gwmode-trailing-'));
   const file = path.join(root, 'mode');
-  // Written with an old mtime (cp -p, rsync -t): settled at once, no re-read for quiet time.
   const writeOld = (content: string) => {
     writeFileSync(file, content);
     const old = new Date(Date.now() - 60_000);
     utimesSync(file, old, old);
   };
   writeOld('shared\n');
+  return { root, file, writeOld };
+}
+
+test('a second write within 50 ms of the first (which chokidar passes over) is still reported when the first was taken at once', async () => {
+  const { root, file, writeOld } = oldMtimeFile();
   const reader = new ModeReader(file);
   let wake: () => void = () => undefined;
   const watch = watchModeSource(file, () => wake());
@@ -186,14 +194,7 @@ test('a second write within 50 ms of the first (which chokidar passes over) is s
 });
 
 test('writes every 20 ms (each with an old mtime): the last one is reported after it was written, whichever the watcher passed over', async () => {
-  const root = mkdtempSync(path.join(tmpdir(), 'gwmode-trailing-'));
-  const file = path.join(root, 'mode');
-  const writeOld = (content: string) => {
-    writeFileSync(file, content);
-    const old = new Date(Date.now() - 60_000);
-    utimesSync(file, old, old);
-  };
-  writeOld('shared\n');
+  const { root, file, writeOld } = oldMtimeFile();
   const reader = new ModeReader(file);
   let lastWritten = false;
   let afterLast: () => void = () => undefined;
