@@ -379,6 +379,7 @@ export class Agent {
       target,
       settings: restart,
       now,
+      restartInFlight: this.restartInFlight,
     });
     this.outcome = { plan: planned, decision, observed, suspensions };
     await this.execute(decision.steps);

@@ -22,6 +22,11 @@ class FakeStrategy implements RestartStrategy {
   container = 1;
   stops = 0;
   failNext = false;
+  /** restart() calls, answered or not. */
+  calls = 0;
+  /** The next request is held (a CRI stop waiting out the grace period) until release() is called. */
+  holdNext = false;
+  release: () => void = () => undefined;
   constructor(name: 'cri' | 'none' = 'cri') {
     this.name = name;
   }
@@ -29,6 +34,11 @@ class FakeStrategy implements RestartStrategy {
     return { target: { id: `c${this.container}`, describe: `container c${this.container}` } };
   }
   async restart(t: RestartTarget): Promise<void> {
+    this.calls++;
+    if (this.holdNext) {
+      this.holdNext = false;
+      await new Promise<void>((resolve) => (this.release = resolve));
+    }
     if (this.failNext) {
       this.failNext = false;
       throw new Error('runtime said no');
@@ -348,6 +358,35 @@ test('local, shared, local: each migration gets its restart', async () => {
     assert.equal(r.strategy.stops, 3);
     assert.equal(r.dp.nextHopOf('10.96.0.0/16'), 'via 10.244.1.1 dev ovn-k8s-mp0');
   } finally {
+    await agent.stop();
+  }
+});
+
+test('the mode changes while a restart request is under way: no second request, passes at the normal pace, the status says it is under way; the container started after the stop proves the new migration', async () => {
+  const r = rig();
+  r.strategy.holdNext = true;
+  const { agent, until, advance, logs, seen } = makeAgent(r);
+  agent.start();
+  try {
+    await until((s) => s.reasonCodes[0] === 'RestartAwaited' && r.strategy.calls === 1, 'the first request made');
+    r.read = { mode: 'shared', error: null };
+    r.ovnkube = { ...r.ovnkube, mode: 'shared' };
+    const from = seen.length;
+    agent.kick('mode file changed');
+    const held = await until((s) => s.desiredMode === 'shared' && /^a restart request is under way/.test(s.reasons[0] ?? ''), 'the request said to be under way', from);
+    assert.equal(held.phase, 'Progressing');
+    assert.equal(r.journal.data.migration?.mode, 'shared', 'the migration to shared was journaled and carried out');
+    const probes = r.probes!.length;
+    await advance(5000);
+    assert.equal(r.strategy.calls, 1, 'no second request while the first is under way');
+    assert.ok(r.probes!.length - probes <= 6, `a pass a second at most, one round each: ${r.probes!.length - probes} probes in 5 s`);
+    assert.ok(!logs.some((l) => l.msg === 'a restart request is still under way: not requesting another'), 'decide never asked for one');
+    r.strategy.release();
+    // The container started after that stop runs shared: it is the proof, no second request.
+    await until((s) => s.desiredMode === 'shared' && s.reasonCodes[0] === 'Settling', 'the migration to shared settling once the request was answered', from);
+    assert.equal(r.strategy.calls, 1);
+  } finally {
+    r.strategy.release();
     await agent.stop();
   }
 });
