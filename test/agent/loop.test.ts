@@ -391,6 +391,21 @@ test('the mode changes while a restart request is under way: no second request, 
   }
 });
 
+test('a restart request answered after stop() began (its answer wakes no pass then): the answer is journaled all the same', async () => {
+  const r = rig();
+  r.strategy.holdNext = true;
+  r.strategy.failNext = true;
+  const { agent, until } = makeAgent(r);
+  agent.start();
+  await until((s) => s.reasonCodes[0] === 'RestartAwaited' && r.strategy.calls === 1, 'the request made');
+  assert.equal(agent.waitingOn(), 'restart');
+  const stopped = agent.stop();
+  r.strategy.release();
+  await stopped;
+  const m = r.journal.data.migration!;
+  assert.deepEqual([m.restart, m.outcome, m.lastError], ['failed', 'failed', 'runtime said no'], 'the next agent retries it after backoff, not after the restart timeout');
+});
+
 test('--restart none: Progressing until ovnkube-node is restarted by someone, noticed within a second', async () => {
   const r = rig({ strategy: new FakeStrategy('none') });
   const { agent, until, advance } = makeAgent(r);

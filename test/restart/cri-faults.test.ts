@@ -5,7 +5,7 @@
 // answers StopContainer holds no pass: the loop stays live for systemd's watchdog and
 // the liveness probe while the stop waits out its deadline.
 import { strict as assert } from 'node:assert';
-import { linkSync, mkdtempSync, rmSync } from 'node:fs';
+import { linkSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -138,7 +138,7 @@ test('CRI deadlines: 10 s, or a quarter of the watchdog when shorter', () => {
   assert.equal(criDeadlineMs(2_000), 500);
 });
 
-test('agent: a restart timeout shorter than a hanging StopContainer: the very container still runs past it, but no second request while the first is under way, and the status says so', async (t) => {
+test('agent: a restart timeout shorter than a hanging StopContainer: the very container still runs past it, but no second request while the first is under way, and the status says so; SIGTERM then says the request, not a pass, is what it abandons', async (t) => {
   if (skipWithoutKernel(t)) return;
   const dir = mkdtempSync(path.join(tmpdir(), 'gwmode-cri-'));
   const socket = path.join(dir, 'runtime.sock');
@@ -156,6 +156,12 @@ test('agent: a restart timeout shorter than a hanging StopContainer: the very co
         assert.equal(held.phase, 'Progressing');
         assert.equal(runtime.stops(), 1, 'no second request while the first is under way');
         assert.ok(!agent.logs().some((l) => l.msg === 'a restart request is still under way: not requesting another'), 'decide never asked for a second one');
+        // SIGTERM during the stop: no pass runs, the request is what is still under way, and it is said.
+        await agent.stop();
+        const msgs = agent.logs().map((l) => String(l.msg));
+        assert.ok(msgs.some((m) => m.startsWith('a restart request is still under way: exiting cancels the call')), msgs.slice(-5).join('\n'));
+        assert.ok(!msgs.includes('the pass under way did not finish: abandoning it'));
+        assert.equal(JSON.parse(readFileSync(path.join(agent.scratch.stateDir, 'migration-journal.json'), 'utf8')).migration.restart, 'requested');
       },
     );
   } finally {
