@@ -193,6 +193,9 @@ test('dual-stack: a failed second replace puts the first back, and says so', asy
   const r = rig();
   r.dp.setRoute('fd00:10:96::/112', 'fd00:18::1', 'br-ex', 1400);
   r.dp.inject('replace-v6-eperm');
+  const saved: JournalData['migration'][] = [];
+  const save = r.journal.save.bind(r.journal);
+  r.journal.save = async (d) => (saved.push(d.migration), save(d));
   const { agent, until } = makeAgent(r, seedConfig({ serviceCidrs: [parseCidr('10.96.0.0/16'), parseCidr('fd00:10:96::/112')] }));
   agent.start();
   try {
@@ -203,6 +206,9 @@ test('dual-stack: a failed second replace puts the first back, and says so', asy
     assert.deepEqual([v4?.key.prefix, v6?.key.prefix, back?.key.prefix], ['10.96.0.0/16', 'fd00:10:96::/112', '10.96.0.0/16']);
     assert.deepEqual(back?.to, { dev: 'br-ex', oif: 2, gateway: '172.18.0.1', mtu: 1400 });
     assert.equal(degraded.restart?.count, 0, 'no restart for a migration that did not happen');
+    assert.ok(r.dp.consumed.has('replace-v6-eperm'));
+    // Journaled before the first replace, then taken off the record (a pass after it may migrate anew).
+    assert.deepEqual(saved.slice(0, 2).map((m) => m?.mode ?? null), ['local', null], 'refused, everything put back: the migration is off the record');
   } finally {
     await agent.stop();
   }
