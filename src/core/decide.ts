@@ -225,8 +225,9 @@ function restartView(i: DecideInput): Omit<Decision, 'wakeInMs'> & { wakeInMs: n
   // A migration that identified ovnkube-node by its process (`apply`, or the agent
   // under --restart signal or none): /proc is read whatever the strategy, so another
   // process than the one the migration began with, and than the one stopped, is the
-  // new ovnkube-node under CRI too.
-  const processMoved = m.identity === 'process' && m.ovnkubeBefore !== null && i.ovnkube.id !== null && i.ovnkube.id !== m.ovnkubeBefore && i.ovnkube.id !== m.stopped;
+  // new ovnkube-node under CRI too. None running when it began (ovnkubeBefore null):
+  // any one seen since started after it, as under --restart signal.
+  const processMoved = m.identity === 'process' && i.ovnkube.id !== null && i.ovnkube.id !== m.ovnkubeBefore && i.ovnkube.id !== m.stopped;
   if (processMoved && s.strategy === 'cri') {
     if (!modeOk) {
       // As below: a new ovnkube-node in the other mode is neither the proof nor one to stop.
