@@ -197,7 +197,7 @@ export class Agent {
     });
   }
 
-  /** Stops waking up, waits for the pass under way and a restart request on its way, and releases everything. */
+  /** Stops waking up, waits for the pass under way and a restart request on its way (recording its answer), and releases everything. */
   async stop(): Promise<void> {
     this.stopped = true;
     clearInterval(this.resyncTimer);
@@ -210,6 +210,15 @@ export class Agent {
     await this.idle;
     // A request on its way (a signal about to be sent, a stop the runtime carries out) is not cut short.
     await this.restarting;
+    // Its answer wakes no pass now: it is recorded here (a journal write, no kernel change),
+    // so the next agent finds how the request went, not one still under way.
+    await this.takeRestartAnswer();
+  }
+
+  /** What stop() still waits on: the pass under way, a restart request on its way, or nothing. */
+  waitingOn(): 'pass' | 'restart' | null {
+    if (this.running) return 'pass';
+    return this.restartInFlight ? 'restart' : null;
   }
 
   /**
@@ -379,6 +388,7 @@ export class Agent {
       target,
       settings: restart,
       now,
+      restartInFlight: this.restartInFlight,
     });
     this.outcome = { plan: planned, decision, observed, suspensions };
     await this.execute(decision.steps);

@@ -1,8 +1,9 @@
 // `ovn-gwmode-agent run`: the imperative shell around the owner loop. It wires the
 // kernel, the mode file, /proc, the status socket, systemd and the signals.
 //
-// Signals: SIGTERM/SIGINT stop (STOPPING=1, the pass under way is awaited for at most
-// STOP_GRACE_MS and then abandoned, the socket removed, exit 0); SIGHUP reloads the
+// Signals: SIGTERM/SIGINT stop (STOPPING=1, the pass under way and a restart request on
+// its way are awaited for at most STOP_GRACE_MS and then abandoned, the socket removed,
+// exit 0: a CRI stop, which waits out the grace period, is cancelled); SIGHUP reloads the
 // settings (flags, environment, ovnkube.conf) and the mode file.
 import type { Logger } from 'pino';
 import { resolveSettings, type RawRunOptions, type Settings } from '../config/settings.js';
@@ -175,7 +176,15 @@ export async function runDaemon(raw: RawRunOptions, initial: Settings, deps: Dae
       new Promise<boolean>((r) => (timer = setTimeout(() => r(true), STOP_GRACE_MS))),
     ]);
     clearTimeout(timer);
-    if (abandoned) log.warn({ graceMs: STOP_GRACE_MS }, 'the pass under way did not finish: abandoning it');
+    if (abandoned && agent.waitingOn() === 'restart') {
+      // A CRI stop waits out ovnkube-node's grace period (30 s): longer than this.
+      log.warn(
+        { graceMs: STOP_GRACE_MS },
+        'a restart request is still under way: exiting cancels the call; the journal keeps it as requested, and the next agent waits up to --restart-timeout for a new ovnkube-node (asking again only if the same one still runs)',
+      );
+    } else if (abandoned) {
+      log.warn({ graceMs: STOP_GRACE_MS }, 'the pass under way did not finish: abandoning it');
+    }
     await server.close();
     await metricsListener?.close();
     strategy.close();

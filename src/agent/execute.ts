@@ -15,6 +15,8 @@ import type { ReplaceResult } from './recorder.js';
  * errno in its acknowledgement) or a request never sent means "not done".
  */
 export function outcomeUnknown(err: unknown): boolean {
+  // Everything changed before it was put back: the failed replace alone decides.
+  if (err instanceof RevertedError) return outcomeUnknown(err.cause);
   const e = err as { code?: string; syscall?: string };
   if (e.code === 'ERR_GWMODE_NETLINK_TIMEOUT' || e.code === 'ENOBUFS') return true;
   return !(err instanceof NetlinkError) || e.syscall === 'recvmsg';
@@ -22,6 +24,19 @@ export function outcomeUnknown(err: unknown): boolean {
 
 export class PutBackError extends Error {
   readonly code = 'ERR_GWMODE_PUT_BACK';
+}
+
+/**
+ * A replace failed and every route changed before it was put back: the pass changed
+ * nothing, provided the failed replace did not happen (its error is the cause, its
+ * code this one's).
+ */
+export class RevertedError extends Error {
+  readonly code: string;
+  constructor(message: string, override readonly cause: unknown) {
+    super(message, { cause });
+    this.code = (cause as { code?: string }).code ?? 'ERR_GWMODE_REPLACE';
+  }
 }
 
 /**
@@ -71,9 +86,7 @@ export async function applyReplaces(dataplane: Dataplane, log: Logger, actions: 
         }
       }
       if (notPutBack.length > 0) throw new PutBackError(`${failed}; could not put back ${notPutBack.join('; ')}`, { cause: err });
-      throw Object.assign(new Error(`${failed}; put back ${done.map((d) => d.key.prefix).join(', ')}`, { cause: err }), {
-        code: (err as { code?: string }).code ?? 'ERR_GWMODE_REPLACE',
-      });
+      throw new RevertedError(`${failed}; put back ${done.map((d) => d.key.prefix).join(', ')}`, err);
     }
     done.push(a);
     onReplace(a, 'done', null);

@@ -249,8 +249,9 @@ export type RollbackOptions = Omit<PlanOptions, 'modeFile' | 'ovnkubeModeCheck' 
  * `rollback`: puts back the routes the journal's migration replaced (src/core/rollback.ts
  * decides). Without --yes it prints the plan and changes nothing; with it, it takes the
  * node's lock (so never beside a running agent), replaces all or none, and verifies.
- * Each route put back then leaves the migration's record (so a rollback stopped midway,
- * by a signal or a kill, is finished by running it again). Exit 0 when done (or,
+ * The rollback is journaled before its first put-back; the migration's routes stay on
+ * record (a rollback stopped midway, by a signal or a kill, is finished by running it
+ * again: those put back already are skipped, and any moved again since are put back too). Exit 0 when done (or,
  * without --yes, when the plan may be carried out), 1 when refused, failed or
  * interrupted, 2 for a bad flag or a journal it cannot read.
  */
@@ -273,21 +274,14 @@ export async function rollbackCommand(raw: RollbackOptions, wrap: OnceWrappers =
   const real = new KernelDataplane();
   const dataplane = wrap.dataplane?.(real) ?? real;
   const noProbe: OvnkubeProbe = async () => ({ mode: null, pid: null, id: null, detail: 'not looked at by rollback' });
-  /** After the put-backs: the routes put back leave the migration's record. */
-  const record = async (m: Migration, back: ReplaceAction[]): Promise<string> => {
-    const gone = new Set(back.map((a) => a.key.prefix));
-    try {
-      await store.save({ ...journal, migration: { ...m, routes: m.routes.filter((r) => !gone.has(r.key.prefix)) } });
-      return '';
-    } catch (err) {
-      return ` (the journal still lists them: ${(err as Error).message}; a rollback run again finds them put back)`;
-    }
-  };
+  /** Journals the rollback's progress in the migration's record, whose routes stay listed. */
+  const mark = (m: Migration, rollback: NonNullable<Migration['rollback']>) => store.save({ ...journal, migration: { ...m, rollback } });
   try {
     const watched = watchedOf(config);
     const m = journal.migration;
     const rb = planRollback(m, await observe(dataplane, watched, noProbe), config);
-    const lines = [m === null ? 'migration: none on record' : `migration: to ${m.mode}, started ${new Date(m.startedAt).toISOString()}, ${m.routes.length} route(s) replaced`];
+    const earlier = !m?.rollback ? '' : m.rollback.doneAt !== null ? `; rolled back at ${new Date(m.rollback.doneAt).toISOString()}` : `; a rollback begun at ${new Date(m.rollback.startedAt).toISOString()} did not finish`;
+    const lines = [m === null ? 'migration: none on record' : `migration: to ${m.mode}, started ${new Date(m.startedAt).toISOString()}, ${m.routes.length} route(s) replaced${earlier}`];
     if (rb.refusals.length > 0) {
       lines.push('refused:', ...rb.refusals.map((r) => `  - ${r.message} [${r.code}]`));
       process.stdout.write(lines.join('\n') + '\n');
@@ -300,21 +294,35 @@ export async function rollbackCommand(raw: RollbackOptions, wrap: OnceWrappers =
       return;
     }
     stop.beginChanges();
+    // Journaled before the first put-back, as every kernel change is.
+    const startedAt = systemClock.now();
+    try {
+      await mark(m!, { startedAt, doneAt: null });
+    } catch (err) {
+      process.stdout.write(lines.join('\n') + '\n');
+      process.stderr.write(`ovn-gwmode-agent: rollback: ${(err as Error).message}: nothing put back\n`);
+      process.exitCode = 1;
+      return;
+    }
     try {
       await applyReplaces(dataplane, log, rb.actions, undefined, stop.requested);
     } catch (err) {
       if (!(err instanceof InterruptedError)) throw err;
       process.stdout.write(lines.join('\n') + '\n');
-      const recorded = err.done.length > 0 ? await record(m!, err.done) : '';
-      const done = err.done.length === 0 ? 'nothing put back' : `put back ${prefixes(err.done)}${recorded}`;
+      const done = err.done.length === 0 ? 'nothing put back' : `put back ${prefixes(err.done)}`;
       process.stderr.write(`ovn-gwmode-agent: rollback: interrupted by ${err.signal} after ${err.done.length} of ${rb.actions.length} put-back(s): ${done}; not put back ${prefixes(err.left)}: run rollback --yes again to finish\n`);
       process.exitCode = 1;
       return;
     }
     const after = await observe(dataplane, watched, noProbe);
     const wrong = rb.actions.filter((a) => !(after.routes.get(a.key.prefix) ?? []).some((r) => sameNextHop(r.nextHop, a.to)));
-    const recorded = await record(m!, rb.actions.filter((a) => !wrong.includes(a)));
-    if (wrong.length > 0) throw new Error(`after replacing, not put back: ${wrong.map((a) => a.key.prefix).join(', ')}${recorded}`);
+    if (wrong.length > 0) throw new Error(`after replacing, not put back: ${wrong.map((a) => a.key.prefix).join(', ')}`);
+    let recorded = '';
+    try {
+      await mark(m!, { startedAt, doneAt: systemClock.now() });
+    } catch (err) {
+      recorded = ` (the journal still says the rollback is under way: ${(err as Error).message})`;
+    }
     lines.push(`put back: ${rb.actions.length} route(s)${recorded}`, `next: ovnkube-node must run ${m!.mode === 'local' ? 'shared' : 'local'} gateway mode, and the mode file say so, or the agent moves them again (rollback restarts nothing)`);
     process.stdout.write(lines.join('\n') + '\n');
   } catch (err) {

@@ -18,6 +18,9 @@
 //  5. After the restart the routes must hold for the settle time before Converged.
 //  6. While the agent waits on ovnkube-node (a rollout, a restart) it looks again
 //     every second: a new ovnkube-node is noticed within about a second.
+//  7. Never a restart request while one is under way (a mode change or the restart
+//     timeout during a CRI stop): the phase says it is under way, and the pass ends
+//     there (its answer wakes the next one).
 import type { IdentityKind, Migration, RestartTarget, TargetLookup } from './migration.js';
 import { reason, type Reason } from './reasons.js';
 import type { GatewayMode, OvnkubeObservation, Phase, Plan, ReplaceAction } from './types.js';
@@ -50,6 +53,11 @@ export interface DecideInput {
   target: TargetLookup | null;
   settings: RestartSettings;
   now: number;
+  /**
+   * A restart request is still under way (a CRI stop waits out ovnkube-node's grace
+   * period): no other is requested until it is answered, and the answer wakes a pass.
+   */
+  restartInFlight?: boolean;
 }
 
 export type Step =
@@ -210,13 +218,16 @@ function restartView(i: DecideInput): Omit<Decision, 'wakeInMs'> & { wakeInMs: n
     }
     return { steps: [], migration: m, restart: { phase: null, reason: null }, wakeInMs: undefined };
   }
+  const underWay = () =>
+    keep('Progressing', reason('RestartAwaited', `a restart request is under way (${m.stoppedAs ?? m.stopped ?? 'ovnkube-node'}): waiting for its answer before any other for the migration to ${m.mode}`), POLL_MS);
   const current = currentIdentity(i);
   const modeOk = !s.modeChecked || i.ovnkube.mode === m.mode;
   // A migration that identified ovnkube-node by its process (`apply`, or the agent
   // under --restart signal or none): /proc is read whatever the strategy, so another
   // process than the one the migration began with, and than the one stopped, is the
-  // new ovnkube-node under CRI too.
-  const processMoved = m.identity === 'process' && m.ovnkubeBefore !== null && i.ovnkube.id !== null && i.ovnkube.id !== m.ovnkubeBefore && i.ovnkube.id !== m.stopped;
+  // new ovnkube-node under CRI too. None running when it began (ovnkubeBefore null):
+  // any one seen since started after it, as under --restart signal.
+  const processMoved = m.identity === 'process' && i.ovnkube.id !== null && i.ovnkube.id !== m.ovnkubeBefore && i.ovnkube.id !== m.stopped;
   if (processMoved && s.strategy === 'cri') {
     if (!modeOk) {
       // As below: a new ovnkube-node in the other mode is neither the proof nor one to stop.
@@ -250,6 +261,7 @@ function restartView(i: DecideInput): Omit<Decision, 'wakeInMs'> & { wakeInMs: n
     // The very instance the agent meant to stop still runs after the timeout: the
     // request never took (an agent killed between journal and request). Asking again
     // stops that same instance, never a new one; it waits for the rate limit.
+    if (now >= deadline && i.restartInFlight) return underWay();
     if (now >= deadline && current !== null && current === m.stopped && i.target && 'target' in i.target && i.target.target.id === m.stopped) {
       const allowed = restartAllowed(i.restarts, now, s.limit);
       if (allowed.allowed) {
@@ -269,6 +281,7 @@ function restartView(i: DecideInput): Omit<Decision, 'wakeInMs'> & { wakeInMs: n
     return keep('Progressing', reason('RestartAwaited', `restarted ovnkube-node (${m.stoppedAs ?? m.stopped}); waiting for a new one running ${m.mode}: ${seen}`), quick ? QUICK_POLL_MS : POLL_MS);
   }
   // Owed, or failed before: request it, within backoff and the rate limit.
+  if (i.restartInFlight) return underWay();
   if (m.restart === 'failed' && m.lastAttemptAt !== null) {
     const retryAt = m.lastAttemptAt + backoffMs(m.attempts, s.retryBaseMs, s.retryMaxMs);
     if (now < retryAt) {

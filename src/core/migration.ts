@@ -35,4 +35,10 @@ export interface Migration {
   /** How the last request went: null while it is under way (or the agent died in it). */
   outcome: 'stopped' | 'failed' | null;
   doneAt: number | null;
+  /**
+   * A `rollback --yes` of this migration: journaled before its first put-back, done once
+   * all were put back and verified. The routes stay on record whatever it says: a
+   * rollback run again skips those already put back, and finds again any moved since.
+   */
+  rollback?: { startedAt: number; doneAt: number | null } | null;
 }

@@ -56,7 +56,8 @@ function validate(data: unknown): JournalData {
       (m.identity === 'container' || m.identity === 'process') &&
       typeof m.startedAt === 'number' &&
       typeof m.attempts === 'number' &&
-      Array.isArray(m.routes);
+      Array.isArray(m.routes) &&
+      (m.rollback == null || (typeof m.rollback === 'object' && typeof m.rollback.startedAt === 'number'));
     if (!ok) throw new Error('its migration is incomplete');
   }
   return { version: 2, migration: m ?? null, restarts: d.restarts };

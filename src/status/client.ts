@@ -9,6 +9,8 @@ import type { StatusReport } from './report.js';
 
 export class AgentUnreachableError extends Error {
   readonly code = 'ERR_GWMODE_UNREACHABLE';
+  /** The system error's code when the connection failed (ECONNREFUSED, ENOENT, EAGAIN). */
+  errno?: string;
 }
 
 /** The agent may well be running: the socket (or its directory) is closed to this caller. */
@@ -68,7 +70,24 @@ export function parseAnswer(raw: Buffer): { code: number; text: string } {
 }
 
 /** GET a path of the agent's socket: the HTTP status code and the parsed JSON body. */
-export function fetchPath(socket: string, urlPath: string, timeoutMs = 5000): Promise<{ code: number; body: unknown }> {
+/**
+ * GET one path. A connect to a listener whose backlog is full fails at once with EAGAIN
+ * on a UNIX socket (it never waits, as TCP does): an agent busy for a moment under a
+ * burst of connects. That is retried, a little later each time, within timeoutMs.
+ */
+export async function fetchPath(socket: string, urlPath: string, timeoutMs = 5000): Promise<{ code: number; body: unknown }> {
+  const deadline = Date.now() + timeoutMs;
+  for (let wait = 5; ; wait = Math.min(wait * 2, 100)) {
+    try {
+      return await fetchOnce(socket, urlPath, Math.max(1, deadline - Date.now()));
+    } catch (err) {
+      if ((err as { errno?: string }).errno !== 'EAGAIN' || Date.now() + wait >= deadline) throw err;
+      await new Promise((resolve) => setTimeout(resolve, wait));
+    }
+  }
+}
+
+function fetchOnce(socket: string, urlPath: string, timeoutMs: number): Promise<{ code: number; body: unknown }> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     const conn = net.connect(socket, () => conn.write(`GET ${urlPath} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n`));
@@ -93,7 +112,7 @@ export function fetchPath(socket: string, urlPath: string, timeoutMs = 5000): Pr
       reject(
         err.code === 'EACCES' || err.code === 'EPERM'
           ? new AgentDeniedError(`permission denied on ${socket} (${err.code}): the caller must be root or in the socket's group`)
-          : new AgentUnreachableError(`cannot reach the agent on ${socket} (${err.code ?? err.message}): is the agent running?`),
+          : Object.assign(new AgentUnreachableError(`cannot reach the agent on ${socket} (${err.code ?? err.message}): is the agent running?`), { errno: err.code }),
       ),
     );
   });

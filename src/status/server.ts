@@ -17,8 +17,9 @@
 //     connection is open (pauseChecks below); the check itself stays Node's.
 //  5. At most MAX_CONNECTIONS are open. Past that the oldest connection with no request
 //     in hand (a slow client still sending headers, an idle keep-alive) is cut, else
-//     the oldest: a new caller (kubelet's probe) always gets in, however many slow
-//     clients hold the socket. Node's own maxConnections would refuse the newcomer instead.
+//     the oldest: a new caller (kubelet's probe) gets in once accepted, however many
+//     slow clients hold the socket. Node's own maxConnections would refuse the newcomer
+//     instead. Before accept the kernel's backlog decides (BACKLOG).
 import { chmod, chown, lstat, mkdir, unlink } from 'node:fs/promises';
 import http from 'node:http';
 import net from 'node:net';
@@ -54,6 +55,13 @@ export const MAX_HEADERS = 64;
  * and a few kB.
  */
 export const MAX_CONNECTIONS = 512;
+/**
+ * Connections the kernel queues before the agent accepts them; it caps this at
+ * net.core.somaxconn (128 before Linux 5.4, so on RHCOS 4.8/4.9). Past it a UNIX-socket
+ * connect fails at once with EAGAIN, which the CLI's client retries: the cap above acts
+ * only on connections accepted.
+ */
+const BACKLOG = MAX_CONNECTIONS;
 
 export interface ListenOptions {
   /** The gid the socket (and a directory we create) belongs to; root's when null. */
@@ -258,7 +266,7 @@ export class StatusServer {
       s.server.once('error', (err: NodeJS.ErrnoException) =>
         reject(err.code === 'EADDRINUSE' ? new SocketInUseError(`another agent is serving on ${socket}`) : err),
       );
-      s.server.listen(socket, () => resolve());
+      s.server.listen({ path: socket, backlog: BACKLOG }, () => resolve());
     });
     s.pauseChecks();
     if (group !== null) await chown(socket, process.getuid?.() ?? 0, group);

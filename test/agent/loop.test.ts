@@ -22,6 +22,11 @@ class FakeStrategy implements RestartStrategy {
   container = 1;
   stops = 0;
   failNext = false;
+  /** restart() calls, answered or not. */
+  calls = 0;
+  /** The next request is held (a CRI stop waiting out the grace period) until release() is called. */
+  holdNext = false;
+  release: () => void = () => undefined;
   constructor(name: 'cri' | 'none' = 'cri') {
     this.name = name;
   }
@@ -29,6 +34,11 @@ class FakeStrategy implements RestartStrategy {
     return { target: { id: `c${this.container}`, describe: `container c${this.container}` } };
   }
   async restart(t: RestartTarget): Promise<void> {
+    this.calls++;
+    if (this.holdNext) {
+      this.holdNext = false;
+      await new Promise<void>((resolve) => (this.release = resolve));
+    }
     if (this.failNext) {
       this.failNext = false;
       throw new Error('runtime said no');
@@ -183,6 +193,9 @@ test('dual-stack: a failed second replace puts the first back, and says so', asy
   const r = rig();
   r.dp.setRoute('fd00:10:96::/112', 'fd00:18::1', 'br-ex', 1400);
   r.dp.inject('replace-v6-eperm');
+  const saved: JournalData['migration'][] = [];
+  const save = r.journal.save.bind(r.journal);
+  r.journal.save = async (d) => (saved.push(d.migration), save(d));
   const { agent, until } = makeAgent(r, seedConfig({ serviceCidrs: [parseCidr('10.96.0.0/16'), parseCidr('fd00:10:96::/112')] }));
   agent.start();
   try {
@@ -193,6 +206,9 @@ test('dual-stack: a failed second replace puts the first back, and says so', asy
     assert.deepEqual([v4?.key.prefix, v6?.key.prefix, back?.key.prefix], ['10.96.0.0/16', 'fd00:10:96::/112', '10.96.0.0/16']);
     assert.deepEqual(back?.to, { dev: 'br-ex', oif: 2, gateway: '172.18.0.1', mtu: 1400 });
     assert.equal(degraded.restart?.count, 0, 'no restart for a migration that did not happen');
+    assert.ok(r.dp.consumed.has('replace-v6-eperm'));
+    // Journaled before the first replace, then taken off the record (a pass after it may migrate anew).
+    assert.deepEqual(saved.slice(0, 2).map((m) => m?.mode ?? null), ['local', null], 'refused, everything put back: the migration is off the record');
   } finally {
     await agent.stop();
   }
@@ -350,6 +366,50 @@ test('local, shared, local: each migration gets its restart', async () => {
   } finally {
     await agent.stop();
   }
+});
+
+test('the mode changes while a restart request is under way: no second request, passes at the normal pace, the status says it is under way; the container started after the stop proves the new migration', async () => {
+  const r = rig();
+  r.strategy.holdNext = true;
+  const { agent, until, advance, logs, seen } = makeAgent(r);
+  agent.start();
+  try {
+    await until((s) => s.reasonCodes[0] === 'RestartAwaited' && r.strategy.calls === 1, 'the first request made');
+    r.read = { mode: 'shared', error: null };
+    r.ovnkube = { ...r.ovnkube, mode: 'shared' };
+    const from = seen.length;
+    agent.kick('mode file changed');
+    const held = await until((s) => s.desiredMode === 'shared' && /^a restart request is under way/.test(s.reasons[0] ?? ''), 'the request said to be under way', from);
+    assert.equal(held.phase, 'Progressing');
+    assert.equal(r.journal.data.migration?.mode, 'shared', 'the migration to shared was journaled and carried out');
+    const probes = r.probes!.length;
+    await advance(5000);
+    assert.equal(r.strategy.calls, 1, 'no second request while the first is under way');
+    assert.ok(r.probes!.length - probes <= 6, `a pass a second at most, one round each: ${r.probes!.length - probes} probes in 5 s`);
+    assert.ok(!logs.some((l) => l.msg === 'a restart request is still under way: not requesting another'), 'decide never asked for one');
+    r.strategy.release();
+    // The container started after that stop runs shared: it is the proof, no second request.
+    await until((s) => s.desiredMode === 'shared' && s.reasonCodes[0] === 'Settling', 'the migration to shared settling once the request was answered', from);
+    assert.equal(r.strategy.calls, 1);
+  } finally {
+    r.strategy.release();
+    await agent.stop();
+  }
+});
+
+test('a restart request answered after stop() began (its answer wakes no pass then): the answer is journaled all the same', async () => {
+  const r = rig();
+  r.strategy.holdNext = true;
+  r.strategy.failNext = true;
+  const { agent, until } = makeAgent(r);
+  agent.start();
+  await until((s) => s.reasonCodes[0] === 'RestartAwaited' && r.strategy.calls === 1, 'the request made');
+  assert.equal(agent.waitingOn(), 'restart');
+  const stopped = agent.stop();
+  r.strategy.release();
+  await stopped;
+  const m = r.journal.data.migration!;
+  assert.deepEqual([m.restart, m.outcome, m.lastError], ['failed', 'failed', 'runtime said no'], 'the next agent retries it after backoff, not after the restart timeout');
 });
 
 test('--restart none: Progressing until ovnkube-node is restarted by someone, noticed within a second', async () => {

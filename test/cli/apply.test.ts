@@ -51,7 +51,7 @@ test('apply replaces the route and says ovnkube-node is still to be restarted, b
   }
 });
 
-test('apply journals its migration, restart owed; rollback --yes puts the route back, and a second rollback finds nothing left to put back', (t) => {
+test('apply journals its migration, restart owed; rollback --yes puts the route back and marks the record rolled back, and a second rollback finds nothing left to put back', (t) => {
   if (skipWithoutKernel(t)) return;
   const ns = seedNode({ gw0: true });
   const scratch = new Scratch();
@@ -73,7 +73,9 @@ test('apply journals its migration, restart owed; rollback --yes puts the route 
     assert.equal(back.code, 0, back.stderr + back.stdout);
     assert.match(back.stdout, /^migration: to local, started \S+, 1 route\(s\) replaced\nactions:\n {2}replace 10\.96\.0\.0\/16: via 10\.244\.1\.1 dev ovn-k8s-mp0 -> via 172\.18\.0\.1 dev br-ex mtu 1400\nput back: 1 route\(s\)\n/);
     assert.deepEqual(ns.routes('10.96.0.0/16'), [STALE]);
-    assert.deepEqual(journalOf(scratch).migration.routes, [], 'the route put back left the record');
+    const after = journalOf(scratch).migration;
+    assert.equal(after.routes.length, 1, 'the route put back stays on record');
+    assert.ok(after.rollback.startedAt <= after.rollback.doneAt, 'the rollback journaled, then marked done');
 
     const twice = rollback();
     assert.equal(twice.code, 1);
@@ -174,6 +176,26 @@ test('SIGTERM while the first of two replaces is in flight: it finishes, the sec
   }
 });
 
+test('the kernel refuses the second of two replaces: the first is put back, exit 1 saying so, and the migration is off the record', (t) => {
+  if (skipWithoutKernel(t)) return;
+  const ns = seedNode({ gw0: true, ipv6: true });
+  const scratch = new Scratch();
+  try {
+    scratch.writeMode('local');
+    // Without its connected route, mp0's IPv6 next hop is unreachable: the kernel refuses the v6 replace.
+    ns.ip('-6 route del fd00:10:244:1::/64 dev ovn-k8s-mp0');
+    const r = cli(ns, ['apply', '--mode-file', scratch.modeFile, ...DUAL, '--ovnkube-mode-check', 'off', '--state-dir', scratch.stateDir]);
+    assert.equal(r.code, 1, r.stderr);
+    assert.match(r.stderr, /\novn-gwmode-agent: replace of fd00:10:96::\/112 failed: .*EHOSTUNREACH.*; put back 10\.96\.0\.0\/16\n$/);
+    assert.deepEqual(onMp0(ns), [false, false]);
+    assert.deepEqual(ns.routes('10.96.0.0/16'), [STALE]);
+    assert.equal(journalOf(scratch).migration, null, 'nothing migrated: no restart owed, nothing for rollback');
+  } finally {
+    ns.destroy();
+    scratch.remove();
+  }
+});
+
 test('SIGINT before the first change: apply abandons at once, exit 1, nothing changed, nothing journaled', async (t) => {
   if (skipWithoutKernel(t)) return;
   const ns = seedNode({ gw0: true });
@@ -194,10 +216,11 @@ test('SIGINT before the first change: apply abandons at once, exit 1, nothing ch
   }
 });
 
-test('SIGTERM while the first of two put-backs of rollback is in flight: it finishes, the other waits; rollback run again finishes it', async (t) => {
+test('SIGTERM while the first of two put-backs of rollback is in flight: it finishes, the other waits; after an agent moved the first again, rollback run again puts back both', async (t) => {
   if (skipWithoutKernel(t)) return;
   const ns = seedNode({ gw0: true, ipv6: true });
   const scratch = new Scratch();
+  let agent: AgentProcess | undefined;
   try {
     scratch.writeMode('local');
     const applied = cli(ns, ['apply', '--mode-file', scratch.modeFile, ...DUAL, '--ovnkube-mode-check', 'off', '--state-dir', scratch.stateDir]);
@@ -211,13 +234,24 @@ test('SIGTERM while the first of two put-backs of rollback is in flight: it fini
     assert.equal(end.code, 1, run.out.stderr);
     assert.match(run.out.stderr, /\novn-gwmode-agent: rollback: interrupted by SIGTERM after 1 of 2 put-back\(s\): put back \S+; not put back \S+: run rollback --yes again to finish\n$/);
     assert.equal(onMp0(ns).filter(Boolean).length, 1);
-    assert.equal(journalOf(scratch).migration.routes.length, 1, 'the route put back left the record');
+    const m = journalOf(scratch).migration;
+    assert.equal(m.routes.length, 2, 'the route put back stays on record');
+    assert.deepEqual([typeof m.rollback.startedAt, m.rollback.doneAt], ['number', null], 'the rollback was journaled before its first put-back, and is not done');
 
+    // An agent started now, its mode file still local, moves the route put back to local
+    // again (a repair within the migration on record, nothing journaled).
+    agent = new AgentProcess(ns, scratch, [...DUAL, '--restart', 'none', '--ovnkube-mode-check', 'off']);
+    await waitForStatus(agent, () => onMp0(ns).every(Boolean), 'both families local again');
+    await agent.stop();
+
+    // Both are put back: never one family left in each mode.
     const rest = cli(ns, ['rollback', '--state-dir', scratch.stateDir, ...DUAL, '--yes']);
     assert.equal(rest.code, 0, rest.stderr + rest.stdout);
-    assert.match(rest.stdout, /\nput back: 1 route\(s\)\n/);
+    assert.match(rest.stdout, /; a rollback begun at \S+ did not finish\n/);
+    assert.match(rest.stdout, /\nput back: 2 route\(s\)\n/);
     assert.deepEqual(onMp0(ns), [false, false]);
   } finally {
+    await agent?.stop();
     ns.destroy();
     scratch.remove();
   }

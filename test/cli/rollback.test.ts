@@ -50,10 +50,18 @@ test("rollback puts back the shared-mode route a real migration replaced: plan w
     assert.match(done.stdout, /\nput back: 1 route\(s\)\nnext: ovnkube-node must run shared gateway mode, and the mode file say so, or the agent moves them again \(rollback restarts nothing\)\n$/);
     assert.deepEqual(ns.routes('10.96.0.0/16'), [STALE]);
 
-    // Done once: the route put back left the migration's record, so a second run has nothing to do.
+    // Done once: the routes stay on record, marked rolled back; a second run finds them put back already.
     const again = rollback('--yes');
     assert.equal(again.code, 1);
-    assert.match(again.stdout, /^migration: to local, started \S+, 0 route\(s\) replaced\nrefused:\n {2}- the local migration replaced no route \[NothingToRollBack\]\n$/);
+    assert.match(again.stdout, /^migration: to local, started \S+, 1 route\(s\) replaced; rolled back at \S+\nrefused:\n {2}- the routes the local migration replaced are as they were before it \[NothingToRollBack\]\n$/);
+    assert.deepEqual(ns.routes('10.96.0.0/16'), [STALE]);
+
+    // Moved again since (as an agent whose mode file still says local does, a repair within the
+    // migration on record): a rollback puts it back again, not NothingToRollBack.
+    ns.ip('route replace 10.96.0.0/16 via 10.244.1.1 dev ovn-k8s-mp0');
+    const third = rollback('--yes');
+    assert.equal(third.code, 0, third.stderr + third.stdout);
+    assert.match(third.stdout, /\nput back: 1 route\(s\)\n/);
     assert.deepEqual(ns.routes('10.96.0.0/16'), [STALE]);
   });
 });

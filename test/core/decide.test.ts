@@ -102,6 +102,8 @@ const restartRows: Array<{ name: string; in: Partial<DecideInput>; steps: string
   { name: '--restart changed from cri to none between runs: not called done, counted from what runs now', in: { migration: migration({ restart: 'failed', lastAttemptAt: T - 600_000, attempts: 1 }), settings: { ...settings, strategy: 'none' }, target: null }, steps: [], phase: 'Progressing', code: 'RestartAwaited' },
   { name: "apply's migration (by process) under CRI, ovnkube-node restarted since by someone: settling, no stop", in: { migration: migration({ ovnkubeBefore: 'pid 41 start 0', identity: 'process' }) }, steps: [], phase: 'Progressing', code: 'Settling', restart: 'done' },
   { name: "apply's migration (by process) under CRI, the same process still runs: the owed restart is requested", in: { migration: migration({ ovnkubeBefore: 'pid 42 start 1', identity: 'process' }) }, steps: ['restart'], phase: 'Progressing', code: 'RestartAwaited', restart: 'requested' },
+  { name: "apply's migration (by process) under CRI, no ovnkube-node when it began: the one running now started after it, settling, no stop", in: { migration: migration({ ovnkubeBefore: null, identity: 'process' }) }, steps: [], phase: 'Progressing', code: 'Settling', restart: 'done' },
+  { name: "apply's migration (by process) under CRI, no ovnkube-node then nor now: the owed restart waits for one (nothing stopped)", in: { migration: migration({ ovnkubeBefore: null, identity: 'process' }), ovnkube: { mode: null, pid: null, id: null, detail: 'none' }, target: { error: '0 running containers' } }, steps: [], phase: 'Degraded', code: 'RestartFailed' },
   { name: "apply's migration (by process) under CRI, restarted since but in the other mode: not the proof", in: { migration: migration({ ovnkubeBefore: 'pid 41 start 0', identity: 'process' }), ovnkube: { mode: 'shared', pid: 43, id: 'pid 43 start 2', detail: null }, target: NEW }, steps: [], phase: 'Progressing', code: 'RestartAwaited' },
   { name: 'the node reached its mode without the agent: no restart owed', in: { migration: migration({ restart: 'none' }) }, steps: [], phase: null, code: null },
   { name: 'failed: retried after backoff, not before', in: { migration: migration({ restart: 'failed', lastAttemptAt: T - 1000, attempts: 1, lastError: 'EPERM' }) }, steps: [], phase: 'Degraded', code: 'RestartFailed' },
@@ -109,6 +111,9 @@ const restartRows: Array<{ name: string; in: Partial<DecideInput>; steps: string
   { name: 'rate limited: Degraded until allowed', in: { migration: migration(), restarts: [T - 60_000] }, steps: [], phase: 'Degraded', code: 'RestartRateLimited' },
   { name: 'done, inside the settle time: Progressing', in: { migration: migration({ restart: 'done', doneAt: T - 1000 }) }, steps: [], phase: 'Progressing', code: 'Settling' },
   { name: 'done and settled: nothing', in: { migration: migration({ restart: 'done', doneAt: T - 61_000 }) }, steps: [], phase: null, code: null },
+  { name: 'owed while a restart request is still under way (the mode changed during a CRI stop): none requested, said to be under way', in: { migration: migration(), restartInFlight: true }, steps: [], phase: 'Progressing', code: 'RestartAwaited' },
+  { name: 'requested, the restart timeout passed while its request is still under way: not asked again', in: { migration: migration({ restart: 'requested', stopped: 'c-old', lastAttemptAt: T - 300_000, attempts: 1 }), restarts: [T - 300_000], restartInFlight: true }, steps: [], phase: 'Progressing', code: 'RestartAwaited' },
+  { name: 'a request still under way, and the new one shows up: done all the same', in: { migration: migration({ restart: 'requested', stopped: 'c-old', lastAttemptAt: T - 1000, attempts: 1 }), target: NEW, restartInFlight: true }, steps: [], phase: 'Progressing', code: 'Settling', restart: 'done' },
   { name: 'the desired mode moved on: the old migration owes nothing now', in: { desired: 'shared', migration: migration() }, steps: [], phase: null, code: null },
 ];
 
@@ -120,6 +125,15 @@ for (const r of restartRows) {
     if (r.restart) assert.equal(d.migration?.restart, r.restart);
   });
 }
+
+test('decide: while a restart request is under way, the pass ends there: no step, looked at again in a second, the reason says so', () => {
+  for (const m of [migration(), migration({ restart: 'requested', stopped: 'c-old', stoppedAs: 'container c-old', lastAttemptAt: T - 300_000, attempts: 1 })]) {
+    const d = decide(input({ migration: m, restarts: [T - 300_000], restartInFlight: true }));
+    assert.deepEqual(d.steps, []);
+    assert.equal(d.wakeInMs, POLL_MS);
+    assert.match(d.restart.reason!.message, /^a restart request is under way \(.*\): waiting for its answer before any other for the migration to local$/);
+  }
+});
 
 test('decide: local, then shared reached without the agent, then local again: a new migration owes its restart', () => {
   const done = migration({ restart: 'done', doneAt: T - 3_600_000 });

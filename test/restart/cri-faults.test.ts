@@ -5,7 +5,7 @@
 // answers StopContainer holds no pass: the loop stays live for systemd's watchdog and
 // the liveness probe while the stop waits out its deadline.
 import { strict as assert } from 'node:assert';
-import { linkSync, mkdtempSync, rmSync } from 'node:fs';
+import { linkSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -138,6 +138,38 @@ test('CRI deadlines: 10 s, or a quarter of the watchdog when shorter', () => {
   assert.equal(criDeadlineMs(2_000), 500);
 });
 
+test('agent: a restart timeout shorter than a hanging StopContainer: the very container still runs past it, but no second request while the first is under way, and the status says so; SIGTERM then says the request, not a pass, is what it abandons', async (t) => {
+  if (skipWithoutKernel(t)) return;
+  const dir = mkdtempSync(path.join(tmpdir(), 'gwmode-cri-'));
+  const socket = path.join(dir, 'runtime.sock');
+  const runtime = await stopHanging(socket);
+  try {
+    // The rate limit allows a second request 1 s after the first; the restart timeout is
+    // 1 s; the stop hangs 10 s plus the 3 s grace: from 1 s on, decide would ask again.
+    await withAgent(
+      {
+        mode: 'local',
+        args: ['--service-cidr', '10.96.0.0/16', '--restart', 'cri', '--cri-endpoint', socket, '--restart-grace', '3', '--restart-timeout', '1s', '--restart-min-interval', '1s'],
+      },
+      async ({ agent }) => {
+        const held = await waitForStatus(agent, (s) => /^a restart request is under way/.test(s.reasons[0] ?? ''), 'the request said to be under way past the restart timeout');
+        assert.equal(held.phase, 'Progressing');
+        assert.equal(runtime.stops(), 1, 'no second request while the first is under way');
+        assert.ok(!agent.logs().some((l) => l.msg === 'a restart request is still under way: not requesting another'), 'decide never asked for a second one');
+        // SIGTERM during the stop: no pass runs, the request is what is still under way, and it is said.
+        await agent.stop();
+        const msgs = agent.logs().map((l) => String(l.msg));
+        assert.ok(msgs.some((m) => m.startsWith('a restart request is still under way: exiting cancels the call')), msgs.slice(-5).join('\n'));
+        assert.ok(!msgs.includes('the pass under way did not finish: abandoning it'));
+        assert.equal(JSON.parse(readFileSync(path.join(agent.scratch.stateDir, 'migration-journal.json'), 'utf8')).migration.restart, 'requested');
+      },
+    );
+  } finally {
+    runtime.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
 test('agent: StopContainer never answered: the pass does not wait on it, so the watchdog keeps being pinged and /healthz answers; the stop ends by its deadline as RestartFailed', async (t) => {
   if (skipWithoutKernel(t)) return;
   const dir = mkdtempSync(path.join(tmpdir(), 'gwmode-cri-'));
@@ -165,7 +197,7 @@ test('agent: StopContainer never answered: the pass does not wait on it, so the 
         assert.equal(curl(agent.scratch.socket, '/healthz').code, 200);
         const failed = await waitForStatus(agent, (s) => s.reasonCodes[0] === 'RestartFailed', 'the stop ends by its deadline');
         assert.match(failed.reasons[0]!, /CRI StopContainer on .*runtime\.sock: Deadline exceeded/);
-        assert.equal(runtime.stops(), 1, 'no second request while the first was under way');
+        assert.equal(runtime.stops(), 1, 'one request, failed by its deadline');
         assert.deepEqual(receiver.messages.filter((m) => /reconcile loop stuck/.test(m)), [], 'never a stuck loop');
         assert.ok(!agent.logs().some((l) => l.msg === 'reconcile loop stuck: withholding the watchdog ping'));
       },

@@ -1,6 +1,7 @@
 // The CLI's socket client speaks just enough HTTP/1.1 for the agent's answers, whatever
 // their framing, and calls anything else a bad answer rather than guessing.
 import { strict as assert } from 'node:assert';
+import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
@@ -61,6 +62,64 @@ test('fetchPath stops reading an answer that goes past the cap', async () => {
     await assert.rejects(fetchPath(sock, '/status', 60_000), (err: Error) => err instanceof AgentUnreachableError && /longer than \d+ bytes/.test(err.message));
   } finally {
     endless.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+// A UNIX-socket listener that does not accept: its backlog filled, a connect fails at once
+// with EAGAIN. On "go" on stdin it accepts, and answers the first request 200.
+const FULL_BACKLOG = `
+import socket, sys
+path = sys.argv[1]
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM); s.bind(path); s.listen(0)
+fillers = []
+while True:
+    c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM); c.setblocking(False)
+    try:
+        c.connect(path)
+    except BlockingIOError:
+        c.close(); break
+    fillers.append(c)
+print('full', flush=True)
+sys.stdin.readline()
+for c in fillers: c.close()
+while True:
+    conn, _ = s.accept()
+    data = b''
+    while b'\\r\\n\\r\\n' not in data:
+        more = conn.recv(4096)
+        if not more: break
+        data += more
+    if data:
+        conn.sendall(b'HTTP/1.1 200 OK\\r\\nContent-Length: 2\\r\\nConnection: close\\r\\n\\r\\n{}')
+        conn.close(); break
+    conn.close()
+`;
+
+test('fetchPath retries a connect refused with EAGAIN (a listener whose backlog is full) until it gets in', async () => {
+  const dir = mkdtempSync(path.join(tmpdir(), 'gwmode-client-'));
+  const sock = path.join(dir, 'full.sock');
+  const py = spawn('python3', ['-c', FULL_BACKLOG, sock], { stdio: ['pipe', 'pipe', 'inherit'] });
+  try {
+    await new Promise<void>((resolve, reject) => {
+      py.stdout.on('data', (d: Buffer) => d.toString().includes('full') && resolve());
+      py.on('exit', (code) => reject(new Error(`the listener exited ${code}`)));
+    });
+    // The backlog is full: a plain connect fails at once.
+    const refused = await new Promise<string | undefined>((resolve) => {
+      const c = net.connect(sock, () => (c.destroy(), resolve(undefined)));
+      c.on('error', (err: NodeJS.ErrnoException) => resolve(err.code));
+    });
+    assert.equal(refused, 'EAGAIN');
+    let settled = false;
+    const answer = fetchPath(sock, '/healthz', 60_000).finally(() => (settled = true));
+    // Some tries fail meanwhile; the call is still trying.
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    assert.equal(settled, false, 'EAGAIN is retried, not reported');
+    py.stdin.write('go\n');
+    assert.deepEqual(await answer, { code: 200, body: {} });
+  } finally {
+    py.kill();
     rmSync(dir, { recursive: true, force: true });
   }
 });
