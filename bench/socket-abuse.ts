@@ -15,9 +15,8 @@ import path from 'node:path';
 import net from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
-import { AgentProcess, FakeOvnkube, Scratch, waitForStatus } from '../test/helpers/agent.js';
+import { waitForStatus, withNode } from '../test/helpers/agent.js';
 import { flood, get } from '../test/helpers/hostile-http.js';
-import { seedNode } from '../test/helpers/netns.js';
 import { prng, seedFrom } from '../test/helpers/prng.js';
 
 const COUNT = Number(process.env.COUNT ?? 100_000);
@@ -108,18 +107,13 @@ async function plainServer(socket: string): Promise<ChildProcess> {
   return child;
 }
 
-const ns = seedNode({ gw0: true });
-const scratch = new Scratch();
-const ovnkube = new FakeOvnkube(ns, scratch.dir);
-let agent: AgentProcess | undefined;
-try {
+await withNode({ gw0: true }, async ({ scratch, ovnkube, startAgent }) => {
   scratch.writeMode('local');
   ovnkube.start('local', { respawn: true });
   const args = ['--service-cidr', '10.96.0.0/16', '--mtu', '1400', '--log-level', 'info'];
-  agent = process.env.CPU_PROF
-    ? new AgentProcess(ns, scratch, args, { CPU_PROF_DIR: path.resolve(process.env.CPU_PROF) }, fileURLToPath(new URL('./profiled-agent.js', import.meta.url)))
-    : new AgentProcess(ns, scratch, args);
-  const a = agent;
+  const a = process.env.CPU_PROF
+    ? startAgent(args, { CPU_PROF_DIR: path.resolve(process.env.CPU_PROF) }, fileURLToPath(new URL('./profiled-agent.js', import.meta.url)))
+    : startAgent(args);
   await waitForStatus(a, (s) => s.lastReconcile !== null, 'a pass');
   const pid = a.child.pid!;
   const rssStart = rssKb(pid);
@@ -152,9 +146,4 @@ try {
   console.log(`flood (seed ${seed}): ${result.cases} connections, ${result.requests} requests in ${seconds.toFixed(1)} s; a good request answered after each of ${Math.ceil(result.cases / 1000)} bursts`);
   console.log(`by kind: ${JSON.stringify(result.byKind)}`);
   console.log(`RSS: ${rssStart} kB at start; every 10,000: ${samples.join(', ')} kB; end ${rssKb(pid)} kB`);
-} finally {
-  await agent?.stop();
-  ovnkube.stop();
-  ns.destroy();
-  scratch.remove();
-}
+});

@@ -8,7 +8,7 @@ import { spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
-import { AgentProcess, cli, FAULTY, FakeOvnkube, Scratch, waitForStatus } from '../helpers/agent.js';
+import { AgentProcess, cli, FAULTY, Scratch, waitForStatus, withNode } from '../helpers/agent.js';
 import { seedNode, skipWithoutKernel, type Netns } from '../helpers/netns.js';
 import { within } from '../helpers/wait.js';
 
@@ -89,18 +89,14 @@ test('apply journals its migration, restart owed; rollback --yes puts the route 
 
 test('a journal written by apply is read by the agent: it requests the restart the migration owes, once, and migrates nothing again', async (t) => {
   if (skipWithoutKernel(t)) return;
-  const ns = seedNode({ gw0: true });
-  const scratch = new Scratch();
-  const ovnkube = new FakeOvnkube(ns, scratch.dir);
-  let agent: AgentProcess | undefined;
-  try {
+  await withNode({ gw0: true }, async ({ ns, scratch, ovnkube, startAgent }) => {
     scratch.writeMode('local');
     ovnkube.start('local', { respawn: true });
     const r = cli(ns, ['apply', '--mode-file', scratch.modeFile, '--service-cidr', '10.96.0.0/16', '--state-dir', scratch.stateDir]);
     assert.equal(r.code, 0, r.stderr);
     const startedAt = journalOf(scratch).migration.startedAt;
 
-    agent = new AgentProcess(ns, scratch, ['--service-cidr', '10.96.0.0/16', '--restart', 'signal']);
+    const agent = startAgent(['--service-cidr', '10.96.0.0/16', '--restart', 'signal']);
     const s = await waitForStatus(agent, (s) => s.phase === 'Converged', 'Converged after the restart apply left owed');
     assert.equal(s.restart?.count, 1, 'one restart request');
     assert.equal(ovnkube.starts, 2, 'ovnkube-node restarted exactly once');
@@ -108,21 +104,12 @@ test('a journal written by apply is read by the agent: it requests the restart t
     const m = journalOf(scratch).migration;
     assert.deepEqual([m.mode, m.restart, m.startedAt], ['local', 'done', startedAt], "apply's migration, finished, not a second one");
     assert.ok(!agent.logs().some((l) => l.msg === 'migration journaled: replacing the routes'), 'the agent started no migration');
-  } finally {
-    await agent?.stop();
-    ovnkube.stop();
-    ns.destroy();
-    scratch.remove();
-  }
+  });
 });
 
 test('apply SIGKILLed after the first of two replaces: the agent completes the migration from the journal, with one restart in all', async (t) => {
   if (skipWithoutKernel(t)) return;
-  const ns = seedNode({ gw0: true, ipv6: true });
-  const scratch = new Scratch();
-  const ovnkube = new FakeOvnkube(ns, scratch.dir);
-  let agent: AgentProcess | undefined;
-  try {
+  await withNode({ gw0: true, ipv6: true }, async ({ ns, scratch, ovnkube, startAgent }) => {
     scratch.writeMode('local');
     ovnkube.start('local', { respawn: true });
     const killed = faulty(ns, 'kill-after-first-replace', ['apply', '--mode-file', scratch.modeFile, ...DUAL, '--state-dir', scratch.stateDir]);
@@ -132,18 +119,13 @@ test('apply SIGKILLed after the first of two replaces: the agent completes the m
     const m = journalOf(scratch).migration;
     assert.deepEqual([m.mode, m.restart, m.routes.length], ['local', 'owed', 2], 'the whole migration was on record before the first replace');
 
-    agent = new AgentProcess(ns, scratch, [...DUAL, '--restart', 'signal']);
+    const agent = startAgent([...DUAL, '--restart', 'signal']);
     const s = await waitForStatus(agent, (s) => s.phase === 'Converged', 'Converged by the agent');
     assert.deepEqual(onMp0(ns), [true, true]);
     assert.equal(s.restart?.count, 1, 'one restart request for the one migration');
     assert.equal(ovnkube.starts, 2, 'ovnkube-node restarted exactly once');
     assert.equal(journalOf(scratch).migration.startedAt, m.startedAt, 'completed, not started again');
-  } finally {
-    await agent?.stop();
-    ovnkube.stop();
-    ns.destroy();
-    scratch.remove();
-  }
+  });
 });
 
 test('SIGTERM while the first of two replaces is in flight: it finishes, the second is not made, nothing is put back, exit 1 saying so; rollback --yes then undoes the one', async (t) => {

@@ -126,6 +126,42 @@ export interface AgentCtx {
   agent: AgentProcess;
 }
 
+export interface NodeCtx {
+  ns: Netns;
+  scratch: Scratch;
+  ovnkube: FakeOvnkube;
+  /** Starts an agent on this node; every agent started is stopped at the end. */
+  startAgent(args: string[], env?: NodeJS.ProcessEnv, entry?: string): AgentProcess;
+}
+
+/**
+ * A seed node, a scratch directory and a stand-in ovnkube-node (not started), with the
+ * agents fn starts on them; all torn down after fn, agents first.
+ */
+export async function withNode(node: SeedNodeOptions, fn: (c: NodeCtx) => Promise<void>): Promise<void> {
+  const ns = seedNode(node);
+  const scratch = new Scratch();
+  const ovnkube = new FakeOvnkube(ns, scratch.dir);
+  const agents: AgentProcess[] = [];
+  try {
+    await fn({
+      ns,
+      scratch,
+      ovnkube,
+      startAgent: (args, env, entry) => {
+        const agent = new AgentProcess(ns, scratch, args, env, entry);
+        agents.push(agent);
+        return agent;
+      },
+    });
+  } finally {
+    for (const agent of agents) await agent.stop();
+    ovnkube.stop();
+    ns.destroy();
+    scratch.remove();
+  }
+}
+
 /** A seed node, a stand-in ovnkube-node, a mode file and the agent; all torn down after fn. */
 export async function withAgent(
   opts: {
@@ -139,22 +175,13 @@ export async function withAgent(
   },
   fn: (c: AgentCtx) => Promise<void>,
 ): Promise<void> {
-  const ns = seedNode(opts.node ?? { gw0: true });
-  const scratch = new Scratch();
-  const ovnkube = new FakeOvnkube(ns, scratch.dir);
-  let agent: AgentProcess | undefined;
-  try {
+  await withNode(opts.node ?? { gw0: true }, async ({ ns, scratch, ovnkube, startAgent }) => {
     opts.setup?.(ns, scratch);
     if (opts.mode !== undefined) scratch.writeMode(opts.mode);
     // The stand-in plays kubelet by default: the agent's SIGTERM is followed by a new ovnkube-node.
     if (opts.ovnkube !== null) ovnkube.start(opts.ovnkube ?? 'local', opts.fake ?? { respawn: true });
-    agent = new AgentProcess(ns, scratch, opts.args ?? ['--service-cidr', '10.96.0.0/16', '--mtu', '1400'], opts.env);
+    const agent = startAgent(opts.args ?? ['--service-cidr', '10.96.0.0/16', '--mtu', '1400'], opts.env);
     await fn({ ns, scratch, ovnkube, agent });
-  } finally {
-    await agent?.stop();
-    ovnkube.stop();
-    ns.destroy();
-    scratch.remove();
-  }
+  });
 }
 
