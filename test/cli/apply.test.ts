@@ -34,37 +34,34 @@ function faulty(ns: Netns, fault: string, args: string[]) {
   return { child, out, held, exited };
 }
 
-test('apply replaces the route and says ovnkube-node is still to be restarted, by someone else', (t) => {
+/** `apply` to local on the seed node's 10.96.0.0/16, the mode check off. */
+const applyLocal = (ns: Netns, scratch: Scratch) => {
+  scratch.writeMode('local');
+  return cli(ns, ['apply', '--mode-file', scratch.modeFile, '--service-cidr', '10.96.0.0/16', '--ovnkube-mode-check', 'off', '--state-dir', scratch.stateDir]);
+};
+
+test('apply replaces the route and says ovnkube-node is still to be restarted, by someone else', async (t) => {
   if (skipWithoutKernel(t)) return;
-  const ns = seedNode({ gw0: true });
-  const scratch = new Scratch();
-  try {
-    scratch.writeMode('local');
-    const r = cli(ns, ['apply', '--mode-file', scratch.modeFile, '--service-cidr', '10.96.0.0/16', '--ovnkube-mode-check', 'off', '--state-dir', scratch.stateDir]);
+  await withNode({ gw0: true }, async ({ ns, scratch }) => {
+    const r = applyLocal(ns, scratch);
     assert.equal(r.code, 0, r.stderr);
     assert.deepEqual(ns.routes('10.96.0.0/16'), [LOCAL]);
     assert.match(r.stdout, /\napplied: 1 replace\(s\)\nnext: restart ovnkube-node \(apply does not\)\n$/);
     assert.doesNotMatch(r.stdout, /agent/);
-  } finally {
-    ns.destroy();
-    scratch.remove();
-  }
+  });
 });
 
-test('apply journals its migration, restart owed; rollback --yes puts the route back and marks the record rolled back, and a second rollback finds nothing left to put back', (t) => {
+test('apply journals its migration, restart owed; rollback --yes puts the route back and marks the record rolled back, and a second rollback finds nothing left to put back', async (t) => {
   if (skipWithoutKernel(t)) return;
-  const ns = seedNode({ gw0: true });
-  const scratch = new Scratch();
-  try {
-    scratch.writeMode('local');
-    const r = cli(ns, ['apply', '--mode-file', scratch.modeFile, '--service-cidr', '10.96.0.0/16', '--ovnkube-mode-check', 'off', '--state-dir', scratch.stateDir]);
+  await withNode({ gw0: true }, async ({ ns, scratch }) => {
+    const r = applyLocal(ns, scratch);
     assert.equal(r.code, 0, r.stderr);
     assert.match(r.stderr, /"msg":"migration journaled: replacing the routes"/);
     const m = journalOf(scratch).migration;
     assert.deepEqual([m.mode, m.restart, m.identity, m.routes.length, m.routes[0].key.prefix], ['local', 'owed', 'process', 1, '10.96.0.0/16']);
 
     // A second apply finds nothing to do: the record is left as it is.
-    const again = cli(ns, ['apply', '--mode-file', scratch.modeFile, '--service-cidr', '10.96.0.0/16', '--ovnkube-mode-check', 'off', '--state-dir', scratch.stateDir]);
+    const again = applyLocal(ns, scratch);
     assert.equal(again.code, 0, again.stderr);
     assert.deepEqual(journalOf(scratch).migration, m);
 
@@ -81,10 +78,7 @@ test('apply journals its migration, restart owed; rollback --yes puts the route 
     assert.equal(twice.code, 1);
     assert.match(twice.stdout, /\[NothingToRollBack\]\n$/);
     assert.deepEqual(ns.routes('10.96.0.0/16'), [STALE]);
-  } finally {
-    ns.destroy();
-    scratch.remove();
-  }
+  });
 });
 
 test('a journal written by apply is read by the agent: it requests the restart the migration owes, once, and migrates nothing again', async (t) => {
