@@ -6,8 +6,11 @@
 // route replaced, verified). autocannon (socketPath) with CONNECTIONS keep-alive
 // clients, in this process. Beside it, in the same run and the same way: a plain
 // node:http server on a UNIX socket answering the same status body, in its own process.
+// AGENT_NODE_OPTIONS: Node or V8 flags for the agent. COMPARE_FLAGS='--max-semi-space-size=1
+// --v8-pool-size=1': the whole bench twice, one after the other, the agent without and then
+// with those flags (each with its own plain comparison), printed together.
 import autocannon from 'autocannon';
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import { tmpdir } from 'node:os';
@@ -20,6 +23,8 @@ const SECONDS = Number(process.env.SECONDS ?? 10);
 const CONNECTIONS = Number(process.env.CONNECTIONS ?? 32);
 const SWAP_MS = Number(process.env.SWAP_MS ?? 100);
 const CLI = fileURLToPath(new URL('../src/cli/main.js', import.meta.url));
+const NODE_ARGS = (process.env.AGENT_NODE_OPTIONS ?? '').split(' ').filter(Boolean);
+const COMPARE_FLAGS = process.env.COMPARE_FLAGS ?? '';
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 function load(socketPath: string) {
@@ -55,6 +60,17 @@ http.createServer((req, res) => { res.writeHead(200, { 'content-type': 'applicat
   .listen(process.env.SOCK, () => process.stdout.write('listening\\n'));
 `;
 
+if (COMPARE_FLAGS.trim() !== '') {
+  const runs: unknown[] = [];
+  for (const flags of ['', COMPARE_FLAGS]) {
+    const r = spawnSync(process.execPath, [fileURLToPath(import.meta.url)], { env: { ...process.env, COMPARE_FLAGS: '', AGENT_NODE_OPTIONS: flags }, encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
+    if (r.status !== 0) throw new Error(`bench:api with agent flags '${flags}' failed`);
+    runs.push({ agentNodeFlags: flags || 'none', ...(JSON.parse(r.stdout) as object) });
+  }
+  console.log(JSON.stringify(runs, null, 2));
+  process.exit(0);
+}
+
 const ns = seedNode({ gw0: true });
 const dir = mkdtempSync(path.join(tmpdir(), 'gwmode-api-'));
 let agent: ChildProcess | undefined;
@@ -74,7 +90,7 @@ try {
   const socket = path.join(dir, 'run', 'agent.sock');
   let out = '';
   let replaced = 0;
-  agent = spawn('ip', ['netns', 'exec', ns.name, process.execPath, CLI, 'run', '--mode-file', volume, '--service-cidr', '10.96.0.0/16', '--mtu', '1400', '--restart', 'none', '--ovnkube-mode-check', 'off', '--socket', socket, '--state-dir', path.join(dir, 'state')], { stdio: ['ignore', 'pipe', 'pipe'] });
+  agent = spawn('ip', ['netns', 'exec', ns.name, process.execPath, ...NODE_ARGS, CLI, 'run', '--mode-file', volume, '--service-cidr', '10.96.0.0/16', '--mtu', '1400', '--restart', 'none', '--ovnkube-mode-check', 'off', '--socket', socket, '--state-dir', path.join(dir, 'state')], { stdio: ['ignore', 'pipe', 'pipe'] });
   agent.stdout!.on('data', (d: Buffer) => {
     replaced += d.toString().split('"msg":"replaced route').length - 1;
     out = (out + d.toString()).slice(-20_000);

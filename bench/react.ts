@@ -1,6 +1,8 @@
 // Benchmark: how fast the running agent reacts (issue 12, items 1 and 2), on the real
 // agent in a throwaway namespace with the seed's node. Run as root: `npm run bench:react`
-// (RUNS=100 by default; AGENT_ROOT and AGENT_NODE_OPTIONS below).
+// (RUNS=100 by default; AGENT_ROOT and AGENT_NODE_OPTIONS below). COMPARE_FLAGS='--max-semi-space-size=1
+// --v8-pool-size=1': the whole bench twice, one after the other, the agent without and then with
+// those flags (AGENT_NODE_OPTIONS), printed together.
 //  - reaction: a ConfigMap-style `..data` swap (the rename of kubelet's atomic writer)
 //    until the kernel holds the service route of the new mode; the agent runs with
 //    `--ovnkube-mode-check off --restart none`, so that every swap is a migration;
@@ -177,6 +179,17 @@ function measure(ns: string, phase: string, volume: string): Record<string, unkn
 
 async function main(): Promise<void> {
   if (process.argv[2] === '--inside') return inside(process.argv[3]!, process.argv[4]!);
+  const compare = process.env.COMPARE_FLAGS ?? '';
+  if (compare.trim() !== '') {
+    const runs: unknown[] = [];
+    for (const flags of ['', compare]) {
+      const r = spawnSync(process.execPath, [SELF], { env: { ...process.env, COMPARE_FLAGS: '', AGENT_NODE_OPTIONS: flags }, encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'], maxBuffer: 1 << 24 });
+      if (r.status !== 0) throw new Error(`bench:react with agent flags '${flags}' failed`);
+      runs.push({ agentNodeFlags: flags || 'none', ...(JSON.parse(r.stdout) as object) });
+    }
+    process.stdout.write(JSON.stringify(runs, null, 2) + '\n');
+    return;
+  }
   const ns = seedNode({ gw0: true });
   const dir = mkdtempSync(path.join(tmpdir(), 'gwmode-bench-'));
   const ovnkube = new FakeOvnkube(ns, dir);

@@ -9,7 +9,8 @@
 //  2. Churn: the real agent converged (local); REPAIRS outside changes of a service
 //     route, each on a CIDR not yet fought over (CIDRS extra service CIDRs 10.97.N.0/24,
 //     in local shape), each timed to its repair from this process's route notifications,
-//     first on the quiet table, then while `ip -batch` replaces CHURN unrelated routes;
+//     first on the quiet table, then while `ip -batch` replaces CHURN unrelated routes,
+//     each by another next hop (the real changes are counted from their notifications);
 //     and how many times the agent lost notifications meanwhile (each costs a re-dump);
 //     the agent's VmRSS once converged (after its seeding dump) and after the churn.
 // COMPARE_FLAGS='--max-semi-space-size=1 --v8-pool-size=1' (Node or V8 flags) runs 1 and 2
@@ -96,17 +97,23 @@ async function repairs(ns: string, round: number): Promise<void> {
   // Every notification of a service route is kept: the agent's answer may come in the same read as the change it answers.
   const seen = new Map<string, number[]>();
   let waiter: { key: string; after: number; resolve: (t: number) => void } | undefined;
-  const handle = addon.netlinkOpen({ groups: [RTNLGRP_IPV4_ROUTE], rcvbuf: 256 << 20 }, () => {
+  /** The churn's real changes: its /32 notifications (a replace by an identical route sends none). */
+  let churned = 0;
+  /** ENOBUFS on this bench's own socket: churned is then a lower bound. */
+  let benchLost = 0;
+  const drain = () => {
     for (;;) {
       let d: Buffer | null;
       try {
         d = addon.netlinkRecv(handle);
       } catch {
-        continue; // ENOBUFS on this bench's own socket: the service route's messages may be lost, the waiter's timeout tells
+        benchLost++;
+        continue; // The service route's messages may be lost too: the waiter's timeout tells.
       }
       if (d === null) return;
       const t = performance.now();
       for (const msg of parseDatagram(d)) {
+        if (msg.type === RTM_NEWROUTE && msg.data[1] === 32) churned++;
         // Byte 1 of rtmsg is the destination's length: the service routes are /24s, the churn /32s.
         if (msg.type !== RTM_NEWROUTE || msg.data[1] !== 24) continue;
         const r = decodeRoute(msg.data);
@@ -120,7 +127,8 @@ async function repairs(ns: string, round: number): Promise<void> {
         }
       }
     }
-  });
+  };
+  const handle = addon.netlinkOpen({ groups: [RTNLGRP_IPV4_ROUTE], rcvbuf: 256 << 20 }, drain);
   const next = (prefix: string, gateway: string, after = performance.now()) => {
     const key = `${prefix} via ${gateway}`;
     const already = (seen.get(key) ?? []).find((t) => t >= after);
@@ -153,8 +161,12 @@ async function repairs(ns: string, round: number): Promise<void> {
   const ownQuiet = own;
   own = [];
   const lines: string[] = [];
-  // Each round moves the routes the previous one did not (a replace by an identical route changes nothing).
-  for (let i = 0; i < CHURN; i++) lines.push(`route replace 100.${64 + (i >> 16)}.${(i >> 8) & 255}.${i & 255}/32 via 172.18.0.${i % 2 === round % 2 ? 3 : 1} dev br-ex`);
+  // Every route of the churn changes in every round: the table was filled via .1, round 0
+  // moves them all to .3, round 1 back to .1 (a replace by an identical route would change
+  // nothing and send no notification). The changes are counted from the notifications.
+  for (let i = 0; i < CHURN; i++) lines.push(`route replace 100.${64 + (i >> 16)}.${(i >> 8) & 255}.${i & 255}/32 via 172.18.0.${round % 2 === 0 ? 3 : 1} dev br-ex`);
+  churned = 0;
+  benchLost = 0;
   const churn = spawn('ip', ['-batch', '-'], { stdio: ['pipe', 'ignore', 'inherit'] });
   const churnDone = new Promise<number>((r) => churn.once('exit', () => r(performance.now())));
   const t0 = performance.now();
@@ -167,9 +179,11 @@ async function repairs(ns: string, round: number): Promise<void> {
     await sleep(20);
   }
   const churnMs = (await churnDone) - t0;
+  // The kernel queued every notification before ip exited: read what is left.
+  drain();
   addon.netlinkClose(handle);
   dp.close();
-  process.stdout.write(JSON.stringify({ quietRepair: summary(quiet), repairDuringChurn: summary(busy), outsideReplaceInProcessQuiet: summary(ownQuiet), outsideReplaceInProcessDuringChurn: summary(own), churn: { changes: CHURN, ms: Math.round(churnMs) }, ns }));
+  process.stdout.write(JSON.stringify({ quietRepair: summary(quiet), repairDuringChurn: summary(busy), outsideReplaceInProcessQuiet: summary(ownQuiet), outsideReplaceInProcessDuringChurn: summary(own), churn: { replacesSent: CHURN, changes: churned, benchSocketLosses: benchLost, ms: Math.round(churnMs) }, ns }));
 }
 
 /** VmRSS of a process, in MB. */

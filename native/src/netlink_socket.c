@@ -6,9 +6,12 @@
  * NETLINK_EXT_ACK, and its errors carry no errno. Here:
  *  1. The socket is non-blocking; libuv tells JavaScript when it is readable and
  *     JavaScript drains it with recv() until recv() returns null.
- *  2. recv() returns exactly one datagram: it peeks at the datagram's real length
- *     (MSG_PEEK|MSG_TRUNC) and then reads it into a Buffer of that size, so a
- *     datagram is never cut. A truncated read is still reported (EMSGSIZE).
+ *  2. recv() returns the messages of one whole datagram: it peeks at the datagram's
+ *     real length (MSG_PEEK|MSG_TRUNC) and reads it whole, so a datagram is never cut
+ *     (a truncated read is still reported, EMSGSIZE). With a route filter (point 8)
+ *     the Buffer holds what the filter left of that datagram; a datagram the filter
+ *     leaves empty, or one not sent by the kernel (point 4), is read and skipped, and
+ *     the next one read, within the same call.
  *  3. ENOBUFS ("the kernel dropped notifications for this socket") is thrown as an
  *     ordinary Error with code 'ENOBUFS'; the socket stays usable. Callers treat it
  *     as "resync", never as fatal.
@@ -27,7 +30,8 @@
  *  7. Reads go through a per-socket buffer of SCRATCH_SIZE bytes (the datagram is then
  *     copied into a Buffer of its own length): a recvmsg() that offers 32 KiB or more
  *     makes the kernel build dump replies of 32 KiB instead of one page, as `ip` does,
- *     so a dump of a large table takes about eight times fewer datagrams. A datagram
+ *     so a dump of a large table takes fewer datagrams (up to the ratio of the sizes,
+ *     eight; the count was not measured). A datagram
  *     longer than the buffer (possible in a link dump) is read into one of its size.
  *  8. setRouteFilter(handle, filter) drops, in C, route messages (RTM_NEWROUTE,
  *     RTM_DELROUTE) that cannot be one of the filter's prefixes in its table, read from
@@ -493,9 +497,12 @@ napi_value netlink_set_route_filter(napi_env env, napi_callback_info info) {
   if (s == NULL) return NULL;
   napi_valuetype t = napi_undefined;
   napi_typeof(env, argv[1], &t);
-  free(s->filter.prefixes);
-  s->filter = (route_filter){0};
-  if (t == napi_null || t == napi_undefined) return NULL;
+  if (t == napi_null || t == napi_undefined) {
+    free(s->filter.prefixes);
+    s->filter = (route_filter){0};
+    return NULL;
+  }
+  /* A filter that is refused leaves the one in force as it was. */
   unsigned char *data;
   size_t length;
   if (napi_get_buffer_info(env, argv[1], (void **)&data, &length) != napi_ok || length < 8) {
@@ -520,6 +527,7 @@ napi_value netlink_set_route_filter(napi_env env, napi_callback_info info) {
     prefixes[i].dst_len = e[1];
     memcpy(prefixes[i].dst, e + 4, 16);
   }
+  free(s->filter.prefixes);
   s->filter = (route_filter){.table = table, .count = count, .prefixes = prefixes};
   return NULL;
 }

@@ -324,7 +324,7 @@ export class Agent {
           : reason('ReconcileFailed', `reconcile failed (attempt ${this.failures}, retrying in ${delay} ms): ${e.message}`);
       this.deps.log.error({ err: e, attempt: this.failures, retryInMs: delay }, 'reconcile failed');
       clearTimeout(this.retryTimer);
-      if (delay === 0) this.dirty = true;
+      if (delay === 0) this.dirty = this.probeStale = true;
       else if (!this.stopped) this.retryTimer = setTimeout(() => this.kick('retry'), delay);
     }
     if (this.error === null && this.journalLag !== null) {

@@ -244,7 +244,16 @@ export class SubscriptionChannel {
       this.drain();
     });
     // Guarantee 6; read only in drain(), so it covers every notification from the first.
-    if (routeFilter) this.socket.setRouteFilter?.(routeFilter);
+    if (routeFilter) {
+      try {
+        this.socket.setRouteFilter?.(routeFilter);
+      } catch (err) {
+        // Not a socket left open and polled behind a constructor that threw.
+        this.closed = true;
+        this.socket.close();
+        throw err;
+      }
+    }
   }
 
   /** Reads and handles every queued datagram now (guarantee 5). */

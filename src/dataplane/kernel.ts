@@ -337,8 +337,10 @@ class WatchedSubscription implements Subscription {
       },
       { onMessage: (msg) => this.onMessage(msg), onLost: (err) => this.lost(err) },
       rcvbuf,
-      // Route notifications of other prefixes never reach JavaScript (point 6).
-      encodeRouteFilter(RT_TABLE_MAIN, filterPrefixesOf(this.prefixes)),
+      // Route notifications of other prefixes never reach JavaScript (point 6); with no
+      // prefix at all, no native filter (the addon refuses an empty one) and the
+      // JavaScript filter drops them all.
+      this.prefixes.length > 0 ? encodeRouteFilter(RT_TABLE_MAIN, filterPrefixesOf(this.prefixes)) : undefined,
     );
   }
 

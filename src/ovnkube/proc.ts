@@ -22,18 +22,26 @@
 // argv[0] is named ovnkube too.
 //
 // OvnkubeScanner lets a pass woken by a route notification alone (a repair) reuse the
-// last scan instead of reading the comm of every process, when all of this holds:
-//  1. the last scan found exactly one ovnkube process and no unreadable one;
+// last full scan instead of reading the comm of every process, when all of this holds:
+//  1. the last full scan found exactly one ovnkube process and no unreadable one, and
+//     it is at most a second old (MAX_REUSE_AGE_MS; older, the pass scans in full);
 //  2. that process is still there and is the same one: its /proc/PID/stat gives the
 //     same start time (a reused PID has another) and the comm `ovnkube` (an exec
-//     changes it), and its network namespace is still ours;
-//  3. no process appeared since the last scan whose comm says ovnkube (the PIDs in
-//     /proc are compared with those of the last scan; only new ones are read).
+//     changes it), its command line is byte for byte the one parsed (an ovnkube that
+//     exec'd ovnkube with other arguments keeps comm and start time), and its network
+//     namespace is still ours;
+//  3. no process that was not in the last full scan has a comm that says ovnkube: the
+//     comm of every such PID is read at every reuse (never remembered as "not
+//     ovnkube", since it may exec ovnkube later), and a PID of the full scan that is
+//     gone from /proc is forgotten, so that a process which later takes its number is
+//     read too.
 // Any doubt (a read that fails, anything else in /proc/PID/stat) is a full scan. What
-// it cannot see: a process that was there at the last scan and has since exec'd an
-// ovnkube of its own beside the one known (its comm is not read again). Every other
-// wake-up (the periodic resync, the mode file, a link or address event, the decision's
-// own wake-ups while the agent waits on ovnkube-node) scans in full and sees it.
+// it cannot see, for at most MAX_REUSE_AGE_MS after a full scan: a process that was in
+// that scan and has since exec'd an ovnkube of its own beside the one known (its comm
+// is not read again), and a PID of that scan that exited and was taken by a new process
+// between two passes (readdir shows the number throughout). Every other wake-up (the
+// periodic resync, the mode file, a link or address event, a retry, the decision's own
+// wake-ups while the agent waits on ovnkube-node) scans in full and sees it.
 import { closeSync, openSync, readdirSync, readlinkSync, readSync } from 'node:fs';
 import path from 'node:path';
 import type { GatewayMode, OvnkubeObservation } from '../core/types.js';
@@ -130,8 +138,8 @@ export async function scanOvnkubeProcesses(procRoot = '/proc', read: ProcReader 
 
 const isPid = (entry: string) => /^\d+$/.test(entry);
 
-/** Scans every process; `seen` gets every PID looked at. */
-function scanOvnkubeProcessesSync(procRoot: string, read: ProcReader, seen: Set<string>): OvnkubeScan {
+/** Scans every process; `seen` gets every PID looked at, `cmdlines` a copy of each found ovnkube's command line. */
+function scanOvnkubeProcessesSync(procRoot: string, read: ProcReader, seen: Set<string>, cmdlines?: Map<number, Buffer>): OvnkubeScan {
   const ownNet = readlinkSync(path.join(procRoot, 'self', 'ns', 'net'));
   const scan: OvnkubeScan = { processes: [], unreadable: [] };
   for (const entry of readdirSync(procRoot)) {
@@ -145,6 +153,8 @@ function scanOvnkubeProcessesSync(procRoot: string, read: ProcReader, seen: Set<
       const argv = raw.toString('utf8').split('\0').filter((a, i, all) => a !== '' || i < all.length - 1);
       const parsed = parseOvnkubeCmdline(argv);
       if (!parsed) continue;
+      // A copy: the next read reuses the buffer.
+      const cmdline = cmdlines ? Buffer.from(raw) : undefined;
       let net: string;
       try {
         net = readlinkSync(path.join(dir, 'ns', 'net'));
@@ -161,6 +171,7 @@ function scanOvnkubeProcessesSync(procRoot: string, read: ProcReader, seen: Set<
       if (startTime === null) continue;
       const m = parsed.modeFlag;
       scan.processes.push({ pid: Number(entry), startTime, modeFlag: m, mode: m === 'local' || m === 'shared' ? m : null });
+      if (cmdline) cmdlines!.set(Number(entry), cmdline);
     } catch {
       // The process exited while we looked: skip it.
     }
@@ -173,15 +184,28 @@ function commOfStat(stat: string): string {
   return stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
 }
 
-/** Scans /proc, or reuses the last scan where the header's points 1 to 3 prove it current. */
+/** The oldest full scan a pass may reuse (header, point 1). */
+export const MAX_REUSE_AGE_MS = 1000;
+
+interface FullScan {
+  scan: OvnkubeScan;
+  /** The PIDs of the full scan still in /proc (pruned at each reuse). */
+  pids: Set<string>;
+  /** The command line of the one ovnkube found, as read. */
+  cmdline: Buffer | undefined;
+  at: number;
+}
+
+/** Scans /proc, or reuses the last full scan where the header's points 1 to 3 prove it current. */
 export class OvnkubeScanner {
-  private last: { scan: OvnkubeScan; pids: Set<string> } | undefined;
+  private last: FullScan | undefined;
   /** How many scans were full and how many reused (tests read them). */
   readonly counts = { full: 0, reused: 0 };
 
   constructor(
     private readonly procRoot = '/proc',
     private readonly read: ProcReader = readProcFile,
+    private readonly now: () => number = () => performance.now(),
   ) {}
 
   /** `reuse`: the caller's pass was woken by a route notification alone. */
@@ -191,23 +215,31 @@ export class OvnkubeScanner {
       return this.last.scan;
     }
     const pids = new Set<string>();
-    const scan = scanOvnkubeProcessesSync(this.procRoot, this.read, pids);
-    this.last = { scan, pids };
+    const cmdlines = new Map<number, Buffer>();
+    const at = this.now();
+    const scan = scanOvnkubeProcessesSync(this.procRoot, this.read, pids, cmdlines);
+    this.last = { scan, pids, cmdline: scan.processes.length === 1 ? cmdlines.get(scan.processes[0]!.pid) : undefined, at };
     this.counts.full++;
     return scan;
   }
 
-  private unchanged(last: { scan: OvnkubeScan; pids: Set<string> }): boolean {
+  private unchanged(last: FullScan): boolean {
     const { processes, unreadable } = last.scan;
-    if (processes.length !== 1 || unreadable.length > 0) return false;
+    if (processes.length !== 1 || unreadable.length > 0 || last.cmdline === undefined) return false;
+    const age = this.now() - last.at;
+    if (!(age >= 0 && age <= MAX_REUSE_AGE_MS)) return false;
     const known = processes[0]!;
     try {
       const dir = `${this.procRoot}/${known.pid}`;
       const stat = this.read(`${dir}/stat`).toString('utf8');
       if (commOfStat(stat) !== 'ovnkube' || startTimeOf(stat) !== known.startTime) return false;
+      if (!this.read(`${dir}/cmdline`).equals(last.cmdline)) return false;
       if (readlinkSync(`${dir}/ns/net`) !== readlinkSync(`${this.procRoot}/self/ns/net`)) return false;
+      const present = new Set<string>();
       for (const entry of readdirSync(this.procRoot)) {
-        if (!isPid(entry) || last.pids.has(entry)) continue;
+        if (!isPid(entry)) continue;
+        present.add(entry);
+        if (last.pids.has(entry)) continue;
         let comm: Buffer;
         try {
           comm = this.read(`${this.procRoot}/${entry}/comm`);
@@ -215,8 +247,8 @@ export class OvnkubeScanner {
           continue; // Exited already.
         }
         if (commIsOvnkube(comm)) return false;
-        last.pids.add(entry);
       }
+      for (const pid of last.pids) if (!present.has(pid)) last.pids.delete(pid);
       return true;
     } catch {
       return false;

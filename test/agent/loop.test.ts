@@ -662,3 +662,27 @@ test('a pass woken by route events alone may reuse the last /proc scan; a link, 
     await agent.stop();
   }
 });
+
+test('a replace that failed with ENOENT in a pass woken by a route event is retried at once with a full /proc scan', async () => {
+  const r = rig();
+  const { agent, until, seen } = makeAgent(r);
+  agent.start();
+  try {
+    await until((s) => s.reasonCodes[0] === 'Settling', 'Settling');
+    await agent.settle();
+    const probed = r.probes!.length;
+    r.dp.setRoute('10.96.0.0/16', '172.18.0.1', 'br-ex', 1400);
+    r.dp.inject('route-vanishes');
+    const from = seen.length;
+    r.dp.emit({ kind: 'route', op: 'new', family: 4, prefix: '10.96.0.0/16', table: 254 });
+    await until((s) => s.reasonCodes.includes('ReconcileFailed'), 'the failed replace', from);
+    await agent.settle();
+    assert.ok(r.dp.consumed.has('route-vanishes'));
+    const probes = r.probes!.slice(probed);
+    assert.equal(probes[0], true, 'the pass the route event woke may reuse');
+    assert.ok(probes.length >= 2, `a retry followed: ${JSON.stringify(probes)}`);
+    assert.deepEqual(probes.slice(1), probes.slice(1).map(() => false), `the retry scans in full: ${JSON.stringify(probes)}`);
+  } finally {
+    await agent.stop();
+  }
+});

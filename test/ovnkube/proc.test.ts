@@ -2,13 +2,13 @@
 // root, looked at by root and by uid 65534, whom the kernel's ptrace access check
 // refuses /proc/PID/ns/net of another user's process.
 import { strict as assert } from 'node:assert';
-import { spawn, spawnSync } from 'node:child_process';
-import { chmodSync, copyFileSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { chmodSync, copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
 import { pathToFileURL } from 'node:url';
-import { scanOvnkubeProcesses } from '../../src/ovnkube/proc.js';
+import { OvnkubeScanner, scanOvnkubeProcesses, summarise, type OvnkubeScan } from '../../src/ovnkube/proc.js';
 import { CLI, FakeOvnkube, Scratch } from '../helpers/agent.js';
 import { seedNode, skipWithoutKernel } from '../helpers/netns.js';
 import { AS_NOBODY, runAsNobody, skipWithoutSetpriv } from '../helpers/nobody.js';
@@ -110,5 +110,123 @@ test('plan as non-root says it cannot read ovnkube-node\'s namespace, and what i
     ovnkube.stop();
     ns.destroy();
     scratch.remove();
+  }
+});
+
+/**
+ * The scanner's reuse on real processes. Its clock stands still, so that every reuse
+ * below is within the age cap and what decides is what /proc shows; a second ovnkube in
+ * this network namespace (another test run) only makes every scan a full one, and the
+ * counts are checked only when ours is alone.
+ */
+class Reuse {
+  readonly dir = mkdtempSync(path.join(tmpdir(), 'gwmode-reuse-'));
+  readonly binary = path.join(this.dir, 'ovnkube');
+  readonly scanner = new OvnkubeScanner('/proc', undefined, () => 0);
+  private readonly children: ChildProcess[] = [];
+  alone = false;
+
+  constructor() {
+    copyFileSync('/bin/sh', this.binary);
+    chmodSync(this.binary, 0o755);
+  }
+
+  /** A process running `script` under `binary` with argv; stdin is a pipe the script may read. */
+  async start(binary: string, script: string, ...args: string[]): Promise<ChildProcess> {
+    const child = spawn(binary, ['-c', script, ...args], { stdio: ['pipe', 'ignore', 'ignore'] });
+    this.children.push(child);
+    await new Promise((resolve, reject) => child.once('spawn', resolve).once('error', reject));
+    return child;
+  }
+
+  /** A line on its stdin, then waits until /proc/PID/cmdline says `until`. */
+  async release(child: ChildProcess, until: RegExp): Promise<void> {
+    child.stdin!.write('go\n');
+    for (let i = 0; i < 500 && !until.test(readFileSync(`/proc/${child.pid}/cmdline`, 'utf8')); i++) await new Promise((r) => setTimeout(r, 10));
+    assert.match(readFileSync(`/proc/${child.pid}/cmdline`, 'utf8'), until);
+  }
+
+  /** Exec's an ovnkube stand-in running `mode` when released. */
+  execOvnkube(mode: string): string {
+    return `read x; exec ${this.binary} -c '${IDLE.replace(/'/g, "'\\''")}' ovnkube --init-node node1 --gateway-mode ${mode}`;
+  }
+
+  full(): OvnkubeScan {
+    const scan = this.scanner.scan(false);
+    this.alone = scan.processes.length === 1 && scan.unreadable.length === 0;
+    return scan;
+  }
+
+  destroy(): void {
+    for (const c of this.children) c.kill('SIGKILL');
+    rmSync(this.dir, { recursive: true, force: true });
+  }
+}
+
+const modeOf = (scan: OvnkubeScan, pid: number | undefined) => scan.processes.find((p) => p.pid === pid)?.mode;
+
+test('proc reuse: a process started after the full scan, seen as not ovnkube by a repair pass, then exec\'ing ovnkube beside the known one, is found by the next (real exec)', async () => {
+  const r = new Reuse();
+  try {
+    const known = await r.start(r.binary, IDLE, 'ovnkube', '--init-node', 'node1', '--gateway-mode', 'local');
+    assert.equal(modeOf(r.full(), known.pid), 'local');
+    const wrapper = await r.start('/bin/sh', r.execOvnkube('shared'));
+    assert.equal(modeOf(r.scanner.scan(true), wrapper.pid), undefined, 'not ovnkube yet');
+    if (r.alone) assert.deepEqual(r.scanner.counts, { full: 1, reused: 1 });
+    await r.release(wrapper, /--gateway-mode\0shared/);
+    const scan = r.scanner.scan(true);
+    assert.equal(modeOf(scan, wrapper.pid), 'shared', JSON.stringify(scan));
+    assert.equal(modeOf(scan, known.pid), 'local');
+    assert.match(summarise(scan, null).detail ?? '', /^ovnkube processes disagree/);
+    if (r.alone) assert.deepEqual(r.scanner.counts, { full: 2, reused: 1 });
+  } finally {
+    r.destroy();
+  }
+});
+
+test('proc reuse: the known ovnkube-node exec\'ing ovnkube with another --gateway-mode (same comm, same start time) is read anew (real exec)', async () => {
+  const r = new Reuse();
+  try {
+    const known = await r.start(r.binary, r.execOvnkube('shared'), 'ovnkube', '--init-node', 'node1', '--gateway-mode', 'local');
+    assert.equal(modeOf(r.full(), known.pid), 'local');
+    assert.equal(modeOf(r.scanner.scan(true), known.pid), 'local');
+    if (r.alone) assert.deepEqual(r.scanner.counts, { full: 1, reused: 1 });
+    await r.release(known, /--gateway-mode\0shared/);
+    assert.equal(readFileSync(`/proc/${known.pid}/comm`, 'utf8'), 'ovnkube\n');
+    assert.equal(modeOf(r.scanner.scan(true), known.pid), 'shared');
+    if (r.alone) assert.deepEqual(r.scanner.counts, { full: 2, reused: 1 });
+  } finally {
+    r.destroy();
+  }
+});
+
+test('proc reuse: a PID of the full scan that exited and is taken by an ovnkube is found (a real reused PID, through ns_last_pid)', async (t) => {
+  const r = new Reuse();
+  try {
+    const known = await r.start(r.binary, IDLE, 'ovnkube', '--init-node', 'node1', '--gateway-mode', 'local');
+    // The PID to reuse: a process of the full scan, gone before the next repair pass.
+    const before = await r.start('/bin/sh', 'read x');
+    const pid = before.pid!;
+    r.full();
+    before.kill('SIGKILL');
+    await new Promise((resolve) => before.once('exit', resolve));
+    assert.equal(modeOf(r.scanner.scan(true), known.pid), 'local');
+    let taker: ChildProcess | undefined;
+    for (let i = 0; i < 200 && taker?.pid !== pid; i++) {
+      taker?.kill('SIGKILL');
+      try {
+        writeFileSync('/proc/sys/kernel/ns_last_pid', String(pid - 1));
+      } catch (err) {
+        t.skip(`SKIPPED: cannot write /proc/sys/kernel/ns_last_pid to reuse a PID: ${(err as Error).message}`);
+        return;
+      }
+      taker = await r.start(r.binary, IDLE, 'ovnkube', '--init-node', 'node1', '--gateway-mode', 'shared');
+    }
+    assert.equal(taker?.pid, pid, 'the PID was taken by another process at each try');
+    const scan = r.scanner.scan(true);
+    assert.equal(modeOf(scan, pid), 'shared', JSON.stringify(scan));
+    if (r.alone) assert.deepEqual(r.scanner.counts, { full: 2, reused: 1 });
+  } finally {
+    r.destroy();
   }
 });

@@ -5,7 +5,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSyn
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
-import { OvnkubeScanner } from '../../src/ovnkube/proc.js';
+import { MAX_REUSE_AGE_MS, OvnkubeScanner } from '../../src/ovnkube/proc.js';
 
 const OWN_NET = 'net:[4026531840]';
 const OVNKUBE_ARGV = ['/usr/bin/ovnkube', '--init-node', 'node1', '--gateway-mode', 'local'];
@@ -35,11 +35,18 @@ class FakeProc {
     rmSync(path.join(this.root, String(pid)), { recursive: true, force: true });
   }
 
+  /** The scanner's clock (ms); tests move it. */
+  clock = 0;
+
   scanner(): OvnkubeScanner {
-    return new OvnkubeScanner(this.root, (file) => {
-      this.reads.push(path.relative(this.root, file));
-      return readFileSync(file);
-    });
+    return new OvnkubeScanner(
+      this.root,
+      (file) => {
+        this.reads.push(path.relative(this.root, file));
+        return readFileSync(file);
+      },
+      () => this.clock,
+    );
   }
 
   /** What the next call reads. */
@@ -68,12 +75,12 @@ function withProc(fn: (proc: FakeProc) => void): void {
 
 const pids = (scanner: OvnkubeScanner, reuse: boolean) => scanner.scan(reuse).processes.map((p) => `${p.pid}/${p.startTime}`);
 
-test('scanner: a pass woken by a route event reuses the last scan, reading only the known ovnkube-node\'s stat', () => {
+test('scanner: a pass woken by a route event reuses the last scan, reading only the known ovnkube-node\'s stat and command line', () => {
   withProc((proc) => {
     const scanner = proc.scanner();
     assert.deepEqual(pids(scanner, false), ['100/1000']);
     const reads = proc.readsOf(() => assert.deepEqual(pids(scanner, true), ['100/1000']));
-    assert.deepEqual(reads, ['100/stat']);
+    assert.deepEqual(reads, ['100/stat', '100/cmdline']);
     assert.deepEqual(scanner.counts, { full: 1, reused: 1 });
   });
 });
@@ -88,16 +95,65 @@ test('scanner: any other pass scans in full, even with nothing changed', () => {
   });
 });
 
-test('scanner: a new process is read once (its comm only); one whose comm says ovnkube makes a full scan that finds it', () => {
+test('scanner: a process that was not in the last full scan has its comm read at every reuse; one whose comm says ovnkube makes a full scan that finds it', () => {
   withProc((proc) => {
     const scanner = proc.scanner();
     pids(scanner, false);
     proc.add(3, ['/bin/sleep', '5'], 30);
-    assert.deepEqual(proc.readsOf(() => pids(scanner, true)), ['100/stat', '3/comm']);
-    assert.deepEqual(proc.readsOf(() => pids(scanner, true)), ['100/stat'], 'a process checked once is not read again');
+    assert.deepEqual(proc.readsOf(() => pids(scanner, true)), ['100/stat', '100/cmdline', '3/comm']);
+    assert.deepEqual(proc.readsOf(() => pids(scanner, true)), ['100/stat', '100/cmdline', '3/comm'], 'read again: it may exec ovnkube');
     proc.add(4, ['/usr/bin/ovnkube', '--init-node', 'node1', '--gateway-mode', 'shared'], 40);
     assert.deepEqual(pids(scanner, true), ['100/1000', '4/40']);
     assert.deepEqual(scanner.counts, { full: 2, reused: 2 });
+  });
+});
+
+test('scanner: a new process seen as not ovnkube by one reuse that then execs ovnkube is found by the next', () => {
+  withProc((proc) => {
+    const scanner = proc.scanner();
+    pids(scanner, false);
+    proc.add(3, ['/bin/bash', '/usr/bin/ovnkube.sh'], 30, 'ovnkube.sh');
+    assert.deepEqual(pids(scanner, true), ['100/1000']);
+    proc.add(3, ['/usr/bin/ovnkube', '--init-node', 'node1', '--gateway-mode', 'shared'], 30);
+    assert.deepEqual(pids(scanner, true), ['100/1000', '3/30']);
+    assert.deepEqual(scanner.counts, { full: 2, reused: 1 });
+  });
+});
+
+test('scanner: the known ovnkube-node exec\'d ovnkube with another --gateway-mode (same comm and start time): a full scan reads the new mode', () => {
+  withProc((proc) => {
+    const scanner = proc.scanner();
+    assert.equal(scanner.scan(false).processes[0]!.mode, 'local');
+    proc.add(100, ['/usr/bin/ovnkube', '--init-node', 'node1', '--gateway-mode', 'shared'], 1000);
+    assert.equal(scanner.scan(true).processes[0]!.mode, 'shared');
+    assert.deepEqual(scanner.counts, { full: 2, reused: 0 });
+  });
+});
+
+test('scanner: a PID of the full scan that is gone is forgotten, so an ovnkube that later takes its number is found', () => {
+  withProc((proc) => {
+    const scanner = proc.scanner();
+    pids(scanner, false);
+    proc.remove(2);
+    assert.deepEqual(pids(scanner, true), ['100/1000']);
+    proc.add(2, ['/usr/bin/ovnkube', '--init-node', 'node1', '--gateway-mode', 'shared'], 50);
+    assert.deepEqual(pids(scanner, true).sort(), ['100/1000', '2/50']);
+    assert.deepEqual(scanner.counts, { full: 2, reused: 1 });
+  });
+});
+
+test(`scanner: a full scan older than ${MAX_REUSE_AGE_MS} ms is not reused`, () => {
+  withProc((proc) => {
+    const scanner = proc.scanner();
+    pids(scanner, false);
+    proc.clock += MAX_REUSE_AGE_MS;
+    pids(scanner, true);
+    assert.deepEqual(scanner.counts, { full: 1, reused: 1 });
+    proc.clock += 1;
+    pids(scanner, true);
+    assert.deepEqual(scanner.counts, { full: 2, reused: 1 });
+    pids(scanner, true);
+    assert.deepEqual(scanner.counts, { full: 2, reused: 2 }, 'the age counts from the last full scan');
   });
 });
 

@@ -1,5 +1,5 @@
 // Every launcher of the daemon passes Node the same memory settings (BENCHMARKS.md, "Idle
-// RSS: the launch flags"): the repository's systemd unit, the Debian package's unit built
+// RSS: the node flags, measured and shipped"): the repository's systemd unit, the Debian package's unit built
 // from it, and the container image's entrypoint. The image test also reads them from the
 // running container's /proc/PID/cmdline; the Debian package test, from the installed unit.
 import { strict as assert } from 'node:assert';
