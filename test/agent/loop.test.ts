@@ -143,6 +143,19 @@ function makeAgent(r: Rig, config = seedConfig()) {
 
 const LOCAL = (s: StatusReport) => s.routes[0]?.observed?.dev === 'ovn-k8s-mp0' && s.routes[0]?.inSync === true;
 
+/** Starts an agent on r, waits for Settling and the end of that pass, runs body, and stops the agent. */
+async function whenSettling(r: Rig, body: (h: ReturnType<typeof makeAgent>) => Promise<void>): Promise<void> {
+  const h = makeAgent(r);
+  h.agent.start();
+  try {
+    await h.until((s) => s.reasonCodes[0] === 'Settling', 'Settling');
+    await h.agent.settle();
+    await body(h);
+  } finally {
+    await h.agent.stop();
+  }
+}
+
 test.beforeEach(() => mock.timers.enable({ apis: ['setTimeout', 'setInterval'] }));
 test.afterEach(() => mock.timers.reset());
 
@@ -609,11 +622,7 @@ test('a mode file still being written is neither a mode nor an error: the mode i
 
 test('a pass woken by the kernel alone does not read the mode file; any other wake-up does', async () => {
   const r = rig();
-  const { agent, until, seen } = makeAgent(r);
-  agent.start();
-  try {
-    await until((s) => s.reasonCodes[0] === 'Settling', 'Settling');
-    await agent.settle();
+  await whenSettling(r, async ({ agent, until, seen }) => {
     const before = r.reads ?? 0;
     const from = seen.length;
     r.dp.emit({ kind: 'route', op: 'new', family: 4, prefix: '10.96.0.0/16', table: 254 });
@@ -622,18 +631,12 @@ test('a pass woken by the kernel alone does not read the mode file; any other wa
     agent.kick('mode file changed');
     await agent.settle();
     assert.equal((r.reads ?? 0) - before, 1);
-  } finally {
-    await agent.stop();
-  }
+  });
 });
 
 test('a pass woken by route events alone may reuse the last /proc scan; a link, address or lost event, or any other wake-up, asks for a full one', async () => {
   const r = rig();
-  const { agent, until, seen } = makeAgent(r);
-  agent.start();
-  try {
-    await until((s) => s.reasonCodes[0] === 'Settling', 'Settling');
-    await agent.settle();
+  await whenSettling(r, async ({ agent, until, seen }) => {
     assert.equal(r.probes![0], false, 'the first pass scans in full');
     const passOf = async (wake: () => void): Promise<boolean[]> => {
       const probed = r.probes!.length;
@@ -658,18 +661,12 @@ test('a pass woken by route events alone may reuse the last /proc scan; a link, 
       }),
       [false],
     );
-  } finally {
-    await agent.stop();
-  }
+  });
 });
 
 test('a replace that failed with ENOENT in a pass woken by a route event is retried at once with a full /proc scan', async () => {
   const r = rig();
-  const { agent, until, seen } = makeAgent(r);
-  agent.start();
-  try {
-    await until((s) => s.reasonCodes[0] === 'Settling', 'Settling');
-    await agent.settle();
+  await whenSettling(r, async ({ agent, until, seen }) => {
     const probed = r.probes!.length;
     r.dp.setRoute('10.96.0.0/16', '172.18.0.1', 'br-ex', 1400);
     r.dp.inject('route-vanishes');
@@ -682,7 +679,5 @@ test('a replace that failed with ENOENT in a pass woken by a route event is retr
     assert.equal(probes[0], true, 'the pass the route event woke may reuse');
     assert.ok(probes.length >= 2, `a retry followed: ${JSON.stringify(probes)}`);
     assert.deepEqual(probes.slice(1), probes.slice(1).map(() => false), `the retry scans in full: ${JSON.stringify(probes)}`);
-  } finally {
-    await agent.stop();
-  }
+  });
 });
