@@ -12,8 +12,10 @@
 //  - `ovn-gwmode-agent plan` itself, whole process (and that of another build beside it
 //    when BEFORE_ROOT names one: a directory holding its dist/, native/build and
 //    node_modules), on the seed's node with a mode file saying local;
-//  - beside them: `ip route show table main exact <prefix>`, `ip -j route show`, and plain
-//    `ip route show` (the whole table as text, to /dev/null), each a whole process.
+//  - beside them: `ip route show table main exact <prefix>`, `ip -j route show`, plain
+//    `ip route show` (the whole table as text, to /dev/null), and the kernel's floor
+//    (bench/dump-floor.c, compiled here with cc: the same dump as the agent's, read and
+//    counted, nothing decoded), each a whole process.
 import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -114,6 +116,11 @@ function main(): void {
     const ipJson = timeCommand(ns.name, ['ip', '-j', 'route', 'show']);
     const ipShow = timeCommand(ns.name, ['sh', '-c', 'ip route show > /dev/null']);
     const dir = mkdtempSync(path.join(tmpdir(), 'gwmode-bench-'));
+    const floorBin = path.join(dir, 'dump-floor');
+    execFileSync('cc', ['-O2', '-o', floorBin, fileURLToPath(new URL('../../bench/dump-floor.c', import.meta.url))]);
+    const floorRoutes = Number(execFileSync('ip', ['netns', 'exec', ns.name, floorBin], { encoding: 'utf8' }));
+    if (floorRoutes < ROUTES) throw new Error(`the floor's dump read ${floorRoutes} routes, fewer than the ${ROUTES} added`);
+    const floor = timeCommand(ns.name, [floorBin]);
     writeFileSync(path.join(dir, 'mode'), 'local\n');
     // plan exits 1 when it would not act (here: no ovnkube-node), after the same observation.
     const planOf = (root: string) =>
@@ -138,6 +145,7 @@ function main(): void {
       ipRouteShowExact: { wholeProcessMs: round(ipExact.ms), maxRssMb: round(ipExact.rssMb) },
       ipJsonRouteShow: { wholeProcessMs: round(ipJson.ms), maxRssMb: round(ipJson.rssMb) },
       ipRouteShowToDevNull: { wholeProcessMs: round(ipShow.ms), maxRssMb: round(ipShow.rssMb) },
+      kernelDumpFloor: { wholeProcessMs: round(floor.ms), maxRssMb: round(floor.rssMb), routes: floorRoutes, timesIpRouteShow: round(floor.ms / ipShow.ms, 2) },
       planCommand: { wholeProcessMs: round(plan.ms), maxRssMb: round(plan.rssMb), timesIpRouteShow: round(plan.ms / ipShow.ms, 2), timesIpRouteShowExact: round(plan.ms / ipExact.ms, 2) },
       ...(planBefore && { planCommandBefore: { root: process.env.BEFORE_ROOT, wholeProcessMs: round(planBefore.ms), maxRssMb: round(planBefore.rssMb), timesIpRouteShow: round(planBefore.ms / ipShow.ms, 2), timesIpRouteShowExact: round(planBefore.ms / ipExact.ms, 2) } }),
     };
