@@ -11,17 +11,19 @@
 //     in local shape), each timed to its repair from this process's route notifications,
 //     first on the quiet table, then while `ip -batch` replaces CHURN unrelated routes,
 //     each by another next hop (the real changes are counted from their notifications);
-//     and how many times the agent lost notifications meanwhile (each costs a re-dump);
+//     how many times the agent lost notifications meanwhile (each costs a re-dump) and
+//     its failed passes (their log lines: a failed pass is retried after a backoff);
 //     the agent's VmRSS once converged (after its seeding dump) and after the churn.
 // COMPARE_FLAGS='--max-semi-space-size=1 --v8-pool-size=1' (Node or V8 flags) runs 1 and 2
 // twice on the same table, without and then with those flags (the in-process passes'
 // process and the agent alike), so that the flags' cost is read from one run.
-import { execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { execFile, execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
 import { FakeOvnkube } from '../src/demo/fake-ovnkube.js';
 import { seedNode } from '../src/demo/netns.js';
 import { terminate } from '../src/demo/process.js';
@@ -224,11 +226,17 @@ async function main(): Promise<void> {
       const inProcess = JSON.parse(execFileSync('ip', ['netns', 'exec', ns.name, process.execPath, ...flags, SELF, '--passes', dir], { encoding: 'utf8' })) as Record<string, unknown>;
       let out = '';
       let lost = 0;
+      /** The agent's failed passes (their log lines), to tell a repair's wait for a retry from others. */
+      const failures: string[] = [];
+      let partial = '';
       // The state directory is kept: its journal says the migration to local is done, so
       // the next round's repairs are repairs, not a new migration owing a restart.
       agent = spawn('ip', ['netns', 'exec', ns.name, process.execPath, ...flags, CLI, 'run', '--log-level', process.env.AGENT_LOG_LEVEL ?? 'info', '--mode-file', path.join(dir, 'mode'), '--service-cidr', ['10.96.0.0/16', ...Array.from({ length: CIDRS }, (_, i) => `10.97.${i}.0/24`)].join(','), '--mtu', '1400', '--settle', '0', '--restart', 'signal', '--socket', path.join(dir, 'run', 'agent.sock'), '--state-dir', path.join(dir, 'state')], { stdio: ['ignore', 'pipe', 'pipe'] });
       agent.stdout!.on('data', (d: Buffer) => {
         lost += d.toString().split('notifications were lost').length - 1;
+        const lines = (partial + d.toString()).split('\n');
+        partial = lines.pop() ?? '';
+        for (const line of lines) if (line.includes('"msg":"reconcile failed"')) failures.push(line.slice(0, 600));
         out = (out + d.toString()).slice(-20_000);
       });
       agent.stderr!.on('data', (d: Buffer) => (out = (out + d.toString()).slice(-20_000)));
@@ -238,13 +246,19 @@ async function main(): Promise<void> {
       }
       const rssConvergedMb = rssMb(agent.pid!);
       const lostBefore = lost;
+      const failedBefore = failures.length;
       let churn: Record<string, unknown>;
       try {
-        churn = JSON.parse(execFileSync('ip', ['netns', 'exec', ns.name, process.execPath, SELF, '--repairs', ns.name, String(round)], { encoding: 'utf8', maxBuffer: 1 << 26 })) as Record<string, unknown>;
+        // Not execFileSync: this process must keep reading the agent's output meanwhile
+        // (a full pipe would stop the agent's logging, and the agent), and count from it.
+        const { stdout } = await promisify(execFile)('ip', ['netns', 'exec', ns.name, process.execPath, SELF, '--repairs', ns.name, String(round)], { encoding: 'utf8', maxBuffer: 1 << 26 });
+        churn = JSON.parse(stdout) as Record<string, unknown>;
+        // What the agent wrote until the end of the repairs, read before counting.
+        await sleep(500);
       } catch (err) {
         throw new Error(`repairs failed (node flags: ${flags.join(' ') || 'none'}); the agent's last output:\n${out.slice(-15000)}`, { cause: err });
       }
-      runs.push({ nodeFlags: flags.join(' ') || 'none', inProcess, ...churn, agentLostNotificationsDuringChurn: lost - lostBefore, agentVmRssMb: { converged: rssConvergedMb, afterChurn: rssMb(agent.pid!) } });
+      runs.push({ nodeFlags: flags.join(' ') || 'none', inProcess, ...churn, agentLostNotificationsDuringChurn: lost - lostBefore, agentFailedPassesDuringRepairs: failures.slice(failedBefore), agentVmRssMb: { converged: rssConvergedMb, afterChurn: rssMb(agent.pid!) } });
       await terminate(agent);
       agent = undefined;
     }
