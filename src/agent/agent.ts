@@ -3,8 +3,11 @@
 // and executes exactly the steps they return.
 //
 // A pass, in rounds: observe -> trackFights -> plan -> decide -> execute. A round that
-// replaced routes is followed by another (the verification: the plan must then be
-// empty, and the restart the migration owes is decided there). Wake-ups: mode-file
+// replaced routes is followed by another (the verification: the plan must then hold
+// nothing for the routes just replaced, and the restart the migration owes is decided
+// there; another service route changed by someone else meanwhile is planned and carried
+// out there like in any round, and verified by the next, or by the next pass, which the
+// replace's own notification wakes). Wake-ups: mode-file
 // changes, netlink events about what is watched, `lost` notifications, the periodic
 // resync, the retry timer, and the decision's own wake-up (every second while the
 // agent waits on ovnkube-node). Wake-ups during a pass set `dirty`, and one more pass
@@ -103,6 +106,8 @@ export class Agent {
   /** What was carried out but is not on disk yet (a save after the change failed); retried. */
   private journalLag: { what: string; attempts: number; error: string } | null = null;
   private fights: FightState = NO_FIGHTS;
+  /** The prefixes the last round replaced: what its verification holds to account. */
+  private justReplaced = new Set<string>();
   private error: Reason | null = null;
   private lastReconcile: number | null = null;
   private phase: Phase = 'Waiting';
@@ -374,9 +379,13 @@ export class Agent {
     });
     const suspensions = suspensionsOf(this.fights);
     const planned = plan({ desired, config, observed, suspended: suspensions });
-    if (verifying && planned.actions.length > 0) {
-      throw new VerifyError(`after replacing, still out of sync: ${planned.actions.map((a) => a.reason.message).join('; ')}`);
+    if (verifying) {
+      // Only the routes just replaced: another one set back by someone else since the
+      // last observation is no failed replace, and this round repairs it.
+      const unheld = planned.actions.filter((a) => this.justReplaced.has(a.key.prefix));
+      if (unheld.length > 0) throw new VerifyError(`after replacing, still out of sync: ${unheld.map((a) => a.reason.message).join('; ')}`);
     }
+    this.justReplaced = new Set();
     const migration = this.journalData.migration;
     const target = needsTarget(planned, desired.mode, migration, restart.strategy) ? await this.deps.strategy.find() : null;
     const decision = decide({
@@ -437,6 +446,7 @@ export class Agent {
       throw err;
     }
     this.fights = recordApplied(this.fights, replaces, this.deps.clock.now());
+    this.justReplaced = new Set(replaces.map((a) => a.key.prefix));
   }
 
   private async restart(step: Extract<Step, { kind: 'restart' }>): Promise<void> {

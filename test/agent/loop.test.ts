@@ -244,6 +244,35 @@ test('a replace whose answer was lost keeps the migration on record: the restart
   }
 });
 
+test('another service route set back while a replace is verified: repaired in the same pass, no failure reported', async () => {
+  const r = rig();
+  r.dp.setRoute('10.97.0.0/16', '172.18.0.1', 'br-ex', 1400);
+  const { agent, until, advance, seen, logs } = makeAgent(r, seedConfig({ serviceCidrs: [parseCidr('10.96.0.0/16'), parseCidr('10.97.0.0/16')] }));
+  agent.start();
+  try {
+    await until((s) => s.reasonCodes[0] === 'Settling', 'Settling');
+    await advance(60_000);
+    await until((s) => s.phase === 'Converged', 'Converged');
+    const from = seen.length;
+    const replaced = r.dp.replaces.length;
+    // The repair of 10.96.0.0/16 is taken; right after it, someone sets 10.97.0.0/16 back.
+    r.dp.afterReplace = () => {
+      r.dp.setRoute('10.97.0.0/16', '172.18.0.1', 'br-ex', 1400);
+      r.dp.emit({ kind: 'route', op: 'new', family: 4, prefix: '10.97.0.0/16', table: 254 });
+    };
+    r.dp.setRoute('10.96.0.0/16', '172.18.0.1', 'br-ex', 1400);
+    r.dp.emit({ kind: 'route', op: 'new', family: 4, prefix: '10.96.0.0/16', table: 254 });
+    await until((s) => s.routes.length === 2 && s.routes.every((x) => x.observed?.dev === 'ovn-k8s-mp0' && x.inSync), 'both repaired', from);
+    await agent.settle();
+    assert.equal(r.dp.afterReplace, null, 'the outside change happened');
+    assert.deepEqual(r.dp.replaces.slice(replaced).map((x) => x.key.prefix), ['10.96.0.0/16', '10.97.0.0/16']);
+    assert.deepEqual(seen.slice(from).filter((s) => s.phase !== 'Converged').map((s) => s.reasonCodes), [], 'no status but Converged: no failure');
+    assert.deepEqual(logs.filter((l) => l.msg === 'reconcile failed'), []);
+  } finally {
+    await agent.stop();
+  }
+});
+
 test('a migration owes exactly one restart: requested once, the new ovnkube-node proves it, settle, Converged', async () => {
   const r = rig();
   const { agent, until, advance } = makeAgent(r);

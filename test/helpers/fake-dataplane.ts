@@ -36,6 +36,8 @@ export class FakeDataplane implements Dataplane {
   private readonly faults = new Set<Fault>();
   readonly consumed = new Set<Fault>();
   private readonly subscribers = new Set<(e: DataplaneEvent) => void>();
+  /** Someone else's doing right after a replace the kernel took (and announced), once: a test's hook. */
+  afterReplace: ((r: RouteReplace) => void) | null = null;
 
   constructor() {
     this.setRoute('10.96.0.0/16', '172.18.0.1', 'br-ex', 1400);
@@ -96,6 +98,9 @@ export class FakeDataplane implements Dataplane {
     existing.nextHop = { ...r.to, dev: this.linkList.find((l) => l.index === r.to.oif)?.name ?? null };
     if (this.take('replace-answer-lost')) throw new NetlinkTimeoutError(`route replace ${r.key.prefix}: no answer from the kernel in 10000 ms`);
     this.emit({ kind: 'route', op: 'new', family: r.key.family, prefix: r.key.prefix, table: r.key.table });
+    const after = this.afterReplace;
+    this.afterReplace = null;
+    after?.(r);
   }
 
   subscribe(_watched: Watched, onEvent: (event: DataplaneEvent) => void): Subscription {
