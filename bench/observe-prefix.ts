@@ -96,6 +96,15 @@ async function once(): Promise<void> {
 function main(): void {
   if (process.argv[2] === '--inside') return void inside();
   if (process.argv[2] === '--once') return void once();
+  // Compiled first: a machine without cc fails before the table is filled.
+  const dir = mkdtempSync(path.join(tmpdir(), 'gwmode-bench-'));
+  const floorBin = path.join(dir, 'dump-floor');
+  try {
+    execFileSync('cc', ['-O2', '-o', floorBin, fileURLToPath(new URL('../../bench/dump-floor.c', import.meta.url))]);
+  } catch (err) {
+    rmSync(dir, { recursive: true, force: true });
+    throw err;
+  }
   const ns = seedNode();
   try {
     let t0 = performance.now();
@@ -115,9 +124,6 @@ function main(): void {
     const ipExact = timeCommand(ns.name, ['ip', 'route', 'show', 'table', 'main', 'exact', PREFIXES[0] as string]);
     const ipJson = timeCommand(ns.name, ['ip', '-j', 'route', 'show']);
     const ipShow = timeCommand(ns.name, ['sh', '-c', 'ip route show > /dev/null']);
-    const dir = mkdtempSync(path.join(tmpdir(), 'gwmode-bench-'));
-    const floorBin = path.join(dir, 'dump-floor');
-    execFileSync('cc', ['-O2', '-o', floorBin, fileURLToPath(new URL('../../bench/dump-floor.c', import.meta.url))]);
     const floorRoutes = Number(execFileSync('ip', ['netns', 'exec', ns.name, floorBin], { encoding: 'utf8' }));
     if (floorRoutes < ROUTES) throw new Error(`the floor's dump read ${floorRoutes} routes, fewer than the ${ROUTES} added`);
     const floor = timeCommand(ns.name, [floorBin]);
@@ -127,7 +133,6 @@ function main(): void {
       timeCommand(ns.name, [process.execPath, path.join(root, 'dist', 'src', 'cli', 'main.js'), 'plan', '--mode-file', path.join(dir, 'mode'), '--service-cidr', PREFIXES[0] as string, '--mtu', '1400'], [0, 1]);
     const plan = planOf(fileURLToPath(new URL('../..', import.meta.url)));
     const planBefore = process.env.BEFORE_ROOT ? planOf(process.env.BEFORE_ROOT) : undefined;
-    rmSync(dir, { recursive: true, force: true });
     const pick = (k: string) => median(agentRuns.map((r) => Number(r[k])));
     const round = (x: number, digits = 1) => Number(x.toFixed(digits));
     const result = {
@@ -152,6 +157,7 @@ function main(): void {
     process.stdout.write(JSON.stringify(result, null, 2) + '\n');
   } finally {
     ns.destroy();
+    rmSync(dir, { recursive: true, force: true });
   }
 }
 

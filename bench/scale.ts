@@ -233,10 +233,12 @@ async function main(): Promise<void> {
       // the next round's repairs are repairs, not a new migration owing a restart.
       agent = spawn('ip', ['netns', 'exec', ns.name, process.execPath, ...flags, CLI, 'run', '--log-level', process.env.AGENT_LOG_LEVEL ?? 'info', '--mode-file', path.join(dir, 'mode'), '--service-cidr', ['10.96.0.0/16', ...Array.from({ length: CIDRS }, (_, i) => `10.97.${i}.0/24`)].join(','), '--mtu', '1400', '--settle', '0', '--restart', 'signal', '--socket', path.join(dir, 'run', 'agent.sock'), '--state-dir', path.join(dir, 'state')], { stdio: ['ignore', 'pipe', 'pipe'] });
       agent.stdout!.on('data', (d: Buffer) => {
-        lost += d.toString().split('notifications were lost').length - 1;
         const lines = (partial + d.toString()).split('\n');
         partial = lines.pop() ?? '';
-        for (const line of lines) if (line.includes('"msg":"reconcile failed"')) failures.push(line.slice(0, 600));
+        for (const line of lines) {
+          if (line.includes('notifications were lost')) lost++;
+          if (line.includes('"msg":"reconcile failed"')) failures.push(line.slice(0, 600));
+        }
         out = (out + d.toString()).slice(-20_000);
       });
       agent.stderr!.on('data', (d: Buffer) => (out = (out + d.toString()).slice(-20_000)));

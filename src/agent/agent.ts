@@ -6,8 +6,8 @@
 // replaced routes is followed by another (the verification: the plan must then hold
 // nothing for the routes just replaced, and the restart the migration owes is decided
 // there; another service route changed by someone else meanwhile is planned and carried
-// out there like in any round, and verified by the next, or by the next pass, which the
-// replace's own notification wakes). Wake-ups: mode-file
+// out there like in any round, and verified by the next; after the last round that may
+// act, one more only verifies, and leaves what else it finds to the next pass). Wake-ups: mode-file
 // changes, netlink events about what is watched, `lost` notifications, the periodic
 // resync, the retry timer, and the decision's own wake-up (every second while the
 // agent waits on ovnkube-node). Wake-ups during a pass set `dirty`, and one more pass
@@ -314,6 +314,9 @@ export class Agent {
         acted = await this.round(acted === 'replaced', routeEventOnly);
         if (acted === 'nothing') break;
       }
+      // No replace is left unverified: after a last round that replaced, one more that
+      // only verifies (what else it finds is left to the next pass, which it asks for).
+      if (acted === 'replaced') await this.round(true, routeEventOnly, true);
       wakeInMs = this.outcome?.decision.wakeInMs;
       this.failures = 0;
       this.error = null;
@@ -360,7 +363,7 @@ export class Agent {
    * is the verification (the plan must then be empty); after a restart request it
    * reports how the request went.
    */
-  private async round(verifying: boolean, routeEventOnly: boolean): Promise<Acted> {
+  private async round(verifying: boolean, routeEventOnly: boolean, verifyOnly = false): Promise<Acted> {
     const { config, restart } = this.options;
     await this.takeRestartAnswer();
     const observed = await observe(this.deps.dataplane, this.watched, this.deps.probe, routeEventOnly);
@@ -400,6 +403,10 @@ export class Agent {
       restartInFlight: this.restartInFlight,
     });
     this.outcome = { plan: planned, decision, observed, suspensions };
+    if (verifyOnly) {
+      if (decision.steps.length > 0 || decision.migration !== this.journalData.migration) this.dirty = true;
+      return 'nothing';
+    }
     await this.execute(decision.steps);
     if (decision.migration !== this.journalData.migration && !decision.steps.some((s) => s.kind === 'journal' || s.kind === 'restart')) {
       // A decision that only moved the migration on (the new ovnkube-node was seen).

@@ -273,6 +273,41 @@ test('another service route set back while a replace is verified: repaired in th
   }
 });
 
+test('set-backs one after another use up the rounds: the last replace is still verified, and one the kernel ignored is a failure', async () => {
+  const r = rig();
+  const cidrs = ['10.96.0.0/16', '10.97.0.0/16', '10.98.0.0/16'];
+  for (const c of cidrs.slice(1)) r.dp.setRoute(c, '172.18.0.1', 'br-ex', 1400);
+  const { agent, until, advance, seen, logs } = makeAgent(r, seedConfig({ serviceCidrs: cidrs.map(parseCidr) }));
+  agent.start();
+  try {
+    await until((s) => s.reasonCodes[0] === 'Settling', 'Settling');
+    await advance(60_000);
+    await until((s) => s.phase === 'Converged', 'Converged');
+    const from = seen.length;
+    const replaced = r.dp.replaces.length;
+    const setBack = (prefix: string) => {
+      r.dp.setRoute(prefix, '172.18.0.1', 'br-ex', 1400);
+      r.dp.emit({ kind: 'route', op: 'new', family: 4, prefix, table: 254 });
+    };
+    // Each repair is followed by someone setting the next CIDR back; the kernel ignores the third repair.
+    r.dp.afterReplace = () => {
+      setBack('10.97.0.0/16');
+      r.dp.afterReplace = () => {
+        setBack('10.98.0.0/16');
+        r.dp.inject('replace-silently-ignored');
+      };
+    };
+    setBack('10.96.0.0/16');
+    const failed = await until((s) => s.reasonCodes.includes('ReconcileFailed'), 'the failed verification', from);
+    assert.match(failed.lastError ?? '', /after replacing, still out of sync: .*10\.98\.0\.0\/16/);
+    assert.ok(r.dp.consumed.has('replace-silently-ignored'));
+    assert.deepEqual(r.dp.replaces.slice(replaced, replaced + 3).map((x) => x.key.prefix), cidrs, 'one repair a round, in one pass');
+    assert.equal(logs.filter((l) => l.msg === 'reconcile failed').length, 1);
+  } finally {
+    await agent.stop();
+  }
+});
+
 test('a migration owes exactly one restart: requested once, the new ovnkube-node proves it, settle, Converged', async () => {
   const r = rig();
   const { agent, until, advance } = makeAgent(r);
