@@ -7,10 +7,10 @@
 // nothing for the routes just replaced, and the restart the migration owes is decided
 // there; another service route changed by someone else meanwhile is planned and carried
 // out there like in any round, and verified by the next; after the last round that may
-// act, one more only verifies, and leaves what else it finds to the next pass). Wake-ups: mode-file
-// changes, netlink events about what is watched, `lost` notifications, the periodic
-// resync, the retry timer, and the decision's own wake-up (every second while the
-// agent waits on ovnkube-node). Wake-ups during a pass set `dirty`, and one more pass
+// act, one more only verifies, and leaves what else it finds to the next pass, which it
+// asks for). Wake-ups: mode-file changes, netlink events about what is watched, `lost`
+// notifications, the periodic resync, the retry timer, and the decision's own wake-up
+// (every second while the agent waits on ovnkube-node). Wake-ups during a pass set `dirty`, and one more pass
 // runs after it: passes never overlap, and a burst of events costs one pass.
 // The mode file is read by a pass that any wake-up but a netlink event asked for: a
 // repair woken by the kernel does not wait on the file system, and a change of the
@@ -360,8 +360,11 @@ export class Agent {
 
   /**
    * One round. After one that acted, another looks at the outcome: after replaces it
-   * is the verification (the plan must then be empty); after a restart request it
-   * reports how the request went.
+   * is the verification (nothing may be planned for the routes just replaced; other
+   * routes set back meanwhile are repaired); after a restart request it reports how the
+   * request went. verifyOnly: the round after the last that may act; it verifies and
+   * decides (for the status) but carries out nothing, and asks for another pass if the
+   * decision had steps or moved the migration on.
    */
   private async round(verifying: boolean, routeEventOnly: boolean, verifyOnly = false): Promise<Acted> {
     const { config, restart } = this.options;

@@ -18,7 +18,9 @@ export type Fault =
   /** The replace of the IPv6 CIDR fails (after the IPv4 one succeeded). */
   | 'replace-v6-eperm'
   /** The kernel applies the replace, and its answer is lost. */
-  | 'replace-answer-lost';
+  | 'replace-answer-lost'
+  /** The kernel applies the replace, and its notification is lost (nothing says so). */
+  | 'replace-unannounced';
 
 export class FakeDataplane implements Dataplane {
   linkList: Link[] = [
@@ -97,7 +99,7 @@ export class FakeDataplane implements Dataplane {
     if (!existing) throw new NetlinkError(2, `route replace ${r.key.prefix}`);
     existing.nextHop = { ...r.to, dev: this.linkList.find((l) => l.index === r.to.oif)?.name ?? null };
     if (this.take('replace-answer-lost')) throw new NetlinkTimeoutError(`route replace ${r.key.prefix}: no answer from the kernel in 10000 ms`);
-    this.emit({ kind: 'route', op: 'new', family: r.key.family, prefix: r.key.prefix, table: r.key.table });
+    if (!this.take('replace-unannounced')) this.emit({ kind: 'route', op: 'new', family: r.key.family, prefix: r.key.prefix, table: r.key.table });
     const after = this.afterReplace;
     this.afterReplace = null;
     after?.(r);
