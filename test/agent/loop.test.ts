@@ -156,6 +156,31 @@ async function whenSettling(r: Rig, body: (h: ReturnType<typeof makeAgent>) => P
   }
 }
 
+/** Someone else sets a service route back to the shared shape, announced by the kernel or not. */
+function setBack(r: Rig, prefix: string, announced = true): void {
+  r.dp.setRoute(prefix, '172.18.0.1', 'br-ex', 1400);
+  if (announced) r.dp.emit({ kind: 'route', op: 'new', family: 4, prefix, table: 254 });
+}
+
+/** An agent on these IPv4 service CIDRs, migrated and Converged; body runs from there, then it stops. */
+async function whenConverged(
+  cidrs: string[],
+  body: (h: ReturnType<typeof makeAgent> & { r: Rig; from: number; replaced: number }) => Promise<void>,
+): Promise<void> {
+  const r = rig();
+  for (const c of cidrs.slice(1)) r.dp.setRoute(c, '172.18.0.1', 'br-ex', 1400);
+  const h = makeAgent(r, seedConfig({ serviceCidrs: cidrs.map(parseCidr) }));
+  h.agent.start();
+  try {
+    await h.until((s) => s.reasonCodes[0] === 'Settling', 'Settling');
+    await h.advance(60_000);
+    await h.until((s) => s.phase === 'Converged', 'Converged');
+    await body({ ...h, r, from: h.seen.length, replaced: r.dp.replaces.length });
+  } finally {
+    await h.agent.stop();
+  }
+}
+
 test.beforeEach(() => mock.timers.enable({ apis: ['setTimeout', 'setInterval'] }));
 test.afterEach(() => mock.timers.reset());
 
@@ -245,104 +270,59 @@ test('a replace whose answer was lost keeps the migration on record: the restart
 });
 
 test('another service route set back while a replace is verified: repaired in the same pass, no failure reported', async () => {
-  const r = rig();
-  r.dp.setRoute('10.97.0.0/16', '172.18.0.1', 'br-ex', 1400);
-  const { agent, until, advance, seen, logs } = makeAgent(r, seedConfig({ serviceCidrs: [parseCidr('10.96.0.0/16'), parseCidr('10.97.0.0/16')] }));
-  agent.start();
-  try {
-    await until((s) => s.reasonCodes[0] === 'Settling', 'Settling');
-    await advance(60_000);
-    await until((s) => s.phase === 'Converged', 'Converged');
-    const from = seen.length;
-    const replaced = r.dp.replaces.length;
+  await whenConverged(['10.96.0.0/16', '10.97.0.0/16'], async ({ r, agent, until, seen, logs, from, replaced }) => {
     // The repair of 10.96.0.0/16 is taken; right after it, someone sets 10.97.0.0/16 back.
-    r.dp.afterReplace = () => {
-      r.dp.setRoute('10.97.0.0/16', '172.18.0.1', 'br-ex', 1400);
-      r.dp.emit({ kind: 'route', op: 'new', family: 4, prefix: '10.97.0.0/16', table: 254 });
-    };
-    r.dp.setRoute('10.96.0.0/16', '172.18.0.1', 'br-ex', 1400);
-    r.dp.emit({ kind: 'route', op: 'new', family: 4, prefix: '10.96.0.0/16', table: 254 });
+    r.dp.afterReplace = () => setBack(r, '10.97.0.0/16');
+    setBack(r, '10.96.0.0/16');
     await until((s) => s.routes.length === 2 && s.routes.every((x) => x.observed?.dev === 'ovn-k8s-mp0' && x.inSync), 'both repaired', from);
     await agent.settle();
     assert.equal(r.dp.afterReplace, null, 'the outside change happened');
     assert.deepEqual(r.dp.replaces.slice(replaced).map((x) => x.key.prefix), ['10.96.0.0/16', '10.97.0.0/16']);
     assert.deepEqual(seen.slice(from).filter((s) => s.phase !== 'Converged').map((s) => s.reasonCodes), [], 'no status but Converged: no failure');
     assert.deepEqual(logs.filter((l) => l.msg === 'reconcile failed'), []);
-  } finally {
-    await agent.stop();
-  }
+  });
 });
 
 test('set-backs one after another use up the rounds: the last replace is still verified, and one the kernel ignored is a failure', async () => {
-  const r = rig();
   const cidrs = ['10.96.0.0/16', '10.97.0.0/16', '10.98.0.0/16'];
-  for (const c of cidrs.slice(1)) r.dp.setRoute(c, '172.18.0.1', 'br-ex', 1400);
-  const { agent, until, advance, seen, logs } = makeAgent(r, seedConfig({ serviceCidrs: cidrs.map(parseCidr) }));
-  agent.start();
-  try {
-    await until((s) => s.reasonCodes[0] === 'Settling', 'Settling');
-    await advance(60_000);
-    await until((s) => s.phase === 'Converged', 'Converged');
-    const from = seen.length;
-    const replaced = r.dp.replaces.length;
-    const setBack = (prefix: string) => {
-      r.dp.setRoute(prefix, '172.18.0.1', 'br-ex', 1400);
-      r.dp.emit({ kind: 'route', op: 'new', family: 4, prefix, table: 254 });
-    };
+  await whenConverged(cidrs, async ({ r, until, logs, from, replaced }) => {
     // Each repair is followed by someone setting the next CIDR back; the kernel ignores the third repair.
     r.dp.afterReplace = () => {
-      setBack('10.97.0.0/16');
+      setBack(r, '10.97.0.0/16');
       r.dp.afterReplace = () => {
-        setBack('10.98.0.0/16');
+        setBack(r, '10.98.0.0/16');
         r.dp.inject('replace-silently-ignored');
       };
     };
-    setBack('10.96.0.0/16');
+    setBack(r, '10.96.0.0/16');
     const failed = await until((s) => s.reasonCodes.includes('ReconcileFailed'), 'the failed verification', from);
     assert.match(failed.lastError ?? '', /after replacing, still out of sync: .*10\.98\.0\.0\/16/);
     assert.ok(r.dp.consumed.has('replace-silently-ignored'));
     assert.deepEqual(r.dp.replaces.slice(replaced, replaced + 3).map((x) => x.key.prefix), cidrs, 'one repair a round, in one pass');
     assert.equal(logs.filter((l) => l.msg === 'reconcile failed').length, 1);
-  } finally {
-    await agent.stop();
-  }
+  });
 });
 
 test('what the verify-only round finds besides is left to a pass that runs at once, not to the resync', async () => {
-  const r = rig();
-  const cidrs = ['10.96.0.0/16', '10.97.0.0/16', '10.98.0.0/16', '10.99.0.0/16'];
-  for (const c of cidrs.slice(1)) r.dp.setRoute(c, '172.18.0.1', 'br-ex', 1400);
-  const { agent, until, advance, seen } = makeAgent(r, seedConfig({ serviceCidrs: cidrs.map(parseCidr) }));
-  agent.start();
-  try {
-    await until((s) => s.reasonCodes[0] === 'Settling', 'Settling');
-    await advance(60_000);
-    await until((s) => s.phase === 'Converged', 'Converged');
-    const from = seen.length;
-    const setBack = (prefix: string, announced = true) => {
-      r.dp.setRoute(prefix, '172.18.0.1', 'br-ex', 1400);
-      if (announced) r.dp.emit({ kind: 'route', op: 'new', family: 4, prefix, table: 254 });
-    };
+  await whenConverged(['10.96.0.0/16', '10.97.0.0/16', '10.98.0.0/16', '10.99.0.0/16'], async ({ r, until, from }) => {
     // Three repairs use up the rounds. Neither they nor the set-backs after them are
     // announced (their notifications lost): no event asks for another pass, and the
     // set-back after the third repair is seen by the verify-only round alone.
     r.dp.inject('replace-unannounced');
     r.dp.afterReplace = () => {
-      setBack('10.97.0.0/16', false);
+      setBack(r, '10.97.0.0/16', false);
       r.dp.inject('replace-unannounced');
       r.dp.afterReplace = () => {
-        setBack('10.98.0.0/16', false);
+        setBack(r, '10.98.0.0/16', false);
         r.dp.inject('replace-unannounced');
-        r.dp.afterReplace = () => setBack('10.99.0.0/16', false);
+        r.dp.afterReplace = () => setBack(r, '10.99.0.0/16', false);
       };
     };
-    setBack('10.96.0.0/16');
+    setBack(r, '10.96.0.0/16');
     await until((s) => s.routes.length === 4 && s.routes.every((x) => x.observed?.dev === 'ovn-k8s-mp0' && x.inSync), 'all four repaired', from);
     assert.ok(r.dp.consumed.has('replace-unannounced'));
     assert.equal(r.dp.afterReplace, null);
-  } finally {
-    await agent.stop();
-  }
+  });
 });
 
 test('a migration owes exactly one restart: requested once, the new ovnkube-node proves it, settle, Converged', async () => {
