@@ -10,8 +10,9 @@
 // act, one more only verifies, and leaves what else it finds to the next pass, which it
 // asks for). Wake-ups: mode-file changes, netlink events about what is watched, `lost`
 // notifications, the periodic resync, the retry timer, and the decision's own wake-up
-// (every second while the agent waits on ovnkube-node). Wake-ups during a pass set `dirty`, and one more pass
-// runs after it: passes never overlap, and a burst of events costs one pass.
+// (every second while the agent waits on ovnkube-node). Wake-ups during a pass set
+// `dirty`, and one more pass runs after it: passes never overlap, and a burst of events
+// costs one pass.
 // The mode file is read by a pass that any wake-up but a netlink event asked for: a
 // repair woken by the kernel does not wait on the file system, and a change of the
 // file is a wake-up of its own (and the periodic resync re-reads it anyway). Likewise a

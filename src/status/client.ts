@@ -9,8 +9,13 @@ import type { StatusReport } from './report.js';
 
 export class AgentUnreachableError extends Error {
   readonly code = 'ERR_GWMODE_UNREACHABLE';
-  /** The system error's code when the connection failed (ECONNREFUSED, ENOENT, EAGAIN). */
-  errno?: string;
+  /** errno: the system error's code when the connection failed (ECONNREFUSED, ENOENT, EAGAIN). */
+  constructor(
+    message: string,
+    readonly errno?: string,
+  ) {
+    super(message);
+  }
 }
 
 /** The agent may well be running: the socket (or its directory) is closed to this caller. */
@@ -69,11 +74,11 @@ export function parseAnswer(raw: Buffer): { code: number; text: string } {
   return { code: Number(m[1]), text: body.toString('utf8') };
 }
 
-/** GET a path of the agent's socket: the HTTP status code and the parsed JSON body. */
 /**
- * GET one path. A connect to a listener whose backlog is full fails at once with EAGAIN
- * on a UNIX socket (it never waits, as TCP does): an agent busy for a moment under a
- * burst of connects. That is retried, a little later each time, within timeoutMs.
+ * GET a path of the agent's socket: the HTTP status code and the parsed JSON body. A
+ * connect to a listener whose backlog is full fails at once with EAGAIN on a UNIX socket
+ * (it never waits, as TCP does): an agent busy for a moment under a burst of connects.
+ * That is retried, a little later each time, within timeoutMs.
  */
 export async function fetchPath(socket: string, urlPath: string, timeoutMs = 5000): Promise<{ code: number; body: unknown }> {
   const deadline = Date.now() + timeoutMs;
@@ -112,7 +117,7 @@ function fetchOnce(socket: string, urlPath: string, timeoutMs: number): Promise<
       reject(
         err.code === 'EACCES' || err.code === 'EPERM'
           ? new AgentDeniedError(`permission denied on ${socket} (${err.code}): the caller must be root or in the socket's group`)
-          : Object.assign(new AgentUnreachableError(`cannot reach the agent on ${socket} (${err.code ?? err.message}): is the agent running?`), { errno: err.code }),
+          : new AgentUnreachableError(`cannot reach the agent on ${socket} (${err.code ?? err.message}): is the agent running?`, err.code),
       ),
     );
   });

@@ -152,11 +152,9 @@ test('SIGTERM while the first of two replaces is in flight: it finishes, the sec
   }
 });
 
-test('the kernel refuses the second of two replaces: the first is put back, exit 1 saying so, and the migration is off the record', (t) => {
+test('the kernel refuses the second of two replaces: the first is put back, exit 1 saying so, and the migration is off the record', async (t) => {
   if (skipWithoutKernel(t)) return;
-  const ns = seedNode({ gw0: true, ipv6: true });
-  const scratch = new Scratch();
-  try {
+  await withNode({ gw0: true, ipv6: true }, async ({ ns, scratch }) => {
     scratch.writeMode('local');
     // Without its connected route, mp0's IPv6 next hop is unreachable: the kernel refuses the v6 replace.
     ns.ip('-6 route del fd00:10:244:1::/64 dev ovn-k8s-mp0');
@@ -166,10 +164,7 @@ test('the kernel refuses the second of two replaces: the first is put back, exit
     assert.deepEqual(onMp0(ns), [false, false]);
     assert.deepEqual(ns.routes('10.96.0.0/16'), [STALE]);
     assert.equal(journalOf(scratch).migration, null, 'nothing migrated: no restart owed, nothing for rollback');
-  } finally {
-    ns.destroy();
-    scratch.remove();
-  }
+  });
 });
 
 test('SIGINT before the first change: apply abandons at once, exit 1, nothing changed, nothing journaled', async (t) => {

@@ -38,7 +38,7 @@ export class FakeDataplane implements Dataplane {
   private readonly faults = new Set<Fault>();
   readonly consumed = new Set<Fault>();
   private readonly subscribers = new Set<(e: DataplaneEvent) => void>();
-  /** Someone else's doing right after a replace the kernel took (and announced), once: a test's hook. */
+  /** Someone else's doing right after a replace the kernel took (announced or not), once: a test's hook. */
   afterReplace: ((r: RouteReplace) => void) | null = null;
 
   constructor() {

@@ -28,11 +28,9 @@ import { AgentProcess, FakeOvnkube, Scratch, waitForStatus } from './agent.js';
 import { get } from './hostile-http.js';
 import { ConfigMapVolume } from './kubelet.js';
 import { seedNode } from './netns.js';
+import { SHIPPED_NODE_FLAGS } from './node-flags.js';
 import { int, prng } from './prng.js';
 import { fileURLToPath } from 'node:url';
-
-/** The flags every launcher starts the daemon with. */
-const SHIPPED_NODE_FLAGS = '--max-semi-space-size=1 --v8-pool-size=1';
 
 /** The agent with its event-loop delay reported from inside (the product exports none). */
 const MEASURED = fileURLToPath(new URL('../fixtures/agent-measured.js', import.meta.url));
@@ -134,7 +132,7 @@ export async function soak(o: SoakOptions): Promise<SoakResult> {
     const args = ['--mode-file', volume.dir, '--service-cidr', '10.96.0.0/16', '--mtu', '1400', '--log-level', 'error', '--restart', 'none', '--ovnkube-mode-check', 'off', '--resync-interval', '1', '--restart-min-interval', '0', '--restart-max-per-hour', '1000000'];
     // Node's flags as the launchers give them (the systemd unit, the image, the .deb's unit;
     // test/packaging/launch-flags.test.ts); SOAK_NODE_OPTIONS='' runs without.
-    agent = new AgentProcess(ns, scratch, args, { NODE_OPTIONS: process.env.SOAK_NODE_OPTIONS ?? SHIPPED_NODE_FLAGS }, MEASURED);
+    agent = new AgentProcess(ns, scratch, args, { NODE_OPTIONS: process.env.SOAK_NODE_OPTIONS ?? SHIPPED_NODE_FLAGS.join(' ') }, MEASURED);
     const a = agent;
     await waitForStatus(a, (s) => s.routes[0]?.inSync === true, 'the first migration');
     const pid = a.child.pid!;

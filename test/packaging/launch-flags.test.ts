@@ -9,9 +9,9 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
+import { SHIPPED_NODE_FLAGS as FLAGS } from '../helpers/node-flags.js';
 
 const ROOT = fileURLToPath(new URL('../../..', import.meta.url));
-const FLAGS = ['--max-semi-space-size=1', '--v8-pool-size=1'];
 const UNIT = path.join(ROOT, 'systemd', 'ovn-gwmode-agent.service');
 
 const execStart = (unit: string): string[] => {
