@@ -132,6 +132,19 @@ async function stopHanging(socket: string): Promise<{ stops: () => number; close
   return { stops: () => stops, close: () => server.forceShutdown() };
 }
 
+/** A scratch directory and, on its runtime.sock, a runtime whose StopContainer never answers; both gone after fn. */
+async function withStopHanging(fn: (c: { dir: string; socket: string; runtime: { stops: () => number } }) => Promise<void>): Promise<void> {
+  const dir = mkdtempSync(path.join(tmpdir(), 'gwmode-cri-'));
+  const socket = path.join(dir, 'runtime.sock');
+  const runtime = await stopHanging(socket);
+  try {
+    await fn({ dir, socket, runtime });
+  } finally {
+    runtime.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
 test('CRI deadlines: 10 s, or a quarter of the watchdog when shorter', () => {
   assert.equal(criDeadlineMs(120_000), 10_000);
   assert.equal(criDeadlineMs(30_000), 7_500);
@@ -140,10 +153,7 @@ test('CRI deadlines: 10 s, or a quarter of the watchdog when shorter', () => {
 
 test('agent: a restart timeout shorter than a hanging StopContainer: the very container still runs past it, but no second request while the first is under way, and the status says so; SIGTERM then says the request, not a pass, is what it abandons', async (t) => {
   if (skipWithoutKernel(t)) return;
-  const dir = mkdtempSync(path.join(tmpdir(), 'gwmode-cri-'));
-  const socket = path.join(dir, 'runtime.sock');
-  const runtime = await stopHanging(socket);
-  try {
+  await withStopHanging(async ({ socket, runtime }) => {
     // The rate limit allows a second request 1 s after the first; the restart timeout is
     // 1 s; the stop hangs 10 s plus the 3 s grace: from 1 s on, decide would ask again.
     await withAgent(
@@ -164,47 +174,41 @@ test('agent: a restart timeout shorter than a hanging StopContainer: the very co
         assert.equal(JSON.parse(readFileSync(path.join(agent.scratch.stateDir, 'migration-journal.json'), 'utf8')).migration.restart, 'requested');
       },
     );
-  } finally {
-    runtime.close();
-    rmSync(dir, { recursive: true, force: true });
-  }
+  });
 });
 
 test('agent: StopContainer never answered: the pass does not wait on it, so the watchdog keeps being pinged and /healthz answers; the stop ends by its deadline as RestartFailed', async (t) => {
   if (skipWithoutKernel(t)) return;
-  const dir = mkdtempSync(path.join(tmpdir(), 'gwmode-cri-'));
-  const socket = path.join(dir, 'runtime.sock');
-  const runtime = await stopHanging(socket);
-  const receiver = new NotifyReceiver(path.join(dir, 'notify.sock'));
-  try {
-    await receiver.listening;
-    // Watchdog 2 s: ListContainers gets 0.5 s; StopContainer 0.5 s plus the 3 s grace,
-    // longer than the watchdog: awaited in the pass, it would withhold the pings.
-    await withAgent(
-      {
-        mode: 'local',
-        args: ['--service-cidr', '10.96.0.0/16', '--restart', 'cri', '--cri-endpoint', socket, '--restart-grace', '3'],
-        env: { NOTIFY_SOCKET: receiver.address, WATCHDOG_USEC: '2000000' },
-      },
-      async ({ ns, agent }) => {
-        const requested = await waitForStatus(agent, (s) => s.reasonCodes[0] === 'RestartAwaited' && /^restarted ovnkube-node/.test(s.reasons[0]!), 'the restart requested');
-        assert.equal(requested.phase, 'Progressing');
-        assert.equal(runtime.stops(), 1);
-        assert.deepEqual(ns.routes('10.96.0.0/16'), ['10.96.0.0/16 via 10.244.1.1 dev ovn-k8s-mp0']);
-        const mark = receiver.messages.length;
-        // While StopContainer hangs: the loop pings the watchdog and /healthz says alive.
-        await receiver.waitFor((m) => m === 'WATCHDOG=1', mark, 'a watchdog ping while the stop hangs');
-        assert.equal(curl(agent.scratch.socket, '/healthz').code, 200);
-        const failed = await waitForStatus(agent, (s) => s.reasonCodes[0] === 'RestartFailed', 'the stop ends by its deadline');
-        assert.match(failed.reasons[0]!, /CRI StopContainer on .*runtime\.sock: Deadline exceeded/);
-        assert.equal(runtime.stops(), 1, 'one request, failed by its deadline');
-        assert.deepEqual(receiver.messages.filter((m) => /reconcile loop stuck/.test(m)), [], 'never a stuck loop');
-        assert.ok(!agent.logs().some((l) => l.msg === 'reconcile loop stuck: withholding the watchdog ping'));
-      },
-    );
-  } finally {
-    receiver.close();
-    runtime.close();
-    rmSync(dir, { recursive: true, force: true });
-  }
+  await withStopHanging(async ({ dir, socket, runtime }) => {
+    const receiver = new NotifyReceiver(path.join(dir, 'notify.sock'));
+    try {
+      await receiver.listening;
+      // Watchdog 2 s: ListContainers gets 0.5 s; StopContainer 0.5 s plus the 3 s grace,
+      // longer than the watchdog: awaited in the pass, it would withhold the pings.
+      await withAgent(
+        {
+          mode: 'local',
+          args: ['--service-cidr', '10.96.0.0/16', '--restart', 'cri', '--cri-endpoint', socket, '--restart-grace', '3'],
+          env: { NOTIFY_SOCKET: receiver.address, WATCHDOG_USEC: '2000000' },
+        },
+        async ({ ns, agent }) => {
+          const requested = await waitForStatus(agent, (s) => s.reasonCodes[0] === 'RestartAwaited' && /^restarted ovnkube-node/.test(s.reasons[0]!), 'the restart requested');
+          assert.equal(requested.phase, 'Progressing');
+          assert.equal(runtime.stops(), 1);
+          assert.deepEqual(ns.routes('10.96.0.0/16'), ['10.96.0.0/16 via 10.244.1.1 dev ovn-k8s-mp0']);
+          const mark = receiver.messages.length;
+          // While StopContainer hangs: the loop pings the watchdog and /healthz says alive.
+          await receiver.waitFor((m) => m === 'WATCHDOG=1', mark, 'a watchdog ping while the stop hangs');
+          assert.equal(curl(agent.scratch.socket, '/healthz').code, 200);
+          const failed = await waitForStatus(agent, (s) => s.reasonCodes[0] === 'RestartFailed', 'the stop ends by its deadline');
+          assert.match(failed.reasons[0]!, /CRI StopContainer on .*runtime\.sock: Deadline exceeded/);
+          assert.equal(runtime.stops(), 1, 'one request, failed by its deadline');
+          assert.deepEqual(receiver.messages.filter((m) => /reconcile loop stuck/.test(m)), [], 'never a stuck loop');
+          assert.ok(!agent.logs().some((l) => l.msg === 'reconcile loop stuck: withholding the watchdog ping'));
+        },
+      );
+    } finally {
+      receiver.close();
+    }
+  });
 });
