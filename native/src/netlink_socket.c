@@ -43,10 +43,16 @@
  *     returned; the next one is read. The reader still checks every message it gets:
  *     the filter only spares it the messages it would drop anyway, which on a table of
  *     1,000,000 routes is nearly all of a dump.
+ *  9. attachFilter(handle, program) attaches a classic BPF program (SO_ATTACH_FILTER)
+ *     that the kernel runs before it queues a datagram on the socket; null detaches it.
+ *     The program is built and explained in src/dataplane/socket-filter.ts; here it is
+ *     only handed over (an array of struct sock_filter, 8 bytes each). The kernel
+ *     checks it and refuses one that is not valid (EINVAL), leaving the one in force.
  */
 #include "netlink_socket.h"
 
 #include <errno.h>
+#include <linux/filter.h>
 #include <linux/netlink.h>
 #include <linux/rtnetlink.h>
 #include <stdbool.h>
@@ -576,5 +582,42 @@ napi_value netlink_close(napi_env env, napi_callback_info info) {
     return NULL;
   }
   release(s);
+  return NULL;
+}
+
+/* attachFilter(handle, program | null): point 9. */
+napi_value netlink_attach_filter(napi_env env, napi_callback_info info) {
+  size_t argc = 2;
+  napi_value argv[2];
+  nl_socket *s = socket_call(env, info, &argc, argv);
+  if (s == NULL) return NULL;
+  napi_valuetype t = napi_undefined;
+  napi_typeof(env, argv[1], &t);
+  if (t == napi_null || t == napi_undefined) {
+    int unused = 0;
+    /* ENOENT: no filter was attached, which is what was asked. */
+    if (setsockopt(s->fd, SOL_SOCKET, SO_DETACH_FILTER, &unused, sizeof unused) < 0 && errno != ENOENT)
+      throw_errno(env, errno, "setsockopt(SO_DETACH_FILTER)");
+    return NULL;
+  }
+  unsigned char *data;
+  size_t length;
+  if (napi_get_buffer_info(env, argv[1], (void **)&data, &length) != napi_ok || length == 0 ||
+      length % sizeof(struct sock_filter) != 0 || length / sizeof(struct sock_filter) > BPF_MAXINSNS) {
+    throw_type_error(env, "attachFilter(handle, program) expects a Buffer of sock_filter instructions, or null");
+    return NULL;
+  }
+  /* The Buffer's bytes may not be aligned for struct sock_filter: copied. */
+  struct sock_filter *insns = malloc(length);
+  if (insns == NULL) {
+    throw_errno(env, ENOMEM, "malloc");
+    return NULL;
+  }
+  memcpy(insns, data, length);
+  struct sock_fprog program = {.len = (unsigned short)(length / sizeof(struct sock_filter)), .filter = insns};
+  int rc = setsockopt(s->fd, SOL_SOCKET, SO_ATTACH_FILTER, &program, sizeof program);
+  int err = errno;
+  free(insns);
+  if (rc < 0) throw_errno(env, err, "setsockopt(SO_ATTACH_FILTER)");
   return NULL;
 }

@@ -256,6 +256,13 @@ export class Agent {
       this.kick('netlink notifications lost');
       return;
     }
+    if (e.kind === 'unfiltered') {
+      this.deps.log.warn(
+        { err: e.error },
+        'netlink: the kernel-side notification filter was not attached: changes of other routes take room in the receive buffer, and a burst of them can force a full resync',
+      );
+      return;
+    }
     const what = e.kind === 'route' ? e.prefix : e.kind === 'link' ? e.link.name : e.address.address;
     this.kick(`${e.kind} ${e.op} ${what}`, false, e.kind === 'route');
   }

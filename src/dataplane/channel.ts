@@ -25,7 +25,9 @@
 //     route messages that cannot be one of its prefixes (native/src/netlink_socket.c,
 //     point 8): set for that exchange only, taken off when it ends. The reader's own
 //     checks stay as they are; the filter only spares it work. A subscription may keep
-//     one for its life.
+//     one for its life, and with it a kernel-side program built from the same prefixes
+//     (dataplane/socket-filter.ts) that keeps the other route notifications out of its
+//     receive buffer, so that unrelated churn cannot overflow it.
 import {
   decodeDone,
   decodeError,
@@ -228,6 +230,12 @@ export class SubscriptionChannel {
   private draining = false;
   /** Polling could not be re-armed after a socket error: no notification will come. */
   deaf = false;
+  /**
+   * Why the kernel-side filter is not attached (the kernel refused it: ENOMEM past
+   * net.core.optmem_max), if it was asked for and is not. The subscription works
+   * without it, as it did before there was one: only unrelated churn fills its buffer.
+   */
+  readonly unfiltered: Error | undefined;
 
   constructor(
     transport: NetlinkTransport,
@@ -235,6 +243,7 @@ export class SubscriptionChannel {
     private readonly handlers: SubscriptionHandlers,
     rcvbuf = 1 << 20,
     routeFilter?: Buffer,
+    socketFilter?: Buffer | null,
   ) {
     this.socket = transport.open({ groups: groups.required, optionalGroups: groups.optional, rcvbuf }, (_status, rearm) => {
       if (rearm < 0) {
@@ -254,6 +263,15 @@ export class SubscriptionChannel {
         throw err;
       }
     }
+    let unfiltered: Error | undefined;
+    if (socketFilter) {
+      try {
+        this.socket.attachFilter?.(socketFilter);
+      } catch (err) {
+        unfiltered = toNetlinkError(err, 'setsockopt(SO_ATTACH_FILTER)');
+      }
+    }
+    this.unfiltered = unfiltered;
   }
 
   /** Reads and handles every queued datagram now (guarantee 5). */

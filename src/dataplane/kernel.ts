@@ -55,6 +55,7 @@
 import type { InterfaceAddress, Link, Route, RouteReplace, Watched } from '../core/route.js';
 import { addressFromBytes, parseAddress, parseCidr, type Cidr, type Family } from '../net/cidr.js';
 import { RequestChannel, SubscriptionChannel } from './channel.js';
+import { routeSocketFilter } from './socket-filter.js';
 import {
   AF_INET,
   AF_INET6,
@@ -341,7 +342,13 @@ class WatchedSubscription implements Subscription {
       // prefix at all, no native filter (the addon refuses an empty one) and the
       // JavaScript filter drops them all.
       this.prefixes.length > 0 ? encodeRouteFilter(RT_TABLE_MAIN, filterPrefixesOf(this.prefixes)) : undefined,
+      // And in the kernel, before they take room in the receive buffer: a churn of other
+      // routes cannot overflow it and force a re-dump of the whole table.
+      routeSocketFilter(RT_TABLE_MAIN, filterPrefixesOf(this.prefixes)),
     );
+    const unfiltered = this.channel.unfiltered;
+    // After subscribe() has returned, as every other event.
+    if (unfiltered) queueMicrotask(() => this.state !== 'closed' && this.emit({ kind: 'unfiltered', error: unfiltered }));
   }
 
   watches(label: string): boolean {

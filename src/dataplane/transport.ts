@@ -25,6 +25,12 @@ export interface NetlinkSocket {
    * it passes every message, and the reader filters them all itself as it always does.
    */
   setRouteFilter?(filter: Buffer | null): void;
+  /**
+   * Attaches a classic BPF program the kernel runs before it queues a datagram (the
+   * native addon's point 9; dataplane/socket-filter.ts), or detaches it with null.
+   * Optional, as setRouteFilter: without it, every datagram is queued.
+   */
+  attachFilter?(program: Buffer | null): void;
   /** Whether the socket keeps the process alive. */
   setRef(ref: boolean): void;
   /** Idempotent. */
@@ -52,6 +58,7 @@ export const nativeTransport: NetlinkTransport = {
       send: (datagram) => void addon.netlinkSend(handle, datagram),
       recv: () => addon.netlinkRecv(handle),
       setRouteFilter: (filter) => addon.netlinkSetRouteFilter(handle, filter),
+      attachFilter: (program) => addon.netlinkAttachFilter(handle, program),
       setRef: (ref) => addon.netlinkSetRef(handle, ref),
       close: () => addon.netlinkClose(handle),
     };

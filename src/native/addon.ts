@@ -36,6 +36,12 @@ export interface NativeAddon {
    * codec.ts's encodeRouteFilter().
    */
   netlinkSetRouteFilter(handle: NativeNetlinkHandle, filter: Buffer | null): void;
+  /**
+   * Attaches a classic BPF program to the socket (SO_ATTACH_FILTER; native/src/netlink_socket.c,
+   * point 9), or detaches it with null. The program is dataplane/socket-filter.ts's
+   * routeSocketFilter(); the kernel refuses an invalid one (EINVAL).
+   */
+  netlinkAttachFilter(handle: NativeNetlinkHandle, program: Buffer | null): void;
   netlinkPortId(handle: NativeNetlinkHandle): number;
   netlinkSetRef(handle: NativeNetlinkHandle, ref: boolean): void;
   netlinkClose(handle: NativeNetlinkHandle): void;

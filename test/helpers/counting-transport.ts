@@ -28,6 +28,7 @@ export function countingTransport(): {
         },
         recv: () => socket.recv(),
         setRouteFilter: (filter) => socket.setRouteFilter?.(filter),
+        attachFilter: (program) => socket.attachFilter?.(program),
         setRef: (ref) => socket.setRef(ref),
         close: () => socket.close(),
       };

@@ -1,0 +1,251 @@
+// The subscription's kernel-side filter (src/dataplane/socket-filter.ts) on the real
+// kernel. Differential: two sockets subscribed to the same groups see the same seeded
+// churn of route changes, one with the program attached and one without; what the
+// program let through must be exactly what the unfiltered socket got, less the route
+// messages the JavaScript filter drops (PrefixFilter, and the main table) - never one
+// more, never one less. Then what it is for: a churn of other routes while nobody reads
+// no longer overflows the receive buffer, and the program is accepted by the kernel for
+// every prefix set it builds one for.
+import { strict as assert } from 'node:assert';
+import { spawnSync } from 'node:child_process';
+import { test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { seedNode, skipWithoutKernel } from '../helpers/netns.js';
+import { prng } from '../helpers/prng.js';
+import { routeSocketFilter } from '../../src/dataplane/socket-filter.js';
+import { KernelDataplane } from '../../src/dataplane/kernel.js';
+import { nativeTransport, type NetlinkTransport } from '../../src/dataplane/transport.js';
+import type { DataplaneEvent } from '../../src/dataplane/types.js';
+import { AF_INET, AF_INET6, RT_TABLE_MAIN, type FilterPrefix } from '../../src/dataplane/codec.js';
+import { parseCidr } from '../../src/net/cidr.js';
+
+const addonModule = fileURLToPath(new URL('../../src/native/addon.js', import.meta.url));
+const codecModule = fileURLToPath(new URL('../../src/dataplane/codec.js', import.meta.url));
+const filterModule = fileURLToPath(new URL('../../src/dataplane/socket-filter.js', import.meta.url));
+const cidrModule = fileURLToPath(new URL('../../src/net/cidr.js', import.meta.url));
+
+function prefixesOf(texts: string[]): FilterPrefix[] {
+  return texts.map((text) => {
+    const c = parseCidr(text);
+    return { af: c.family === 4 ? AF_INET : AF_INET6, length: c.length, bytes: c.bytes, label: c.text };
+  });
+}
+
+/**
+ * In the namespace: opens the sockets, runs the ip batch, reads everything queued. Each
+ * socket is { program: boolean, rcvbuf }; prints per socket the datagrams (hex) and
+ * whether a read reported ENOBUFS.
+ */
+const script = (watched: string[], sockets: { program: boolean; rcvbuf: number }[], batchFile: string, after: string[][]) => `
+const { addon } = await import(${JSON.stringify(addonModule)});
+const codec = await import(${JSON.stringify(codecModule)});
+const { routeSocketFilter } = await import(${JSON.stringify(filterModule)});
+const { parseCidr } = await import(${JSON.stringify(cidrModule)});
+const { execFileSync } = await import('node:child_process');
+const prefixes = ${JSON.stringify(watched)}.map((text) => {
+  const c = parseCidr(text);
+  return { af: c.family === 4 ? codec.AF_INET : codec.AF_INET6, length: c.length, bytes: c.bytes, label: c.text };
+});
+const program = routeSocketFilter(codec.RT_TABLE_MAIN, prefixes);
+const groups = [codec.RTNLGRP_LINK, codec.RTNLGRP_IPV4_ROUTE, codec.RTNLGRP_IPV6_ROUTE];
+const handles = ${JSON.stringify(sockets)}.map((s) => {
+  const handle = addon.netlinkOpen({ groups, rcvbuf: s.rcvbuf }, () => undefined);
+  if (s.program) addon.netlinkAttachFilter(handle, program);
+  return handle;
+});
+execFileSync('ip', ['-force', '-batch', ${JSON.stringify(batchFile)}], { stdio: 'ignore' });
+for (const args of ${JSON.stringify(after)}) execFileSync('ip', args);
+const out = handles.map((handle) => {
+  const seen = { datagrams: [], enobufs: 0 };
+  for (;;) {
+    let d;
+    try { d = addon.netlinkRecv(handle); } catch (err) { if (err.code === 'ENOBUFS') { seen.enobufs++; continue; } throw err; }
+    if (d === null) break;
+    seen.datagrams.push(d.toString('hex'));
+  }
+  addon.netlinkClose(handle);
+  return seen;
+});
+console.log(JSON.stringify({ instructions: program ? program.length / 8 : 0, out }));
+`;
+
+interface Run {
+  instructions: number;
+  out: { datagrams: string[]; enobufs: number }[];
+}
+
+function runIn(ns: { name: string }, watched: string[], sockets: { program: boolean; rcvbuf: number }[], batch: string[], after: string[][] = []): Run {
+  const dir = spawnSync('mktemp', ['-d'], { encoding: 'utf8' }).stdout.trim();
+  const file = `${dir}/batch`;
+  spawnSync('sh', ['-c', `cat > ${file}`], { input: batch.join('\n') + '\n' });
+  try {
+    const r = spawnSync('ip', ['netns', 'exec', ns.name, process.execPath, '--input-type=module', '-e', script(watched, sockets, file, after)], {
+      encoding: 'utf8',
+      maxBuffer: 1 << 28,
+      timeout: 120_000,
+    });
+    assert.equal(r.status, 0, r.stderr);
+    return JSON.parse(r.stdout) as Run;
+  } finally {
+    spawnSync('rm', ['-rf', dir]);
+  }
+}
+
+/** What the JavaScript reader keeps of a datagram: not a route message, or one of the prefixes in the main table. */
+async function keptByReader(watched: string[]): Promise<(hex: string) => boolean> {
+  const codec = await import('../../src/dataplane/codec.js');
+  const filter = new codec.PrefixFilter(prefixesOf(watched));
+  return (hex) => {
+    const messages = codec.parseDatagram(Buffer.from(hex, 'hex'));
+    return messages.some(
+      (m) =>
+        (m.type !== codec.RTM_NEWROUTE && m.type !== codec.RTM_DELROUTE) ||
+        (filter.match(m.data) !== undefined && codec.routeTable(m.data) === RT_TABLE_MAIN),
+    );
+  };
+}
+
+/** A seeded churn of route changes near the watched prefixes and far from them, both families, several tables. */
+function churn(seed: number, count: number): string[] {
+  const rand = prng(seed);
+  const pick = <T>(xs: T[]): T => xs[Math.floor(rand() * xs.length)]!;
+  const lines: string[] = [];
+  const v4 = () => {
+    const length = pick([0, 8, 15, 16, 16, 17, 24, 32]);
+    const bytes = pick([
+      [10, 96, 0, 0],
+      [10, 97, 0, 0],
+      [10, 96, 128, 0],
+      [10, 97, Math.floor(rand() * 256), 0],
+      [Math.floor(rand() * 223) + 1, Math.floor(rand() * 256), Math.floor(rand() * 256), Math.floor(rand() * 256)],
+    ]);
+    const mask = length === 0 ? 0 : (0xffffffff << (32 - length)) >>> 0;
+    const n = ((((bytes[0]! << 24) | (bytes[1]! << 16) | (bytes[2]! << 8) | bytes[3]!) >>> 0) & mask) >>> 0;
+    return `${n >>> 24}.${(n >>> 16) & 255}.${(n >>> 8) & 255}.${n & 255}/${length}`;
+  };
+  const v6 = () => {
+    const length = pick([0, 64, 111, 112, 112, 113, 128]);
+    const base = pick(['fd00:10:96::', 'fd00:10:97::', 'fd00:10:96::8000', `fd00:${Math.floor(rand() * 0xffff).toString(16)}::`]);
+    const c = parseCidr(`${base}/128`);
+    const bytes = Buffer.from(c.bytes);
+    for (let bit = length; bit < 128; bit++) bytes[bit >> 3]! &= ~(0x80 >> (bit & 7));
+    const groups = Array.from({ length: 8 }, (_, i) => bytes.readUInt16BE(i * 2).toString(16));
+    return `${groups.join(':')}/${length}`;
+  };
+  for (let i = 0; i < count; i++) {
+    const six = rand() < 0.4;
+    const prefix = six ? v6() : v4();
+    const where = pick(['', '', ' table 100', ' table 1000', ' metric 77']);
+    const via = six ? 'via fd00:172:18::1 dev br-ex' : 'via 172.18.0.1 dev br-ex';
+    lines.push(`route replace ${prefix} ${via}${where}`);
+    if (rand() < 0.5) lines.push(`route del ${prefix}${where}`);
+  }
+  return lines;
+}
+
+for (const watched of [
+  ['10.96.0.0/16', 'fd00:10:96::/112'],
+  ['10.96.0.0/16', '10.97.0.0/16', '0.0.0.0/0', 'fd00:10:96::/112', '::/0'],
+  // As bench:scale watches: a hundred /24s beside the service CIDR, and the default routes.
+  ['10.96.0.0/16', ...Array.from({ length: 100 }, (_, i) => `10.97.${i * 2}.0/24`), '0.0.0.0/0', 'fd00:10:96::/112', '::/0'],
+]) {
+  test(`socket filter, differential on the real kernel (${watched.length > 5 ? `${watched.length} prefixes` : watched.join(', ')}): it lets through exactly what the reader keeps`, async (t) => {
+    if (skipWithoutKernel(t)) return;
+    const keep = await keptByReader(watched);
+    const ns = seedNode({ ipv6: true });
+    try {
+      const batch = churn(watched.length, 3000);
+      const run = runIn(ns, watched, [{ program: true, rcvbuf: 64 << 20 }, { program: false, rcvbuf: 64 << 20 }], batch, [['link', 'set', 'ovn-k8s-mp0', 'down']]);
+      const [filtered, all] = run.out as [Run['out'][0], Run['out'][0]];
+      assert.equal(filtered.enobufs + all.enobufs, 0, 'a receive buffer large enough for the whole churn');
+      const expected = all.datagrams.filter(keep);
+      // The churn reached the watched prefixes (in main and elsewhere) and far from them.
+      assert.ok(all.datagrams.length > 2000, `${all.datagrams.length} notifications`);
+      assert.ok(expected.length >= 20 && expected.length < all.datagrams.length / 4, `${expected.length} of ${all.datagrams.length} kept by the reader`);
+      assert.deepEqual(filtered.datagrams, expected);
+    } finally {
+      ns.destroy();
+    }
+  });
+}
+
+test('socket filter: a churn of 20,000 other routes while nobody reads leaves the receive buffer room; without it, the same churn overflows it', (t) => {
+  if (skipWithoutKernel(t)) return;
+  const ns = seedNode({ ipv6: true });
+  try {
+    const watched = ['10.96.0.0/16', 'fd00:10:96::/112'];
+    const batch: string[] = [];
+    for (let i = 0; i < 10_000; i++) batch.push(`route add 10.${100 + (i >> 8)}.${i & 255}.0/24 via 172.18.0.1 dev br-ex`);
+    for (let i = 0; i < 10_000; i++) batch.push(`route del 10.${100 + (i >> 8)}.${i & 255}.0/24`);
+    const run = runIn(ns, watched, [{ program: true, rcvbuf: 1 << 20 }, { program: false, rcvbuf: 1 << 20 }], batch, [
+      ['route', 'replace', '10.96.0.0/16', 'via', '10.244.1.1', 'dev', 'ovn-k8s-mp0'],
+    ]);
+    const [filtered, all] = run.out as [Run['out'][0], Run['out'][0]];
+    assert.equal(filtered.enobufs, 0, 'nothing lost with the program');
+    assert.equal(filtered.datagrams.length, 1, 'the watched change, and only it');
+    assert.ok(all.enobufs > 0, 'the same churn overflows a socket without it');
+  } finally {
+    ns.destroy();
+  }
+});
+
+test('socket filter: the kernel accepts the program for one to sixteen prefixes of both families, and for a hundred; none for no prefix, none past 4,096 instructions', (t) => {
+  if (skipWithoutKernel(t)) return;
+  assert.equal(routeSocketFilter(RT_TABLE_MAIN, []), null);
+  const v6 = (n: number) => Array.from({ length: n }, (_, i) => `fd00:10:${i.toString(16)}::/112`);
+  const sets: string[][] = [];
+  for (let n = 1; n <= 16; n++) {
+    sets.push(Array.from({ length: n }, (_, i) => (i % 2 === 0 ? `10.${96 + i}.0.0/16` : `fd00:10:${(96 + i).toString(16)}::/112`)));
+  }
+  // bench:scale's hundred /24s; more may pass net.core.optmem_max (ENOMEM: the test above).
+  sets.push(v6(20), Array.from({ length: 100 }, (_, i) => `10.97.${i}.0/24`));
+  sets.push(['0.0.0.0/0'], ['::/0'], ['10.96.0.0/16', '0.0.0.0/0'], ['10.96.0.0/32', '10.96.0.0/12', '10.96.0.0/16']);
+  for (const watched of sets) {
+    const program = routeSocketFilter(RT_TABLE_MAIN, prefixesOf(watched));
+    assert.ok(program, `${watched.length} prefixes`);
+  }
+  assert.ok(routeSocketFilter(RT_TABLE_MAIN, prefixesOf(v6(300))), 'within 4,096 instructions');
+  assert.equal(routeSocketFilter(RT_TABLE_MAIN, prefixesOf(v6(500))), null);
+  // The kernel's own check, on each: attach every program to a socket in the namespace.
+  const ns = seedNode({});
+  try {
+    for (const watched of sets) {
+      const run = runIn(ns, watched, [{ program: true, rcvbuf: 1 << 20 }], [`route replace 10.96.0.0/16 via 172.18.0.1 dev br-ex`]);
+      assert.ok(run.instructions > 0);
+    }
+  } finally {
+    ns.destroy();
+  }
+});
+
+test('a program the kernel refuses (ENOMEM past net.core.optmem_max) leaves the subscription open without it, and says so once', async () => {
+  let closed = 0;
+  let attached = 0;
+  const transport: NetlinkTransport = {
+    open(options, onReadable) {
+      const socket = nativeTransport.open(options, onReadable);
+      return {
+        ...socket,
+        attachFilter: () => {
+          attached++;
+          throw Object.assign(new Error('setsockopt(SO_ATTACH_FILTER) ENOMEM'), { errno: 12, code: 'ENOMEM', syscall: 'setsockopt(SO_ATTACH_FILTER)' });
+        },
+        close: () => (closed++, socket.close()),
+      };
+    },
+  };
+  const dp = new KernelDataplane({ transport });
+  const events: DataplaneEvent[] = [];
+  try {
+    const sub = dp.subscribe({ prefixes: [parseCidr('10.96.0.0/16')], links: ['br-ex'] }, (e) => events.push(e));
+    await new Promise((r) => setImmediate(r));
+    assert.equal(attached, 1);
+    assert.equal(closed, 0, 'the subscription socket stays open');
+    const unfiltered = events.filter((e) => e.kind === 'unfiltered');
+    assert.equal(unfiltered.length, 1);
+    assert.match((unfiltered[0] as { error: Error }).error.message, /ENOMEM|Cannot allocate/);
+    sub.close();
+  } finally {
+    dp.close();
+  }
+});
