@@ -13,12 +13,14 @@
 //     each by another next hop (the real changes are counted from their notifications);
 //     how many times the agent lost notifications meanwhile (each costs a re-dump) and
 //     its failed passes (their log lines: a failed pass is retried after a backoff);
+//     its subscription socket's fill (the most bytes queued, sampled every 2 ms from
+//     /proc/PID/net/netlink) and the notifications the kernel dropped on it (Drops);
 //     the agent's VmRSS once converged (after its seeding dump) and after the churn.
 // COMPARE_FLAGS='--max-semi-space-size=1 --v8-pool-size=1' (Node or V8 flags) runs 1 and 2
 // twice on the same table, without and then with those flags (the in-process passes'
 // process and the agent alike), so that the flags' cost is read from one run.
 import { execFile, execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -194,6 +196,38 @@ function rssMb(pid: number): number {
   return +(kb / 1024).toFixed(1);
 }
 
+/** The inodes of a process's sockets. */
+function socketInodes(pid: number): Set<string> {
+  const inodes = new Set<string>();
+  for (const fd of readdirSync(`/proc/${pid}/fd`)) {
+    try {
+      const m = /^socket:\[(\d+)\]$/.exec(readlinkSync(`/proc/${pid}/fd/${fd}`));
+      if (m) inodes.add(m[1]!);
+    } catch {
+      // Closed meanwhile.
+    }
+  }
+  return inodes;
+}
+
+/**
+ * The agent's subscription sockets (netlink sockets of its own, in multicast groups), as
+ * /proc/PID/net/netlink shows them in its namespace: bytes queued (Rmem) and the
+ * notifications the kernel dropped for want of room (Drops), summed.
+ */
+function subscriptionSockets(pid: number, inodes: Set<string>): { rmem: number; drops: number } {
+  let rmem = 0;
+  let drops = 0;
+  for (const line of readFileSync(`/proc/${pid}/net/netlink`, 'utf8').split('\n').slice(1)) {
+    // sk Eth Pid Groups Rmem Wmem Dump Locks Drops Inode
+    const f = line.trim().split(/\s+/);
+    if (f.length < 10 || f[1] !== '0' || /^0+$/.test(f[3]!) || !inodes.has(f[9]!)) continue;
+    rmem += Number(f[4]);
+    drops += Number(f[8]);
+  }
+  return { rmem, drops };
+}
+
 function timeWhole(ns: string, args: string[], runs = 5): number {
   const times: number[] = [];
   for (let i = 0; i < runs; i++) {
@@ -250,6 +284,11 @@ async function main(): Promise<void> {
       const lostBefore = lost;
       const failedBefore = failures.length;
       let churn: Record<string, unknown>;
+      // Sampled while the repairs and the churn run: how full the agent's receive buffer got.
+      const inodes = socketInodes(agent.pid!);
+      const before = subscriptionSockets(agent.pid!, inodes);
+      let peakRmem = before.rmem;
+      const sampler = setInterval(() => (peakRmem = Math.max(peakRmem, subscriptionSockets(agent!.pid!, inodes).rmem)), 2);
       try {
         // Not execFileSync: this process must keep reading the agent's output meanwhile
         // (a full pipe would stop the agent's logging, and the agent), and count from it.
@@ -258,9 +297,13 @@ async function main(): Promise<void> {
         // What the agent wrote until the end of the repairs, read before counting.
         await sleep(500);
       } catch (err) {
+        clearInterval(sampler);
         throw new Error(`repairs failed (node flags: ${flags.join(' ') || 'none'}); the agent's last output:\n${out.slice(-15000)}`, { cause: err });
       }
-      runs.push({ nodeFlags: flags.join(' ') || 'none', inProcess, ...churn, agentLostNotificationsDuringChurn: lost - lostBefore, agentFailedPassesDuringRepairs: failures.slice(failedBefore), agentVmRssMb: { converged: rssConvergedMb, afterChurn: rssMb(agent.pid!) } });
+      clearInterval(sampler);
+      const after = subscriptionSockets(agent.pid!, inodes);
+      const agentSubscription = { peakQueuedKiB: +(peakRmem / 1024).toFixed(1), kernelDrops: after.drops - before.drops };
+      runs.push({ nodeFlags: flags.join(' ') || 'none', inProcess, ...churn, agentLostNotificationsDuringChurn: lost - lostBefore, agentSubscription, agentFailedPassesDuringRepairs: failures.slice(failedBefore), agentVmRssMb: { converged: rssConvergedMb, afterChurn: rssMb(agent.pid!) } });
       await terminate(agent);
       agent = undefined;
     }
