@@ -231,9 +231,9 @@ export class SubscriptionChannel {
   /** Polling could not be re-armed after a socket error: no notification will come. */
   deaf = false;
   /**
-   * Why the kernel-side filter is not attached (the kernel refused it: ENOMEM past
-   * net.core.optmem_max), if it was asked for and is not. The subscription works
-   * without it, as it did before there was one: only unrelated churn fills its buffer.
+   * Why the kernel-side filter given is not attached (the kernel refused it: ENOMEM past
+   * net.core.optmem_max). The subscription works without it, as it did before there was
+   * one: only unrelated churn takes room in its buffer again.
    */
   readonly unfiltered: Error | undefined;
 

@@ -329,6 +329,18 @@ class WatchedSubscription implements Subscription {
     this.filter = prefixFilterOf(this.prefixes);
     this.cache = new RouteCache(this.prefixes.map((p) => p.text));
     this.linkNames = new Set(watched.links);
+    // The kernel-side filter only spares work: should building it fail, the subscription
+    // runs without it (and says so below) rather than not at all.
+    let program: Buffer | null = null;
+    let unbuilt: Error | undefined;
+    try {
+      program = routeSocketFilter(RT_TABLE_MAIN, filterPrefixesOf(this.prefixes));
+      if (!program && this.prefixes.length > 0) {
+        unbuilt = new Error(`no kernel-side filter for ${this.prefixes.length} watched prefixes: its program would exceed 4,096 instructions`);
+      }
+    } catch (err) {
+      unbuilt = err instanceof Error ? err : new Error(String(err));
+    }
     this.channel = new SubscriptionChannel(
       transport,
       {
@@ -344,9 +356,9 @@ class WatchedSubscription implements Subscription {
       this.prefixes.length > 0 ? encodeRouteFilter(RT_TABLE_MAIN, filterPrefixesOf(this.prefixes)) : undefined,
       // And in the kernel, before they take room in the receive buffer: a churn of other
       // routes cannot overflow it and force a re-dump of the whole table.
-      routeSocketFilter(RT_TABLE_MAIN, filterPrefixesOf(this.prefixes)),
+      program,
     );
-    const unfiltered = this.channel.unfiltered;
+    const unfiltered = this.channel.unfiltered ?? unbuilt;
     // After subscribe() has returned, as every other event.
     if (unfiltered) queueMicrotask(() => this.state !== 'closed' && this.emit({ kind: 'unfiltered', error: unfiltered }));
   }

@@ -10,32 +10,39 @@
 // routes, at least the kernel's own 0.4 s) before it trusts its cache again. With it,
 // only changes to the watched prefixes (and every non-route message) take room.
 //
-// The rules, each one a certainty or a pass:
+// The rules. Each drops only what the native filter and the JavaScript reader would
+// ignore, for every message the kernel builds; anything unexpected passes:
 //  - Only a datagram holding exactly one RTM_NEWROUTE or RTM_DELROUTE message (its
 //    nlmsg_len is the datagram's length), not marked NLM_F_DUMP_INTR, with the whole
 //    rtmsg header, may be dropped; everything else passes (links, addresses, nexthops,
 //    a datagram of several messages, anything short).
-//  - Dropped when its (family, destination length) is no watched prefix's: the JavaScript
-//    and native filters match on both, from the same header bytes.
-//  - Dropped when rtm_table is not the one the kernel writes for the watched table (the
-//    table itself below 256, RT_TABLE_COMPAT above: the kernel fills rtm_table so in
-//    every route message it builds, fib_dump_info and rt6_fill_node). A table above 255
-//    is told apart only by RTA_TABLE, which the native filter reads after this one.
-//  - A watched default route (length 0) passes once its family, length and table match.
+//  - Dropped when rtm_table is not the one the kernel writes for the watched table: the
+//    table itself below 256, RT_TABLE_COMPAT above. The readers take the table from
+//    RTA_TABLE; this program relies on the kernel writing both alike in every route
+//    message it builds (fib_dump_info, rt6_fill_node), and a table above 255 is told
+//    apart only by RTA_TABLE, which the native filter reads after this one.
+//  - A default route (length 0) passes when its family has a watched default route, and
+//    is dropped otherwise.
 //  - Otherwise RTA_DST is looked for among the first MAX_ATTRIBUTES attributes (the
 //    kernel writes RTA_TABLE, then RTA_DST): every attribute header is bounds-checked
-//    against the message before it is read; not found, malformed, or of the wrong size:
-//    passes. Dropped when its address is none of the watched prefixes' of that length.
+//    against the message before it is read; not found, malformed, or of the wrong size
+//    for its family: passes. Dropped when no watched prefix has its family, length and
+//    address.
 // A classic BPF program that reads past the end of the packet stops and returns 0, which
 // for a socket filter means "drop": so no load here reads beyond a checked length.
 // Whatever passes is still checked by the native filter and by JavaScript, as before;
 // this program only keeps what they would drop out of the receive buffer.
 //
 // The program is built from the same FilterPrefix list as the native filter, so the two
-// cannot disagree on what is watched. A program the kernel would not take (over 4,096
-// instructions: some 400 IPv6 or 800 IPv4 prefixes; or more distinct prefix lengths than
-// 8-bit jumps reach across) is not built: routeSocketFilter returns null, and the
-// subscription runs as it did before, with the native filter alone.
+// cannot disagree on what is watched. Its size: about 130 instructions, and one more per
+// IPv4 prefix or eight per IPv6 one (159 for a dual-stack node's two service CIDRs and
+// two default routes). The kernel charges it to the socket's option memory
+// (net.core.optmem_max, per network namespace: 20 KiB on older kernels, 128 KiB on newer
+// ones) and refuses one too large with ENOMEM; measured on 6.18, 20 KiB holds about 50
+// IPv6 or 2,000 IPv4 prefixes (the IPv6 comparisons' indirect loads cost the most once
+// the kernel has translated them), 128 KiB about 390 IPv6 ones. The subscription then
+// runs as before, without it, and says so; over 4,096 instructions (some 500 IPv6
+// prefixes) none is built.
 import { endianness } from 'node:os';
 import { AF_INET, AF_INET6, type FilterPrefix } from './codec.js';
 
@@ -180,16 +187,16 @@ const highByte = (at: number) => (LE ? at + 1 : at);
 /**
  * The classic BPF program for a subscription watching these prefixes in this table (the
  * rules at the top of this file), as the bytes SO_ATTACH_FILTER takes; null when there
- * is no prefix to watch (nothing may be dropped) or the program is too large to express.
+ * is no prefix to watch (nothing may be dropped) or the program would be too large.
  *
- * Three parts, each with its own returns, so that every jump is short (8 bits): the
- * header, the walk for RTA_DST, the comparison of the address. The kernel's check of
- * scratch memory (check_load_and_stores in net/core/filter.c) follows the code in order
- * and carries what was stored before a return into the code after it; so each part
- * stores the cells it reads before any jump to its returns: the header reads none, the
- * walk stores both of its cells first, and the comparison is reached only from the walk.
- * The message's length is the datagram's (checked first), read with BPF_LEN wherever
- * it is needed.
+ * Three parts, each with its own returns, so that every conditional jump is short (8
+ * bits): the header, the walk for RTA_DST, the comparison of the address. The kernel's
+ * check of scratch memory (check_load_and_stores in net/core/filter.c) follows the code
+ * in order and carries what was stored before a return into the code after it; so each
+ * part stores the cells it reads before any jump to its returns: the header reads none,
+ * the walk stores both of its cells first, and the comparison is reached only from the
+ * walk. The message's length is the datagram's (checked first), read with BPF_LEN
+ * wherever it is needed.
  */
 export function routeSocketFilter(table: number, prefixes: readonly FilterPrefix[]): Buffer | null {
   if (prefixes.length === 0) return null;
@@ -210,17 +217,15 @@ export function routeSocketFilter(table: number, prefixes: readonly FilterPrefix
     p.op(BPF_ALU | BPF_LSH | BPF_K, 8).op(BPF_ST, M_TMP).op(BPF_LD | BPF_B | BPF_ABS, b);
     p.op(BPF_LDX | BPF_MEM, M_TMP).op(BPF_ALU | BPF_OR | BPF_X);
   }
-  p.op(BPF_LDX | BPF_W | BPF_LEN).jump(BPF_JMP | BPF_JEQ | BPF_X, 0, 'pair0', 'keep0');
-  // (family, destination length): one of the watched pairs, else dropped.
-  const pairs = [...new Set(prefixes.map((x) => `${x.af}/${x.length}`))].map((s) => s.split('/').map(Number) as [number, number]);
-  pairs.forEach(([af, length], i) => {
-    const next = i + 1 < pairs.length ? `pair${i + 1}` : 'drop0';
-    p.label(`pair${i}`).op(BPF_LD | BPF_B | BPF_ABS, NLMSG_HDRLEN).jump(JEQ, af, `pair${i}len`, next);
-    p.label(`pair${i}len`).op(BPF_LD | BPF_B | BPF_ABS, NLMSG_HDRLEN + 1).jump(JEQ, length, 'table', next);
-  });
-  // The table; then a watched default route passes as it is, and any other goes on to the walk.
+  p.op(BPF_LDX | BPF_W | BPF_LEN).jump(BPF_JMP | BPF_JEQ | BPF_X, 0, 'table', 'keep0');
+  // The table.
   p.label('table').op(BPF_LD | BPF_B | BPF_ABS, NLMSG_HDRLEN + 4).jump(JEQ, rtmTable, 'default', 'drop0');
-  p.label('default').op(BPF_LD | BPF_B | BPF_ABS, NLMSG_HDRLEN + 1).jump(JEQ, 0, 'keep0', 'walk');
+  // A default route: kept when its family's is watched, else dropped; any other goes on to the walk.
+  const defaults = [AF_INET, AF_INET6].filter((af) => prefixes.some((x) => x.af === af && x.length === 0));
+  p.label('default').op(BPF_LD | BPF_B | BPF_ABS, NLMSG_HDRLEN + 1);
+  p.jump(JEQ, 0, defaults.length > 0 ? 'defaultFamily' : 'drop0', 'walk');
+  if (defaults.length > 0) p.label('defaultFamily').op(BPF_LD | BPF_B | BPF_ABS, NLMSG_HDRLEN);
+  defaults.forEach((af, i) => p.label(`defaultIs${i}`).jump(JEQ, af, 'keep0', i + 1 < defaults.length ? `defaultIs${i + 1}` : 'drop0'));
   p.label('drop0').op(BPF_RET | BPF_K, DROP);
   p.label('keep0').op(BPF_RET | BPF_K, KEEP);
 
@@ -246,44 +251,59 @@ export function routeSocketFilter(table: number, prefixes: readonly FilterPrefix
   }
   p.label('keep1').op(BPF_RET | BPF_K, KEEP);
 
-  // 3. RTA_DST found at M_OFF: its address against each watched prefix of the message's
-  // family and length, a 32-bit word at a time (BPF reads words in network order, the
-  // order the address bytes are in). X holds the offset throughout: no load here
-  // changes it, and none reads scratch memory after the size check, so a return may
-  // sit anywhere between two prefixes (their jumps never fall through): one comes
-  // after every CHUNK instructions, within reach of the hits before it.
-  p.label('dst');
+  // 3. RTA_DST found at M_OFF, of a route whose length is not 0: per family, the size
+  // of the address; per destination length watched in that family, the address against
+  // each watched prefix of that length, a 32-bit word at a time (BPF reads words in
+  // network order, the order the address bytes are in; an IPv4 address is loaded once
+  // for all the prefixes of a length). X holds the offset throughout: no load here
+  // changes it, and none reads scratch memory after the size check, so returns sit
+  // between the comparisons (no jump falls through into them), one after every CHUNK
+  // instructions, within reach of the hits before them. Each length ends with a drop:
+  // a message has one length. Families and lengths that are not the message's are
+  // jumped over with BPF_JA, whose reach is 32 bits.
+  p.label('dst').op(BPF_LDX | BPF_MEM, M_OFF);
   const families = [AF_INET, AF_INET6].filter((af) => prefixes.some((x) => x.af === af && x.length > 0));
   let keeps = 0;
+  let chunkStart = 0;
+  const hit = () => `keep${3 + keeps}`;
+  const keepAfterChunk = (force: boolean) => {
+    if (!force && p.size() - chunkStart < CHUNK) return;
+    p.label(hit()).op(BPF_RET | BPF_K, KEEP);
+    keeps++;
+    chunkStart = p.size();
+  };
   families.forEach((af, f) => {
     const words = af === AF_INET ? 1 : 4;
-    const mine = prefixes.filter((x) => x.af === af && x.length > 0);
-    // The other family, past this one's prefixes, by a 32-bit jump.
-    const other = f + 1 < families.length ? `family${f + 1}` : 'drop2';
+    const nextFamily = f + 1 < families.length ? `family${f + 1}` : 'drop2';
     p.label(`family${f}`).op(BPF_LD | BPF_B | BPF_ABS, NLMSG_HDRLEN).jump(JEQ, af, `family${f}size`, `family${f}other`);
-    p.label(`family${f}other`).jumpAlways(other);
+    p.label(`family${f}other`).jumpAlways(nextFamily);
+    chunkStart = p.size();
     // An address of another size than the family's: kept, by the first return ahead.
-    p.label(`family${f}size`).op(BPF_LD | BPF_MEM, M_RLEN).jump(JEQ, 4 + words * 4, `family${f}x`, `keep${3 + keeps}`);
-    p.label(`family${f}x`).op(BPF_LDX | BPF_MEM, M_OFF);
-    let chunkStart = p.size();
-    mine.forEach((prefix, n) => {
-      const hit = `keep${3 + keeps}`;
-      const miss = n + 1 < mine.length ? `family${f}p${n + 1}` : 'drop2';
-      p.label(`family${f}p${n}`).op(BPF_LD | BPF_B | BPF_ABS, NLMSG_HDRLEN + 1).jump(JEQ, prefix.length, `family${f}p${n}w0`, miss);
-      const address = Buffer.alloc(16);
-      prefix.bytes.copy(address, 0, 0, Math.min(16, prefix.bytes.length));
-      for (let w = 0; w < words; w++) {
-        p.label(`family${f}p${n}w${w}`).op(BPF_LD | BPF_W | BPF_IND, 4 + w * 4);
-        p.jump(JEQ, address.readUInt32BE(w * 4), w + 1 < words ? `family${f}p${n}w${w + 1}` : hit, miss);
-      }
-      if (p.size() - chunkStart >= CHUNK || n + 1 === mine.length) {
-        p.label(hit).op(BPF_RET | BPF_K, KEEP);
-        keeps++;
-        chunkStart = p.size();
-      }
+    p.label(`family${f}size`).op(BPF_LD | BPF_MEM, M_RLEN).jump(JEQ, 4 + words * 4, `family${f}g0`, hit());
+    const lengths = [...new Set(prefixes.filter((x) => x.af === af && x.length > 0).map((x) => x.length))];
+    lengths.forEach((length, g) => {
+      const group = `family${f}g${g}`;
+      const nextGroup = g + 1 < lengths.length ? `family${f}g${g + 1}` : nextFamily;
+      p.label(group).op(BPF_LD | BPF_B | BPF_ABS, NLMSG_HDRLEN + 1).jump(JEQ, length, `${group}body`, `${group}other`);
+      p.label(`${group}other`).jumpAlways(nextGroup);
+      p.label(`${group}body`);
+      const mine = prefixes.filter((x) => x.af === af && x.length === length);
+      if (words === 1) p.op(BPF_LD | BPF_W | BPF_IND, 4);
+      mine.forEach((prefix, n) => {
+        const miss = n + 1 < mine.length ? `${group}p${n + 1}` : `${group}drop`;
+        const address = Buffer.alloc(16);
+        prefix.bytes.copy(address, 0, 0, Math.min(16, prefix.bytes.length));
+        p.label(`${group}p${n}`);
+        for (let w = 0; w < words; w++) {
+          if (words > 1) p.label(`${group}p${n}w${w}`).op(BPF_LD | BPF_W | BPF_IND, 4 + w * 4);
+          p.jump(JEQ, address.readUInt32BE(w * 4), w + 1 < words ? `${group}p${n}w${w + 1}` : hit(), miss);
+        }
+        keepAfterChunk(n + 1 === mine.length);
+      });
+      p.label(`${group}drop`).op(BPF_RET | BPF_K, DROP);
     });
   });
-  // With only default routes watched, nothing reaches here: they passed at 'default'.
+  // A family watched only by its default route: its other lengths end here.
   p.label('drop2').op(BPF_RET | BPF_K, DROP);
   return p.assemble();
 }

@@ -12,6 +12,7 @@ import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { seedNode, skipWithoutKernel } from '../helpers/netns.js';
 import { prng } from '../helpers/prng.js';
+import { runClassicBpf } from '../helpers/cbpf.js';
 import { routeSocketFilter } from '../../src/dataplane/socket-filter.js';
 import { KernelDataplane } from '../../src/dataplane/kernel.js';
 import { nativeTransport, type NetlinkTransport } from '../../src/dataplane/transport.js';
@@ -125,7 +126,8 @@ function churn(seed: number, count: number): string[] {
   };
   const v6 = () => {
     const length = pick([0, 64, 111, 112, 112, 113, 128]);
-    const base = pick(['fd00:10:96::', 'fd00:10:97::', 'fd00:10:96::8000', `fd00:${Math.floor(rand() * 0xffff).toString(16)}::`]);
+    // Near misses in every 32-bit word of the address, the last ones included.
+    const base = pick(['fd00:10:96::', 'fd00:10:97::', 'fd00:10:96::8000', 'fd00:10:96::1:0', 'fd00:10:96:0:1::', 'fd00:10:96:1::', `fd00:${Math.floor(rand() * 0xffff).toString(16)}::`]);
     const c = parseCidr(`${base}/128`);
     const bytes = Buffer.from(c.bytes);
     for (let bit = length; bit < 128; bit++) bytes[bit >> 3]! &= ~(0x80 >> (bit & 7));
@@ -163,6 +165,10 @@ for (const watched of [
       assert.ok(all.datagrams.length > 2000, `${all.datagrams.length} notifications`);
       assert.ok(expected.length >= 20 && expected.length < all.datagrams.length / 4, `${expected.length} of ${all.datagrams.length} kept by the reader`);
       assert.deepEqual(filtered.datagrams, expected);
+      // The interpreter the fuzz test below runs the program in agrees with the kernel on every one.
+      const program = routeSocketFilter(RT_TABLE_MAIN, prefixesOf(watched))!;
+      const kept = new Set(filtered.datagrams);
+      for (const hex of all.datagrams) assert.equal(runClassicBpf(program, Buffer.from(hex, 'hex')) !== 0, kept.has(hex), hex);
     } finally {
       ns.destroy();
     }
@@ -244,6 +250,155 @@ test('a program the kernel refuses (ENOMEM past net.core.optmem_max) leaves the 
     const unfiltered = events.filter((e) => e.kind === 'unfiltered');
     assert.equal(unfiltered.length, 1);
     assert.match((unfiltered[0] as { error: Error }).error.message, /ENOMEM|Cannot allocate/);
+    sub.close();
+  } finally {
+    dp.close();
+  }
+});
+
+/** A route message as the kernel lays it out, or shuffled and flagged as it never does. */
+function synthesize(rand: () => number, near: FilterPrefix[]): Buffer {
+  const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rand() * xs.length)]!;
+  const messages: Buffer[] = [];
+  const count = rand() < 0.8 ? 1 : 2 + Math.floor(rand() * 2);
+  for (let m = 0; m < count; m++) {
+    const type = rand() < 0.85 ? pick([24, 25]) : pick([16, 20, 104, 26]);
+    let flags = pick([0, 0x100, 0x200, 0x400, 0x500]);
+    if (rand() < 0.1) flags |= 0x10; // NLM_F_DUMP_INTR
+    const base = rand() < 0.8 ? pick(near) : undefined;
+    const af = base ? base.af : pick([AF_INET, AF_INET6, 7]);
+    const size = af === AF_INET6 ? 16 : 4;
+    const length = base && rand() < 0.7 ? base.length : pick([0, 8, 16, 24, 32, 64, 111, 112, 113, 128]);
+    const address = Buffer.alloc(size);
+    if (base) base.bytes.copy(address, 0, 0, size);
+    else for (let i = 0; i < size; i++) address[i] = Math.floor(rand() * 256);
+    if (rand() < 0.5) {
+      const bit = Math.floor(rand() * size * 8);
+      address[bit >> 3]! ^= 0x80 >> (bit & 7);
+    }
+    const tableId = pick([254, 254, 254, 255, 100, 252, 1000, 510, 0]);
+    const attrs: { type: number; data: Buffer }[] = [];
+    const u32 = (v: number) => {
+      const b = Buffer.alloc(4);
+      b.writeUInt32LE(v >>> 0);
+      return b;
+    };
+    if (rand() < 0.9) attrs.push({ type: 15, data: u32(tableId) }); // RTA_TABLE
+    if (length > 0 ? rand() < 0.95 : rand() < 0.1) attrs.push({ type: 1, data: rand() < 0.9 ? address : address.subarray(0, pick([0, 2, 4, 8])) }); // RTA_DST
+    if (rand() < 0.7) attrs.push({ type: 6, data: u32(Math.floor(rand() * 1000)) }); // RTA_PRIORITY
+    if (rand() < 0.7) attrs.push({ type: 5, data: Buffer.alloc(size, 7) }); // RTA_GATEWAY
+    if (rand() < 0.7) attrs.push({ type: 4, data: u32(3) }); // RTA_OIF
+    if (rand() < 0.3) attrs.unshift({ type: pick([12, 20, 9]), data: Buffer.alloc(pick([0, 1, 4, 6, 8])) });
+    if (rand() < 0.2) attrs.sort(() => rand() - 0.5);
+    for (const a of attrs) if (rand() < 0.1) a.type |= pick([0x8000, 0x4000]);
+    const body = Buffer.concat(
+      attrs.map((a) => {
+        const b = Buffer.alloc((4 + a.data.length + 3) & ~3);
+        b.writeUInt16LE(4 + a.data.length, 0);
+        b.writeUInt16LE(a.type, 2);
+        a.data.copy(b, 4);
+        return b;
+      }),
+    );
+    const rtmsg = Buffer.alloc(12);
+    rtmsg[0] = af;
+    rtmsg[1] = length;
+    // The kernel's rule: the table itself below 256, RT_TABLE_COMPAT above.
+    rtmsg[4] = tableId < 256 ? tableId : 252;
+    rtmsg[7] = 1;
+    const header = Buffer.alloc(16);
+    const total = 16 + 12 + body.length;
+    header.writeUInt32LE(total, 0);
+    header.writeUInt16LE(type, 4);
+    header.writeUInt16LE(flags, 6);
+    messages.push(Buffer.concat([header, rtmsg, body]));
+  }
+  return Buffer.concat(messages);
+}
+
+test('socket filter, fuzzed in the interpreter: of 200,000 datagrams in shapes the kernel never sends (several messages, DUMP_INTR, flagged, shuffled, missized), none it drops is one the reader would act on', async () => {
+  const codec = await import('../../src/dataplane/codec.js');
+  const sets = [
+    ['10.96.0.0/16', 'fd00:10:96::/112'],
+    ['10.96.0.0/16', '0.0.0.0/0', 'fd00:10:96::/112', '::/0', '10.97.3.0/24', 'fd00:10:97::/64'],
+    ['::/0', '10.96.0.0/12'],
+  ];
+  let dropped = 0;
+  let acted = 0;
+  const rand = prng(Number(process.env.GWMODE_BPF_SEED ?? 12));
+  for (const watched of sets) {
+    const prefixes = prefixesOf(watched);
+    const program = routeSocketFilter(RT_TABLE_MAIN, prefixes)!;
+    const filter = new codec.PrefixFilter(prefixes);
+    const readerActs = (datagram: Buffer): boolean => {
+      try {
+        return codec
+          .parseDatagram(datagram)
+          .some((m) => (m.type === codec.RTM_NEWROUTE || m.type === codec.RTM_DELROUTE) && filter.match(m.data) !== undefined && codec.routeTable(m.data) === RT_TABLE_MAIN);
+      } catch {
+        return true; // a decode error: the reader resyncs
+      }
+    };
+    for (let i = 0; i < 200_000 / sets.length; i++) {
+      const datagram = synthesize(rand, prefixes);
+      const verdict = runClassicBpf(program, datagram);
+      assert.ok(verdict === 0 || verdict === 0xffffffff, `verdict ${verdict}`);
+      const acts = readerActs(datagram);
+      if (acts) acted++;
+      if (verdict === 0) {
+        dropped++;
+        assert.ok(!acts, `dropped a datagram the reader acts on (${watched.join(', ')}): ${datagram.toString('hex')}`);
+      }
+    }
+  }
+  // Not a program that keeps everything, nor a generator that never hits.
+  assert.ok(dropped > 40_000, `${dropped} dropped`);
+  assert.ok(acted > 10_000, `${acted} the reader acts on`);
+});
+
+const kernelModule = fileURLToPath(new URL('../../src/dataplane/kernel.js', import.meta.url));
+
+test('with net.core.optmem_max too small for the program, the kernel refuses it (ENOMEM): the subscription says so and still reports a change of a watched route', (t) => {
+  if (skipWithoutKernel(t)) return;
+  const ns = seedNode({});
+  try {
+    // Per network namespace on this kernel; too little for any program, enough for the socket.
+    ns.sysctl('net.core.optmem_max', '512');
+    const script = `
+      const { KernelDataplane } = await import(${JSON.stringify(kernelModule)});
+      const { parseCidr } = await import(${JSON.stringify(cidrModule)});
+      const { execFileSync } = await import('node:child_process');
+      const dp = new KernelDataplane({});
+      const events = [];
+      const sub = dp.subscribe({ prefixes: [parseCidr('10.96.0.0/16')], links: [] }, (e) => events.push(e.kind === 'unfiltered' ? 'unfiltered ' + e.error.message : e.kind + ' ' + (e.prefix ?? '')));
+      await dp.routes([parseCidr('10.96.0.0/16')], await dp.links());
+      execFileSync('ip', ['route', 'replace', '10.96.0.0/16', 'via', '10.244.1.1', 'dev', 'ovn-k8s-mp0']);
+      for (let i = 0; i < 100 && !events.some((e) => e.startsWith('route')); i++) await new Promise((r) => setTimeout(r, 20));
+      sub.close();
+      dp.close();
+      console.log(JSON.stringify(events));
+    `;
+    const r = spawnSync('ip', ['netns', 'exec', ns.name, process.execPath, '--input-type=module', '-e', script], { encoding: 'utf8', timeout: 60_000 });
+    assert.equal(r.status, 0, r.stderr);
+    const events = JSON.parse(r.stdout) as string[];
+    assert.equal(events.filter((e) => e.startsWith('unfiltered')).length, 1, events.join('; '));
+    assert.match(events.find((e) => e.startsWith('unfiltered'))!, /ENOMEM/);
+    assert.ok(events.includes('route 10.96.0.0/16'), events.join('; '));
+  } finally {
+    ns.destroy();
+  }
+});
+
+test('watched prefixes too many for a program of 4,096 instructions: the subscription runs without one and says so', async () => {
+  const dp = new KernelDataplane({});
+  const events: DataplaneEvent[] = [];
+  try {
+    const prefixes = Array.from({ length: 500 }, (_, i) => parseCidr(`fd00:10:${i.toString(16)}::/112`));
+    const sub = dp.subscribe({ prefixes, links: [] }, (e) => events.push(e));
+    await new Promise((r) => setImmediate(r));
+    const unfiltered = events.filter((e) => e.kind === 'unfiltered') as Array<{ error: Error }>;
+    assert.equal(unfiltered.length, 1);
+    assert.match(unfiltered[0]!.error.message, /500 watched prefixes.*4,096 instructions/);
     sub.close();
   } finally {
     dp.close();
