@@ -1,8 +1,8 @@
 // JSON logs on stdout for the node's log collector; one child logger per component.
 import type { DestinationStream, Logger } from 'pino';
-import { requirePackage } from './require.js';
+import { requireModule } from './require.js';
 
-const { pino } = requirePackage('pino') as typeof import('pino');
+const { pino } = requireModule('pino') as typeof import('pino');
 
 export function createLogger(level: string, destination: NodeJS.WritableStream = process.stdout): Logger {
   return pino(

@@ -3,9 +3,9 @@
 // and [gateway] mode (which the command line overrides; in 4.8 it always says local).
 import { constants } from 'node:fs';
 import { open } from 'node:fs/promises';
-import { requirePackage } from '../require.js';
+import { requireModule } from '../require.js';
 
-const { parse } = requirePackage('ini') as typeof import('ini');
+const { parse } = requireModule('ini') as typeof import('ini');
 
 /** A real ovnkube.conf is about 1 KiB; more is not one (and /dev/zero has no end). */
 export const MAX_OVNKUBE_CONF_BYTES = 256 * 1024;

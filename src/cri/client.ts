@@ -4,10 +4,10 @@
 import type * as Grpc from '@grpc/grpc-js';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { requirePackage } from '../require.js';
+import { requireModule } from '../require.js';
 
-const grpc = requirePackage('@grpc/grpc-js') as typeof Grpc;
-const protoLoader = requirePackage('@grpc/proto-loader') as typeof import('@grpc/proto-loader');
+const grpc = requireModule('@grpc/grpc-js') as typeof Grpc;
+const protoLoader = requireModule('@grpc/proto-loader') as typeof import('@grpc/proto-loader');
 
 const PROTO = fileURLToPath(new URL('../../../src/cri/runtime.proto', import.meta.url));
 

@@ -9,10 +9,10 @@
 import { endianness } from 'node:os';
 import type { NetlinkMessage } from 'netlink';
 import { addressFromBytes } from '../net/cidr.js';
-import { requirePackage } from '../require.js';
+import { requireModule } from '../require.js';
 
-const structs = requirePackage('netlink/dist/structs.js') as typeof import('netlink/dist/structs.js');
-const rt = requirePackage('netlink/dist/rt/structs.js') as typeof import('netlink/dist/rt/structs.js');
+const structs = requireModule('netlink/dist/structs.js') as typeof import('netlink/dist/structs.js');
+const rt = requireModule('netlink/dist/rt/structs.js') as typeof import('netlink/dist/rt/structs.js');
 
 export const NLMSG_ERROR = 2;
 export const NLMSG_DONE = 3;

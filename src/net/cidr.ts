@@ -2,9 +2,9 @@
 // Parsing is ipaddr.js's; this module only fixes the rules the agent needs
 // (dotted-quad IPv4 only, no host bits in a CIDR) and the canonical text form.
 import type { IPv4, IPv6 } from 'ipaddr.js';
-import { requirePackage } from '../require.js';
+import { requireModule } from '../require.js';
 
-const ipaddr = requirePackage('ipaddr.js') as typeof import('ipaddr.js');
+const ipaddr = requireModule('ipaddr.js') as typeof import('ipaddr.js');
 
 export type Family = 4 | 6;
 
