@@ -11,7 +11,9 @@
 // RUNS (default 10) sets the repetitions; AGENT_NODE_FLAGS, Node or V8 flags for the agent's
 // runs; COMPARE_FLAGS, a second set of flags timed beside the first in the same run;
 // AGENT_ROOT, another build of the agent to time (a directory holding
-// dist/src/cli/main.js, e.g. a copy of main for the "before" figures).
+// dist/src/cli/main.js, e.g. a copy of main for the "before" figures); COMPARE_ROOT, a
+// second build timed beside it in the same run (each of its starts interleaved with
+// those of the first, as the flag sets are).
 // The agent's starts are interleaved: each round starts every configuration (restart
 // strategy, flags) once, in an order that rotates from round to round, so that none is
 // always first (on a cold cache) or always at the same moment of the machine's load.
@@ -28,6 +30,7 @@ import { seedNode } from '../test/helpers/netns.js';
 const RUNS = Number(process.env.RUNS ?? 10);
 const ROOT = process.env.AGENT_ROOT ?? fileURLToPath(new URL('../..', import.meta.url));
 const CLI = path.join(ROOT, 'dist', 'src', 'cli', 'main.js');
+const COMPARE_CLI = process.env.COMPARE_ROOT === undefined ? undefined : path.join(process.env.COMPARE_ROOT, 'dist', 'src', 'cli', 'main.js');
 const NODE_FLAGS = (process.env.AGENT_NODE_FLAGS ?? '').split(' ').filter(Boolean);
 const COMPARE_FLAGS = process.env.COMPARE_FLAGS === undefined ? undefined : process.env.COMPARE_FLAGS.split(' ').filter(Boolean);
 
@@ -78,13 +81,13 @@ function whole(cmd: string[]): { ms: number; kb: number; code: number | null } {
 const ns = seedNode({ gw0: true });
 const scratch = new Scratch();
 const ovnkube = new FakeOvnkube(ns, scratch.dir);
-const run = (restart: string, flags = NODE_FLAGS) => () =>
-  spawn('ip', ['netns', 'exec', ns.name, process.execPath, ...flags, CLI, 'run', '--mode-file', scratch.modeFile, '--socket', scratch.socket, '--state-dir', scratch.stateDir, '--service-cidr', '10.96.0.0/16', '--mtu', '1400', '--restart', restart], { stdio: ['ignore', 'ignore', 'pipe'] });
+const run = (restart: string, flags = NODE_FLAGS, cli = CLI) => () =>
+  spawn('ip', ['netns', 'exec', ns.name, process.execPath, ...flags, cli, 'run', '--mode-file', scratch.modeFile, '--socket', scratch.socket, '--state-dir', scratch.stateDir, '--service-cidr', '10.96.0.0/16', '--mtu', '1400', '--restart', restart], { stdio: ['ignore', 'ignore', 'pipe'] });
 try {
   // A quiet node: the mode file says shared, ovnkube-node runs shared, the route is shared.
   scratch.writeMode('shared');
   ovnkube.start('shared');
-  console.log(`agent: ${CLI}; node ${process.version}${NODE_FLAGS.length ? ` ${NODE_FLAGS.join(' ')}` : ''}; ${RUNS} runs each`);
+  console.log(`agent: ${CLI}${COMPARE_CLI ? ` and ${COMPARE_CLI}` : ''}; node ${process.version}${NODE_FLAGS.length ? ` ${NODE_FLAGS.join(' ')}` : ''}; ${RUNS} runs each`);
 
   const plainSocket = path.join(scratch.dir, 'plain.sock');
   const plain: number[] = [];
@@ -103,13 +106,14 @@ try {
   console.log(`comparison: plain node HTTP server on a UNIX socket, spawn to first answer ${range(plain)} ms; VmRSS after 200 requests ${mb(median(plainRss))} MB (max ${mb(Math.max(...plainRss))})`);
 
   const flagSets = COMPARE_FLAGS === undefined ? [NODE_FLAGS] : [NODE_FLAGS, COMPARE_FLAGS];
+  const clis = COMPARE_CLI === undefined ? [CLI] : [CLI, COMPARE_CLI];
   const configs = (['signal', 'cri'] as const).flatMap((restart) =>
-    flagSets.map((flags) => ({ restart, flags, ready: [] as number[], rss: [] as Array<[number, number, number]> })),
+    clis.flatMap((cli) => flagSets.map((flags) => ({ restart, flags, cli, ready: [] as number[], rss: [] as Array<[number, number, number]> }))),
   );
   for (let i = 0; i < RUNS; i++) {
     for (let k = 0; k < configs.length; k++) {
       const c = configs[(i + k) % configs.length]!;
-      const a = await untilAnswer(run(c.restart, c.flags), scratch.socket, '/readyz');
+      const a = await untilAnswer(run(c.restart, c.flags, c.cli), scratch.socket, '/readyz');
       c.ready.push(a.ms);
       const pid = a.child.pid!;
       const atReady = statusKb(pid, 'VmRSS');
@@ -120,8 +124,8 @@ try {
       await stopped(a.child);
     }
   }
-  for (const { restart, flags, ready, rss } of configs) {
-    console.log(`agent --restart ${restart}${flagSets.length > 1 ? ` (node flags: ${flags.join(' ') || 'none'})` : ''}: start to ready ${range(ready)} ms`);
+  for (const { restart, flags, cli, ready, rss } of configs) {
+    console.log(`agent${clis.length > 1 ? ` ${cli}` : ''} --restart ${restart}${flagSets.length > 1 ? ` (node flags: ${flags.join(' ') || 'none'})` : ''}: start to ready ${range(ready)} ms`);
     const col = (k: 0 | 1 | 2) => rss.map((r) => r[k]);
     console.log(`  VmRSS at ready ${mb(median(col(0)))} MB (max ${mb(Math.max(...col(0)))}), after 200 /status ${mb(median(col(1)))} MB (max ${mb(Math.max(...col(1)))}), 2 s later ${mb(median(col(2)))} MB (max ${mb(Math.max(...col(2)))})`);
   }

@@ -2,12 +2,14 @@
 // events (GET /v1/watch), never by polling. On a terminal the screen is redrawn in
 // place (phase, routes, pending restart, the last events); otherwise one line per
 // change: the brief status line when it changed, each event as it happens.
-import http from 'node:http';
 import type { AgentEvent } from '../events/history.js';
+import { requireModule } from '../require.js';
 import { AgentDeniedError, AgentUnreachableError } from '../status/client.js';
 import { renderBrief, renderHuman, type StatusReport } from '../status/report.js';
 import { askAgent } from './ask.js';
 import { renderEvent } from './events.js';
+
+const http = requireModule('node:http') as typeof import('node:http');
 
 /** Three missed heartbeats: the connection is dead even if no one said so. */
 const IDLE_MS = 45_000;

@@ -1,9 +1,11 @@
 // ovnkube.conf (gcfg, ini-like), for the settings the agent falls back on when no
 // flag gives them: [kubernetes] service-cidrs, [default] mtu, [gateway] next-hop
 // and [gateway] mode (which the command line overrides; in 4.8 it always says local).
-import { parse } from 'ini';
 import { constants } from 'node:fs';
 import { open } from 'node:fs/promises';
+import { requireModule } from '../require.js';
+
+const { parse } = requireModule('ini') as typeof import('ini');
 
 /** A real ovnkube.conf is about 1 KiB; more is not one (and /dev/zero has no end). */
 export const MAX_OVNKUBE_CONF_BYTES = 256 * 1024;

@@ -8,9 +8,11 @@
 // 45 ms and 13 MB of a start that needs none of them.
 import { endianness } from 'node:os';
 import type { NetlinkMessage } from 'netlink';
-import structs from 'netlink/dist/structs.js';
-import rt from 'netlink/dist/rt/structs.js';
 import { addressFromBytes } from '../net/cidr.js';
+import { requireModule } from '../require.js';
+
+const structs = requireModule('netlink/dist/structs.js') as typeof import('netlink/dist/structs.js');
+const rt = requireModule('netlink/dist/rt/structs.js') as typeof import('netlink/dist/rt/structs.js');
 
 export const NLMSG_ERROR = 2;
 export const NLMSG_DONE = 3;

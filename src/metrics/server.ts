@@ -2,9 +2,12 @@
 // --metrics-address, on a TCP listener that serves nothing else (the status socket
 // stays the only way to read the status). Scrapes are read-only and small; a client
 // that stalls is cut off like on the socket.
-import http from 'node:http';
+import type http from 'node:http';
+import { requireModule } from '../require.js';
 import type { ListenAddress } from './address.js';
 import { CONTENT_TYPE, type AgentMetrics } from './metrics.js';
+
+const { createServer } = requireModule('node:http') as typeof http;
 
 export function serveMetrics(metrics: AgentMetrics, req: http.IncomingMessage, res: http.ServerResponse): void {
   if (req.method !== 'GET' && req.method !== 'HEAD') {
@@ -34,7 +37,7 @@ export class MetricsListener {
   ) {}
 
   static async listen(at: ListenAddress, metrics: AgentMetrics): Promise<MetricsListener> {
-    const server = http.createServer({ headersTimeout: 5000, requestTimeout: 10_000 }, (req, res) => {
+    const server = createServer({ headersTimeout: 5000, requestTimeout: 10_000 }, (req, res) => {
       if ((req.url ?? '/').split('?')[0] !== '/metrics') {
         res.writeHead(404, { 'content-type': 'text/plain' }).end('only /metrics is served here\n');
         return;

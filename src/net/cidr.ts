@@ -1,7 +1,10 @@
 // IP addresses and CIDRs as the kernel sees them: family plus network-order bytes.
 // Parsing is ipaddr.js's; this module only fixes the rules the agent needs
 // (dotted-quad IPv4 only, no host bits in a CIDR) and the canonical text form.
-import ipaddr from 'ipaddr.js';
+import type { IPv4, IPv6 } from 'ipaddr.js';
+import { requireModule } from '../require.js';
+
+const ipaddr = requireModule('ipaddr.js') as typeof import('ipaddr.js');
 
 export type Family = 4 | 6;
 
@@ -26,11 +29,11 @@ export class AddressError extends Error {
   readonly code = 'ERR_GWMODE_BAD_ADDRESS';
 }
 
-function toText(parsed: ipaddr.IPv4 | ipaddr.IPv6): string {
-  return parsed.kind() === 'ipv6' ? (parsed as ipaddr.IPv6).toRFC5952String() : parsed.toString();
+function toText(parsed: IPv4 | IPv6): string {
+  return parsed.kind() === 'ipv6' ? (parsed as IPv6).toRFC5952String() : parsed.toString();
 }
 
-function fromParsed(parsed: ipaddr.IPv4 | ipaddr.IPv6): IpAddress {
+function fromParsed(parsed: IPv4 | IPv6): IpAddress {
   return {
     family: parsed.kind() === 'ipv6' ? 6 : 4,
     bytes: Buffer.from(parsed.toByteArray()),

@@ -21,10 +21,13 @@
 //     slow clients hold the socket. Node's own maxConnections would refuse the newcomer
 //     instead. Before accept the kernel's backlog decides (BACKLOG).
 import { chmod, chown, lstat, mkdir, unlink } from 'node:fs/promises';
-import http from 'node:http';
+import type http from 'node:http';
 import net from 'node:net';
 import path from 'node:path';
+import { requireModule } from '../require.js';
 import type { StatusReport } from './report.js';
+
+const { createServer } = requireModule('node:http') as typeof http;
 
 export class SocketInUseError extends Error {
   readonly code = 'ERR_GWMODE_SOCKET_IN_USE';
@@ -169,7 +172,7 @@ export class StatusServer {
       ['/readyz', (_req, res) => (handlers.ready() ? send(res, 200, { ready: true }) : send(res, 503, { ready: false, error: 'first reconcile not done yet' }))],
       ...Object.entries(handlers.extra ?? {}),
     ]);
-    this.server = http.createServer(
+    this.server = createServer(
       {
         headersTimeout: HEADERS_TIMEOUT_MS,
         requestTimeout: REQUEST_TIMEOUT_MS,

@@ -39,6 +39,11 @@ function withLog<T>(fn: (log: string) => T): { result: T; parts: Set<string>; ur
   }
 }
 
+/** The CommonJS modules an import reached (the recorder's `commonjs-import` lines): on Node 20 each costs the daemon its export lexer. */
+const importedCommonJs = (urls: string[]) => urls.filter((u) => u.startsWith('commonjs-import ')).map((u) => u.slice('commonjs-import '.length));
+/** Node's bundled undici, which an import of node:http loads on Node 24 (src/require.ts); the recorder lists Node's internal modules at exit. */
+const undici = (urls: string[]) => urls.filter((u) => u.startsWith('node-internal:') && u.includes('undici'));
+
 const PARSE = new URL('../../src/mode/parse.js', import.meta.url).href;
 const METRICS = new URL('../../src/metrics/metrics.js', import.meta.url).href;
 
@@ -85,7 +90,7 @@ test('a line the quick parser leaves (--help, a typo) is read by yargs, and the 
   assert.ok(!parts.has('netlink'));
 });
 
-test('the daemon with --restart signal never loads gRPC, nor yargs, nor the YAML parser for a mode word, even when it restarts ovnkube-node', async (t) => {
+test('the daemon with --restart signal never loads gRPC, nor yargs, nor the YAML parser for a mode word, nor a CommonJS package by import, nor undici, even when it restarts ovnkube-node', async (t) => {
   if (skipWithoutKernel(t)) return;
   const dir = mkdtempSync(path.join(tmpdir(), 'gwmode-imports-'));
   const log = path.join(dir, 'imports.log');
@@ -95,16 +100,22 @@ test('the daemon with --restart signal never loads gRPC, nor yargs, nor the YAML
       await waitForStatus(agent, (s) => s.routes.every((r) => r.inSync) && s.restart?.migration?.restart === 'done', 'the migration and its restart');
       assert.ok(ovnkube.starts >= 2, 'ovnkube-node was restarted');
     });
-    const parts = partsOf(readFileSync(log, 'utf8').split('\n').filter(Boolean));
+    const urls = readFileSync(log, 'utf8').split('\n').filter(Boolean);
+    const parts = partsOf(urls);
     // prom-client comes by createRequire: seeing it shows the recorder would see yaml too.
     assert.ok(parts.has('netlink') && parts.has('src/dataplane') && parts.has('src/restart') && parts.has('prom-client'), [...parts].join(', '));
     assert.deepEqual(['@grpc/grpc-js', '@grpc/proto-loader', 'src/cri', 'yargs', 'yaml'].filter((p) => parts.has(p)), [], [...parts].join(', '));
+    // pino, ipaddr.js, ini and netlink's codec are CommonJS: required, never imported.
+    assert.ok(['pino', 'ipaddr.js', 'ini'].every((p) => parts.has(p)), [...parts].join(', '));
+    assert.deepEqual(importedCommonJs(urls), []);
+    assert.ok(urls.some((u) => u === 'node-internal:http'), 'the recorder lists node:http among the internal modules');
+    assert.deepEqual(undici(urls), []);
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
 });
 
-test('the daemon with --restart cri does not load gRPC to start and serve: only a restart does', async (t) => {
+test('the daemon with --restart cri does not load gRPC to start and serve (only a restart does), nor a CommonJS package by import, nor undici', async (t) => {
   if (skipWithoutKernel(t)) return;
   const dir = mkdtempSync(path.join(tmpdir(), 'gwmode-imports-'));
   const log = path.join(dir, 'imports.log');
@@ -118,9 +129,13 @@ test('the daemon with --restart cri does not load gRPC to start and serve: only 
         for (let i = 0; i < 20; i++) assert.equal(spawnSync('curl', ['-sf', '--unix-socket', scratch.socket, 'http://localhost/status']).status, 0);
       },
     );
-    const parts = partsOf(readFileSync(log, 'utf8').split('\n').filter(Boolean));
+    const urls = readFileSync(log, 'utf8').split('\n').filter(Boolean);
+    const parts = partsOf(urls);
     assert.ok(parts.has('src/restart'), [...parts].join(', '));
     assert.deepEqual(['@grpc/grpc-js', '@grpc/proto-loader', 'src/cri'].filter((p) => parts.has(p)), [], [...parts].join(', '));
+    assert.deepEqual(importedCommonJs(urls), []);
+    assert.ok(urls.some((u) => u === 'node-internal:http'), 'the recorder lists node:http among the internal modules');
+    assert.deepEqual(undici(urls), []);
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
