@@ -2,6 +2,7 @@
 // included): no import cycle anywhere, and the pure core imports only itself and
 // the address helpers. `npm run imports` shows the cycle check by hand.
 import { strict as assert } from 'node:assert';
+import { readdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { test } from 'node:test';
 import madge from 'madge';
@@ -16,4 +17,29 @@ test('the import graph of src/ has no cycle, and src/core imports nothing but sr
   for (const [file, deps] of core) {
     assert.deepEqual(deps.filter((d) => !d.startsWith('core/') && !d.startsWith('net/')), [], `${file} reaches outside the core`);
   }
+});
+
+// src/require.ts: the daemon's CommonJS packages and node:http are loaded by require(),
+// never by import (an import costs a daemon at rest: BENCHMARKS.md, idle RSS, section 7).
+// test/cli/loading.test.ts sees what a started daemon loads; this checks every module the
+// same way on every Node version, the paths no test starts included (a CRI restart, watch).
+test('src/ imports no CommonJS package and not node:http (type-only imports aside): those go through src/require.ts', () => {
+  const files = readdirSync(`${root}src`, { recursive: true, encoding: 'utf8' }).filter((f) => f.endsWith('.ts'));
+  assert.ok(files.length > 50, `${files.length} modules`);
+  const offenders: string[] = [];
+  for (const file of files) {
+    const text = readFileSync(`${root}src/${file}`, 'utf8');
+    for (const m of text.matchAll(/^(?:import|export)\s+(?!type\b)[^;]*?\sfrom\s+'([^']+)'/gms)) {
+      const spec = m[1]!;
+      if (spec === 'node:http') {
+        offenders.push(`${file}: ${spec}`);
+        continue;
+      }
+      if (spec.startsWith('.') || spec.startsWith('node:')) continue;
+      const name = spec.startsWith('@') ? spec.split('/').slice(0, 2).join('/') : spec.split('/')[0]!;
+      const pkg = JSON.parse(readFileSync(`${root}node_modules/${name}/package.json`, 'utf8')) as { type?: string };
+      if (pkg.type !== 'module') offenders.push(`${file}: ${spec} (CommonJS)`);
+    }
+  }
+  assert.deepEqual(offenders, []);
 });
