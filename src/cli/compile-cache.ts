@@ -1,9 +1,11 @@
 // Node's compile cache (module.enableCompileCache, Node 22.8+; the container image ships
 // Node 24, Node 20 has none) keeps the code compiled for our modules, so that the next
 // process skips compiling them.
-import { lstatSync, mkdirSync } from 'node:fs';
 import module from 'node:module';
-import path from 'node:path';
+import { requireModule } from '../require.js';
+
+const { lstatSync, mkdirSync } = requireModule('node:fs') as typeof import('node:fs');
+const path = requireModule('node:path') as typeof import('node:path');
 
 /** Whether path is a directory itself (not a link to one), owned by uid, that neither group nor others may write. */
 function ownClosedDirectory(dir: string, uid: number | undefined): boolean {

@@ -7,11 +7,13 @@
 //  - a plain command line (quickParse) is read with node:util's parseArgs, into the very
 //    values yargs would give; every other line, --help and --version included, goes to
 //    yargs (yargs.ts), which reads it or says what is wrong.
-import { parseArgs } from 'node:util';
 import type { RawRunOptions } from '../config/settings.js';
 import type { PlanOptions, RollbackOptions } from './commands.js';
 import { COMMAND_OPTIONS, COMMANDS, CONFLICTS, envValues, EnvError, type Command } from './options.js';
 import type { Handler } from './yargs.js';
+import { requireModule } from '../require.js';
+
+const { parseArgs } = requireModule('node:util') as typeof import('node:util');
 
 export type Argv = Record<string, unknown>;
 

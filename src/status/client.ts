@@ -4,8 +4,10 @@
 // every few seconds, and on Node 24 (the image's) loading node:http alone costs about
 // 50 ms and 15 MB, more than the rest of the command. The answer is read to the end
 // (`Connection: close`), with its Content-Length or chunked body as the agent sends it.
-import net from 'node:net';
 import type { StatusReport } from './report.js';
+import { requireModule } from '../require.js';
+
+const net = requireModule('node:net') as typeof import('node:net');
 
 export class AgentUnreachableError extends Error {
   readonly code = 'ERR_GWMODE_UNREACHABLE';

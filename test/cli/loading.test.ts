@@ -68,6 +68,19 @@ test('the recorder sees what comes by createRequire: the YAML parser for a manif
   assert.ok(metrics.parts.has('src/metrics') && metrics.parts.has('prom-client'), [...metrics.parts].join(', '));
 });
 
+const BUILTINS = fileURLToPath(new URL('../fixtures/builtins-at-exit.js', import.meta.url));
+
+test("the probe commands load none of Node's worker or REPL modules (an import of node:util or node:fs does, on Node 24: src/require.ts)", () => {
+  for (const args of [['status', '--brief'], ['health'], ['health', '--ready']]) {
+    const { result, urls } = withLog((log) =>
+      spawnSync(process.execPath, ['--import', BUILTINS, CLI, ...args, '--socket', '/nonexistent/agent.sock'], { encoding: 'utf8', env: { ...process.env, GWMODE_BUILTINS_LOG: log } }),
+    );
+    assert.equal(result.status, 2, `${args.join(' ')}: ${result.stderr}`);
+    assert.ok(urls.includes('net'), `the list is read: ${urls.length} builtins`);
+    assert.deepEqual(urls.filter((m) => m === 'worker_threads' || m.startsWith('internal/repl') || m === 'internal/worker'), [], args.join(' '));
+  }
+});
+
 const HEAVY = ['yargs', '@grpc/grpc-js', '@grpc/proto-loader', 'netlink', 'pino', 'prom-client', 'chokidar', 'yaml', 'src/dataplane', 'src/native', 'src/agent', 'src/cri', 'src/metrics'];
 
 test('status, status --brief, --json, health, health --ready and events load the socket client and nothing heavy, not even node:http', () => {
