@@ -86,7 +86,6 @@ export async function chaos(o: ChaosOptions): Promise<ChaosResult> {
         await followExit();
         const r = rollout;
         if (r) {
-          rollout = undefined;
           spec = r.to;
           const old = current;
           stoppedByRun.add(old);
@@ -95,6 +94,7 @@ export async function chaos(o: ChaosOptions): Promise<ChaosResult> {
             await followExit();
             if (current === old) await pause(20);
           }
+          rollout = undefined;
           r.done();
         }
         await pause(50);
