@@ -3,8 +3,8 @@
 // (the run plays kubelet, and the operator's rollouts), SIGKILLed at seeded random
 // points of migrations local -> shared -> local ..., restarted after each kill.
 //
-// Each migration: the operator rolls ovnkube-node out in the new mode (the run stops
-// its container; "kubelet" starts the next attempt in the new mode) and the mode file
+// Each migration: the operator rolls ovnkube-node out in the new mode ("kubelet" stops
+// its container and starts the next attempt in the new mode) and the mode file
 // says the new mode; then the agent is killed `killsPerMigration` times (the first
 // within 100 ms of the mode file's write, the others at seeded points), and finally
 // left to finish. Every container that exits
@@ -61,21 +61,54 @@ export async function chaos(o: ChaosOptions): Promise<ChaosResult> {
     const pod = await c.runPod('openshift-ovn-kubernetes', 'ovnkube-node-chaos');
     pods.push(pod);
     let mode: Mode = 'shared';
+    // The pod spec's mode: what kubelet starts the next attempt in. Only kubelet changes it, in a rollout.
+    let spec: Mode = mode;
     let attempt = 0;
-    let current = await c.startContainer(pod, 'ovnkube-node', attempt, ovnkubeCommand(mode));
+    let current = await c.startContainer(pod, 'ovnkube-node', attempt, ovnkubeCommand(spec));
     const stoppedByRun = new Set<string>();
     const stopsPerMigration: number[] = [];
     let migration = -1;
-    // kubelet: a container that exited is followed by the next attempt, in the mode rolled out.
+    // kubelet, the one owner of the pod's container: a container that exited is followed
+    // by the next attempt, in the spec's mode; and the operator's rollout (the new spec,
+    // the container replaced) is carried out between two of those steps, never while a
+    // start is under way. A rollout that took `current` while kubelet was still starting
+    // the container that follows an exit (the agent's restart), from the old spec, would
+    // stop the one that had exited, and leave the one being started in the old mode.
+    let rollout: { to: Mode; done: () => void; failed: (err: Error) => void } | undefined;
+    let kubeletFailed: Error | undefined;
+    const followExit = async () => {
+      if ((await c.state(current)) !== 'CONTAINER_EXITED') return;
+      if (!stoppedByRun.has(current) && migration >= 0) stopsPerMigration[migration] = (stopsPerMigration[migration] ?? 0) + 1;
+      current = await c.startContainer(pod, 'ovnkube-node', ++attempt, ovnkubeCommand(spec));
+    };
     kubelet = (async () => {
       while (kubeletRunning) {
-        if ((await c.state(current)) === 'CONTAINER_EXITED') {
-          if (!stoppedByRun.has(current) && migration >= 0) stopsPerMigration[migration] = (stopsPerMigration[migration] ?? 0) + 1;
-          current = await c.startContainer(pod, 'ovnkube-node', ++attempt, ovnkubeCommand(mode));
+        await followExit();
+        const r = rollout;
+        if (r) {
+          spec = r.to;
+          const old = current;
+          stoppedByRun.add(old);
+          await c.call('StopContainer', { containerId: old, timeout: '5' });
+          while (current === old) {
+            await followExit();
+            if (current === old) await pause(20);
+          }
+          rollout = undefined;
+          r.done();
         }
         await pause(50);
       }
-    })();
+    })().catch((err: unknown) => {
+      kubeletFailed = new Error(`kubelet failed: ${(err as Error).message}`, { cause: err });
+      rollout?.failed(kubeletFailed);
+    });
+    /** The operator's rollout of `to`: resolves once kubelet has replaced the container by one in `to`. */
+    const rollOut = (to: Mode) =>
+      new Promise<void>((done, failed) => {
+        if (kubeletFailed) failed(kubeletFailed);
+        else rollout = { to, done, failed };
+      });
 
     scratch.writeMode(mode);
     const args = ['--service-cidr', '10.96.0.0/16', '--mtu', '1400', '--log-level', 'info', '--restart', 'cri', '--cri-endpoint', c.socket, '--restart-grace', '5', '--restart-timeout', '3', '--restart-min-interval', '0', '--restart-max-per-hour', '100000'];
@@ -97,10 +130,7 @@ export async function chaos(o: ChaosOptions): Promise<ChaosResult> {
       mode = mode === 'shared' ? 'local' : 'shared';
       stopsPerMigration[migration] = 0;
       // The operator's rollout of the new mode, then the mode file.
-      const old = current;
-      stoppedByRun.add(old);
-      await c.call('StopContainer', { containerId: old, timeout: '5' });
-      while (current === old) await pause(20);
+      await rollOut(mode);
       scratch.writeMode(mode);
       for (let k = 0; k < o.killsPerMigration; k++) {
         // A seeded point: a delay from the start, or a moment after the agent says it
