@@ -37,8 +37,8 @@
 // cannot disagree on what is watched. Its size: about 130 instructions, and one more per
 // IPv4 prefix or eight per IPv6 one (159 for a dual-stack node's two service CIDRs and
 // two default routes). The kernel charges it to the socket's option memory
-// (net.core.optmem_max, per network namespace: 20 KiB on older kernels, 128 KiB on newer
-// ones) and refuses one too large with ENOMEM; measured on 6.18, 20 KiB holds about 50
+// (net.core.optmem_max: 20 KiB and global on older kernels, 128 KiB and per network
+// namespace on newer ones) and refuses one too large with ENOMEM; measured on 6.18, 20 KiB holds about 50
 // IPv6 or 2,000 IPv4 prefixes (the IPv6 comparisons' indirect loads cost the most once
 // the kernel has translated them), 128 KiB about 390 IPv6 ones. The subscription then
 // runs as before, without it, and says so; over 4,096 instructions (some 500 IPv6
@@ -111,31 +111,38 @@ interface Insn {
 /** A tiny assembler: instructions with labelled jump targets, resolved at the end. */
 class Program {
   private readonly insns: (Insn | { label: string })[] = [];
+  private count = 0;
 
   label(name: string): this {
     this.insns.push({ label: name });
     return this;
   }
   op(code: number, k = 0): this {
-    this.insns.push({ code, k });
-    return this;
+    return this.push({ code, k });
   }
   jump(code: number, k: number, jt: Target, jf: Target): this {
-    this.insns.push({ code, k, jt, jf });
-    return this;
+    return this.push({ code, k, jt, jf });
   }
   /** BPF_JA: its offset is 32 bits, for a target past the reach of jt and jf. */
   jumpAlways(to: Target): this {
-    this.insns.push({ code: BPF_JMP | BPF_JA, k: 0, ja: to });
+    return this.push({ code: BPF_JMP | BPF_JA, k: 0, ja: to });
+  }
+  private push(insn: Insn): this {
+    this.insns.push(insn);
+    this.count++;
     return this;
   }
   /** Instructions so far. */
   size(): number {
-    return this.insns.filter((i) => !('label' in i)).length;
+    return this.count;
   }
 
-  /** The sock_filter array (u16 code, u8 jt, u8 jf, u32 k, host order), or null when a jump is too long. */
-  assemble(): Buffer | null {
+  /**
+   * The sock_filter array (u16 code, u8 jt, u8 jf, u32 k, host order). Throws on a
+   * conditional jump out of 8-bit reach: the layout below keeps every one short, so
+   * that is a defect of this file, which the subscription reports and runs without.
+   */
+  assemble(): Buffer {
     const at = new Map<string, number>();
     const code: Insn[] = [];
     for (const i of this.insns) {
@@ -154,7 +161,6 @@ class Program {
       if (d < 0) throw new Error(`socket filter: backward jump to ${to}`);
       return d;
     };
-    if (code.length > BPF_MAXINSNS) return null;
     for (let n = 0; n < code.length; n++) {
       const i = code[n]!;
       const k = i.ja !== undefined ? offset(n, i.ja) : i.k >>> 0;
@@ -163,7 +169,7 @@ class Program {
       if (i.jt !== undefined || i.jf !== undefined) {
         jt = offset(n, i.jt);
         jf = offset(n, i.jf);
-        if (jt > 255 || jf > 255) return null;
+        if (jt > 255 || jf > 255) throw new Error(`socket filter: a jump of ${Math.max(jt, jf)} instructions at ${n}`);
       }
       if (le) {
         out.writeUInt16LE(i.code, n * 8);
@@ -200,6 +206,22 @@ const highByte = (at: number) => (LE ? at + 1 : at);
  */
 export function routeSocketFilter(table: number, prefixes: readonly FilterPrefix[]): Buffer | null {
   if (prefixes.length === 0) return null;
+  // Grouped once: by family, then by destination length (insertion order kept).
+  const groups = new Map<number, Map<number, FilterPrefix[]>>();
+  for (const x of prefixes) {
+    if (x.length === 0) continue;
+    let byLength = groups.get(x.af);
+    if (!byLength) groups.set(x.af, (byLength = new Map()));
+    byLength.get(x.length)?.push(x) ?? byLength.set(x.length, [x]);
+  }
+  // Its size, known before it is built (the header and walk about 130, per family 4, per
+  // length 5 and a return per CHUNK, per prefix 1 or 8): none past the kernel's limit.
+  let estimate = 140;
+  for (const [af, byLength] of groups) {
+    estimate += 4;
+    for (const mine of byLength.values()) estimate += 5 + mine.length * (af === AF_INET ? 1 : 8) * (1 + 1 / CHUNK);
+  }
+  if (estimate > BPF_MAXINSNS) return null;
   const rtmTable = table < 256 ? table : RT_TABLE_COMPAT;
   const p = new Program();
   const JEQ = BPF_JMP | BPF_JEQ | BPF_K;
@@ -262,7 +284,7 @@ export function routeSocketFilter(table: number, prefixes: readonly FilterPrefix
   // a message has one length. Families and lengths that are not the message's are
   // jumped over with BPF_JA, whose reach is 32 bits.
   p.label('dst').op(BPF_LDX | BPF_MEM, M_OFF);
-  const families = [AF_INET, AF_INET6].filter((af) => prefixes.some((x) => x.af === af && x.length > 0));
+  const families = [AF_INET, AF_INET6].filter((af) => groups.has(af));
   let keeps = 0;
   let chunkStart = 0;
   const hit = () => `keep${3 + keeps}`;
@@ -280,14 +302,14 @@ export function routeSocketFilter(table: number, prefixes: readonly FilterPrefix
     chunkStart = p.size();
     // An address of another size than the family's: kept, by the first return ahead.
     p.label(`family${f}size`).op(BPF_LD | BPF_MEM, M_RLEN).jump(JEQ, 4 + words * 4, `family${f}g0`, hit());
-    const lengths = [...new Set(prefixes.filter((x) => x.af === af && x.length > 0).map((x) => x.length))];
+    const lengths = [...groups.get(af)!.keys()];
     lengths.forEach((length, g) => {
       const group = `family${f}g${g}`;
       const nextGroup = g + 1 < lengths.length ? `family${f}g${g + 1}` : nextFamily;
       p.label(group).op(BPF_LD | BPF_B | BPF_ABS, NLMSG_HDRLEN + 1).jump(JEQ, length, `${group}body`, `${group}other`);
       p.label(`${group}other`).jumpAlways(nextGroup);
       p.label(`${group}body`);
-      const mine = prefixes.filter((x) => x.af === af && x.length === length);
+      const mine = groups.get(af)!.get(length)!;
       if (words === 1) p.op(BPF_LD | BPF_W | BPF_IND, 4);
       mine.forEach((prefix, n) => {
         const miss = n + 1 < mine.length ? `${group}p${n + 1}` : `${group}drop`;
@@ -305,5 +327,7 @@ export function routeSocketFilter(table: number, prefixes: readonly FilterPrefix
   });
   // A family watched only by its default route: its other lengths end here.
   p.label('drop2').op(BPF_RET | BPF_K, DROP);
-  return p.assemble();
+  const program = p.assemble();
+  // The estimate errs high; a program it let through that is still too long is not one.
+  return program.length / 8 > BPF_MAXINSNS ? null : program;
 }

@@ -6,8 +6,10 @@
 // attributes); socket-filter.test.ts checks it against the kernel's own verdicts on
 // the ones the kernel does build.
 
-/** The program's return value for this packet: 0 drops it. */
-export function runClassicBpf(program: Buffer, packet: Buffer, le = true): number {
+import { endianness } from 'node:os';
+
+/** The program's return value for this packet: 0 drops it (the program in host order, as the kernel takes it). */
+export function runClassicBpf(program: Buffer, packet: Buffer, le = endianness() === 'LE'): number {
   const n = program.length / 8;
   const mem = new Uint32Array(16);
   let a = 0;
