@@ -502,17 +502,28 @@ napi_value netlink_recv(napi_env env, napi_callback_info info) {
   }
 }
 
-/* setRouteFilter(handle, filter | null): point 8. The filter is a Buffer: u32 table,
- * u32 count, then count entries of 20 bytes (u8 family, u8 dst_len, 2 bytes of padding,
- * 16 bytes of destination, the address first), all in host byte order but the address. */
-napi_value netlink_set_route_filter(napi_env env, napi_callback_info info) {
+/* The calls that take (handle, Buffer | null): the socket, and the second argument in
+ * *arg, or NULL in *arg when it is null or undefined. NULL when the handle is not a socket
+ * (an exception is pending). */
+static nl_socket *socket_and_optional(napi_env env, napi_callback_info info, napi_value *arg) {
   size_t argc = 2;
   napi_value argv[2];
   nl_socket *s = socket_call(env, info, &argc, argv);
   if (s == NULL) return NULL;
   napi_valuetype t = napi_undefined;
   napi_typeof(env, argv[1], &t);
-  if (t == napi_null || t == napi_undefined) {
+  *arg = t == napi_null || t == napi_undefined ? NULL : argv[1];
+  return s;
+}
+
+/* setRouteFilter(handle, filter | null): point 8. The filter is a Buffer: u32 table,
+ * u32 count, then count entries of 20 bytes (u8 family, u8 dst_len, 2 bytes of padding,
+ * 16 bytes of destination, the address first), all in host byte order but the address. */
+napi_value netlink_set_route_filter(napi_env env, napi_callback_info info) {
+  napi_value arg;
+  nl_socket *s = socket_and_optional(env, info, &arg);
+  if (s == NULL) return NULL;
+  if (arg == NULL) {
     free(s->filter.prefixes);
     s->filter = (route_filter){0};
     return NULL;
@@ -520,7 +531,7 @@ napi_value netlink_set_route_filter(napi_env env, napi_callback_info info) {
   /* A filter that is refused leaves the one in force as it was. */
   unsigned char *data;
   size_t length;
-  if (napi_get_buffer_info(env, argv[1], (void **)&data, &length) != napi_ok || length < 8) {
+  if (napi_get_buffer_info(env, arg, (void **)&data, &length) != napi_ok || length < 8) {
     throw_type_error(env, "setRouteFilter(handle, filter) expects a Buffer or null");
     return NULL;
   }
@@ -596,13 +607,10 @@ napi_value netlink_close(napi_env env, napi_callback_info info) {
 
 /* attachFilter(handle, program | null): point 9. */
 napi_value netlink_attach_filter(napi_env env, napi_callback_info info) {
-  size_t argc = 2;
-  napi_value argv[2];
-  nl_socket *s = socket_call(env, info, &argc, argv);
+  napi_value arg;
+  nl_socket *s = socket_and_optional(env, info, &arg);
   if (s == NULL) return NULL;
-  napi_valuetype t = napi_undefined;
-  napi_typeof(env, argv[1], &t);
-  if (t == napi_null || t == napi_undefined) {
+  if (arg == NULL) {
     int unused = 0;
     /* ENOENT: no filter was attached, which is what was asked. */
     if (setsockopt(s->fd, SOL_SOCKET, SO_DETACH_FILTER, &unused, sizeof unused) < 0 && errno != ENOENT)
@@ -611,7 +619,7 @@ napi_value netlink_attach_filter(napi_env env, napi_callback_info info) {
   }
   unsigned char *data;
   size_t length;
-  if (napi_get_buffer_info(env, argv[1], (void **)&data, &length) != napi_ok || length == 0 ||
+  if (napi_get_buffer_info(env, arg, (void **)&data, &length) != napi_ok || length == 0 ||
       length % sizeof(struct sock_filter) != 0 || length / sizeof(struct sock_filter) > BPF_MAXINSNS) {
     throw_type_error(env, "attachFilter(handle, program) expects a Buffer of sock_filter instructions, or null");
     return NULL;
