@@ -1,19 +1,30 @@
 // The signal strategy against real processes: the one ovnkube-node of this network
 // namespace gets SIGTERM, and a PID that now belongs to another process never does.
 import { strict as assert } from 'node:assert';
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { copyFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
 import { SignalRestart } from '../../src/restart/strategy.js';
-import { IDLE } from '../../src/demo/fake-ovnkube.js';
+
+/**
+ * A stand-in body that never forks: the usual one (IDLE) starts `sleep 1 &` each second,
+ * and between that fork and its exec the child is a second `ovnkube --init-node` in
+ * /proc, which a single look of find() may see (a CI run did: "2 ... processes"). This
+ * one blocks reading a FIFO it holds open itself, and exits 0 on SIGTERM.
+ */
+function quietBody(dir: string): string {
+  const fifo = path.join(dir, 'idle.fifo');
+  execFileSync('mkfifo', [fifo]);
+  return `trap 'exit 0' TERM; exec 3<>'${fifo}'; while :; do read -r _ <&3; done`;
+}
 
 test('signal: SIGTERM reaches the one ovnkube --init-node process, after its start time is checked', async () => {
   const dir = mkdtempSync(path.join(tmpdir(), 'gwmode-signal-'));
   const binary = path.join(dir, 'ovnkube');
   copyFileSync('/bin/sh', binary);
-  const child = spawn(binary, ['-c', IDLE, 'ovnkube', '--init-node', 'n1', '--gateway-mode', 'local'], { stdio: 'ignore' });
+  const child = spawn(binary, ['-c', quietBody(dir), 'ovnkube', '--init-node', 'n1', '--gateway-mode', 'local'], { stdio: 'ignore' });
   const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
   try {
     const strategy = new SignalRestart();
@@ -41,7 +52,8 @@ test('signal: none or two ovnkube-node processes mean no target, with the count'
   const dir = mkdtempSync(path.join(tmpdir(), 'gwmode-signal-'));
   const binary = path.join(dir, 'ovnkube');
   copyFileSync('/bin/sh', binary);
-  const two = [1, 2].map(() => spawn(binary, ['-c', IDLE, 'ovnkube', '--init-node', 'n1', '--gateway-mode', 'local'], { stdio: 'ignore' }));
+  const body = quietBody(dir);
+  const two = [1, 2].map(() => spawn(binary, ['-c', body, 'ovnkube', '--init-node', 'n1', '--gateway-mode', 'local'], { stdio: 'ignore' }));
   try {
     // Both must be visible in /proc before asking: a bounded number of looks, not a clock.
     let found = await strategy.find();
