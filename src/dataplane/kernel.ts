@@ -326,7 +326,8 @@ class WatchedSubscription implements Subscription {
   ) {
     this.byLabel = new Map(watched.prefixes.map((p) => [p.text, p]));
     this.prefixes = [...this.byLabel.values()];
-    this.filter = prefixFilterOf(this.prefixes);
+    const filterPrefixes = filterPrefixesOf(this.prefixes);
+    this.filter = new PrefixFilter(filterPrefixes);
     this.cache = new RouteCache(this.prefixes.map((p) => p.text));
     this.linkNames = new Set(watched.links);
     // The kernel-side filter only spares work: should building it fail, the subscription
@@ -334,7 +335,7 @@ class WatchedSubscription implements Subscription {
     let program: Buffer | null = null;
     let unbuilt: Error | undefined;
     try {
-      program = routeSocketFilter(RT_TABLE_MAIN, filterPrefixesOf(this.prefixes));
+      program = routeSocketFilter(RT_TABLE_MAIN, filterPrefixes);
       if (!program && this.prefixes.length > 0) {
         unbuilt = new Error(`no kernel-side filter for ${this.prefixes.length} watched prefixes: its program would exceed 4,096 instructions`);
       }
@@ -353,7 +354,7 @@ class WatchedSubscription implements Subscription {
       // Route notifications of other prefixes never reach JavaScript (point 6); with no
       // prefix at all, no native filter (the addon refuses an empty one) and the
       // JavaScript filter drops them all.
-      this.prefixes.length > 0 ? encodeRouteFilter(RT_TABLE_MAIN, filterPrefixesOf(this.prefixes)) : undefined,
+      this.prefixes.length > 0 ? encodeRouteFilter(RT_TABLE_MAIN, filterPrefixes) : undefined,
       // And in the kernel, before they take room in the receive buffer: a churn of other
       // routes cannot overflow it and force a re-dump of the whole table.
       program,

@@ -85,7 +85,7 @@ const NLMSG_HDRLEN = 16;
 const RTMSG_LEN = 12;
 
 /** How many attributes are walked looking for RTA_DST; the kernel writes it second. */
-export const MAX_ATTRIBUTES = 3;
+const MAX_ATTRIBUTES = 3;
 /** Instructions of address comparisons between two returns: hits stay within 8-bit reach. */
 const CHUNK = 200;
 /** linux/bpf_common.h: the most instructions a classic program may have. */
