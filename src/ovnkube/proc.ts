@@ -21,6 +21,18 @@
 // stand-in of the tests, /bin/sh copied under that name). It is decoded only when
 // argv[0] is named ovnkube too.
 //
+// A process that ovnkube-node has forked and that has not yet exec'd is, for that moment,
+// a copy of it in /proc: comm `ovnkube`, the same command line, the same namespace. The
+// real one (Go) forks for every ovs-vsctl, iptables or ip it runs; the tests' stand-in
+// (a shell) for each command it starts. Such a copy is not a second ovnkube-node: a
+// process whose parent was found by the same scan, and whose command line is byte for
+// byte its parent's, is left out (forkedCopies). Counted, it would make the signal
+// strategy find "2 processes" and give up that attempt, or, first in readdir's order
+// after a PID wrap, be taken for ovnkube-node itself and make a restart look done. A
+// child with another command line (an ovnkube that runs ovnkube with other arguments)
+// still counts, and a copy whose parent has already exited (reparented) counts until it
+// execs.
+//
 // OvnkubeScanner lets a pass woken by a route notification alone (a repair) reuse the
 // last full scan instead of reading the comm of every process, when all of this holds:
 //  1. the last full scan found exactly one ovnkube process and no unreadable one, and
@@ -66,10 +78,39 @@ export function parseOvnkubeCmdline(argv: string[]): { modeFlag: string | null }
   return { modeFlag };
 }
 
-/** The start time field of /proc/PID/stat (after the parenthesised comm, which may hold spaces). */
+/** The fields of /proc/PID/stat after the parenthesised comm (which may hold spaces): state first. */
+const statFields = (stat: string): string[] => stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+
+/** The start time field of /proc/PID/stat. */
 export function startTimeOf(stat: string): string | null {
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return fields[19] ?? null;
+  return statFields(stat)[19] ?? null;
+}
+
+/** The parent's PID, field 4 of /proc/PID/stat. */
+function parentOf(stat: string): number | null {
+  const ppid = statFields(stat)[1];
+  return ppid !== undefined && /^\d+$/.test(ppid) ? Number(ppid) : null;
+}
+
+interface Found {
+  process: OvnkubeProcess;
+  ppid: number | null;
+  /** A copy of its command line as read. */
+  cmdline: Buffer;
+}
+
+/**
+ * The PIDs among `found` that are forked copies of another found process (header): the
+ * parent is in `found` and the command lines are equal, byte for byte.
+ */
+function forkedCopies(found: Found[]): Set<number> {
+  const byPid = new Map(found.map((f) => [f.process.pid, f]));
+  const copies = new Set<number>();
+  for (const f of found) {
+    const parent = f.ppid === null || f.ppid === f.process.pid ? undefined : byPid.get(f.ppid);
+    if (parent && parent.cmdline.equals(f.cmdline)) copies.add(f.process.pid);
+  }
+  return copies;
 }
 
 /** An ovnkube --init-node process whose network namespace we may not read. */
@@ -142,6 +183,7 @@ const isPid = (entry: string) => /^\d+$/.test(entry);
 function scanOvnkubeProcessesSync(procRoot: string, read: ProcReader, seen: Set<string>, cmdlines?: Map<number, Buffer>): OvnkubeScan {
   const ownNet = readlinkSync(path.join(procRoot, 'self', 'ns', 'net'));
   const scan: OvnkubeScan = { processes: [], unreadable: [] };
+  const found: Found[] = [];
   for (const entry of readdirSync(procRoot)) {
     if (!isPid(entry)) continue;
     seen.add(entry);
@@ -154,7 +196,7 @@ function scanOvnkubeProcessesSync(procRoot: string, read: ProcReader, seen: Set<
       const parsed = parseOvnkubeCmdline(argv);
       if (!parsed) continue;
       // A copy: the next read reuses the buffer.
-      const cmdline = cmdlines ? Buffer.from(raw) : undefined;
+      const cmdline = Buffer.from(raw);
       let net: string;
       try {
         net = readlinkSync(path.join(dir, 'ns', 'net'));
@@ -167,14 +209,20 @@ function scanOvnkubeProcessesSync(procRoot: string, read: ProcReader, seen: Set<
         throw err;
       }
       if (net !== ownNet) continue;
-      const startTime = startTimeOf(read(path.join(dir, 'stat')).toString('utf8'));
+      const stat = read(path.join(dir, 'stat')).toString('utf8');
+      const startTime = startTimeOf(stat);
       if (startTime === null) continue;
       const m = parsed.modeFlag;
-      scan.processes.push({ pid: Number(entry), startTime, modeFlag: m, mode: m === 'local' || m === 'shared' ? m : null });
-      if (cmdline) cmdlines!.set(Number(entry), cmdline);
+      found.push({ process: { pid: Number(entry), startTime, modeFlag: m, mode: m === 'local' || m === 'shared' ? m : null }, ppid: parentOf(stat), cmdline });
     } catch {
       // The process exited while we looked: skip it.
     }
+  }
+  const copies = forkedCopies(found);
+  for (const f of found) {
+    if (copies.has(f.process.pid)) continue;
+    scan.processes.push(f.process);
+    cmdlines?.set(f.process.pid, f.cmdline);
   }
   return scan;
 }

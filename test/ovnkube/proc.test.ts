@@ -10,6 +10,7 @@ import { test } from 'node:test';
 import { pathToFileURL } from 'node:url';
 import { OvnkubeScanner, scanOvnkubeProcesses, summarise, type OvnkubeScan } from '../../src/ovnkube/proc.js';
 import { CLI, FakeOvnkube, Scratch } from '../helpers/agent.js';
+import { withForkedOvnkube } from '../helpers/forked-ovnkube.js';
 import { seedNode, skipWithoutKernel } from '../helpers/netns.js';
 import { AS_NOBODY, runAsNobody, skipWithoutSetpriv } from '../helpers/nobody.js';
 import { IDLE } from '../../src/demo/fake-ovnkube.js';
@@ -87,6 +88,36 @@ test('proc: an ovnkube-node whose namespace cannot be read is named, with what i
     assert.equal(summary.pid, null);
     assert.match(summary.detail, denied(pid));
   });
+});
+
+test('proc: a fork of ovnkube-node that has not exec\'d (same comm, same command line) is not a second ovnkube-node', async () => {
+  await withForkedOvnkube(async (parent, child) => {
+    const scan = await scanOvnkubeProcesses();
+    assert.ok(scan.processes.some((p) => p.pid === parent), JSON.stringify(scan));
+    assert.ok(!scan.processes.some((p) => p.pid === child), JSON.stringify(scan));
+    const ours = { processes: scan.processes.filter((p) => p.pid === parent || p.pid === child), unreadable: [] };
+    assert.equal(summarise(ours, null).pid, parent);
+    // The scanner's full scan too, and the reuse that follows it.
+    const scanner = new OvnkubeScanner('/proc', undefined, () => 0);
+    for (const reuse of [false, true]) {
+      const s = scanner.scan(reuse);
+      assert.ok(s.processes.some((p) => p.pid === parent) && !s.processes.some((p) => p.pid === child), JSON.stringify(s));
+    }
+  });
+});
+
+test('proc: a child ovnkube --init-node with another command line still counts, and the two disagree', async () => {
+  await withForkedOvnkube(
+    async (parent, child) => {
+      const scan = await scanOvnkubeProcesses();
+      const ours = { processes: scan.processes.filter((p) => p.pid === parent || p.pid === child), unreadable: [] };
+      assert.deepEqual(ours.processes.map((p) => [p.pid, p.mode]).sort(), [[parent, 'local'], [child, 'shared']].sort());
+      const summary = summarise(ours, null);
+      assert.equal(summary.mode, null);
+      assert.match(summary.detail ?? '', /^ovnkube processes disagree: /);
+    },
+    ['ovnkube', '--init-node', 'node1', '--gateway-mode', 'shared'],
+  );
 });
 
 test('plan as non-root says it cannot read ovnkube-node\'s namespace, and what it needs', async (t) => {

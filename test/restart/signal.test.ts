@@ -7,12 +7,13 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
 import { SignalRestart } from '../../src/restart/strategy.js';
+import { withForkedOvnkube } from '../helpers/forked-ovnkube.js';
 
 /**
- * A stand-in body that never forks: the usual one (IDLE) starts `sleep 1 &` each second,
- * and between that fork and its exec the child is a second `ovnkube --init-node` in
- * /proc, which a single look of find() may see (a CI run did: "2 ... processes"). This
- * one blocks reading a FIFO it holds open itself, and exits 0 on SIGTERM.
+ * A stand-in body that never forks, blocked reading a FIFO it holds open itself, and
+ * exiting 0 on SIGTERM: the usual one (IDLE) starts `sleep 1 &` each second, whose child
+ * is a copy of the stand-in until it execs. The scan leaves such copies out (the test
+ * below), but these tests count processes and want only the ones they start.
  */
 function quietBody(dir: string): string {
   const fifo = path.join(dir, 'idle.fifo');
@@ -67,4 +68,12 @@ test('signal: none or two ovnkube-node processes mean no target, with the count'
     for (const c of two) c.kill('SIGKILL');
     rmSync(dir, { recursive: true, force: true });
   }
+});
+
+test('signal: a fork of ovnkube-node that has not exec\'d is not a second process: the target is ovnkube-node', async () => {
+  await withForkedOvnkube(async (parent) => {
+    const found = await new SignalRestart().find();
+    assert.ok('target' in found, JSON.stringify(found));
+    assert.equal(found.target.describe, `pid ${parent}`);
+  });
 });
