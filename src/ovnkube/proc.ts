@@ -25,13 +25,17 @@
 // a copy of it in /proc: comm `ovnkube`, the same command line, the same namespace. The
 // real one (Go) forks for every ovs-vsctl, iptables or ip it runs; the tests' stand-in
 // (a shell) for each command it starts. Such a copy is not a second ovnkube-node: a
-// process whose parent was found by the same scan, and whose command line is byte for
-// byte its parent's, is left out (forkedCopies). Counted, it would make the signal
-// strategy find "2 processes" and give up that attempt, or, first in readdir's order
-// after a PID wrap, be taken for ovnkube-node itself and make a restart look done. A
-// child with another command line (an ovnkube that runs ovnkube with other arguments)
-// still counts, and a copy whose parent has already exited (reparented) counts until it
-// execs.
+// process whose parent was found by the same scan, whose command line is byte for byte
+// its parent's, and which started at most MAX_COPY_AGE_MS ago (a fork execs within
+// microseconds to milliseconds) is left out (forkedCopies). Counted, it would make the
+// signal strategy find "2 processes" and give up that attempt, or, first in readdir's
+// order after a PID wrap, be taken for ovnkube-node itself and make a restart look done.
+// Everything else counts: a child with another command line (an ovnkube that runs
+// ovnkube with other arguments), a copy whose parent has exited (reparented) or was not
+// found, and a copy older than that, stuck before its exec or an ovnkube that runs itself
+// again with the same arguments: doubt is a second process. A copy left out is not
+// remembered as looked at, so a reuse (below) reads its comm again and scans in full
+// while it still says ovnkube (it may exec an ovnkube of another mode).
 //
 // OvnkubeScanner lets a pass woken by a route notification alone (a repair) reuse the
 // last full scan instead of reading the comm of every process, when all of this holds:
@@ -99,16 +103,42 @@ interface Found {
   cmdline: Buffer;
 }
 
+/** The oldest a fork may be, not yet exec'd, and still be taken for a copy of its parent (header). */
+export const MAX_COPY_AGE_MS = 2000;
+
+/**
+ * USER_HZ, the clock ticks per second of /proc/PID/stat's start time: 100 on every
+ * architecture OpenShift runs on (x86_64, aarch64, ppc64le, s390x); Node cannot ask
+ * sysconf(_SC_CLK_TCK).
+ */
+const USER_HZ = 100;
+
+/** The time since boot in USER_HZ ticks, from /proc/uptime (the clock of the start times); null if unreadable. */
+function uptimeTicks(procRoot: string, read: ProcReader): number | null {
+  try {
+    const seconds = Number(/^(\d+(?:\.\d+)?) /.exec(read(`${procRoot}/uptime`).toString('latin1'))?.[1]);
+    return Number.isFinite(seconds) ? Math.round(seconds * USER_HZ) : null;
+  } catch {
+    return null;
+  }
+}
+
 /**
  * The PIDs among `found` that are forked copies of another found process (header): the
- * parent is in `found` and the command lines are equal, byte for byte.
+ * parent is in `found`, the command lines are equal byte for byte, and it started at
+ * most MAX_COPY_AGE_MS ago by /proc/uptime (`now`, read only if there is a candidate).
  */
-function forkedCopies(found: Found[]): Set<number> {
+function forkedCopies(found: Found[], now: () => number | null): Set<number> {
   const byPid = new Map(found.map((f) => [f.process.pid, f]));
   const copies = new Set<number>();
+  let ticks: number | null | undefined;
   for (const f of found) {
     const parent = f.ppid === null || f.ppid === f.process.pid ? undefined : byPid.get(f.ppid);
-    if (parent && parent.cmdline.equals(f.cmdline)) copies.add(f.process.pid);
+    if (!parent || !parent.cmdline.equals(f.cmdline)) continue;
+    if (ticks === undefined) ticks = now();
+    const started = Number(f.process.startTime);
+    if (ticks === null || !Number.isSafeInteger(started)) continue;
+    if (((ticks - started) * 1000) / USER_HZ <= MAX_COPY_AGE_MS) copies.add(f.process.pid);
   }
   return copies;
 }
@@ -179,7 +209,7 @@ export async function scanOvnkubeProcesses(procRoot = '/proc', read: ProcReader 
 
 const isPid = (entry: string) => /^\d+$/.test(entry);
 
-/** Scans every process; `seen` gets every PID looked at, `cmdlines` a copy of each found ovnkube's command line. */
+/** Scans every process; `seen` gets every PID looked at but the copies left out, `cmdlines` a copy of each found ovnkube's command line. */
 function scanOvnkubeProcessesSync(procRoot: string, read: ProcReader, seen: Set<string>, cmdlines?: Map<number, Buffer>): OvnkubeScan {
   const ownNet = readlinkSync(path.join(procRoot, 'self', 'ns', 'net'));
   const scan: OvnkubeScan = { processes: [], unreadable: [] };
@@ -218,9 +248,12 @@ function scanOvnkubeProcessesSync(procRoot: string, read: ProcReader, seen: Set<
       // The process exited while we looked: skip it.
     }
   }
-  const copies = forkedCopies(found);
+  const copies = forkedCopies(found, () => uptimeTicks(procRoot, read));
   for (const f of found) {
-    if (copies.has(f.process.pid)) continue;
+    if (copies.has(f.process.pid)) {
+      seen.delete(String(f.process.pid));
+      continue;
+    }
     scan.processes.push(f.process);
     cmdlines?.set(f.process.pid, f.cmdline);
   }

@@ -6,21 +6,29 @@ import { chmodSync, copyFileSync, mkdtempSync, readdirSync, readFileSync, rmSync
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 
-/** The PID of a process whose parent is `ppid`, from /proc, once there is one: a bounded number of looks. */
-async function childOf(ppid: number): Promise<number> {
-  for (let look = 0; look < 5000; look++) {
-    for (const entry of readdirSync('/proc')) {
-      if (!/^\d+$/.test(entry)) continue;
-      try {
-        const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
-        if (stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1] === String(ppid)) return Number(entry);
-      } catch {
-        // Gone.
-      }
-    }
-    await new Promise((r) => setImmediate(r));
+/** Polls `look` until it gives a value; fails naming `what` after a generous bound (a safety net, not a speed check). */
+async function until<T>(look: () => T | undefined, what: string): Promise<T> {
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    const value = look();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`never happened within 30 s: ${what}`);
+    await new Promise((r) => setTimeout(r, 2));
   }
-  throw new Error(`no child of ${ppid}`);
+}
+
+/** The PID of a process whose parent is `ppid`, from /proc, if there is one now. */
+function childOf(ppid: number): number | undefined {
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      if (stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1] === String(ppid)) return Number(entry);
+    } catch {
+      // Gone.
+    }
+  }
+  return undefined;
 }
 
 /**
@@ -42,17 +50,17 @@ export async function withForkedOvnkube(fn: (parent: number, child: number) => P
   const parent = spawn(binary, ['-c', `${forked} ${block}`, 'ovnkube', '--init-node', 'node1', '--gateway-mode', 'local'], { stdio: 'ignore', detached: true });
   try {
     await new Promise((resolve, reject) => parent.once('spawn', resolve).once('error', reject));
-    const child = await childOf(parent.pid!);
+    const child = await until(() => childOf(parent.pid!), `a child of the stand-in ${parent.pid}`);
     if (args === undefined) {
       // What makes it a copy, checked rather than assumed.
       assert.equal(readFileSync(`/proc/${child}/comm`, 'utf8'), 'ovnkube\n');
       assert.deepEqual(readFileSync(`/proc/${child}/cmdline`), readFileSync(`/proc/${parent.pid}/cmdline`));
     } else {
-      for (let look = 0; look < 5000 && !readFileSync(`/proc/${child}/cmdline`, 'utf8').includes(args.join('\0')); look++) await new Promise((r) => setImmediate(r));
+      await until(() => (readFileSync(`/proc/${child}/cmdline`, 'utf8').includes(args.join('\0')) ? true : undefined), `the child ${child} exec'ing ${args.join(' ')}`);
     }
     await fn(parent.pid!, child);
   } finally {
-    process.kill(-parent.pid!, 'SIGKILL');
+    if (parent.pid !== undefined) process.kill(-parent.pid, 'SIGKILL');
     rmSync(dir, { recursive: true, force: true });
   }
 }

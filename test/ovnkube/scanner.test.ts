@@ -5,7 +5,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSyn
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
-import { MAX_REUSE_AGE_MS, OvnkubeScanner } from '../../src/ovnkube/proc.js';
+import { MAX_COPY_AGE_MS, MAX_REUSE_AGE_MS, OvnkubeScanner, summarise } from '../../src/ovnkube/proc.js';
 
 const OWN_NET = 'net:[4026531840]';
 const OVNKUBE_ARGV = ['/usr/bin/ovnkube', '--init-node', 'node1', '--gateway-mode', 'local'];
@@ -19,16 +19,21 @@ class FakeProc {
     symlinkSync(OWN_NET, path.join(this.root, 'self', 'ns', 'net'));
   }
 
-  /** A process: comm is argv[0]'s name unless given; start is field 22 of stat. */
-  add(pid: number, argv: string[], start: number, comm = path.basename(argv[0]!), net = OWN_NET): void {
+  /** A process: comm is argv[0]'s name unless given; start is field 22 of stat, ppid field 4. */
+  add(pid: number, argv: string[], start: number, comm = path.basename(argv[0]!), net = OWN_NET, ppid = 0): void {
     const dir = path.join(this.root, String(pid));
     rmSync(dir, { recursive: true, force: true });
     mkdirSync(path.join(dir, 'ns'), { recursive: true });
     writeFileSync(path.join(dir, 'comm'), `${comm}\n`);
     writeFileSync(path.join(dir, 'cmdline'), argv.map((a) => `${a}\0`).join(''));
-    // pid (comm) state, then fields 4..21, then starttime (22).
-    writeFileSync(path.join(dir, 'stat'), `${pid} (${comm}) S ${Array.from({ length: 18 }, () => '0').join(' ')} ${start} 0 0\n`);
+    // pid (comm) state, ppid (4), then fields 5..21, then starttime (22).
+    writeFileSync(path.join(dir, 'stat'), `${pid} (${comm}) S ${ppid} ${Array.from({ length: 17 }, () => '0').join(' ')} ${start} 0 0\n`);
     symlinkSync(net, path.join(dir, 'ns', 'net'));
+  }
+
+  /** /proc/uptime at `ticks` (USER_HZ, 100 per second) since boot. */
+  uptime(ticks: number): void {
+    writeFileSync(path.join(this.root, 'uptime'), `${(ticks / 100).toFixed(2)} 0.00\n`);
   }
 
   remove(pid: number): void {
@@ -186,5 +191,62 @@ test('scanner: no reuse unless the last scan found exactly one ovnkube-node (non
     assert.deepEqual(pids(scanner, true), ['100/1000', '101/1010']);
     assert.deepEqual(pids(scanner, true), ['100/1000', '101/1010']);
     assert.deepEqual(scanner.counts, { full: 4, reused: 0 });
+  });
+});
+
+// A fork of ovnkube-node not yet exec'd: same comm and command line, ovnkube-node its parent.
+const COPY_AGE_TICKS = MAX_COPY_AGE_MS / 10;
+
+test('scanner: a young fork of ovnkube-node with its command line is not a second one, in either PID order (a wrap puts it first)', () => {
+  for (const pid of [150, 50]) {
+    withProc((proc) => {
+      proc.uptime(5000);
+      proc.add(pid, OVNKUBE_ARGV, 5000 - COPY_AGE_TICKS, 'ovnkube', OWN_NET, 100);
+      const scan = proc.scanner().scan(false);
+      assert.deepEqual(scan.processes.map((p) => p.pid), [100], `fork ${pid}`);
+      assert.deepEqual(summarise(scan, null), { mode: 'local', pid: 100, id: 'pid 100 start 1000', detail: null }, `fork ${pid}`);
+    });
+  }
+});
+
+test('scanner: what is not surely a young fork of ovnkube-node counts as a second process', () => {
+  const OLD = 5000 - COPY_AGE_TICKS - 1;
+  const cases: Array<[string, (proc: FakeProc) => void, string]> = [
+    ['older than the limit (stuck before its exec, or ovnkube run again alike)', (proc) => proc.add(150, OVNKUBE_ARGV, OLD, 'ovnkube', OWN_NET, 100), `150/${OLD}`],
+    ['another command line', (proc) => proc.add(150, [...OVNKUBE_ARGV, '--v=5'], 5000, 'ovnkube', OWN_NET, 100), '150/5000'],
+    ['another parent', (proc) => proc.add(150, OVNKUBE_ARGV, 5000, 'ovnkube', OWN_NET, 2), '150/5000'],
+    ['its parent exited (reparented)', (proc) => proc.add(150, OVNKUBE_ARGV, 5000, 'ovnkube', OWN_NET, 1), '150/5000'],
+    [
+      '/proc/uptime unreadable',
+      (proc) => {
+        rmSync(path.join(proc.root, 'uptime'));
+        proc.add(150, OVNKUBE_ARGV, 5000, 'ovnkube', OWN_NET, 100);
+      },
+      '150/5000',
+    ],
+  ];
+  for (const [what, add, second] of cases) {
+    withProc((proc) => {
+      proc.uptime(5000);
+      add(proc);
+      assert.deepEqual(pids(proc.scanner(), false), ['100/1000', second], what);
+    });
+  }
+});
+
+test('scanner: a fork left out of a full scan is read again by a reuse: exec\'ing an ovnkube of the other mode, it is found at once', () => {
+  withProc((proc) => {
+    proc.uptime(5000);
+    proc.add(150, OVNKUBE_ARGV, 5000, 'ovnkube', OWN_NET, 100);
+    const scanner = proc.scanner();
+    assert.deepEqual(pids(scanner, false), ['100/1000']);
+    // While it is still the same copy, a reuse reads its comm and scans in full, leaving it out again.
+    assert.ok(proc.readsOf(() => assert.deepEqual(pids(scanner, true), ['100/1000'])).includes('150/comm'));
+    // It execs ovnkube-node in the other mode: same comm, same start time.
+    proc.add(150, ['/usr/bin/ovnkube', '--init-node', 'node1', '--gateway-mode', 'shared'], 5000, 'ovnkube', OWN_NET, 100);
+    const scan = scanner.scan(true);
+    assert.deepEqual(scan.processes.map((p) => `${p.pid} ${p.mode}`), ['100 local', '150 shared']);
+    assert.match(summarise(scan, null).detail ?? '', /^ovnkube processes disagree: /);
+    assert.deepEqual(scanner.counts, { full: 3, reused: 0 });
   });
 });
