@@ -8,7 +8,8 @@
 //  - the CLI commands probes and users run often (status, status --brief, health, health
 //    --ready) as whole processes against the running agent, with their peak RSS, beside
 //    `node -e 0`.
-// RUNS (default 10) sets the repetitions; AGENT_NODE_FLAGS, Node or V8 flags for the agent's
+// RUNS (default 10) sets the repetitions; BENCH_EACH=1 prints each start's figures too (Node 24
+// starts in two modes, BENCHMARKS.md section 7); AGENT_NODE_FLAGS, Node or V8 flags for the agent's
 // runs; COMPARE_FLAGS, a second set of flags timed beside the first in the same run;
 // AGENT_ROOT, another build of the agent to time (a directory holding
 // dist/src/cli/main.js, e.g. a copy of main for the "before" figures); COMPARE_ROOT, a
@@ -127,6 +128,7 @@ try {
   for (const { restart, flags, cli, ready, rss } of configs) {
     console.log(`agent${clis.length > 1 ? ` ${cli}` : ''} --restart ${restart}${flagSets.length > 1 ? ` (node flags: ${flags.join(' ') || 'none'})` : ''}: start to ready ${range(ready)} ms`);
     const col = (k: 0 | 1 | 2) => rss.map((r) => r[k]);
+    if (process.env.BENCH_EACH) console.log(`  each start (in order): after 200 /status ${col(1).map(mb).join(', ')} MB; ready ${ready.map((x) => x.toFixed(0)).join(', ')} ms`);
     console.log(`  VmRSS at ready ${mb(median(col(0)))} MB (max ${mb(Math.max(...col(0)))}), after 200 /status ${mb(median(col(1)))} MB (max ${mb(Math.max(...col(1)))}), 2 s later ${mb(median(col(2)))} MB (max ${mb(Math.max(...col(2)))})`);
   }
 
