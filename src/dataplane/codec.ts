@@ -427,7 +427,8 @@ function unmodelledOf(payload: Buffer, data: { srcLen?: number }, attrs: ReturnT
   }
   if (attrs.flow !== undefined) out.push('realms');
   if (attrs.encap || attrs.encapType !== undefined) out.push('encap');
-  if (attrs.expires) out.push('expires');
+  // The kernel gives a route's expiry in RTA_CACHEINFO (rta_expires, non-zero while it has one), not RTA_EXPIRES.
+  if (attrs.expires || (attrs.cacheInfo?.expires ?? 0) !== 0) out.push('expires');
   if (attrs.via) out.push('via (another family)');
   if (attrs.newdst) out.push('as (MPLS)');
   if (attrs.ttlPropagate !== undefined) out.push('ttl-propagate');

@@ -94,7 +94,7 @@ test("reads the seed node's stale service route back exactly, every field", asyn
   });
 });
 
-test('a route with what a replace would not carry over (src, onlink, advmss, pref) says so; the shapes ovnkube-node makes have none', async (t) => {
+test('a route with what a replace would not carry over (src, onlink, advmss, pref, expires) says so; the shapes ovnkube-node makes have none', async (t) => {
   if (skipWithoutKernel(t)) return;
   await withNode({ ipv6: true }, async (ns, probe) => {
     const unmodelled = async (prefix: string) => (await routesOf(probe, prefix)).map((r) => r.unmodelled);
@@ -106,6 +106,9 @@ test('a route with what a replace would not carry over (src, onlink, advmss, pre
     assert.deepEqual(await unmodelled(SVC4), [['onlink', 'advmss']]);
     ns.ip('-6 route replace fd00:10:96::/112 via fd00:172:18::1 dev br-ex mtu 1400 pref high');
     assert.deepEqual(await unmodelled('fd00:10:96::/112'), [['pref high']]);
+    // An expiry: the kernel reports it in RTA_CACHEINFO, never in RTA_EXPIRES (a replace would make the route permanent).
+    ns.ip('-6 route replace fd00:10:96::/112 via fd00:172:18::1 dev br-ex mtu 1400 expires 300');
+    assert.deepEqual(await unmodelled('fd00:10:96::/112'), [['expires']]);
   });
 });
 
