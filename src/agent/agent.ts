@@ -387,6 +387,7 @@ export class Agent {
     }
     this.fights = trackFights(this.fights, {
       inputs: `${desired.mode}|${observed.ovnkube.id}`,
+      desiredMode: desired.mode,
       observed: hops,
       now,
       hint: `is ovnkube-node really running ${desired.mode} gateway mode on a 4.8/4.9 build?`,

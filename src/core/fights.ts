@@ -9,7 +9,12 @@
 //     the planner then holds every CIDR back (no half-done dual-stack).
 //  3. A suspended route found with the next hop the agent wanted (someone else put it
 //     right) lifts the suspension.
-//  4. A new situation (another desired mode, another ovnkube-node) forgives all.
+//  4. A new situation (another desired mode, another ovnkube-node) forgives the set-backs
+//     and suspensions. What the agent last gave each CIDR is kept while the desired mode
+//     is the same: a migration's restart brings a new ovnkube-node right after the
+//     agent's replace, and a set-back of that replace is the first of a fight, not
+//     something to forget (else one more repair than FIGHT_LIMIT allows).
+//     Another desired mode drops it: the agent wants another route now.
 import { renderNextHop, sameNextHop, type NextHop } from './route.js';
 import type { ReplaceAction } from './types.js';
 
@@ -20,16 +25,20 @@ export const FIGHT_LIMIT = 2;
 export interface FightState {
   /** What the situation was when counting began: desired mode and ovnkube-node. */
   inputs: string | null;
+  /** The desired mode of that situation. */
+  desiredMode: string | null;
   lastApplied: ReadonlyMap<string, { nextHop: NextHop; at: number }>;
   setBacks: ReadonlyMap<string, number[]>;
   suspended: ReadonlyMap<string, { why: string; wanted: NextHop }>;
 }
 
-export const NO_FIGHTS: FightState = { inputs: null, lastApplied: new Map(), setBacks: new Map(), suspended: new Map() };
+export const NO_FIGHTS: FightState = { inputs: null, desiredMode: null, lastApplied: new Map(), setBacks: new Map(), suspended: new Map() };
 
 export interface FightObservation {
   /** Desired mode and ovnkube-node identity, as one comparable string. */
   inputs: string;
+  /** The desired mode alone (null: none known). */
+  desiredMode: string | null;
   /** The next hop observed for each service CIDR with exactly one route. */
   observed: ReadonlyMap<string, NextHop>;
   now: number;
@@ -38,7 +47,10 @@ export interface FightObservation {
 }
 
 export function trackFights(state: FightState, o: FightObservation): FightState {
-  if (state.inputs !== null && state.inputs !== o.inputs) return { ...NO_FIGHTS, inputs: o.inputs };
+  if (state.inputs !== null && state.inputs !== o.inputs) {
+    // Point 4: forgiven, and the set-backs counted again from this observation on.
+    state = { ...NO_FIGHTS, inputs: o.inputs, desiredMode: o.desiredMode, lastApplied: state.desiredMode === o.desiredMode ? state.lastApplied : new Map() };
+  }
   const lastApplied = new Map(state.lastApplied);
   const setBacks = new Map(state.setBacks);
   const suspended = new Map(state.suspended);
@@ -66,7 +78,7 @@ export function trackFights(state: FightState, o: FightObservation): FightState 
       });
     }
   }
-  return { inputs: o.inputs, lastApplied, setBacks, suspended };
+  return { inputs: o.inputs, desiredMode: o.desiredMode, lastApplied, setBacks, suspended };
 }
 
 /** After replaces were carried out: what each CIDR was given, and when. */

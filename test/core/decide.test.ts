@@ -194,20 +194,40 @@ for (const r of summaryRows) {
 }
 
 test('fights: the third set-back within ten minutes suspends repairs, once per set-back', () => {
-  let f = trackFights(NO_FIGHTS, { inputs: 'local|a', observed: new Map(), now: T, hint: 'h' });
+  let f = trackFights(NO_FIGHTS, { inputs: 'local|a', desiredMode: 'local', observed: new Map(), now: T, hint: 'h' });
   for (let i = 1; i <= FIGHT_LIMIT + 1; i++) {
     f = recordApplied(f, [action], T + i * 1000);
-    f = trackFights(f, { inputs: 'local|a', observed: new Map([['10.96.0.0/16', BR]]), now: T + i * 1000 + 500, hint: 'h' });
+    f = trackFights(f, { inputs: 'local|a', desiredMode: 'local', observed: new Map([['10.96.0.0/16', BR]]), now: T + i * 1000 + 500, hint: 'h' });
     // The same observation seen again is not another set-back.
-    f = trackFights(f, { inputs: 'local|a', observed: new Map([['10.96.0.0/16', BR]]), now: T + i * 1000 + 600, hint: 'h' });
+    f = trackFights(f, { inputs: 'local|a', desiredMode: 'local', observed: new Map([['10.96.0.0/16', BR]]), now: T + i * 1000 + 600, hint: 'h' });
     assert.equal(f.setBacks.get('10.96.0.0/16')?.length, i);
   }
   assert.match(suspensionsOf(f).get('10.96.0.0/16') ?? '', /set back to via 172.18.0.1 dev br-ex mtu 1400 3 times in 10 min: h/);
   // Found right again by someone else: lifted.
-  const lifted = trackFights(f, { inputs: 'local|a', observed: new Map([['10.96.0.0/16', MP]]), now: T + 10_000, hint: 'h' });
+  const lifted = trackFights(f, { inputs: 'local|a', desiredMode: 'local', observed: new Map([['10.96.0.0/16', MP]]), now: T + 10_000, hint: 'h' });
   assert.equal(suspensionsOf(lifted).size, 0);
   // A new ovnkube-node forgives all.
-  assert.equal(trackFights(f, { inputs: 'local|b', observed: new Map([['10.96.0.0/16', BR]]), now: T + 10_000, hint: 'h' }).suspended.size, 0);
+  assert.equal(trackFights(f, { inputs: 'local|b', desiredMode: 'local', observed: new Map([['10.96.0.0/16', BR]]), now: T + 10_000, hint: 'h' }).suspended.size, 0);
+});
+
+test('fights: a migration\'s restart (a new ovnkube-node right after the replace) does not make the first set-back free', () => {
+  const at = (inputs: string, observed: typeof MP, now: number, f: typeof NO_FIGHTS) =>
+    trackFights(f, { inputs, desiredMode: inputs.split('|')[0]!, observed: new Map([['10.96.0.0/16', observed]]), now, hint: 'h' });
+  // The migration's replace, under ovnkube-node a; the restart brings b, the route still right.
+  let f = recordApplied(at('local|a', BR, T, NO_FIGHTS), [action], T + 100);
+  f = at('local|b', MP, T + 1000, f);
+  assert.equal(f.setBacks.size, 0);
+  // Set back, repaired, set back, repaired, set back: the third set-back suspends, after two repairs.
+  for (let i = 1; i <= FIGHT_LIMIT + 1; i++) {
+    f = at('local|b', BR, T + 1000 + i * 1000, f);
+    assert.equal(f.setBacks.get('10.96.0.0/16')?.length, i, `set-back ${i}`);
+    assert.equal(f.suspended.size, i > FIGHT_LIMIT ? 1 : 0, `set-back ${i}`);
+    if (i <= FIGHT_LIMIT) f = recordApplied(f, [action], T + 1000 + i * 1000 + 100);
+  }
+  // Another desired mode: what the agent gave the route for the old one is no longer what it wants.
+  const other = at('shared|a', BR, T + 1000, recordApplied(at('local|a', BR, T, NO_FIGHTS), [action], T + 100));
+  assert.equal(other.setBacks.size, 0);
+  assert.equal(other.lastApplied.size, 0);
 });
 
 test('fights: set-backs further apart than the window never suspend', () => {
@@ -215,7 +235,7 @@ test('fights: set-backs further apart than the window never suspend', () => {
   for (let i = 0; i < 5; i++) {
     const now = T + i * (FIGHT_WINDOW_MS + 1000);
     f = recordApplied(f, [action], now);
-    f = trackFights(f, { inputs: 'x', observed: new Map([['10.96.0.0/16', BR]]), now: now + FIGHT_WINDOW_MS + 1, hint: 'h' });
+    f = trackFights(f, { inputs: 'x', desiredMode: 'x', observed: new Map([['10.96.0.0/16', BR]]), now: now + FIGHT_WINDOW_MS + 1, hint: 'h' });
   }
   assert.equal(f.suspended.size, 0);
 });
