@@ -60,8 +60,12 @@ const SETTINGS: OptionSet = { ...PLANNER, ...STATE_DIR, ...DAEMON };
 // No defaults: yargs counts a default as given, and status's --json and --brief conflict.
 const JSON_OUT: OptionSet = { json: { type: 'boolean', describe: 'the raw JSON' } };
 
-/** rollback reads the journal and the kernel, not the desired mode nor ovnkube-node. */
-const { 'mode-file': _modeFile, 'ovnkube-mode-check': _modeCheck, ...ROLLBACK_PLANNER } = PLANNER;
+/**
+ * rollback reads the journal and the kernel, not the desired mode nor ovnkube-node; the
+ * route it puts back is the journal's (next hop and MTU as they were), so neither --mtu
+ * nor --gateway-nexthop would change anything.
+ */
+const { 'mode-file': _modeFile, 'ovnkube-mode-check': _modeCheck, mtu: _mtu, 'gateway-nexthop': _nexthop, ...ROLLBACK_PLANNER } = PLANNER;
 
 export const COMMAND_OPTIONS: Record<Command, OptionSet> = {
   run: SETTINGS,
