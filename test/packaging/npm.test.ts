@@ -44,6 +44,8 @@ test('npm pack gives a tarball without tests, demo or bench code that installs g
     }
     assert.deepEqual(files.filter((f) => NOT_SHIPPED.test(f)), [], 'no test, demo, bench, source or map file');
     assert.deepEqual(files.filter((f) => f.startsWith('native/build/')), [], 'no prebuilt addon: it is compiled at install');
+    // The README's figure: under 200 kB (139 kB at 1ba4631, README.md included).
+    assert.ok(info.size < 200_000, `${info.size} bytes, README says under 200 kB`);
 
     const prefix = path.join(dir, 'prefix');
     const installed = spawnSync('npm', ['install', '-g', '--prefer-offline', '--no-audit', '--no-fund', '--prefix', prefix, path.join(dir, info.filename)], { encoding: 'utf8', timeout: 8 * 60_000 });
