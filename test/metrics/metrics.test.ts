@@ -51,6 +51,10 @@ test('every closed label set is exported at zero before anything happened, and p
   assert.equal(value(text, 'ovn_gwmode_netlink_lost_resyncs_total'), 0);
   assert.equal(value(text, 'ovn_gwmode_mode_file_errors_total'), 0);
   assert.equal(value(text, 'ovn_gwmode_ovnkube_restart_pending'), 0);
+  // The README's exception: the error counters by code have no series until a code's first error;
+  // the failures are counted at zero from the start by the replace results and the ReconcileFailed reason.
+  assert.doesNotMatch(text, /^ovn_gwmode_(route_replace|reconcile)_errors_total\{/m);
+  assert.equal(value(text, 'ovn_gwmode_status_reason{code="ReconcileFailed"}'), 0);
   assert.match(text, /^ovn_gwmode_build_info\{version="0\.1\.0",nodejs_version="[\d.]+",restart_strategy="cri"\} 1$/m);
   assert.match(text, /^process_cpu_seconds_total /m, 'the default process metrics');
   assert.match(text, /^nodejs_heap_size_used_bytes /m);
