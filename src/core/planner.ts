@@ -14,7 +14,7 @@
 //     a service route via br-ex is correct in both modes, whatever --layout says:
 //     a service route via the gateway interface to a masquerade next hop marks it.
 //  5. It never touches a route whose next hop is link-local (169.254.0.0/16,
-//     fd69::/16): no 4.8/4.9 service route ever has one.
+//     fd69::/16), nor one without a gateway: no 4.8/4.9 service route ever has either.
 import { addressInSubnet, maskBytes, parseAddress, parseCidr, type Cidr, type Family } from '../net/cidr.js';
 import { reason, type Reason } from './reasons.js';
 import { renderNextHop, RT_TABLE_MAIN, RTN_UNICAST, sameNextHop, type InterfaceAddress, type Link, type NextHop, type Route, type Watched } from './route.js';
@@ -180,6 +180,9 @@ export function ownedRoute(cidr: Cidr, routes: Route[], config: PlannerConfig): 
     return notOurs(`goes ${renderNextHop(r.nextHop)}, neither ${config.gatewayInterface} nor ${config.managementInterface}`);
   }
   if (isLinkLocalNexthop(r.nextHop.gateway)) return notOurs(`goes via the link-local next hop ${r.nextHop.gateway}`);
+  // Every 4.8/4.9 service route has a gateway; a link route (scope link) replaced by one via a
+  // gateway would keep its scope, which the kernel refuses (a replace that could never work).
+  if (r.nextHop.gateway === null) return notOurs(`goes ${renderNextHop(r.nextHop)}, with no gateway (a link route)`);
   return { route: r };
 }
 
