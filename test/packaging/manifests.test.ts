@@ -154,6 +154,17 @@ test('OpenShift overlay: its SCC admits the agent\'s pod, with and without the m
   assert.equal(find(docs, 'Namespace').metadata.annotations['openshift.io/node-selector'], '');
 });
 
+test('the base is made for CRI-O: its socket\'s directory is mounted from the host at the same path, and must exist (README, "As a DaemonSet")', (t) => {
+  if (skipWithoutKubectl(t)) return;
+  const pod = find(render(BASE), 'DaemonSet').spec.template.spec;
+  const [c] = pod.containers;
+  const env = Object.fromEntries(c.env.map((e: { name: string; value: string }) => [e.name, e.value]));
+  assert.equal(env.OVN_GWMODE_CRI_ENDPOINT, '/var/run/crio/crio.sock');
+  const volume = pod.volumes.find((v: any) => v.name === 'crio');
+  assert.deepEqual(volume.hostPath, { path: '/var/run/crio', type: 'Directory' });
+  assert.deepEqual(c.volumeMounts.filter((m: any) => m.name === 'crio').map((m: any) => m.mountPath), [path.dirname(env.OVN_GWMODE_CRI_ENDPOINT)]);
+});
+
 test('the probes give Node.js time to start: a startup probe of at least 60 s before liveness counts, each exec allowed 10 s', (t) => {
   if (skipWithoutKubectl(t)) return;
   const c = find(render(BASE), 'DaemonSet').spec.template.spec.containers[0];
