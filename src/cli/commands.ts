@@ -10,6 +10,7 @@ import { ConfigError, lastWins, resolvePlanSettings, resolveSettings, type PlanS
 import { renderNextHop, sameNextHop } from '../core/route.js';
 import { watchedOf } from '../core/planner.js';
 import { planRollback } from '../core/rollback.js';
+import { parseCidr } from '../net/cidr.js';
 import { applyMigration, summarize } from '../core/decide.js';
 import type { Migration } from '../core/migration.js';
 import { systemClock } from '../clock.js';
@@ -271,6 +272,14 @@ export async function rollbackCommand(raw: RollbackOptions, wrap: OnceWrappers =
     process.exit(2);
   }
   const config = plannerConfig(settings);
+  // Only the given service CIDRs are looked at: a migration route outside them would read
+  // as "no route" while it is there. Said as the bad flag it is.
+  const named = new Set(config.serviceCidrs.map((c) => c.text));
+  const unnamed = (journal.migration?.routes ?? []).map((r) => r.key.prefix).filter((p) => !named.has(parseCidr(p).text));
+  if (unnamed.length > 0) {
+    process.stderr.write(`ovn-gwmode-agent: rollback: the journal's migration replaced ${unnamed.join(', ')}, which --service-cidr (${[...named].join(', ')}) does not name: give the service CIDRs it was made with\n`);
+    process.exit(2);
+  }
   const real = new KernelDataplane();
   const dataplane = wrap.dataplane?.(real) ?? real;
   const noProbe: OvnkubeProbe = async () => ({ mode: null, pid: null, id: null, detail: 'not looked at by rollback' });

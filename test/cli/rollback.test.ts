@@ -28,6 +28,12 @@ test("rollback puts back the shared-mode route a real migration replaced: plan w
     assert.match(dry.stdout, /^migration: to local, started \S+, 1 route\(s\) replaced\nactions:\n {2}replace 10\.96\.0\.0\/16: via 10\.244\.1\.1 dev ovn-k8s-mp0 -> via 172\.18\.0\.1 dev br-ex mtu 1400\nnothing changed: run again with --yes to carry it out\n$/);
     assert.deepEqual(ns.routes('10.96.0.0/16'), [LOCAL], 'without --yes nothing changes');
 
+    // Another --service-cidr than the migration's: a bad flag, said as such (not "no route").
+    const other = cli(ns, ['rollback', '--state-dir', scratch.stateDir, '--service-cidr', '10.97.0.0/16', '--yes']);
+    assert.equal(other.code, 2, other.stdout);
+    assert.equal(other.stderr, "ovn-gwmode-agent: rollback: the journal's migration replaced 10.96.0.0/16, which --service-cidr (10.97.0.0/16) does not name: give the service CIDRs it was made with\n");
+    assert.deepEqual(ns.routes('10.96.0.0/16'), [LOCAL]);
+
     // Someone changed the route since: not put back over their change.
     ns.ip('route replace 10.96.0.0/16 via 10.244.1.1 dev ovn-k8s-mp0 mtu 1300');
     const changed = rollback('--yes');
