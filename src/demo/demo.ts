@@ -1,13 +1,13 @@
 // `npm run demo` (as root): the seed's node in a throwaway network namespace, the
 // agent run against a mode file saying `local`, the route before and after, the
-// status fetched with curl, and everything torn down.
-import { execFileSync, spawn } from 'node:child_process';
+// status fetched with curl and by `status --brief`, and everything torn down
+// (test/demo.test.ts runs it).
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { fetchStatus } from '../status/client.js';
-import { renderBrief } from '../status/report.js';
 import { FakeOvnkube } from './fake-ovnkube.js';
 import { seedNode } from './netns.js';
 import { terminate } from './process.js';
@@ -53,8 +53,9 @@ async function main(): Promise<void> {
     say(`curl --unix-socket ${socket} http://localhost/status`);
     process.stdout.write(execFileSync('curl', ['-s', '--unix-socket', socket, 'http://localhost/status'], { encoding: 'utf8' }));
 
-    say('ovn-gwmode-agent status --brief');
-    process.stdout.write(renderBrief(await fetchStatus(socket)) + '\n');
+    say(`ovn-gwmode-agent status --brief --socket ${socket}`);
+    const brief = spawnSync(process.execPath, [CLI, 'status', '--brief', '--socket', socket], { encoding: 'utf8' });
+    process.stdout.write(brief.stdout + brief.stderr);
     if (phase !== 'Converged') process.exitCode = 1;
   } finally {
     await terminate(agent);
