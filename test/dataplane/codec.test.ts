@@ -80,6 +80,22 @@ test('a route with a table above 255 keeps it in RTA_TABLE; MTU and TOS survive 
   assert.equal(t.tos, 0x10);
 });
 
+test('an IPv6 route\'s expiry is read from RTA_CACHEINFO (rta_expires): any value but 0 is one a replace would drop', () => {
+  const RTA_CACHEINFO = 12;
+  /** The route's payload with an RTA_CACHEINFO attribute (struct rta_cacheinfo, 32 bytes) whose rta_expires is `expires`. */
+  const withCacheInfo = (expires: number) => {
+    const attr = Buffer.alloc(4 + 32);
+    attr.writeUInt16LE(attr.length, 0);
+    attr.writeUInt16LE(RTA_CACHEINFO, 2);
+    attr.writeInt32LE(expires, 4 + 8);
+    return Buffer.concat([payloadOf(encodeRoute(RTM_NEWROUTE, 0, 1, 0, routeMessage('fd00:10:96::/112', 'fd00:172:18::1', 254, 1400))), attr]);
+  };
+  // 0 is a permanent route (as every route ovnkube-node makes); negative, expired but not yet removed.
+  for (const [expires, unmodelled] of [[0, []], [30_000, ['expires']], [1, ['expires']], [-3, ['expires']]] as const) {
+    assert.deepEqual(decodeRoute(withCacheInfo(expires)).unmodelled, unmodelled, `rta_expires ${expires}`);
+  }
+});
+
 test('a replace asks NLM_F_REPLACE and never NLM_F_CREATE, in both families', () => {
   for (const [prefix, gateway] of [['10.96.0.0/16', '10.244.1.1'], ['fd00:10:96::/112', 'fd00:10:244:1::1']] as const) {
     const [msg] = parseDatagram(encodeRouteReplace(1, 0, routeMessage(prefix, gateway, 254, undefined)));
