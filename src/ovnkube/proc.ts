@@ -91,7 +91,7 @@ export function startTimeOf(stat: string): string | null {
 }
 
 /** The parent's PID, field 4 of /proc/PID/stat. */
-function parentOf(stat: string): number | null {
+export function parentOf(stat: string): number | null {
   const ppid = statFields(stat)[1];
   return ppid !== undefined && /^\d+$/.test(ppid) ? Number(ppid) : null;
 }

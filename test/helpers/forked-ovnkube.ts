@@ -5,6 +5,7 @@ import { execFileSync, spawn } from 'node:child_process';
 import { chmodSync, copyFileSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { parentOf } from '../../src/ovnkube/proc.js';
 
 /** Polls `look` until it gives a value; fails naming `what` after a generous bound (a safety net, not a speed check). */
 async function until<T>(look: () => T | undefined, what: string): Promise<T> {
@@ -22,13 +23,23 @@ function childOf(ppid: number): number | undefined {
   for (const entry of readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
     try {
-      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
-      if (stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1] === String(ppid)) return Number(entry);
+      if (parentOf(readFileSync(`/proc/${entry}/stat`, 'utf8')) === ppid) return Number(entry);
     } catch {
       // Gone.
     }
   }
   return undefined;
+}
+
+/**
+ * A stand-in body that never forks: blocked reading a FIFO it holds open itself (made in
+ * `dir`), exiting 0 on SIGTERM. The usual one (IDLE) starts `sleep 1 &` each second,
+ * whose child is a copy of the stand-in until it execs.
+ */
+export function quietBody(dir: string): string {
+  const fifo = path.join(dir, 'idle.fifo');
+  execFileSync('mkfifo', [fifo]);
+  return `trap 'exit 0' TERM; exec 3<>'${fifo}'; while :; do read -r _ <&3; done`;
 }
 
 /**
@@ -43,9 +54,7 @@ export async function withForkedOvnkube(fn: (parent: number, child: number) => P
   const binary = path.join(dir, 'ovnkube');
   copyFileSync('/bin/sh', binary);
   chmodSync(binary, 0o755);
-  const fifo = path.join(dir, 'idle.fifo');
-  execFileSync('mkfifo', [fifo]);
-  const block = `exec 3<>'${fifo}'; while :; do read -r _ <&3; done`;
+  const block = quietBody(dir);
   const forked = args === undefined ? `( ${block} ) &` : `'${binary}' -c "${block}" ${args.join(' ')} &`;
   const parent = spawn(binary, ['-c', `${forked} ${block}`, 'ovnkube', '--init-node', 'node1', '--gateway-mode', 'local'], { stdio: 'ignore', detached: true });
   try {

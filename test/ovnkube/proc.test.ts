@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
 import { pathToFileURL } from 'node:url';
-import { MAX_COPY_AGE_MS, OvnkubeScanner, scanOvnkubeProcesses, summarise, type OvnkubeScan } from '../../src/ovnkube/proc.js';
+import { MAX_COPY_AGE_MS, OvnkubeScanner, scanOvnkubeProcesses, startTimeOf, summarise, type OvnkubeScan } from '../../src/ovnkube/proc.js';
 import { CLI, FakeOvnkube, Scratch } from '../helpers/agent.js';
 import { withForkedOvnkube } from '../helpers/forked-ovnkube.js';
 import { seedNode, skipWithoutKernel } from '../helpers/netns.js';
@@ -106,7 +106,7 @@ test('proc: a fork of ovnkube-node that has not exec\'d (same comm, same command
 
 test(`proc: a fork of ovnkube-node older than ${MAX_COPY_AGE_MS} ms by /proc/uptime (stuck before its exec) counts as a second process`, async () => {
   await withForkedOvnkube(async (parent, child) => {
-    const start = Number(readFileSync(`/proc/${child}/stat`, 'utf8').split(') ')[1]!.split(' ')[19]);
+    const start = Number(startTimeOf(readFileSync(`/proc/${child}/stat`, 'utf8')));
     // /proc/uptime as it will read MAX_COPY_AGE_MS and one tick after the fork started.
     const later = Buffer.from(`${((start + MAX_COPY_AGE_MS / 10 + 1) / 100).toFixed(2)} 0.00\n`);
     const scan = await scanOvnkubeProcesses('/proc', (file) => (file === '/proc/uptime' ? later : readFileSync(file)));

@@ -1,25 +1,16 @@
 // The signal strategy against real processes: the one ovnkube-node of this network
 // namespace gets SIGTERM, and a PID that now belongs to another process never does.
 import { strict as assert } from 'node:assert';
-import { execFileSync, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { copyFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
 import { SignalRestart } from '../../src/restart/strategy.js';
-import { withForkedOvnkube } from '../helpers/forked-ovnkube.js';
+import { quietBody, withForkedOvnkube } from '../helpers/forked-ovnkube.js';
 
-/**
- * A stand-in body that never forks, blocked reading a FIFO it holds open itself, and
- * exiting 0 on SIGTERM: the usual one (IDLE) starts `sleep 1 &` each second, whose child
- * is a copy of the stand-in until it execs. The scan leaves such copies out (the test
- * below), but these tests count processes and want only the ones they start.
- */
-function quietBody(dir: string): string {
-  const fifo = path.join(dir, 'idle.fifo');
-  execFileSync('mkfifo', [fifo]);
-  return `trap 'exit 0' TERM; exec 3<>'${fifo}'; while :; do read -r _ <&3; done`;
-}
+// The stand-ins here never fork (quietBody): the scan leaves a fork's copies out (the last
+// test), but these tests count processes and want only the ones they start.
 
 test('signal: SIGTERM reaches the one ovnkube --init-node process, after its start time is checked', async () => {
   const dir = mkdtempSync(path.join(tmpdir(), 'gwmode-signal-'));
