@@ -2,8 +2,8 @@
 // against a mode file saying local, ip route before and after, the status by curl and by
 // `status --brief`, and everything torn down.
 import { strict as assert } from 'node:assert';
-import { spawnSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { skipWithoutKernel } from './helpers/netns.js';
@@ -35,3 +35,62 @@ test('npm run demo: the stale br-ex route becomes the ovn-k8s-mp0 one, the statu
   assert.ok(!existsSync(`/run/netns/${torn[1]}`), 'the namespace is gone');
   assert.ok(!existsSync(torn[2]!), 'the scratch directory is gone');
 });
+
+/** PIDs whose command line mentions `text` (the demo's agent and stand-in name its scratch directory). */
+function processesNaming(text: string): number[] {
+  const pids: number[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      if (readFileSync(`/proc/${entry}/cmdline`, 'latin1').includes(text)) pids.push(Number(entry));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return pids;
+}
+
+for (const [signal, exitCode] of [['SIGINT', 130], ['SIGTERM', 143]] as const) {
+  test(`npm run demo stopped by ${signal} mid-run still tears everything down and exits ${exitCode}: no agent, no stand-in, no namespace, no scratch directory`, async (t) => {
+    if (skipWithoutKernel(t)) return;
+    const demo = spawn(process.execPath, [DEMO], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    let ns: string | undefined;
+    let dir: string | undefined;
+    const exited = new Promise<[number | null, NodeJS.Signals | null]>((resolve) => demo.once('exit', (code, stopped) => resolve([code, stopped])));
+    try {
+      // Stopped once the agent runs: its first JSON log line after the run section.
+      await new Promise<void>((resolve, reject) => {
+        demo.stdout.setEncoding('utf8');
+        demo.stdout.on('data', (chunk: string) => {
+          out += chunk;
+          const intro = /^=== a node in namespace (\S+) \(scratch directory (\S+)\):/m.exec(out);
+          ns ??= intro?.[1];
+          dir ??= intro?.[2];
+          const run = out.indexOf('\n=== ovn-gwmode-agent run');
+          if (run >= 0 && out.indexOf('\n{"level"', run) >= 0) resolve();
+        });
+        void exited.then(() => reject(new Error(`the demo ended before its agent ran: ${out}`)));
+      });
+      assert.ok(ns && dir, out);
+      demo.kill(signal);
+      const [code, stopped] = await exited;
+      assert.deepEqual([code, stopped], [exitCode, null], out);
+      assert.match(out, new RegExp(`^=== ${signal}: tearing down$`, 'm'));
+      const torn = /^=== torn down: namespace (\S+) and (\S+) are gone$/m.exec(out);
+      assert.ok(torn, out);
+      assert.deepEqual([torn[1], torn[2]], [ns, dir]);
+      assert.ok(!existsSync(`/run/netns/${ns}`), 'the namespace is gone');
+      assert.ok(!existsSync(torn[2]!), 'the scratch directory is gone');
+      assert.deepEqual(processesNaming(dir!), [], 'no agent or stand-in left running');
+    } finally {
+      // On a failure, what the demo left (the agent holds the demo's stdout open: the test would hang).
+      if (demo.exitCode === null && demo.signalCode === null) demo.kill('SIGKILL');
+      if (dir) for (const pid of processesNaming(dir)) process.kill(pid, 'SIGKILL');
+      if (ns && existsSync(`/run/netns/${ns}`)) spawnSync('ip', ['netns', 'del', ns]);
+      if (dir) rmSync(dir, { recursive: true, force: true });
+      demo.stdout.destroy();
+      demo.stderr.destroy();
+    }
+  });
+}

@@ -277,7 +277,8 @@ export async function rollbackCommand(raw: RollbackOptions, wrap: OnceWrappers =
   const named = new Set(config.serviceCidrs.map((c) => c.text));
   const unnamed = (journal.migration?.routes ?? []).map((r) => r.key.prefix).filter((p) => !named.has(parseCidr(p).text));
   if (unnamed.length > 0) {
-    process.stderr.write(`ovn-gwmode-agent: rollback: the journal's migration replaced ${unnamed.join(', ')}, which --service-cidr (${[...named].join(', ')}) does not name: give the service CIDRs it was made with\n`);
+    const from = given.serviceCidr && given.serviceCidr.length > 0 ? '--service-cidr' : `--ovnkube-config's service-cidrs`;
+    process.stderr.write(`ovn-gwmode-agent: rollback: the journal's migration replaced ${unnamed.join(', ')}, which ${from} (${[...named].join(', ')}) does not name: give the service CIDRs it was made with\n`);
     process.exit(2);
   }
   const real = new KernelDataplane();

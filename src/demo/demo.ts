@@ -27,8 +27,24 @@ async function main(): Promise<void> {
   const socket = path.join(dir, 'run', 'agent.sock');
   const modeFile = path.join(dir, 'gateway-mode');
   let agent: ReturnType<typeof spawn> | undefined;
+  let tornDown: Promise<void> | undefined;
+  const teardown = () =>
+    (tornDown ??= (async () => {
+      await terminate(agent);
+      ovnkube.stop();
+      ns.destroy();
+      rmSync(dir, { recursive: true, force: true });
+      say(`torn down: namespace ${ns.name} and ${dir} are gone`);
+    })());
+  // Ctrl-C, or a SIGTERM (a test's timeout): the same teardown, then the signal's exit code.
+  for (const [signal, code] of [['SIGINT', 130], ['SIGTERM', 143]] as const) {
+    process.once(signal, () => {
+      say(`${signal}: tearing down`);
+      void teardown().finally(() => process.exit(code));
+    });
+  }
   try {
-    say(`a node in namespace ${ns.name}: shared-mode route left behind, ovnkube-node now in local mode; ip route show, before`);
+    say(`a node in namespace ${ns.name} (scratch directory ${dir}): shared-mode route left behind, ovnkube-node now in local mode; ip route show, before`);
     // The demo plays kubelet: when the agent stops ovnkube-node, a new one starts.
     ovnkube.start('local', { respawn: true });
     writeFileSync(modeFile, 'local\n');
@@ -58,11 +74,7 @@ async function main(): Promise<void> {
     process.stdout.write(brief.stdout + brief.stderr);
     if (phase !== 'Converged') process.exitCode = 1;
   } finally {
-    await terminate(agent);
-    ovnkube.stop();
-    ns.destroy();
-    rmSync(dir, { recursive: true, force: true });
-    say(`torn down: namespace ${ns.name} and ${dir} are gone`);
+    await teardown();
   }
 }
 

@@ -128,6 +128,12 @@ export class AgentMetrics implements AgentRecorder {
     this.c.lost.inc(0);
     this.c.modeFileErrors.inc(0);
     this.c.modeChanges.inc(0);
+    // No phase and no mode until the first status report (the first pass's): all at zero.
+    for (const mode of [...MODES, 'none'] as const) {
+      this.g.desired.set({ mode }, 0);
+      this.g.ovnkube.set({ mode }, 0);
+    }
+    for (const phase of PHASES) this.g.phase.set({ phase }, 0);
     for (const code of REASON_CODES) this.g.reason.set({ code }, 0);
     this.g.pending.set(0);
     this.g.modeFileInvalid.set(0);

@@ -115,6 +115,25 @@ test('the routing-via-host layout (4.10+) is left alone', async (t) => {
   });
 });
 
+test('a link route (no gateway) for a service CIDR is not ours, in both families: left alone, said why', async (t) => {
+  if (skipWithoutKernel(t)) return;
+  const setup = (ns: Netns) => {
+    ns.ip('route replace 10.96.0.0/16 dev br-ex mtu 1400');
+    ns.ip('-6 route replace fd00:10:96::/112 dev br-ex mtu 1400');
+  };
+  await withAgent(
+    { node: { gw0: true, ipv6: true }, mode: 'local', setup, args: ['--service-cidr', '10.96.0.0/16,fd00:10:96::/112', '--mtu', '1400'] },
+    async ({ ns, agent }) => {
+      const s = await waitForStatus(agent, (s) => s.lastReconcile !== null && s.desiredMode === 'local' && s.reasonCodes.includes('NotOurRoute'), 'NotOurRoute');
+      assert.equal(s.phase, 'Waiting');
+      for (const cidr of ['10.96.0.0/16', 'fd00:10:96::/112']) assert.ok(s.reasons.some((r) => r.includes(cidr) && /with no gateway \(a link route\)/.test(r)), `${cidr}: ${s.reasons.join('; ')}`);
+      assert.deepEqual(ns.routes('10.96.0.0/16'), ['10.96.0.0/16 dev br-ex scope link mtu 1400']);
+      assert.match(ns.routes('fd00:10:96::/112')[0] ?? '', /^fd00:10:96::\/112 dev br-ex metric 1024 mtu 1400/);
+      assert.equal(agent.logs().filter((l) => String(l.msg).startsWith('replaced route')).length, 0);
+    },
+  );
+});
+
 test('garbage, oversized and vanishing mode files keep the last valid mode and change nothing', async (t) => {
   if (skipWithoutKernel(t)) return;
   await withAgent({ mode: 'garbage' }, async ({ ns, scratch, agent }) => {

@@ -2,6 +2,8 @@
 // with --yes, only under the node lock, refused where the rules say the old route
 // would now be wrong, and never over a route someone changed since.
 import { strict as assert } from 'node:assert';
+import { writeFileSync } from 'node:fs';
+import path from 'node:path';
 import { test } from 'node:test';
 import { cli, waitForStatus, withAgent } from '../helpers/agent.js';
 import { skipWithoutKernel } from '../helpers/netns.js';
@@ -32,6 +34,13 @@ test("rollback puts back the shared-mode route a real migration replaced: plan w
     const other = cli(ns, ['rollback', '--state-dir', scratch.stateDir, '--service-cidr', '10.97.0.0/16', '--yes']);
     assert.equal(other.code, 2, other.stdout);
     assert.equal(other.stderr, "ovn-gwmode-agent: rollback: the journal's migration replaced 10.96.0.0/16, which --service-cidr (10.97.0.0/16) does not name: give the service CIDRs it was made with\n");
+    assert.deepEqual(ns.routes('10.96.0.0/16'), [LOCAL]);
+    // The same with the CIDRs read from --ovnkube-config: the message names where they came from.
+    const conf = path.join(scratch.dir, 'ovnkube.conf');
+    writeFileSync(conf, '[default]\nmtu="1400"\n[kubernetes]\nservice-cidrs="10.97.0.0/16"\n');
+    const fromConf = cli(ns, ['rollback', '--state-dir', scratch.stateDir, '--ovnkube-config', conf, '--yes']);
+    assert.equal(fromConf.code, 2, fromConf.stdout);
+    assert.equal(fromConf.stderr, "ovn-gwmode-agent: rollback: the journal's migration replaced 10.96.0.0/16, which --ovnkube-config's service-cidrs (10.97.0.0/16) does not name: give the service CIDRs it was made with\n");
     assert.deepEqual(ns.routes('10.96.0.0/16'), [LOCAL]);
 
     // Someone changed the route since: not put back over their change.

@@ -105,6 +105,7 @@ const cases: Array<{ name: string; in: PlanInput; phase: string; code: ReasonCod
   { name: 'a TOS route: not ours', in: input({ service: [{ ...STALE, tos: 16 }] }), phase: 'Waiting', code: 'NotOurRoute' },
   { name: 'a src the replace would drop: not ours', in: input({ service: [{ ...STALE, unmodelled: ['src 172.18.0.2'] }] }), phase: 'Waiting', code: 'NotOurRoute' },
   { name: 'a link route (no gateway) on br-ex: not ours (a replace via a gateway keeping scope link is refused by the kernel)', in: input({ service: [{ ...STALE, scope: 253, nextHop: { ...STALE.nextHop, gateway: null } }] }), phase: 'Waiting', code: 'NotOurRoute' },
+  { name: 'an IPv6 route with no gateway on br-ex: not ours either', in: input({ config: dual, v6: [{ ...route('fd00:10:96::/112', 'fd00:18::1', 'br-ex', 1400), nextHop: { dev: 'br-ex', oif: 2, gateway: null, mtu: 1400 } }] }), phase: 'Waiting', code: 'NotOurRoute' },
   { name: 'via another device: not ours', in: input({ service: [route('10.96.0.0/16', '192.168.1.1', 'eth0', null)] }), phase: 'Waiting', code: 'NotOurRoute' },
   { name: 'a link-local next hop that is no masquerade .4: never ours', in: input({ service: [route('10.96.0.0/16', '169.254.3.9', 'br-ex', 1400)], config: { layout: 'legacy' } }), phase: 'Waiting', code: 'NotOurRoute' },
   { name: '169.254.169.4 (4.10-4.13): routing-via-host, never changed', in: input({ service: [route('10.96.0.0/16', '169.254.169.4', 'br-ex', 1400)] }), phase: 'Converged', code: 'RoutingViaHostLayout' },

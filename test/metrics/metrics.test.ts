@@ -55,6 +55,12 @@ test('every closed label set is exported at zero before anything happened, and p
   // the failures are counted at zero from the start by the replace results and the ReconcileFailed reason.
   assert.doesNotMatch(text, /^ovn_gwmode_(route_replace|reconcile)_errors_total\{/m);
   assert.equal(value(text, 'ovn_gwmode_status_reason{code="ReconcileFailed"}'), 0);
+  // No phase and no mode before the first status report: every series there, at zero.
+  for (const phase of ['Converged', 'Waiting', 'Progressing', 'Degraded']) assert.equal(value(text, `ovn_gwmode_phase{phase="${phase}"}`), 0);
+  for (const mode of ['local', 'shared', 'none']) {
+    assert.equal(value(text, `ovn_gwmode_desired_mode{mode="${mode}"}`), 0);
+    assert.equal(value(text, `ovn_gwmode_ovnkube_mode{mode="${mode}"}`), 0);
+  }
   assert.match(text, /^ovn_gwmode_build_info\{version="0\.1\.0",nodejs_version="[\d.]+",restart_strategy="cri"\} 1$/m);
   assert.match(text, /^process_cpu_seconds_total /m, 'the default process metrics');
   assert.match(text, /^nodejs_heap_size_used_bytes /m);

@@ -83,7 +83,8 @@ test('the image runs as the rendered DaemonSet says: converges the seed node, pa
     const index = JSON.parse(spawnSync('tar', ['-xOf', archive, 'index.json'], { encoding: 'utf8' }).stdout) as Manifest;
     const imageName = index.manifests[0].annotations['org.opencontainers.image.ref.name'] as string;
 
-    // The operator's overlay: this image, the seed node's service CIDR, a short settle.
+    // The operator's overlay: this image, the seed node's service CIDR, a short settle, and
+    // (the runtime here being containerd) the containerd Component, as the README says.
     const base = render(path.join(ROOT, 'packaging/kubernetes'));
     const baseDs = base.find((d) => d.kind === 'DaemonSet')!;
     const baseContainer = baseDs.spec.template.spec.containers[0];
@@ -96,6 +97,7 @@ test('the image runs as the rendered DaemonSet says: converges the seed node, pa
         apiVersion: 'kustomize.config.k8s.io/v1beta1',
         kind: 'Kustomization',
         resources: [path.relative(overlay, path.join(ROOT, 'packaging/kubernetes'))],
+        components: [path.relative(overlay, path.join(ROOT, 'packaging/kubernetes/containerd'))],
         images: [{ name: baseContainer.image.replace(/:[^:/]+$/, ''), newName, newTag }],
         patches: [
           {
@@ -121,6 +123,7 @@ test('the image runs as the rendered DaemonSet says: converges the seed node, pa
     const host = new HostRoot(path.join(dir, 'host'));
     const env = Object.fromEntries((agentSpec.env as Manifest[]).map((e) => [e.name, e.value as string]));
     const criSocket = host.fromContainer(agentSpec, spec.volumes, env.OVN_GWMODE_CRI_ENDPOINT!);
+    assert.equal(criSocket, host.path('/run/containerd/containerd.sock'), "containerd's own socket on the host");
     cd = await Containerd.start(ns, path.join(dir, 'containerd'), { socket: criSocket });
     const imported = spawnSync('ctr', ['-a', cd.socket, '-n', 'k8s.io', 'images', 'import', archive], { encoding: 'utf8' });
     assert.equal(imported.status, 0, imported.stderr);

@@ -29,19 +29,14 @@ function render(dir: string): K8sObject[] {
   return parseAllDocuments(r.stdout).map((d) => d.toJS() as K8sObject);
 }
 
-/** An operator's overlay of the OpenShift overlay with both monitoring Components. */
-function renderOpenShiftWithMonitoring(): K8sObject[] {
+/** An operator's overlay: the given resources and Components, rendered. */
+function renderOverlay(resources: string[], components: string[]): K8sObject[] {
   const dir = mkdtempSync(path.join(tmpdir(), 'gwmode-kustomize-'));
   try {
     const rel = (p: string) => path.relative(dir, p);
     writeFileSync(
       path.join(dir, 'kustomization.yaml'),
-      stringify({
-        apiVersion: 'kustomize.config.k8s.io/v1beta1',
-        kind: 'Kustomization',
-        resources: [rel(OPENSHIFT)],
-        components: [rel(path.join(BASE, 'monitoring')), rel(path.join(BASE, 'monitoring/openshift'))],
-      }),
+      stringify({ apiVersion: 'kustomize.config.k8s.io/v1beta1', kind: 'Kustomization', resources: resources.map(rel), components: components.map(rel) }),
     );
     return render(dir);
   } finally {
@@ -49,14 +44,20 @@ function renderOpenShiftWithMonitoring(): K8sObject[] {
   }
 }
 
+/** An operator's overlay of the OpenShift overlay with both monitoring Components. */
+const renderOpenShiftWithMonitoring = () => renderOverlay([OPENSHIFT], [path.join(BASE, 'monitoring'), path.join(BASE, 'monitoring/openshift')]);
+/** The base on a containerd node (README, "As a DaemonSet"). */
+const renderContainerd = () => renderOverlay([BASE], [path.join(BASE, 'containerd')]);
+
 const find = (docs: K8sObject[], kind: string) => docs.find((d) => d.kind === kind) as any;
 
-test('every rendered object validates against its schema: the base, the OpenShift overlay, and both with the monitoring Components', async (t) => {
+test('every rendered object validates against its schema: the base, the OpenShift overlay, and both with the monitoring Components, and the base with the containerd Component', async (t) => {
   if (skipWithoutKubectl(t)) return;
   const renders: Array<[string, K8sObject[]]> = [
     ['packaging/kubernetes', render(BASE)],
     ['packaging/openshift', render(OPENSHIFT)],
     ['packaging/openshift + monitoring', renderOpenShiftWithMonitoring()],
+    ['packaging/kubernetes + containerd', renderContainerd()],
   ];
   for (const [what, docs] of renders) {
     for (const o of docs) await validateObject(o).catch((err: Error) => assert.fail(`${what}: ${err.message}`));
@@ -65,6 +66,7 @@ test('every rendered object validates against its schema: the base, the OpenShif
   assert.deepEqual(kinds(renders[0]![1]), ['ConfigMap', 'DaemonSet', 'Namespace', 'ServiceAccount']);
   assert.deepEqual(kinds(renders[1]![1]), ['ConfigMap', 'DaemonSet', 'Namespace', 'Role', 'RoleBinding', 'SecurityContextConstraints', 'ServiceAccount']);
   assert.deepEqual(kinds(renders[2]![1]), ['ConfigMap', 'DaemonSet', 'Namespace', 'PodMonitor', 'PrometheusRule', 'Role', 'RoleBinding', 'SecurityContextConstraints', 'ServiceAccount']);
+  assert.deepEqual(kinds(renders[3]![1]), kinds(renders[0]![1]));
 });
 
 test('the validators refuse what the API server would: wrong types, a missing required field, an unknown kind, a misspelt SCC field', async (t) => {
@@ -163,6 +165,37 @@ test('the base is made for CRI-O: its socket\'s directory is mounted from the ho
   const volume = pod.volumes.find((v: any) => v.name === 'crio');
   assert.deepEqual(volume.hostPath, { path: '/var/run/crio', type: 'Directory' });
   assert.deepEqual(c.volumeMounts.filter((m: any) => m.name === 'crio').map((m: any) => m.mountPath), [path.dirname(env.OVN_GWMODE_CRI_ENDPOINT)]);
+});
+
+test('the containerd Component: the CRI endpoint is containerd\'s socket, its directory mounted from the host at the same path (must exist), nothing of CRI-O left, nothing else changed', (t) => {
+  if (skipWithoutKubectl(t)) return;
+  const base = find(render(BASE), 'DaemonSet');
+  const ds = find(renderContainerd(), 'DaemonSet');
+  const pod = ds.spec.template.spec;
+  const [c] = pod.containers;
+  const env = Object.fromEntries(c.env.map((e: { name: string; value: string }) => [e.name, e.value]));
+  assert.equal(env.OVN_GWMODE_CRI_ENDPOINT, '/run/containerd/containerd.sock');
+  const volume = pod.volumes.find((v: any) => v.hostPath?.path === '/run/containerd');
+  assert.deepEqual(volume?.hostPath, { path: '/run/containerd', type: 'Directory' });
+  assert.deepEqual(c.volumeMounts.filter((m: any) => m.name === volume.name).map((m: any) => m.mountPath), ['/run/containerd']);
+  assert.doesNotMatch(JSON.stringify(ds), /crio/);
+  // Everything else as the base has it.
+  const strip = (d: any) => {
+    const p = structuredClone(d.spec.template.spec);
+    p.volumes = p.volumes.filter((v: any) => !/crio|containerd/.test(v.hostPath?.path ?? ''));
+    for (const k of p.containers) {
+      k.env = k.env.filter((e: any) => e.name !== 'OVN_GWMODE_CRI_ENDPOINT');
+      k.volumeMounts = k.volumeMounts.filter((m: any) => !/crio|containerd/.test(m.mountPath));
+    }
+    const sort = (xs: any[], key: string) => xs.sort((a, b) => String(a[key]).localeCompare(String(b[key])));
+    sort(p.volumes, 'name');
+    for (const k of p.containers) {
+      sort(k.env, 'name');
+      sort(k.volumeMounts, 'mountPath');
+    }
+    return p;
+  };
+  assert.deepEqual(strip(ds), strip(base));
 });
 
 test('the probes give Node.js time to start: a startup probe of at least 60 s before liveness counts, each exec allowed 10 s', (t) => {
