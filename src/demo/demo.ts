@@ -21,29 +21,38 @@ async function main(): Promise<void> {
     process.stderr.write('npm run demo needs root: it makes a network namespace (try: sudo npm run demo)\n');
     process.exit(1);
   }
-  const dir = mkdtempSync(path.join(tmpdir(), 'gwmode-demo-'));
-  const ns = seedNode({ gw0: true });
-  const ovnkube = new FakeOvnkube(ns, dir);
-  const socket = path.join(dir, 'run', 'agent.sock');
-  const modeFile = path.join(dir, 'gateway-mode');
+  let dir: string | undefined;
+  let ns: ReturnType<typeof seedNode> | undefined;
+  let ovnkube: FakeOvnkube | undefined;
   let agent: ReturnType<typeof spawn> | undefined;
   let tornDown: Promise<void> | undefined;
   const teardown = () =>
     (tornDown ??= (async () => {
       await terminate(agent);
-      ovnkube.stop();
-      ns.destroy();
-      rmSync(dir, { recursive: true, force: true });
-      say(`torn down: namespace ${ns.name} and ${dir} are gone`);
+      ovnkube?.stop();
+      ns?.destroy();
+      if (dir) rmSync(dir, { recursive: true, force: true });
+      say(`torn down: namespace ${ns?.name ?? '(none made)'} and ${dir ?? '(none made)'} are gone`);
     })());
-  // Ctrl-C, or a SIGTERM (a test's timeout): the same teardown, then the signal's exit code.
+  // Ctrl-C, or a SIGTERM (a test's timeout), from the first step on: the same teardown, then
+  // the first signal's exit code. Later signals wait for it (npm under bash passes a
+  // terminal's Ctrl-C on: node gets it twice).
+  let stoppedBy: NodeJS.Signals | undefined;
   for (const [signal, code] of [['SIGINT', 130], ['SIGTERM', 143]] as const) {
-    process.once(signal, () => {
+    process.on(signal, () => {
+      if (stoppedBy) return say(`${signal}: already tearing down`);
+      stoppedBy = signal;
       say(`${signal}: tearing down`);
       void teardown().finally(() => process.exit(code));
     });
   }
+  let failure: unknown;
   try {
+    dir = mkdtempSync(path.join(tmpdir(), 'gwmode-demo-'));
+    ns = seedNode({ gw0: true });
+    ovnkube = new FakeOvnkube(ns, dir);
+    const socket = path.join(dir, 'run', 'agent.sock');
+    const modeFile = path.join(dir, 'gateway-mode');
     say(`a node in namespace ${ns.name} (scratch directory ${dir}): shared-mode route left behind, ovnkube-node now in local mode; ip route show, before`);
     // The demo plays kubelet: when the agent stops ovnkube-node, a new one starts.
     ovnkube.start('local', { respawn: true });
@@ -73,9 +82,16 @@ async function main(): Promise<void> {
     const brief = spawnSync(process.execPath, [CLI, 'status', '--brief', '--socket', socket], { encoding: 'utf8' });
     process.stdout.write(brief.stdout + brief.stderr);
     if (phase !== 'Converged') process.exitCode = 1;
+  } catch (err) {
+    failure = err;
   } finally {
     await teardown();
   }
+  // A command killed by the same Ctrl-C fails the step it was in: the signal says why, and
+  // its handler, run at the next turn of the event loop, exits with its code.
+  await new Promise((r) => setImmediate(r));
+  if (stoppedBy) return;
+  if (failure) throw failure;
 }
 
 await main();

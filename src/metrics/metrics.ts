@@ -86,9 +86,9 @@ const direction = (mode: GatewayMode | null): string => (mode === null ? 'none' 
 export class AgentMetrics implements AgentRecorder {
   readonly registry = new Registry();
   private readonly g = {
-    desired: this.gauge('desired_mode', 'The desired gateway mode (1 for the mode the mode file says; none before the first valid read).', ['mode']),
-    ovnkube: this.gauge('ovnkube_mode', 'The gateway mode ovnkube-node runs, as seen in /proc (none when unknown).', ['mode']),
-    phase: this.gauge('phase', 'The phase of the node (1 for the current phase).', ['phase']),
+    desired: this.gauge('desired_mode', 'The desired gateway mode (1 for the mode the mode file says; none before the first valid read; all 0 before the first pass ends).', ['mode']),
+    ovnkube: this.gauge('ovnkube_mode', 'The gateway mode ovnkube-node runs, as seen in /proc (none when unknown; all 0 before the first pass ends).', ['mode']),
+    phase: this.gauge('phase', 'The phase of the node (1 for the current phase; all 0 before the first pass ends).', ['phase']),
     reason: this.gauge('status_reason', 'Whether a reason code is among the current reasons (reasonCodes of GET /status).', ['code']),
     inSync: this.gauge('route_in_sync', 'Whether the service CIDR route is what the desired mode needs.', ['cidr', 'family']),
     suspended: this.gauge('route_repairs_suspended', 'Whether repairs of the service CIDR are suspended (something keeps setting the route back).', ['cidr']),
@@ -101,6 +101,7 @@ export class AgentMetrics implements AgentRecorder {
     replaces: this.counter('route_replaces_total', 'Service route replaces, by migration direction and result (put_back: undone after another replace of the pass failed).', ['direction', 'result']),
     kernelErrors: this.counter('route_replace_errors_total', 'Route replaces (or put-backs) the kernel refused or did not answer, by error code.', ['code']),
     reconcileErrors: this.counter('reconcile_errors_total', 'Passes of the reconcile loop that failed, by error code.', ['code']),
+    reconcileFailures: this.counter('reconcile_failures_total', 'Failed passes, whatever the cause (counted from zero; reconcile_errors_total says which error).', []),
     restarts: this.counter('ovnkube_restarts_total', 'ovnkube-node restarts, by strategy and result (stopped: the stop was done; completed: a new ovnkube-node runs the mode; failed: the request failed).', ['strategy', 'result']),
     lost: this.counter('netlink_lost_resyncs_total', 'Full resyncs because the kernel dropped route or link notifications.', []),
     modeFileErrors: this.counter('mode_file_errors_total', 'Times the mode file turned invalid or unreadable (each distinct error once).', []),
@@ -126,6 +127,7 @@ export class AgentMetrics implements AgentRecorder {
     }
     for (const result of RESTART_RESULTS) this.c.restarts.inc({ strategy: options.strategy, result }, 0);
     this.c.lost.inc(0);
+    this.c.reconcileFailures.inc(0);
     this.c.modeFileErrors.inc(0);
     this.c.modeChanges.inc(0);
     // No phase and no mode until the first status report (the first pass's): all at zero.
@@ -191,7 +193,9 @@ export class AgentMetrics implements AgentRecorder {
 
   reconciled(startedAt: number, endedAt: number, errorCode: string | null): void {
     this.duration.observe(Math.max(0, endedAt - startedAt) / 1000);
-    if (errorCode !== null) this.c.reconcileErrors.inc({ code: errorCode });
+    if (errorCode === null) return;
+    this.c.reconcileFailures.inc();
+    this.c.reconcileErrors.inc({ code: errorCode });
   }
 
   /** The exposition, in the Prometheus text format. */

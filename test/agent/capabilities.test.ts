@@ -3,7 +3,7 @@
 // is requested, and the status names what is missing.
 import { strict as assert } from 'node:assert';
 import { spawn, spawnSync } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
@@ -13,12 +13,17 @@ import { seedNode, skipWithoutKernel } from '../helpers/netns.js';
 import type { StatusReport } from '../../src/status/report.js';
 
 test('missingCapabilities reads CapEff: NET_ADMIN (bit 12) present or not, and /proc unreadable says nothing', async () => {
-  const file = path.join(tmpdir(), `gwmode-capstatus-${process.pid}`);
-  writeFileSync(file, 'Name:\tnode\nCapEff:\t000001ffffffffff\n');
-  assert.deepEqual(await missingCapabilities(file), []);
-  writeFileSync(file, 'Name:\tnode\nCapEff:\t000001ffffffefff\n');
-  assert.match((await missingCapabilities(file))[0]!, /^CAP_NET_ADMIN is not in the effective capability set/);
-  assert.deepEqual(await missingCapabilities(path.join(tmpdir(), 'no-such-status')), []);
+  const dir = mkdtempSync(path.join(tmpdir(), 'gwmode-capstatus-'));
+  const file = path.join(dir, 'status');
+  try {
+    writeFileSync(file, 'Name:\tnode\nCapEff:\t000001ffffffffff\n');
+    assert.deepEqual(await missingCapabilities(file), []);
+    writeFileSync(file, 'Name:\tnode\nCapEff:\t000001ffffffefff\n');
+    assert.match((await missingCapabilities(file))[0]!, /^CAP_NET_ADMIN is not in the effective capability set/);
+    assert.deepEqual(await missingCapabilities(path.join(dir, 'no-such-status')), []);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
 
 test('an agent without CAP_NET_ADMIN retries with capped backoff, stays up, changes nothing and says what is missing', async (t) => {

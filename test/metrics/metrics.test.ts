@@ -1,6 +1,8 @@
 // The metrics as a scraper sees them, fed by hand: status reports set the gauges,
 // recorder hooks move the counters; the exposition passes promtool.
 import { strict as assert } from 'node:assert';
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import http from 'node:http';
 import { test } from 'node:test';
 import { errorCode } from '../../src/agent/recorder.js';
@@ -52,8 +54,9 @@ test('every closed label set is exported at zero before anything happened, and p
   assert.equal(value(text, 'ovn_gwmode_mode_file_errors_total'), 0);
   assert.equal(value(text, 'ovn_gwmode_ovnkube_restart_pending'), 0);
   // The README's exception: the error counters by code have no series until a code's first error;
-  // the failures are counted at zero from the start by the replace results and the ReconcileFailed reason.
+  // the failures are counted at zero from the start by the failed passes and the replace results.
   assert.doesNotMatch(text, /^ovn_gwmode_(route_replace|reconcile)_errors_total\{/m);
+  assert.equal(value(text, 'ovn_gwmode_reconcile_failures_total'), 0);
   assert.equal(value(text, 'ovn_gwmode_status_reason{code="ReconcileFailed"}'), 0);
   // No phase and no mode before the first status report: every series there, at zero.
   for (const phase of ['Converged', 'Waiting', 'Progressing', 'Degraded']) assert.equal(value(text, `ovn_gwmode_phase{phase="${phase}"}`), 0);
@@ -120,6 +123,7 @@ test('the hooks count replaces by direction and result, kernel and reconcile err
   assert.equal(value(text, 'ovn_gwmode_mode_file_errors_total'), 1);
   assert.equal(value(text, 'ovn_gwmode_desired_mode_changes_total'), 1);
   assert.equal(value(text, 'ovn_gwmode_reconcile_errors_total{code="ERR_GWMODE_VERIFY"}'), 1);
+  assert.equal(value(text, 'ovn_gwmode_reconcile_failures_total'), 1, 'the failed pass, not the one that passed');
   assert.equal(value(text, 'ovn_gwmode_reconcile_duration_seconds_count'), 2);
   assert.equal(value(text, 'ovn_gwmode_reconcile_duration_seconds_bucket{le="0.005"}'), 1);
   assert.equal(value(text, 'ovn_gwmode_reconcile_duration_seconds_bucket{le="0.25"}'), 2);
@@ -173,4 +177,12 @@ test('the TCP listener serves /metrics in the text format and nothing else', asy
   } finally {
     await l.close();
   }
+});
+
+test("the README's metrics table names exactly the agent's own metrics, each with its type", async () => {
+  const readme = readFileSync(fileURLToPath(new URL('../../../README.md', import.meta.url)), 'utf8');
+  const rows = [...readme.matchAll(/^\| `(ovn_gwmode_[a-z_]+)` \| (gauge|counter|histogram) \|/gm)].map((m) => `${m[1]} ${m[2]}`);
+  const text = await new AgentMetrics({ version: '0.1.0', strategy: 'cri', processMetrics: false }).expose();
+  const exposed = [...text.matchAll(/^# TYPE (ovn_gwmode_\S+) (\S+)$/gm)].map((m) => `${m[1]} ${m[2]}`);
+  assert.deepEqual([...rows].sort(), [...exposed].sort());
 });

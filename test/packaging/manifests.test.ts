@@ -167,7 +167,7 @@ test('the base is made for CRI-O: its socket\'s directory is mounted from the ho
   assert.deepEqual(c.volumeMounts.filter((m: any) => m.name === 'crio').map((m: any) => m.mountPath), [path.dirname(env.OVN_GWMODE_CRI_ENDPOINT)]);
 });
 
-test('the containerd Component: the CRI endpoint is containerd\'s socket, its directory mounted from the host at the same path (must exist), nothing of CRI-O left, nothing else changed', (t) => {
+test('the containerd Component: the CRI endpoint is containerd\'s socket, its directory mounted read-only from the host at the same path (must exist), nothing of CRI-O left, nothing else changed', (t) => {
   if (skipWithoutKubectl(t)) return;
   const base = find(render(BASE), 'DaemonSet');
   const ds = find(renderContainerd(), 'DaemonSet');
@@ -177,7 +177,7 @@ test('the containerd Component: the CRI endpoint is containerd\'s socket, its di
   assert.equal(env.OVN_GWMODE_CRI_ENDPOINT, '/run/containerd/containerd.sock');
   const volume = pod.volumes.find((v: any) => v.hostPath?.path === '/run/containerd');
   assert.deepEqual(volume?.hostPath, { path: '/run/containerd', type: 'Directory' });
-  assert.deepEqual(c.volumeMounts.filter((m: any) => m.name === volume.name).map((m: any) => m.mountPath), ['/run/containerd']);
+  assert.deepEqual(c.volumeMounts.filter((m: any) => m.name === volume.name).map((m: any) => [m.mountPath, m.readOnly]), [['/run/containerd', true]]);
   assert.doesNotMatch(JSON.stringify(ds), /crio/);
   // Everything else as the base has it.
   const strip = (d: any) => {
