@@ -1,9 +1,10 @@
-/* The native addon: a netlink socket, sd_notify and flock, nothing else.
+/* The native addon: a netlink socket, sd_notify, flock and malloc_trim, nothing else.
  * Everything above the socket (message encoding, decoding) is done in
  * TypeScript with the npm `netlink` package's codec. */
 #include <node_api.h>
 
 #include "lock.h"
+#include "memory.h"
 #include "netlink_socket.h"
 #include "sd_notify.h"
 
@@ -19,6 +20,7 @@ static napi_value init(napi_env env, napi_value exports) {
       {"netlinkClose", NULL, netlink_close, NULL, NULL, NULL, napi_enumerable, NULL},
       {"sdNotify", NULL, sd_notify_send, NULL, NULL, NULL, napi_enumerable, NULL},
       {"lockFile", NULL, lock_file, NULL, NULL, NULL, napi_enumerable, NULL},
+      {"mallocTrim", NULL, malloc_trim_all, NULL, NULL, NULL, napi_enumerable, NULL},
   };
   if (napi_define_properties(env, exports, sizeof props / sizeof props[0], props) != napi_ok) return NULL;
   return exports;

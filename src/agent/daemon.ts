@@ -69,6 +69,8 @@ export interface DaemonDeps {
   clock: Clock;
   /** The journal in the state directory; tests wrap it to inject crashes. */
   journal?: (dir: string) => Journal;
+  /** Gives freed memory back to the kernel (the addon's malloc_trim): true, false, or null where not glibc. */
+  trimMemory?: () => boolean | null;
   exit: (code: number) => void;
 }
 
@@ -160,6 +162,17 @@ export async function runDaemon(raw: RawRunOptions, initial: Settings, deps: Dae
     log.info({ address: settings.metricsAddress }, 'serving /metrics over TCP');
   }
   agent.onStatus((s) => supervisor.onStatus(s, agent.isReady()));
+  // Memory freed after a burst of work (V8's compile jobs on its worker thread above all)
+  // stays in malloc's arenas until trimmed (native/src/memory.c): after a pass, at most once
+  // per resync interval, so at rest right after each periodic resync, and no wake-up of its own.
+  let trimmedAt = -Infinity;
+  agent.onStatus(() => {
+    const now = deps.clock.now();
+    if (!deps.trimMemory || now - trimmedAt < settings.resyncIntervalMs) return;
+    trimmedAt = now;
+    const released = deps.trimMemory();
+    log.debug({ released }, 'malloc arenas trimmed');
+  });
   log.info({ settings: { ...settings, serviceCidrs: settings.serviceCidrs.map((c) => c.text) } }, 'starting');
   agent.start();
   supervisor.start(agent);

@@ -2,6 +2,7 @@
 // flags; the socket clients are in ask.ts. Exit codes: 0 converged / done,
 // 1 not converged (or another agent holds the node), 2 bad configuration, a permission
 // missing, or the agent unreachable.
+import { addon } from '../native/addon.js';
 import { runDaemon } from '../agent/daemon.js';
 import { applyReplaces, InterruptedError, outcomeUnknown } from '../agent/execute.js';
 import { observe, type OvnkubeProbe } from '../agent/observe.js';
@@ -104,6 +105,7 @@ export async function runCommand(raw: RawRunOptions, wrap: RunWrappers = {}): Pr
       plannerConfig,
       probeFor: ovnkubeProbe,
       clock: systemClock,
+      trimMemory: () => addon.mallocTrim(),
       exit: (code) => process.exit(code),
     });
   } catch (err) {

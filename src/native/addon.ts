@@ -1,5 +1,5 @@
 // The only module that loads the native addon (native/): a netlink socket,
-// sd_notify and flock. Everything else imports from here, so a missing or stale build shows
+// sd_notify, flock and malloc_trim. Everything else imports from here, so a missing or stale build shows
 // up as one clear error instead of a stack trace in the middle of the agent.
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
@@ -54,6 +54,12 @@ export interface NativeAddon {
    * file system an existing file is opened read-only (readOnly: true) and locked all the same.
    */
   lockFile(path: string): { fd: number; readOnly: boolean };
+  /**
+   * malloc_trim(0): the free pages of every malloc arena given back to the kernel
+   * (native/src/memory.c says why). true when memory was released, false when none
+   * was, null where the C library is not glibc (nothing done).
+   */
+  mallocTrim(): boolean | null;
 }
 
 const here = path.dirname(fileURLToPath(import.meta.url));

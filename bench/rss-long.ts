@@ -1,0 +1,92 @@
+// Benchmark: the daemon's footprint as a long-running process serves its probes (issue 12,
+// item 4; BENCHMARKS.md section 10). Run as root: `npm run bench:rss` (STEPS, default
+// 200,1000,3000,10000,20000; AGENT_ROOT, another build to measure beside this one, its runs
+// interleaved; RUNS, default 2).
+// A converged agent on the seed's node in a throwaway namespace, with the shipped node flags
+// and `--resync-interval 2`; GET /readyz and /status by turns over one keep-alive connection
+// (what kubelet's probes and an admin's status do over hours), and after each step's count,
+// 2.5 s later (a periodic resync between), VmRSS with its anonymous and file-backed parts
+// from /proc/PID/status. Beside it, in the same run: a plain node HTTP server on a UNIX
+// socket after the same requests.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync, rmSync } from 'node:fs';
+import http from 'node:http';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { FakeOvnkube, Scratch } from '../test/helpers/agent.js';
+import { seedNode } from '../test/helpers/netns.js';
+import { terminate } from '../src/demo/process.js';
+
+const STEPS = (process.env.STEPS ?? '200,1000,3000,10000,20000').split(',').map(Number);
+const RUNS = Number(process.env.RUNS ?? 2);
+const FLAGS = ['--max-semi-space-size=1', '--v8-pool-size=1'];
+const here = fileURLToPath(new URL('../..', import.meta.url));
+const roots = [here, ...(process.env.AGENT_ROOT ? [process.env.AGENT_ROOT] : [])];
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+function memory(pid: number): string {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const mb = (k: string) => (Number(new RegExp(`^${k}:\\s+(\\d+) kB$`, 'm').exec(status)?.[1]) / 1024).toFixed(1);
+  return `${mb('VmRSS')} (anon ${mb('RssAnon')}, file ${mb('RssFile')})`;
+}
+
+function get(agent: http.Agent, socket: string, urlPath: string): Promise<number> {
+  return new Promise((resolve) => {
+    http
+      .get({ socketPath: socket, path: urlPath, agent }, (res) => {
+        res.resume();
+        res.on('end', () => resolve(res.statusCode ?? 0));
+      })
+      .on('error', () => resolve(0));
+  });
+}
+
+/** Requests in steps; the memory after each step, 2.5 s later. */
+async function measure(child: ChildProcess, socket: string): Promise<string[]> {
+  const keepAlive = new http.Agent({ keepAlive: true, maxSockets: 1 });
+  const out: string[] = [];
+  let n = 0;
+  for (const upto of STEPS) {
+    for (; n < upto; n++) await get(keepAlive, socket, n % 2 ? '/status' : '/readyz');
+    await sleep(2500);
+    out.push(`${upto}: ${memory(child.pid!)}`);
+  }
+  keepAlive.destroy();
+  return out;
+}
+
+async function main(): Promise<void> {
+  const ns = seedNode({ gw0: true });
+  const scratch = new Scratch();
+  const ovnkube = new FakeOvnkube(ns, scratch.dir);
+  try {
+    scratch.writeMode('shared');
+    ovnkube.start('shared');
+    console.log(`node ${process.version} ${FLAGS.join(' ')}; VmRSS in MB after N requests, 2.5 s later`);
+    const plainSocket = path.join(scratch.dir, 'plain.sock');
+    const plain = spawn('ip', ['netns', 'exec', ns.name, process.execPath, '-e', `require('node:http').createServer((q, s) => s.end('ok')).listen(${JSON.stringify(plainSocket)})`], { stdio: 'ignore' });
+    while ((await get(new http.Agent(), plainSocket, '/')) !== 200) await sleep(5);
+    console.log(`plain node HTTP server: ${(await measure(plain, plainSocket)).join('; ')}`);
+    await terminate(plain);
+    for (let run = 0; run < RUNS; run++) {
+      for (const root of run % 2 ? [...roots].reverse() : roots) {
+        rmSync(scratch.socket, { force: true });
+        const cli = path.join(root, 'dist', 'src', 'cli', 'main.js');
+        const child = spawn(
+          'ip',
+          ['netns', 'exec', ns.name, process.execPath, ...FLAGS, cli, 'run', '--mode-file', scratch.modeFile, '--socket', scratch.socket, '--state-dir', scratch.stateDir, '--service-cidr', '10.96.0.0/16', '--mtu', '1400', '--restart', 'cri', '--settle', '0', '--resync-interval', '2'],
+          { stdio: 'ignore' },
+        );
+        while ((await get(new http.Agent(), scratch.socket, '/readyz')) !== 200) await sleep(5);
+        console.log(`agent ${root}: ${(await measure(child, scratch.socket)).join('; ')}`);
+        await terminate(child);
+      }
+    }
+  } finally {
+    ovnkube.stop();
+    ns.destroy();
+    scratch.remove();
+  }
+}
+
+await main();
