@@ -13,8 +13,7 @@ import { readFileSync, rmSync } from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { FakeOvnkube, Scratch } from '../test/helpers/agent.js';
-import { seedNode } from '../test/helpers/netns.js';
+import { withNode } from '../test/helpers/agent.js';
 import { terminate } from '../src/demo/process.js';
 
 const STEPS = (process.env.STEPS ?? '200,1000,3000,10000,20000').split(',').map(Number);
@@ -56,10 +55,8 @@ async function measure(child: ChildProcess, socket: string): Promise<string[]> {
 }
 
 async function main(): Promise<void> {
-  const ns = seedNode({ gw0: true });
-  const scratch = new Scratch();
-  const ovnkube = new FakeOvnkube(ns, scratch.dir);
-  try {
+  // A quiet node: the mode file says shared, ovnkube-node runs shared, the route is shared.
+  await withNode({ gw0: true }, async ({ ns, scratch, ovnkube }) => {
     scratch.writeMode('shared');
     ovnkube.start('shared');
     console.log(`node ${process.version} ${FLAGS.join(' ')}; VmRSS in MB after N requests, 2.5 s later`);
@@ -82,11 +79,7 @@ async function main(): Promise<void> {
         await terminate(child);
       }
     }
-  } finally {
-    ovnkube.stop();
-    ns.destroy();
-    scratch.remove();
-  }
+  });
 }
 
 await main();
