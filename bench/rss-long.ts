@@ -7,7 +7,7 @@
 // (what kubelet's probes and an admin's status do over hours), and after each step's count,
 // 2.5 s later (a periodic resync between), VmRSS with its anonymous and file-backed parts
 // from /proc/PID/status. Beside it, in the same run: a plain node HTTP server on a UNIX
-// socket after the same requests.
+// socket, with the same node flags, after the same requests.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync, rmSync } from 'node:fs';
 import http from 'node:http';
@@ -61,7 +61,7 @@ async function main(): Promise<void> {
     ovnkube.start('shared');
     console.log(`node ${process.version} ${FLAGS.join(' ')}; VmRSS in MB after N requests, 2.5 s later`);
     const plainSocket = path.join(scratch.dir, 'plain.sock');
-    const plain = spawn('ip', ['netns', 'exec', ns.name, process.execPath, '-e', `require('node:http').createServer((q, s) => s.end('ok')).listen(${JSON.stringify(plainSocket)})`], { stdio: 'ignore' });
+    const plain = spawn('ip', ['netns', 'exec', ns.name, process.execPath, ...FLAGS, '-e', `require('node:http').createServer((q, s) => s.end('ok')).listen(${JSON.stringify(plainSocket)})`], { stdio: 'ignore' });
     while ((await get(new http.Agent(), plainSocket, '/')) !== 200) await sleep(5);
     console.log(`plain node HTTP server: ${(await measure(plain, plainSocket)).join('; ')}`);
     await terminate(plain);

@@ -5,9 +5,11 @@
  * by itself only the top of a heap, and a few live chunks above the freed ones keep
  * it all. On Node 24 a few hundred status requests leave some 7 MB so (BENCHMARKS.md,
  * "### 10"). malloc_trim(0) madvises every free page of every arena away; the chunks
- * stay free, their pages come back zero-filled when next used. Returns true when
- * memory was released, false when there was none, null where the C library is not
- * glibc (nothing done). */
+ * stay free, their pages come back zero-filled when next used. Returns glibc's answer,
+ * true when it gave any page back (it does whenever it madvised one), false when none,
+ * and null where the C library is not glibc (nothing done). */
+#include <stdlib.h> /* defines __GLIBC__ where the C library is glibc */
+
 #include "memory.h"
 
 #include <stdbool.h>

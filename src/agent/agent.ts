@@ -79,6 +79,12 @@ export interface AgentDeps {
   missing?: string[];
   /** Told of each step carried out (metrics, the event history); none by default. */
   recorder?: AgentRecorder;
+  /**
+   * Called once after each pass a periodic resync woke, when the loop has caught up
+   * (nothing pending): the process at rest (the daemon trims malloc's arenas there).
+   * Never on the path of a repair; a throw is logged, and the loop goes on.
+   */
+  atRest?: () => void;
 }
 
 export interface AgentOptions {
@@ -122,6 +128,8 @@ export class Agent {
   private ready = false;
   private lastProgress = 0;
   private resyncTimer: NodeJS.Timeout | undefined;
+  /** A periodic resync woke a pass (or will): atRest is due when the loop has caught up. */
+  private resyncDue = false;
   private retryTimer: NodeJS.Timeout | undefined;
   private wakeTimer: NodeJS.Timeout | undefined;
   private kickTimer: NodeJS.Immediate | undefined;
@@ -174,7 +182,7 @@ export class Agent {
   start(): void {
     this.subscription = this.deps.dataplane.subscribe(this.watched, (e) => this.onEvent(e));
     this.modeWatch = this.deps.watchMode(() => this.kick('mode file changed'));
-    this.resyncTimer = setInterval(() => this.kick('periodic resync'), this.options.resyncIntervalMs);
+    this.resyncTimer = setInterval(() => this.resync(), this.options.resyncIntervalMs);
     this.kick('start');
   }
 
@@ -188,7 +196,7 @@ export class Agent {
     await this.modeWatch?.close();
     this.modeWatch = watchMode(() => this.kick('mode file changed'));
     clearInterval(this.resyncTimer);
-    this.resyncTimer = setInterval(() => this.kick('periodic resync'), options.resyncIntervalMs);
+    this.resyncTimer = setInterval(() => this.resync(), options.resyncIntervalMs);
     await this.settle();
   }
 
@@ -294,6 +302,11 @@ export class Agent {
     this.desired = { mode: this.desired.mode, source: { path, error: read.error } };
   }
 
+  private resync(): void {
+    this.resyncDue = true;
+    this.kick('periodic resync');
+  }
+
   private async pass(): Promise<void> {
     this.running = true;
     try {
@@ -303,6 +316,13 @@ export class Agent {
       } while (this.dirty && !this.stopped);
     } finally {
       this.running = false;
+    }
+    if (!this.resyncDue || this.stopped) return;
+    this.resyncDue = false;
+    try {
+      this.deps.atRest?.();
+    } catch (err) {
+      this.deps.log.error({ err }, 'the at-rest hook failed');
     }
   }
 

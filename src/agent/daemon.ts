@@ -121,6 +121,15 @@ export async function runDaemon(raw: RawRunOptions, initial: Settings, deps: Dae
       random: Math.random,
       missing,
       recorder: recorders([metrics, history], (err) => log.error({ err }, 'a recorder failed')),
+      // Memory freed after a burst of work (V8's compile jobs on its worker thread above all)
+      // stays in malloc's arenas until trimmed (native/src/memory.c): once per periodic resync,
+      // when the loop has caught up, so never on a repair's path and no wake-up of its own.
+      atRest: () => {
+        if (!deps.trimMemory) return;
+        const started = performance.now();
+        const released = deps.trimMemory();
+        log.debug({ released, ms: Math.round((performance.now() - started) * 100) / 100 }, 'malloc arenas trimmed');
+      },
     },
     agentOptions(settings, deps.plannerConfig(settings)),
   );
@@ -162,17 +171,6 @@ export async function runDaemon(raw: RawRunOptions, initial: Settings, deps: Dae
     log.info({ address: settings.metricsAddress }, 'serving /metrics over TCP');
   }
   agent.onStatus((s) => supervisor.onStatus(s, agent.isReady()));
-  // Memory freed after a burst of work (V8's compile jobs on its worker thread above all)
-  // stays in malloc's arenas until trimmed (native/src/memory.c): after a pass, at most once
-  // per resync interval, so at rest right after each periodic resync, and no wake-up of its own.
-  let trimmedAt = -Infinity;
-  agent.onStatus(() => {
-    const now = deps.clock.now();
-    if (!deps.trimMemory || now - trimmedAt < settings.resyncIntervalMs) return;
-    trimmedAt = now;
-    const released = deps.trimMemory();
-    log.debug({ released }, 'malloc arenas trimmed');
-  });
   log.info({ settings: { ...settings, serviceCidrs: settings.serviceCidrs.map((c) => c.text) } }, 'starting');
   agent.start();
   supervisor.start(agent);

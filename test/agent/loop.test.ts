@@ -83,6 +83,10 @@ interface Rig {
   /** routeEventOnly of every probe of ovnkube-node, in order. */
   probes?: boolean[];
   now: number;
+  /** The agent's atRest hook; none by default. */
+  atRest?: () => void;
+  /** The periodic resync (default an hour: none in most tests). */
+  resyncIntervalMs?: number;
 }
 
 function rig(over: Partial<Rig> = {}): Rig {
@@ -110,11 +114,12 @@ function makeAgent(r: Rig, config = seedConfig()) {
       watchMode: () => ({ close: async () => undefined }),
       clock: { now: () => r.now },
       random: () => 1,
+      ...(r.atRest ? { atRest: () => r.atRest!() } : {}),
     },
     {
       config,
       modePath: '/etc/mode',
-      resyncIntervalMs: 3_600_000,
+      resyncIntervalMs: r.resyncIntervalMs ?? 3_600_000,
       restart: { strategy: r.strategy.name, limit: { minIntervalMs: 300_000, maxPerHour: 3 }, timeoutMs: 300_000, settleMs: 60_000, retryBaseMs: 5000, retryMaxMs: 300_000, modeChecked: true },
     },
   );
@@ -772,4 +777,43 @@ test('a replace that failed with ENOENT in a pass woken by a route event is retr
     assert.ok(probes.length >= 2, `a retry followed: ${JSON.stringify(probes)}`);
     assert.deepEqual(probes.slice(1), probes.slice(1).map(() => false), `the retry scans in full: ${JSON.stringify(probes)}`);
   });
+});
+
+test('at rest: the hook runs once after each pass a periodic resync woke, never after passes events woke, and a throw of it stops nothing', async () => {
+  let calls = 0;
+  let fail = false;
+  const r = rig({ resyncIntervalMs: 10_000 });
+  r.atRest = () => {
+    calls++;
+    if (fail) throw new Error('hook broke');
+  };
+  const h = makeAgent(r);
+  h.agent.start();
+  try {
+    // The start, the migration and its restart: passes, none of them a resync's.
+    await h.until((s) => s.reasonCodes[0] === 'Settling', 'Settling');
+    assert.equal(calls, 0);
+    await h.advance(10_000);
+    assert.equal(calls, 1, 'one resync, one call');
+    // A set-back announced by the kernel: its repair pass calls nothing.
+    const from = h.seen.length;
+    setBack(r, '10.96.0.0/16');
+    await h.until((s) => s.routes[0]?.inSync === true, 'the repair', from);
+    assert.equal(calls, 1);
+    // The next resync: the next call.
+    await h.advance(10_000);
+    assert.equal(calls, 2);
+    // A hook that throws: logged, and the loop goes on (the next set-back repaired, the next resync calls again).
+    fail = true;
+    await h.advance(10_000);
+    assert.equal(calls, 3);
+    assert.ok(h.logs.some((l) => l.msg === 'the at-rest hook failed'));
+    const after = h.seen.length;
+    setBack(r, '10.96.0.0/16');
+    await h.until((s) => s.routes[0]?.inSync === true, 'the repair after the throw', after);
+    await h.advance(10_000);
+    assert.equal(calls, 4);
+  } finally {
+    await h.agent.stop();
+  }
 });
