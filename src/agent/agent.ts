@@ -80,9 +80,9 @@ export interface AgentDeps {
   /** Told of each step carried out (metrics, the event history); none by default. */
   recorder?: AgentRecorder;
   /**
-   * Called once after each pass a periodic resync woke, when the loop has caught up
-   * (nothing pending): the process at rest (the daemon trims malloc's arenas there).
-   * Never on the path of a repair; a throw is logged, and the loop goes on.
+   * Called once per periodic resync, when the pass loop it woke or joined has ended
+   * (the daemon trims malloc's arenas there, off the event loop). Never inside a pass;
+   * a throw is logged, and the loop goes on.
    */
   atRest?: () => void;
 }
@@ -303,6 +303,7 @@ export class Agent {
   }
 
   private resync(): void {
+    this.deps.log.debug('periodic resync');
     this.resyncDue = true;
     this.kick('periodic resync');
   }

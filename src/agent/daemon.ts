@@ -70,7 +70,7 @@ export interface DaemonDeps {
   /** The journal in the state directory; tests wrap it to inject crashes. */
   journal?: (dir: string) => Journal;
   /** Gives freed memory back to the kernel (the addon's malloc_trim): true, false, or null where not glibc. */
-  trimMemory?: () => boolean | null;
+  trimMemory?: () => Promise<boolean | null>;
   exit: (code: number) => void;
 }
 
@@ -108,6 +108,7 @@ export async function runDaemon(raw: RawRunOptions, initial: Settings, deps: Dae
   for (const m of missing) log.warn(m);
   const metrics = new AgentMetrics({ version: VERSION, strategy: strategy.name });
   const history = new EventHistory(deps.clock, log.child({ component: 'events' }));
+  let trimming = false;
   const agent = new Agent(
     {
       dataplane,
@@ -123,12 +124,20 @@ export async function runDaemon(raw: RawRunOptions, initial: Settings, deps: Dae
       recorder: recorders([metrics, history], (err) => log.error({ err }, 'a recorder failed')),
       // Memory freed after a burst of work (V8's compile jobs on its worker thread above all)
       // stays in malloc's arenas until trimmed (native/src/memory.c): once per periodic resync,
-      // when the loop has caught up, so never on a repair's path and no wake-up of its own.
+      // after its pass, off the event loop (libuv's pool), and with no wake-up of its own.
       atRest: () => {
-        if (!deps.trimMemory) return;
+        if (!deps.trimMemory || trimming) return;
+        trimming = true;
         const started = performance.now();
-        const released = deps.trimMemory();
-        log.debug({ released, ms: Math.round((performance.now() - started) * 100) / 100 }, 'malloc arenas trimmed');
+        deps
+          .trimMemory()
+          .then(
+            (released) => {
+              if (released !== null) log.debug({ released, ms: Math.round((performance.now() - started) * 100) / 100 }, 'malloc arenas trimmed');
+            },
+            (err: unknown) => log.error({ err }, 'malloc_trim failed'),
+          )
+          .finally(() => (trimming = false));
       },
     },
     agentOptions(settings, deps.plannerConfig(settings)),

@@ -55,11 +55,12 @@ export interface NativeAddon {
    */
   lockFile(path: string): { fd: number; readOnly: boolean };
   /**
-   * malloc_trim(0): the free pages of every malloc arena given back to the kernel
-   * (native/src/memory.c says why). glibc's answer: true when it gave any page back,
-   * false when none; null where the C library is not glibc (nothing done).
+   * malloc_trim(0) on a thread of libuv's pool: the free pages of every malloc arena
+   * given back to the kernel (native/src/memory.c says why). A promise of glibc's
+   * answer: true when it gave any page back, false when none; null where the C library
+   * is not glibc (nothing done).
    */
-  mallocTrim(): boolean | null;
+  mallocTrim(): Promise<boolean | null>;
 }
 
 const here = path.dirname(fileURLToPath(import.meta.url));
