@@ -17,7 +17,6 @@
 
 #include "memory.h"
 
-#include <errno.h>
 #include <stdbool.h>
 #if defined(__GLIBC__)
 #include <malloc.h>
@@ -41,20 +40,25 @@ static void trim_execute(napi_env env, void *data) {
 #endif
 }
 
+/* Rejects d with an Error saying message (undefined if even that cannot be made): a
+ * promise of ours is always settled. */
+static void reject(napi_env env, napi_deferred d, const char *message) {
+  napi_value text, error = NULL;
+  if (napi_create_string_utf8(env, message, NAPI_AUTO_LENGTH, &text) != napi_ok ||
+      napi_create_error(env, NULL, text, &error) != napi_ok)
+    napi_get_undefined(env, &error);
+  napi_reject_deferred(env, d, error);
+}
+
 static void trim_complete(napi_env env, napi_status status, void *data) {
   struct trim_work *w = data;
   napi_value result = NULL;
   if (status != napi_ok) {
-    napi_value message;
-    if (napi_create_string_utf8(env, "malloc_trim did not run", NAPI_AUTO_LENGTH, &message) == napi_ok &&
-        napi_create_error(env, NULL, message, &result) == napi_ok)
-      napi_reject_deferred(env, w->deferred, result);
+    reject(env, w->deferred, "malloc_trim did not run");
   } else {
-    if (w->released < 0)
-      napi_get_null(env, &result);
-    else
-      napi_get_boolean(env, w->released != 0, &result);
-    napi_resolve_deferred(env, w->deferred, result);
+    napi_status got = w->released < 0 ? napi_get_null(env, &result) : napi_get_boolean(env, w->released != 0, &result);
+    if (got != napi_ok || napi_resolve_deferred(env, w->deferred, result) != napi_ok)
+      reject(env, w->deferred, "malloc_trim's answer could not be given");
   }
   napi_delete_async_work(env, w->work);
   free(w);
@@ -62,22 +66,22 @@ static void trim_complete(napi_env env, napi_status status, void *data) {
 
 napi_value malloc_trim_all(napi_env env, napi_callback_info info) {
   (void)info;
-  struct trim_work *w = calloc(1, sizeof *w);
-  if (w == NULL) {
-    throw_errno(env, ENOMEM, "malloc_trim");
-    return NULL;
-  }
   napi_value promise, name;
-  if (napi_create_promise(env, &w->deferred, &promise) != napi_ok ||
-      napi_create_string_utf8(env, "gwmode:malloc_trim", NAPI_AUTO_LENGTH, &name) != napi_ok ||
+  napi_deferred deferred;
+  NAPI_CALL(env, napi_create_promise(env, &deferred, &promise));
+  /* From here on every failure rejects the promise: it is always settled. */
+  struct trim_work *w = calloc(1, sizeof *w);
+  if (w == NULL || napi_create_string_utf8(env, "gwmode:malloc_trim", NAPI_AUTO_LENGTH, &name) != napi_ok ||
       napi_create_async_work(env, NULL, name, trim_execute, trim_complete, w, &w->work) != napi_ok) {
     free(w);
-    NAPI_CALL(env, napi_generic_failure);
+    reject(env, deferred, "malloc_trim could not be queued");
+    return promise;
   }
+  w->deferred = deferred;
   if (napi_queue_async_work(env, w->work) != napi_ok) {
     napi_delete_async_work(env, w->work);
     free(w);
-    NAPI_CALL(env, napi_generic_failure);
+    reject(env, deferred, "malloc_trim could not be queued");
   }
   return promise;
 }

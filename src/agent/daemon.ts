@@ -129,15 +129,18 @@ export async function runDaemon(raw: RawRunOptions, initial: Settings, deps: Dae
         if (!deps.trimMemory || trimming) return;
         trimming = true;
         const started = performance.now();
-        deps
-          .trimMemory()
+        const trim = deps.trimMemory;
+        // A throw of the call itself becomes a rejection: the flag is always cleared.
+        void Promise.resolve()
+          .then(() => trim())
           .then(
             (released) => {
               if (released !== null) log.debug({ released, ms: Math.round((performance.now() - started) * 100) / 100 }, 'malloc arenas trimmed');
             },
             (err: unknown) => log.error({ err }, 'malloc_trim failed'),
           )
-          .finally(() => (trimming = false));
+          .finally(() => (trimming = false))
+          .catch(() => undefined);
       },
     },
     agentOptions(settings, deps.plannerConfig(settings)),
