@@ -9,12 +9,13 @@
 // from /proc/PID/status. Beside it, in the same run: a plain node HTTP server on a UNIX
 // socket, with the same node flags, after the same requests.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readFileSync, rmSync } from 'node:fs';
+import { rmSync } from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { withNode } from '../test/helpers/agent.js';
 import { terminate } from '../src/demo/process.js';
+import { socketGet, statusKb } from './socket-get.js';
 
 const STEPS = (process.env.STEPS ?? '200,1000,3000,10000,20000').split(',').map(Number);
 const RUNS = Number(process.env.RUNS ?? 2);
@@ -24,20 +25,8 @@ const roots = [here, ...(process.env.AGENT_ROOT ? [process.env.AGENT_ROOT] : [])
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 function memory(pid: number): string {
-  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-  const mb = (k: string) => (Number(new RegExp(`^${k}:\\s+(\\d+) kB$`, 'm').exec(status)?.[1]) / 1024).toFixed(1);
+  const mb = (k: string) => (statusKb(pid, k) / 1024).toFixed(1);
   return `${mb('VmRSS')} (anon ${mb('RssAnon')}, file ${mb('RssFile')})`;
-}
-
-function get(agent: http.Agent, socket: string, urlPath: string): Promise<number> {
-  return new Promise((resolve) => {
-    http
-      .get({ socketPath: socket, path: urlPath, agent }, (res) => {
-        res.resume();
-        res.on('end', () => resolve(res.statusCode ?? 0));
-      })
-      .on('error', () => resolve(0));
-  });
 }
 
 /** Requests in steps; the memory after each step, 2.5 s later. */
@@ -46,7 +35,7 @@ async function measure(child: ChildProcess, socket: string): Promise<string[]> {
   const out: string[] = [];
   let n = 0;
   for (const upto of STEPS) {
-    for (; n < upto; n++) await get(keepAlive, socket, n % 2 ? '/status' : '/readyz');
+    for (; n < upto; n++) await socketGet(socket, n % 2 ? '/status' : '/readyz', keepAlive);
     await sleep(2500);
     out.push(`${upto}: ${memory(child.pid!)}`);
   }
@@ -62,7 +51,7 @@ async function main(): Promise<void> {
     console.log(`node ${process.version} ${FLAGS.join(' ')}; VmRSS in MB after N requests, 2.5 s later`);
     const plainSocket = path.join(scratch.dir, 'plain.sock');
     const plain = spawn('ip', ['netns', 'exec', ns.name, process.execPath, ...FLAGS, '-e', `require('node:http').createServer((q, s) => s.end('ok')).listen(${JSON.stringify(plainSocket)})`], { stdio: 'ignore' });
-    while ((await get(new http.Agent(), plainSocket, '/')) !== 200) await sleep(5);
+    while ((await socketGet(plainSocket, '/')) !== 200) await sleep(5);
     console.log(`plain node HTTP server: ${(await measure(plain, plainSocket)).join('; ')}`);
     await terminate(plain);
     for (let run = 0; run < RUNS; run++) {
@@ -74,7 +63,7 @@ async function main(): Promise<void> {
           ['netns', 'exec', ns.name, process.execPath, ...FLAGS, cli, 'run', '--mode-file', scratch.modeFile, '--socket', scratch.socket, '--state-dir', scratch.stateDir, '--service-cidr', '10.96.0.0/16', '--mtu', '1400', '--restart', 'cri', '--settle', '0', '--resync-interval', '2'],
           { stdio: 'ignore' },
         );
-        while ((await get(new http.Agent(), scratch.socket, '/readyz')) !== 200) await sleep(5);
+        while ((await socketGet(scratch.socket, '/readyz')) !== 200) await sleep(5);
         console.log(`agent ${root}: ${(await measure(child, scratch.socket)).join('; ')}`);
         await terminate(child);
       }

@@ -20,13 +20,13 @@
 // always first (on a cold cache) or always at the same moment of the machine's load.
 // Run: `npm run bench:start`.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { readFileSync, rmSync } from 'node:fs';
-import http from 'node:http';
+import { rmSync } from 'node:fs';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { FakeOvnkube, Scratch } from '../test/helpers/agent.js';
 import { seedNode } from '../test/helpers/netns.js';
+import { socketGet, statusKb } from './socket-get.js';
 
 const RUNS = Number(process.env.RUNS ?? 10);
 const ROOT = process.env.AGENT_ROOT ?? fileURLToPath(new URL('../..', import.meta.url));
@@ -37,19 +37,8 @@ const COMPARE_FLAGS = process.env.COMPARE_FLAGS === undefined ? undefined : proc
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 const range = (xs: number[]) => `median ${median(xs).toFixed(0)} (min ${Math.min(...xs).toFixed(0)}, max ${Math.max(...xs).toFixed(0)})`;
-const statusKb = (pid: number, field: string) => Number(new RegExp(`^${field}:\\s+(\\d+) kB$`, 'm').exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1]);
 const mb = (kb: number) => (kb / 1024).toFixed(1);
 const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-function get(socket: string, urlPath: string): Promise<number> {
-  return new Promise((resolve) => {
-    const req = http.get({ socketPath: socket, path: urlPath }, (res) => {
-      res.resume();
-      res.on('end', () => resolve(res.statusCode ?? 0));
-    });
-    req.on('error', () => resolve(0));
-  });
-}
 
 /** Milliseconds from spawning until the socket answers urlPath with 200 (polled every millisecond). */
 async function untilAnswer(start: () => ChildProcess, socket: string, urlPath: string): Promise<{ ms: number; child: ChildProcess }> {
@@ -59,7 +48,7 @@ async function untilAnswer(start: () => ChildProcess, socket: string, urlPath: s
   child.stderr?.on('data', (d: Buffer) => (output += d.toString()));
   for (;;) {
     if (child.exitCode !== null) throw new Error(`exited with ${child.exitCode} before answering: ${output}`);
-    if ((await get(socket, urlPath)) === 200) return { ms: performance.now() - t0, child };
+    if ((await socketGet(socket, urlPath)) === 200) return { ms: performance.now() - t0, child };
     await pause(1);
   }
 }
@@ -98,7 +87,7 @@ try {
     rmSync(plainSocket, { force: true }); // the plain server leaves it behind
     const p = await untilAnswer(() => spawn('ip', ['netns', 'exec', ns.name, process.execPath, '-e', `require('node:http').createServer((q, s) => s.end('ok')).listen(${JSON.stringify(plainSocket)})`], { stdio: 'ignore' }), plainSocket, '/');
     plain.push(p.ms);
-    for (let n = 0; n < 200; n++) await get(plainSocket, '/');
+    for (let n = 0; n < 200; n++) await socketGet(plainSocket, '/');
     plainRss.push(statusKb(p.child.pid!, 'VmRSS'));
     await stopped(p.child);
     bare.push(whole(['ip', 'netns', 'exec', ns.name, process.execPath, '-e', '0']).ms);
@@ -118,7 +107,7 @@ try {
       c.ready.push(a.ms);
       const pid = a.child.pid!;
       const atReady = statusKb(pid, 'VmRSS');
-      for (let n = 0; n < 200; n++) await get(scratch.socket, '/status');
+      for (let n = 0; n < 200; n++) await socketGet(scratch.socket, '/status');
       const after = statusKb(pid, 'VmRSS');
       await pause(2000);
       c.rss.push([atReady, after, statusKb(pid, 'VmRSS')]);

@@ -1,5 +1,5 @@
 // Freed memory given back to the kernel: the addon's malloc_trim (native/src/memory.c),
-// and the daemon calling it after a pass, at most once per resync interval.
+// and the daemon calling it once per periodic resync, after the pass it woke.
 import { strict as assert } from 'node:assert';
 import { spawnSync } from 'node:child_process';
 import { test } from 'node:test';
