@@ -1,10 +1,11 @@
 // What the agent loads with require(), never with import, for what an import would cost
 // a daemon meant to stay small at rest (BENCHMARKS.md, "### 7. Idle RSS, fourth round";
 // measured with the shipped flags):
-//  - its CommonJS packages (pino, ipaddr.js, ini, netlink's codec, gRPC; yaml and
+//  - its CommonJS packages (pino, ipaddr.js, netlink's codec, gRPC; yaml and
 //    prom-client in their own modules): an import of a CommonJS module makes Node 20 load
 //    its CommonJS export lexer (cjs-module-lexer) and run it over the module's source to
-//    find the names to export. The four the daemon needs to start cost it about 2 MB
+//    find the names to export. The four the daemon needed to start (ini, since dropped,
+//    among them) cost it about 2 MB
 //    (1.5 to 2.4 MB in four interleaved runs).
 //  - node:http: an import builds a namespace of all the builtin's exports, reading each,
 //    and on Node 24 (the image's and the Debian package's runtime) three of them

@@ -1,11 +1,12 @@
-// ovnkube.conf (gcfg, ini-like), for the settings the agent falls back on when no
-// flag gives them: [kubernetes] service-cidrs, [default] mtu, [gateway] next-hop
-// and [gateway] mode (which the command line overrides; in 4.8 it always says local).
+// ovnkube.conf, read as ovnkube reads it (gcfg: see gcfg.ts), for the settings the agent
+// falls back on when no flag gives them: [kubernetes] service-cidrs, [default] mtu,
+// [gateway] next-hop and [gateway] mode (which the command line overrides; in 4.8 it
+// always says local), and for what tells the platform's version: the masquerade subnets
+// and [kubernetes] platform-type. A conf gcfg refuses is one ovnkube-node does not start
+// with: an error here, never a guess.
 import { constants } from 'node:fs';
 import { open } from 'node:fs/promises';
-import { requireModule } from '../require.js';
-
-const { parse } = requireModule('ini') as typeof import('ini');
+import { foldName, gcfgInt, gcfgString, parseGcfg } from './gcfg.js';
 
 /** A real ovnkube.conf is about 1 KiB; more is not one (and /dev/zero has no end). */
 export const MAX_OVNKUBE_CONF_BYTES = 256 * 1024;
@@ -17,36 +18,44 @@ export interface OvnkubeConf {
   mode: string | null;
   /** [gateway] v4-masquerade-subnet / v6-masquerade-subnet (4.10+), when set. */
   masqueradeSubnets: string[];
+  /** [kubernetes] platform-type, which only CNO 4.10+ renders; null when absent or empty. */
+  platformType: string | null;
+  /** Every `section.name` assigned outside subsections, names folded to lower case (see confHas). */
+  keys: ReadonlySet<string>;
 }
 
-function section(doc: Record<string, unknown>, name: string): Record<string, unknown> {
-  const s = doc[name];
-  return typeof s === 'object' && s !== null ? (s as Record<string, unknown>) : {};
+/** Whether ovnkube.conf assigns [section] name, its names in any case. */
+export function confHas(conf: Pick<OvnkubeConf, 'keys'>, section: string, name: string): boolean {
+  return conf.keys.has(`${foldName(section)}.${foldName(name)}`);
 }
 
-const str = (v: unknown): string | null => (typeof v === 'string' && v.trim() !== '' ? v.trim().replace(/^"|"$/g, '') : null);
-const list = (v: unknown): string[] => (str(v) ?? '').split(',').map((x) => x.trim()).filter(Boolean);
+const nonEmpty = (v: string | null): string | null => (v === null || v === '' ? null : v);
+const list = (v: string | null): string[] => (v ?? '').split(',').map((x) => x.trim()).filter(Boolean);
 
 export function parseOvnkubeConf(text: string): OvnkubeConf {
-  const doc = parse(text) as Record<string, unknown>;
-  // The cluster MTU: routable-mtu when set, else mtu.
-  const mtuText = str(section(doc, 'default')['routable-mtu']) ?? str(section(doc, 'default').mtu);
-  const mtu = mtuText === null ? null : Number(mtuText);
-  if (mtu !== null && (!Number.isInteger(mtu) || mtu < 68 || mtu > 65535)) {
-    throw new Error(`[default] mtu or routable-mtu "${mtuText}" is not a valid MTU`);
+  const doc = parseGcfg(text);
+  // The cluster MTU: routable-mtu when set, else mtu (an int each, as ovnkube's fields).
+  const routable = gcfgInt(doc, 'default', 'routable-mtu');
+  const plain = gcfgInt(doc, 'default', 'mtu');
+  const mtu = routable ?? plain;
+  if (mtu !== null && (mtu < 68 || mtu > 65535)) {
+    throw new Error(`[default] ${routable !== null ? 'routable-mtu' : 'mtu'} ${mtu} is not a valid MTU`);
   }
   return {
-    serviceCidrs: list(section(doc, 'kubernetes')['service-cidrs']),
+    serviceCidrs: list(gcfgString(doc, 'kubernetes', 'service-cidrs')),
     mtu,
-    nextHop: list(section(doc, 'gateway')['next-hop']),
-    mode: str(section(doc, 'gateway').mode),
-    masqueradeSubnets: [str(section(doc, 'gateway')['v4-masquerade-subnet']), str(section(doc, 'gateway')['v6-masquerade-subnet'])].filter((x): x is string => x !== null),
+    nextHop: list(gcfgString(doc, 'gateway', 'next-hop')),
+    mode: nonEmpty(gcfgString(doc, 'gateway', 'mode')),
+    masqueradeSubnets: [gcfgString(doc, 'gateway', 'v4-masquerade-subnet'), gcfgString(doc, 'gateway', 'v6-masquerade-subnet')].map(nonEmpty).filter((x): x is string => x !== null),
+    platformType: nonEmpty(gcfgString(doc, 'kubernetes', 'platform-type')),
+    keys: new Set(doc.variables.filter((v) => v.subsection === null).map((v) => `${v.section}.${v.name}`)),
   };
 }
 
 /**
  * Reads and parses ovnkube.conf. Opened non-blocking and refused unless a regular file
  * (a FIFO would hold a thread-pool worker forever), and read one byte past the limit.
+ * Bytes that are not UTF-8 are refused, as gcfg's scanner refuses them.
  */
 export async function readOvnkubeConf(file: string): Promise<OvnkubeConf> {
   const handle = await open(file, constants.O_RDONLY | constants.O_NONBLOCK);
@@ -55,7 +64,13 @@ export async function readOvnkubeConf(file: string): Promise<OvnkubeConf> {
     const buffer = Buffer.alloc(MAX_OVNKUBE_CONF_BYTES + 1);
     const { bytesRead } = await handle.read(buffer, 0, buffer.length, 0);
     if (bytesRead > MAX_OVNKUBE_CONF_BYTES) throw new Error(`larger than ${MAX_OVNKUBE_CONF_BYTES} bytes`);
-    return parseOvnkubeConf(buffer.subarray(0, bytesRead).toString('utf8'));
+    let text: string;
+    try {
+      text = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true }).decode(buffer.subarray(0, bytesRead));
+    } catch {
+      throw new Error('illegal UTF-8 encoding');
+    }
+    return parseOvnkubeConf(text);
   } finally {
     await handle.close();
   }

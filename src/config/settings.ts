@@ -118,7 +118,9 @@ export async function resolvePlanSettings(given: RawPlanOptions): Promise<PlanSe
     try {
       conf = await readOvnkubeConf(raw.ovnkubeConfig);
     } catch (err) {
-      throw new ConfigError('ovnkube-config', `${raw.ovnkubeConfig}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+      // A system error by its code (ENOENT); a conf ovnkube would refuse (GcfgError) by what gcfg says.
+      const e = err as NodeJS.ErrnoException;
+      throw new ConfigError('ovnkube-config', `${raw.ovnkubeConfig}: ${e.errno !== undefined && e.code ? e.code : e.message}`);
     }
   }
 

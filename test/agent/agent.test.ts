@@ -6,7 +6,7 @@ import path from 'node:path';
 import { test } from 'node:test';
 import { seedNode, skipWithoutKernel, type Netns } from '../helpers/netns.js';
 import { spawnSync } from 'node:child_process';
-import { AgentProcess, CLI, cli, curl, FakeOvnkube, Scratch, status, waitForStatus, withAgent } from '../helpers/agent.js';
+import { AgentProcess, CLI, cli, curl, FakeOvnkube, Scratch, status, waitForStatus, withAgent, withNode } from '../helpers/agent.js';
 
 const LOCAL_V4 = '10.96.0.0/16 via 10.244.1.1 dev ovn-k8s-mp0';
 const SHARED_V4 = '10.96.0.0/16 via 172.18.0.1 dev br-ex mtu 1400';
@@ -112,6 +112,22 @@ test('the routing-via-host layout (4.10+) is left alone', async (t) => {
     const s = await waitForStatus(agent, (s) => s.layout === 'routing-via-host' && s.phase === 'Converged', 'routing-via-host');
     assert.ok(s.reasons.some((r) => /correct in both modes/.test(r)));
     assert.deepEqual(ns.routes('10.96.0.0/16'), ['10.96.0.0/16 via 169.254.169.4 dev br-ex mtu 1400']);
+  });
+});
+
+test("a 4.14+ node whose ovnkube.conf names its masquerade subnet as [Gateway] V4-Masquerade-Subnet (gcfg's names are case-insensitive) is left alone, a leftover ovn-k8s-gw0 notwithstanding", async (t) => {
+  if (skipWithoutKernel(t)) return;
+  await withNode({ gw0: true }, async ({ ns, scratch, ovnkube, startAgent }) => {
+    const conf = path.join(scratch.dir, 'ovnkube.conf');
+    writeFileSync(conf, '[Default]\nMTU="1400"\n[Kubernetes]\nService-CIDRs="10.96.0.0/16"\n[Gateway]\nMode=local\nV4-Masquerade-Subnet="100.98.0.0/16"\n');
+    ns.ip('addr add 100.98.0.2/16 dev br-ex');
+    ns.ip('route replace 10.96.0.0/16 via 100.98.0.4 dev br-ex mtu 1400');
+    scratch.writeMode('local');
+    ovnkube.start('local', { respawn: true });
+    const agent = startAgent(['--ovnkube-config', conf]);
+    const s = await waitForStatus(agent, (s) => s.layout === 'routing-via-host' && s.phase === 'Converged', 'routing-via-host');
+    assert.equal(s.reasonCodes[0], 'RoutingViaHostLayout');
+    assert.deepEqual(ns.routes('10.96.0.0/16'), ['10.96.0.0/16 via 100.98.0.4 dev br-ex mtu 1400']);
   });
 });
 

@@ -29,18 +29,32 @@ const KEYS: Record<string, string[]> = {
 const valueFor = (rng: Rng, key: string): string =>
   key.includes('mtu') ? pick(rng, NUMBERS) : key === 'service-cidrs' ? pick(rng, CIDRS) : key === 'next-hop' ? pick(rng, ADDRESSES) : key.includes('masquerade') ? pick(rng, MASQ) : pick(rng, ['local', 'shared', 'Local', '', 'x'.repeat(1000)]);
 
+// gcfg refuses much that an ini reader took (a blank or oddly named variable, a bad section
+// header, a byte order mark): the hostile shapes come often enough to be met, but not in
+// every file, so that some files are valid and reach the settings' own checks.
+const caseOf = (rng: Rng, name: string): string => pick(rng, [name, name, name.toUpperCase(), name.replace(/(^|-)(\w)/g, (m) => m.toUpperCase())]);
+const HOSTILE_SECTIONS = ['__proto__', 'constructor', 'default.x', '', '[nested]', 'gateway "sub"', 'gateway ""'];
+const HOSTILE_KEYS = ['__proto__', 'toString', 'mtu[]', '', '-mtu', 'x_y'];
+
 function ovnkubeConf(rng: Rng): string {
   const lines: string[] = [];
   for (let s = 0, n = int(rng, 5); s < n; s++) {
-    const section = pick(rng, [...Object.keys(KEYS), '__proto__', 'constructor', 'default.x', '', '[nested]', 'gateway ']);
-    lines.push(pick(rng, [`[${section}]`, `[${section}`, ` [${section}] `, `[${section}]]`]));
+    const section = rng() < 0.85 ? pick(rng, Object.keys(KEYS)) : pick(rng, HOSTILE_SECTIONS);
+    const header = rng() < 0.85 ? caseOf(rng, section) : section;
+    lines.push(rng() < 0.9 ? pick(rng, [`[${header}]`, ` [ ${header} ] `, `[${header}] ; rendered`]) : pick(rng, [`[${header}`, `[${header}]]`]));
     for (let k = 0, m = int(rng, 6); k < m; k++) {
-      const key = pick(rng, [...(Object.hasOwn(KEYS, section) ? KEYS[section]! : []), 'mtu', 'service-cidrs', '__proto__', 'toString', 'mtu[]', '']);
-      lines.push(pick(rng, [`${key}=${valueFor(rng, key)}`, `${key} = ${valueFor(rng, key)}`, `${key}`, `; ${key}=1`, `${key}="${valueFor(rng, key)}"`, `${key}=${valueFor(rng, key)}\n${key}=${valueFor(rng, key)}`]));
+      const key = rng() < 0.9 ? pick(rng, [...(Object.hasOwn(KEYS, section) ? KEYS[section]! : []), 'mtu', 'service-cidrs']) : pick(rng, HOSTILE_KEYS);
+      const name = caseOf(rng, key);
+      const v = (): string => valueFor(rng, key);
+      lines.push(
+        rng() < 0.9
+          ? pick(rng, [`${name}=${v()}`, `${name} = ${v()}`, `; ${name}=1`, `${name}="${v()}"`, `${name}=${v()} # was`, `${name}=${v()}\n${name}=${v()}`])
+          : pick(rng, [`${name}`, `${name} ${v()}`, `${name}="${v()}`, `${name}=${v()}\\x`]),
+      );
     }
   }
   let text = lines.join(pick(rng, ['\n', '\r\n', '\n\n']));
-  const damage = int(rng, 6);
+  const damage = int(rng, 12);
   if (damage === 0) text = text.slice(0, int(rng, text.length + 1));
   if (damage === 1) text = '\ufeff' + text;
   if (damage === 2) text = bytes(rng, int(rng, 1024)).toString('latin1');

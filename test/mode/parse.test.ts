@@ -43,7 +43,15 @@ test('durations: plain seconds or with a unit', () => {
 
 test('ovnkube.conf: service CIDRs, MTU and next hop', () => {
   const conf = parseOvnkubeConf('[default]\nmtu="1400"\n[kubernetes]\nservice-cidrs="10.96.0.0/16,fd00:10:96::/112"\n[gateway]\nmode=local\nnext-hop="172.18.0.1"\n');
-  assert.deepEqual(conf, { serviceCidrs: ['10.96.0.0/16', 'fd00:10:96::/112'], mtu: 1400, nextHop: ['172.18.0.1'], mode: 'local', masqueradeSubnets: [] });
+  assert.deepEqual(conf, {
+    serviceCidrs: ['10.96.0.0/16', 'fd00:10:96::/112'],
+    mtu: 1400,
+    nextHop: ['172.18.0.1'],
+    mode: 'local',
+    masqueradeSubnets: [],
+    platformType: null,
+    keys: new Set(['default.mtu', 'kubernetes.service-cidrs', 'gateway.mode', 'gateway.next-hop']),
+  });
 });
 
 test('ovnkube.conf: routable-mtu is the cluster MTU when set; the masquerade subnets of 4.10+', () => {

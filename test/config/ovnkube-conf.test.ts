@@ -1,0 +1,68 @@
+// ovnkube.conf as the agent takes it: the fields ovnkube reads with gcfg's rules
+// (gcfg.test.ts holds the rules themselves), and what the settings make of them.
+import { strict as assert } from 'node:assert';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { test } from 'node:test';
+import { confHas, parseOvnkubeConf, readOvnkubeConf } from '../../src/config/ovnkube-conf.js';
+import { ConfigError, resolvePlanSettings } from '../../src/config/settings.js';
+
+function withConf<T>(content: string | Buffer, fn: (file: string) => Promise<T>): Promise<T> {
+  const dir = mkdtempSync(path.join(tmpdir(), 'gwmode-ovnkubeconf-'));
+  const file = path.join(dir, 'ovnkube.conf');
+  writeFileSync(file, content);
+  return fn(file).finally(() => rmSync(dir, { recursive: true, force: true }));
+}
+
+const planSettings = (file: string) =>
+  resolvePlanSettings({ modeFile: '/x', ovnkubeConfig: file, serviceCidr: ['10.96.0.0/16'], gatewayInterface: 'br-ex', managementInterface: 'ovn-k8s-mp0', layout: 'auto', ovnkubeModeCheck: 'proc', logLevel: 'info' });
+
+test('a masquerade subnet under [Gateway] V4-Masquerade-Subnet (names in any case) gives its .4 as a 4.10+ next hop', async () => {
+  const s = await withConf('[Gateway]\nV4-Masquerade-Subnet="100.98.0.0/16"\n', planSettings);
+  assert.deepEqual(s.masqueradeNexthops, ['100.98.0.4']);
+});
+
+test('lower-case masquerade subnets in every quoting keep giving their .4', async () => {
+  for (const value of ['169.254.0.0/17', '"169.254.0.0/17"', '169.254.0.0/17 ; 4.17 default', '"169.254."0.0/17', '  169.254.0.0/17\t# x']) {
+    const s = await withConf(`[gateway]\nv4-masquerade-subnet=${value}\nv6-masquerade-subnet="fd69::/112"\n`, planSettings);
+    assert.deepEqual(s.masqueradeNexthops, ['169.254.0.4', 'fd69::4'], value);
+  }
+});
+
+test('[kubernetes] platform-type, and which variables the conf assigns, in any case', () => {
+  const conf = parseOvnkubeConf('[Kubernetes]\nPlatform-Type="AWS"\nservice-cidrs=10.96.0.0/16\n[gateway "x"]\nmode=local\n[Gateway]\nV4-Masquerade-Subnet=""\n');
+  assert.equal(conf.platformType, 'AWS');
+  assert.deepEqual(conf.keys, new Set(['kubernetes.platform-type', 'kubernetes.service-cidrs', 'gateway.v4-masquerade-subnet']));
+  assert.ok(confHas(conf, 'KUBERNETES', 'platform-type'));
+  assert.ok(confHas(conf, 'gateway', 'V4-Masquerade-Subnet'), 'assigned, though empty');
+  assert.deepEqual(conf.masqueradeSubnets, [], 'an empty subnet is no subnet');
+  assert.ok(!confHas(conf, 'gateway', 'mode'), "a subsection's variable is not the section's");
+  assert.equal(conf.mode, null);
+  assert.equal(parseOvnkubeConf('[default]\nmtu=1400\n').platformType, null);
+});
+
+test('a conf gcfg refuses is a ConfigError naming the file, the line and what gcfg says', async () => {
+  const cases: Array<[string | Buffer, RegExp]> = [
+    ['[gateway]\nmode local\n', /^--ovnkube-config: \S+ovnkube\.conf: line 2 column 6: expected '='$/],
+    ['[default]\nmtu\n', /: line 2 column 1: blank value not supported for type at section "default", variable "mtu"$/],
+    ['[default]\nmtu=1e3\n', /: failed to parse "1e3" as int/],
+    ['[default]\nmtu=70000\n', /: \[default\] mtu 70000 is not a valid MTU$/],
+    ['[default]\nmtu=1500\nroutable-mtu=9\n', /: \[default\] routable-mtu 9 is not a valid MTU$/],
+    [Buffer.from('[gateway]\nmode=\xff\n', 'latin1'), /: illegal UTF-8 encoding$/],
+    ['\ufeff[gateway]\nmode=local\n', /: line 1 column 1: illegal character U\+FEFF/],
+  ];
+  for (const [content, expected] of cases) {
+    const err = await withConf(content, planSettings).then(
+      () => null,
+      (e: unknown) => e,
+    );
+    assert.ok(err instanceof ConfigError, `${String(content)}: ${String(err)}`);
+    assert.equal(err.flag, 'ovnkube-config');
+    assert.match(err.message, expected);
+  }
+});
+
+test('the MTU: routable-mtu over mtu, hex as ovnkube takes it', async () => {
+  assert.equal((await withConf('[default]\nmtu=1500\nRoutable-MTU=0x578\n', readOvnkubeConf)).mtu, 1400);
+});
