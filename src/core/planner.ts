@@ -141,14 +141,17 @@ function expectedNexthop(mode: 'local' | 'shared', family: Family, input: PlanIn
   }
   const name = config.gatewayInterface;
   let via = config.gatewayNexthop[family];
+  const defaults = (observed.routes.get(DEFAULT_ROUTE[family]) ?? []).filter((r) => r.nextHop.dev === name);
   if (!via) {
-    const defaults = observed.routes.get(DEFAULT_ROUTE[family]) ?? [];
-    // The default route in use: the lowest metric.
-    const best = defaults.filter((r) => r.nextHop.dev === name && r.nextHop.gateway !== null).sort((a, b) => a.key.priority - b.key.priority)[0];
+    // The default route in use: the lowest metric. One with no gateway of its family (a link
+    // route, or `via inet6` on an IPv4 route: RTA_VIA, BGP unnumbered) gives no next hop.
+    const best = defaults.filter((r) => r.nextHop.gateway !== null).sort((a, b) => a.key.priority - b.key.priority)[0];
     via = best?.nextHop.gateway ?? undefined;
   }
   if (!via) {
-    return { blocked: reason('NoDefaultRoute', `no IPv${family} default route via ${name} to take the next hop from (set --gateway-nexthop)`) };
+    const skipped = defaults.map((r) => `metric ${r.key.priority} ${r.unmodelled.find((u) => u.startsWith('via ')) ?? renderNextHop(r.nextHop)}`);
+    const why = skipped.length > 0 ? `; skipped, no IPv${family} gateway: ${skipped.join(', ')}` : '';
+    return { blocked: reason('NoDefaultRoute', `no IPv${family} default route via ${name} to take the next hop from${why} (set --gateway-nexthop)`) };
   }
   // Shared-mode routes carry the cluster MTU: --mtu, else ovnkube.conf, else the
   // management port's link MTU (it carries the cluster MTU). Without one, traffic

@@ -8,8 +8,10 @@
 // 45 ms and 13 MB of a start that needs none of them.
 import { endianness } from 'node:os';
 import type { NetlinkMessage } from 'netlink';
-import { addressFromBytes } from '../net/cidr.js';
 import { requireModule } from '../require.js';
+
+// Route messages are decoded in route-decode.ts, without the package (see there why).
+export { decodeRoute, type DecodedNextHop, type DecodedRoute } from './route-decode.js';
 
 const structs = requireModule('netlink/dist/structs.js') as typeof import('netlink/dist/structs.js');
 const rt = requireModule('netlink/dist/rt/structs.js') as typeof import('netlink/dist/rt/structs.js');
@@ -57,40 +59,12 @@ export const RTNLGRP_IPV6_ROUTE = 11;
 export const RTNLGRP_NEXTHOP = 32;
 
 const RTA_DST = 1;
-const RTA_GATEWAY = 5;
 const RTA_TABLE = 15;
 const RTMSG_LENGTH = 12;
-const RTNH_LENGTH = 8;
 const IFA_F_DADFAILED = 0x08;
 const IFA_F_TENTATIVE = 0x40;
 
 export type { NetlinkMessage };
-
-export interface DecodedNextHop {
-  oif: number;
-  gateway: Buffer | undefined;
-}
-
-export interface DecodedRoute {
-  family: number;
-  dstLen: number;
-  dst: Buffer | undefined;
-  table: number;
-  tos: number;
-  protocol: number;
-  scope: number;
-  type: number;
-  priority: number;
-  gateway: Buffer | undefined;
-  oif: number | undefined;
-  mtu: number | undefined;
-  /** RTA_NH_ID: the next hop is a nexthop object (`ip route add ... nhid N`). */
-  nhid: number | undefined;
-  /** RTA_MULTIPATH's next hops; undefined for a single-path route. */
-  nexthops: DecodedNextHop[] | undefined;
-  /** What the route has beyond the fields above, in `ip route`'s words (`src 10.0.0.1`, `onlink`). */
-  unmodelled: string[];
-}
 
 export interface DecodedLink {
   index: number;
@@ -386,79 +360,6 @@ export class PrefixFilter {
     const byBytes = this.byFamilyAndLength.get(((payload[0] ?? 0) << 8) | (payload[1] ?? 0));
     return byBytes?.get(routeDestinationHex(payload));
   }
-}
-
-function parseNextHops(multipath: Buffer): DecodedNextHop[] {
-  const hops: DecodedNextHop[] = [];
-  let offset = 0;
-  while (offset + RTNH_LENGTH <= multipath.length) {
-    const length = multipath.readUInt16LE(offset);
-    if (length < RTNH_LENGTH || offset + length > multipath.length) throw new Error(`bad rtnexthop length ${length}`);
-    let gateway: Buffer | undefined;
-    structs.parseAttributes(multipath.subarray(offset + RTNH_LENGTH, offset + length), (attr) => {
-      if (attr.type === RTA_GATEWAY) gateway = attr.data;
-    });
-    hops.push({ oif: multipath.readInt32LE(offset + 4), gateway });
-    offset += (length + 3) & ~3;
-  }
-  return hops;
-}
-
-// rtm_flags bits a route is configured with (RTNH_F_*); the others (dead, linkdown,
-// offload, trap) are the kernel's state of it, not part of what a replace carries.
-const RTNH_F_PERVASIVE = 2;
-const RTNH_F_ONLINK = 4;
-// RTA_PREF of an IPv6 route: medium is what the kernel gives every route it is not told otherwise.
-const ROUTER_PREF_NAMES: Record<number, string> = { 1: 'high', 3: 'low' };
-
-/**
- * The attributes of a route that a replace of its next hop would not carry over: a route
- * with any of them is not one the agent may replace (nor put back exactly).
- */
-function unmodelledOf(payload: Buffer, data: { srcLen?: number }, attrs: ReturnType<typeof rt.parseRouteMessage>['attrs']): string[] {
-  const out: string[] = [];
-  if ((data.srcLen ?? 0) > 0 || attrs.src) out.push('from (a source prefix)');
-  if (attrs.prefsrc) out.push(attrs.prefsrc.length === 4 || attrs.prefsrc.length === 16 ? `src ${addressFromBytes(attrs.prefsrc).text}` : 'src');
-  const flags = payload.length >= RTMSG_LENGTH ? payload.readUInt32LE(8) : 0;
-  if (flags & RTNH_F_ONLINK) out.push('onlink');
-  if (flags & RTNH_F_PERVASIVE) out.push('pervasive');
-  for (const [name, value] of Object.entries(attrs.metrics ?? {})) {
-    if (name !== 'mtu' && value !== undefined) out.push(name);
-  }
-  if (attrs.flow !== undefined) out.push('realms');
-  if (attrs.encap || attrs.encapType !== undefined) out.push('encap');
-  // The kernel gives a route's expiry in RTA_CACHEINFO (rta_expires, non-zero while it has one), not RTA_EXPIRES.
-  if (attrs.expires || (attrs.cacheInfo?.expires ?? 0) !== 0) out.push('expires');
-  if (attrs.via) out.push('via (another family)');
-  if (attrs.newdst) out.push('as (MPLS)');
-  if (attrs.ttlPropagate !== undefined) out.push('ttl-propagate');
-  if (attrs.pref && attrs.pref.length >= 1 && attrs.pref[0] !== 0) out.push(`pref ${ROUTER_PREF_NAMES[attrs.pref[0]!] ?? attrs.pref[0]}`);
-  if (attrs.nhId) out.push('nhid');
-  return out;
-}
-
-/** Decodes a route message fully; throws on a malformed one. */
-export function decodeRoute(payload: Buffer): DecodedRoute {
-  const { data, attrs } = rt.parseRouteMessage(payload);
-  const mtu = attrs.metrics?.mtu;
-  return {
-    family: data.family ?? 0,
-    dstLen: data.dstLen ?? 0,
-    dst: attrs.dst,
-    table: attrs.table ?? Number(payload[4] ?? 0),
-    tos: data.tos ?? 0,
-    // The codec gives these as enum names; the raw rtmsg bytes are the exact values.
-    protocol: payload[5] ?? 0,
-    scope: payload[6] ?? 0,
-    type: payload[7] ?? 0,
-    priority: attrs.priority ?? 0,
-    gateway: attrs.gateway,
-    oif: attrs.oif,
-    mtu: mtu && mtu.length >= 4 ? mtu.readUInt32LE(0) : undefined,
-    nhid: attrs.nhId && attrs.nhId.length >= 4 ? attrs.nhId.readUInt32LE(0) : undefined,
-    nexthops: attrs.multipath ? parseNextHops(attrs.multipath) : undefined,
-    unmodelled: unmodelledOf(payload, data, attrs),
-  };
 }
 
 export function decodeLink(payload: Buffer): DecodedLink {

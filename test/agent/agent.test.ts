@@ -150,6 +150,32 @@ test('a link route (no gateway) for a service CIDR is not ours, in both families
   );
 });
 
+test('a service route via inet6 (RTA_VIA) is refused NotOurRoute, the other CIDR still read; once it is a plain route again both move', async (t) => {
+  if (skipWithoutKernel(t)) return;
+  const setup = (ns: Netns) => ns.ip('route add 10.97.0.0/16 via inet6 fe80::1 dev br-ex');
+  await withAgent({ node: { gw0: true, ipv6: true }, mode: 'local', setup, args: ['--service-cidr', '10.96.0.0/16,10.97.0.0/16', '--mtu', '1400'] }, async ({ ns, agent }) => {
+    let s = await waitForStatus(agent, (s) => s.lastReconcile !== null && s.reasonCodes.includes('NotOurRoute'), 'NotOurRoute');
+    assert.equal(s.phase, 'Waiting');
+    assert.ok(s.reasons.some((r) => r.startsWith('10.97.0.0/16 has via inet6 fe80::1')), s.reasons.join('; '));
+    assert.deepEqual(s.routes.find((r) => r.cidr === '10.96.0.0/16')?.observed, { dev: 'br-ex', via: '172.18.0.1', mtu: 1400 });
+    assert.deepEqual(ns.routes('10.97.0.0/16'), ['10.97.0.0/16 via inet6 fe80::1 dev br-ex']);
+    assert.deepEqual(ns.routes('10.96.0.0/16'), [SHARED_V4], 'all or none: the other CIDR waits too');
+    ns.ip('route replace 10.97.0.0/16 via 172.18.0.1 dev br-ex mtu 1400');
+    s = await waitForStatus(agent, (s) => s.phase === 'Converged', 'Converged once the route is plain');
+    assert.deepEqual([...ns.routes('10.96.0.0/16'), ...ns.routes('10.97.0.0/16')], [LOCAL_V4, '10.97.0.0/16 via 10.244.1.1 dev ovn-k8s-mp0']);
+  });
+});
+
+test('a default route via inet6 on br-ex (BGP unnumbered) does not stop the agent: every pass reads it, and it converges as before', async (t) => {
+  if (skipWithoutKernel(t)) return;
+  const setup = (ns: Netns) => ns.ip('route add 0.0.0.0/0 via inet6 fe80::1 dev br-ex metric 500');
+  await withAgent({ node: { gw0: true, ipv6: true }, mode: 'local', setup }, async ({ ns, agent }) => {
+    const s = await waitForStatus(agent, (s) => s.phase === 'Converged' && s.routes.every((r) => r.inSync), 'Converged');
+    assert.ok(!s.reasonCodes.includes('ReconcileFailed'), s.reasons.join('; '));
+    assert.deepEqual(ns.routes('10.96.0.0/16'), [LOCAL_V4]);
+  });
+});
+
 test('garbage, oversized and vanishing mode files keep the last valid mode and change nothing', async (t) => {
   if (skipWithoutKernel(t)) return;
   await withAgent({ mode: 'garbage' }, async ({ ns, scratch, agent }) => {

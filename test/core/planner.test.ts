@@ -42,6 +42,8 @@ const addr = (linkIndex: number, address: string, prefixLength: number, extra: P
 const STALE = route('10.96.0.0/16', '172.18.0.1', 'br-ex', 1400);
 const LOCAL = route('10.96.0.0/16', '10.244.1.1', 'ovn-k8s-mp0', null);
 const V6 = parseCidr('fd00:10:96::/112');
+/** A route via inet6 fe80::1 dev br-ex, as the dataplane reports one: no gateway of its family, the via unmodelled. */
+const VIA_INET6 = (prefix: string): Route => ({ ...route(prefix, '172.18.0.1', 'br-ex', null), nextHop: { dev: 'br-ex', oif: 2, gateway: null, mtu: null }, unmodelled: ['via inet6 fe80::1'] });
 
 function input(o: {
   mode?: GatewayMode | null;
@@ -50,6 +52,7 @@ function input(o: {
   addresses?: InterfaceAddress[];
   service?: Route[];
   v6?: Route[];
+  defaults4?: Route[];
   config?: Partial<PlannerConfig>;
   modeError?: string | null;
   suspended?: Map<string, string>;
@@ -59,7 +62,7 @@ function input(o: {
     addresses: o.addresses ?? [addr(2, '172.18.0.2', 16), addr(4, '10.244.1.2', 24), addr(4, 'fe80::1', 64), addr(4, 'fd00:10:244:1::2', 64)],
     routes: new Map([
       ['10.96.0.0/16', o.service ?? [STALE]],
-      ['0.0.0.0/0', [route('0.0.0.0/0', '172.18.0.1', 'br-ex', null)]],
+      ['0.0.0.0/0', o.defaults4 ?? [route('0.0.0.0/0', '172.18.0.1', 'br-ex', null)]],
       ['fd00:10:96::/112', o.v6 ?? []],
       ['::/0', [route('::/0', 'fd00:18::1', 'br-ex', null)]],
     ]),
@@ -106,6 +109,9 @@ const cases: Array<{ name: string; in: PlanInput; phase: string; code: ReasonCod
   { name: 'a src the replace would drop: not ours', in: input({ service: [{ ...STALE, unmodelled: ['src 172.18.0.2'] }] }), phase: 'Waiting', code: 'NotOurRoute' },
   { name: 'a link route (no gateway) on br-ex: not ours (a replace via a gateway keeping scope link is refused by the kernel)', in: input({ service: [{ ...STALE, scope: 253, nextHop: { ...STALE.nextHop, gateway: null } }] }), phase: 'Waiting', code: 'NotOurRoute' },
   { name: 'an IPv6 route with no gateway on br-ex: not ours either', in: input({ config: dual, v6: [{ ...route('fd00:10:96::/112', 'fd00:18::1', 'br-ex', 1400), nextHop: { dev: 'br-ex', oif: 2, gateway: null, mtu: 1400 } }] }), phase: 'Waiting', code: 'NotOurRoute' },
+  { name: 'via inet6 (RTA_VIA, an IPv6 next hop of an IPv4 route): not ours', in: input({ service: [VIA_INET6('10.96.0.0/16')] }), phase: 'Waiting', code: 'NotOurRoute' },
+  { name: 'shared: a default route via inet6 gives no next hop; the IPv4 default gateway behind it does', in: input({ mode: 'shared', ovnkube: 'shared', service: [route('10.96.0.0/16', '172.18.0.1', 'br-ex', 1400)], defaults4: [VIA_INET6('0.0.0.0/0'), route('0.0.0.0/0', '172.18.0.1', 'br-ex', null, { priority: 500 })] }), phase: 'Converged', code: 'InSync' },
+  { name: 'shared: a default route via inet6 alone: no next hop, wait', in: input({ mode: 'shared', ovnkube: 'shared', service: [LOCAL], defaults4: [VIA_INET6('0.0.0.0/0')] }), phase: 'Waiting', code: 'NoDefaultRoute' },
   { name: 'via another device: not ours', in: input({ service: [route('10.96.0.0/16', '192.168.1.1', 'eth0', null)] }), phase: 'Waiting', code: 'NotOurRoute' },
   { name: 'a link-local next hop that is no masquerade .4: never ours', in: input({ service: [route('10.96.0.0/16', '169.254.3.9', 'br-ex', 1400)], config: { layout: 'legacy' } }), phase: 'Waiting', code: 'NotOurRoute' },
   { name: '169.254.169.4 (4.10-4.13): routing-via-host, never changed', in: input({ service: [route('10.96.0.0/16', '169.254.169.4', 'br-ex', 1400)] }), phase: 'Converged', code: 'RoutingViaHostLayout' },
@@ -172,6 +178,19 @@ test('planner: one blocked CIDR blocks every CIDR (no half-done dual-stack)', ()
   const p = plan(input({ config: dual, v6: [route('fd00:10:96::/112', 'fd00:18::1', 'br-ex', 1400)], addresses: [addr(4, '10.244.1.2', 24)] }));
   assert.equal(p.blocked, true);
   assert.deepEqual(p.actions, []);
+});
+
+test('planner: a route via inet6 is named by its next hop, as a service route (NotOurRoute) and as the only default route (NoDefaultRoute)', () => {
+  const service = plan(input({ service: [VIA_INET6('10.96.0.0/16')] }));
+  assert.deepEqual(
+    service.reasons.filter((r) => r.code === 'NotOurRoute').map((r) => r.message),
+    ['10.96.0.0/16 has via inet6 fe80::1, which a replace would not carry over: not one the agent owns'],
+  );
+  const shared = plan(input({ mode: 'shared', ovnkube: 'shared', service: [LOCAL], defaults4: [VIA_INET6('0.0.0.0/0')] }));
+  assert.deepEqual(
+    shared.reasons.filter((r) => r.code === 'NoDefaultRoute').map((r) => r.message),
+    ['no IPv4 default route via br-ex to take the next hop from; skipped, no IPv4 gateway: metric 0 via inet6 fe80::1 (set --gateway-nexthop)'],
+  );
 });
 
 test('planner: local desired always warns about egress firewall; shared does not', () => {
