@@ -40,6 +40,8 @@ export class StandinOvnkube {
   private child: ChildProcess | undefined;
   /** How many processes were started. */
   starts = 0;
+  /** The exit status of each process that exited, in order (null: killed by a signal). */
+  readonly exits: Array<number | null> = [];
   /** Where the pod's /run/ovnkube-config is, under the stand-in's root. */
   readonly confPath: string;
   readonly logPath: string;
@@ -82,6 +84,7 @@ export class StandinOvnkube {
     closeSync(out);
     this.starts++;
     this.child = child;
+    child.once('exit', (code) => this.exits.push(code));
     if (opts.respawn) {
       child.once('exit', () => {
         if (this.child === child) this.start(mode, opts);
