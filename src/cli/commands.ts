@@ -196,7 +196,8 @@ async function onceCommand(raw: PlanOptions, given: string | null, wrap: OnceWra
   const journal = lockDir !== null ? new Journal(lockDir) : null;
   const onRecord = journal !== null ? await loadJournal(journal, log, 'apply') : EMPTY_JOURNAL;
   const read = await readModeSource(settings.modeFile);
-  const desired = { mode: read.mode, source: { path: settings.modeFile, error: read.error } };
+  const desired = { mode: read.mode, source: { path: settings.modeFile, error: read.error, detail: read.mode !== null ? (read.detail ?? null) : null } };
+  if (desired.source.detail) log.warn({ path: settings.modeFile, mode: read.mode, detail: desired.source.detail }, 'desired mode read as the cluster network operator reads it');
   const real = new KernelDataplane();
   const dataplane = wrap.dataplane?.(real) ?? real;
   let journaled: Migration | null = null;
