@@ -75,8 +75,6 @@ const ARMED = () => {
   assert.equal(OVERLAY().split('\n').length - armed.split('\n').length, 7, 'the comment and the six lines');
   return armed;
 };
-/** Back to shared: `mode: local` changed to `mode: shared`. */
-const SHARED = () => ARMED().replace('mode: local', 'mode: shared');
 
 /** Renders a my-agent/kustomization.yaml in a directory beside a checkout called ovn-gwmode-agent, as step 1 lays it out. */
 function renderOverlay(t: TestContext, kustomization: string): Manifest[] | undefined {
@@ -91,16 +89,27 @@ function renderOverlay(t: TestContext, kustomization: string): Manifest[] | unde
   }
 }
 
-/** What a rendering gives the agent: its container's environment and the mode ConfigMap's data. */
-function deployed(docs: Manifest[]): { env: NodeJS.ProcessEnv; mode: string } {
+/**
+ * What a rendering gives the agent: its container's environment. Its mode is the cluster
+ * network operator's own ConfigMap, mounted (optional) in the operator's namespace, and the
+ * rendering holds no ConfigMap nor Namespace of its own: the test's kubelet fills the volume
+ * with what the operator's ConfigMap holds at each step.
+ */
+function deployed(docs: Manifest[]): { env: NodeJS.ProcessEnv } {
   const ds = docs.find((d) => d.kind === 'DaemonSet')!;
-  const env = Object.fromEntries(ds.spec.template.spec.containers[0].env.map((e: Manifest) => [e.name, e.value]));
-  const cmName = ds.spec.template.spec.volumes.find((v: Manifest) => v.configMap).configMap.name;
-  const cm = docs.find((d) => d.kind === 'ConfigMap' && d.metadata.name === cmName)!;
-  return { env, mode: cm.data.mode };
+  assert.equal(ds.metadata.namespace, 'openshift-network-operator');
+  assert.deepEqual(ds.spec.template.spec.volumes.find((v: Manifest) => v.configMap).configMap, { name: 'gateway-mode-config', optional: true });
+  assert.deepEqual(docs.filter((d) => d.kind === 'ConfigMap' || d.kind === 'Namespace'), [], "nothing of the operator's is rendered");
+  return { env: Object.fromEntries(ds.spec.template.spec.containers[0].env.map((e: Manifest) => [e.name, e.value])) };
 }
 
-test("the guide's overlay renders the OpenShift DaemonSet with your image, in dry run, then armed, then shared; its commands name what it renders", (t) => {
+/** The data of the operator's ConfigMap as the guide's command line makes it (kubectl, offline). */
+function operatorConfigMap(t: TestContext, l: string): Record<string, string> | undefined {
+  const made = kubectl(t, [...words(l).slice(1), '--dry-run=client', '-o', 'yaml']);
+  return made === undefined ? undefined : (parseYaml(made) as Manifest).data;
+}
+
+test("the guide's overlay renders the OpenShift DaemonSet with your image, on the operator's ConfigMap, in dry run, then armed; its commands name what it renders", (t) => {
   const docs = renderOverlay(t, OVERLAY());
   if (!docs) return;
   const ds = docs.find((d) => d.kind === 'DaemonSet')!;
@@ -110,10 +119,9 @@ test("the guide's overlay renders the OpenShift DaemonSet with your image, in dr
   const dry = deployed(docs);
   assert.equal(dry.env.OVN_GWMODE_SERVICE_CIDR, '172.30.0.0/16', 'OpenShift service network');
   assert.equal(dry.env.OVN_GWMODE_MTU, '1400');
-  assert.deepEqual([dry.env.OVN_GWMODE_DRY_RUN, dry.env.OVN_GWMODE_OVNKUBE_MODE_CHECK, dry.env.OVN_GWMODE_LAYOUT, dry.mode], ['true', 'off', 'legacy', 'local']);
+  assert.deepEqual([dry.env.OVN_GWMODE_DRY_RUN, dry.env.OVN_GWMODE_OVNKUBE_MODE_CHECK, dry.env.OVN_GWMODE_LAYOUT], ['true', 'off', 'legacy']);
   const armed = deployed(renderOverlay(t, ARMED())!);
-  assert.deepEqual([armed.env.OVN_GWMODE_DRY_RUN, armed.env.OVN_GWMODE_OVNKUBE_MODE_CHECK, armed.env.OVN_GWMODE_LAYOUT, armed.env.OVN_GWMODE_MTU, armed.mode], [undefined, undefined, undefined, '1400', 'local']);
-  assert.equal(deployed(renderOverlay(t, SHARED())!).mode, 'shared');
+  assert.deepEqual([armed.env.OVN_GWMODE_DRY_RUN, armed.env.OVN_GWMODE_OVNKUBE_MODE_CHECK, armed.env.OVN_GWMODE_LAYOUT, armed.env.OVN_GWMODE_MTU], [undefined, undefined, undefined, '1400']);
 
   // The DaemonSet the guide's commands name is the rendered one, and so are the one-liner's pods.
   const ns = ds.metadata.namespace;
@@ -143,6 +151,13 @@ test("the guide's commands for the operator's ConfigMap make gateway-mode-config
     return kubectl(t, ['patch', '--local', '-f', f, '--type', 'merge', '-p', w[w.indexOf('-p') + 1]!, '-o', 'yaml'])!;
   };
   assert.deepEqual(parseModeContent(patch(line('patch configmap gateway-mode-config'), file)), { mode: 'shared' });
+
+  // The guide's warning: --from-file keeps the file's final line break, which the operator (and so the agent) reads as shared.
+  const fromFile = path.join(path.dirname(file), 'mode');
+  writeFileSync(fromFile, 'local\n');
+  const wrong = kubectl(t, [...create.slice(1).filter((w) => !w.startsWith('--from-literal')), `--from-file=${fromFile}`, '--dry-run=client', '-o', 'yaml'])!;
+  assert.deepEqual(parseModeContent(wrong), { mode: 'shared', detail: '"local\\n" is not exactly "local": shared, as the cluster network operator reads it' });
+  assert.ok(GUIDE.includes('with `--from-literal`, not `--from-file`'));
 
   rmSync(path.dirname(file), { recursive: true, force: true });
 });
@@ -234,39 +249,48 @@ test("the operator's guide on a shared-mode 4.8/4.9 node: dry-run plan, armed an
     assert.equal(r.status, 0, r.stderr);
     return r.stdout.trim().split('\n');
   };
-  /** The agent as a rendering deploys it: its environment, its mode ConfigMap in the volume. */
+  /** The agent as a rendering deploys it: its environment; the volume holds the operator's ConfigMap as it is (none yet). */
   const deploy = (docs: Manifest[]) => {
-    const { env, mode } = deployed(docs);
-    volume.update({ mode });
+    const { env } = deployed(docs);
     // The volume, socket and state directory are the test's; a short restart interval, since
     // the walk-through restarts ovnkube-node twice within seconds.
     return new AgentProcess(ns, scratch, ['--mode-file', volume.dir, '--restart-min-interval', '1s'], env);
   };
+  const flat = GUIDE.replace(/\n/g, ' ');
   let agent: AgentProcess | undefined;
   try {
     ovnkube.start('shared', { respawn: true });
+    // No gateway-mode-config yet: an optional volume of a missing ConfigMap is empty.
+    volume.update({});
 
-    // Step 2: the overlay as written: dry run, mode check off, legacy layout, mode local.
+    // Step 2: the overlay as written: dry run, mode check off, legacy layout; the operator's (missing) ConfigMap says shared.
     agent = deploy(dry);
-    await waitForStatus(agent, (s) => s.dryRun && s.reasonCodes.includes('DryRun'), 'the dry-run plan');
+    await waitForStatus(agent, (s) => s.dryRun && s.lastReconcile !== null && s.desiredMode === 'shared', 'the dry-run pass');
     const [a, b] = oneLiner();
-    assert.equal(a, 'worker-a: Waiting desired=local ovnkube=shared layout=legacy routes=0/1 in sync (dry run): dry run: 1 replace(s) planned, not applied');
+    assert.equal(a, `worker-a: ${/Each node ready to move says `([^`]+)`/.exec(flat)![1]!}`);
     assert.match(b!, /^worker-b: ovn-gwmode-agent: cannot reach the agent on .*gone\.sock \(ENOENT\): is the agent running\?$/);
-    const human = spawnSync('bash', ['-c', 'kubectl -n ovn-gwmode-agent exec ovn-gwmode-agent-a1b2c -- ovn-gwmode-agent status'], { encoding: 'utf8', env: kube.env });
-    const example = /lists the replace: `([^`]+)`/.exec(GUIDE.replace(/\n/g, ' '))![1]!;
-    assert.ok(human.stdout.includes(example), `the guide's example "${example}" in:\n${human.stdout}`);
+    const human = spawnSync('bash', ['-c', 'kubectl -n openshift-network-operator exec ovn-gwmode-agent-a1b2c -- ovn-gwmode-agent status'], { encoding: 'utf8', env: kube.env });
+    const example = /says why the mode is shared: `([^`]+)`/.exec(flat)![1]!.replaceAll('/etc/ovn-gwmode-agent', volume.dir);
+    assert.ok(human.stdout.replace(/\n/g, ' ').includes(example), `the guide's example "${example}" in:\n${human.stdout}`);
     assert.deepEqual(ns.routes(SVC), [SHARED_ROUTE]);
     assert.equal(ovnkube.starts, 1, 'a dry run restarts nothing');
-    assert.ok(kube.calls().every((c) => c.startsWith('-n ovn-gwmode-agent ')));
+    assert.ok(kube.calls().every((c) => c.startsWith('-n openshift-network-operator ')));
     await agent.stop();
 
-    // Step 3: the dry-run lines deleted, applied again (the rollout restarts the agent): waiting on ovnkube-node.
+    // Step 3: the dry-run lines deleted, applied again (the rollout restarts the agent): still shared, nothing to do.
     agent = deploy(renderOverlay(t, ARMED())!);
-    await waitForStatus(agent, (s) => s.lastReconcile !== null && s.desiredMode === 'local' && !s.dryRun, 'a pass');
+    await waitForStatus(agent, (s) => s.lastReconcile !== null && s.desiredMode === 'shared' && !s.dryRun, 'a pass');
+    assert.match(oneLiner()[0]!, /^worker-a: Converged desired=shared /);
+    assert.deepEqual(ns.routes(SVC), [SHARED_ROUTE]);
+
+    // Step 4: the operator's ConfigMap, as the guide creates it; kubelet fills the agent's volume with it.
+    const local = operatorConfigMap(t, line('create configmap gateway-mode-config'))!;
+    volume.update(local);
+    await waitForStatus(agent, (s) => s.desiredMode === 'local' && s.reasonCodes.includes('OvnkubeOtherMode'), 'local, waiting for the rollout');
     assert.match(oneLiner()[0]!, /^worker-a: Waiting desired=local ovnkube=shared .*: ovnkube-node \(pid \d+\) runs --gateway-mode shared, desired local: waiting for the cluster network operator to roll ovnkube-node out$/);
     assert.deepEqual(ns.routes(SVC), [SHARED_ROUTE]);
 
-    // Step 4: the operator rolls ovnkube-node out in local mode, which makes ovn-k8s-gw0.
+    // Then the operator rolls ovnkube-node out in local mode, which makes ovn-k8s-gw0.
     ns.ip('link add ovn-k8s-gw0 type veth peer name gw0-peer');
     ns.ip('link set ovn-k8s-gw0 up');
     ovnkube.start('local', { respawn: true });
@@ -276,10 +300,11 @@ test("the operator's guide on a shared-mode 4.8/4.9 node: dry-run plan, armed an
     assert.ok(GUIDE.replace(/\n/g, ' ').includes(`becomes \`${LOCAL_ROUTE}\``));
     assert.equal(ovnkube.starts, 3, "the operator's rollout, then the agent's one restart");
 
-    // Back to shared: the operator rolls ovnkube-node out again; the overlay says shared
-    // (a ConfigMap change: kubelet swaps the volume under the running agent).
+    // Back to shared: the guide's patch of the operator's ConfigMap (kubelet swaps the volume
+    // under the running agent), and the operator rolls ovnkube-node out again.
+    const w = words(line('patch configmap gateway-mode-config'));
+    volume.update({ ...local, ...(JSON.parse(w[w.indexOf('-p') + 1]!) as { data: Record<string, string> }).data });
     ovnkube.start('shared', { respawn: true });
-    volume.update({ mode: deployed(renderOverlay(t, SHARED())!).mode });
     await waitForStatus(agent, (s) => s.phase === 'Converged' && s.desiredMode === 'shared', 'Converged in shared mode');
     assert.deepEqual(ns.routes(SVC), [SHARED_ROUTE]);
     assert.ok(GUIDE.replace(/\n/g, ' ').includes(`cluster MTU (\`${SHARED_ROUTE}\`)`));
@@ -310,9 +335,9 @@ test("the guide on a 4.10+ node: RoutingViaHostLayout, and nothing changes, in d
     ns.ip('addr add 169.254.169.2/29 dev br-ex');
     ns.ip('route replace 172.30.0.0/16 via 169.254.169.4 dev br-ex mtu 1400');
     ovnkube.start('local', { respawn: true });
+    volume.update({});
     for (const docs of renderings) {
-      const { env, mode } = deployed(docs!);
-      volume.update({ mode });
+      const { env } = deployed(docs!);
       agent = new AgentProcess(ns, scratch, ['--mode-file', volume.dir], env);
       const s = await waitForStatus(agent, (s) => s.lastReconcile !== null, 'a pass');
       assert.deepEqual(s.reasonCodes, ['RoutingViaHostLayout']);

@@ -190,7 +190,7 @@ export class Agent {
   async reconfigure(options: AgentOptions, watchMode: AgentDeps['watchMode']): Promise<void> {
     this.options = options;
     this.watched = watchedOf(options.config);
-    this.desired = { ...this.desired, source: { path: options.modePath, error: this.desired.source.error } };
+    this.desired = { ...this.desired, source: { ...this.desired.source, path: options.modePath } };
     this.subscription?.close();
     this.subscription = this.deps.dataplane.subscribe(this.watched, (e) => this.onEvent(e));
     await this.modeWatch?.close();
@@ -292,14 +292,15 @@ export class Agent {
         this.deps.log.info({ from: this.desired.mode, to: read.mode, path }, 'desired mode changed');
         this.recorder.desiredModeChanged(this.desired.mode, read.mode);
       }
-      this.desired = { mode: read.mode, source: { path, error: null } };
+      if ((read.detail ?? null) !== (this.desired.source.detail ?? null) && read.detail) this.deps.log.warn({ path, mode: read.mode, detail: read.detail }, 'desired mode read as the cluster network operator reads it');
+      this.desired = { mode: read.mode, source: { path, error: null, detail: read.detail ?? null } };
       return;
     }
     if (read.error !== this.desired.source.error) {
       this.deps.log.error({ path, error: read.error, kept: this.desired.mode }, 'mode file invalid: keeping the last valid desired mode');
       this.recorder.modeFileError(path);
     }
-    this.desired = { mode: this.desired.mode, source: { path, error: read.error } };
+    this.desired = { mode: this.desired.mode, source: { path, error: read.error, detail: this.desired.source.detail ?? null } };
   }
 
   private resync(): void {
@@ -638,7 +639,7 @@ export class Agent {
     const warnings = [...(p?.warnings ?? []), ...(this.journalWarning ? [this.journalWarning] : []), ...(this.deps.missing ?? [])];
     return {
       desiredMode: this.desired.mode,
-      modeSource: this.desired.source,
+      modeSource: { path: this.desired.source.path, error: this.desired.source.error, detail: this.desired.source.detail ?? null },
       ovnkubeMode: this.outcome?.observed.ovnkube.mode ?? null,
       layout: p?.layout ?? 'unknown',
       phase: this.phase,

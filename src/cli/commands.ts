@@ -133,7 +133,7 @@ function renderPlan(p: Plan): string {
   return lines.join('\n');
 }
 
-export type PlanOptions = RawPlanOptions & { json?: boolean };
+export type PlanOptions = RawPlanOptions & { json?: boolean; dryRun?: boolean };
 
 /** What a test may wrap around the one-shot commands' real parts (fault injection); nothing a user can reach. */
 export interface OnceWrappers {
@@ -148,7 +148,8 @@ export const planCommand = (raw: PlanOptions): Promise<void> => onceCommand(raw,
  * Its migration goes to the agent's journal before the first replace (src/core/decide.ts,
  * applyMigration): `rollback` undoes it, and an agent started after it, even after an
  * apply killed midway, finishes it (the replaces left, then the restart it owes) and
- * never starts it again.
+ * never starts it again. With --dry-run (OVN_GWMODE_DRY_RUN) it is a plan that says so:
+ * no lock, no journal, no kernel change.
  */
 export const applyCommand = (raw: PlanOptions & { stateDir: string }, wrap: OnceWrappers = {}): Promise<void> => onceCommand(raw, lastWins(raw).stateDir, wrap);
 
@@ -172,10 +173,13 @@ async function loadJournal(journal: Journal, log: Logger, what: string): Promise
 
 const prefixes = (actions: ReplaceAction[]): string => actions.map((a) => a.key.prefix).join(', ');
 
-async function onceCommand(raw: PlanOptions, lockDir: string | null, wrap: OnceWrappers = {}): Promise<void> {
+async function onceCommand(raw: PlanOptions, given: string | null, wrap: OnceWrappers = {}): Promise<void> {
+  // An apply in dry run is a plan that says so: no lock, no journal, no kernel change.
+  const dryRun = given !== null && lastWins(raw).dryRun === true;
+  const lockDir = dryRun ? null : given;
   const apply = lockDir !== null;
   const stop = apply ? new Interruption('apply') : null;
-  const settings = await settingsOrExit(() => resolvePlanSettings(raw));
+  const settings = { ...(await settingsOrExit(() => resolvePlanSettings(raw))), dryRun };
   if (lockDir !== null) {
     await lockOrExit(lockDir, 'apply does not act beside a running agent: stop it, or leave the work to it');
     // Every kernel change is journaled first: apply does not act where no journal can be written.
@@ -192,7 +196,8 @@ async function onceCommand(raw: PlanOptions, lockDir: string | null, wrap: OnceW
   const journal = lockDir !== null ? new Journal(lockDir) : null;
   const onRecord = journal !== null ? await loadJournal(journal, log, 'apply') : EMPTY_JOURNAL;
   const read = await readModeSource(settings.modeFile);
-  const desired = { mode: read.mode, source: { path: settings.modeFile, error: read.error } };
+  const desired = { mode: read.mode, source: { path: settings.modeFile, error: read.error, detail: read.mode !== null ? (read.detail ?? null) : null } };
+  if (desired.source.detail) log.warn({ path: settings.modeFile, mode: read.mode, detail: desired.source.detail }, 'desired mode read as the cluster network operator reads it');
   const real = new KernelDataplane();
   const dataplane = wrap.dataplane?.(real) ?? real;
   let journaled: Migration | null = null;
@@ -221,7 +226,7 @@ async function onceCommand(raw: PlanOptions, lockDir: string | null, wrap: OnceW
     const out = raw.json
       ? JSON.stringify({ ...shown, reasonCodes: shown.reasons.map((r) => r.code), reasons: shown.reasons.map((r) => r.message), actions: shown.actions.map((a) => ({ ...a, reason: a.reason.message })), applied: result.applied }, null, 2)
       : renderPlan(shown) +
-        (apply ? `\napplied: ${result.applied} replace(s)` : '') +
+        (apply || dryRun ? `\napplied: ${result.applied} replace(s)${dryRun ? ' (dry run)' : ''}` : '') +
         (result.applied > 0 ? '\nnext: restart ovnkube-node (apply does not)' : '');
     process.stdout.write(out + '\n');
     process.exitCode = summarize(shown, { phase: null, reason: null }, new Map(), null).phase === 'Converged' ? 0 : 1;

@@ -9,7 +9,7 @@
 //    yargs (yargs.ts), which reads it or says what is wrong.
 import type { RawRunOptions } from '../config/settings.js';
 import type { PlanOptions, RollbackOptions } from './commands.js';
-import { COMMAND_OPTIONS, COMMANDS, CONFLICTS, envValues, EnvError, type Command } from './options.js';
+import { COMMAND_OPTIONS, COMMANDS, CONFLICTS, envValues, EnvError, FlagValueError, normalizeBooleanFlags, usageError, type Command } from './options.js';
 import type { Handler } from './yargs.js';
 import { requireModule } from '../require.js';
 
@@ -87,10 +87,20 @@ export function quickParse(args: readonly string[], env: NodeJS.ProcessEnv): { c
   return { command, argv: values };
 }
 
-/** Runs the command line args. */
-export async function dispatch(args: string[]): Promise<void> {
+/**
+ * Runs the command line args. Boolean values are spelt out first (normalizeBooleanFlags):
+ * neither parser reads `--dry-run=1` as true, and yargs takes it silently as false.
+ */
+export async function dispatch(given: string[], handlers: Record<Command, Handler> = HANDLERS): Promise<void> {
+  let args: string[];
+  try {
+    args = normalizeBooleanFlags(given);
+  } catch (err) {
+    if (err instanceof FlagValueError) usageError(err.message);
+    throw err;
+  }
   const quick = quickParse(args, process.env);
-  if (quick !== null) return HANDLERS[quick.command](quick.argv);
+  if (quick !== null) return handlers[quick.command](quick.argv);
   const { parseWithYargs } = await import('./yargs.js');
-  return parseWithYargs(args, HANDLERS);
+  return parseWithYargs(args, handlers);
 }

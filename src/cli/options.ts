@@ -36,6 +36,8 @@ const STATE_DIR: OptionSet = {
   'state-dir': { type: 'string', default: DEFAULT_STATE_DIR, describe: 'restart journal, and the lock that keeps one agent per node' },
 };
 
+const DRY_RUN: OptionSet = { 'dry-run': { type: 'boolean', default: false, describe: 'plan, log and report; never change the kernel' } };
+
 /** Only the daemon's. */
 const DAEMON: OptionSet = {
   ...SOCKET,
@@ -50,7 +52,7 @@ const DAEMON: OptionSet = {
   'restart-max-per-hour': { type: 'string', default: '3', describe: 'at most this many restarts in any hour' },
   'restart-timeout': { type: 'string', default: '5m', describe: 'how long to wait for the new ovnkube-node' },
   settle: { type: 'string', default: '60', describe: 'how long the routes must hold after a restart before Converged' },
-  'dry-run': { type: 'boolean', default: false, describe: 'plan, log and report; never change the kernel' },
+  ...DRY_RUN,
   'metrics-address': { type: 'string', describe: 'HOST:PORT of a TCP listener serving only /metrics (default: none; the socket serves /metrics)' },
 };
 
@@ -72,7 +74,9 @@ export const COMMAND_OPTIONS: Record<Command, OptionSet> = {
   status: { ...SOCKET, ...JSON_OUT, brief: { type: 'boolean', describe: 'one line' }, watch: { type: 'boolean', describe: 'follow the agent live: redrawn on a terminal, a line per change otherwise' } },
   health: { ...SOCKET, ready: { type: 'boolean', default: false, describe: 'ask /readyz instead of /healthz' } },
   plan: { ...PLANNER, ...JSON_OUT },
-  apply: { ...PLANNER, ...STATE_DIR, ...JSON_OUT },
+  // apply honours a dry run too: the environment that holds a DaemonSet's or a unit's
+  // OVN_GWMODE_DRY_RUN serves a one-shot apply run beside it (kubectl exec, a shell on the node).
+  apply: { ...PLANNER, ...STATE_DIR, ...DRY_RUN, ...JSON_OUT },
   rollback: { ...ROLLBACK_PLANNER, ...STATE_DIR, yes: { type: 'boolean', default: false, describe: 'carry the plan out (without it, only print it)' } },
   events: { ...SOCKET, ...JSON_OUT, since: { type: 'string', describe: 'only the events of the last DURATION: 90s, 10m, 1h' } },
 };
@@ -93,10 +97,72 @@ export class EnvError extends Error {
   readonly code = 'ERR_GWMODE_ENV';
 }
 
+/** A boolean flag given a value that is no boolean: `--dry-run=maybe`. */
+export class FlagValueError extends Error {
+  readonly code = 'ERR_GWMODE_FLAG_VALUE';
+}
+
+const show = (text: string) => JSON.stringify(text.length > 40 ? `${text.slice(0, 37)}...` : text);
+
+const TRUE_WORDS = ['true', '1', 'yes', 'on'];
+const FALSE_WORDS = ['false', '0', 'no', 'off'];
+export const BOOLEAN_SPELLINGS = 'true/false, 1/0, yes/no, on/off';
+
+/**
+ * A boolean's usual spellings, in any case; undefined for anything else. yargs takes only
+ * `true` as true and everything else (`1`, `yes`, `True`) silently as false: a dry run
+ * spelt `1` would act. So every boolean value is read here, and what is not one is refused.
+ */
+export function parseBoolean(text: string): boolean | undefined {
+  const word = text.toLowerCase();
+  if (TRUE_WORDS.includes(word)) return true;
+  if (FALSE_WORDS.includes(word)) return false;
+  return undefined;
+}
+
+const isBooleanFlag = (command: Command, flag: string): boolean => COMMAND_OPTIONS[command][flag]?.type === 'boolean';
+const kebab = (flag: string) => flag.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
+
+/**
+ * The command line with each value of a boolean flag (`--dry-run=1`, `--json yes`) spelt
+ * `--flag=true` or `--flag=false`, which both parsers read right; a value that is no
+ * boolean is a FlagValueError naming the flag. No command takes a positional argument,
+ * so a boolean word after a boolean flag can only be its value.
+ */
+export function normalizeBooleanFlags(args: readonly string[]): string[] {
+  const command = COMMANDS.find((c) => c === args.find((a) => !a.startsWith('-')));
+  if (command === undefined) return [...args];
+  const out: string[] = [];
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i]!;
+    const m = /^--([^=]+)(?:=(.*))?$/s.exec(arg);
+    const flag = m ? kebab(m[1]!) : undefined;
+    if (m === null || flag === undefined || !isBooleanFlag(command, flag)) {
+      out.push(arg);
+      continue;
+    }
+    let text = m[2];
+    if (text === undefined) {
+      const next = args[i + 1];
+      if (next === undefined || parseBoolean(next) === undefined) {
+        out.push(arg);
+        continue;
+      }
+      text = next;
+      i++;
+    }
+    const value = parseBoolean(text);
+    if (value === undefined) throw new FlagValueError(`--${flag}: ${show(text)} is not a boolean (${BOOLEAN_SPELLINGS})`);
+    out.push(`--${m[1]}=${value}`);
+  }
+  return out;
+}
+
 /**
  * The values of `command`'s flags given by OVN_GWMODE_* variables. A variable that
  * names no settings flag at all is a typo, and is reported by its own name: the flag
- * yargs would make of it (`modefile`) is not what the operator wrote.
+ * yargs would make of it (`modefile`) is not what the operator wrote. A boolean's value
+ * is given as `true` or `false` (parseBoolean), or refused naming the variable.
  */
 export function envValues(command: Command, env: NodeJS.ProcessEnv): Record<string, string> {
   const values: Record<string, string> = {};
@@ -109,9 +175,22 @@ export function envValues(command: Command, env: NodeJS.ProcessEnv): Record<stri
       const near = Object.keys(SETTINGS).find((f) => squash(f) === squash(flag));
       throw new EnvError(`${variable}: no such setting${near ? `; did you mean ${variableOf(near)}?` : ''} (the variables are ${ENV_PREFIX}<RUN_FLAG_IN_UPPER_SNAKE_CASE>)`);
     }
-    if (Object.hasOwn(COMMAND_OPTIONS[command], flag)) values[flag] = value;
+    if (!Object.hasOwn(COMMAND_OPTIONS[command], flag)) continue;
+    if (isBooleanFlag(command, flag)) {
+      const b = parseBoolean(value);
+      if (b === undefined) throw new EnvError(`${variable}: ${show(value)} is not a boolean (${BOOLEAN_SPELLINGS})`);
+      values[flag] = String(b);
+    } else {
+      values[flag] = value;
+    }
   }
   return values;
+}
+
+/** A usage error: one line, exit 2. */
+export function usageError(message: string): never {
+  process.stderr.write(`ovn-gwmode-agent: ${message}; see --help\n`);
+  process.exit(2);
 }
 
 /** Declares `command`'s flags, with the values its variables give as the next layer below the command line. */

@@ -2,16 +2,11 @@
 // usage errors. dispatch.ts sends here every line its quick parser does not take.
 import yargs, { type Argv } from 'yargs';
 import { VERSION } from '../version.js';
-import { COMMANDS, CONFLICTS, EnvError, envValues, withOptions, type Command } from './options.js';
+import { COMMANDS, CONFLICTS, EnvError, envValues, usageError, withOptions, type Command } from './options.js';
 
 export type Handler = (argv: Record<string, unknown>) => Promise<void>;
 
 const NAMED = `name a command: ${COMMANDS.slice(0, -1).join(', ')} or ${COMMANDS.at(-1)}`;
-
-function usageError(message: string): never {
-  process.stderr.write(`ovn-gwmode-agent: ${message}; see --help\n`);
-  process.exit(2);
-}
 
 /** The command's flags, with its OVN_GWMODE_* variables under them; a misspelt variable is a usage error. */
 const options = (command: Command) => (y: Argv) => {

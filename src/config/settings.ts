@@ -109,7 +109,7 @@ export function lastWins<T extends object>(raw: T): T {
   return out as T;
 }
 
-/** The planner's settings; dry run is off (plan never changes the kernel, apply always may). */
+/** The planner's settings; dry run off (plan never changes the kernel; apply sets its own --dry-run). */
 export async function resolvePlanSettings(given: RawPlanOptions): Promise<PlanSettings> {
   const raw = lastWins(given);
   if (!raw.modeFile) throw new ConfigError('mode-file', 'required: the file or ConfigMap volume holding the desired gateway mode');

@@ -10,7 +10,8 @@ export type Phase = 'Converged' | 'Waiting' | 'Progressing' | 'Degraded';
 
 export interface DesiredMode {
   mode: GatewayMode | null;
-  source: { path: string; error: string | null };
+  /** detail: why the mode is what it is, where that is not the text at face value (a ConfigMap read as CNO reads it). */
+  source: { path: string; error: string | null; detail?: string | null };
 }
 
 /** ovnkube-node as seen from /proc. */

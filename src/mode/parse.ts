@@ -1,12 +1,17 @@
 // The desired gateway mode from the content of a mode file. Pure.
-// Accepted, told apart by content:
-//  - a bare word: `local` or `shared` (whitespace around it ignored);
-//  - YAML or JSON of the ConfigMap `gateway-mode-config` (data.mode);
-//  - YAML or JSON of the operator's Network object (operator.openshift.io/v1):
-//    spec.defaultNetwork.ovnKubernetesConfig.gatewayConfig.routingViaHost, true for
-//    local, false or absent for shared.
-// The cluster network operator accepts exactly `local` or `shared` and silently
-// falls back to shared on anything else; the agent refuses anything else instead.
+// Two readings, by where the mode comes from:
+//  - A ConfigMap (its YAML or JSON manifest here; a volume's `mode` key through
+//    configMapMode, source.ts): the cluster network operator's own reading, because the
+//    agent must want what ovnkube-node will be rolled out with. CNO 4.8 and 4.9 take
+//    data["mode"] exactly: "local" is local, "shared" is shared; anything else (also
+//    "local\n", which `kubectl create configmap --from-file` makes), a missing key or no
+//    ConfigMap at all is shared (openshift/cluster-network-operator
+//    pkg/network/ovn_kubernetes.go: GetGatewayMode at release-4.8 f9c68257eb8e,
+//    bootstrapOVNConfig at release-4.9 275ca80b472b). The agent says why in `detail`.
+//  - A host file with a bare word: `local` or `shared`, whitespace around it ignored;
+//    any other word is an error (the last valid mode is kept): no operator reads it.
+// The operator's Network object (operator.openshift.io/v1) is refused: its
+// gatewayConfig.routingViaHost exists only from 4.10, where the agent never acts.
 import { createRequire } from 'node:module';
 import type { GatewayMode } from '../core/types.js';
 
@@ -22,7 +27,26 @@ const parseYaml = (text: string, options: YamlOptions): unknown => (yaml ??= req
 export const MAX_MODE_FILE_BYTES = 64 * 1024;
 export const CONFIGMAP_NAME = 'gateway-mode-config';
 
-export type ModeParse = { mode: GatewayMode; error?: undefined } | { mode?: undefined; error: string };
+/** A mode, with why when it is not what the text says at face value; or an error. */
+export type ModeParse = { mode: GatewayMode; error?: undefined; detail?: string } | { mode?: undefined; error: string };
+
+const AS_CNO = 'shared, as the cluster network operator reads it';
+
+/**
+ * A ConfigMap's `mode` value (undefined: no such key) as CNO reads it: exactly "local" or
+ * "shared", anything else shared, with a detail saying why.
+ */
+export function configMapMode(value: string | undefined): { mode: GatewayMode; detail?: string } {
+  if (value === 'local' || value === 'shared') return { mode: value };
+  if (value === undefined) return { mode: 'shared', detail: `no key "mode": ${AS_CNO}` };
+  const near = (['local', 'shared'] as const).find((w) => value.trim().toLowerCase() === w);
+  const said = near ? `is not exactly "${near}"` : 'is neither "local" nor "shared"';
+  return { mode: 'shared', detail: `${show(value)} ${said}: ${AS_CNO}` };
+}
+
+export const NETWORK_REFUSED =
+  'a Network manifest is not read: spec.defaultNetwork.ovnKubernetesConfig.gatewayConfig.routingViaHost exists only from OpenShift 4.10, ' +
+  `where the agent never acts; on 4.8/4.9 the mode is the ConfigMap ${CONFIGMAP_NAME} (namespace openshift-network-operator, key mode)`;
 
 /**
  * Deeper YAML is refused before the parser sees it: the parser recurses, and 64 KiB
@@ -59,8 +83,8 @@ function nesting(text: string): number {
   return most;
 }
 
-const modeWord = (value: unknown, where: string): ModeParse =>
-  value === 'local' || value === 'shared' ? { mode: value } : { error: `${where} is ${show(value)}; expected exactly "local" or "shared"` };
+const modeWord = (value: string): ModeParse =>
+  value === 'local' || value === 'shared' ? { mode: value } : { error: `the mode is ${show(value)}; expected exactly "local" or "shared"` };
 
 function isObject(x: unknown): x is Record<string, unknown> {
   return typeof x === 'object' && x !== null && !Array.isArray(x);
@@ -69,13 +93,14 @@ function isObject(x: unknown): x is Record<string, unknown> {
 export function parseModeContent(content: string): ModeParse {
   const trimmed = content.trim();
   if (trimmed === '') return { error: 'the file is empty' };
-  if (/^[A-Za-z]+$/.test(trimmed)) return modeWord(trimmed, 'the mode');
+  if (/^[A-Za-z]+$/.test(trimmed)) return modeWord(trimmed);
 
   if (nesting(trimmed) > MAX_YAML_NESTING) return { error: `neither a mode word nor a manifest: nested deeper than ${MAX_YAML_NESTING}` };
   let doc: unknown;
   try {
     // logLevel error: the parser's warnings would go to stderr as process warnings, not to our log.
-    doc = parseYaml(trimmed, { maxAliasCount: 10, logLevel: 'error', prettyErrors: false });
+    // Untrimmed: a block scalar's chomping keeps the final line break only where the text has it.
+    doc = parseYaml(content, { maxAliasCount: 10, logLevel: 'error', prettyErrors: false });
   } catch (err) {
     // The parser's message may quote the input at length: the first line, cut short.
     const first = ((err as Error).message.split('\n')[0] ?? '').slice(0, 160);
@@ -88,22 +113,14 @@ export function parseModeContent(content: string): ModeParse {
     if (name !== undefined && name !== CONFIGMAP_NAME) {
       return { error: `ConfigMap ${show(name)} is not ${CONFIGMAP_NAME}` };
     }
+    // CNO reads data only (a binaryData key is not data["mode"]). A value that is no string
+    // is a manifest the API server would refuse: nothing CNO ever reads.
+    if (doc.data !== undefined && doc.data !== null && !isObject(doc.data)) return { error: `ConfigMap ${CONFIGMAP_NAME} data is ${show(doc.data)}; expected a map of strings` };
     const data = isObject(doc.data) ? doc.data : {};
-    return modeWord(data.mode, `ConfigMap ${CONFIGMAP_NAME} data.mode`);
+    const value = Object.hasOwn(data, 'mode') ? data.mode : undefined;
+    if (value !== undefined && typeof value !== 'string') return { error: `ConfigMap ${CONFIGMAP_NAME} data.mode is ${show(value)}, not a string: the API server would refuse it` };
+    return configMapMode(value);
   }
-  if (kind === 'Network') {
-    const apiVersion = doc.apiVersion;
-    if (typeof apiVersion !== 'string' || !apiVersion.startsWith('operator.openshift.io/')) {
-      return { error: `Network of apiVersion ${show(apiVersion ?? '')} has no gateway settings; expected operator.openshift.io/v1` };
-    }
-    const spec = isObject(doc.spec) ? doc.spec : {};
-    const dn = isObject(spec.defaultNetwork) ? spec.defaultNetwork : {};
-    const ovn = isObject(dn.ovnKubernetesConfig) ? dn.ovnKubernetesConfig : {};
-    const gw = isObject(ovn.gatewayConfig) ? ovn.gatewayConfig : {};
-    const rvh = gw.routingViaHost;
-    if (rvh === undefined || rvh === false) return { mode: 'shared' };
-    if (rvh === true) return { mode: 'local' };
-    return { error: `spec.defaultNetwork.ovnKubernetesConfig.gatewayConfig.routingViaHost is ${show(rvh)}; expected true or false` };
-  }
-  return { error: `kind ${show(kind)} is neither ConfigMap ${CONFIGMAP_NAME} nor an operator Network` };
+  if (kind === 'Network') return { error: NETWORK_REFUSED };
+  return { error: `kind ${show(kind)} is not the ConfigMap ${CONFIGMAP_NAME}` };
 }

@@ -1,5 +1,17 @@
 // Reading the mode file, and watching it.
 //
+// A ConfigMap volume (a directory holding kubelet's atomic writer's `..data`, or one of
+// its keys) holds a ConfigMap's value, read as the cluster network operator reads
+// gateway-mode-config (parse.ts, configMapMode): `mode` exactly "local" or "shared",
+// anything else shared. A volume without the `mode` key is shared too, as on the cluster:
+// a ConfigMap without the key, or an `optional: true` volume of a ConfigMap that does not
+// exist (an empty directory, `..data` included: kubelet's first write of even an empty
+// payload makes it; kubernetes pkg/volume/util/atomic_writer.go, Write, at 00e11024cf8c).
+// A source that is not there at all (a volume not mounted yet, a host path made later) is
+// not read as anything: the agent waits for it (ModeNotRead) rather than guess what it
+// will be. A plain host file, or a directory without `..data`, keeps its own reading (a
+// bare word, or a manifest).
+//
 // A ConfigMap volume is a directory whose keys are symlinks through `..data`, which
 // kubelet's atomic writer swaps to a new timestamped directory on each update.
 // Watching the key file alone misses the last of several quick swaps, so the whole
@@ -15,14 +27,15 @@ import { constants, statSync, type BigIntStats } from 'node:fs';
 import { lstat, open, stat } from 'node:fs/promises';
 import path from 'node:path';
 import type { GatewayMode } from '../core/types.js';
-import { MAX_MODE_FILE_BYTES, parseModeContent } from './parse.js';
+import { configMapMode, MAX_MODE_FILE_BYTES, parseModeContent, type ModeParse } from './parse.js';
 import { nextFirstSeen, verdictOf, type FileStamp, type FirstSeen, type ReadFacts } from './settled.js';
 
 export const CONFIGMAP_KEY = 'mode';
 /** The last change reported is reported once more this much later: past chokidar's 50 ms throttle of a file's changes. */
 export const TRAILING_MS = 60;
 
-export type ModeRead = { mode: GatewayMode; error: null } | { mode: null; error: string };
+/** A mode (with why, where it is not the text at face value), or an error. */
+export type ModeRead = { mode: GatewayMode; error: null; detail?: string } | { mode: null; error: string };
 /** Not yet: the file is being written; read it again in retryInMs. */
 export interface ModePending {
   pending: string;
@@ -31,14 +44,30 @@ export interface ModePending {
 
 const stampOf = (s: BigIntStats): FileStamp => ({ key: `${s.ino}:${s.size}:${s.mtimeNs}:${s.ctimeNs}`, mtimeMs: Number(s.mtimeNs / 1_000_000n) });
 
-/** Whether `file` is a key of a ConfigMap volume: a symlink beside a `..data` symlink (kubelet's atomic writer). */
-async function isVolumeKey(file: string): Promise<boolean> {
+/**
+ * Whether dir is a ConfigMap volume: it holds kubelet's atomic writer's `..data`, a symlink
+ * to a directory, even when it has no key. A dangling one is no volume to read as shared.
+ */
+async function isVolume(dir: string): Promise<boolean> {
+  const data = path.join(dir, '..data');
   try {
-    return (await lstat(file)).isSymbolicLink() && (await lstat(path.join(path.dirname(file), '..data'))).isSymbolicLink();
+    return (await lstat(data)).isSymbolicLink() && (await stat(data)).isDirectory();
   } catch {
     return false;
   }
 }
+
+/** Whether `file` is a key of a ConfigMap volume: a symlink beside a `..data` symlink (kubelet's atomic writer). */
+async function isVolumeKey(file: string): Promise<boolean> {
+  try {
+    return (await lstat(file)).isSymbolicLink() && (await isVolume(path.dirname(file)));
+  } catch {
+    return false;
+  }
+}
+
+const asRead = (parsed: ModeParse): ModeRead =>
+  parsed.mode ? { mode: parsed.mode, error: null, ...(parsed.detail ? { detail: parsed.detail } : {}) } : { mode: null, error: parsed.error! };
 
 /** A read, with what settled.ts needs to judge it. */
 async function readModeFile(source: string): Promise<{ read: ModeRead; facts: ReadFacts }> {
@@ -47,6 +76,8 @@ async function readModeFile(source: string): Promise<{ read: ModeRead; facts: Re
   const done = (read: ModeRead) => ({ read, facts });
   try {
     if ((await stat(source)).isDirectory()) file = path.join(source, CONFIGMAP_KEY);
+    // A ConfigMap's value: a key of a volume (the `mode` of a volume directory, or a key named itself).
+    const configMap = await isVolume(path.dirname(file));
     // Non-blocking: opening a FIFO for reading waits for a writer, and that wait would
     // hold a thread-pool worker forever. fstat then refuses anything but a regular file.
     const handle = await open(file, constants.O_RDONLY | constants.O_NONBLOCK);
@@ -62,14 +93,21 @@ async function readModeFile(source: string): Promise<{ read: ModeRead; facts: Re
       facts.stamp = after;
       facts.changedDuringRead = after.key !== stampOf(before).key;
       if (bytesRead > MAX_MODE_FILE_BYTES) return done({ mode: null, error: `larger than ${MAX_MODE_FILE_BYTES} bytes` });
-      const parsed = parseModeContent(buffer.subarray(0, bytesRead).toString('utf8'));
-      return done(parsed.mode ? { mode: parsed.mode, error: null } : { mode: null, error: parsed.error! });
+      const text = buffer.subarray(0, bytesRead).toString('utf8');
+      return done(asRead(configMap ? configMapMode(text) : parseModeContent(text)));
     } finally {
       await handle.close();
     }
   } catch (err) {
     const e = err as NodeJS.ErrnoException;
-    if (e.code === 'ENOENT') return done({ mode: null, error: `${file} does not exist` });
+    if (e.code === 'ENOENT') {
+      // A volume without the key: what CNO makes of a ConfigMap without it, or of none.
+      if (await isVolume(path.dirname(file))) {
+        facts.atomic = true;
+        return done(asRead({ mode: 'shared', detail: `no key "${path.basename(file)}" in the ConfigMap volume ${path.dirname(file)} (an optional ConfigMap that does not exist, or one without the key): shared, as the cluster network operator reads it` }));
+      }
+      return done({ mode: null, error: `${file} does not exist` });
+    }
     return done({ mode: null, error: `cannot read ${file}: ${e.code ?? e.message}` });
   }
 }

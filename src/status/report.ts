@@ -37,7 +37,8 @@ export interface RestartStatus {
 
 export interface StatusReport {
   desiredMode: GatewayMode | null;
-  modeSource: { path: string; error: string | null };
+  /** detail: why the mode is what it is, where that is not the text at face value (`"local\n" is not exactly "local": shared, ...`). */
+  modeSource: { path: string; error: string | null; detail: string | null };
   ovnkubeMode: GatewayMode | null;
   layout: Layout;
   phase: Phase;
@@ -63,7 +64,7 @@ export function renderHuman(s: StatusReport): string {
   const row = (label: string, value: string) => `${`${label}:`.padEnd(16)}${value}`;
   const lines = [
     row('phase', `${s.phase}${s.dryRun ? ' (dry run)' : ''}`),
-    row('desired mode', `${s.desiredMode ?? 'none'} (from ${s.modeSource.path}${s.modeSource.error ? `; error: ${s.modeSource.error}` : ''})`),
+    row('desired mode', `${s.desiredMode ?? 'none'} (from ${s.modeSource.path}${s.modeSource.detail ? `: ${s.modeSource.detail}` : ''}${s.modeSource.error ? `; error: ${s.modeSource.error}` : ''})`),
     row('ovnkube-node', s.ovnkubeMode ?? 'unknown'),
     row('layout', s.layout),
     row('last reconcile', s.lastReconcile ?? 'never'),

@@ -7,6 +7,7 @@ import { test } from 'node:test';
 import { seedNode, skipWithoutKernel, type Netns } from '../helpers/netns.js';
 import { spawnSync } from 'node:child_process';
 import { AgentProcess, CLI, cli, curl, FakeOvnkube, Scratch, status, waitForStatus, withAgent, withNode } from '../helpers/agent.js';
+import { ConfigMapVolume } from '../helpers/kubelet.js';
 
 const LOCAL_V4 = '10.96.0.0/16 via 10.244.1.1 dev ovn-k8s-mp0';
 const SHARED_V4 = '10.96.0.0/16 via 172.18.0.1 dev br-ex mtu 1400';
@@ -233,7 +234,7 @@ test('follows a ConfigMap volume through atomic ..data swaps', async (t) => {
   }
 });
 
-test("takes the mode from the operator's Network manifest", async (t) => {
+test("an operator's Network manifest is refused, saying why (routingViaHost is 4.10+, where the agent never acts): no mode, nothing changed", async (t) => {
   if (skipWithoutKernel(t)) return;
   const manifest = [
     'apiVersion: operator.openshift.io/v1',
@@ -248,8 +249,32 @@ test("takes the mode from the operator's Network manifest", async (t) => {
     '        routingViaHost: true',
   ].join('\n');
   await withAgent({ mode: manifest }, async ({ ns, agent }) => {
-    await waitForStatus(agent, (s) => s.desiredMode === 'local' && s.phase === 'Converged', 'local from Network');
-    assert.deepEqual(ns.routes('10.96.0.0/16'), [LOCAL_V4]);
+    const s = await waitForStatus(agent, (s) => s.lastReconcile !== null && s.modeSource.error !== null && s.modeSource.error !== 'not read yet', 'the refusal');
+    assert.match(s.modeSource.error!, /^a Network manifest is not read: .*routingViaHost exists only from OpenShift 4\.10, where the agent never acts; on 4\.8\/4\.9 the mode is the ConfigMap gateway-mode-config/);
+    assert.deepEqual([s.desiredMode, s.reasonCodes[0]], [null, 'ModeNotRead']);
+    assert.deepEqual(ns.routes('10.96.0.0/16'), [SHARED_V4]);
+  });
+});
+
+test('a ConfigMap volume holding "local\\n" (kubectl create configmap --from-file) is shared, as the cluster network operator reads it: in sync beside a shared ovnkube-node, nothing changed; exactly "local" is local', async (t) => {
+  if (skipWithoutKernel(t)) return;
+  await withNode({ gw0: true }, async ({ ns, scratch, ovnkube, startAgent }) => {
+    const volume = new ConfigMapVolume(path.join(scratch.dir, 'gateway-mode-config'));
+    volume.update({ mode: 'local\n' });
+    // What CNO rolled out for that ConfigMap: a shared-mode ovnkube-node.
+    ovnkube.start('shared', { respawn: true });
+    const agent = startAgent(['--mode-file', volume.dir, '--service-cidr', '10.96.0.0/16', '--mtu', '1400']);
+    const s = await waitForStatus(agent, (s) => s.phase === 'Converged' && s.desiredMode === 'shared', 'shared, Converged');
+    assert.deepEqual(s.modeSource, { path: volume.dir, error: null, detail: '"local\\n" is not exactly "local": shared, as the cluster network operator reads it' });
+    assert.deepEqual(ns.routes('10.96.0.0/16'), [SHARED_V4]);
+    assert.equal(ovnkube.starts, 1, 'no restart');
+    // The agent logs why (pino writes asynchronously: the line may follow the status).
+    await waitForStatus(agent, () => agent.logs().some((l) => l.msg === 'desired mode read as the cluster network operator reads it' && /is not exactly "local"/.test(String(l.detail))), 'the log line saying why');
+
+    volume.update({ mode: 'local' });
+    const l = await waitForStatus(agent, (s) => s.desiredMode === 'local' && s.lastReconcile !== null && s.reasonCodes.includes('OvnkubeOtherMode'), 'local, waiting for the rollout');
+    assert.equal(l.modeSource.detail, null);
+    assert.deepEqual(ns.routes('10.96.0.0/16'), [SHARED_V4], 'nothing moved before ovnkube-node runs local');
   });
 });
 

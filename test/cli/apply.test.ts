@@ -51,6 +51,27 @@ test('apply replaces the route and says ovnkube-node is still to be restarted, b
   });
 });
 
+test('apply in dry run, OVN_GWMODE_DRY_RUN=1 or --dry-run=yes: the replace is planned and shown, nothing changes, nothing is journaled, exit 1', async (t) => {
+  if (skipWithoutKernel(t)) return;
+  await withNode({ gw0: true }, async ({ ns, scratch }) => {
+    scratch.writeMode('local');
+    const args = ['apply', '--mode-file', scratch.modeFile, '--service-cidr', '10.96.0.0/16', '--ovnkube-mode-check', 'off', '--state-dir', scratch.stateDir];
+    for (const [extra, env] of [[[], { OVN_GWMODE_DRY_RUN: '1' }], [['--dry-run=yes'], {}]] as const) {
+      const r = cli(ns, [...args, ...extra], env);
+      assert.equal(r.code, 1, r.stderr);
+      assert.match(r.stdout, /\nactions:\n {2}replace 10\.96\.0\.0\/16: via 172\.18\.0\.1 dev br-ex mtu 1400 -> via 10\.244\.1\.1 dev ovn-k8s-mp0\n/);
+      assert.match(r.stdout, /dry run: 1 replace\(s\) planned, not applied \[DryRun\]\n/);
+      assert.match(r.stdout, /\napplied: 0 replace\(s\) \(dry run\)\n$/);
+      assert.deepEqual(ns.routes('10.96.0.0/16'), [STALE], 'the route is as it was');
+      assert.equal(existsSync(path.join(scratch.stateDir, 'migration-journal.json')), false, 'nothing journaled');
+    }
+    // Armed (the variable saying no), the same apply acts.
+    const armed = cli(ns, args, { OVN_GWMODE_DRY_RUN: 'off' });
+    assert.equal(armed.code, 0, armed.stderr);
+    assert.deepEqual(ns.routes('10.96.0.0/16'), [LOCAL]);
+  });
+});
+
 test('apply journals its migration, restart owed; rollback --yes puts the route back and marks the record rolled back, and a second rollback finds nothing left to put back', async (t) => {
   if (skipWithoutKernel(t)) return;
   await withNode({ gw0: true }, async ({ ns, scratch }) => {

@@ -4,8 +4,8 @@ import { strict as assert } from 'node:assert';
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { test } from 'node:test';
-import { quickParse, type Argv } from '../../src/cli/dispatch.js';
-import { COMMANDS } from '../../src/cli/options.js';
+import { dispatch, quickParse, type Argv } from '../../src/cli/dispatch.js';
+import { COMMAND_OPTIONS, COMMANDS, type Command } from '../../src/cli/options.js';
 import { parseWithYargs } from '../../src/cli/yargs.js';
 
 /** What yargs hands the command's handler for args under env (without its `_` and `$0`). */
@@ -85,7 +85,6 @@ test('every other line is left to yargs: help, version, typos, conflicts, repeat
     [['status', '--socket=-'], {}],
     [['events', '--since=-5m'], {}],
     [['status'], { OVN_GWMODE_MODEFILE: '/m' }],
-    [['run'], { OVN_GWMODE_DRY_RUN: 'yes' }],
   ];
   for (const [args, env] of cases) assert.equal(quickParse(args, env), null, `${args.join(' ')} with ${JSON.stringify(env)}`);
 });
@@ -95,5 +94,88 @@ test("a lone '-' after a flag is refused as yargs refuses it, with exit code 2",
     const r = spawnSync(process.execPath, [MAIN, ...args], { encoding: 'utf8', timeout: 20_000, env: Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('OVN_GWMODE_'))) });
     assert.equal(r.status, 2, `${args.join(' ')}: ${r.stderr}`);
     assert.match(r.stderr, /unexpected argument "-"/);
+  }
+});
+
+/** Runs dispatch with handlers that capture what the command would get, under exactly the OVN_GWMODE_* variables given. */
+async function dispatched(args: string[], vars: Record<string, string>): Promise<{ command: string; argv: Argv }> {
+  const saved = { ...process.env };
+  for (const k of Object.keys(process.env)) if (k.startsWith('OVN_GWMODE_')) delete process.env[k];
+  Object.assign(process.env, vars);
+  let seen: { command: string; argv: Argv } | undefined;
+  try {
+    await dispatch(args, Object.fromEntries(COMMANDS.map((c) => [c, async (argv: Argv) => void (seen = { command: c, argv })])) as Parameters<typeof dispatch>[1]);
+  } finally {
+    for (const k of Object.keys(process.env)) if (!(k in saved)) delete process.env[k];
+    Object.assign(process.env, saved);
+  }
+  assert.ok(seen, `${args.join(' ')} reached no handler`);
+  return seen;
+}
+
+/** Every boolean flag of every command, and the variable of those that have one (the settings flags: run's, and apply's --dry-run). */
+const BOOLEANS: Array<{ command: Command; flag: string; variable: string | null }> = COMMANDS.flatMap((command) =>
+  Object.entries(COMMAND_OPTIONS[command])
+    .filter(([, o]) => o.type === 'boolean')
+    .map(([flag]) => ({ command, flag, variable: Object.hasOwn(COMMAND_OPTIONS.run, flag) ? `OVN_GWMODE_${flag.toUpperCase().replaceAll('-', '_')}` : null })),
+);
+
+/** What a command needs besides the flag under test, so that the line is otherwise valid. */
+const NEEDS: Partial<Record<Command, string[]>> = { run: ['--mode-file', '/m'], plan: ['--mode-file', '/m'], apply: ['--mode-file', '/m'] };
+
+const SPELLINGS: Array<[string, boolean]> = [
+  ...['true', 'True', 'TRUE', '1', 'yes', 'Yes', 'YES', 'on', 'On', 'ON'].map((w): [string, boolean] => [w, true]),
+  ...['false', 'False', 'FALSE', '0', 'no', 'No', 'NO', 'off', 'Off', 'OFF'].map((w): [string, boolean] => [w, false]),
+];
+
+const camel = (flag: string) => flag.replace(/-([a-z])/g, (_, c: string) => c.toUpperCase());
+
+test('every boolean flag and variable honours the usual spellings, in any case: --flag=WORD, --flag WORD and OVN_GWMODE_FLAG=WORD', async () => {
+  assert.deepEqual(
+    BOOLEANS.map((b) => `${b.command} --${b.flag}${b.variable ? ` ${b.variable}` : ''}`),
+    ['run --dry-run OVN_GWMODE_DRY_RUN', 'status --json', 'status --brief', 'status --watch', 'health --ready', 'plan --json', 'apply --dry-run OVN_GWMODE_DRY_RUN', 'apply --json', 'rollback --yes', 'events --json'],
+    'the table covers every boolean flag',
+  );
+  for (const { command, flag, variable } of BOOLEANS) {
+    const base = [command, ...(NEEDS[command] ?? [])];
+    for (const [word, value] of SPELLINGS) {
+      const lines: Array<[string[], Record<string, string>, string]> = [
+        [[...base, `--${flag}=${word}`], {}, `--${flag}=${word}`],
+        [[...base, `--${flag}`, word], {}, `--${flag} ${word}`],
+        [[...base, `--${camel(flag)}=${word}`], {}, `--${camel(flag)}=${word}`],
+      ];
+      if (variable) lines.push([base, { [variable]: word }, `${variable}=${word}`]);
+      for (const [args, vars, what] of lines) {
+        const got = await dispatched(args, vars);
+        assert.equal(got.command, command);
+        assert.equal(got.argv[flag], value, `${command} ${what}`);
+        assert.equal(got.argv[camel(flag)], value, `${command} ${what} (camelCase)`);
+      }
+    }
+    // The flag alone is true; a line's value wins over the variable's.
+    assert.equal((await dispatched([...base, `--${flag}`], {})).argv[flag], true, `${command} --${flag}`);
+    if (variable) assert.equal((await dispatched([...base, `--${flag}=no`], { [variable]: 'yes' })).argv[flag], false, `${command} --${flag}=no over ${variable}=yes`);
+  }
+});
+
+/** The CLI with exactly the given OVN_GWMODE_* variables. */
+function spawnCli(args: string[], vars: Record<string, string> = {}) {
+  const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('OVN_GWMODE_')));
+  const r = spawnSync(process.execPath, [MAIN, ...args], { encoding: 'utf8', timeout: 20_000, env: { ...env, ...vars } });
+  return { code: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+
+test('a boolean flag or variable given anything else is refused: exit 2, one line naming it and the value, nothing run', () => {
+  const spellings = 'true/false, 1/0, yes/no, on/off';
+  for (const { command, flag, variable } of BOOLEANS) {
+    const base = [command, ...(NEEDS[command] ?? [])];
+    for (const bad of ['maybe', '']) {
+      assert.deepEqual(spawnCli([...base, `--${flag}=${bad}`]), { code: 2, stdout: '', stderr: `ovn-gwmode-agent: --${flag}: ${JSON.stringify(bad)} is not a boolean (${spellings}); see --help\n` }, `${command} --${flag}=${bad}`);
+    }
+    if (variable) {
+      for (const bad of ['enabled', '', ' 1', 'y']) {
+        assert.deepEqual(spawnCli(base, { [variable]: bad }), { code: 2, stdout: '', stderr: `ovn-gwmode-agent: ${variable}: ${JSON.stringify(bad)} is not a boolean (${spellings}); see --help\n` }, `${command} with ${variable}=${JSON.stringify(bad)}`);
+      }
+    }
   }
 });

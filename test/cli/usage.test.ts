@@ -64,7 +64,7 @@ test('each --help lists exactly the flags its command uses', () => {
   const planner = ['--gateway-interface', '--gateway-nexthop', '--layout', '--log-level', '--management-interface', '--mode-file', '--mtu', '--ovnkube-config', '--ovnkube-mode-check', '--service-cidr'];
   const daemon = ['--cri-endpoint', '--dry-run', '--metrics-address', '--ovnkube-container', '--ovnkube-namespace', '--resync-interval', '--restart', '--restart-grace', '--restart-max-per-hour', '--restart-min-interval', '--restart-timeout', '--settle', '--socket', '--socket-group'];
   assert.deepEqual(flagsOf('plan'), [...planner, '--json'].sort());
-  assert.deepEqual(flagsOf('apply'), [...planner, '--json', '--state-dir'].sort());
+  assert.deepEqual(flagsOf('apply'), [...planner, '--dry-run', '--json', '--state-dir'].sort());
   // rollback puts back the journal's route: no desired mode, no ovnkube-node, no MTU or next hop of its own.
   assert.deepEqual(flagsOf('rollback'), [...planner.filter((f) => !['--mode-file', '--ovnkube-mode-check', '--mtu', '--gateway-nexthop'].includes(f)), '--state-dir', '--yes'].sort());
   assert.deepEqual(flagsOf('run'), [...planner, ...daemon, '--state-dir'].sort());

@@ -180,7 +180,7 @@ test('2,000 generated flag sets: settings within bounds (timers a timer can wait
   assert.ok(outcome.resolved > 20 && outcome.refused > 100, 'the generator reaches both sides');
 });
 
-test('2,000 generated environments: the values of known variables, or an EnvError naming the variable', (t) => {
+test('2,000 generated environments: the values of known variables (a boolean spelt true or false), or an EnvError naming the variable', (t) => {
   const rng = prng(seed + 2);
   const names = ['OVN_GWMODE_MODE_FILE', 'OVN_GWMODE_SOCKET', 'OVN_GWMODE_SOCKET_GROUP', 'OVN_GWMODE_MTU', 'OVN_GWMODE_MODEFILE', 'OVN_GWMODE_', 'OVN_GWMODE__PROTO__', 'OVN_GWMODE_CONSTRUCTOR', 'OVN_GWMODE_mode_file', 'OVN_GWMODE_MODE-FILE', 'OVN_GWMODE_TO_STRING', 'OVN_GWMODEX', 'PATH', 'OVN_GWMODE_DRY_RUN', 'OVN_GWMODE_RESYNC_INTERVAL'];
   const outcome = { read: 0, refused: 0 };
@@ -191,10 +191,11 @@ test('2,000 generated environments: the values of known variables, or an EnvErro
     try {
       const values = envValues(command, env);
       for (const key of Object.keys(values)) assert.ok(!['__proto__', 'constructor', 'to-string'].includes(key), `case ${i}: ${key}`);
+      if ('dry-run' in values) assert.ok(values['dry-run'] === 'true' || values['dry-run'] === 'false', `case ${i}: ${values['dry-run']}`);
       outcome.read++;
     } catch (err) {
       assert.ok(err instanceof EnvError, `case ${i}: ${String(err)}`);
-      assert.match(err.message, /^OVN_GWMODE_\S*: no such setting/);
+      assert.match(err.message, /^OVN_GWMODE_\S*: no such setting|^OVN_GWMODE_DRY_RUN: .* is not a boolean/);
       outcome.refused++;
     }
   }

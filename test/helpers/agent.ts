@@ -113,9 +113,9 @@ export async function waitForStatus(
   throw new Error(`never saw ${what}; last status: ${JSON.stringify(last, null, 2)}\nagent output:\n${agent.output.slice(-4000)}`);
 }
 
-/** Runs the CLI once (not as a daemon) in the namespace. */
-export function cli(ns: Netns, args: string[]): { code: number | null; stdout: string; stderr: string } {
-  const r = spawnSync('ip', ['netns', 'exec', ns.name, process.execPath, CLI, ...args], { encoding: 'utf8' });
+/** Runs the CLI once (not as a daemon) in the namespace, with env added to this process's. */
+export function cli(ns: Netns, args: string[], env: NodeJS.ProcessEnv = {}): { code: number | null; stdout: string; stderr: string } {
+  const r = spawnSync('ip', ['netns', 'exec', ns.name, process.execPath, CLI, ...args], { encoding: 'utf8', env: { ...process.env, ...env } });
   return { code: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 

@@ -1,9 +1,12 @@
 // Generators of mode files for the fuzz of the mode file (test/mode/fuzz.test.ts) and
 // the real agent's sample of them (test/agent/bad-input.test.ts). Each case says what a
 // read must give: a mode, an error, or either ('any': a cut or flipped file may still read).
+// A ConfigMap manifest is read as the cluster network operator reads it: a value that is
+// not exactly local or shared is shared; a Network manifest is refused.
 import { bytes, int, pick, type Rng } from './prng.js';
 
-export type Expect = 'local' | 'shared' | 'error' | 'any';
+// 'not local': shared or an error, never local (a ConfigMap value that is not exactly "local").
+export type Expect = 'local' | 'shared' | 'error' | 'not local' | 'any';
 export interface FileCase {
   kind: string;
   content: Buffer;
@@ -26,7 +29,6 @@ function valid(rng: Rng): { text: string; mode: 'local' | 'shared' } {
     () => `${pick(rng, ['', ' ', '\n', '\t'])}${mode}${pick(rng, ['', '\n', ' \n', '\r\n'])}`,
     () => configMap(mode, 'yaml'),
     () => configMap(mode, 'json'),
-    () => network(mode === 'local' ? 'true' : 'false'),
   ])();
   return { text, mode };
 }
@@ -56,11 +58,9 @@ export const MAKERS: Record<string, (rng: Rng) => FileCase> = {
   binary: (rng) => ({ kind: 'binary', content: bytes(rng, int(rng, 2048)), expect: 'any' }),
   'NUL and control bytes': (rng) => ({ kind: 'NUL and control bytes', content: Buffer.from(`${pick(rng, MODES)}\0${pick(rng, ['', '\x1b[2J', '\x07'])}`), expect: 'error' }),
   'mixed case or wrong word': (rng) => ({ kind: 'mixed case or wrong word', content: Buffer.from(pick(rng, WRONG_VALUES.filter((w) => /^[A-Za-z]+$/.test(w)))), expect: 'error' }),
-  'wrong type': (rng) => {
-    const value = pick(rng, WRONG_VALUES);
-    const text = pick(rng, [() => configMap(value, 'yaml'), () => network(pick(rng, ['"true"', 'yes', '1', '[true]', '{}', 'local']))])();
-    return { kind: 'wrong type', content: Buffer.from(text), expect: 'error' };
-  },
+  // As YAML, most are strings CNO reads as shared; the others (1, null, a list) are no string: refused.
+  'wrong value in a ConfigMap': (rng) => ({ kind: 'wrong value in a ConfigMap', content: Buffer.from(configMap(pick(rng, WRONG_VALUES), 'yaml')), expect: 'not local' }),
+  'a Network manifest': (rng) => ({ kind: 'a Network manifest', content: Buffer.from(network(pick(rng, ['true', 'false', '"true"', 'yes', '1', '[true]', '{}', 'local']))), expect: 'error' }),
   huge: (rng) => {
     const v = valid(rng);
     const pad = pick(rng, [64 * 1024, 64 * 1024 + 1, 100_000, 1 << 20]);
@@ -77,7 +77,7 @@ export const MAKERS: Record<string, (rng: Rng) => FileCase> = {
       () => 'kind: ConfigMap\ndata: &d {mode: *d}',
       () => 'kind: &k [*k]',
       () => 'kind: ConfigMap\nmetadata: {name: &n [*n]}\ndata: {mode: local}',
-      () => network('&r [*r]'),
+      () => `kind: ConfigMap\ndata: {mode: &m [*m]}`,
       () => 'kind: ConfigMap\ndata: {mode: *undefined}',
     ])();
     return { kind: 'aliases', content: Buffer.from(text), expect: 'error' };
@@ -92,7 +92,7 @@ export const MAKERS: Record<string, (rng: Rng) => FileCase> = {
   },
   'other objects': (rng) => ({
     kind: 'other objects',
-    content: Buffer.from(pick(rng, ['kind: Secret\ndata: {mode: bG9jYWw=}', 'kind: ConfigMap\nmetadata: {name: other}\ndata: {mode: local}', 'apiVersion: config.openshift.io/v1\nkind: Network\nspec: {}', '[]', '"local"', '42', 'null', '{}', 'kind: ConfigMap'])),
+    content: Buffer.from(pick(rng, ['kind: Secret\ndata: {mode: bG9jYWw=}', 'kind: ConfigMap\nmetadata: {name: other}\ndata: {mode: local}', 'apiVersion: config.openshift.io/v1\nkind: Network\nspec: {}', '[]', '"local"', '42', 'null', '{}', 'kind: ConfigMap\ndata: [mode]'])),
     expect: 'error',
   }),
 };

@@ -16,7 +16,7 @@ import { within } from '../helpers/wait.js';
 function report(over: Partial<StatusReport> = {}): StatusReport {
   return {
     desiredMode: 'local',
-    modeSource: { path: '/etc/mode', error: null },
+    modeSource: { path: '/etc/mode', error: null, detail: null },
     ovnkubeMode: 'local',
     layout: 'legacy',
     phase: 'Converged',
@@ -89,7 +89,7 @@ test('a status report sets one phase, one desired mode, the reason codes and eac
   assert.equal(value(text, 'ovn_gwmode_ovnkube_restart_pending'), 1);
   assert.equal(value(text, 'ovn_gwmode_last_reconcile_timestamp_seconds'), Date.parse('2026-12-02T11:53:31.541Z') / 1000);
 
-  m.onStatus(report({ desiredMode: null, phase: 'Degraded', reasonCodes: ['ModeFileInvalid', 'ReconcileFailed'], modeSource: { path: '/etc/mode', error: 'garbled' }, routes: [report().routes[0]!] }));
+  m.onStatus(report({ desiredMode: null, phase: 'Degraded', reasonCodes: ['ModeFileInvalid', 'ReconcileFailed'], modeSource: { path: '/etc/mode', error: 'garbled', detail: null }, routes: [report().routes[0]!] }));
   text = await m.expose();
   assert.equal(value(text, 'ovn_gwmode_phase{phase="Degraded"}'), 1);
   assert.equal(value(text, 'ovn_gwmode_phase{phase="Converged"}'), 0);

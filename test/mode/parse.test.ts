@@ -1,6 +1,7 @@
 import { strict as assert } from 'node:assert';
 import { test } from 'node:test';
-import { parseModeContent } from '../../src/mode/parse.js';
+import { stringify } from 'yaml';
+import { configMapMode, parseModeContent } from '../../src/mode/parse.js';
 import { parseDuration } from '../../src/config/duration.js';
 import { parseOvnkubeConf } from '../../src/config/ovnkube-conf.js';
 import { addressInSubnet, parseAddress, parseCidr } from '../../src/net/cidr.js';
@@ -8,25 +9,59 @@ import { addressInSubnet, parseAddress, parseCidr } from '../../src/net/cidr.js'
 const ok: Array<[string, string, string]> = [
   ['a bare word', 'local', 'local'],
   ['a bare word with whitespace', '  shared\n\n', 'shared'],
+  ['a bare word with a line break (the host case: `echo local > mode`)', 'local\n', 'local'],
   ['the ConfigMap as YAML', 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: gateway-mode-config\n  namespace: openshift-network-operator\ndata:\n  mode: "local"\n', 'local'],
   ['the ConfigMap as JSON', '{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"gateway-mode-config"},"data":{"mode":"shared"}}', 'shared'],
-  ['Network with routingViaHost true', 'apiVersion: operator.openshift.io/v1\nkind: Network\nspec:\n  defaultNetwork:\n    ovnKubernetesConfig:\n      gatewayConfig:\n        routingViaHost: true\n', 'local'],
-  ['Network without gatewayConfig', 'apiVersion: operator.openshift.io/v1\nkind: Network\nspec: {}\n', 'shared'],
 ];
 for (const [name, content, mode] of ok) {
   test(`mode file: ${name} gives ${mode}`, () => assert.deepEqual(parseModeContent(content), { mode }));
 }
 
+const AS_CNO = 'shared, as the cluster network operator reads it';
+
+/** A ConfigMap's mode value (undefined: no key) and what CNO 4.8/4.9 makes of it, with the agent's why. */
+const CONFIGMAP: Array<[string | undefined, 'local' | 'shared', string | undefined]> = [
+  ['local', 'local', undefined],
+  ['shared', 'shared', undefined],
+  ['local\n', 'shared', `"local\\n" is not exactly "local": ${AS_CNO}`],
+  [' local', 'shared', `" local" is not exactly "local": ${AS_CNO}`],
+  ['Local', 'shared', `"Local" is not exactly "local": ${AS_CNO}`],
+  ['SHARED ', 'shared', `"SHARED " is not exactly "shared": ${AS_CNO}`],
+  ['hybrid', 'shared', `"hybrid" is neither "local" nor "shared": ${AS_CNO}`],
+  ['', 'shared', `"" is neither "local" nor "shared": ${AS_CNO}`],
+  [undefined, 'shared', `no key "mode": ${AS_CNO}`],
+];
+
+test('a ConfigMap value is read as the cluster network operator reads it: exactly local or shared, anything else (and no key) shared, saying why', () => {
+  for (const [value, mode, detail] of CONFIGMAP) assert.deepEqual(configMapMode(value), detail === undefined ? { mode } : { mode, detail }, JSON.stringify(value));
+});
+
+test('a ConfigMap manifest holding each value reads the same, as YAML (a block scalar keeps its line break) and as JSON; other keys play no part', () => {
+  const manifest = (data: Record<string, string>) => ({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'gateway-mode-config', namespace: 'openshift-network-operator' }, data });
+  for (const [value, mode, detail] of CONFIGMAP) {
+    const data: Record<string, string> = { 'disable-snat-multiple-gws': 'true', other: 'local', ...(value === undefined ? {} : { mode: value }) };
+    const expected = detail === undefined ? { mode } : { mode, detail };
+    assert.deepEqual(parseModeContent(JSON.stringify(manifest(data), null, 2)), expected, `JSON ${JSON.stringify(value)}`);
+    assert.deepEqual(parseModeContent(stringify(manifest(data))), expected, `YAML ${JSON.stringify(value)}`);
+  }
+  // What `kubectl create configmap --from-file=mode` makes of a file ending in a line break.
+  assert.deepEqual(parseModeContent('apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: gateway-mode-config\ndata:\n  mode: |\n    local\n'), { mode: 'shared', detail: `"local\\n" is not exactly "local": ${AS_CNO}` });
+  assert.deepEqual(parseModeContent('kind: ConfigMap\n'), { mode: 'shared', detail: `no key "mode": ${AS_CNO}` });
+  assert.deepEqual(parseModeContent('kind: ConfigMap\nbinaryData:\n  mode: bG9jYWw=\n'), { mode: 'shared', detail: `no key "mode": ${AS_CNO}` }, 'CNO reads data only');
+});
+
+const NETWORK = /^a Network manifest is not read: spec\.defaultNetwork\.ovnKubernetesConfig\.gatewayConfig\.routingViaHost exists only from OpenShift 4\.10, where the agent never acts; on 4\.8\/4\.9 the mode is the ConfigMap gateway-mode-config \(namespace openshift-network-operator, key mode\)$/;
+
 const bad: Array<[string, string, RegExp]> = [
   ['an empty file', '   \n', /empty/],
-  ['another word (CNO would fall back to shared)', 'Local', /expected exactly "local" or "shared"/],
+  ['another word (a host file: no operator reads it)', 'Local', /^the mode is "Local"; expected exactly "local" or "shared"$/],
   ['garbage', '{{{ not yaml', /neither a mode word nor valid YAML/],
   ['a ConfigMap of another name', 'kind: ConfigMap\nmetadata:\n  name: other\ndata:\n  mode: local\n', /is not gateway-mode-config/],
-  ['a ConfigMap with a bad mode', 'kind: ConfigMap\ndata:\n  mode: hybrid\n', /data.mode is "hybrid"/],
-  ['a ConfigMap without mode', 'kind: ConfigMap\ndata: {}\n', /data.mode is missing/],
-  ['routingViaHost not a boolean', 'apiVersion: operator.openshift.io/v1\nkind: Network\nspec:\n  defaultNetwork:\n    ovnKubernetesConfig:\n      gatewayConfig:\n        routingViaHost: "yes"\n', /expected true or false/],
-  ['the config.openshift.io Network', 'apiVersion: config.openshift.io/v1\nkind: Network\nspec: {}\n', /no gateway settings/],
-  ['another kind', 'kind: Pod\n', /neither ConfigMap/],
+  ['a ConfigMap whose mode is no string (the API server refuses it)', 'kind: ConfigMap\ndata:\n  mode: 1\n', /data\.mode is 1, not a string/],
+  ['a Network with routingViaHost true', 'apiVersion: operator.openshift.io/v1\nkind: Network\nspec:\n  defaultNetwork:\n    ovnKubernetesConfig:\n      gatewayConfig:\n        routingViaHost: true\n', NETWORK],
+  ['a Network without gatewayConfig', 'apiVersion: operator.openshift.io/v1\nkind: Network\nspec: {}\n', NETWORK],
+  ['the config.openshift.io Network', 'apiVersion: config.openshift.io/v1\nkind: Network\nspec: {}\n', NETWORK],
+  ['another kind', 'kind: Pod\n', /^kind "Pod" is not the ConfigMap gateway-mode-config$/],
 ];
 for (const [name, content, error] of bad) {
   test(`mode file: ${name} is refused`, () => {

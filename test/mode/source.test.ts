@@ -103,17 +103,17 @@ test('a ConfigMap volume swap is reported at once and its new mode taken by the 
   }
 });
 
-test('a host file written in place is not taken half-written: half a Network manifest (valid YAML saying shared) waits, the whole one is taken', async () => {
+test('a host file written in place is not taken half-written: half a ConfigMap manifest (valid YAML saying shared: no key) waits, the whole one is taken', async () => {
   const root = mkdtempSync(path.join(tmpdir(), 'gwmode-inplace-'));
   const file = path.join(root, 'mode');
-  const whole = ['apiVersion: operator.openshift.io/v1', 'kind: Network', 'metadata:', '  name: cluster', 'spec:', '  defaultNetwork:', '    ovnKubernetesConfig:', '      gatewayConfig:', '        routingViaHost: true', ''].join('\n');
-  const half = whole.slice(0, whole.indexOf('    ovnKubernetesConfig'));
+  const whole = ['apiVersion: v1', 'kind: ConfigMap', 'metadata:', '  name: gateway-mode-config', '  namespace: openshift-network-operator', 'data:', '  mode: local', ''].join('\n');
+  const half = whole.slice(0, whole.indexOf('\ndata:') + 1);
   let now = 0;
   const reader = new ModeReader(file, () => now);
   try {
     writeFileSync(file, half);
     // Read at once, as an in-place write's event brings it: half the manifest is "shared" to a parser.
-    assert.deepEqual(await readModeSource(file), { mode: 'shared', error: null });
+    assert.deepEqual(await readModeSource(file), { mode: 'shared', error: null, detail: 'no key "mode": shared, as the cluster network operator reads it' });
     now = statSync(file).mtimeMs;
     const first = await reader.read();
     assert.ok('pending' in first, JSON.stringify(first));
@@ -214,6 +214,64 @@ test('writes every 20 ms (each with an old mtime): the last one is reported afte
     assert.deepEqual(await reader.read(), { mode: 'local', error: null });
   } finally {
     await watch.close();
+    rmSync(root, { recursive: true, force: true });
+  }
+});
+
+/** A ConfigMap volume of the given data as kubelet's atomic writer lays it out: keys linked through `..data`; no data, an empty one. */
+function configMapVolume(root: string, name: string, data: Record<string, string>): string {
+  const dir = path.join(root, name);
+  const ts = path.join(dir, '..2026_12_02_10_00_00.123456789');
+  mkdirSync(ts, { recursive: true });
+  for (const [key, value] of Object.entries(data)) writeFileSync(path.join(ts, key), value);
+  symlinkSync(path.basename(ts), path.join(dir, '..data'));
+  for (const key of Object.keys(data)) symlinkSync(`..data/${key}`, path.join(dir, key));
+  return dir;
+}
+
+const AS_CNO = 'shared, as the cluster network operator reads it';
+
+test('a ConfigMap volume is read as the cluster network operator reads gateway-mode-config: exactly local or shared, anything else, no key or an empty volume shared, saying why', async () => {
+  const root = mkdtempSync(path.join(tmpdir(), 'gwmode-cm-'));
+  try {
+    const cases: Array<[string, Record<string, string>, 'local' | 'shared', string | undefined]> = [
+      ['local', { mode: 'local' }, 'local', undefined],
+      ['shared', { mode: 'shared' }, 'shared', undefined],
+      ['local\\n (kubectl create configmap --from-file)', { mode: 'local\n' }, 'shared', `"local\\n" is not exactly "local": ${AS_CNO}`],
+      ['space local', { mode: ' local' }, 'shared', `" local" is not exactly "local": ${AS_CNO}`],
+      ['Local', { mode: 'Local' }, 'shared', `"Local" is not exactly "local": ${AS_CNO}`],
+      ['other keys beside local', { mode: 'local', 'disable-snat-multiple-gws': 'true' }, 'local', undefined],
+      ['other keys, no mode', { other: 'local' }, 'shared', 'no key "mode" in the ConfigMap volume DIR (an optional ConfigMap that does not exist, or one without the key): ' + AS_CNO],
+      ['empty (an optional volume of a ConfigMap that does not exist)', {}, 'shared', 'no key "mode" in the ConfigMap volume DIR (an optional ConfigMap that does not exist, or one without the key): ' + AS_CNO],
+    ];
+    for (const [i, [what, data, mode, detail]] of cases.entries()) {
+      const dir = configMapVolume(root, `v${i}`, data);
+      const expected = { mode, error: null, ...(detail ? { detail: detail.replace('DIR', dir) } : {}) };
+      assert.deepEqual(await readModeSource(dir), expected, `${what}: the volume directory`);
+      if ('mode' in data) assert.deepEqual(await readModeSource(path.join(dir, 'mode')), expected, `${what}: its key`);
+      // The running agent's reader takes a volume at once, written this very millisecond or not.
+      assert.deepEqual(await new ModeReader(dir, () => statSync(path.join(dir, '..data')).mtimeMs).read(), expected, `${what}: the agent's reader`);
+    }
+  } finally {
+    rmSync(root, { recursive: true, force: true });
+  }
+});
+
+test('a plain host file keeps its reading: local\\n is local, a stray word an error; a source not there yet is waited for, not read as shared', async () => {
+  const root = mkdtempSync(path.join(tmpdir(), 'gwmode-plain-'));
+  try {
+    const file = path.join(root, 'mode');
+    writeFileSync(file, 'local\n');
+    assert.deepEqual(await readModeSource(file), { mode: 'local', error: null });
+    // A directory without ..data is no ConfigMap volume: its mode file is read as a host file.
+    assert.deepEqual(await readModeSource(root), { mode: 'local', error: null });
+    writeFileSync(file, 'Local\n');
+    assert.deepEqual(await readModeSource(file), { mode: null, error: 'the mode is "Local"; expected exactly "local" or "shared"' });
+    const unmounted = path.join(root, 'not-mounted-yet');
+    assert.deepEqual(await readModeSource(unmounted), { mode: null, error: `${unmounted} does not exist` });
+    mkdirSync(unmounted);
+    assert.deepEqual(await readModeSource(unmounted), { mode: null, error: `${path.join(unmounted, 'mode')} does not exist` }, 'an empty directory without ..data is not a volume');
+  } finally {
     rmSync(root, { recursive: true, force: true });
   }
 });

@@ -97,12 +97,13 @@ test('kustomize renders the monitoring Component onto the DaemonSet: /metrics on
     assert.ok(agent.env.findIndex((e: { name: string }) => e.name === 'POD_IP') < agent.env.findIndex((e: { name: string }) => e.name === 'OVN_GWMODE_METRICS_ADDRESS'), 'POD_IP is defined before it is used');
     assert.deepEqual(agent.ports, [{ name: 'metrics', containerPort: 9464, protocol: 'TCP' }]);
     const monitor = byKind('PodMonitor');
-    assert.equal(monitor.metadata.namespace, 'ovn-gwmode-agent');
+    // Beside the cluster network operator (packaging/openshift), whose namespace user-workload monitoring scrapes.
+    assert.equal(monitor.metadata.namespace, 'openshift-network-operator');
     assert.equal(monitor.spec.podMetricsEndpoints[0].port, 'metrics');
     assert.deepEqual(monitor.spec.selector.matchLabels, byKind('DaemonSet').spec.selector.matchLabels);
     assert.equal(monitor.spec.jobLabel, 'app.kubernetes.io/name', 'job="ovn-gwmode-agent", as the alerts expect');
-    assert.equal(byKind('PrometheusRule').metadata.namespace, 'ovn-gwmode-agent');
-    assert.equal(byKind('Namespace').metadata.labels?.['openshift.io/user-monitoring'], 'true');
+    assert.equal(byKind('PrometheusRule').metadata.namespace, 'openshift-network-operator');
+    assert.equal(docs.find((d) => d.kind === 'Namespace'), undefined, "the operator's namespace is not rendered, so not relabelled");
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

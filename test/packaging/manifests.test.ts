@@ -1,6 +1,6 @@
 // The rendered manifests (`kubectl kustomize`) validate offline against their schemas
-// (test/helpers/schemas.ts), and the OpenShift overlay's SecurityContextConstraints admit
-// the agent's pod while allowing no more than it asks for.
+// (test/helpers/schemas.ts), and the OpenShift overlay runs the agent beside the cluster
+// network operator, on its ConfigMap, rendering nothing of the operator's.
 import { strict as assert } from 'node:assert';
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -51,7 +51,7 @@ const renderContainerd = () => renderOverlay([BASE], [path.join(BASE, 'container
 
 const find = (docs: K8sObject[], kind: string) => docs.find((d) => d.kind === kind) as any;
 
-test('every rendered object validates against its schema: the base, the OpenShift overlay, and both with the monitoring Components, and the base with the containerd Component', async (t) => {
+test('every rendered object validates against its schema: the base, the OpenShift overlay, it with both monitoring Components, and the base with the containerd Component', async (t) => {
   if (skipWithoutKubectl(t)) return;
   const renders: Array<[string, K8sObject[]]> = [
     ['packaging/kubernetes', render(BASE)],
@@ -64,12 +64,12 @@ test('every rendered object validates against its schema: the base, the OpenShif
   }
   const kinds = (docs: K8sObject[]) => docs.map((d) => d.kind).sort();
   assert.deepEqual(kinds(renders[0]![1]), ['ConfigMap', 'DaemonSet', 'Namespace', 'ServiceAccount']);
-  assert.deepEqual(kinds(renders[1]![1]), ['ConfigMap', 'DaemonSet', 'Namespace', 'Role', 'RoleBinding', 'SecurityContextConstraints', 'ServiceAccount']);
-  assert.deepEqual(kinds(renders[2]![1]), ['ConfigMap', 'DaemonSet', 'Namespace', 'PodMonitor', 'PrometheusRule', 'Role', 'RoleBinding', 'SecurityContextConstraints', 'ServiceAccount']);
+  assert.deepEqual(kinds(renders[1]![1]), ['DaemonSet', 'ServiceAccount']);
+  assert.deepEqual(kinds(renders[2]![1]), ['DaemonSet', 'PodMonitor', 'PrometheusRule', 'ServiceAccount']);
   assert.deepEqual(kinds(renders[3]![1]), kinds(renders[0]![1]));
 });
 
-test('the validators refuse what the API server would: wrong types, a missing required field, an unknown kind, a misspelt SCC field', async (t) => {
+test('the validators refuse what the API server would: wrong types, a missing required field, an unknown kind', async (t) => {
   if (skipWithoutKubectl(t)) return;
   const docs = render(OPENSHIFT);
   const refused = async (o: K8sObject, why: RegExp) => assert.rejects(validateObject(o), why);
@@ -80,80 +80,42 @@ test('the validators refuse what the API server would: wrong types, a missing re
   delete unnamed.spec.template.spec.containers[0].name;
   await refused(unnamed, /containers\/0 must have required property name/);
   await refused({ apiVersion: 'example.com/v1', kind: 'Widget', metadata: { name: 'w' } }, /no schema for this kind/);
-  const scc = find(docs, 'SecurityContextConstraints');
-  await refused({ ...scc, allowHostNetwork: 'yes' }, /must be boolean/);
-  await refused({ ...scc, allowHostPid: true }, /additionalProperties/);
-  const { volumes: _, ...noVolumes } = scc;
-  await refused(noVolumes, /required property 'volumes'/);
 });
 
-/** The SCC admits the DaemonSet's pod, field by field as its strategies check it, and allows no more than the pod asks for. */
-function assertAdmits(docs: K8sObject[]): void {
-  const scc = find(docs, 'SecurityContextConstraints');
-  const ds = find(docs, 'DaemonSet');
-  const pod = ds.spec.template.spec;
-  const [c] = pod.containers;
-  const sc = c.securityContext;
-
-  // Admission, field by field, as the SCC strategies check a pod.
-  assert.equal(scc.metadata.namespace, undefined, 'SCCs are cluster-scoped');
-  assert.equal(scc.allowHostNetwork, pod.hostNetwork === true);
-  assert.equal(scc.allowHostPID, pod.hostPID === true);
-  assert.equal(scc.allowHostIPC, pod.hostIPC === true);
-  // A host-network pod's container ports are host ports: the API server fills in hostPort
-  // before the SCC is checked, so a declared port (the monitoring Component's) needs them.
-  const hostPorts = pod.containers.flatMap((k: any) => (k.ports ?? []).map((p: any) => p.hostPort ?? (pod.hostNetwork ? p.containerPort : undefined))).filter((p: unknown) => p !== undefined);
-  assert.equal(scc.allowHostPorts, hostPorts.length > 0, `host ports ${JSON.stringify(hostPorts)}`);
-  assert.equal(scc.allowPrivilegedContainer, false, 'not privileged');
-  assert.equal(sc.privileged, undefined);
-  assert.equal(scc.allowPrivilegeEscalation, false);
-  assert.equal(sc.allowPrivilegeEscalation, false);
-  assert.deepEqual([...scc.allowedCapabilities].sort(), [...sc.capabilities.add].sort(), 'exactly the capabilities the pod adds');
-  assert.deepEqual(scc.defaultAddCapabilities, []);
-  for (const dropped of scc.requiredDropCapabilities) assert.ok(sc.capabilities.drop.includes(dropped), `the pod drops ${dropped}`);
-  assert.equal(scc.readOnlyRootFilesystem, true);
-  assert.equal(sc.readOnlyRootFilesystem, true);
-  assert.deepEqual(scc.runAsUser, { type: 'MustRunAs', uid: sc.runAsUser });
-  assert.deepEqual(scc.seccompProfiles, ['runtime/default']);
-  assert.equal(pod.securityContext.seccompProfile.type, 'RuntimeDefault');
-  // SELinux: spc_t assigned by the SCC; the pod names none (it would have to match exactly).
-  assert.equal(scc.seLinuxContext.type, 'MustRunAs');
-  assert.equal(scc.seLinuxContext.seLinuxOptions.type, 'spc_t');
-  assert.equal(pod.securityContext.seLinuxOptions, undefined);
-  assert.equal(sc.seLinuxOptions, undefined);
-  const volumeTypes = new Set(pod.volumes.map((v: Record<string, unknown>) => Object.keys(v).find((k) => k !== 'name')));
-  assert.deepEqual([...scc.volumes].sort(), [...volumeTypes].sort(), 'exactly the volume types the pod mounts');
-  assert.equal(scc.allowHostDirVolumePlugin, volumeTypes.has('hostPath'));
-  assert.deepEqual([scc.users, scc.groups], [[], []], 'granted through RBAC only');
-}
-
-test('OpenShift overlay: its SCC admits the agent\'s pod, with and without the monitoring Components, and allows no more than the pod asks for; only the agent\'s service account may use it; 4.8/4.9 defaults set', (t) => {
+test("OpenShift overlay: the agent runs in the cluster network operator's namespace on its ConfigMap gateway-mode-config (optional), and renders nothing of the operator's: no Namespace, no ConfigMap; no SCC nor RBAC (SCC admission is skipped there); 4.8/4.9 defaults set", (t) => {
   if (skipWithoutKubectl(t)) return;
-  assertAdmits(renderOpenShiftWithMonitoring());
+  for (const docs of [render(OPENSHIFT), renderOpenShiftWithMonitoring()]) {
+    // `kubectl apply -k` must not touch, nor `kubectl delete -k` delete, the operator's namespace or ConfigMap.
+    assert.deepEqual(docs.filter((d) => ['Namespace', 'ConfigMap', 'SecurityContextConstraints', 'Role', 'RoleBinding', 'ClusterRole', 'ClusterRoleBinding'].includes(d.kind)), []);
+    for (const d of docs) assert.equal((d as any).metadata.namespace, 'openshift-network-operator', `${d.kind} ${(d as any).metadata.name}`);
+  }
   const docs = render(OPENSHIFT);
-  assertAdmits(docs);
-  const scc = find(docs, 'SecurityContextConstraints');
+  const base = find(render(BASE), 'DaemonSet').spec.template.spec;
   const ds = find(docs, 'DaemonSet');
   const pod = ds.spec.template.spec;
   const [c] = pod.containers;
+  const env = Object.fromEntries(c.env.map((e: { name: string; value: string }) => [e.name, e.value]));
 
-  // The binding: the DaemonSet's service account may `use` this SCC, and nothing else.
-  const role = find(docs, 'Role');
-  const binding = find(docs, 'RoleBinding');
-  assert.deepEqual(role.rules, [{ apiGroups: ['security.openshift.io'], resources: ['securitycontextconstraints'], resourceNames: [scc.metadata.name], verbs: ['use'] }]);
-  assert.deepEqual(binding.roleRef, { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: role.metadata.name });
-  assert.deepEqual(binding.subjects, [{ kind: 'ServiceAccount', name: pod.serviceAccountName, namespace: ds.metadata.namespace }]);
-  assert.equal(role.metadata.namespace, ds.metadata.namespace);
+  // The mode: CNO's own ConfigMap, mounted where OVN_GWMODE_MODE_FILE points; optional, since until the
+  // operator creates it the cluster runs shared, and the empty volume reads shared too.
+  const volume = pod.volumes.find((v: any) => v.configMap !== undefined);
+  assert.deepEqual(volume.configMap, { name: 'gateway-mode-config', optional: true });
+  assert.deepEqual(c.volumeMounts.filter((m: any) => m.name === volume.name).map((m: any) => [m.mountPath, m.readOnly]), [[env.OVN_GWMODE_MODE_FILE, true]]);
+
+  // No SCC assigns anything in a run-level 0 namespace: the pod asks for spc_t itself, and keeps
+  // the base's limits (capabilities, no privilege escalation, read-only root, uid 0, seccomp).
+  assert.deepEqual(pod.securityContext, { ...base.securityContext, seLinuxOptions: { type: 'spc_t' } });
+  assert.deepEqual(c.securityContext, base.containers[0].securityContext);
+  assert.equal(c.securityContext.privileged, undefined, 'not privileged');
+  assert.deepEqual([...c.securityContext.capabilities.add].sort(), ['NET_ADMIN', 'SYS_PTRACE']);
   assert.equal(pod.automountServiceAccountToken, false, 'the agent still gets no token');
+  assert.equal(pod.serviceAccountName, find(docs, 'ServiceAccount').metadata.name);
 
   // OpenShift 4.8/4.9 defaults (shared/notes/domain.md): service network, cluster MTU, CRI-O.
-  const env = Object.fromEntries(c.env.map((e: { name: string; value: string }) => [e.name, e.value]));
   assert.equal(env.OVN_GWMODE_SERVICE_CIDR, '172.30.0.0/16');
   assert.equal(env.OVN_GWMODE_MTU, '1400');
   assert.equal(env.OVN_GWMODE_CRI_ENDPOINT, '/var/run/crio/crio.sock');
   assert.ok(pod.volumes.some((v: any) => v.hostPath?.path === path.dirname(env.OVN_GWMODE_CRI_ENDPOINT)), 'the CRI-O socket directory is mounted');
-  // A cluster-wide default node selector must not keep the agent off any node.
-  assert.equal(find(docs, 'Namespace').metadata.annotations['openshift.io/node-selector'], '');
 });
 
 test('the base is made for CRI-O: its socket\'s directory is mounted from the host at the same path, and must exist (README, "As a DaemonSet")', (t) => {

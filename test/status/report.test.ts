@@ -5,7 +5,7 @@ import { renderBrief, renderHuman, type StatusReport } from '../../src/status/re
 
 const report: StatusReport = {
   desiredMode: 'local',
-  modeSource: { path: '/etc/mode', error: null },
+  modeSource: { path: '/etc/mode', error: null, detail: null },
   ovnkubeMode: 'local',
   layout: 'legacy',
   phase: 'Waiting',
