@@ -31,8 +31,8 @@ import { assertStateDirWritable, LockError, LockHeldError, lockStateDir, StateDi
 
 /** The planner's part of the settings, and nothing else. */
 export function plannerConfig(s: PlanSettings): PlannerConfig {
-  const { serviceCidrs, gatewayInterface, managementInterface, layout, ovnkubeModeCheck, mtu, gatewayNexthop, masqueradeNexthops, dryRun } = s;
-  return { serviceCidrs, gatewayInterface, managementInterface, layout, ovnkubeModeCheck, mtu, gatewayNexthop, masqueradeNexthops, dryRun };
+  const { serviceCidrs, gatewayInterface, managementInterface, layout, ovnkubeModeCheck, mtu, gatewayNexthop, masqueradeNexthops, osRelease, confEvidence, dryRun } = s;
+  return { serviceCidrs, gatewayInterface, managementInterface, layout, ovnkubeModeCheck, mtu, gatewayNexthop, masqueradeNexthops, osRelease, confEvidence, dryRun };
 }
 
 /** /proc is read whatever --ovnkube-mode-check says: the process's identity proves a restart. */

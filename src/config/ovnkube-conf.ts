@@ -17,6 +17,8 @@ export interface OvnkubeConf {
   mode: string | null;
   /** [gateway] v4-masquerade-subnet / v6-masquerade-subnet (4.10+), when set. */
   masqueradeSubnets: string[];
+  /** [kubernetes] platform-type, which only the 4.10+ network operator renders (possibly ""); null when absent. */
+  platformType: string | null;
 }
 
 function section(doc: Record<string, unknown>, name: string): Record<string, unknown> {
@@ -41,6 +43,7 @@ export function parseOvnkubeConf(text: string): OvnkubeConf {
     nextHop: list(section(doc, 'gateway')['next-hop']),
     mode: str(section(doc, 'gateway').mode),
     masqueradeSubnets: [str(section(doc, 'gateway')['v4-masquerade-subnet']), str(section(doc, 'gateway')['v6-masquerade-subnet'])].filter((x): x is string => x !== null),
+    platformType: typeof section(doc, 'kubernetes')['platform-type'] === 'string' ? (str(section(doc, 'kubernetes')['platform-type']) ?? '') : null,
   };
 }
 

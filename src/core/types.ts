@@ -1,5 +1,6 @@
 // The values the pure core works on: what was observed, what is wanted, and the plan.
 import type { Cidr, Family } from '../net/cidr.js';
+import type { ConfEvidence, OsRelease, Release } from './platform.js';
 import type { Reason } from './reasons.js';
 import type { InterfaceAddress, Link, NextHop, Route, RouteKey } from './route.js';
 
@@ -42,6 +43,10 @@ export interface PlannerConfig {
   gatewayNexthop: Partial<Record<Family, string>>;
   /** Next hops of the 4.10+ layout named by ovnkube.conf's masquerade subnets (their .4). */
   masqueradeNexthops: string[];
+  /** The host's os-release as read at start and on reload (platform.ts): the OpenShift release. */
+  osRelease: OsRelease;
+  /** ovnkube.conf's keys that only 4.10+ renders; null without --ovnkube-config. */
+  confEvidence: ConfEvidence | null;
   dryRun: boolean;
 }
 
@@ -68,6 +73,8 @@ export interface ReplaceAction {
 
 export interface Plan {
   layout: Layout;
+  /** The OpenShift release and what decided it (platform.ts). */
+  platform: { release: Release; evidence: string };
   /** Replaces to carry out, all or none: the planner never plans half a migration. */
   actions: ReplaceAction[];
   /** What stops the plan, or what it concludes (InSync, Replacing, ...). */
