@@ -641,6 +641,7 @@ export class Agent {
       modeSource: this.desired.source,
       ovnkubeMode: this.outcome?.observed.ovnkube.mode ?? null,
       layout: p?.layout ?? 'unknown',
+      platform: p?.platform ?? { release: 'unknown', evidence: 'not looked at yet' },
       phase: this.phase,
       reasons: this.reasons.map((r) => r.message),
       reasonCodes: this.reasons.map((r) => r.code),
