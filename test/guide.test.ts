@@ -11,6 +11,8 @@ import { fileURLToPath } from 'node:url';
 import { parse as parseYaml, parseAllDocuments } from 'yaml';
 import { REASON_CODES } from '../src/core/reasons.js';
 import { parseModeContent } from '../src/mode/parse.js';
+import { IDLE } from '../src/demo/fake-ovnkube.js';
+import { writeOsRelease } from '../src/demo/os-release.js';
 import { AgentProcess, CLI, FakeOvnkube, Scratch, waitForStatus } from './helpers/agent.js';
 import { ConfigMapVolume, type Manifest } from './helpers/kubelet.js';
 import { seedNode, skipWithoutKernel, type Netns } from './helpers/netns.js';
@@ -69,10 +71,10 @@ function target(l: string): { namespace: string; name: string } {
 
 /** Step 1's overlay as written. */
 const OVERLAY = () => block('my-agent/kustomization.yaml');
-/** Step 3: the six dry-run lines deleted. */
+/** Step 3: the four dry-run lines deleted. */
 const ARMED = () => {
-  const armed = OVERLAY().replace(/^.*Step 2's dry run.*\n/m, '').replace(/^\s*- name: OVN_GWMODE_(DRY_RUN|OVNKUBE_MODE_CHECK|LAYOUT)\n\s*value: .*\n/gm, '');
-  assert.equal(OVERLAY().split('\n').length - armed.split('\n').length, 7, 'the comment and the six lines');
+  const armed = OVERLAY().replace(/^.*Step 2's dry run.*\n/m, '').replace(/^\s*- name: OVN_GWMODE_(DRY_RUN|OVNKUBE_MODE_CHECK)\n\s*value: .*\n/gm, '');
+  assert.equal(OVERLAY().split('\n').length - armed.split('\n').length, 5, 'the comment and the four lines');
   return armed;
 };
 /** Back to shared: `mode: local` changed to `mode: shared`. */
@@ -110,7 +112,11 @@ test("the guide's overlay renders the OpenShift DaemonSet with your image, in dr
   const dry = deployed(docs);
   assert.equal(dry.env.OVN_GWMODE_SERVICE_CIDR, '172.30.0.0/16', 'OpenShift service network');
   assert.equal(dry.env.OVN_GWMODE_MTU, '1400');
-  assert.deepEqual([dry.env.OVN_GWMODE_DRY_RUN, dry.env.OVN_GWMODE_OVNKUBE_MODE_CHECK, dry.env.OVN_GWMODE_LAYOUT, dry.mode], ['true', 'off', 'legacy', 'local']);
+  // No --layout legacy set blind: the release comes from the host's os-release, which the DaemonSet mounts.
+  assert.deepEqual([dry.env.OVN_GWMODE_DRY_RUN, dry.env.OVN_GWMODE_OVNKUBE_MODE_CHECK, dry.env.OVN_GWMODE_LAYOUT, dry.mode], ['true', 'off', undefined, 'local']);
+  const osRelease = ds.spec.template.spec.containers[0].volumeMounts.find((m: Manifest) => m.mountPath === dry.env.OVN_GWMODE_OS_RELEASE);
+  assert.equal(osRelease?.readOnly, true, 'OVN_GWMODE_OS_RELEASE names a read-only mount');
+  assert.deepEqual(ds.spec.template.spec.volumes.find((v: Manifest) => v.name === osRelease.name).hostPath, { path: '/etc/os-release', type: 'File' });
   const armed = deployed(renderOverlay(t, ARMED())!);
   assert.deepEqual([armed.env.OVN_GWMODE_DRY_RUN, armed.env.OVN_GWMODE_OVNKUBE_MODE_CHECK, armed.env.OVN_GWMODE_LAYOUT, armed.env.OVN_GWMODE_MTU, armed.mode], [undefined, undefined, undefined, '1400', 'local']);
   assert.equal(deployed(renderOverlay(t, SHARED())!).mode, 'shared');
@@ -124,7 +130,7 @@ test("the guide's overlay renders the OpenShift DaemonSet with your image, in dr
   // Removing the agent leaves exactly the node paths the guide says, besides the CRI socket.
   const hostPaths = ds.spec.template.spec.volumes.filter((v: Manifest) => v.hostPath).map((v: Manifest) => v.hostPath.path as string);
   const rm = /rm -rf ([^`]+)`/.exec(GUIDE.replace(/\n/g, ' '))![1]!.trim().split(/\s+/);
-  assert.deepEqual(hostPaths.filter((p: string) => !/crio|containerd/.test(p)).sort(), rm.sort());
+  assert.deepEqual(hostPaths.filter((p: string) => !/crio|containerd|os-release/.test(p)).sort(), rm.sort());
   assert.ok(block('kubectl delete -k').includes('kubectl delete -k my-agent'));
 });
 
@@ -246,11 +252,11 @@ test("the operator's guide on a shared-mode 4.8/4.9 node: dry-run plan, armed an
   try {
     ovnkube.start('shared', { respawn: true });
 
-    // Step 2: the overlay as written: dry run, mode check off, legacy layout, mode local.
+    // Step 2: the overlay as written: dry run, mode check off, mode local; the host an RHCOS 4.9 node.
     agent = deploy(dry);
     await waitForStatus(agent, (s) => s.dryRun && s.reasonCodes.includes('DryRun'), 'the dry-run plan');
     const [a, b] = oneLiner();
-    assert.equal(a, 'worker-a: Waiting desired=local ovnkube=shared layout=legacy routes=0/1 in sync (dry run): dry run: 1 replace(s) planned, not applied');
+    assert.equal(a, 'worker-a: Waiting desired=local ovnkube=shared layout=legacy release=4.8-4.9 routes=0/1 in sync (dry run): dry run: 1 replace(s) planned, not applied');
     assert.match(b!, /^worker-b: ovn-gwmode-agent: cannot reach the agent on .*gone\.sock \(ENOENT\): is the agent running\?$/);
     const human = spawnSync('bash', ['-c', 'kubectl -n ovn-gwmode-agent exec ovn-gwmode-agent-a1b2c -- ovn-gwmode-agent status'], { encoding: 'utf8', env: kube.env });
     const example = /lists the replace: `([^`]+)`/.exec(GUIDE.replace(/\n/g, ' '))![1]!;
@@ -271,19 +277,22 @@ test("the operator's guide on a shared-mode 4.8/4.9 node: dry-run plan, armed an
     ns.ip('link set ovn-k8s-gw0 up');
     ovnkube.start('local', { respawn: true });
     await waitForStatus(agent, (s) => s.phase === 'Converged', 'Converged in local mode');
-    assert.equal(oneLiner()[0], 'worker-a: Converged desired=local ovnkube=local layout=legacy routes=1/1 in sync: service routes match desired mode local');
+    assert.equal(oneLiner()[0], 'worker-a: Converged desired=local ovnkube=local layout=legacy release=4.8-4.9 routes=1/1 in sync: service routes match desired mode local');
     assert.deepEqual(ns.routes(SVC), [LOCAL_ROUTE]);
     assert.ok(GUIDE.replace(/\n/g, ' ').includes(`becomes \`${LOCAL_ROUTE}\``));
     assert.equal(ovnkube.starts, 3, "the operator's rollout, then the agent's one restart");
 
-    // Back to shared: the operator rolls ovnkube-node out again; the overlay says shared
-    // (a ConfigMap change: kubelet swaps the volume under the running agent).
-    ovnkube.start('shared', { respawn: true });
+    // Back to shared: the overlay says shared (a ConfigMap change: kubelet swaps the volume under
+    // the running agent), which waits for the rollout and writes nothing.
     volume.update({ mode: deployed(renderOverlay(t, SHARED())!).mode });
-    await waitForStatus(agent, (s) => s.phase === 'Converged' && s.desiredMode === 'shared', 'Converged in shared mode');
+    await waitForStatus(agent, (s) => s.desiredMode === 'shared' && s.reasonCodes[0] === 'OvnkubeOtherMode', 'waiting for the rollout');
+    assert.deepEqual(ns.routes(SVC), [LOCAL_ROUTE]);
+    // The operator's rollout: the shared-mode ovnkube-node drops its mp0 route and adds the br-ex one.
+    ovnkube.start('shared', { respawn: true, body: `ip route del ${SVC} dev ovn-k8s-mp0; ip route add ${SHARED_ROUTE}; ${IDLE}` });
+    await waitForStatus(agent, (s) => s.phase === 'Converged' && s.desiredMode === 'shared' && s.reasonCodes[0] === 'InSync', 'Converged in shared mode');
     assert.deepEqual(ns.routes(SVC), [SHARED_ROUTE]);
-    assert.ok(GUIDE.replace(/\n/g, ' ').includes(`cluster MTU (\`${SHARED_ROUTE}\`)`));
-    assert.equal(ovnkube.starts, 5, 'the rollout, then one restart for the route the agent moved back');
+    assert.ok(GUIDE.replace(/\n/g, ' ').includes(`adds the br-ex route itself (\`${SHARED_ROUTE}\`)`));
+    assert.equal(ovnkube.starts, 4, 'the rollout alone: the agent restarts nothing for shared');
 
     // Removing the agent changes no route.
     await agent.stop();
@@ -317,6 +326,38 @@ test("the guide on a 4.10+ node: RoutingViaHostLayout, and nothing changes, in d
       const s = await waitForStatus(agent, (s) => s.lastReconcile !== null, 'a pass');
       assert.deepEqual(s.reasonCodes, ['RoutingViaHostLayout']);
       assert.deepEqual(ns.routes(SVC), ['172.30.0.0/16 via 169.254.169.4 dev br-ex mtu 1400']);
+      await agent.stop();
+    }
+    agent = undefined;
+    assert.equal(ovnkube.starts, 1);
+  } finally {
+    await agent?.stop();
+    ovnkube.stop();
+    ns.destroy();
+    scratch.remove();
+  }
+});
+
+test("the guide on a 4.10 node whose route still has the 4.8/4.9 shape, with an ovn-k8s-gw0 from 4.9: its os-release keeps the agent off it, in dry run or armed", async (t) => {
+  if (skipWithoutKernel(t)) return;
+  const renderings = [renderOverlay(t, OVERLAY()), renderOverlay(t, ARMED())];
+  if (renderings.some((r) => r === undefined)) return;
+  const ns = guideNode({ gw0: true });
+  const scratch = new Scratch();
+  const ovnkube = new FakeOvnkube(ns, scratch.dir);
+  const volume = new ConfigMapVolume(path.join(scratch.dir, 'volume'));
+  const osRelease = writeOsRelease(scratch.dir, '4.10');
+  let agent: AgentProcess | undefined;
+  try {
+    // routingViaHost on 4.10: ovnkube-node runs --gateway-mode local, the route goes via br-ex's default gateway.
+    ovnkube.start('local', { respawn: true });
+    for (const docs of renderings) {
+      const { env, mode } = deployed(docs!);
+      volume.update({ mode });
+      agent = new AgentProcess(ns, scratch, ['--mode-file', volume.dir, '--os-release', osRelease], env);
+      const s = await waitForStatus(agent, (s) => s.lastReconcile !== null, 'a pass');
+      assert.deepEqual([s.reasonCodes, s.phase, s.platform.release], [['RoutingViaHostLayout'], 'Converged', '4.10+']);
+      assert.deepEqual(ns.routes(SVC), [SHARED_ROUTE]);
       await agent.stop();
     }
     agent = undefined;
