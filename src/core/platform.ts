@@ -23,25 +23,9 @@
 //     is best effort) and a service route via ovn-k8s-mp0 (4.9 -> 4.10 upgrade windows) both
 //     occur on 4.10 nodes: neither is evidence.
 import type { Route } from './route.js';
-import type { Layout, PlannerConfig } from './types.js';
+import type { Layout, OsRelease, PlannerConfig, Release } from './types.js';
 
-export type Release = '4.8-4.9' | '4.10+' | 'unknown';
-
-/** The fields of os-release the agent looks at; error when there was none to read. */
-export interface OsRelease {
-  path: string;
-  id: string | null;
-  openshiftVersion: string | null;
-  version: string | null;
-  /** Why there are no fields (the file is missing, not a regular file, too large): no evidence. */
-  error: string | null;
-}
-
-/** ovnkube.conf's keys that only a 4.10+ operator renders, as found (`[kubernetes] platform-type="AWS"`). */
-export interface ConfEvidence {
-  path: string;
-  keys: string[];
-}
+export type { ConfEvidence, OsRelease, Release } from './types.js';
 
 export interface Platform {
   release: Release;

@@ -1,6 +1,5 @@
 // The values the pure core works on: what was observed, what is wanted, and the plan.
 import type { Cidr, Family } from '../net/cidr.js';
-import type { ConfEvidence, OsRelease, Release } from './platform.js';
 import type { Reason } from './reasons.js';
 import type { InterfaceAddress, Link, NextHop, Route, RouteKey } from './route.js';
 
@@ -8,6 +7,25 @@ export type GatewayMode = 'local' | 'shared';
 export type LayoutSetting = 'auto' | 'legacy' | 'routing-via-host';
 export type Layout = 'legacy' | 'routing-via-host' | 'unknown';
 export type Phase = 'Converged' | 'Waiting' | 'Progressing' | 'Degraded';
+
+/** The node's OpenShift release, as far as the evidence goes (platform.ts). */
+export type Release = '4.8-4.9' | '4.10+' | 'unknown';
+
+/** The fields of os-release the agent looks at; error when there was none to read. */
+export interface OsRelease {
+  path: string;
+  id: string | null;
+  openshiftVersion: string | null;
+  version: string | null;
+  /** Why there are no fields (the file is missing, not a regular file, too large): no evidence. */
+  error: string | null;
+}
+
+/** ovnkube.conf's keys that only a 4.10+ operator renders, as found (`[kubernetes] platform-type="AWS"`). */
+export interface ConfEvidence {
+  path: string;
+  keys: string[];
+}
 
 export interface DesiredMode {
   mode: GatewayMode | null;
