@@ -30,6 +30,8 @@ import { promisify } from 'node:util';
 import { FakeOvnkube } from '../src/demo/fake-ovnkube.js';
 import { seedNode } from '../src/demo/netns.js';
 import { terminate } from '../src/demo/process.js';
+import { parseOsRelease } from '../src/core/platform.js';
+import { rhcosOsRelease } from '../src/demo/os-release.js';
 
 const ROUTES = Number(process.env.ROUTES ?? 1_000_000);
 const CHURN = Number(process.env.CHURN ?? 100_000);
@@ -70,7 +72,7 @@ async function passes(dir: string): Promise<void> {
       random: Math.random,
     },
     {
-      config: { serviceCidrs: [parseCidr('10.96.0.0/16')], gatewayInterface: 'br-ex', managementInterface: 'ovn-k8s-mp0', layout: 'auto', ovnkubeModeCheck: 'proc', mtu: 1400, gatewayNexthop: {}, masqueradeNexthops: [], dryRun: true },
+      config: { serviceCidrs: [parseCidr('10.96.0.0/16')], gatewayInterface: 'br-ex', managementInterface: 'ovn-k8s-mp0', layout: 'auto', ovnkubeModeCheck: 'proc', mtu: 1400, gatewayNexthop: {}, masqueradeNexthops: [], osRelease: parseOsRelease(rhcosOsRelease('4.9'), 'os-release'), confEvidence: null, dryRun: true },
       modePath: path.join(dir, 'mode'),
       resyncIntervalMs: 3_600_000,
       restart: { strategy: 'none', limit: { minIntervalMs: 0, maxPerHour: 3 }, timeoutMs: 300_000, settleMs: 0, retryBaseMs: 5000, retryMaxMs: 300_000, modeChecked: true },

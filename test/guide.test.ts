@@ -11,6 +11,8 @@ import { fileURLToPath } from 'node:url';
 import { parse as parseYaml, parseAllDocuments } from 'yaml';
 import { REASON_CODES } from '../src/core/reasons.js';
 import { parseModeContent } from '../src/mode/parse.js';
+import { IDLE } from '../src/demo/fake-ovnkube.js';
+import { writeOsRelease } from '../src/demo/os-release.js';
 import { AgentProcess, CLI, FakeOvnkube, Scratch, waitForStatus } from './helpers/agent.js';
 import { ConfigMapVolume, type Manifest } from './helpers/kubelet.js';
 import { seedNode, skipWithoutKernel, type Netns } from './helpers/netns.js';
@@ -69,10 +71,10 @@ function target(l: string): { namespace: string; name: string } {
 
 /** Step 1's overlay as written. */
 const OVERLAY = () => block('my-agent/kustomization.yaml');
-/** Step 3: the six dry-run lines deleted. */
+/** Step 3: the four dry-run lines deleted. */
 const ARMED = () => {
-  const armed = OVERLAY().replace(/^.*Step 2's dry run.*\n/m, '').replace(/^\s*- name: OVN_GWMODE_(DRY_RUN|OVNKUBE_MODE_CHECK|LAYOUT)\n\s*value: .*\n/gm, '');
-  assert.equal(OVERLAY().split('\n').length - armed.split('\n').length, 7, 'the comment and the six lines');
+  const armed = OVERLAY().replace(/^.*Step 2's dry run.*\n/m, '').replace(/^\s*- name: OVN_GWMODE_(DRY_RUN|OVNKUBE_MODE_CHECK)\n\s*value: .*\n/gm, '');
+  assert.equal(OVERLAY().split('\n').length - armed.split('\n').length, 5, 'the comment and the four lines');
   return armed;
 };
 
@@ -119,7 +121,11 @@ test("the guide's overlay renders the OpenShift DaemonSet with your image, on th
   const dry = deployed(docs);
   assert.equal(dry.env.OVN_GWMODE_SERVICE_CIDR, '172.30.0.0/16', 'OpenShift service network');
   assert.equal(dry.env.OVN_GWMODE_MTU, '1400');
-  assert.deepEqual([dry.env.OVN_GWMODE_DRY_RUN, dry.env.OVN_GWMODE_OVNKUBE_MODE_CHECK, dry.env.OVN_GWMODE_LAYOUT], ['true', 'off', 'legacy']);
+  // No --layout legacy set blind: the release comes from the host's os-release, which the DaemonSet mounts.
+  assert.deepEqual([dry.env.OVN_GWMODE_DRY_RUN, dry.env.OVN_GWMODE_OVNKUBE_MODE_CHECK, dry.env.OVN_GWMODE_LAYOUT], ['true', 'off', undefined]);
+  const osRelease = ds.spec.template.spec.containers[0].volumeMounts.find((m: Manifest) => m.mountPath === dry.env.OVN_GWMODE_OS_RELEASE);
+  assert.equal(osRelease?.readOnly, true, 'OVN_GWMODE_OS_RELEASE names a read-only mount');
+  assert.deepEqual(ds.spec.template.spec.volumes.find((v: Manifest) => v.name === osRelease.name).hostPath, { path: '/etc/os-release', type: 'File' });
   const armed = deployed(renderOverlay(t, ARMED())!);
   assert.deepEqual([armed.env.OVN_GWMODE_DRY_RUN, armed.env.OVN_GWMODE_OVNKUBE_MODE_CHECK, armed.env.OVN_GWMODE_LAYOUT, armed.env.OVN_GWMODE_MTU], [undefined, undefined, undefined, '1400']);
 
@@ -132,7 +138,7 @@ test("the guide's overlay renders the OpenShift DaemonSet with your image, on th
   // Removing the agent leaves exactly the node paths the guide says, besides the CRI socket.
   const hostPaths = ds.spec.template.spec.volumes.filter((v: Manifest) => v.hostPath).map((v: Manifest) => v.hostPath.path as string);
   const rm = /rm -rf ([^`]+)`/.exec(GUIDE.replace(/\n/g, ' '))![1]!.trim().split(/\s+/);
-  assert.deepEqual(hostPaths.filter((p: string) => !/crio|containerd/.test(p)).sort(), rm.sort());
+  assert.deepEqual(hostPaths.filter((p: string) => !/crio|containerd|os-release/.test(p)).sort(), rm.sort());
   assert.ok(block('kubectl delete -k').includes('kubectl delete -k my-agent'));
 });
 
@@ -263,7 +269,7 @@ test("the operator's guide on a shared-mode 4.8/4.9 node: dry-run plan, armed an
     // No gateway-mode-config yet: an optional volume of a missing ConfigMap is empty.
     volume.update({});
 
-    // Step 2: the overlay as written: dry run, mode check off, legacy layout; the operator's (missing) ConfigMap says shared.
+    // Step 2: the overlay as written: dry run, mode check off; the operator's (missing) ConfigMap says shared; the host an RHCOS 4.9 node.
     agent = deploy(dry);
     await waitForStatus(agent, (s) => s.dryRun && s.lastReconcile !== null && s.desiredMode === 'shared', 'the dry-run pass');
     const [a, b] = oneLiner();
@@ -295,20 +301,23 @@ test("the operator's guide on a shared-mode 4.8/4.9 node: dry-run plan, armed an
     ns.ip('link set ovn-k8s-gw0 up');
     ovnkube.start('local', { respawn: true });
     await waitForStatus(agent, (s) => s.phase === 'Converged', 'Converged in local mode');
-    assert.equal(oneLiner()[0], 'worker-a: Converged desired=local ovnkube=local layout=legacy routes=1/1 in sync: service routes match desired mode local');
+    assert.equal(oneLiner()[0], 'worker-a: Converged desired=local ovnkube=local layout=legacy release=4.8-4.9 routes=1/1 in sync: service routes match desired mode local');
     assert.deepEqual(ns.routes(SVC), [LOCAL_ROUTE]);
     assert.ok(GUIDE.replace(/\n/g, ' ').includes(`becomes \`${LOCAL_ROUTE}\``));
     assert.equal(ovnkube.starts, 3, "the operator's rollout, then the agent's one restart");
 
     // Back to shared: the guide's patch of the operator's ConfigMap (kubelet swaps the volume
-    // under the running agent), and the operator rolls ovnkube-node out again.
+    // under the running agent), which waits for the rollout and writes nothing.
     const w = words(line('patch configmap gateway-mode-config'));
     volume.update({ ...local, ...(JSON.parse(w[w.indexOf('-p') + 1]!) as { data: Record<string, string> }).data });
-    ovnkube.start('shared', { respawn: true });
-    await waitForStatus(agent, (s) => s.phase === 'Converged' && s.desiredMode === 'shared', 'Converged in shared mode');
+    await waitForStatus(agent, (s) => s.desiredMode === 'shared' && s.reasonCodes[0] === 'OvnkubeOtherMode', 'waiting for the rollout');
+    assert.deepEqual(ns.routes(SVC), [LOCAL_ROUTE]);
+    // The operator's rollout: the shared-mode ovnkube-node drops its mp0 route and adds the br-ex one.
+    ovnkube.start('shared', { respawn: true, body: `ip route del ${SVC} dev ovn-k8s-mp0; ip route add ${SHARED_ROUTE}; ${IDLE}` });
+    await waitForStatus(agent, (s) => s.phase === 'Converged' && s.desiredMode === 'shared' && s.reasonCodes[0] === 'InSync', 'Converged in shared mode');
     assert.deepEqual(ns.routes(SVC), [SHARED_ROUTE]);
-    assert.ok(GUIDE.replace(/\n/g, ' ').includes(`cluster MTU (\`${SHARED_ROUTE}\`)`));
-    assert.equal(ovnkube.starts, 5, 'the rollout, then one restart for the route the agent moved back');
+    assert.ok(GUIDE.replace(/\n/g, ' ').includes(`adds the br-ex route itself (\`${SHARED_ROUTE}\`)`));
+    assert.equal(ovnkube.starts, 4, 'the rollout alone: the agent restarts nothing for shared');
 
     // Removing the agent changes no route.
     await agent.stop();
@@ -326,6 +335,9 @@ test("the guide on a 4.10+ node: RoutingViaHostLayout, and nothing changes, in d
   if (skipWithoutKernel(t)) return;
   const renderings = [renderOverlay(t, OVERLAY()), renderOverlay(t, ARMED())];
   if (renderings.some((r) => r === undefined)) return;
+  // The cluster switched as step 4 does it: the operator's ConfigMap says local.
+  const local = operatorConfigMap(t, line('create configmap gateway-mode-config'));
+  if (local === undefined) return;
   const ns = guideNode({ gw0: true });
   const scratch = new Scratch();
   const ovnkube = new FakeOvnkube(ns, scratch.dir);
@@ -342,6 +354,41 @@ test("the guide on a 4.10+ node: RoutingViaHostLayout, and nothing changes, in d
       const s = await waitForStatus(agent, (s) => s.lastReconcile !== null, 'a pass');
       assert.deepEqual(s.reasonCodes, ['RoutingViaHostLayout']);
       assert.deepEqual(ns.routes(SVC), ['172.30.0.0/16 via 169.254.169.4 dev br-ex mtu 1400']);
+      await agent.stop();
+    }
+    agent = undefined;
+    assert.equal(ovnkube.starts, 1);
+  } finally {
+    await agent?.stop();
+    ovnkube.stop();
+    ns.destroy();
+    scratch.remove();
+  }
+});
+
+test("the guide on a 4.10 node whose route still has the 4.8/4.9 shape, with an ovn-k8s-gw0 from 4.9: its os-release keeps the agent off it, in dry run or armed", async (t) => {
+  if (skipWithoutKernel(t)) return;
+  const renderings = [renderOverlay(t, OVERLAY()), renderOverlay(t, ARMED())];
+  if (renderings.some((r) => r === undefined)) return;
+  // The cluster switched as step 4 does it: the operator's ConfigMap says local.
+  const local = operatorConfigMap(t, line('create configmap gateway-mode-config'));
+  if (local === undefined) return;
+  const ns = guideNode({ gw0: true });
+  const scratch = new Scratch();
+  const ovnkube = new FakeOvnkube(ns, scratch.dir);
+  const volume = new ConfigMapVolume(path.join(scratch.dir, 'volume'));
+  const osRelease = writeOsRelease(scratch.dir, '4.10');
+  let agent: AgentProcess | undefined;
+  try {
+    // routingViaHost on 4.10: ovnkube-node runs --gateway-mode local, the route goes via br-ex's default gateway.
+    ovnkube.start('local', { respawn: true });
+    for (const docs of renderings) {
+      const { env } = deployed(docs!);
+      volume.update(local);
+      agent = new AgentProcess(ns, scratch, ['--mode-file', volume.dir, '--os-release', osRelease], env);
+      const s = await waitForStatus(agent, (s) => s.lastReconcile !== null, 'a pass');
+      assert.deepEqual([s.reasonCodes, s.phase, s.platform.release], [['RoutingViaHostLayout'], 'Converged', '4.10+']);
+      assert.deepEqual(ns.routes(SVC), [SHARED_ROUTE]);
       await agent.stop();
     }
     agent = undefined;

@@ -642,6 +642,7 @@ export class Agent {
       modeSource: { path: this.desired.source.path, error: this.desired.source.error, detail: this.desired.source.detail ?? null },
       ovnkubeMode: this.outcome?.observed.ovnkube.mode ?? null,
       layout: p?.layout ?? 'unknown',
+      platform: p?.platform ?? { release: 'unknown', evidence: 'not looked at yet' },
       phase: this.phase,
       reasons: this.reasons.map((r) => r.message),
       reasonCodes: this.reasons.map((r) => r.code),

@@ -31,8 +31,8 @@ import { assertStateDirWritable, LockError, LockHeldError, lockStateDir, StateDi
 
 /** The planner's part of the settings, and nothing else. */
 export function plannerConfig(s: PlanSettings): PlannerConfig {
-  const { serviceCidrs, gatewayInterface, managementInterface, layout, ovnkubeModeCheck, mtu, gatewayNexthop, masqueradeNexthops, dryRun } = s;
-  return { serviceCidrs, gatewayInterface, managementInterface, layout, ovnkubeModeCheck, mtu, gatewayNexthop, masqueradeNexthops, dryRun };
+  const { serviceCidrs, gatewayInterface, managementInterface, layout, ovnkubeModeCheck, mtu, gatewayNexthop, masqueradeNexthops, osRelease, confEvidence, dryRun } = s;
+  return { serviceCidrs, gatewayInterface, managementInterface, layout, ovnkubeModeCheck, mtu, gatewayNexthop, masqueradeNexthops, osRelease, confEvidence, dryRun };
 }
 
 /** /proc is read whatever --ovnkube-mode-check says: the process's identity proves a restart. */
@@ -124,7 +124,7 @@ export async function runCommand(raw: RawRunOptions, wrap: RunWrappers = {}): Pr
 }
 
 function renderPlan(p: Plan): string {
-  const lines = [`phase: ${summarize(p, { phase: null, reason: null }, new Map(), null).phase}`, `layout: ${p.layout}`];
+  const lines = [`phase: ${summarize(p, { phase: null, reason: null }, new Map(), null).phase}`, `layout: ${p.layout}`, `release: ${p.platform.release} (${p.platform.evidence})`];
   if (p.actions.length === 0) lines.push('actions: none');
   else lines.push('actions:', ...p.actions.map((a) => `  replace ${a.key.prefix}: ${renderNextHop(a.from)} -> ${renderNextHop(a.to)}`));
   lines.push('routes:', ...p.routes.map((r) => `  ${r.inSync ? 'ok' : 'NO'} ${r.cidr}: ${r.multipath ? 'multipath (several next hops)' : r.observed ? renderNextHop(r.observed) : 'none'}`));

@@ -18,7 +18,7 @@ export interface OvnkubeConf {
   mode: string | null;
   /** [gateway] v4-masquerade-subnet / v6-masquerade-subnet (4.10+), when set. */
   masqueradeSubnets: string[];
-  /** [kubernetes] platform-type, which only CNO 4.10+ renders; null when absent or empty. */
+  /** [kubernetes] platform-type, which only CNO 4.10+ renders (possibly ""); null when absent. */
   platformType: string | null;
   /** Every `section.name` assigned outside subsections, names folded to lower case (see confHas). */
   keys: ReadonlySet<string>;
@@ -47,7 +47,7 @@ export function parseOvnkubeConf(text: string): OvnkubeConf {
     nextHop: list(gcfgString(doc, 'gateway', 'next-hop')),
     mode: nonEmpty(gcfgString(doc, 'gateway', 'mode')),
     masqueradeSubnets: [gcfgString(doc, 'gateway', 'v4-masquerade-subnet'), gcfgString(doc, 'gateway', 'v6-masquerade-subnet')].map(nonEmpty).filter((x): x is string => x !== null),
-    platformType: nonEmpty(gcfgString(doc, 'kubernetes', 'platform-type')),
+    platformType: gcfgString(doc, 'kubernetes', 'platform-type'),
     keys: new Set(doc.variables.filter((v) => v.subsection === null).map((v) => `${v.section}.${v.name}`)),
   };
 }

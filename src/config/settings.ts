@@ -7,6 +7,8 @@ import { readFile } from 'node:fs/promises';
 import { parseListenAddress } from '../metrics/address.js';
 import { parseDuration } from './duration.js';
 import { readOvnkubeConf, type OvnkubeConf } from './ovnkube-conf.js';
+import { DEFAULT_OS_RELEASE, readOsRelease } from './os-release.js';
+import type { ConfEvidence } from '../core/platform.js';
 
 export class ConfigError extends Error {
   readonly code = 'ERR_GWMODE_CONFIG';
@@ -20,6 +22,7 @@ export interface RawPlanOptions {
   modeFile?: string;
   serviceCidr?: Array<string | number>;
   ovnkubeConfig?: string;
+  osRelease?: string;
   gatewayInterface: string;
   managementInterface: string;
   layout: string;
@@ -170,6 +173,8 @@ export async function resolvePlanSettings(given: RawPlanOptions): Promise<PlanSe
   }
 
   const confMode = conf?.mode === 'local' || conf?.mode === 'shared' ? conf.mode : null;
+  // Read here, at start and on reload: a node's release changes only with a reboot.
+  const osRelease = await readOsRelease(raw.osRelease || DEFAULT_OS_RELEASE);
   return {
     modeFile: raw.modeFile,
     serviceCidrs,
@@ -182,9 +187,18 @@ export async function resolvePlanSettings(given: RawPlanOptions): Promise<PlanSe
     mtu,
     gatewayNexthop,
     masqueradeNexthops,
+    osRelease,
+    confEvidence: raw.ovnkubeConfig && conf ? confEvidence(raw.ovnkubeConfig, conf) : null,
     dryRun: false,
     logLevel: oneOf('log-level', raw.logLevel, LOG_LEVELS),
   };
+}
+
+/** The keys of ovnkube.conf that only a 4.10+ network operator renders (core/platform.ts says which and why). */
+function confEvidence(path: string, conf: OvnkubeConf): ConfEvidence {
+  const keys = conf.platformType === null ? [] : [`[kubernetes] platform-type="${conf.platformType}"`];
+  for (const subnet of conf.masqueradeSubnets) keys.push(`[gateway] masquerade subnet ${subnet}`);
+  return { path, keys };
 }
 
 /** A gid, or a group name looked up in /etc/group (the agent has no NSS; a DaemonSet has no LDAP). */

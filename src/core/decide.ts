@@ -181,8 +181,14 @@ export function applyMigration(plan: Plan, desired: GatewayMode | null, m: Migra
   };
 }
 
-/** Every service route already has the desired shape (nothing blocked, nothing to do). */
-const inDesiredShape = (plan: Plan): boolean => !plan.blocked && plan.actions.length === 0 && plan.reasons.some((r) => r.code === 'InSync' || r.code === 'AlreadyShared');
+/**
+ * Every service route already has the desired shape (nothing blocked, nothing to do); in
+ * shared mode also a route ovnkube-node keeps via ovn-k8s-mp0 on purpose (the planner's
+ * OvnkubeFallbackRoute): shared is ovnkube-node's, and a local migration on record owes it
+ * no restart.
+ */
+const AT_REST = new Set(['InSync', 'AlreadyShared', 'OvnkubeFallbackRoute']);
+const inDesiredShape = (plan: Plan): boolean => !plan.blocked && plan.actions.length === 0 && plan.reasons.some((r) => AT_REST.has(r.code));
 
 /** A migration record before anything happened to it; a node that got there by itself owes nothing. */
 const FRESH: Omit<Migration, 'mode' | 'startedAt' | 'identity'> = {

@@ -10,20 +10,24 @@
 //  3. It plans every CIDR or none: a precondition failing for one CIDR, or one CIDR
 //     whose repairs are suspended, holds back all of them (a half-done dual-stack
 //     migration is worse than none).
-//  4. It never changes a node of the routing-via-host layout (OpenShift 4.10+), where
-//     a service route via br-ex is correct in both modes, whatever --layout says:
-//     a service route via the gateway interface to a masquerade next hop marks it.
+//  4. It never changes a node of OpenShift 4.10 or later (platform.ts), where a service
+//     route via br-ex is correct in both modes, whatever --layout says; and it acts only
+//     on a node known to be 4.8/4.9, by its os-release or by the operator's --layout legacy.
 //  5. It never touches a route whose next hop is link-local (169.254.0.0/16,
 //     fd69::/16), nor one without a gateway: no 4.8/4.9 service route ever has either.
+//  6. It plans replaces towards local mode only. Shared mode is ovnkube-node's: at start
+//     it flushes its ovn-k8s-mp0 routes and adds the br-ex route itself, with its own MTU,
+//     and keeps a route via ovn-k8s-mp0 on purpose while the cluster's topology version is
+//     old (ovn-kubernetes node.go: "System may be upgrading, falling back to legacy K8S
+//     Service via mp0"). With shared desired the plan only says where the node stands.
 import { addressInSubnet, maskBytes, parseAddress, parseCidr, type Cidr, type Family } from '../net/cidr.js';
+import { identifyPlatform, type Platform } from './platform.js';
 import { reason, type Reason } from './reasons.js';
 import { renderNextHop, RT_TABLE_MAIN, RTN_UNICAST, sameNextHop, type InterfaceAddress, type Link, type NextHop, type Route, type Watched } from './route.js';
-import type { DesiredMode, Layout, Observation, Plan, PlannerConfig, ReplaceAction, RouteStatus } from './types.js';
+import type { DesiredMode, Observation, Plan, PlannerConfig, ReplaceAction, RouteStatus } from './types.js';
 
 /** 4.8/4.9 local mode creates this link (on the br-local bridge). */
 export const LEGACY_LOCAL_GATEWAY_LINK = 'ovn-k8s-gw0';
-/** The .4 of the default masquerade subnets: 4.10-4.13, 4.14+ new installs, IPv6. */
-export const ROUTING_VIA_HOST_NEXTHOPS = ['169.254.169.4', '169.254.0.4', 'fd69::4'];
 const LINK_LOCAL_NEXTHOPS = [parseCidr('169.254.0.0/16'), parseCidr('fd69::/16')];
 export const EGRESS_FIREWALL_WARNING =
   'egress firewall cannot be repaired per node: its ACLs live in the OVN northbound database';
@@ -78,23 +82,9 @@ function serviceRoutes(input: PlanInput): Route[] {
   return input.config.serviceCidrs.flatMap((c) => input.observed.routes.get(c.text) ?? []);
 }
 
-export function detectLayout(input: PlanInput): { layout: Layout; why: string } {
-  const { config, observed } = input;
-  const masquerade = new Set([...ROUTING_VIA_HOST_NEXTHOPS, ...config.masqueradeNexthops]);
-  const viaMasquerade = serviceRoutes(input).find(
-    (r) => r.nextHop.dev === config.gatewayInterface && r.nextHop.gateway !== null && masquerade.has(r.nextHop.gateway),
-  );
-  // Before --layout: the flag must never turn the 4.10+ protection off.
-  if (viaMasquerade) {
-    return { layout: 'routing-via-host', why: `${viaMasquerade.key.prefix} goes via ${viaMasquerade.nextHop.gateway} dev ${config.gatewayInterface} (4.10+ layout)` };
-  }
-  if (config.layout !== 'auto') return { layout: config.layout, why: `--layout ${config.layout}` };
-  if (findLink(observed.links, LEGACY_LOCAL_GATEWAY_LINK)) {
-    return { layout: 'legacy', why: `link ${LEGACY_LOCAL_GATEWAY_LINK} exists (4.8/4.9 local gateway)` };
-  }
-  const viaMp0 = serviceRoutes(input).find((r) => r.nextHop.dev === config.managementInterface);
-  if (viaMp0) return { layout: 'legacy', why: `${viaMp0.key.prefix} goes via ${config.managementInterface} (4.8/4.9 local mode)` };
-  return { layout: 'unknown', why: '' };
+/** The node's release and layout (platform.ts), from its os-release, ovnkube.conf and service routes. */
+export function detectLayout(input: PlanInput): Platform {
+  return identifyPlatform(input.config, serviceRoutes(input));
 }
 
 /**
@@ -153,13 +143,10 @@ function expectedNexthop(mode: 'local' | 'shared', family: Family, input: PlanIn
     const why = skipped.length > 0 ? `; skipped, no IPv${family} gateway: ${skipped.join(', ')}` : '';
     return { blocked: reason('NoDefaultRoute', `no IPv${family} default route via ${name} to take the next hop from${why} (set --gateway-nexthop)`) };
   }
-  // Shared-mode routes carry the cluster MTU: --mtu, else ovnkube.conf, else the
-  // management port's link MTU (it carries the cluster MTU). Without one, traffic
-  // from the host to services could exceed the overlay's MTU: wait.
+  // Shared-mode routes carry the cluster MTU, which ovnkube-node sets itself: the agent's
+  // guess (--mtu, else ovnkube.conf, else the management port's link MTU) is only compared
+  // for a warning, never a reason to write.
   const mtu = config.mtu ?? mp0?.mtu ?? null;
-  if (mtu === null) {
-    return { blocked: reason('MtuUnknown', `no MTU for shared-mode routes: no --mtu, no ovnkube.conf [default] mtu, and ${config.managementInterface} gives none`) };
-  }
   return { expected: { dev: name, oif: gateway.index, gateway: via, mtu } };
 }
 
@@ -194,23 +181,17 @@ export function plan(input: PlanInput): Plan {
   const suspended = input.suspended ?? new Map<string, string>();
   const reasons: Reason[] = [];
   const warnings = desired.mode === 'local' ? [EGRESS_FIREWALL_WARNING] : [];
-  const observedOf = (cidr: Cidr): NextHop | null => {
-    const routes = observed.routes.get(cidr.text) ?? [];
-    return routes.length === 1 ? routes[0]!.nextHop : null;
-  };
-  const statusOf = (cidr: Cidr, expected: NextHop | null, ok: boolean): RouteStatus => {
-    const routes = observed.routes.get(cidr.text) ?? [];
-    const multipath = routes.length === 1 && routes[0]!.multipath;
-    return { cidr: cidr.text, family: cidr.family, observed: multipath ? null : observedOf(cidr), multipath, expected, inSync: ok };
-  };
-  const { layout, why: layoutWhy } = detectLayout(input);
+  const platform = detectLayout(input);
+  const { layout } = platform;
+  const found = { release: platform.release, evidence: platform.evidence };
   const done = (why: Reason[], blocked: boolean, inSync = false): Plan => ({
     layout,
+    platform: found,
     actions: [],
     reasons: [...reasons, ...why],
     blocked,
     warnings,
-    routes: config.serviceCidrs.map((c) => statusOf(c, null, inSync)),
+    routes: config.serviceCidrs.map((c) => statusOf(observed, c, null, inSync)),
   });
 
   if (desired.mode === null) {
@@ -220,13 +201,14 @@ export function plan(input: PlanInput): Plan {
     reasons.push(reason('ModeFileInvalid', `keeping the last valid desired mode "${desired.mode}": ${desired.source.path}: ${desired.source.error}`));
   }
   if (layout === 'routing-via-host') {
-    const why = `routing-via-host layout (${layoutWhy}): service routes via ${config.gatewayInterface} are correct in both modes; nothing to change`;
+    const what = platform.release === '4.10+' ? 'OpenShift 4.10 or later' : 'routing-via-host layout';
+    const why = `${what} (${platform.evidence}): service routes via ${config.gatewayInterface} are correct in both modes; nothing to change`;
     return done([reason('RoutingViaHostLayout', why)], false, true);
   }
+  if (desired.mode === 'shared') return planShared(input, { layout, platform: found, reasons, warnings });
 
   const blocked: Reason[] = [];
-  // ovnkube-node in the other mode first: until the operator's rollout reaches a shared-mode
-  // 4.8/4.9 node it has no ovn-k8s-gw0, so its layout is unknown for a reason that will pass.
+  // ovnkube-node in the other mode first: it is the reason that passes by itself (the rollout).
   if (config.ovnkubeModeCheck === 'proc') {
     const o = observed.ovnkube;
     if (o.mode === null) blocked.push(reason('OvnkubeModeUnknown', `ovnkube-node's gateway mode is unknown: ${o.detail ?? 'no ovnkube --init-node process'}`));
@@ -237,44 +219,29 @@ export function plan(input: PlanInput): Plan {
     }
   }
 
-  if (layout === 'unknown') {
-    blocked.push(
-      reason(
-        'LayoutUnknown',
-        `cannot tell the node's layout: no ${LEGACY_LOCAL_GATEWAY_LINK} link and no service route via ${config.managementInterface} or a masquerade next hop; set --layout legacy if this is a 4.8/4.9 node`,
-      ),
-    );
-  }
+  if (layout === 'unknown') blocked.push(reason('LayoutUnknown', layoutUnknown(input, platform)));
 
   const statuses: RouteStatus[] = [];
   const actions: ReplaceAction[] = [];
   const held: Reason[] = [];
-  // One answer per family: it depends on the links, addresses and default routes only.
-  const byFamily = new Map<Family, ReturnType<typeof expectedNexthop>>();
-  const expectedFor = (family: Family) => {
-    const known = byFamily.get(family);
-    if (known) return known;
-    const found = expectedNexthop(desired.mode!, family, input);
-    byFamily.set(family, found);
-    return found;
-  };
+  const expectedFor = perFamily((family) => expectedNexthop('local', family, input));
   for (const cidr of config.serviceCidrs) {
     const result = expectedFor(cidr.family);
     if ('blocked' in result) {
       blocked.push({ ...result.blocked });
-      statuses.push(statusOf(cidr, null, false));
+      statuses.push(statusOf(observed, cidr, null, false));
       continue;
     }
     const { expected } = result;
     const owned = ownedRoute(cidr, observed.routes.get(cidr.text) ?? [], config);
     if ('blocked' in owned) {
       blocked.push(owned.blocked);
-      statuses.push(statusOf(cidr, expected, false));
+      statuses.push(statusOf(observed, cidr, expected, false));
       continue;
     }
     const route = owned.route;
     const ok = sameNextHop(route.nextHop, expected);
-    statuses.push(statusOf(cidr, expected, ok));
+    statuses.push(statusOf(observed, cidr, expected, ok));
     if (ok) continue;
     const why = suspended.get(cidr.text);
     if (why !== undefined) {
@@ -294,15 +261,8 @@ export function plan(input: PlanInput): Plan {
   const mtuWarning = mtuMismatch(config, observed.links);
   if (mtuWarning) warnings.push(mtuWarning);
 
-  const base = { layout, warnings, routes: statuses };
-  if (blocked.length > 0) {
-    // A shared node whose routes already have the shared shape needs nothing in any
-    // layout: say so instead of waiting on a layout that does not matter.
-    if (layout === 'unknown' && blocked.length === 1 && desired.mode === 'shared' && statuses.every((s) => s.inSync)) {
-      return { ...base, actions: [], blocked: false, reasons: [...reasons, reason('AlreadyShared', 'service routes already have the shared-mode shape')] };
-    }
-    return { ...base, actions: [], blocked: true, reasons: [...reasons, ...blocked, ...held] };
-  }
+  const base = { layout, platform: found, warnings, routes: statuses };
+  if (blocked.length > 0) return { ...base, actions: [], blocked: true, reasons: [...reasons, ...blocked, ...held] };
   // Guarantee 3: a suspended CIDR holds the others back too.
   if (held.length > 0) return { ...base, actions: [], blocked: false, reasons: [...reasons, ...held] };
   if (actions.length === 0) {
@@ -313,6 +273,121 @@ export function plan(input: PlanInput): Plan {
     return { ...base, actions, blocked: false, reasons: [...reasons, dry, ...actions.map((a) => a.reason)] };
   }
   return { ...base, actions, blocked: false, reasons: [...reasons, ...actions.map((a) => a.reason)] };
+}
+
+function statusOf(observed: Observation, cidr: Cidr, expected: NextHop | null, ok: boolean): RouteStatus {
+  const routes = observed.routes.get(cidr.text) ?? [];
+  const multipath = routes.length === 1 && routes[0]!.multipath;
+  const one = routes.length === 1 && !multipath ? routes[0]!.nextHop : null;
+  return { cidr: cidr.text, family: cidr.family, observed: one, multipath, expected, inSync: ok };
+}
+
+/** One answer per family: it depends on the links, addresses and default routes only. */
+function perFamily<T>(find: (family: Family) => T): (family: Family) => T {
+  const known = new Map<Family, T>();
+  return (family) => {
+    if (!known.has(family)) known.set(family, find(family));
+    return known.get(family)!;
+  };
+}
+
+function layoutUnknown(input: PlanInput, platform: Platform): string {
+  const { config, observed } = input;
+  // Hints only: a 4.10 node may keep ovn-k8s-gw0 from 4.9 (its removal, ovn-kubernetes
+  // ed422b840, is best effort) and routes services via ovn-k8s-mp0 in upgrade windows.
+  const hints: string[] = [];
+  if (findLink(observed.links, LEGACY_LOCAL_GATEWAY_LINK)) hints.push(`link ${LEGACY_LOCAL_GATEWAY_LINK} exists`);
+  const viaMp0 = serviceRoutes(input).find((r) => r.nextHop.dev === config.managementInterface);
+  if (viaMp0) hints.push(`${viaMp0.key.prefix} goes via ${config.managementInterface}`);
+  const hinted = hints.length > 0 ? `; ${hints.join(' and ')}, which 4.10 nodes show too: no proof` : '';
+  return `cannot tell the OpenShift release (${platform.evidence})${hinted}: the agent changes 4.8/4.9 nodes only; give --os-release the host's /etc/os-release, or state --layout legacy if this is a 4.8/4.9 node`;
+}
+
+/**
+ * Desired shared: ovnkube-node's to make (guarantee 6), so no action ever. What the status says:
+ *  - ovnkube-node still runs local (OvnkubeOtherMode, Waiting): the operator's rollout restarts
+ *    it in shared mode, which flushes its mp0 routes and adds the br-ex route: that heals the node;
+ *  - a service route via ovn-k8s-mp0 under a shared (or unchecked) ovnkube-node
+ *    (OvnkubeFallbackRoute): ovnkube-node's own choice while the topology version is old, or a
+ *    restart still to come. Converged, not Waiting: the agent has nothing to do and never will
+ *    for it, the route carries traffic, and an upgrade window would otherwise page for a healthy
+ *    node; the route shows as not in sync and the code names why;
+ *  - a br-ex route via the expected next hop: in sync; an MTU other than the agent's guess is a
+ *    warning (ovnkube-node sets its own);
+ *  - anything else: the blocking codes, Waiting.
+ */
+function planShared(input: PlanInput, base: Pick<Plan, 'layout' | 'platform' | 'reasons' | 'warnings'>): Plan {
+  const { config, observed } = input;
+  const { layout, platform, reasons, warnings } = base;
+  const blocked: Reason[] = [];
+  const o = observed.ovnkube;
+  let ovnkubeLocal = false;
+  if (config.ovnkubeModeCheck === 'proc') {
+    if (o.mode === null) blocked.push(reason('OvnkubeModeUnknown', `ovnkube-node's gateway mode is unknown: ${o.detail ?? 'no ovnkube --init-node process'}`));
+    else if (o.mode === 'local') {
+      ovnkubeLocal = true;
+      blocked.push(
+        reason(
+          'OvnkubeOtherMode',
+          `ovnkube-node (pid ${o.pid}) runs --gateway-mode local, desired shared: the cluster network operator's rollout restarts it in shared mode, which flushes its ${config.managementInterface} routes and adds the ${config.gatewayInterface} route itself; the agent writes nothing in shared mode`,
+        ),
+      );
+    }
+  }
+  const fallbacks: Reason[] = [];
+  const statuses: RouteStatus[] = [];
+  const expectedFor = perFamily((family) => expectedNexthop('shared', family, input));
+  for (const cidr of config.serviceCidrs) {
+    const result = expectedFor(cidr.family);
+    const expected = 'expected' in result ? result.expected : null;
+    const owned = ownedRoute(cidr, observed.routes.get(cidr.text) ?? [], config);
+    if ('blocked' in owned) {
+      blocked.push(owned.blocked);
+      statuses.push(statusOf(observed, cidr, expected, false));
+      continue;
+    }
+    const hop = owned.route.nextHop;
+    if (hop.dev === config.managementInterface) {
+      statuses.push(statusOf(observed, cidr, expected, false));
+      if (ovnkubeLocal) continue;
+      const whose = o.mode === 'shared' ? `ovnkube-node (pid ${o.pid}) runs shared and keeps it` : 'ovnkube-node keeps it';
+      fallbacks.push(
+        reason(
+          'OvnkubeFallbackRoute',
+          `${cidr.text} goes ${renderNextHop(hop)}: ${whose} on purpose while the cluster's topology version is old (an upgrade), or until its restart in shared mode moves it to ${config.gatewayInterface}; the agent writes nothing in shared mode`,
+        ),
+      );
+      continue;
+    }
+    if (expected === null) {
+      blocked.push({ ...(result as { blocked: Reason }).blocked });
+      statuses.push(statusOf(observed, cidr, null, false));
+      continue;
+    }
+    if (hop.gateway !== expected.gateway) {
+      blocked.push(
+        reason(
+          'NotOurRoute',
+          `${cidr.text} goes ${renderNextHop(hop)}, not via ${expected.gateway} (${config.gatewayNexthop[cidr.family] ? '--gateway-nexthop' : `${config.gatewayInterface}'s default gateway`}): ovnkube-node sets it from [gateway] next-hop or the first default route at its start; the agent writes nothing in shared mode`,
+        ),
+      );
+      statuses.push(statusOf(observed, cidr, expected, false));
+      continue;
+    }
+    statuses.push(statusOf(observed, cidr, expected, true));
+    if (expected.mtu !== null && hop.mtu !== expected.mtu) {
+      warnings.push(`${cidr.text} carries ${hop.mtu === null ? 'no mtu' : `mtu ${hop.mtu}`}, the agent expected ${expected.mtu} (--mtu, ovnkube.conf or ${config.managementInterface}'s link MTU): ovnkube-node sets it; left as it is`);
+    }
+  }
+  const mtuWarning = mtuMismatch(config, observed.links);
+  if (mtuWarning) warnings.push(mtuWarning);
+  const out = { layout, platform, warnings, routes: statuses, actions: [] };
+  if (blocked.length > 0) return { ...out, blocked: true, reasons: [...reasons, ...blocked] };
+  if (fallbacks.length > 0) return { ...out, blocked: false, reasons: [...reasons, ...fallbacks] };
+  if (layout === 'unknown') {
+    return { ...out, blocked: false, reasons: [...reasons, reason('AlreadyShared', `service routes have the shared-mode shape ovnkube-node gives them (release unknown: ${platform.evidence})`)] };
+  }
+  return { ...out, blocked: false, reasons: [...reasons, reason('InSync', 'service routes match desired mode shared, as ovnkube-node makes them')] };
 }
 
 function mtuMismatch(config: PlannerConfig, links: Link[]): string | undefined {

@@ -6,11 +6,12 @@ export const REASON_CODES = [
   'ModeNotRead', // no valid desired mode yet: nothing is done
   'ModeFileInvalid', // the file turned bad: the last valid mode is kept
   // Layout
-  'RoutingViaHostLayout', // 4.10+: service routes via br-ex are correct in both modes
-  'LayoutUnknown',
+  'RoutingViaHostLayout', // 4.10+ (or --layout routing-via-host): service routes via br-ex are correct in both modes
+  'LayoutUnknown', // no evidence of the OpenShift release and no --layout legacy: nothing is changed
   // ovnkube-node
   'OvnkubeModeUnknown',
   'OvnkubeOtherMode', // the operator has not rolled the new mode out yet
+  'OvnkubeFallbackRoute', // shared desired, a service route via ovn-k8s-mp0: ovnkube-node's own (upgrade window) or its restart to come
   // Links and addresses
   'GatewayLinkMissing',
   'GatewayLinkDown',
@@ -18,7 +19,6 @@ export const REASON_CODES = [
   'ManagementLinkDown',
   'ManagementAddressUnusable', // not exactly one usable address, the subnet's second, per family
   'NoDefaultRoute', // shared mode: no next hop to take from br-ex's default route
-  'MtuUnknown', // shared mode: no --mtu, no ovnkube.conf, no mp0 link MTU
   // The service route itself
   'NoRoute',
   'SeveralRoutes',

@@ -39,7 +39,7 @@ export function planRollback(migration: Migration | null, observed: Observation,
   }
   const layout = detectLayout({ desired: { mode: migration.mode, source: { path: '', error: null } }, config, observed });
   if (layout.layout === 'routing-via-host') {
-    return { actions: [], refusals: [reason('RoutingViaHostLayout', `routing-via-host layout (${layout.why}): a service route via ${config.gatewayInterface} is right in both modes; nothing is put back`)] };
+    return { actions: [], refusals: [reason('RoutingViaHostLayout', `routing-via-host layout (${layout.evidence}): a service route via ${config.gatewayInterface} is right in both modes; nothing is put back`)] };
   }
   const actions: ReplaceAction[] = [];
   const refusals: Reason[] = [];

@@ -8,6 +8,25 @@ export type LayoutSetting = 'auto' | 'legacy' | 'routing-via-host';
 export type Layout = 'legacy' | 'routing-via-host' | 'unknown';
 export type Phase = 'Converged' | 'Waiting' | 'Progressing' | 'Degraded';
 
+/** The node's OpenShift release, as far as the evidence goes (platform.ts). */
+export type Release = '4.8-4.9' | '4.10+' | 'unknown';
+
+/** The fields of os-release the agent looks at; error when there was none to read. */
+export interface OsRelease {
+  path: string;
+  id: string | null;
+  openshiftVersion: string | null;
+  version: string | null;
+  /** Why there are no fields (the file is missing, not a regular file, too large): no evidence. */
+  error: string | null;
+}
+
+/** ovnkube.conf's keys that only a 4.10+ operator renders, as found (`[kubernetes] platform-type="AWS"`). */
+export interface ConfEvidence {
+  path: string;
+  keys: string[];
+}
+
 export interface DesiredMode {
   mode: GatewayMode | null;
   /** detail: why the mode is what it is, where that is not the text at face value (a ConfigMap read as CNO reads it). */
@@ -43,6 +62,10 @@ export interface PlannerConfig {
   gatewayNexthop: Partial<Record<Family, string>>;
   /** Next hops of the 4.10+ layout named by ovnkube.conf's masquerade subnets (their .4). */
   masqueradeNexthops: string[];
+  /** The host's os-release as read at start and on reload (platform.ts): the OpenShift release. */
+  osRelease: OsRelease;
+  /** ovnkube.conf's keys that only 4.10+ renders; null without --ovnkube-config. */
+  confEvidence: ConfEvidence | null;
   dryRun: boolean;
 }
 
@@ -69,6 +92,8 @@ export interface ReplaceAction {
 
 export interface Plan {
   layout: Layout;
+  /** The OpenShift release and what decided it (platform.ts). */
+  platform: { release: Release; evidence: string };
   /** Replaces to carry out, all or none: the planner never plans half a migration. */
   actions: ReplaceAction[];
   /** What stops the plan, or what it concludes (InSync, Replacing, ...). */

@@ -10,6 +10,7 @@ import { fileURLToPath } from 'node:url';
 import { fetchStatus } from '../status/client.js';
 import { FakeOvnkube } from './fake-ovnkube.js';
 import { seedNode } from './netns.js';
+import { writeOsRelease } from './os-release.js';
 import { terminate } from './process.js';
 
 const CLI = fileURLToPath(new URL('../cli/main.js', import.meta.url));
@@ -57,9 +58,11 @@ async function main(): Promise<void> {
     // The demo plays kubelet: when the agent stops ovnkube-node, a new one starts.
     ovnkube.start('local', { respawn: true });
     writeFileSync(modeFile, 'local\n');
+    // The host's os-release of an RHCOS 4.9 node: the agent acts only on a release it knows.
+    const osRelease = writeOsRelease(dir, '4.9');
     process.stdout.write(ns.ip('route show'));
 
-    const flags = ['--mode-file', modeFile, '--service-cidr', '10.96.0.0/16', '--mtu', '1400', '--restart', 'signal', '--settle', '3'];
+    const flags = ['--mode-file', modeFile, '--os-release', osRelease, '--service-cidr', '10.96.0.0/16', '--mtu', '1400', '--restart', 'signal', '--settle', '3'];
     say(`ovn-gwmode-agent run ${flags.join(' ')} (JSON logs)`);
     agent = spawn(
       'ip',

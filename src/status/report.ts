@@ -1,5 +1,6 @@
 // One status report, rendered many ways: the socket's JSON, `status` for a person,
 // `status --brief` (also systemd's STATUS= line), and the CLI's exit code.
+import type { Release } from '../core/platform.js';
 import type { ReasonCode } from '../core/reasons.js';
 import { renderNextHop, type NextHop } from '../core/route.js';
 import type { GatewayMode, Layout, Phase, RouteStatus } from '../core/types.js';
@@ -41,6 +42,8 @@ export interface StatusReport {
   modeSource: { path: string; error: string | null; detail: string | null };
   ovnkubeMode: GatewayMode | null;
   layout: Layout;
+  /** The node's OpenShift release, and the evidence that decided it (or what was looked at). */
+  platform: { release: Release; evidence: string };
   phase: Phase;
   reasons: string[];
   /** The stable code of each reason, in the same order. */
@@ -57,7 +60,7 @@ export interface StatusReport {
 export function renderBrief(s: StatusReport): string {
   const synced = s.routes.filter((r) => r.inSync).length;
   const first = s.reasons[0] ? `: ${s.reasons[0]}` : '';
-  return `${s.phase} desired=${s.desiredMode ?? 'none'} ovnkube=${s.ovnkubeMode ?? 'unknown'} layout=${s.layout} routes=${synced}/${s.routes.length} in sync${s.dryRun ? ' (dry run)' : ''}${first}`;
+  return `${s.phase} desired=${s.desiredMode ?? 'none'} ovnkube=${s.ovnkubeMode ?? 'unknown'} layout=${s.layout} release=${s.platform.release} routes=${synced}/${s.routes.length} in sync${s.dryRun ? ' (dry run)' : ''}${first}`;
 }
 
 export function renderHuman(s: StatusReport): string {
@@ -67,6 +70,7 @@ export function renderHuman(s: StatusReport): string {
     row('desired mode', `${s.desiredMode ?? 'none'} (from ${s.modeSource.path}${s.modeSource.detail ? `: ${s.modeSource.detail}` : ''}${s.modeSource.error ? `; error: ${s.modeSource.error}` : ''})`),
     row('ovnkube-node', s.ovnkubeMode ?? 'unknown'),
     row('layout', s.layout),
+    row('release', `${s.platform.release} (${s.platform.evidence})`),
     row('last reconcile', s.lastReconcile ?? 'never'),
   ];
   if (s.lastError) lines.push(row('last error', s.lastError));

@@ -1,13 +1,16 @@
 // The agent as an admin runs it: a real kernel namespace, a real mode file, the
 // status read with real curl, the CLI as a separate process.
 import { strict as assert } from 'node:assert';
-import { mkdirSync, renameSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, renameSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
 import { seedNode, skipWithoutKernel, type Netns } from '../helpers/netns.js';
 import { spawnSync } from 'node:child_process';
 import { AgentProcess, CLI, cli, curl, FakeOvnkube, Scratch, status, waitForStatus, withAgent, withNode } from '../helpers/agent.js';
 import { ConfigMapVolume } from '../helpers/kubelet.js';
+import { IDLE } from '../../src/demo/fake-ovnkube.js';
+import { writeOsRelease } from '../../src/demo/os-release.js';
 
 const LOCAL_V4 = '10.96.0.0/16 via 10.244.1.1 dev ovn-k8s-mp0';
 const SHARED_V4 = '10.96.0.0/16 via 172.18.0.1 dev br-ex mtu 1400';
@@ -53,20 +56,36 @@ test('converges a dual-stack node, each family via its own next hop', async (t) 
   );
 });
 
-test('goes back to shared mode when the mode file and ovnkube-node say shared', async (t) => {
+/** A shared-mode ovnkube-node as it starts: it drops its mp0 service route and adds the br-ex one itself. */
+const SHARED_START = `ip route del 10.96.0.0/16 dev ovn-k8s-mp0 2>/dev/null; ip route add 10.96.0.0/16 via 172.18.0.1 dev br-ex mtu 1400; ${IDLE}`;
+
+test("back to shared: ovnkube-node's restart by the rollout heals the node; the agent writes nothing and restarts nothing", async (t) => {
   if (skipWithoutKernel(t)) return;
-  // Two migrations, each owing its restart: no minimum interval between them here.
-  const args = ['--service-cidr', '10.96.0.0/16', '--mtu', '1400', '--restart-min-interval', '0'];
-  await withAgent({ mode: 'local', args }, async ({ ns, scratch, ovnkube, agent }) => {
+  await withAgent({ mode: 'local' }, async ({ ns, scratch, ovnkube, agent }) => {
     await waitForStatus(agent, (s) => s.phase === 'Converged' && s.desiredMode === 'local', 'local Converged');
     scratch.writeMode('shared');
-    // Desired shared while ovnkube-node still runs local: the agent waits.
-    await waitForStatus(agent, (s) => s.phase === 'Waiting' && s.reasons.some((r) => /runs --gateway-mode local, desired shared/.test(r)), 'Waiting on ovnkube');
+    // Desired shared while ovnkube-node still runs local: the agent waits, and says who heals it.
+    const waiting = await waitForStatus(agent, (s) => s.phase === 'Waiting' && s.reasonCodes[0] === 'OvnkubeOtherMode', 'Waiting on ovnkube');
+    assert.match(waiting.reasons[0] ?? '', /rollout restarts it in shared mode/);
+    assert.equal(waiting.restart?.required, false, 'no restart is owed for shared');
     assert.deepEqual(ns.routes('10.96.0.0/16'), [LOCAL_V4]);
-    ovnkube.start('shared', { respawn: true });
-    const s = await waitForStatus(agent, (s) => s.phase === 'Converged' && s.desiredMode === 'shared', 'shared Converged');
+    ovnkube.start('shared', { respawn: true, body: SHARED_START });
+    const s = await waitForStatus(agent, (s) => s.phase === 'Converged' && s.desiredMode === 'shared' && s.reasonCodes[0] === 'InSync', 'shared Converged');
     assert.deepEqual(ns.routes('10.96.0.0/16'), [SHARED_V4]);
-    assert.equal(s.restart?.count, 2, 'one restart per migration');
+    assert.deepEqual([s.restart?.count, s.restart?.required], [1, false], "only the local migration's restart");
+    assert.equal(agent.logs().filter((l) => String(l.msg).startsWith('replaced route')).length, 1, 'only the replace towards local');
+  });
+});
+
+test("shared desired, a br-ex route whose MTU is not ovn-k8s-mp0's: in sync, a warning; no write, no restart", async (t) => {
+  if (skipWithoutKernel(t)) return;
+  const setup = (ns: Netns) => ns.ip('route replace 10.96.0.0/16 via 172.18.0.1 dev br-ex mtu 9000');
+  await withAgent({ mode: 'shared', ovnkube: 'shared', setup, args: ['--service-cidr', '10.96.0.0/16'] }, async ({ ns, ovnkube, agent }) => {
+    const s = await waitForStatus(agent, (s) => s.phase === 'Converged' && s.desiredMode === 'shared', 'shared Converged');
+    assert.deepEqual([s.reasonCodes[0], s.routes[0]?.inSync], ['InSync', true]);
+    assert.ok(s.warnings.some((w) => /carries mtu 9000, the agent expected 1400/.test(w)), JSON.stringify(s.warnings));
+    assert.deepEqual(ns.routes('10.96.0.0/16'), ['10.96.0.0/16 via 172.18.0.1 dev br-ex mtu 9000']);
+    assert.deepEqual([s.restart?.count, ovnkube.starts], [0, 1]);
   });
 });
 
@@ -93,13 +112,79 @@ test('every failing precondition leaves the route alone and names the reason', a
   });
 });
 
-test('an unknown layout waits and asks for --layout', async (t) => {
+test('no version evidence waits and asks for --layout legacy, a leftover ovn-k8s-gw0 notwithstanding', async (t) => {
   if (skipWithoutKernel(t)) return;
-  await withAgent({ node: {}, mode: 'local' }, async ({ ns, agent }) => {
+  const args = ['--service-cidr', '10.96.0.0/16', '--mtu', '1400', '--os-release', '/nonexistent/os-release'];
+  await withAgent({ node: { gw0: true }, mode: 'local', args }, async ({ ns, agent }) => {
     const s = await waitForStatus(agent, (s) => s.lastReconcile !== null && s.desiredMode === 'local' && s.layout === 'unknown' && s.phase === 'Waiting', 'unknown layout');
-    assert.ok(s.reasons.some((r) => /set --layout legacy/.test(r)));
+    assert.ok(s.reasonCodes.includes('LayoutUnknown'));
+    assert.ok(s.reasons.some((r) => /\/nonexistent\/os-release: ENOENT.*link ovn-k8s-gw0 exists, which 4\.10 nodes show too: no proof.*--layout legacy/.test(r)), JSON.stringify(s.reasons));
+    assert.deepEqual(s.platform.release, 'unknown');
     assert.deepEqual(ns.routes('10.96.0.0/16'), [SHARED_V4]);
   });
+});
+
+// The issue's reproduction: ovnkube.conf as 4.10's operator renders it (CNO release-4.10
+// c7855f1 bindata/network/ovn-kubernetes/004-config.yaml), a leftover ovn-k8s-gw0, the
+// 4.10 route via br-ex's default gateway, and --layout legacy: on main the agent replaced it.
+const OVNKUBE_CONF_410 = `[default]
+mtu="1400"
+cluster-subnets="10.244.0.0/16/24"
+encap-port="6081"
+enable-lflow-cache=true
+lflow-cache-limit-kb=1048576
+
+[kubernetes]
+service-cidrs="10.96.0.0/16"
+ovn-config-namespace="openshift-ovn-kubernetes"
+apiserver="https://api-int.example:6443"
+host-network-namespace="openshift-host-network"
+platform-type="BareMetal"
+
+[ovnkubernetesfeature]
+enable-egress-ip=true
+enable-egress-firewall=true
+
+[gateway]
+mode=local
+nodeport=true
+`;
+
+test('a 4.10 node (ovnkube.conf with platform-type, a leftover ovn-k8s-gw0, --layout legacy) is never changed nor restarted', async (t) => {
+  if (skipWithoutKernel(t)) return;
+  const dir = mkdtempSync(path.join(tmpdir(), 'gwmode-410-'));
+  const conf = path.join(dir, 'ovnkube.conf');
+  writeFileSync(conf, OVNKUBE_CONF_410);
+  try {
+    for (const [what, osRelease] of [['no os-release', ['--os-release', '/nonexistent/os-release']], ['an os-release of 4.9', []]] as const) {
+      const args = ['--ovnkube-config', conf, '--layout', 'legacy', ...osRelease];
+      await withAgent({ node: { gw0: true }, mode: 'local', args }, async ({ ns, ovnkube, agent }) => {
+        const s = await waitForStatus(agent, (s) => s.lastReconcile !== null && s.phase === 'Converged', `Converged (${what})`);
+        assert.deepEqual([s.layout, s.platform.release, s.reasonCodes[0]], ['routing-via-host', '4.10+', 'RoutingViaHostLayout']);
+        assert.match(s.platform.evidence, /platform-type="BareMetal".*; --layout legacy ignored$/);
+        assert.deepEqual(ns.routes('10.96.0.0/16'), [SHARED_V4]);
+        assert.deepEqual([s.restart?.count, ovnkube.starts], [0, 1]);
+      });
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('an RHCOS 4.10 os-release alone keeps the agent off the node, --layout legacy notwithstanding', async (t) => {
+  if (skipWithoutKernel(t)) return;
+  const dir = mkdtempSync(path.join(tmpdir(), 'gwmode-410-'));
+  try {
+    const args = ['--service-cidr', '10.96.0.0/16', '--mtu', '1400', '--layout', 'legacy', '--os-release', writeOsRelease(dir, '4.10')];
+    await withAgent({ node: { gw0: true }, mode: 'local', args }, async ({ ns, agent }) => {
+      const s = await waitForStatus(agent, (s) => s.lastReconcile !== null && s.phase === 'Converged', 'Converged');
+      assert.deepEqual([s.platform.release, s.reasonCodes[0]], ['4.10+', 'RoutingViaHostLayout']);
+      assert.match(s.platform.evidence, /OPENSHIFT_VERSION=4\.10; --layout legacy ignored$/);
+      assert.deepEqual(ns.routes('10.96.0.0/16'), [SHARED_V4]);
+    });
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
 
 test('the routing-via-host layout (4.10+) is left alone', async (t) => {
@@ -331,7 +416,7 @@ test('status --brief, --json and the exit codes', async (t) => {
     await waitForStatus(agent, (s) => s.phase === 'Converged', 'Converged');
     const brief = cli(ns, ['status', '--socket', scratch.socket, '--brief']);
     assert.equal(brief.code, 0);
-    assert.match(brief.stdout, /^Converged desired=local ovnkube=local layout=legacy routes=1\/1 in sync/);
+    assert.match(brief.stdout, /^Converged desired=local ovnkube=local layout=legacy release=4\.8-4\.9 routes=1\/1 in sync/);
     const json = cli(ns, ['status', '--socket', scratch.socket, '--json']);
     assert.equal(JSON.parse(json.stdout).phase, 'Converged');
     ovnkube.stop();
@@ -389,12 +474,14 @@ test('a bad flag exits 2 with one line naming it', () => {
   assert.match(fromEnv.stderr, /^ovn-gwmode-agent: --layout: "sideways" is not one of auto, legacy, routing-via-host\n$/);
 });
 
-test('back to shared with no --mtu and no ovnkube.conf: the MTU comes from ovn-k8s-mp0', async (t) => {
+test('shared desired, ovnkube-node running shared keeps a service route via ovn-k8s-mp0: its fallback, never moved', async (t) => {
   if (skipWithoutKernel(t)) return;
   const setup = (ns: Netns) => ns.ip('route replace 10.96.0.0/16 via 10.244.1.1 dev ovn-k8s-mp0');
-  await withAgent({ mode: 'shared', ovnkube: 'shared', setup, args: ['--service-cidr', '10.96.0.0/16'] }, async ({ ns, agent }) => {
-    await waitForStatus(agent, (s) => s.phase === 'Converged' && s.desiredMode === 'shared', 'shared Converged');
-    assert.deepEqual(ns.routes('10.96.0.0/16'), [SHARED_V4]);
+  await withAgent({ mode: 'shared', ovnkube: 'shared', setup, args: ['--service-cidr', '10.96.0.0/16'] }, async ({ ns, ovnkube, agent }) => {
+    const s = await waitForStatus(agent, (s) => s.phase === 'Converged' && s.desiredMode === 'shared', 'shared Converged');
+    assert.deepEqual([s.reasonCodes[0], s.routes[0]?.inSync], ['OvnkubeFallbackRoute', false]);
+    assert.deepEqual(ns.routes('10.96.0.0/16'), [LOCAL_V4]);
+    assert.deepEqual([s.restart?.count, ovnkube.starts], [0, 1]);
   });
 });
 

@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
 import { missingCapabilities } from '../../src/agent/capabilities.js';
-import { CLI, FakeOvnkube, Scratch, status } from '../helpers/agent.js';
+import { CLI, FakeOvnkube, RHCOS_49_OS_RELEASE, Scratch, status } from '../helpers/agent.js';
 import { seedNode, skipWithoutKernel } from '../helpers/netns.js';
 import type { StatusReport } from '../../src/status/report.js';
 
@@ -39,7 +39,7 @@ test('an agent without CAP_NET_ADMIN retries with capped backoff, stays up, chan
   ovnkube.start('local', { respawn: true });
   const child = spawn(
     'ip',
-    ['netns', 'exec', ns.name, 'setpriv', '--bounding-set', '-net_admin', '--inh-caps', '-net_admin', process.execPath, CLI, 'run', '--mode-file', scratch.modeFile, '--socket', scratch.socket, '--state-dir', scratch.stateDir, '--service-cidr', '10.96.0.0/16', '--mtu', '1400', '--restart', 'signal', '--settle', '0', '--resync-interval', '2'],
+    ['netns', 'exec', ns.name, 'setpriv', '--bounding-set', '-net_admin', '--inh-caps', '-net_admin', process.execPath, CLI, 'run', '--mode-file', scratch.modeFile, '--socket', scratch.socket, '--state-dir', scratch.stateDir, '--service-cidr', '10.96.0.0/16', '--mtu', '1400', '--restart', 'signal', '--settle', '0', '--resync-interval', '2', '--os-release', RHCOS_49_OS_RELEASE],
     { stdio: ['ignore', 'pipe', 'pipe'] },
   );
   let output = '';

@@ -8,7 +8,7 @@ import { spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
-import { AgentProcess, cli, FAULTY, Scratch, waitForStatus, withNode } from '../helpers/agent.js';
+import { AgentProcess, cli, FAULTY, RHCOS_49_OS_RELEASE, Scratch, waitForStatus, withNode } from '../helpers/agent.js';
 import { seedNode, skipWithoutKernel, type Netns } from '../helpers/netns.js';
 import { within } from '../helpers/wait.js';
 
@@ -21,7 +21,7 @@ const onMp0 = (ns: Netns) => [ns.routes('10.96.0.0/16')[0]?.includes('ovn-k8s-mp
 
 /** A one-shot command of the fault fixture, in the namespace: its output, and when it is held. */
 function faulty(ns: Netns, fault: string, args: string[]) {
-  const child = spawn('ip', ['netns', 'exec', ns.name, process.execPath, FAULTY, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, GWMODE_FAULT: fault } });
+  const child = spawn('ip', ['netns', 'exec', ns.name, process.execPath, FAULTY, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { OVN_GWMODE_OS_RELEASE: RHCOS_49_OS_RELEASE, ...process.env, GWMODE_FAULT: fault } });
   const out = { stdout: '', stderr: '' };
   let onHeld: () => void = () => undefined;
   const held = new Promise<void>((resolve) => (onHeld = resolve));

@@ -61,7 +61,7 @@ function flagsOf(command: string): string[] {
 }
 
 test('each --help lists exactly the flags its command uses', () => {
-  const planner = ['--gateway-interface', '--gateway-nexthop', '--layout', '--log-level', '--management-interface', '--mode-file', '--mtu', '--ovnkube-config', '--ovnkube-mode-check', '--service-cidr'];
+  const planner = ['--gateway-interface', '--gateway-nexthop', '--layout', '--log-level', '--management-interface', '--mode-file', '--mtu', '--os-release', '--ovnkube-config', '--ovnkube-mode-check', '--service-cidr'];
   const daemon = ['--cri-endpoint', '--dry-run', '--metrics-address', '--ovnkube-container', '--ovnkube-namespace', '--resync-interval', '--restart', '--restart-grace', '--restart-max-per-hour', '--restart-min-interval', '--restart-timeout', '--settle', '--socket', '--socket-group'];
   assert.deepEqual(flagsOf('plan'), [...planner, '--json'].sort());
   assert.deepEqual(flagsOf('apply'), [...planner, '--dry-run', '--json', '--state-dir'].sort());

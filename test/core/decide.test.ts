@@ -21,7 +21,7 @@ const action: ReplaceAction = {
   to: MP,
   reason: reason('Replacing', 'desired mode local'),
 };
-const inSync: Plan = { layout: 'legacy', actions: [], reasons: [reason('InSync', 'in sync')], blocked: false, warnings: [], routes: [] };
+const inSync: Plan = { layout: 'legacy', platform: { release: '4.8-4.9', evidence: 'os-release' }, actions: [], reasons: [reason('InSync', 'in sync')], blocked: false, warnings: [], routes: [] };
 const toLocal: Plan = { ...inSync, actions: [action], reasons: [action.reason] };
 const settings: RestartSettings = {
   strategy: 'cri',
@@ -142,6 +142,13 @@ test('decide: local, then shared reached without the agent, then local again: a 
   const back = decide(input({ plan: toLocal, migration: reached.migration }));
   assert.deepEqual(back.steps.map((s) => s.kind), ['journal', 'replace']);
   assert.equal(back.migration?.restart, 'owed');
+});
+
+test('decide: a local migration owing its restart, desired shared, ovnkube-node keeping its mp0 fallback: no restart, the record moves on', () => {
+  const fallback: Plan = { ...inSync, reasons: [reason('OvnkubeFallbackRoute', 'ovnkube-node keeps it')] };
+  const d = decide(input({ plan: fallback, desired: 'shared', migration: migration(), ovnkube: { mode: 'shared', pid: 43, id: 'p43', detail: null } }));
+  assert.deepEqual(d.steps, []);
+  assert.deepEqual([d.migration?.mode, d.migration?.restart, d.restart.phase], ['shared', 'none', null]);
 });
 
 test("applyMigration: apply's migration is journaled, restart owed, with ovnkube-node's process; a repair within the migration on record, a blocked or dry-run plan journal nothing", () => {

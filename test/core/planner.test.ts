@@ -2,11 +2,13 @@
 import { strict as assert } from 'node:assert';
 import { test } from 'node:test';
 import { summarize } from '../../src/core/decide.js';
+import { noOsRelease, parseOsRelease } from '../../src/core/platform.js';
 import { EGRESS_FIREWALL_WARNING, plan, type PlanInput } from '../../src/core/planner.js';
 import type { ReasonCode } from '../../src/core/reasons.js';
 import { renderNextHop, type InterfaceAddress, type Link, type Route } from '../../src/core/route.js';
 import type { GatewayMode, Observation, PlannerConfig } from '../../src/core/types.js';
 import { parseCidr } from '../../src/net/cidr.js';
+import { rhcosOsRelease } from '../../src/demo/os-release.js';
 import { seedConfig } from '../helpers/config.js';
 
 const BR_EX: Link = { index: 2, name: 'br-ex', up: true, mtu: 1500 };
@@ -81,13 +83,28 @@ function input(o: {
 }
 
 const dual = { serviceCidrs: [parseCidr('10.96.0.0/16'), V6] };
+const OS_RELEASE = '/host/etc/os-release';
+const rhcos = (version: string) => ({ osRelease: parseOsRelease(rhcosOsRelease(version), OS_RELEASE) });
+const NO_OS_RELEASE = { osRelease: noOsRelease(OS_RELEASE, 'ENOENT') };
+const UBUNTU = { osRelease: parseOsRelease('NAME="Ubuntu"\nID=ubuntu\nVERSION_ID="22.04"\n', OS_RELEASE) };
+const CONF_410 = { confEvidence: { path: '/run/ovnkube-config/ovnkube.conf', keys: ['[kubernetes] platform-type="BareMetal"'] } };
+const CONF_49 = { confEvidence: { path: '/run/ovnkube-config/ovnkube.conf', keys: [] } };
 const cases: Array<{ name: string; in: PlanInput; phase: string; code: ReasonCode; to?: string[] }> = [
   { name: 'stale br-ex route, local desired and running: replace via the .1 of mp0', in: input({}), phase: 'Progressing', code: 'Replacing', to: ['via 10.244.1.1 dev ovn-k8s-mp0'] },
   { name: 'already local: converged', in: input({ service: [LOCAL] }), phase: 'Converged', code: 'InSync' },
-  { name: 'shared desired, local route: back via the br-ex default gateway with the MTU', in: input({ mode: 'shared', ovnkube: 'shared', service: [LOCAL] }), phase: 'Progressing', code: 'Replacing', to: ['via 172.18.0.1 dev br-ex mtu 1400'] },
-  { name: 'shared with --gateway-nexthop: that next hop', in: input({ mode: 'shared', ovnkube: 'shared', service: [LOCAL], config: { gatewayNexthop: { 4: '172.18.0.254' } } }), phase: 'Progressing', code: 'Replacing', to: ['via 172.18.0.254 dev br-ex mtu 1400'] },
-  { name: 'shared, no --mtu: the MTU of mp0, and always compared', in: input({ mode: 'shared', ovnkube: 'shared', service: [route('10.96.0.0/16', '172.18.0.1', 'br-ex', null)], config: { mtu: null } }), phase: 'Progressing', code: 'Replacing', to: ['via 172.18.0.1 dev br-ex mtu 1400'] },
-  { name: 'shared, no MTU anywhere: wait', in: input({ mode: 'shared', ovnkube: 'shared', service: [LOCAL], links: [BR_EX, { ...MP0, mtu: null }, GW0], config: { mtu: null } }), phase: 'Waiting', code: 'MtuUnknown' },
+  { name: 'shared desired, ovnkube-node shared, a route via mp0: its fallback, never moved', in: input({ mode: 'shared', ovnkube: 'shared', service: [LOCAL] }), phase: 'Converged', code: 'OvnkubeFallbackRoute' },
+  { name: 'shared desired, mode check off, a route via mp0: never moved either', in: input({ mode: 'shared', ovnkube: null, service: [LOCAL], config: { ovnkubeModeCheck: 'off' } }), phase: 'Converged', code: 'OvnkubeFallbackRoute' },
+  { name: 'shared desired, ovnkube-node still local: its restart by the rollout heals it; nothing written', in: input({ mode: 'shared', ovnkube: 'local', service: [LOCAL] }), phase: 'Waiting', code: 'OvnkubeOtherMode' },
+  { name: 'shared desired, ovnkube-node not running: wait', in: input({ mode: 'shared', ovnkube: null, service: [LOCAL] }), phase: 'Waiting', code: 'OvnkubeModeUnknown' },
+  { name: 'shared desired, the br-ex route via the default gateway: in sync', in: input({ mode: 'shared', ovnkube: 'shared' }), phase: 'Converged', code: 'InSync' },
+  { name: 'shared desired, its MTU differs from the agent\'s guess: in sync, never rewritten', in: input({ mode: 'shared', ovnkube: 'shared', service: [route('10.96.0.0/16', '172.18.0.1', 'br-ex', 9000)] }), phase: 'Converged', code: 'InSync' },
+  { name: 'shared desired, no mtu on the route and none configured: in sync', in: input({ mode: 'shared', ovnkube: 'shared', service: [route('10.96.0.0/16', '172.18.0.1', 'br-ex', null)], config: { mtu: null } }), phase: 'Converged', code: 'InSync' },
+  { name: 'shared desired, no MTU anywhere: in sync all the same (the MTU is ovnkube-node\'s)', in: input({ mode: 'shared', ovnkube: 'shared', links: [BR_EX, { ...MP0, mtu: null }, GW0], config: { mtu: null } }), phase: 'Converged', code: 'InSync' },
+  { name: 'shared desired, via another next hop than --gateway-nexthop: reported, not rewritten', in: input({ mode: 'shared', ovnkube: 'shared', config: { gatewayNexthop: { 4: '172.18.0.254' } } }), phase: 'Waiting', code: 'NotOurRoute' },
+  { name: 'shared desired, br-ex missing: wait', in: input({ mode: 'shared', ovnkube: 'shared', links: [MP0] }), phase: 'Waiting', code: 'GatewayLinkMissing' },
+  { name: 'shared desired, via another device: not ours', in: input({ mode: 'shared', ovnkube: 'shared', service: [route('10.96.0.0/16', '192.168.1.1', 'eth0', null)] }), phase: 'Waiting', code: 'NotOurRoute' },
+  { name: 'shared desired, release unknown, routes of the shared shape: already shared', in: input({ mode: 'shared', ovnkube: 'shared', config: NO_OS_RELEASE }), phase: 'Converged', code: 'AlreadyShared' },
+  { name: 'shared desired on 4.10 with a route via mp0: routing-via-host, nothing', in: input({ mode: 'shared', ovnkube: 'shared', service: [LOCAL], config: rhcos('4.10') }), phase: 'Converged', code: 'RoutingViaHostLayout' },
   { name: 'no desired mode yet: wait', in: input({ mode: null }), phase: 'Waiting', code: 'ModeNotRead' },
   { name: 'ovnkube-node not running: wait', in: input({ ovnkube: null }), phase: 'Waiting', code: 'OvnkubeModeUnknown' },
   { name: 'ovnkube-node in the other mode: wait', in: input({ ovnkube: 'shared' }), phase: 'Waiting', code: 'OvnkubeOtherMode' },
@@ -118,9 +135,31 @@ const cases: Array<{ name: string; in: PlanInput; phase: string; code: ReasonCod
   { name: '169.254.0.4 (4.14+): routing-via-host, even with --layout legacy', in: input({ service: [route('10.96.0.0/16', '169.254.0.4', 'br-ex', 1400)], config: { layout: 'legacy' } }), phase: 'Converged', code: 'RoutingViaHostLayout' },
   { name: 'fd69::4: routing-via-host, even with --layout legacy', in: input({ config: { ...dual, layout: 'legacy' }, v6: [route('fd00:10:96::/112', 'fd69::4', 'br-ex', 1400)] }), phase: 'Converged', code: 'RoutingViaHostLayout' },
   { name: 'a masquerade subnet from ovnkube.conf: its .4 marks routing-via-host', in: input({ service: [route('10.96.0.0/16', '169.254.64.4', 'br-ex', 1400)], config: { layout: 'legacy', masqueradeNexthops: ['169.254.64.4'] } }), phase: 'Converged', code: 'RoutingViaHostLayout' },
-  { name: 'no gw0 and no mp0 route: unknown layout waits', in: input({ links: [BR_EX, MP0] }), phase: 'Waiting', code: 'LayoutUnknown' },
-  { name: 'a route via mp0 alone marks the legacy layout', in: input({ links: [BR_EX, MP0], service: [LOCAL] }), phase: 'Converged', code: 'InSync' },
-  { name: '--layout legacy overrides detection', in: input({ links: [BR_EX, MP0], config: { layout: 'legacy' } }), phase: 'Progressing', code: 'Replacing', to: ['via 10.244.1.1 dev ovn-k8s-mp0'] },
+  { name: 'no version evidence, no gw0, no mp0 route: waits', in: input({ links: [BR_EX, MP0], config: NO_OS_RELEASE }), phase: 'Waiting', code: 'LayoutUnknown' },
+  { name: 'no version evidence: a leftover ovn-k8s-gw0 is no proof of 4.8/4.9', in: input({ config: NO_OS_RELEASE }), phase: 'Waiting', code: 'LayoutUnknown' },
+  { name: 'no version evidence: a route via mp0 is no proof of 4.8/4.9', in: input({ links: [BR_EX, MP0], service: [LOCAL], config: NO_OS_RELEASE }), phase: 'Waiting', code: 'LayoutUnknown' },
+  { name: 'no version evidence, --layout legacy: the operator\'s statement acts', in: input({ links: [BR_EX, MP0], config: { ...NO_OS_RELEASE, layout: 'legacy' } }), phase: 'Progressing', code: 'Replacing', to: ['via 10.244.1.1 dev ovn-k8s-mp0'] },
+  { name: 'RHCOS 4.8: acts', in: input({ links: [BR_EX, MP0], config: rhcos('4.8') }), phase: 'Progressing', code: 'Replacing', to: ['via 10.244.1.1 dev ovn-k8s-mp0'] },
+  { name: 'RHCOS 4.9: acts, no gw0 needed', in: input({ links: [BR_EX, MP0], config: rhcos('4.9') }), phase: 'Progressing', code: 'Replacing', to: ['via 10.244.1.1 dev ovn-k8s-mp0'] },
+  { name: 'RHCOS 4.10 with a leftover gw0: never changed', in: input({ config: rhcos('4.10') }), phase: 'Converged', code: 'RoutingViaHostLayout' },
+  { name: 'RHCOS 4.10, --layout legacy: ignored, never changed', in: input({ config: { ...rhcos('4.10'), layout: 'legacy' } }), phase: 'Converged', code: 'RoutingViaHostLayout' },
+  { name: 'RHCOS 4.11, --layout legacy: never changed', in: input({ config: { ...rhcos('4.11'), layout: 'legacy' } }), phase: 'Converged', code: 'RoutingViaHostLayout' },
+  { name: 'RHCOS 4.12: never changed', in: input({ config: rhcos('4.12') }), phase: 'Converged', code: 'RoutingViaHostLayout' },
+  { name: 'RHCOS 4.16, --layout legacy: never changed', in: input({ config: { ...rhcos('4.16'), layout: 'legacy' } }), phase: 'Converged', code: 'RoutingViaHostLayout' },
+  { name: 'RHCOS 4.7: not a release the agent knows, waits', in: input({ config: rhcos('4.7') }), phase: 'Waiting', code: 'LayoutUnknown' },
+  { name: 'a non-RHCOS os-release: no evidence, waits', in: input({ config: UBUNTU }), phase: 'Waiting', code: 'LayoutUnknown' },
+  { name: 'a non-RHCOS os-release, --layout legacy: acts', in: input({ config: { ...UBUNTU, layout: 'legacy' } }), phase: 'Progressing', code: 'Replacing', to: ['via 10.244.1.1 dev ovn-k8s-mp0'] },
+  { name: 'a non-RHCOS os-release that names 4.9: not RHCOS\'s word, waits', in: input({ config: { osRelease: parseOsRelease('ID=centos\nOPENSHIFT_VERSION="4.9"\n', OS_RELEASE) } }), phase: 'Waiting', code: 'LayoutUnknown' },
+  { name: 'an os-release that names 4.10, whatever its ID: never changed', in: input({ config: { osRelease: parseOsRelease('ID=centos\nOPENSHIFT_VERSION="4.10"\n', OS_RELEASE) } }), phase: 'Converged', code: 'RoutingViaHostLayout' },
+  { name: 'an OPENSHIFT_VERSION that is no version: waits', in: input({ config: { osRelease: parseOsRelease('ID="rhcos"\nOPENSHIFT_VERSION="4.x"\n', OS_RELEASE) } }), phase: 'Waiting', code: 'LayoutUnknown' },
+  { name: 'ovnkube.conf with platform-type (4.10+), no os-release, gw0, --layout legacy: never changed', in: input({ config: { ...NO_OS_RELEASE, ...CONF_410, layout: 'legacy' } }), phase: 'Converged', code: 'RoutingViaHostLayout' },
+  { name: 'ovnkube.conf with platform-type wins over an os-release of 4.9', in: input({ config: { ...rhcos('4.9'), ...CONF_410 } }), phase: 'Converged', code: 'RoutingViaHostLayout' },
+  { name: 'ovnkube.conf with a masquerade subnet key: never changed', in: input({ config: { ...rhcos('4.9'), confEvidence: { path: '/run/ovnkube-config/ovnkube.conf', keys: ['[gateway] masquerade subnet 169.254.169.0/29'] } } }), phase: 'Converged', code: 'RoutingViaHostLayout' },
+  { name: 'ovnkube.conf without 4.10+ keys, os-release 4.9: acts', in: input({ config: { ...rhcos('4.9'), ...CONF_49 } }), phase: 'Progressing', code: 'Replacing', to: ['via 10.244.1.1 dev ovn-k8s-mp0'] },
+  { name: 'ovnkube.conf without 4.10+ keys, no os-release: no evidence, waits', in: input({ config: { ...NO_OS_RELEASE, ...CONF_49 } }), phase: 'Waiting', code: 'LayoutUnknown' },
+  { name: 'no os-release, --layout routing-via-host: never changed', in: input({ config: { ...NO_OS_RELEASE, layout: 'routing-via-host' } }), phase: 'Converged', code: 'RoutingViaHostLayout' },
+  { name: '169.254.169.4 with no os-release: never changed', in: input({ service: [route('10.96.0.0/16', '169.254.169.4', 'br-ex', 1400)], config: { ...NO_OS_RELEASE, layout: 'legacy' } }), phase: 'Converged', code: 'RoutingViaHostLayout' },
+  { name: 'shared desired, 169.254.0.4: never changed', in: input({ mode: 'shared', ovnkube: 'shared', service: [route('10.96.0.0/16', '169.254.0.4', 'br-ex', 1400)] }), phase: 'Converged', code: 'RoutingViaHostLayout' },
   { name: '--layout routing-via-host never changes', in: input({ config: { layout: 'routing-via-host' } }), phase: 'Converged', code: 'RoutingViaHostLayout' },
   { name: 'dry run: planned, not applied', in: input({ config: { dryRun: true } }), phase: 'Waiting', code: 'DryRun', to: ['via 10.244.1.1 dev ovn-k8s-mp0'] },
   { name: 'a bad mode file keeps the last mode and says so', in: input({ modeError: 'the file is empty' }), phase: 'Progressing', code: 'ModeFileInvalid', to: ['via 10.244.1.1 dev ovn-k8s-mp0'] },
@@ -141,6 +180,7 @@ for (const c of cases) {
 test('planner: the whole plan of the seed node going local', () => {
   assert.deepEqual(plan(input({})), {
     layout: 'legacy',
+    platform: { release: '4.8-4.9', evidence: '/host/etc/os-release: ID=rhcos OPENSHIFT_VERSION=4.9' },
     blocked: false,
     actions: [
       {
@@ -198,14 +238,52 @@ test('planner: local desired always warns about egress firewall; shared does not
   assert.deepEqual(plan(input({ mode: 'shared', ovnkube: 'shared' })).warnings, []);
 });
 
+test('planner: shared desired, an MTU other than the guess is a warning that names both', () => {
+  const p = plan(input({ mode: 'shared', ovnkube: 'shared', service: [route('10.96.0.0/16', '172.18.0.1', 'br-ex', 9000)] }));
+  assert.deepEqual([p.actions, p.routes[0]?.inSync], [[], true]);
+  assert.deepEqual(p.warnings, ['10.96.0.0/16 carries mtu 9000, the agent expected 1400 (--mtu, ovnkube.conf or ovn-k8s-mp0\'s link MTU): ovnkube-node sets it; left as it is']);
+});
+
+test('planner: shared desired never plans an action, whatever the routes (a dry run neither)', () => {
+  for (const service of [[LOCAL], [STALE], [route('10.96.0.0/16', '172.18.0.9', 'br-ex', 1)], [route('10.96.0.0/16', '10.244.1.9', 'ovn-k8s-mp0', 1400)]]) {
+    for (const ovnkube of ['local', 'shared', null] as const) {
+      for (const config of [{}, NO_OS_RELEASE, { layout: 'legacy' as const }, { dryRun: true }]) {
+        assert.deepEqual(plan(input({ mode: 'shared', ovnkube, service, config })).actions, []);
+      }
+    }
+  }
+});
+
+test('planner: the plan says the release and the evidence that decided it', () => {
+  const at = (config: Partial<PlannerConfig>) => plan(input({ config })).platform;
+  assert.deepEqual(at(rhcos('4.9')), { release: '4.8-4.9', evidence: '/host/etc/os-release: ID=rhcos OPENSHIFT_VERSION=4.9' });
+  assert.deepEqual(at({ ...rhcos('4.10'), layout: 'legacy' }), { release: '4.10+', evidence: '/host/etc/os-release: ID=rhcos OPENSHIFT_VERSION=4.10; --layout legacy ignored' });
+  assert.deepEqual(at({ ...NO_OS_RELEASE, ...CONF_410 }), {
+    release: '4.10+',
+    evidence: '/run/ovnkube-config/ovnkube.conf has [kubernetes] platform-type="BareMetal" (rendered by the 4.10+ network operator only)',
+  });
+  assert.deepEqual(at({ ...NO_OS_RELEASE, layout: 'legacy' }), {
+    release: 'unknown',
+    evidence: '--layout legacy, stated by the operator (/host/etc/os-release: ENOENT; no --ovnkube-config to look at; no service route via a masquerade next hop)',
+  });
+  assert.equal(at(NO_OS_RELEASE).release, 'unknown');
+});
+
+test('planner: LayoutUnknown says what was looked at, that gw0 and a mp0 route prove nothing, and how to state it', () => {
+  const p = plan(input({ service: [LOCAL], config: UBUNTU }));
+  const message = p.reasons.find((r) => r.code === 'LayoutUnknown')?.message ?? '';
+  assert.match(message, /ID=ubuntu OPENSHIFT_VERSION=\(none\)/);
+  assert.match(message, /link ovn-k8s-gw0 exists and 10\.96\.0\.0\/16 goes via ovn-k8s-mp0, which 4\.10 nodes show too: no proof/);
+  assert.match(message, /--layout legacy/);
+});
+
 test('planner: a multipath route is reported as such, never as a next hop of nothing', () => {
   const p = plan(input({ service: [{ ...STALE, nextHop: { dev: null, oif: null, gateway: null, mtu: null }, multipath: true }] }));
   assert.deepEqual([p.routes[0]?.multipath, p.routes[0]?.observed], [true, null]);
 });
 
-test('planner: a shared-mode 4.8/4.9 node before the rollout waits on ovnkube-node first, the unknown layout second', () => {
-  // No ovn-k8s-gw0 until local-mode ovnkube-node runs: the layout reason would pass by itself.
-  const p = plan(input({ links: [BR_EX, MP0], ovnkube: 'shared' }));
+test('planner: a node of no known release before the rollout waits on ovnkube-node first, the unknown release second', () => {
+  const p = plan(input({ links: [BR_EX, MP0], ovnkube: 'shared', config: NO_OS_RELEASE }));
   assert.deepEqual(
     p.reasons.map((r) => r.code),
     ['OvnkubeOtherMode', 'LayoutUnknown'],

@@ -12,6 +12,12 @@ import type { StatusReport } from '../../src/status/report.js';
 import type { Netns } from './netns.js';
 
 export const CLI = fileURLToPath(new URL('../../src/cli/main.js', import.meta.url));
+/**
+ * The host's os-release of an RHCOS 4.9 node: every agent and one-shot command the helpers
+ * start is given it (--os-release, OVN_GWMODE_OS_RELEASE), so that the seed node is a node
+ * the agent knows to be 4.8/4.9. A test about detection passes its own.
+ */
+export const RHCOS_49_OS_RELEASE = fileURLToPath(new URL('../../../test/fixtures/os-release-rhcos-4.9', import.meta.url));
 /** The agent with faults wrapped around its parts (GWMODE_FAULT); see the fixture. */
 export const FAULTY = fileURLToPath(new URL('../fixtures/agent-with-faults.js', import.meta.url));
 
@@ -54,7 +60,7 @@ export class AgentProcess {
     scratch.agentStarted = true;
     this.child = spawn(
       'ip',
-      ['netns', 'exec', ns.name, process.execPath, entry, 'run', '--mode-file', scratch.modeFile, '--socket', scratch.socket, '--state-dir', scratch.stateDir, '--resync-interval', '2', '--log-level', 'debug', ...(args.includes('--restart') ? [] : ['--restart', 'signal']), ...(args.includes('--settle') ? [] : ['--settle', '0']), ...args],
+      ['netns', 'exec', ns.name, process.execPath, entry, 'run', '--mode-file', scratch.modeFile, '--socket', scratch.socket, '--state-dir', scratch.stateDir, '--resync-interval', '2', '--log-level', 'debug', ...(args.includes('--restart') ? [] : ['--restart', 'signal']), ...(args.includes('--settle') ? [] : ['--settle', '0']), ...(args.includes('--os-release') ? [] : ['--os-release', RHCOS_49_OS_RELEASE]), ...args],
       { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } },
     );
     this.child.stdout!.on('data', (d: Buffer) => (this.output += d.toString()));
@@ -113,9 +119,10 @@ export async function waitForStatus(
   throw new Error(`never saw ${what}; last status: ${JSON.stringify(last, null, 2)}\nagent output:\n${agent.output.slice(-4000)}`);
 }
 
-/** Runs the CLI once (not as a daemon) in the namespace, with env added to this process's. */
+/** Runs the CLI once (not as a daemon) in the namespace, on an RHCOS 4.9 node unless --os-release or env says otherwise. */
 export function cli(ns: Netns, args: string[], env: NodeJS.ProcessEnv = {}): { code: number | null; stdout: string; stderr: string } {
-  const r = spawnSync('ip', ['netns', 'exec', ns.name, process.execPath, CLI, ...args], { encoding: 'utf8', env: { ...process.env, ...env } });
+  const full = { OVN_GWMODE_OS_RELEASE: RHCOS_49_OS_RELEASE, ...process.env, ...env };
+  const r = spawnSync('ip', ['netns', 'exec', ns.name, process.execPath, CLI, ...args], { encoding: 'utf8', env: full });
   return { code: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 

@@ -129,8 +129,11 @@ export async function chaos(o: ChaosOptions): Promise<ChaosResult> {
     for (migration = 0; migration < o.migrations; migration++) {
       mode = mode === 'shared' ? 'local' : 'shared';
       stopsPerMigration[migration] = 0;
-      // The operator's rollout of the new mode, then the mode file.
+      // The operator's rollout of the new mode, then the mode file. A shared-mode ovnkube-node
+      // drops its mp0 route and adds the br-ex one at its start (the stand-in does not): the
+      // test plays that part; the agent writes nothing towards shared.
       await rollOut(mode);
+      if (mode === 'shared') ns.ip(`route replace ${CHAOS_ROUTES.shared}`);
       scratch.writeMode(mode);
       for (let k = 0; k < o.killsPerMigration; k++) {
         // A seeded point: a delay from the start, or a moment after the agent says it

@@ -1,5 +1,7 @@
-// The planner configuration of the seed's node, for tests of the pure core.
+// The planner configuration of the seed's node, for tests of the pure core: an RHCOS 4.9 node.
+import { parseOsRelease } from '../../src/core/platform.js';
 import type { PlannerConfig } from '../../src/core/types.js';
+import { rhcosOsRelease } from '../../src/demo/os-release.js';
 import { parseCidr } from '../../src/net/cidr.js';
 
 export function seedConfig(overrides: Partial<PlannerConfig> = {}): PlannerConfig {
@@ -12,6 +14,8 @@ export function seedConfig(overrides: Partial<PlannerConfig> = {}): PlannerConfi
     mtu: 1400,
     gatewayNexthop: {},
     masqueradeNexthops: [],
+    osRelease: parseOsRelease(rhcosOsRelease('4.9'), '/host/etc/os-release'),
+    confEvidence: null,
     dryRun: false,
     ...overrides,
   };

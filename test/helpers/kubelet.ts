@@ -4,7 +4,7 @@
 // projected the way kubelet's atomic writer does (..data swapped by rename), CRI log
 // lines, and a process's effective capabilities. Anything the translation does not
 // know fails loudly instead of being left out: the test must run what the manifest says.
-import { existsSync, mkdirSync, readFileSync, readlinkSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, readlinkSync, renameSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 
 // Manifests are untyped YAML.
@@ -121,6 +121,8 @@ export function containerConfig(
     if (volume?.hostPath) {
       const hostPath = opts.host.path(volume.hostPath.path);
       if (volume.hostPath.type === 'DirectoryOrCreate') mkdirSync(hostPath, { recursive: true, mode: 0o755 });
+      // kubelet's check of type File (stat: a symlink to a file passes, as on RHCOS's /etc/os-release).
+      if (volume.hostPath.type === 'File' && !statSync(hostPath, { throwIfNoEntry: false })?.isFile()) throw new Error(`hostPath ${volume.hostPath.path}: not a file`);
       return { containerPath: m.mountPath, hostPath, readonly: Boolean(m.readOnly) };
     }
     if (volume?.configMap) {

@@ -19,6 +19,7 @@ function report(over: Partial<StatusReport> = {}): StatusReport {
     modeSource: { path: '/etc/mode', error: null, detail: null },
     ovnkubeMode: 'local',
     layout: 'legacy',
+    platform: { release: '4.8-4.9', evidence: 'os-release' },
     phase: 'Converged',
     reasons: ['service routes match desired mode local'],
     reasonCodes: ['InSync'],

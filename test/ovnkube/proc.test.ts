@@ -9,7 +9,7 @@ import path from 'node:path';
 import { test } from 'node:test';
 import { pathToFileURL } from 'node:url';
 import { MAX_COPY_AGE_MS, OvnkubeScanner, scanOvnkubeProcesses, startTimeOf, summarise, type OvnkubeScan } from '../../src/ovnkube/proc.js';
-import { CLI, FakeOvnkube, Scratch } from '../helpers/agent.js';
+import { CLI, FakeOvnkube, RHCOS_49_OS_RELEASE, Scratch } from '../helpers/agent.js';
 import { withForkedOvnkube } from '../helpers/forked-ovnkube.js';
 import { seedNode, skipWithoutKernel } from '../helpers/netns.js';
 import { AS_NOBODY, runAsNobody, skipWithoutSetpriv } from '../helpers/nobody.js';
@@ -137,7 +137,7 @@ test('plan as non-root says it cannot read ovnkube-node\'s namespace, and what i
     chmodSync(scratch.dir, 0o755);
     scratch.writeMode('local');
     ovnkube.start('local');
-    const args = ['plan', '--mode-file', scratch.modeFile, '--service-cidr', '10.96.0.0/16', '--mtu', '1400'];
+    const args = ['plan', '--mode-file', scratch.modeFile, '--service-cidr', '10.96.0.0/16', '--mtu', '1400', '--os-release', RHCOS_49_OS_RELEASE];
     const asRoot = spawnSync('ip', ['netns', 'exec', ns.name, process.execPath, CLI, ...args], { encoding: 'utf8' });
     assert.match(asRoot.stdout, /replace 10\.96\.0\.0\/16/, asRoot.stderr);
     const r = spawnSync('ip', ['netns', 'exec', ns.name, ...AS_NOBODY, process.execPath, CLI, ...args], { encoding: 'utf8', timeout: 60_000 });

@@ -3,6 +3,7 @@
 // node's network namespace; its root an overlay, so the host's dpkg database is never
 // written) it is installed with `dpkg -i`, configured, upgraded to a second build, removed
 // and purged, with what Debian policy asks of a service checked at each step.
+import { rhcosOsRelease } from '../../src/demo/os-release.js';
 import { strict as assert } from 'node:assert';
 import { spawn, spawnSync } from 'node:child_process';
 import { copyFileSync, existsSync, lstatSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -116,6 +117,8 @@ test('the package under a real systemd: dpkg -i enables and starts the unit, the
     // This machine was made from a container image whose policy-rc.d forbids every service
     // start (exit 101), which deb-systemd-invoke obeys; a node has none.
     b.run(['rm', '-f', '/usr/sbin/policy-rc.d']);
+    // An RHCOS 4.9 node: the packaged unit reads the release from /etc/os-release, its default.
+    b.write('/etc/os-release', rhcosOsRelease('4.9'));
     copyFileSync(v1, b.path('/root/v1.deb'));
     copyFileSync(v2, b.path('/root/v2.deb'));
 

@@ -4,9 +4,10 @@
 // args, env, mounts, capabilities, read-only root, user, namespaces, probes) is read from
 // the rendered manifest by test/helpers/kubelet.ts; the test restates none of it.
 // The node is the seed's, in a network namespace that is the pod's host network.
+import { writeOsRelease } from '../../src/demo/os-release.js';
 import { strict as assert } from 'node:assert';
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, readlinkSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readlinkSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
@@ -123,6 +124,12 @@ test('the image runs as the rendered DaemonSet says: converges the seed node, pa
     const host = new HostRoot(path.join(dir, 'host'));
     const env = Object.fromEntries((agentSpec.env as Manifest[]).map((e) => [e.name, e.value as string]));
     const criSocket = host.fromContainer(agentSpec, spec.volumes, env.OVN_GWMODE_CRI_ENDPOINT!);
+    // An RHCOS 4.9 node, its /etc/os-release a symlink to ../usr/lib/os-release as on RHCOS: the
+    // runtime's bind mount follows it on the host.
+    mkdirSync(host.path('/usr/lib'), { recursive: true });
+    mkdirSync(host.path('/etc'), { recursive: true });
+    writeOsRelease(host.path('/usr/lib'), '4.9');
+    symlinkSync('../usr/lib/os-release', host.path('/etc/os-release'));
     assert.equal(criSocket, host.path('/run/containerd/containerd.sock'), "containerd's own socket on the host");
     cd = await Containerd.start(ns, path.join(dir, 'containerd'), { socket: criSocket });
     const imported = spawnSync('ctr', ['-a', cd.socket, '-n', 'k8s.io', 'images', 'import', archive], { encoding: 'utf8' });

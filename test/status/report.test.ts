@@ -8,6 +8,7 @@ const report: StatusReport = {
   modeSource: { path: '/etc/mode', error: null, detail: null },
   ovnkubeMode: 'local',
   layout: 'legacy',
+  platform: { release: '4.8-4.9', evidence: '/host/etc/os-release: ID=rhcos OPENSHIFT_VERSION=4.9' },
   phase: 'Waiting',
   reasons: ['10.96.0.0/16 is a multipath route: not one the agent owns'],
   reasonCodes: ['NotOurRoute'],
@@ -23,7 +24,8 @@ test('status: a multipath route reads as multipath, not as "via (none) dev (none
   const text = renderHuman(report);
   assert.match(text, /NO {2}10\.96\.0\.0\/16: multipath \(several next hops\) \(expected via 10\.244\.1\.1 dev ovn-k8s-mp0\)/);
   assert.doesNotMatch(text, /\(none\)/);
-  assert.equal(renderBrief(report), 'Waiting desired=local ovnkube=local layout=legacy routes=0/1 in sync: 10.96.0.0/16 is a multipath route: not one the agent owns');
+  assert.match(text, /^release: {8}4\.8-4\.9 \(\/host\/etc\/os-release: ID=rhcos OPENSHIFT_VERSION=4\.9\)$/m);
+  assert.equal(renderBrief(report), 'Waiting desired=local ovnkube=local layout=legacy release=4.8-4.9 routes=0/1 in sync: 10.96.0.0/16 is a multipath route: not one the agent owns');
 });
 
 test('the README lists every reason code the agent can report', async () => {

@@ -32,6 +32,7 @@
 //   RuntimeDirectory(Mode), StateDirectory(Mode) verified: 0750 directories, the socket 0660 in it
 //   WatchdogSec                                 verified: a wedged loop is killed (Result watchdog) and restarted
 //   Type=notify, ExecReload                     verified: start returns once READY; reload re-reads ovnkube.conf
+import { rhcosOsRelease } from '../../src/demo/os-release.js';
 import { strict as assert } from 'node:assert';
 import { copyFileSync, existsSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
@@ -100,6 +101,8 @@ test('the unit under a real systemd: READY on start, STATUS= follows status --br
     );
     b.write(`/etc/systemd/system/${UNIT}.d/checkout.conf`, `[Service]\nExecStart=\nExecStart=${process.execPath} ${CLI} run\n`);
     b.write('/etc/ovn-gwmode-agent/mode', 'local\n');
+    // An RHCOS 4.9 node: the unit reads the release from /etc/os-release, its default.
+    b.write('/etc/os-release', rhcosOsRelease('4.9'));
     const writeConf = (cidrs: string) => b.write('/etc/ovnkube/ovnkube.conf', `[default]\nmtu="1400"\n[kubernetes]\nservice-cidrs="${cidrs}"\n`);
     writeConf('10.96.0.0/16');
     b.run(['mkdir', '-p', '/run/containerd']);

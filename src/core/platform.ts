@@ -1,0 +1,107 @@
+// Which OpenShift release the node runs, from evidence on the node; pure (the shell reads
+// the files). The agent acts only on 4.8/4.9, and a 4.10/4.11 node looks like a 4.8/4.9 one:
+// from ovn-kubernetes 68cdb3891 (Oct 2021) until 5701be2df (Aug 2022) the service route goes
+// `via <br-ex default gateway> dev br-ex mtu <MTU>` in both modes and routingViaHost runs
+// `--gateway-mode local`, so neither the route nor the command line can tell.
+//
+// The rules, in order:
+//  1. Any 4.10+ evidence wins over everything, --layout included: routing-via-host, never a change.
+//     - the host's os-release with OPENSHIFT_VERSION 4.10 or later (RHCOS carries it, e.g.
+//       OPENSHIFT_VERSION="4.9" RHEL_VERSION="8.4" VERSION="49.84.202212201621-0" ID="rhcos":
+//       stackrox/stackrox's local-nodescanner README; "4.13" in ComplianceAsCode/content
+//       linux_os/.../package_iptables_installed/tests/rhel9.notapplicable.sh);
+//     - ovnkube.conf keys only a 4.10+ cluster network operator renders (CNO
+//       bindata/network/ovn-kubernetes/004-config.yaml): `[kubernetes] platform-type`
+//       (877228e52, Dec 2021: rendered always in release-4.10 c7855f1 and in the 4.11 tree
+//       f1a70e47e, never in release-4.9 275ca80 nor release-4.8 f9c6825); the masquerade subnet
+//       keys (later still). (`[default] routable-mtu`, e5e36ad73, is 4.10+ too, but rendered only
+//       during an MTU migration: not looked at.)
+//     - a service route via the gateway interface to a masquerade next hop (the .4).
+//  2. An RHCOS os-release with OPENSHIFT_VERSION 4.8 or 4.9: the legacy layout, acted on.
+//  3. Otherwise only an operator's statement: --layout legacy acts, --layout routing-via-host
+//     never does, auto waits (LayoutUnknown). A leftover ovn-k8s-gw0 (its removal, ed422b840,
+//     is best effort) and a service route via ovn-k8s-mp0 (4.9 -> 4.10 upgrade windows) both
+//     occur on 4.10 nodes: neither is evidence.
+import type { Route } from './route.js';
+import type { Layout, OsRelease, PlannerConfig, Release } from './types.js';
+
+export type { ConfEvidence, OsRelease, Release } from './types.js';
+
+export interface Platform {
+  release: Release;
+  /** What decided, or for 'unknown' what was looked at and found wanting. */
+  evidence: string;
+  layout: Layout;
+}
+
+/** The .4 of the default masquerade subnets: 169.254.169.0/29 (4.12-4.16), 169.254.0.0/17 (4.17+ installs), fd69::/125 and /112. */
+export const ROUTING_VIA_HOST_NEXTHOPS = ['169.254.169.4', '169.254.0.4', 'fd69::4'];
+
+/** os-release(5): KEY=value lines, the value optionally in double or single quotes. */
+export function parseOsRelease(text: string, path: string): OsRelease {
+  const fields = new Map<string, string>();
+  for (const line of text.split('\n')) {
+    const m = /^\s*([A-Z0-9_]+)=(.*)$/.exec(line);
+    if (!m) continue;
+    let value = m[2]!.trim();
+    const q = value[0];
+    if ((q === '"' || q === "'") && value.endsWith(q) && value.length >= 2) value = value.slice(1, -1);
+    fields.set(m[1]!, value.replace(/\\(["'$`\\])/g, '$1'));
+  }
+  const get = (k: string) => (fields.get(k) ?? '') || null;
+  return { path, id: get('ID'), openshiftVersion: get('OPENSHIFT_VERSION'), version: get('VERSION'), error: null };
+}
+
+export const noOsRelease = (path: string, error: string): OsRelease => ({ path, id: null, openshiftVersion: null, version: null, error });
+
+/** [major, minor] of an OPENSHIFT_VERSION such as "4.9" or "4.10.3"; null when it is not one. */
+function versionOf(text: string): [number, number] | null {
+  const m = /^(\d{1,3})\.(\d{1,3})(?:\.\d+)?$/.exec(text);
+  return m ? [Number(m[1]), Number(m[2])] : null;
+}
+
+const isRecent = ([major, minor]: [number, number]) => major > 4 || (major === 4 && minor >= 10);
+
+function osReleaseFinding(o: OsRelease): { release: Release; text: string } {
+  if (o.error !== null) return { release: 'unknown', text: `${o.path}: ${o.error}` };
+  const said = `${o.path}: ID=${o.id ?? '(none)'} OPENSHIFT_VERSION=${o.openshiftVersion ?? '(none)'}`;
+  if (o.openshiftVersion === null) return { release: 'unknown', text: `${said} (no OpenShift version: not an RHCOS node)` };
+  const v = versionOf(o.openshiftVersion);
+  if (v === null) return { release: 'unknown', text: `${said} (not a version)` };
+  // Any OS that says 4.10+ is believed: it can only turn changes off.
+  if (isRecent(v)) return { release: '4.10+', text: said };
+  // What lets the agent act must be RHCOS's own word.
+  if (o.id !== 'rhcos') return { release: 'unknown', text: `${said} (not RHCOS)` };
+  if (v[0] === 4 && (v[1] === 8 || v[1] === 9)) return { release: '4.8-4.9', text: said };
+  return { release: 'unknown', text: `${said} (not a release the agent knows)` };
+}
+
+/** A service route via the gateway interface to a masquerade .4: the 4.12+ shape. */
+export function masqueradeRoute(routes: Route[], config: Pick<PlannerConfig, 'gatewayInterface' | 'masqueradeNexthops'>): Route | undefined {
+  const masquerade = new Set([...ROUTING_VIA_HOST_NEXTHOPS, ...config.masqueradeNexthops]);
+  return routes.find((r) => r.nextHop.dev === config.gatewayInterface && r.nextHop.gateway !== null && masquerade.has(r.nextHop.gateway));
+}
+
+/** The release, the layout the agent works in, and what decided: see the rules above. */
+export function identifyPlatform(config: PlannerConfig, serviceRoutes: Route[]): Platform {
+  const os = osReleaseFinding(config.osRelease);
+  const recent: string[] = [];
+  if (os.release === '4.10+') recent.push(os.text);
+  if (config.confEvidence && config.confEvidence.keys.length > 0) {
+    recent.push(`${config.confEvidence.path} has ${config.confEvidence.keys.join(', ')} (rendered by the 4.10+ network operator only)`);
+  }
+  const via = masqueradeRoute(serviceRoutes, config);
+  if (via) recent.push(`${via.key.prefix} goes via ${via.nextHop.gateway} dev ${config.gatewayInterface} (a masquerade next hop)`);
+  if (recent.length > 0) {
+    const ignored = config.layout === 'legacy' ? '; --layout legacy ignored' : '';
+    return { release: '4.10+', evidence: `${recent.join('; ')}${ignored}`, layout: 'routing-via-host' };
+  }
+  if (config.layout === 'routing-via-host') {
+    return { release: os.release, evidence: `--layout routing-via-host (${os.text})`, layout: 'routing-via-host' };
+  }
+  if (os.release === '4.8-4.9') return { release: '4.8-4.9', evidence: os.text, layout: 'legacy' };
+  const conf = config.confEvidence ? `${config.confEvidence.path} has no 4.10+ key` : 'no --ovnkube-config to look at';
+  const looked = `${os.text}; ${conf}; no service route via a masquerade next hop`;
+  if (config.layout === 'legacy') return { release: 'unknown', evidence: `--layout legacy, stated by the operator (${looked})`, layout: 'legacy' };
+  return { release: 'unknown', evidence: looked, layout: 'unknown' };
+}
