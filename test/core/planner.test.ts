@@ -128,7 +128,7 @@ const cases: Array<{ name: string; in: PlanInput; phase: string; code: ReasonCod
   { name: 'an IPv6 route with no gateway on br-ex: not ours either', in: input({ config: dual, v6: [{ ...route('fd00:10:96::/112', 'fd00:18::1', 'br-ex', 1400), nextHop: { dev: 'br-ex', oif: 2, gateway: null, mtu: 1400 } }] }), phase: 'Waiting', code: 'NotOurRoute' },
   { name: 'via inet6 (RTA_VIA, an IPv6 next hop of an IPv4 route): not ours', in: input({ service: [VIA_INET6('10.96.0.0/16')] }), phase: 'Waiting', code: 'NotOurRoute' },
   { name: 'shared: a default route via inet6 gives no next hop; the IPv4 default gateway behind it does', in: input({ mode: 'shared', ovnkube: 'shared', service: [route('10.96.0.0/16', '172.18.0.1', 'br-ex', 1400)], defaults4: [VIA_INET6('0.0.0.0/0'), route('0.0.0.0/0', '172.18.0.1', 'br-ex', null, { priority: 500 })] }), phase: 'Converged', code: 'InSync' },
-  { name: 'shared: a default route via inet6 alone: no next hop, wait', in: input({ mode: 'shared', ovnkube: 'shared', service: [LOCAL], defaults4: [VIA_INET6('0.0.0.0/0')] }), phase: 'Waiting', code: 'NoDefaultRoute' },
+  { name: 'shared: a default route via inet6 alone: no next hop, wait', in: input({ mode: 'shared', ovnkube: 'shared', service: [STALE], defaults4: [VIA_INET6('0.0.0.0/0')] }), phase: 'Waiting', code: 'NoDefaultRoute' },
   { name: 'via another device: not ours', in: input({ service: [route('10.96.0.0/16', '192.168.1.1', 'eth0', null)] }), phase: 'Waiting', code: 'NotOurRoute' },
   { name: 'a link-local next hop that is no masquerade .4: never ours', in: input({ service: [route('10.96.0.0/16', '169.254.3.9', 'br-ex', 1400)], config: { layout: 'legacy' } }), phase: 'Waiting', code: 'NotOurRoute' },
   { name: '169.254.169.4 (4.10-4.13): routing-via-host, never changed', in: input({ service: [route('10.96.0.0/16', '169.254.169.4', 'br-ex', 1400)] }), phase: 'Converged', code: 'RoutingViaHostLayout' },
@@ -226,7 +226,7 @@ test('planner: a route via inet6 is named by its next hop, as a service route (N
     service.reasons.filter((r) => r.code === 'NotOurRoute').map((r) => r.message),
     ['10.96.0.0/16 has via inet6 fe80::1, which a replace would not carry over: not one the agent owns'],
   );
-  const shared = plan(input({ mode: 'shared', ovnkube: 'shared', service: [LOCAL], defaults4: [VIA_INET6('0.0.0.0/0')] }));
+  const shared = plan(input({ mode: 'shared', ovnkube: 'shared', service: [STALE], defaults4: [VIA_INET6('0.0.0.0/0')] }));
   assert.deepEqual(
     shared.reasons.filter((r) => r.code === 'NoDefaultRoute').map((r) => r.message),
     ['no IPv4 default route via br-ex to take the next hop from; skipped, no IPv4 gateway: metric 0 via inet6 fe80::1 (set --gateway-nexthop)'],
