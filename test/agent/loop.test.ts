@@ -82,7 +82,10 @@ interface Rig {
   reads?: number;
   /** routeEventOnly of every probe of ovnkube-node, in order. */
   probes?: boolean[];
+  /** The agent's monotonic clock (ms). */
   now: number;
+  /** How far the wall clock is off the monotonic one (a test steps it); 0 by default. */
+  wallOffset?: number;
   /** The agent's atRest hook; none by default. */
   atRest?: () => void;
   /** The periodic resync (default an hour: none in most tests). */
@@ -112,7 +115,7 @@ function makeAgent(r: Rig, config = seedConfig()) {
       log: pino({ level: 'info' }, { write: (line: string) => void logs.push(JSON.parse(line) as { level: number; msg: string }) }),
       readMode: async () => ((r.reads = (r.reads ?? 0) + 1), r.read),
       watchMode: () => ({ close: async () => undefined }),
-      clock: { now: () => r.now },
+      clock: { now: () => r.now, wall: () => r.now + (r.wallOffset ?? 0) },
       random: () => 1,
       ...(r.atRest ? { atRest: () => r.atRest!() } : {}),
     },

@@ -82,7 +82,7 @@ test('an agent whose journal is corrupt keeps going: the journal is kept aside a
         log: pino({ level: 'silent' }),
         readMode: async () => ({ mode: 'local', error: null }),
         watchMode: () => ({ close: async () => undefined }),
-        clock: { now: () => 1_000_000 },
+        clock: { now: () => 1_000_000, wall: () => 1_000_000 },
         random: () => 1,
       },
       {
