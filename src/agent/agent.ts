@@ -509,10 +509,8 @@ export class Agent {
     if (replaces.length === 0) return;
     try {
       const mode = this.desired.mode;
-      await applyReplaces(this.deps.dataplane, this.deps.log, replaces, (a, result, err) => {
+      await applyReplaces(this.ownWrites(), this.deps.log, replaces, (a, result, err) => {
         if (result === 'done') done.push(a);
-        // The kernel took it: its notification is on its way (race 8).
-        if (result === 'done' || result === 'put_back') this.echoes.set(a.key.prefix, (this.echoes.get(a.key.prefix) ?? 0) + 1);
         this.recorder.replace({ cidr: a.key.prefix, mode, before: renderNextHop(a.from), after: renderNextHop(a.to), result, code: err === null ? null : errorCode(err) });
       });
     } catch (err) {
@@ -612,6 +610,31 @@ export class Agent {
       this.journalLag = { ...lag, attempts: lag.attempts + 1, error: (err as Error).message };
       this.deps.log.error({ err, attempt: lag.attempts + 1 }, `the journal still lags behind: ${lag.what} is not recorded yet`);
     }
+  }
+
+  /**
+   * The dataplane's replace, each write's echo expected (race 8). Expected before the
+   * request goes out: the notification may be read before the kernel's answer. A write
+   * that failed expects nothing (refused: none comes; answer lost: one that comes costs
+   * a pass, while one expected in vain would hide someone else's change).
+   */
+  private ownWrites(): Pick<Dataplane, 'replaceRoute'> {
+    const expect = (prefix: string, n: number) => {
+      const left = (this.echoes.get(prefix) ?? 0) + n;
+      if (left > 0) this.echoes.set(prefix, left);
+      else this.echoes.delete(prefix);
+    };
+    return {
+      replaceRoute: async (r) => {
+        expect(r.key.prefix, 1);
+        try {
+          await this.deps.dataplane.replaceRoute(r);
+        } catch (err) {
+          expect(r.key.prefix, -1);
+          throw err;
+        }
+      },
+    };
   }
 
   /** Wall minus monotonic time now: how a monotonic time is shown (and written to disk). */
