@@ -186,7 +186,7 @@ export class Agent {
   async init(): Promise<void> {
     try {
       const loaded = await this.deps.journal.load();
-      this.journalData = toMonotonic(loaded, loadOffset(loaded, this.deps.bootId ?? null, this.wallOffset()));
+      this.journalData = toMonotonic(loaded, loadOffset(loaded, this.deps.bootId ?? null, this.wallOffset()), this.deps.clock.now());
     } catch (err) {
       let where = 'left in place';
       try {

@@ -9,6 +9,11 @@
 //  2. Another boot, or no note (a journal of an older agent, or one only `apply` wrote):
 //     monotonic times of another boot mean nothing, and the wall clock is the only
 //     bridge. The current offset is used: as right as the wall clock is.
+//  3. A time after now (the journal written while the wall clock ran ahead, read in
+//     another boot after NTP set it right) is taken as now: a restart "in the future"
+//     would hold the rate limit, and a settle window from the future would last until
+//     then (30 days of Progressing for a clock 30 days ahead). As now, the rate limit
+//     counts it as just done, and a settle window ends its full duration from now.
 import { readFileSync } from 'node:fs';
 import type { Migration } from '../core/migration.js';
 import type { JournalData } from './journal.js';
@@ -18,10 +23,10 @@ export function loadOffset(data: JournalData, bootId: string | null, currentOffs
   return bootId !== null && data.clock?.bootId === bootId ? data.clock.wallMinusMonotonicMs : currentOffsetMs;
 }
 
-/** Every time of the journal shifted by delta ms. */
-function shift(data: JournalData, delta: number): JournalData {
-  const t = (x: number) => x + delta;
-  const tn = (x: number | null) => (x === null ? null : x + delta);
+/** Every time of the journal shifted by delta ms, and none after `latest`. */
+function shift(data: JournalData, delta: number, latest = Infinity): JournalData {
+  const t = (x: number) => Math.min(latest, x + delta);
+  const tn = (x: number | null) => (x === null ? null : t(x));
   const m: Migration | null = data.migration && {
     ...data.migration,
     startedAt: t(data.migration.startedAt),
@@ -32,9 +37,9 @@ function shift(data: JournalData, delta: number): JournalData {
   return { ...data, migration: m, restarts: data.restarts.map(t) };
 }
 
-/** A loaded journal (wall times) in monotonic time, read with `offsetMs` (see loadOffset). */
-export function toMonotonic(data: JournalData, offsetMs: number): JournalData {
-  const { clock: _note, ...rest } = shift(data, -offsetMs);
+/** A loaded journal (wall times) in monotonic time, read with `offsetMs` (see loadOffset); none after `nowMs` (rule 3). */
+export function toMonotonic(data: JournalData, offsetMs: number, nowMs: number): JournalData {
+  const { clock: _note, ...rest } = shift(data, -offsetMs, nowMs);
   return rest;
 }
 
