@@ -150,6 +150,8 @@ export class Agent {
   /** A periodic resync woke a pass (or will): atRest is due when the loop has caught up. */
   private resyncDue = false;
   private retryTimer: NodeJS.Timeout | undefined;
+  /** A failed pass's retry is set: it is the full pass a periodic resync would ask for. */
+  private retryPending = false;
   private wakeTimer: NodeJS.Timeout | undefined;
   private kickTimer: NodeJS.Immediate | undefined;
   private modeTimer: NodeJS.Timeout | undefined;
@@ -337,6 +339,9 @@ export class Agent {
   private resync(): void {
     this.deps.log.debug('periodic resync');
     this.resyncDue = true;
+    // A failed pass waits out its backoff (race 8): its retry is the full pass the resync
+    // would be, and an earlier one would repeat the failure (and a flap) before its time.
+    if (this.retryPending) return;
     this.kick('periodic resync');
   }
 
@@ -383,6 +388,9 @@ export class Agent {
       wakeInMs = this.outcome?.decision.wakeInMs;
       this.failures = 0;
       this.error = null;
+      // A retry still set (another wake-up came first) has nothing left to retry.
+      clearTimeout(this.retryTimer);
+      this.retryPending = false;
     } catch (err) {
       this.failures++;
       const e = err as Error & { code?: string };
@@ -395,8 +403,15 @@ export class Agent {
           : reason('ReconcileFailed', `reconcile failed (attempt ${this.failures}, retrying in ${delay} ms): ${e.message}`);
       this.deps.log.error({ err: e, attempt: this.failures, retryInMs: delay }, 'reconcile failed');
       clearTimeout(this.retryTimer);
+      this.retryPending = false;
       if (delay === 0) this.dirty = this.probeStale = true;
-      else if (!this.stopped) this.retryTimer = after(delay, () => this.kick('retry'));
+      else if (!this.stopped) {
+        this.retryPending = true;
+        this.retryTimer = after(delay, () => {
+          this.retryPending = false;
+          this.kick('retry');
+        });
+      }
     }
     if (this.error === null && this.journalLag !== null) {
       // The node is as the loop decided; only the record is behind.

@@ -644,8 +644,9 @@ test('at rest: the hook runs once after each pass a periodic resync woke, never 
   }
 });
 
-test('a dual-stack replace the kernel refuses every time: one pass per backoff step whatever its own replaces and put-backs announce, each flap counted, and the third suspends the repairs', async () => {
-  const r = rig();
+test('a dual-stack replace the kernel refuses every time: one pass per backoff step whatever its own replaces and put-backs announce (or the periodic resync asks), each flap counted, and the third suspends the repairs', async () => {
+  // A resync every second: within a backoff it asks for nothing the retry will not do.
+  const r = rig({ resyncIntervalMs: 1000 });
   const v6 = 'fd00:10:96::/112';
   r.dp.setRoute(v6, 'fd00:18::1', 'br-ex', 1400);
   // mp0 keeps its v6 address but lost the on-link route of its subnet: EHOSTUNREACH, every time.
@@ -677,7 +678,8 @@ test('a dual-stack replace the kernel refuses every time: one pass per backoff s
     const held = await h.until((s) => s.reasonCodes[0] === 'RepairsSuspended', 'repairs suspended');
     assert.equal(held.phase, 'Degraded');
     assert.match(held.reasons[0]!, /put it back itself .*EHOSTUNREACH/);
-    await h.advance(120_000);
+    // The resyncs go on (a pass each second), and flap nothing.
+    await h.advance(10_000);
     assert.equal(flaps(), 3, 'no flap after the suspension');
     assert.equal(r.dp.nextHopOf('10.96.0.0/16'), 'via 172.18.0.1 dev br-ex mtu 1400', 'IPv4 left as it was');
     assert.ok(dumps <= 50, `the loop never ran away (${dumps} dumps)`);
