@@ -100,10 +100,11 @@ export async function runDaemon(raw: RawRunOptions, initial: Settings, deps: Dae
   const strategy = strategyFor(settings, supervisor.stuckAfterMs());
   const watchMode = (path: string) => (onChange: () => void) => watchModeSource(path, onChange);
   // One reader per path: it remembers what it saw of a file being written.
-  // Wall time: the reader compares it with the file's mtime.
-  let modeReader = new ModeReader(settings.modeFile, () => deps.clock.wall());
+  // Wall time to compare with the file's mtime, the monotonic clock for how long it stayed unchanged.
+  const modeReaderFor = (file: string) => new ModeReader(file, () => deps.clock.wall(), () => deps.clock.now());
+  let modeReader = modeReaderFor(settings.modeFile);
   const readMode = () => {
-    if (modeReader.source !== settings.modeFile) modeReader = new ModeReader(settings.modeFile, () => deps.clock.wall());
+    if (modeReader.source !== settings.modeFile) modeReader = modeReaderFor(settings.modeFile);
     return modeReader.read();
   };
   const missing = await missingCapabilities();
