@@ -20,6 +20,7 @@
 // COMPARE_FLAGS='--max-semi-space-size=1 --v8-pool-size=1' (Node or V8 flags) runs 1 and 2
 // twice on the same table, without and then with those flags (the in-process passes'
 // process and the agent alike), so that the flags' cost is read from one run.
+import { systemClock } from '../src/clock.js';
 import { execFile, execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -68,7 +69,7 @@ async function passes(dir: string): Promise<void> {
       log: pino({ level: 'silent' }),
       readMode: () => readModeSource(path.join(dir, 'mode')),
       watchMode: () => ({ close: async () => undefined }),
-      clock: { now: () => Date.now() },
+      clock: systemClock,
       random: Math.random,
     },
     {

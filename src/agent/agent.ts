@@ -45,8 +45,21 @@
 //     record after the kernel refused it) the change has happened: the state is kept in
 //     memory, the loop goes on from it, the status says the journal lags behind, and the
 //     save is retried (with backoff, and at the start of each pass) until it is written.
+//  8. The echo of the agent's own writes: every route the kernel takes (a replace, a
+//     put-back) comes back as a notification, which used to wake the next pass at once;
+//     after a refused dual-stack replace (the IPv4 route moved and put back, the IPv6 one
+//     refused) that pass failed the same way, hundreds of times a second, the IPv4
+//     service route flapping each time. Each write the kernel took is expected back once
+//     (by prefix: a notification does not say the next hop) and its echo is swallowed;
+//     the expectations end when the next pass begins or notifications are lost (a late
+//     echo then costs one pass, never a loop). A failed pass thus waits out its backoff
+//     unless something else changed: someone else's route change, a link or an address,
+//     the mode file. The flap itself counts as a set-back (core/fights.ts, point 5).
+//  9. Time: durations and deadlines on the monotonic clock, wall time only for what is
+//     shown (src/clock.ts), and every timer's delay clamped (a deadline beyond 2^31-1 ms
+//     fired after 1 ms). The journal keeps wall times on disk (journal-time.ts).
 import type { Logger } from 'pino';
-import type { Clock } from '../clock.js';
+import { after, every, type Clock } from '../clock.js';
 import { decide, needsTarget, summarize, backoffMs, type Decision, type RestartSettings, type Step } from '../core/decide.js';
 import { recordApplied, suspensionsOf, trackFights, NO_FIGHTS, type FightState } from '../core/fights.js';
 import { plan, watchedOf } from '../core/planner.js';
@@ -56,6 +69,7 @@ import type { DesiredMode, Observation, Phase, Plan, PlannerConfig } from '../co
 import type { Dataplane, DataplaneEvent, Subscription } from '../dataplane/types.js';
 import type { ModePending, ModeRead, ModeWatch } from '../mode/source.js';
 import { EMPTY_JOURNAL, type Journal, type JournalData } from '../restart/journal.js';
+import { loadOffset, toMonotonic, toWall } from '../restart/journal-time.js';
 import type { RestartStrategy } from '../restart/strategy.js';
 import { shapeOf, type RestartStatus, type StatusReport } from '../status/report.js';
 import { VERSION } from '../version.js';
@@ -74,6 +88,8 @@ export interface AgentDeps {
   readMode: () => Promise<ModeRead | ModePending>;
   watchMode: (onChange: () => void) => ModeWatch;
   clock: Clock;
+  /** This boot's id: the journal's monotonic times are trusted only within one boot (journal-time.ts); null: unknown. */
+  bootId?: string | null;
   random: () => number;
   /** What the process lacks that the agent will need (a capability), found at start: shown as warnings. */
   missing?: string[];
@@ -116,7 +132,10 @@ export class Agent {
   /** The prefixes the last round replaced: what its verification holds to account. */
   private justReplaced = new Set<string>();
   private error: Reason | null = null;
+  /** Wall time of the end of the last pass: shown, never measured with. */
   private lastReconcile: number | null = null;
+  /** Notifications expected back from the kernel for this pass's own writes, by prefix (race 8). */
+  private echoes = new Map<string, number>();
   private phase: Phase = 'Waiting';
   private reasons: Reason[] = [];
   /** The report of the last finished pass, which is what the agent tells. */
@@ -131,6 +150,8 @@ export class Agent {
   /** A periodic resync woke a pass (or will): atRest is due when the loop has caught up. */
   private resyncDue = false;
   private retryTimer: NodeJS.Timeout | undefined;
+  /** A failed pass's retry is set: it is the full pass a periodic resync would ask for. */
+  private retryPending = false;
   private wakeTimer: NodeJS.Timeout | undefined;
   private kickTimer: NodeJS.Immediate | undefined;
   private modeTimer: NodeJS.Timeout | undefined;
@@ -166,11 +187,12 @@ export class Agent {
   /** Reads the journal; an unreadable one is set aside and reported, never fatal. */
   async init(): Promise<void> {
     try {
-      this.journalData = await this.deps.journal.load();
+      const loaded = await this.deps.journal.load();
+      this.journalData = toMonotonic(loaded, loadOffset(loaded, this.deps.bootId ?? null, this.wallOffset()), this.deps.clock.now());
     } catch (err) {
       let where = 'left in place';
       try {
-        where = `kept as ${await this.deps.journal.setAside(this.deps.clock.now())}`;
+        where = `kept as ${await this.deps.journal.setAside(this.deps.clock.wall())}`;
       } catch (moveErr) {
         where = `could not be moved aside: ${(moveErr as Error).message}`;
       }
@@ -182,7 +204,7 @@ export class Agent {
   start(): void {
     this.subscription = this.deps.dataplane.subscribe(this.watched, (e) => this.onEvent(e));
     this.modeWatch = this.deps.watchMode(() => this.kick('mode file changed'));
-    this.resyncTimer = setInterval(() => this.resync(), this.options.resyncIntervalMs);
+    this.resyncTimer = every(this.options.resyncIntervalMs, () => this.resync());
     this.kick('start');
   }
 
@@ -196,7 +218,7 @@ export class Agent {
     await this.modeWatch?.close();
     this.modeWatch = watchMode(() => this.kick('mode file changed'));
     clearInterval(this.resyncTimer);
-    this.resyncTimer = setInterval(() => this.resync(), options.resyncIntervalMs);
+    this.resyncTimer = every(options.resyncIntervalMs, () => this.resync());
     await this.settle();
   }
 
@@ -259,6 +281,8 @@ export class Agent {
   private onEvent(e: DataplaneEvent): void {
     // The dataplane delivers only what concerns this.watched (and any address).
     if (e.kind === 'lost') {
+      // What was lost may be an echo or someone else's change: expect nothing, look at everything.
+      this.echoes.clear();
       this.deps.log.warn({ err: e.error }, 'netlink notifications were lost: full resync');
       this.recorder.notificationsLost();
       this.kick('netlink notifications lost');
@@ -270,6 +294,16 @@ export class Agent {
         'netlink: the kernel-side notification filter was not attached: changes of other routes take room in the receive buffer, and a burst of them can force a full resync',
       );
       return;
+    }
+    if (e.kind === 'route' && e.op === 'new') {
+      const expected = this.echoes.get(e.prefix) ?? 0;
+      if (expected > 0) {
+        // Race 8: the kernel telling of the agent's own write, not a change to act on.
+        if (expected === 1) this.echoes.delete(e.prefix);
+        else this.echoes.set(e.prefix, expected - 1);
+        this.deps.log.debug({ prefix: e.prefix }, 'route notification of our own write: no wake-up');
+        return;
+      }
     }
     const what = e.kind === 'route' ? e.prefix : e.kind === 'link' ? e.link.name : e.address.address;
     this.kick(`${e.kind} ${e.op} ${what}`, false, e.kind === 'route');
@@ -284,7 +318,7 @@ export class Agent {
       // Being written: neither the new mode nor an error yet. Look again when it may have settled.
       this.deps.log.debug({ path, why: read.pending, retryInMs: read.retryInMs }, 'mode file not settled yet');
       clearTimeout(this.modeTimer);
-      if (!this.stopped) this.modeTimer = setTimeout(() => this.kick('mode file settling'), read.retryInMs);
+      if (!this.stopped) this.modeTimer = after(read.retryInMs, () => this.kick('mode file settling'));
       return;
     }
     if (read.mode !== null) {
@@ -306,6 +340,9 @@ export class Agent {
   private resync(): void {
     this.deps.log.debug('periodic resync');
     this.resyncDue = true;
+    // A failed pass waits out its backoff (race 8): its retry is the full pass the resync
+    // would be, and an earlier one would repeat the failure (and a flap) before its time.
+    if (this.retryPending) return;
     this.kick('periodic resync');
   }
 
@@ -332,6 +369,8 @@ export class Agent {
     this.counting = true;
     this.lastProgress = this.deps.clock.now();
     const startedAt = this.lastProgress;
+    // Race 8: an echo not seen by now comes late; this pass observes anyway.
+    this.echoes.clear();
     let failedWith: string | null = null;
     let wakeInMs: number | undefined;
     const routeEventOnly = !this.probeStale;
@@ -350,6 +389,9 @@ export class Agent {
       wakeInMs = this.outcome?.decision.wakeInMs;
       this.failures = 0;
       this.error = null;
+      // A retry still set (another wake-up came first) has nothing left to retry.
+      clearTimeout(this.retryTimer);
+      this.retryPending = false;
     } catch (err) {
       this.failures++;
       const e = err as Error & { code?: string };
@@ -362,8 +404,15 @@ export class Agent {
           : reason('ReconcileFailed', `reconcile failed (attempt ${this.failures}, retrying in ${delay} ms): ${e.message}`);
       this.deps.log.error({ err: e, attempt: this.failures, retryInMs: delay }, 'reconcile failed');
       clearTimeout(this.retryTimer);
+      this.retryPending = false;
       if (delay === 0) this.dirty = this.probeStale = true;
-      else if (!this.stopped) this.retryTimer = setTimeout(() => this.kick('retry'), delay);
+      else if (!this.stopped) {
+        this.retryPending = true;
+        this.retryTimer = after(delay, () => {
+          this.retryPending = false;
+          this.kick('retry');
+        });
+      }
     }
     if (this.error === null && this.journalLag !== null) {
       // The node is as the loop decided; only the record is behind.
@@ -371,13 +420,13 @@ export class Agent {
       const delay = backoffMs(lag.attempts, 1000, 60_000, this.deps.random());
       this.error = reason('JournalUnwritable', `the journal lags behind: ${lag.what} was carried out but could not be recorded (attempt ${lag.attempts}, retrying in ${delay} ms): ${lag.error}`);
       clearTimeout(this.retryTimer);
-      if (!this.stopped) this.retryTimer = setTimeout(() => this.kick('journal retry'), delay);
+      if (!this.stopped) this.retryTimer = after(delay, () => this.kick('journal retry'));
     }
     clearTimeout(this.wakeTimer);
-    if (wakeInMs !== undefined && !this.stopped) this.wakeTimer = setTimeout(() => this.kick('decision wake-up'), wakeInMs);
-    this.lastReconcile = this.deps.clock.now();
-    this.lastProgress = this.lastReconcile;
-    this.recorder.reconciled(startedAt, this.lastReconcile, failedWith);
+    if (wakeInMs !== undefined && !this.stopped) this.wakeTimer = after(wakeInMs, () => this.kick('decision wake-up'));
+    this.lastReconcile = this.deps.clock.wall();
+    this.lastProgress = this.deps.clock.now();
+    this.recorder.reconciled(startedAt, this.lastProgress, failedWith);
     if (!this.ready) {
       this.ready = true;
       this.deps.log.info('first reconcile done');
@@ -434,6 +483,7 @@ export class Agent {
       target,
       settings: restart,
       now,
+      wallOffsetMs: this.wallOffset(),
       restartInFlight: this.restartInFlight,
     });
     this.outcome = { plan: planned, decision, observed, suspensions };
@@ -464,6 +514,7 @@ export class Agent {
     this.deps.log.info({ steps: steps.map(describeStep) }, 'carrying out plan');
     const before = this.journalData;
     const replaces = steps.flatMap((s) => (s.kind === 'replace' ? [s.action] : []));
+    const done: typeof replaces = [];
     for (const step of steps) {
       if (step.kind === 'journal') {
         await this.saveJournal({ ...this.journalData, migration: step.migration });
@@ -474,10 +525,16 @@ export class Agent {
     if (replaces.length === 0) return;
     try {
       const mode = this.desired.mode;
-      await applyReplaces(this.deps.dataplane, this.deps.log, replaces, (a, result, err) =>
-        this.recorder.replace({ cidr: a.key.prefix, mode, before: renderNextHop(a.from), after: renderNextHop(a.to), result, code: err === null ? null : errorCode(err) }),
-      );
+      await applyReplaces(this.ownWrites(), this.deps.log, replaces, (a, result, err) => {
+        if (result === 'done') done.push(a);
+        this.recorder.replace({ cidr: a.key.prefix, mode, before: renderNextHop(a.from), after: renderNextHop(a.to), result, code: err === null ? null : errorCode(err) });
+      });
     } catch (err) {
+      // What was replaced and then put back is a flap of that route: it counts as a
+      // set-back when the next pass finds it put back (core/fights.ts, point 5).
+      if (done.length > 0) {
+        this.fights = recordApplied(this.fights, done, this.deps.clock.now(), `the agent put it back itself each time another replace of the same change failed (${(err as Error).message})`);
+      }
       // Refused by the kernel: nothing was migrated (what had changed was put back),
       // so the migration is off the record. A replace whose answer was lost may have
       // happened: the record stays, and the next observation tells.
@@ -536,7 +593,7 @@ export class Agent {
 
   /** Before a change: written, or the change is not made (the error propagates). */
   private async saveJournal(data: JournalData): Promise<void> {
-    await this.deps.journal.save(data);
+    await this.deps.journal.save(this.onDisk(data));
     this.journalData = data;
     this.caughtUp();
   }
@@ -549,7 +606,7 @@ export class Agent {
   private async recordAfter(data: JournalData, what: string, cause?: unknown): Promise<void> {
     this.journalData = data;
     try {
-      await this.deps.journal.save(data);
+      await this.deps.journal.save(this.onDisk(data));
       this.caughtUp();
     } catch (err) {
       const attempts = (this.journalLag?.attempts ?? 0) + 1;
@@ -563,12 +620,47 @@ export class Agent {
     const lag = this.journalLag;
     if (lag === null) return;
     try {
-      await this.deps.journal.save(this.journalData);
+      await this.deps.journal.save(this.onDisk(this.journalData));
       this.caughtUp();
     } catch (err) {
       this.journalLag = { ...lag, attempts: lag.attempts + 1, error: (err as Error).message };
       this.deps.log.error({ err, attempt: lag.attempts + 1 }, `the journal still lags behind: ${lag.what} is not recorded yet`);
     }
+  }
+
+  /**
+   * The dataplane's replace, each write's echo expected (race 8). Expected before the
+   * request goes out: the notification may be read before the kernel's answer. A write
+   * that failed expects nothing (refused: none comes; answer lost: one that comes costs
+   * a pass, while one expected in vain would hide someone else's change).
+   */
+  private ownWrites(): Pick<Dataplane, 'replaceRoute'> {
+    const expect = (prefix: string, n: number) => {
+      const left = (this.echoes.get(prefix) ?? 0) + n;
+      if (left > 0) this.echoes.set(prefix, left);
+      else this.echoes.delete(prefix);
+    };
+    return {
+      replaceRoute: async (r) => {
+        expect(r.key.prefix, 1);
+        try {
+          await this.deps.dataplane.replaceRoute(r);
+        } catch (err) {
+          expect(r.key.prefix, -1);
+          throw err;
+        }
+      },
+    };
+  }
+
+  /** Wall minus monotonic time now: how a monotonic time is shown (and written to disk). */
+  private wallOffset(): number {
+    return this.deps.clock.wall() - this.deps.clock.now();
+  }
+
+  /** The journal as the disk keeps it: wall times, with how to read them back (journal-time.ts). */
+  private onDisk(data: JournalData): JournalData {
+    return toWall(data, this.wallOffset(), this.deps.bootId ?? null);
   }
 
   private caughtUp(): void {
@@ -603,7 +695,7 @@ export class Agent {
     return this.ready;
   }
 
-  /** Clock time of the last time the loop started or ended a pass. */
+  /** Monotonic time (Clock.now) of the last time the loop started or ended a pass. */
   lastProgressAt(): number {
     return this.lastProgress;
   }
@@ -615,11 +707,13 @@ export class Agent {
   private restartStatus(): RestartStatus {
     const m = this.journalData.migration;
     const owed = m !== null && m.mode === this.desired.mode && (m.restart === 'owed' || m.restart === 'requested' || m.restart === 'failed');
+    const offset = this.wallOffset();
+    const iso = (t: number) => new Date(t + offset).toISOString();
     return {
       strategy: this.deps.strategy.name,
       required: owed,
-      migration: m && { mode: m.mode, startedAt: new Date(m.startedAt).toISOString(), restart: m.restart, attempts: m.attempts },
-      last: m?.lastAttemptAt ? { at: new Date(m.lastAttemptAt).toISOString(), target: m.stoppedAs ?? m.stopped ?? '', result: m.outcome ?? 'requested', error: m.lastError } : null,
+      migration: m && { mode: m.mode, startedAt: iso(m.startedAt), restart: m.restart, attempts: m.attempts },
+      last: m && m.lastAttemptAt !== null ? { at: iso(m.lastAttemptAt), target: m.stoppedAs ?? m.stopped ?? '', result: m.outcome ?? 'requested', error: m.lastError } : null,
       count: this.journalData.restarts.length,
     };
   }

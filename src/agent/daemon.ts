@@ -18,6 +18,7 @@ import type { OvnkubeProbe } from './observe.js';
 import type { PlannerConfig } from '../core/types.js';
 import type { Clock } from '../clock.js';
 import { Journal } from '../restart/journal.js';
+import { readBootId } from '../restart/journal-time.js';
 import { CriRestart, criDeadlineMs, NoRestart, SignalRestart, type RestartStrategy } from '../restart/strategy.js';
 import { recorders } from './recorder.js';
 import { EventHistory } from '../events/history.js';
@@ -99,9 +100,11 @@ export async function runDaemon(raw: RawRunOptions, initial: Settings, deps: Dae
   const strategy = strategyFor(settings, supervisor.stuckAfterMs());
   const watchMode = (path: string) => (onChange: () => void) => watchModeSource(path, onChange);
   // One reader per path: it remembers what it saw of a file being written.
-  let modeReader = new ModeReader(settings.modeFile, () => deps.clock.now());
+  // Wall time to compare with the file's mtime, the monotonic clock for how long it stayed unchanged.
+  const modeReaderFor = (file: string) => new ModeReader(file, () => deps.clock.wall(), () => deps.clock.now());
+  let modeReader = modeReaderFor(settings.modeFile);
   const readMode = () => {
-    if (modeReader.source !== settings.modeFile) modeReader = new ModeReader(settings.modeFile, () => deps.clock.now());
+    if (modeReader.source !== settings.modeFile) modeReader = modeReaderFor(settings.modeFile);
     return modeReader.read();
   };
   const missing = await missingCapabilities();
@@ -119,6 +122,7 @@ export async function runDaemon(raw: RawRunOptions, initial: Settings, deps: Dae
       readMode,
       watchMode: watchMode(settings.modeFile),
       clock: deps.clock,
+      bootId: readBootId(),
       random: Math.random,
       missing,
       recorder: recorders([metrics, history], (err) => log.error({ err }, 'a recorder failed')),

@@ -62,7 +62,7 @@ export type OnReplace = (a: ReplaceAction, result: ReplaceResult, err: unknown) 
 /** The signal a one-shot command was told to stop by, or null: asked before each replace. */
 export type StopRequested = () => string | null;
 
-export async function applyReplaces(dataplane: Dataplane, log: Logger, actions: ReplaceAction[], onReplace: OnReplace = () => undefined, stopRequested: StopRequested = () => null): Promise<void> {
+export async function applyReplaces(dataplane: Pick<Dataplane, 'replaceRoute'>, log: Logger, actions: ReplaceAction[], onReplace: OnReplace = () => undefined, stopRequested: StopRequested = () => null): Promise<void> {
   const done: ReplaceAction[] = [];
   for (const a of actions) {
     const signal = stopRequested();

@@ -30,7 +30,7 @@ export function statusCommand(opts: { socket: string; json: boolean; brief: bool
 export async function eventsCommand(opts: { socket: string; json: boolean; since: string | undefined }): Promise<void> {
   try {
     await askAgent(async () => {
-      const { code, events } = await fetchEvents(opts.socket, opts.since, systemClock.now());
+      const { code, events } = await fetchEvents(opts.socket, opts.since, systemClock.wall());
       if (code !== 200) {
         process.stderr.write(`ovn-gwmode-agent: the agent on ${opts.socket} answered ${code} for /v1/events: is it older than this command?\n`);
         return 2;

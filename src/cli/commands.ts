@@ -161,7 +161,7 @@ async function loadJournal(journal: Journal, log: Logger, what: string): Promise
     if (!(err instanceof JournalError)) throw err;
     let where: string;
     try {
-      where = `kept as ${await journal.setAside(systemClock.now())}`;
+      where = `kept as ${await journal.setAside(systemClock.wall())}`;
     } catch (asideErr) {
       process.stderr.write(`ovn-gwmode-agent: ${what}: ${err.message}, and it cannot be set aside (${(asideErr as Error).message}); changing nothing\n`);
       process.exit(2);
@@ -203,7 +203,7 @@ async function onceCommand(raw: PlanOptions, given: string | null, wrap: OnceWra
   let journaled: Migration | null = null;
   const beforeReplaces = async (planned: Plan, observed: Observation): Promise<void> => {
     stop!.beginChanges();
-    const m = applyMigration(planned, desired.mode, onRecord.migration, observed.ovnkube, systemClock.now());
+    const m = applyMigration(planned, desired.mode, onRecord.migration, observed.ovnkube, systemClock.wall());
     if (m === null) return;
     await journal!.save({ ...onRecord, migration: m });
     journaled = m;
@@ -312,7 +312,7 @@ export async function rollbackCommand(raw: RollbackOptions, wrap: OnceWrappers =
     }
     stop.beginChanges();
     // Journaled before the first put-back, as every kernel change is.
-    const startedAt = systemClock.now();
+    const startedAt = systemClock.wall();
     try {
       await mark(m!, { startedAt, doneAt: null });
     } catch (err) {
@@ -336,7 +336,7 @@ export async function rollbackCommand(raw: RollbackOptions, wrap: OnceWrappers =
     if (wrong.length > 0) throw new Error(`after replacing, not put back: ${wrong.map((a) => a.key.prefix).join(', ')}`);
     let recorded = '';
     try {
-      await mark(m!, { startedAt, doneAt: systemClock.now() });
+      await mark(m!, { startedAt, doneAt: systemClock.wall() });
     } catch (err) {
       recorded = ` (the journal still says the rollback is under way: ${(err as Error).message})`;
     }

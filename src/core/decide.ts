@@ -21,6 +21,13 @@
 //  7. Never a restart request while one is under way (a mode change or the restart
 //     timeout during a CRI stop): the phase says it is under way, and the pass ends
 //     there (its answer wakes the next one).
+//  8. The target is exactly the ovnkube-node the decision saw, or nothing. The restart
+//     strategy looks for its target after the observation: when kubelet restarted
+//     ovnkube-node in between (liveness, OOM) it finds the new one, which must never be
+//     stopped (three starts for one migration). A target other than the one observed
+//     means "look again" at once: the new ovnkube-node is then seen, and if it runs the
+//     desired mode the restart is done. (Under CRI the container found is the observation.)
+//  9. Times are monotonic ms (src/clock.ts); wallOffsetMs turns one into wall time for a message.
 import type { IdentityKind, Migration, RestartTarget, TargetLookup } from './migration.js';
 import { reason, type Reason } from './reasons.js';
 import type { GatewayMode, OvnkubeObservation, Phase, Plan, ReplaceAction } from './types.js';
@@ -52,7 +59,10 @@ export interface DecideInput {
   /** What the restart strategy sees; null when it was not asked (see needsTarget). */
   target: TargetLookup | null;
   settings: RestartSettings;
+  /** Monotonic ms, like every time of the migration and the restarts. */
   now: number;
+  /** Wall minus monotonic time (ms): only to show a time in a message; 0 when not given. */
+  wallOffsetMs?: number;
   /**
    * A restart request is still under way (a CRI stop waits out ovnkube-node's grace
    * period): no other is requested until it is answered, and the answer wakes a pass.
@@ -102,6 +112,20 @@ function currentIdentity(i: DecideInput): string | null {
   return i.ovnkube.id;
 }
 
+/**
+ * Rule 8: the target found is not the ovnkube-node observed (a signal target is a
+ * process; the observation's id is the same "pid N start T"). Under CRI the container
+ * found is itself what is compared with the migration's identity: never a mismatch.
+ */
+function targetMoved(i: DecideInput, t: RestartTarget): boolean {
+  return i.settings.strategy === 'signal' && t.id !== i.ovnkube.id;
+}
+
+const lookAgain = (i: DecideInput, t: RestartTarget): Reason =>
+  reason('RestartAwaited', `ovnkube-node changed while it was looked at (observed ${i.ovnkube.id ?? 'none'}, then found ${t.describe}): looking again before anything is stopped`);
+
+const isoAt = (i: DecideInput, t: number): string => new Date(t + (i.wallOffsetMs ?? 0)).toISOString();
+
 export function decide(i: DecideInput): Decision {
   const { plan, desired, now } = i;
   const m = i.migration;
@@ -126,6 +150,11 @@ export function decide(i: DecideInput): Decision {
           restart: { phase: 'Waiting', reason: reason('RestartPathBroken', `not starting the migration to ${desired}: ovnkube-node could not be restarted afterwards: ${why}`) },
           wakeInMs: 10 * POLL_MS,
         };
+      }
+      if (targetMoved(i, t.target)) {
+        // Rule 8: the ovnkube-node to restart afterwards is not the one observed; a
+        // migration is begun only with the one that will be restarted.
+        return { steps: [], migration: m, restart: { phase: 'Progressing', reason: lookAgain(i, t.target) }, wakeInMs: QUICK_POLL_MS };
       }
       if (i.settings.strategy === 'cri') before = t.target.id;
     }
@@ -220,7 +249,7 @@ function restartView(i: DecideInput): Omit<Decision, 'wakeInMs'> & { wakeInMs: n
   if (m.restart === 'done') {
     const until = (m.doneAt ?? now) + s.settleMs;
     if (now < until) {
-      return keep('Progressing', reason('Settling', `a new ovnkube-node runs ${m.mode}; watching the service routes until ${new Date(until).toISOString()}`), until - now);
+      return keep('Progressing', reason('Settling', `a new ovnkube-node runs ${m.mode}; watching the service routes until ${isoAt(i, until)}`), until - now);
     }
     return { steps: [], migration: m, restart: { phase: null, reason: null }, wakeInMs: undefined };
   }
@@ -291,14 +320,14 @@ function restartView(i: DecideInput): Omit<Decision, 'wakeInMs'> & { wakeInMs: n
   if (m.restart === 'failed' && m.lastAttemptAt !== null) {
     const retryAt = m.lastAttemptAt + backoffMs(m.attempts, s.retryBaseMs, s.retryMaxMs);
     if (now < retryAt) {
-      return keep('Degraded', reason('RestartFailed', `restart of ovnkube-node for the migration to ${m.mode} failed (attempt ${m.attempts}): ${m.lastError}; retrying at ${new Date(retryAt).toISOString()}`), retryAt - now);
+      return keep('Degraded', reason('RestartFailed', `restart of ovnkube-node for the migration to ${m.mode} failed (attempt ${m.attempts}): ${m.lastError}; retrying at ${isoAt(i, retryAt)}`), retryAt - now);
     }
   }
   const allowed = restartAllowed(i.restarts, now, s.limit);
   if (!allowed.allowed) {
     return keep(
       'Degraded',
-      reason('RestartRateLimited', `ovnkube-node must be restarted for the migration to ${m.mode}, but ${allowed.reason}; next allowed at ${new Date(allowed.nextAllowedAt).toISOString()}`),
+      reason('RestartRateLimited', `ovnkube-node must be restarted for the migration to ${m.mode}, but ${allowed.reason}; next allowed at ${isoAt(i, allowed.nextAllowedAt)}`),
       Math.max(POLL_MS, allowed.nextAllowedAt - now),
     );
   }
@@ -306,6 +335,7 @@ function restartView(i: DecideInput): Omit<Decision, 'wakeInMs'> & { wakeInMs: n
   if (!t || 'error' in t) {
     return keep('Degraded', reason('RestartFailed', `cannot restart ovnkube-node for the migration to ${m.mode}: ${t ? t.error : 'not looked up'}`), 5 * POLL_MS);
   }
+  if (targetMoved(i, t.target)) return keep('Progressing', lookAgain(i, t.target), QUICK_POLL_MS);
   const requested: Migration = { ...m, restart: 'requested', attempts: m.attempts + 1, lastAttemptAt: now, stopped: t.target.id, stoppedAs: t.target.describe, outcome: null, lastError: null };
   return {
     steps: [{ kind: 'restart', target: t.target, migration: requested }],

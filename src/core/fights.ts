@@ -15,6 +15,11 @@
 //     agent's replace, and a set-back of that replace is the first of a fight, not
 //     something to forget (else one more repair than FIGHT_LIMIT allows).
 //     Another desired mode drops it: the agent wants another route now.
+//  5. The agent's own put-back is a set-back too: a replace refused in one family puts
+//     the other back, and a retry that fails the same way moves the service traffic of
+//     that family away and back once more (a flap per retry, for ever). The replace and
+//     its put-back are recorded (recordApplied with a note), so the put-back counts like
+//     anyone's set-back and the same limit ends the flapping, saying why.
 import { renderNextHop, sameNextHop, type NextHop } from './route.js';
 import type { ReplaceAction } from './types.js';
 
@@ -27,7 +32,7 @@ export interface FightState {
   inputs: string | null;
   /** The desired mode of that situation. */
   desiredMode: string | null;
-  lastApplied: ReadonlyMap<string, { nextHop: NextHop; at: number }>;
+  lastApplied: ReadonlyMap<string, { nextHop: NextHop; at: number; note?: string }>;
   setBacks: ReadonlyMap<string, number[]>;
   suspended: ReadonlyMap<string, { why: string; wanted: NextHop }>;
 }
@@ -73,7 +78,7 @@ export function trackFights(state: FightState, o: FightObservation): FightState 
     setBacks.set(cidr, times);
     if (times.length > FIGHT_LIMIT) {
       suspended.set(cidr, {
-        why: `route set back to ${renderNextHop(seen)} ${times.length} times in ${FIGHT_WINDOW_MS / 60_000} min: ${o.hint}; repairs of ${cidr} suspended`,
+        why: `route set back to ${renderNextHop(seen)} ${times.length} times in ${FIGHT_WINDOW_MS / 60_000} min: ${applied.note ?? o.hint}; repairs of ${cidr} suspended`,
         wanted: applied.nextHop,
       });
     }
@@ -81,10 +86,13 @@ export function trackFights(state: FightState, o: FightObservation): FightState 
   return { inputs: o.inputs, desiredMode: o.desiredMode, lastApplied, setBacks, suspended };
 }
 
-/** After replaces were carried out: what each CIDR was given, and when. */
-export function recordApplied(state: FightState, actions: ReplaceAction[], now: number): FightState {
+/**
+ * After replaces were carried out: what each CIDR was given, and when (monotonic ms).
+ * `note`: they were put back by the agent itself (point 5), and why; said if it suspends.
+ */
+export function recordApplied(state: FightState, actions: ReplaceAction[], now: number, note?: string): FightState {
   const lastApplied = new Map(state.lastApplied);
-  for (const a of actions) lastApplied.set(a.key.prefix, { nextHop: a.to, at: now });
+  for (const a of actions) lastApplied.set(a.key.prefix, { nextHop: a.to, at: now, ...(note !== undefined ? { note } : {}) });
   return { ...state, lastApplied };
 }
 

@@ -50,7 +50,7 @@ export class EventHistory implements AgentRecorder {
   ) {}
 
   private add(e: Omit<AgentEvent, 'seq' | 'at'>): void {
-    const event: AgentEvent = { seq: ++this.seq, at: new Date(this.clock.now()).toISOString(), ...e };
+    const event: AgentEvent = { seq: ++this.seq, at: new Date(this.clock.wall()).toISOString(), ...e };
     this.ring.push(event);
     if (this.ring.length > this.size) this.ring.shift();
     this.log.info({ event }, `event ${event.kind}`);

@@ -14,7 +14,9 @@
 //     Network manifest is valid YAML that says shared. Such a read is taken only
 //     when nobody wrote the file for QUIET_MS (its mtime is that old), or when it was
 //     found unchanged QUIET_MS apart (a clock that disagrees with the file system
-//     cannot hold it back forever). A parse failure or a garbled read of a file being
+//     cannot hold it back forever). The age is wall time against the mtime; "apart" is
+//     measured on the monotonic clock, so a wall clock stepped back between two reads
+//     does not hold the file back until the clock has caught up again. A parse failure or a garbled read of a file being
 //     written is thus "not yet", never an error, until the writer has stopped.
 //     QUIET_MS is the old debounce: a writer pausing longer than that mid-file was,
 //     and is, read half-way.
@@ -48,12 +50,13 @@ export interface FirstSeen {
 
 export type Verdict = { take: true } | { take: false; retryInMs: number; why: string };
 
-export function verdictOf(facts: ReadFacts, firstSeen: FirstSeen | null, now: number, quietMs = QUIET_MS): Verdict {
+/** `now`: wall ms (against the mtime); `seenNow`: the clock of FirstSeen.at (monotonic in the agent; `now` by default). */
+export function verdictOf(facts: ReadFacts, firstSeen: FirstSeen | null, now: number, quietMs = QUIET_MS, seenNow = now): Verdict {
   if (facts.changedDuringRead) return { take: false, retryInMs: REREAD_MS, why: 'the file changed while it was read' };
   if (facts.stamp === null || facts.atomic) return { take: true };
   const age = now - facts.stamp.mtimeMs;
   if (age >= quietMs) return { take: true };
-  if (firstSeen !== null && firstSeen.key === facts.stamp.key && now - firstSeen.at >= quietMs) return { take: true };
+  if (firstSeen !== null && firstSeen.key === facts.stamp.key && seenNow - firstSeen.at >= quietMs) return { take: true };
   const wait = age >= 0 ? quietMs - age : quietMs;
   return { take: false, retryInMs: Math.max(1, Math.ceil(wait)), why: `written ${Math.max(0, Math.round(age))} ms ago: waiting until it has been left alone for ${quietMs} ms` };
 }

@@ -124,16 +124,19 @@ export async function readModeSource(source: string): Promise<ModeRead> {
 export class ModeReader {
   private firstSeen: FirstSeen | null = null;
 
+  /** `now`: wall time, compared with mtimes; `monotonic`: what "unchanged QUIET_MS apart" is measured on. */
   constructor(
     readonly source: string,
     private readonly now: () => number = Date.now,
+    private readonly monotonic: () => number = now,
   ) {}
 
   async read(): Promise<ModeRead | ModePending> {
     const { read, facts } = await readModeFile(this.source);
     const now = this.now();
-    this.firstSeen = nextFirstSeen(this.firstSeen, facts.stamp, now);
-    const verdict = verdictOf(facts, this.firstSeen, now);
+    const seenNow = this.monotonic();
+    this.firstSeen = nextFirstSeen(this.firstSeen, facts.stamp, seenNow);
+    const verdict = verdictOf(facts, this.firstSeen, now, undefined, seenNow);
     return verdict.take ? read : { pending: verdict.why, retryInMs: verdict.retryInMs };
   }
 }

@@ -15,9 +15,23 @@ export interface JournalData {
   version: 2;
   /** The latest migration the agent started; null before the first. */
   migration: Migration | null;
-  /** When restarts were requested (ms since epoch), for the rate limit. */
+  /** When restarts were requested (ms since epoch on disk), for the rate limit. */
   restarts: number[];
+  /**
+   * How the agent that wrote it turned its monotonic times into the wall times on disk
+   * (src/restart/journal-time.ts); absent in a journal written before, or by `apply`.
+   */
+  clock?: JournalClock;
 }
+
+/** The boot the times were written in, and wall minus monotonic time then (ms). */
+export interface JournalClock {
+  bootId: string;
+  wallMinusMonotonicMs: number;
+}
+
+const isJournalClock = (c: unknown): c is JournalClock =>
+  typeof c === 'object' && c !== null && typeof (c as JournalClock).bootId === 'string' && Number.isFinite((c as JournalClock).wallMinusMonotonicMs);
 
 export const EMPTY_JOURNAL: JournalData = { version: 2, migration: null, restarts: [] };
 
@@ -60,7 +74,8 @@ function validate(data: unknown): JournalData {
       (m.rollback == null || (typeof m.rollback === 'object' && typeof m.rollback.startedAt === 'number'));
     if (!ok) throw new Error('its migration is incomplete');
   }
-  return { version: 2, migration: m ?? null, restarts: d.restarts };
+  // A clock note that is not whole is dropped: the times are then read as plain wall times.
+  return { version: 2, migration: m ?? null, restarts: d.restarts, ...(isJournalClock(d.clock) ? { clock: d.clock } : {}) };
 }
 const KEEP_RESTARTS = 50;
 

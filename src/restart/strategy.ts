@@ -2,7 +2,10 @@
 // its process, or not at all. Each strategy finds exactly one target, or says why not.
 import type { CriClient } from '../cri/client.js';
 import { findOvnkubeProcesses, processIdentity, startTimeOf } from '../ovnkube/proc.js';
+import { closeSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
+import { constants } from 'node:os';
+import { addon } from '../native/addon.js';
 import type { RestartTarget, TargetLookup } from '../core/migration.js';
 
 export type RestartStrategyName = 'cri' | 'signal' | 'none';
@@ -102,19 +105,47 @@ export class SignalRestart implements RestartStrategy {
     return { target: { id: processIdentity(p), describe: `pid ${p.pid}` } };
   }
 
-  /** SIGTERM, after re-reading the start time: a PID reused by another process is never signalled. */
+  /**
+   * SIGTERM to exactly the process identified (pid and start time), never to another
+   * that holds the PID now: a pidfd is opened first, the start time read after it (the
+   * process holding the PID then is the one the pidfd names, when its start time is the
+   * one observed), and the signal goes through the pidfd, so a process reaped in between
+   * is ESRCH, never its successor (native/src/pidfd.c). Where the kernel has no pidfd
+   * (ENOSYS, before Linux 5.3), the start time check is followed by kill(pid).
+   */
   async restart(target: Target): Promise<void> {
     const m = /^pid (\d+) start (\d+)$/.exec(target.id);
     if (!m) throw new Error(`not a process target: ${target.id}`);
     const pid = Number(m[1]);
-    let now: string | null = null;
+    let fd: number | null = null;
     try {
-      now = startTimeOf(await readFile(`${this.procRoot}/${pid}/stat`, 'utf8'));
-    } catch {
-      throw new Error(`pid ${pid} is gone`);
+      fd = addon.pidfdOpen(pid);
+    } catch (err) {
+      const code = (err as { code?: string }).code;
+      if (code === 'ESRCH') throw new Error(`pid ${pid} is gone`);
+      if (code !== 'ENOSYS') throw err;
     }
-    if (now !== m[2]) throw new Error(`pid ${pid} now belongs to another process (start time ${now}, expected ${m[2]}): not signalling it`);
-    process.kill(pid, 'SIGTERM');
+    try {
+      let now: string | null = null;
+      try {
+        now = startTimeOf(await readFile(`${this.procRoot}/${pid}/stat`, 'utf8'));
+      } catch {
+        throw new Error(`pid ${pid} is gone`);
+      }
+      if (now !== m[2]) throw new Error(`pid ${pid} now belongs to another process (start time ${now}, expected ${m[2]}): not signalling it`);
+      if (fd === null) {
+        process.kill(pid, 'SIGTERM');
+        return;
+      }
+      try {
+        addon.pidfdSendSignal(fd, constants.signals.SIGTERM);
+      } catch (err) {
+        if ((err as { code?: string }).code === 'ESRCH') throw new Error(`pid ${pid} is gone`);
+        throw err;
+      }
+    } finally {
+      if (fd !== null) closeSync(fd);
+    }
   }
 
   close(): void {}

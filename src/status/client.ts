@@ -83,12 +83,13 @@ export function parseAnswer(raw: Buffer): { code: number; text: string } {
  * That is retried, a little later each time, within timeoutMs.
  */
 export async function fetchPath(socket: string, urlPath: string, timeoutMs = 5000): Promise<{ code: number; body: unknown }> {
-  const deadline = Date.now() + timeoutMs;
+  // A duration: on the monotonic clock (a wall clock stepped by NTP would end it early or late).
+  const deadline = performance.now() + timeoutMs;
   for (let wait = 5; ; wait = Math.min(wait * 2, 100)) {
     try {
-      return await fetchOnce(socket, urlPath, Math.max(1, deadline - Date.now()));
+      return await fetchOnce(socket, urlPath, Math.max(1, Math.ceil(deadline - performance.now())));
     } catch (err) {
-      if ((err as { errno?: string }).errno !== 'EAGAIN' || Date.now() + wait >= deadline) throw err;
+      if ((err as { errno?: string }).errno !== 'EAGAIN' || performance.now() + wait >= deadline) throw err;
       await new Promise((resolve) => setTimeout(resolve, wait));
     }
   }

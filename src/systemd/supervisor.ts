@@ -9,7 +9,7 @@
 //  - STOPPING=1 on SIGTERM/SIGINT; RELOADING=1 with MONOTONIC_USEC on SIGHUP.
 // A failed notification is logged, never fatal: the agent's job is the routes.
 import type { Logger } from 'pino';
-import type { Clock } from '../clock.js';
+import { every, type Clock } from '../clock.js';
 import type { StatusReport } from '../status/report.js';
 import { renderBrief } from '../status/report.js';
 import { monotonicUsec, type Notifier, type NotifyFields } from './notify.js';
@@ -17,7 +17,7 @@ import { monotonicUsec, type Notifier, type NotifyFields } from './notify.js';
 export interface Supervised {
   isReady(): boolean;
   isBusy(): boolean;
-  /** Clock time of the last start or end of a pass. */
+  /** Monotonic time (Clock.now) of the last start or end of a pass: a wall-clock step is no stuck loop. */
   lastProgressAt(): number;
   status(): StatusReport;
 }
@@ -55,7 +55,7 @@ export class Supervisor {
   start(agent: Supervised): void {
     if (!this.watchdogUsec) return;
     const periodMs = Math.max(1, Math.floor(this.watchdogUsec / 2000));
-    this.timer = setInterval(() => {
+    this.timer = every(periodMs, () => {
       if (!this.isStuck(agent)) {
         this.stuckReported = false;
         this.send({ WATCHDOG: '1' });
@@ -65,7 +65,7 @@ export class Supervisor {
       if (!this.stuckReported) this.log.error({ stuckForSeconds: stuckFor }, 'reconcile loop stuck: withholding the watchdog ping');
       this.stuckReported = true;
       this.send({ STATUS: `Degraded: reconcile loop stuck for ${stuckFor}s; withholding the watchdog` });
-    }, periodMs);
+    });
   }
 
   /** Called after every pass (and after a reload). */

@@ -3,188 +3,14 @@
 // fault test asserts the fault it injected was consumed, and what the agent did.
 import { strict as assert } from 'node:assert';
 import { mock, test } from 'node:test';
-import { pino } from 'pino';
-import { Agent } from '../../src/agent/agent.js';
 import { backoffMs } from '../../src/core/decide.js';
 import type { RestartTarget, TargetLookup } from '../../src/core/migration.js';
 import type { OvnkubeObservation } from '../../src/core/types.js';
-import type { ModePending, ModeRead } from '../../src/mode/source.js';
-import { EMPTY_JOURNAL, JournalWriteError, type JournalData } from '../../src/restart/journal.js';
-import type { RestartStrategy } from '../../src/restart/strategy.js';
-import type { StatusReport } from '../../src/status/report.js';
+import type { JournalData } from '../../src/restart/journal.js';
 import { parseCidr } from '../../src/net/cidr.js';
 import { seedConfig } from '../helpers/config.js';
-import { FakeDataplane, type Fault } from '../helpers/fake-dataplane.js';
-
-/** Plays the runtime and kubelet: a stop starts the next container at once. */
-class FakeStrategy implements RestartStrategy {
-  readonly name: 'cri' | 'none';
-  container = 1;
-  stops = 0;
-  failNext = false;
-  /** restart() calls, answered or not. */
-  calls = 0;
-  /** The next request is held (a CRI stop waiting out the grace period) until release() is called. */
-  holdNext = false;
-  release: () => void = () => undefined;
-  constructor(name: 'cri' | 'none' = 'cri') {
-    this.name = name;
-  }
-  async find(): Promise<TargetLookup> {
-    return { target: { id: `c${this.container}`, describe: `container c${this.container}` } };
-  }
-  async restart(t: RestartTarget): Promise<void> {
-    this.calls++;
-    if (this.holdNext) {
-      this.holdNext = false;
-      await new Promise<void>((resolve) => (this.release = resolve));
-    }
-    if (this.failNext) {
-      this.failNext = false;
-      throw new Error('runtime said no');
-    }
-    assert.equal(t.id, `c${this.container}`);
-    this.stops++;
-    this.container++;
-  }
-  close(): void {}
-}
-
-class MemoryJournal {
-  data: JournalData = EMPTY_JOURNAL;
-  saves = 0;
-  /** The Nth save (from 1) fails as a full disk does when this says so. */
-  fail: (nth: number) => boolean = () => false;
-  failed = 0;
-  async load() {
-    return this.data;
-  }
-  async save(d: JournalData) {
-    this.saves++;
-    if (this.fail(this.saves)) {
-      this.failed++;
-      throw new JournalWriteError('/state/migration-journal.json', Object.assign(new Error('ENOSPC: no space left on device, write'), { code: 'ENOSPC' }));
-    }
-    this.data = structuredClone(d);
-  }
-  async setAside() {
-    return 'nowhere';
-  }
-}
-
-interface Rig {
-  dp: FakeDataplane;
-  strategy: FakeStrategy;
-  journal: MemoryJournal;
-  ovnkube: OvnkubeObservation;
-  read: ModeRead | ModePending;
-  /** How many times the agent read the mode file. */
-  reads?: number;
-  /** routeEventOnly of every probe of ovnkube-node, in order. */
-  probes?: boolean[];
-  now: number;
-  /** The agent's atRest hook; none by default. */
-  atRest?: () => void;
-  /** The periodic resync (default an hour: none in most tests). */
-  resyncIntervalMs?: number;
-}
-
-function rig(over: Partial<Rig> = {}): Rig {
-  return {
-    dp: new FakeDataplane(),
-    strategy: new FakeStrategy(),
-    journal: new MemoryJournal(),
-    ovnkube: { mode: 'local', pid: 42, id: 'pid 42 start 1', detail: null },
-    read: { mode: 'local', error: null },
-    now: 1_000_000_000,
-    ...over,
-  };
-}
-
-function makeAgent(r: Rig, config = seedConfig()) {
-  const logs: Array<{ level: number; msg: string }> = [];
-  const agent = new Agent(
-    {
-      dataplane: r.dp,
-      strategy: r.strategy,
-      journal: r.journal,
-      probe: async (hint) => ((r.probes ??= []).push(hint?.routeEventOnly ?? false), r.ovnkube),
-      log: pino({ level: 'info' }, { write: (line: string) => void logs.push(JSON.parse(line) as { level: number; msg: string }) }),
-      readMode: async () => ((r.reads = (r.reads ?? 0) + 1), r.read),
-      watchMode: () => ({ close: async () => undefined }),
-      clock: { now: () => r.now },
-      random: () => 1,
-      ...(r.atRest ? { atRest: () => r.atRest!() } : {}),
-    },
-    {
-      config,
-      modePath: '/etc/mode',
-      resyncIntervalMs: r.resyncIntervalMs ?? 3_600_000,
-      restart: { strategy: r.strategy.name, limit: { minIntervalMs: 300_000, maxPerHour: 3 }, timeoutMs: 300_000, settleMs: 60_000, retryBaseMs: 5000, retryMaxMs: 300_000, modeChecked: true },
-    },
-  );
-  const seen: StatusReport[] = [];
-  agent.onStatus((s) => seen.push(s));
-  /** Waits for a status matching pred, turning the event loop at most a bounded number of times. */
-  const until = async (pred: (s: StatusReport) => boolean, what: string, from = 0): Promise<StatusReport> => {
-    for (let i = 0; i < 2000; i++) {
-      const hit = seen.slice(from).find(pred);
-      if (hit) return hit;
-      await new Promise((resolve) => setImmediate(resolve));
-    }
-    assert.fail(`never saw ${what}; last: ${JSON.stringify(seen.at(-1)?.reasons)}`);
-  };
-  /** Moves the agent's clock and the mocked timers on, a second at a time, letting passes run in between. */
-  const advance = async (ms: number) => {
-    for (let left = ms; left > 0; left -= 1000) {
-      const step = Math.min(1000, left);
-      r.now += step;
-      mock.timers.tick(step);
-      for (let i = 0; i < 20; i++) await new Promise((resolve) => setImmediate(resolve));
-    }
-  };
-  return { agent, seen, until, advance, logs };
-}
-
-const LOCAL = (s: StatusReport) => s.routes[0]?.observed?.dev === 'ovn-k8s-mp0' && s.routes[0]?.inSync === true;
-
-/** Starts an agent on r, waits for Settling and the end of that pass, runs body, and stops the agent. */
-async function whenSettling(r: Rig, body: (h: ReturnType<typeof makeAgent>) => Promise<void>): Promise<void> {
-  const h = makeAgent(r);
-  h.agent.start();
-  try {
-    await h.until((s) => s.reasonCodes[0] === 'Settling', 'Settling');
-    await h.agent.settle();
-    await body(h);
-  } finally {
-    await h.agent.stop();
-  }
-}
-
-/** Someone else sets a service route back to the shared shape, announced by the kernel or not. */
-function setBack(r: Rig, prefix: string, announced = true): void {
-  r.dp.setRoute(prefix, '172.18.0.1', 'br-ex', 1400);
-  if (announced) r.dp.emit({ kind: 'route', op: 'new', family: 4, prefix, table: 254 });
-}
-
-/** An agent on these IPv4 service CIDRs, migrated and Converged; body runs from there, then it stops. */
-async function whenConverged(
-  cidrs: string[],
-  body: (h: ReturnType<typeof makeAgent> & { r: Rig; from: number; replaced: number }) => Promise<void>,
-): Promise<void> {
-  const r = rig();
-  for (const c of cidrs.slice(1)) r.dp.setRoute(c, '172.18.0.1', 'br-ex', 1400);
-  const h = makeAgent(r, seedConfig({ serviceCidrs: cidrs.map(parseCidr) }));
-  h.agent.start();
-  try {
-    await h.until((s) => s.reasonCodes[0] === 'Settling', 'Settling');
-    await h.advance(60_000);
-    await h.until((s) => s.phase === 'Converged', 'Converged');
-    await body({ ...h, r, from: h.seen.length, replaced: r.dp.replaces.length });
-  } finally {
-    await h.agent.stop();
-  }
-}
+import type { Fault } from '../helpers/fake-dataplane.js';
+import { FakeStrategy, LOCAL, makeAgent, rig, setBack, whenConverged, whenSettling } from '../helpers/loop-rig.js';
 
 test.beforeEach(() => mock.timers.enable({ apis: ['setTimeout', 'setInterval'] }));
 test.afterEach(() => mock.timers.reset());
@@ -817,6 +643,146 @@ test('at rest: the hook runs once after each pass a periodic resync woke, never 
     await h.until((s) => s.routes[0]?.inSync === true, 'the repair after the throw', after);
     await h.advance(10_000);
     assert.equal(calls, 4);
+  } finally {
+    await h.agent.stop();
+  }
+});
+
+test('a dual-stack replace the kernel refuses every time: one pass per backoff step whatever its own replaces and put-backs announce (or the periodic resync asks), each flap counted, and the third suspends the repairs', async () => {
+  // A resync every second: within a backoff it asks for nothing the retry will not do.
+  const r = rig({ resyncIntervalMs: 1000 });
+  const v6 = 'fd00:10:96::/112';
+  r.dp.setRoute(v6, 'fd00:18::1', 'br-ex', 1400);
+  // mp0 keeps its v6 address but lost the on-link route of its subnet: EHOSTUNREACH, every time.
+  r.dp.injectStanding('replace-v6-unreachable');
+  const h = makeAgent(r, seedConfig({ serviceCidrs: [parseCidr('10.96.0.0/16'), parseCidr(v6)] }));
+  // A loop that never waits would never let a test turn come: it is stopped here, and the count tells.
+  const probe = r.dp.routes.bind(r.dp);
+  let dumps = 0;
+  r.dp.routes = async (p) => (++dumps > 50 && void h.agent.stop(), probe(p));
+  h.agent.start();
+  try {
+    await h.until((s) => s.reasonCodes[0] === 'ReconcileFailed', 'the refused replace');
+    await h.flush();
+    const passes = () => h.seen.length;
+    const flaps = () => r.dp.replaces.filter((x) => x.key.prefix === '10.96.0.0/16').length / 2;
+    assert.equal(passes(), 1, 'the notifications of its own replace and put-back woke no pass');
+    assert.equal(flaps(), 1);
+    // Each backoff step: exactly one pass, one more flap, nothing in between.
+    for (const step of [1, 2]) {
+      await h.advance(backoffMs(step, 1000, 60_000, 1) - 1000);
+      assert.equal(passes(), step, `no pass before backoff step ${step} is over`);
+      await h.advance(1000);
+      await h.flush();
+      assert.equal(passes(), step + 1, `one pass at backoff step ${step}`);
+      assert.equal(flaps(), step + 1);
+    }
+    // The third put-back found is the third set-back: repairs suspended, saying why; no more flaps.
+    await h.advance(backoffMs(3, 1000, 60_000, 1));
+    const held = await h.until((s) => s.reasonCodes[0] === 'RepairsSuspended', 'repairs suspended');
+    assert.equal(held.phase, 'Degraded');
+    assert.match(held.reasons[0]!, /put it back itself .*EHOSTUNREACH/);
+    // The resyncs go on (a pass each second), and flap nothing.
+    await h.advance(10_000);
+    assert.equal(flaps(), 3, 'no flap after the suspension');
+    assert.equal(r.dp.nextHopOf('10.96.0.0/16'), 'via 172.18.0.1 dev br-ex mtu 1400', 'IPv4 left as it was');
+    assert.ok(dumps <= 50, `the loop never ran away (${dumps} dumps)`);
+    assert.ok(r.dp.consumed.has('replace-v6-unreachable'));
+  } finally {
+    await h.agent.stop();
+  }
+});
+
+test('after a failed pass, a change by someone else still wakes a pass at once; the echo of its own writes does not', async () => {
+  const r = rig();
+  const v6 = 'fd00:10:96::/112';
+  r.dp.setRoute(v6, 'fd00:18::1', 'br-ex', 1400);
+  r.dp.injectStanding('replace-v6-unreachable');
+  const h = makeAgent(r, seedConfig({ serviceCidrs: [parseCidr('10.96.0.0/16'), parseCidr(v6)] }));
+  h.agent.start();
+  try {
+    await h.until((s) => s.reasonCodes[0] === 'ReconcileFailed', 'the refused replace');
+    await h.flush();
+    assert.equal(h.seen.length, 1);
+    // The on-link route is back (the fault cleared) and an address event says mp0 changed: a pass at once, which migrates.
+    r.dp.clear('replace-v6-unreachable');
+    r.dp.emit({ kind: 'address', op: 'new', address: r.dp.addressList[2]! });
+    await h.until((s) => s.routes.every((x) => x.observed?.dev === 'ovn-k8s-mp0' && x.inSync), 'both migrated', 1);
+  } finally {
+    await h.agent.stop();
+  }
+});
+
+/** --restart signal, played: the target found is the process /proc shows then (r.ovnkube), and a hook may change it first. */
+class SignalStub extends FakeStrategy {
+  beforeFind: (() => void) | null = null;
+  signalled: string[] = [];
+  constructor(private readonly r: { ovnkube: OvnkubeObservation }) {
+    super('signal');
+  }
+  override async find(): Promise<TargetLookup> {
+    const hook = this.beforeFind;
+    this.beforeFind = null;
+    hook?.();
+    return { target: { id: this.r.ovnkube.id!, describe: `pid ${this.r.ovnkube.pid}` } };
+  }
+  override async restart(t: RestartTarget): Promise<void> {
+    this.calls++;
+    this.signalled.push(t.id);
+  }
+}
+
+test('signal: kubelet restarts ovnkube-node between the observation and the lookup of the target: the new one is never signalled, and it proves the migration (no restart by the agent)', async () => {
+  const r = rig();
+  const stub = new SignalStub(r);
+  r.strategy = stub;
+  const B: OvnkubeObservation = { mode: 'local', pid: 43, id: 'pid 43 start 2', detail: null };
+  let finds = 0;
+  const find = stub.find.bind(stub);
+  stub.find = async () => {
+    // The second lookup is the restart's: kubelet restarted A just before it (liveness, OOM).
+    if (++finds === 2) stub.beforeFind = () => (r.ovnkube = B);
+    return find();
+  };
+  const h = makeAgent(r);
+  h.agent.start();
+  try {
+    const looked = await h.until((s) => /changed while it was looked at .*pid 43/.test(s.reasons[0] ?? ''), 'the decision looking again');
+    assert.equal(looked.phase, 'Progressing');
+    assert.deepEqual(stub.signalled, [], 'B not signalled');
+    // The look again, a moment later: B runs local and is not the one the migration began with.
+    await h.advance(1000);
+    const settling = await h.until((s) => s.reasonCodes[0] === 'Settling', 'Settling');
+    assert.equal(settling.restart?.migration?.restart, 'done');
+    assert.deepEqual(stub.signalled, [], 'nothing signalled: not B, and A was gone');
+    await h.advance(60_000);
+    await h.until((s) => s.phase === 'Converged', 'Converged');
+    assert.deepEqual(stub.signalled, []);
+    assert.equal(r.journal.data.restarts.length, 0, 'no restart requested');
+  } finally {
+    await h.agent.stop();
+  }
+});
+
+test('signal: a new ovnkube-node found as a migration would begin: nothing replaced on the old observation; the migration begins with the new one, and its restart goes to it', async () => {
+  const r = rig();
+  const stub = new SignalStub(r);
+  r.strategy = stub;
+  // B started before the routes were replaced: it owes its restart like A did.
+  const B: OvnkubeObservation = { mode: 'local', pid: 43, id: 'pid 43 start 2', detail: null };
+  stub.beforeFind = () => (r.ovnkube = B);
+  const h = makeAgent(r);
+  h.agent.start();
+  try {
+    const looked = await h.until((s) => /changed while it was looked at/.test(s.reasons[0] ?? ''), 'look again');
+    assert.equal(looked.routes[0]?.observed?.dev, 'br-ex', 'nothing replaced on a stale observation');
+    assert.equal(r.journal.data.migration, null);
+    assert.equal(r.dp.replaces.length, 0);
+    await h.advance(1000);
+    // B is now the observed one: the migration owes B's restart, and B is what is signalled.
+    await h.until(() => stub.signalled.length > 0, 'the restart');
+    assert.deepEqual(stub.signalled, ['pid 43 start 2']);
+    assert.equal((r.journal.data as JournalData).migration?.ovnkubeBefore, 'pid 43 start 2');
   } finally {
     await h.agent.stop();
   }

@@ -62,7 +62,7 @@ function makeAgent(dp: FakeDataplane, recorder: AgentRecorder, cidrs = ['10.96.0
       log: pino({ level: 'silent' }),
       readMode: async () => ({ mode: 'local', error: null }),
       watchMode: () => ({ close: async () => undefined }),
-      clock: { now: () => 1_000_000_000 },
+      clock: { now: () => 1_000_000_000, wall: () => 1_000_000_000 },
       random: () => 1,
       recorder,
     },

@@ -246,3 +246,46 @@ test('fights: set-backs further apart than the window never suspend', () => {
   }
   assert.equal(f.suspended.size, 0);
 });
+
+test('decide (signal): the target is exactly the ovnkube-node observed, or nothing; another one found means "look again" at once, never a stop of it', () => {
+  const signal: RestartSettings = { ...settings, strategy: 'signal' };
+  const A = { mode: 'local' as const, pid: 42, id: 'pid 42 start 1', detail: null };
+  const B = { target: { id: 'pid 43 start 2', describe: 'pid 43' } };
+  const owed = migration({ identity: 'process', ovnkubeBefore: A.id });
+  // The restart owed: the observation saw A, the lookup found B (kubelet restarted A in between).
+  const d = decide(input({ settings: signal, migration: owed, ovnkube: A, target: B }));
+  assert.deepEqual(d.steps, []);
+  assert.equal(d.migration, owed, 'nothing recorded as requested');
+  assert.equal(d.wakeInMs, QUICK_POLL_MS);
+  assert.deepEqual([d.restart.phase, d.restart.reason?.code], ['Progressing', 'RestartAwaited']);
+  assert.match(d.restart.reason!.message, /observed pid 42 start 1, then found pid 43/);
+  // A failed restart retried: the same.
+  assert.deepEqual(decide(input({ settings: signal, migration: { ...owed, restart: 'failed', attempts: 1, lastAttemptAt: T - 600_000 }, ovnkube: A, target: B })).steps, []);
+  // The look again: B observed and found, B running the migration's mode is the proof (no restart).
+  const again = decide(input({ settings: signal, migration: owed, ovnkube: { ...A, pid: 43, id: 'pid 43 start 2' }, target: B }));
+  assert.deepEqual([again.steps, again.migration?.restart], [[], 'done']);
+  // The same process observed and found: it is the one stopped.
+  const same = decide(input({ settings: signal, migration: owed, ovnkube: A, target: { target: { id: A.id, describe: 'pid 42' } } }));
+  assert.deepEqual(same.steps.map((s) => (s.kind === 'restart' ? s.target.id : s.kind)), [A.id]);
+  // A migration about to begin: not begun on an observation the lookup contradicts.
+  const start = decide(input({ settings: signal, plan: toLocal, ovnkube: A, target: B }));
+  assert.deepEqual([start.steps, start.migration, start.wakeInMs], [[], null, QUICK_POLL_MS]);
+  // CRI: the container found is what is compared with the migration's identity; no mismatch to look at.
+  assert.deepEqual(decide(input({ plan: toLocal, ovnkube: A, target: OLD })).steps.map((s) => s.kind), ['journal', 'replace']);
+});
+
+test('decide: times in messages are shown in wall time (wallOffsetMs), the durations are the monotonic ones', () => {
+  const done = migration({ restart: 'done', doneAt: T - 10_000 });
+  const d = decide(input({ migration: done, ovnkube: { mode: 'local', pid: 43, id: 'p43', detail: null }, target: NEW, wallOffsetMs: 1_700_000_000_000 }));
+  assert.equal(d.wakeInMs, 50_000);
+  assert.match(d.restart.reason!.message, new RegExp(`until ${new Date(T + 50_000 + 1_700_000_000_000).toISOString()}`));
+});
+
+test('fights: a replace the agent put back itself counts as a set-back when found put back, and the suspension says so', () => {
+  let s = trackFights(NO_FIGHTS, { inputs: 'local|A', desiredMode: 'local', observed: new Map([['10.96.0.0/16', BR]]), now: T, hint: 'the hint' });
+  for (let i = 1; i <= FIGHT_LIMIT + 1; i++) {
+    s = recordApplied(s, [action], T + i, 'the agent put it back itself (EHOSTUNREACH)');
+    s = trackFights(s, { inputs: 'local|A', desiredMode: 'local', observed: new Map([['10.96.0.0/16', BR]]), now: T + i, hint: 'the hint' });
+  }
+  assert.match(suspensionsOf(s).get('10.96.0.0/16') ?? '', /3 times in 10 min: the agent put it back itself \(EHOSTUNREACH\); repairs of 10\.96\.0\.0\/16 suspended/);
+});

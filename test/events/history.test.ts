@@ -16,7 +16,7 @@ function rig() {
       done();
     },
   });
-  const clock = { t: Date.parse('2026-12-02T12:00:00.000Z'), now() { return this.t; } };
+  const clock = { t: Date.parse('2026-12-02T12:00:00.000Z'), now: () => 0, wall() { return this.t; } };
   const history = new EventHistory(clock, pino({ level: 'info' }, sink));
   return { history, clock, lines };
 }

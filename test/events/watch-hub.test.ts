@@ -10,7 +10,7 @@ import { MAX_UNREAD_BYTES, WatchHub } from '../../src/events/watch.js';
 import type { StatusReport } from '../../src/status/report.js';
 
 test('a watcher that never reads is cut once a megabyte waits for it; the others keep their stream', async () => {
-  const history = new EventHistory({ now: () => Date.parse('2026-12-02T12:00:00Z') }, pino({ level: 'silent' }));
+  const history = new EventHistory({ now: () => 0, wall: () => Date.parse('2026-12-02T12:00:00Z') }, pino({ level: 'silent' }));
   const hub = new WatchHub(history, () => ({ phase: 'Converged', reasons: [] }) as unknown as StatusReport);
   const server = http.createServer((req, res) => hub.serve(req, res));
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));

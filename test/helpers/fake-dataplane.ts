@@ -17,6 +17,8 @@ export type Fault =
   | 'route-vanishes'
   /** The replace of the IPv6 CIDR fails (after the IPv4 one succeeded). */
   | 'replace-v6-eperm'
+  /** The replace of the IPv6 CIDR is refused with EHOSTUNREACH: mp0 lost the on-link route of its v6 subnet. */
+  | 'replace-v6-unreachable'
   /** The kernel applies the replace, and its answer is lost. */
   | 'replace-answer-lost'
   /** The kernel applies the replace, and its notification is lost (nothing says so). */
@@ -36,6 +38,8 @@ export class FakeDataplane implements Dataplane {
   readonly table = new Map<string, Route[]>();
   readonly replaces: RouteReplace[] = [];
   private readonly faults = new Set<Fault>();
+  /** Faults that fire every time, until cleared (a node left broken). */
+  private readonly standing = new Set<Fault>();
   readonly consumed = new Set<Fault>();
   private readonly subscribers = new Set<(e: DataplaneEvent) => void>();
   /** Someone else's doing right after a replace the kernel took (announced or not), once: a test's hook. */
@@ -64,8 +68,17 @@ export class FakeDataplane implements Dataplane {
     this.faults.add(fault);
   }
 
+  /** A fault that fires at every chance until clear() (it is marked consumed when it first fires). */
+  injectStanding(fault: Fault): void {
+    this.standing.add(fault);
+  }
+
+  clear(fault: Fault): void {
+    this.standing.delete(fault);
+  }
+
   private take(fault: Fault): boolean {
-    if (!this.faults.delete(fault)) return false;
+    if (!this.faults.delete(fault) && !this.standing.has(fault)) return false;
     this.consumed.add(fault);
     return true;
   }
@@ -93,6 +106,7 @@ export class FakeDataplane implements Dataplane {
     this.replaces.push(r);
     if (this.take('replace-eperm')) throw new NetlinkError(1, `route replace ${r.key.prefix}`);
     if (r.key.family === 6 && this.take('replace-v6-eperm')) throw new NetlinkError(1, `route replace ${r.key.prefix}`);
+    if (r.key.family === 6 && this.take('replace-v6-unreachable')) throw new NetlinkError(113, `route replace ${r.key.prefix}`);
     if (this.take('replace-silently-ignored')) return;
     const existing = (this.table.get(r.key.prefix) ?? []).find((x) => x.key.table === r.key.table && x.key.priority === r.key.priority);
     // Like the kernel without NLM_F_CREATE: no route with this key, no route made.

@@ -42,3 +42,12 @@ test('a plain file whose mtime is in the future is taken once found unchanged th
 test('a read that failed before the file could be looked at (gone, not a regular file) is taken as it is', () => {
   assert.deepEqual(verdictOf({ atomic: false, stamp: null, changedDuringRead: false }, null, NOW), { take: true });
 });
+
+test('a plain file whose mtime is in the future, the wall clock stepped back a month between two reads: taken once found unchanged the quiet time apart on the monotonic clock', () => {
+  const MONO = 42_000;
+  const facts = plain(NOW + 60_000);
+  let seen = nextFirstSeen(null, facts.stamp, MONO);
+  assert.equal(verdictOf(facts, seen, NOW, QUIET_MS, MONO).take, false);
+  seen = nextFirstSeen(seen, facts.stamp, MONO + QUIET_MS);
+  assert.deepEqual(verdictOf(facts, seen, NOW - 30 * 86_400_000, QUIET_MS, MONO + QUIET_MS), { take: true });
+});

@@ -9,6 +9,7 @@ import { pino } from 'pino';
 import { Agent } from '../../src/agent/agent.js';
 import { Journal, JournalError, EMPTY_JOURNAL } from '../../src/restart/journal.js';
 import { NoRestart } from '../../src/restart/strategy.js';
+import { loadOffset, toMonotonic, toWall } from '../../src/restart/journal-time.js';
 import { seedConfig } from '../helpers/config.js';
 import { FakeDataplane } from '../helpers/fake-dataplane.js';
 
@@ -82,7 +83,7 @@ test('an agent whose journal is corrupt keeps going: the journal is kept aside a
         log: pino({ level: 'silent' }),
         readMode: async () => ({ mode: 'local', error: null }),
         watchMode: () => ({ close: async () => undefined }),
-        clock: { now: () => 1_000_000 },
+        clock: { now: () => 1_000_000, wall: () => 1_000_000 },
         random: () => 1,
       },
       {
@@ -103,4 +104,33 @@ test('an agent whose journal is corrupt keeps going: the journal is kept aside a
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
+});
+
+test('journal: the note of how its times were written (boot id, wall minus monotonic) is kept; a broken one is dropped, the times then read as plain wall times', async () => {
+  const dir = mkdtempSync(path.join(tmpdir(), 'gwmode-journal-'));
+  try {
+    const journal = new Journal(dir);
+    const note = { bootId: 'b1', wallMinusMonotonicMs: 1_699_000_000_000 };
+    await journal.save({ ...EMPTY_JOURNAL, restarts: [1_700_000_000_000], clock: note });
+    assert.deepEqual((await journal.load()).clock, note);
+    writeFileSync(journal.file, JSON.stringify({ ...EMPTY_JOURNAL, restarts: [1], clock: { bootId: 7 } }));
+    const loaded = await journal.load();
+    assert.equal(loaded.clock, undefined);
+    assert.deepEqual(loaded.restarts, [1]);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('journal times: the same boot reads them back with the offset they were written with, another boot (or none noted) with the offset of now, and none after now', () => {
+  const m = { mode: 'local' as const, startedAt: 5000, identity: 'process' as const, ovnkubeBefore: null, routes: [], restart: 'done' as const, attempts: 1, lastAttemptAt: 6000, lastError: null, stopped: null, stoppedAs: null, outcome: null, doneAt: 7000, rollback: { startedAt: 8000, doneAt: null } };
+  const mono = { ...EMPTY_JOURNAL, migration: m, restarts: [6000] };
+  const disk = toWall(mono, 1_000_000, 'b1');
+  assert.deepEqual([disk.migration?.startedAt, disk.migration?.doneAt, disk.migration?.rollback, disk.restarts, disk.clock], [1_005_000, 1_007_000, { startedAt: 1_008_000, doneAt: null }, [1_006_000], { bootId: 'b1', wallMinusMonotonicMs: 1_000_000 }]);
+  // Same boot, the wall clock stepped since (the offset of now is 999_000_000): exact.
+  assert.deepEqual(toMonotonic(disk, loadOffset(disk, 'b1', 999_000_000), 10_000), mono);
+  // Another boot: the offset of now; times after now (10_000) are now.
+  const other = toMonotonic(disk, loadOffset(disk, 'b2', 1_000_000 - 2000), 10_000);
+  assert.deepEqual([other.migration?.startedAt, other.migration?.doneAt, other.migration?.rollback?.startedAt, other.restarts], [7000, 9000, 10_000, [8000]]);
+  assert.equal(toWall(mono, 0, null).clock, undefined, 'no boot id, no note');
 });

@@ -2,7 +2,7 @@
 // namespace gets SIGTERM, and a PID that now belongs to another process never does.
 import { strict as assert } from 'node:assert';
 import { spawn } from 'node:child_process';
-import { copyFileSync, mkdtempSync, rmSync } from 'node:fs';
+import { closeSync, copyFileSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
@@ -67,4 +67,32 @@ test('signal: a fork of ovnkube-node that has not exec\'d is not a second proces
     assert.ok('target' in found, JSON.stringify(found));
     assert.equal(found.target.describe, `pid ${parent}`);
   });
+});
+
+test('signal: a pidfd names the process, not its PID: once that process is reaped, a signal through it is ESRCH, never a delivery to whoever gets the PID next', async () => {
+  const { addon } = await import('../../src/native/addon.js');
+  const child = spawn('/bin/sleep', ['600'], { stdio: 'ignore' });
+  await new Promise((resolve, reject) => child.once('spawn', resolve).once('error', reject));
+  const fd = addon.pidfdOpen(child.pid!);
+  try {
+    const exited = new Promise((r) => child.once('exit', r));
+    child.kill('SIGKILL');
+    await exited;
+    // Reaped by Node: the PID is free for the next process; the pidfd still names the dead one.
+    assert.throws(() => addon.pidfdSendSignal(fd, 15), (err: Error & { code?: string; syscall?: string }) => err.code === 'ESRCH' && err.syscall === 'pidfd_send_signal');
+    assert.throws(() => addon.pidfdOpen(child.pid!), (err: Error & { code?: string }) => err.code === 'ESRCH');
+  } finally {
+    closeSync(fd);
+  }
+});
+
+test('signal: the restart of a target that exited meanwhile says it is gone, and signals nothing', async () => {
+  const child = spawn('/bin/sleep', ['600'], { stdio: 'ignore' });
+  await new Promise((resolve, reject) => child.once('spawn', resolve).once('error', reject));
+  const { startTimeOf } = await import('../../src/ovnkube/proc.js');
+  const start = startTimeOf(readFileSync(`/proc/${child.pid}/stat`, 'utf8'));
+  const exited = new Promise((r) => child.once('exit', r));
+  child.kill('SIGKILL');
+  await exited;
+  await assert.rejects(new SignalRestart().restart({ id: `pid ${child.pid} start ${start}`, describe: `pid ${child.pid}` }), /is gone/);
 });

@@ -7,7 +7,7 @@ import http from 'node:http';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { test } from 'node:test';
+import { mock, test } from 'node:test';
 import { AgentUnreachableError, fetchPath, MAX_ANSWER_BYTES, parseAnswer } from '../../src/status/client.js';
 
 test('an answer with a Content-Length, a chunked one, or one read to its end gives its code and body', () => {
@@ -119,6 +119,31 @@ test('fetchPath retries a connect refused with EAGAIN (a listener whose backlog 
     py.stdin.write('go\n');
     assert.deepEqual(await answer, { code: 200, body: {} });
   } finally {
+    py.kill();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('fetchPath keeps retrying for its whole timeout when the wall clock is stepped forward past it meanwhile (the timeout is a duration)', async () => {
+  const dir = mkdtempSync(path.join(tmpdir(), 'gwmode-client-'));
+  const sock = path.join(dir, 'full.sock');
+  const py = spawn('python3', ['-c', FULL_BACKLOG, sock], { stdio: ['pipe', 'pipe', 'inherit'] });
+  mock.timers.enable({ apis: ['Date'], now: Date.now() });
+  try {
+    await new Promise<void>((resolve, reject) => {
+      py.stdout.on('data', (d: Buffer) => d.toString().includes('full') && resolve());
+      py.on('exit', (code) => reject(new Error(`the listener exited ${code}`)));
+    });
+    let settled = false;
+    const answer = fetchPath(sock, '/healthz', 60_000).finally(() => (settled = true));
+    // NTP steps the clock two minutes forward while it retries.
+    mock.timers.setTime(Date.now() + 120_000);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    assert.equal(settled, false, 'still trying: 60 s have not passed');
+    py.stdin.write('go\n');
+    assert.deepEqual(await answer, { code: 200, body: {} });
+  } finally {
+    mock.timers.reset();
     py.kill();
     rmSync(dir, { recursive: true, force: true });
   }
