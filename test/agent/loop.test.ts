@@ -87,6 +87,8 @@ interface Rig {
   atRest?: () => void;
   /** The periodic resync (default an hour: none in most tests). */
   resyncIntervalMs?: number;
+  /** The exit signal the agent is given (none by default): what it follows, and its wake-up. */
+  exit?: { followed: Array<number | null>; wake?: (why: string) => void; closed: boolean };
 }
 
 function rig(over: Partial<Rig> = {}): Rig {
@@ -115,6 +117,15 @@ function makeAgent(r: Rig, config = seedConfig()) {
       clock: { now: () => r.now },
       random: () => 1,
       ...(r.atRest ? { atRest: () => r.atRest!() } : {}),
+      ...(r.exit
+        ? {
+            ovnkubeExit: (wake: (why: string) => void) => {
+              const e = r.exit!;
+              e.wake = wake;
+              return { follow: (pid: number | null) => void e.followed.push(pid), close: () => void (e.closed = true) };
+            },
+          }
+        : {}),
     },
     {
       config,
@@ -816,4 +827,24 @@ test('at rest: the hook runs once after each pass a periodic resync woke, never 
   } finally {
     await h.agent.stop();
   }
+});
+
+test('ovnkube-node\'s exit signal wakes the waiting agent: the rollout\'s new local ovnkube-node is acted on with no timer fired', async () => {
+  const exit: NonNullable<Rig['exit']> = { followed: [], closed: false };
+  const r = rig({ exit, ovnkube: { mode: 'shared', pid: 42, id: 'pid 42 start 1', detail: null } });
+  const { agent, until, seen } = makeAgent(r);
+  agent.start();
+  try {
+    await until((s) => s.reasonCodes.includes('OvnkubeOtherMode'), 'waiting on the shared ovnkube-node');
+    assert.equal(exit.followed.at(-1), 42, 'told which ovnkube-node the pass saw');
+    // The rollout: the shared one exits, a local one starts; no timer is advanced.
+    r.ovnkube = { mode: 'local', pid: 43, id: 'pid 43 start 2', detail: null };
+    const from = seen.length;
+    exit.wake!('ovnkube-node exited');
+    await until((s) => s.routes[0]?.observed?.dev === 'ovn-k8s-mp0', 'the route replaced', from);
+    assert.equal(exit.followed.at(-1), 43);
+  } finally {
+    await agent.stop();
+  }
+  assert.equal(exit.closed, true);
 });
