@@ -101,6 +101,11 @@ export interface AgentDeps {
    * a throw is logged, and the loop goes on.
    */
   atRest?: () => void;
+  /**
+   * A prompt signal of ovnkube-node's exit (src/ovnkube/exit-signal.ts), made with the
+   * agent's wake-up; told after each pass which ovnkube-node it saw. None by default.
+   */
+  ovnkubeExit?: (wake: (why: string) => void) => { follow(pid: number | null): void; close(): void };
 }
 
 export interface AgentOptions {
@@ -173,6 +178,7 @@ export class Agent {
   private restartInFlight = false;
   private restarting: Promise<void> = Promise.resolve();
   private restartAnswer: { step: Extract<Step, { kind: 'restart' }>; err: unknown } | null = null;
+  private readonly ovnkubeExit: ReturnType<NonNullable<AgentDeps['ovnkubeExit']>> | undefined;
 
   constructor(
     private readonly deps: AgentDeps,
@@ -182,6 +188,8 @@ export class Agent {
     this.reasons = [reason('ModeNotRead', 'starting')];
     this.watched = watchedOf(options.config);
     this.recorder = deps.recorder ?? NO_RECORDER;
+    // Not a netlink wake-up: the pass reads the mode file; and it scans /proc in full.
+    this.ovnkubeExit = deps.ovnkubeExit?.((why) => this.kick(why));
   }
 
   /** Reads the journal; an unreadable one is set aside and reported, never fatal. */
@@ -242,6 +250,7 @@ export class Agent {
     clearTimeout(this.modeTimer);
     if (this.kickTimer) clearImmediate(this.kickTimer);
     this.subscription?.close();
+    this.ovnkubeExit?.close();
     await this.modeWatch?.close();
     await this.idle;
     // A request on its way (a signal about to be sent, a stop the runtime carries out) is not cut short.
@@ -422,6 +431,7 @@ export class Agent {
       clearTimeout(this.retryTimer);
       if (!this.stopped) this.retryTimer = after(delay, () => this.kick('journal retry'));
     }
+    this.ovnkubeExit?.follow(this.outcome?.observed.ovnkube.pid ?? null);
     clearTimeout(this.wakeTimer);
     if (wakeInMs !== undefined && !this.stopped) this.wakeTimer = after(wakeInMs, () => this.kick('decision wake-up'));
     this.lastReconcile = this.deps.clock.wall();

@@ -13,6 +13,7 @@ import { StatusServer } from '../status/server.js';
 import { Supervisor } from '../systemd/supervisor.js';
 import type { Notifier } from '../systemd/notify.js';
 import { Agent, type AgentOptions } from './agent.js';
+import { OvnkubeExitSignal } from '../ovnkube/exit-signal.js';
 import { missingCapabilities } from './capabilities.js';
 import type { OvnkubeProbe } from './observe.js';
 import type { PlannerConfig } from '../core/types.js';
@@ -126,6 +127,8 @@ export async function runDaemon(raw: RawRunOptions, initial: Settings, deps: Dae
       random: Math.random,
       missing,
       recorder: recorders([metrics, history], (err) => log.error({ err }, 'a recorder failed')),
+      // A rollout's new ovnkube-node is acted on within tens of ms, not at the next look.
+      ovnkubeExit: (wake) => new OvnkubeExitSignal(wake, log.child({ component: 'ovnkube-exit' })),
       // Memory freed after a burst of work (V8's compile jobs on its worker thread above all)
       // stays in malloc's arenas until trimmed (native/src/memory.c): once per periodic resync,
       // after its pass, off the event loop (libuv's pool), and with no wake-up of its own.

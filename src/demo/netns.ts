@@ -4,9 +4,12 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 
 export class Netns {
-  readonly name = `gwt-${randomBytes(4).toString('hex')}`;
+  readonly name: string;
 
-  constructor() {
+  /** A new namespace, or (`existing`) one made by someone else, e.g. the OVN test bed's node, which it then owns. */
+  constructor(existing?: string) {
+    this.name = existing ?? `gwt-${randomBytes(4).toString('hex')}`;
+    if (existing) return;
     execFileSync('ip', ['netns', 'add', this.name]);
     this.ip('link set lo up');
     this.sysctl('net.ipv6.conf.all.accept_dad', '0');

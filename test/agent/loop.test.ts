@@ -10,7 +10,7 @@ import type { JournalData } from '../../src/restart/journal.js';
 import { parseCidr } from '../../src/net/cidr.js';
 import { seedConfig } from '../helpers/config.js';
 import type { Fault } from '../helpers/fake-dataplane.js';
-import { FakeStrategy, LOCAL, makeAgent, rig, setBack, whenConverged, whenSettling } from '../helpers/loop-rig.js';
+import { FakeStrategy, LOCAL, makeAgent, rig, setBack, whenConverged, whenSettling, type Rig } from '../helpers/loop-rig.js';
 
 test.beforeEach(() => mock.timers.enable({ apis: ['setTimeout', 'setInterval'] }));
 test.afterEach(() => mock.timers.reset());
@@ -786,4 +786,24 @@ test('signal: a new ovnkube-node found as a migration would begin: nothing repla
   } finally {
     await h.agent.stop();
   }
+});
+
+test('ovnkube-node\'s exit signal wakes the waiting agent: the rollout\'s new local ovnkube-node is acted on with no timer fired', async () => {
+  const exit: NonNullable<Rig['exit']> = { followed: [], closed: false };
+  const r = rig({ exit, ovnkube: { mode: 'shared', pid: 42, id: 'pid 42 start 1', detail: null } });
+  const { agent, until, seen } = makeAgent(r);
+  agent.start();
+  try {
+    await until((s) => s.reasonCodes.includes('OvnkubeOtherMode'), 'waiting on the shared ovnkube-node');
+    assert.equal(exit.followed.at(-1), 42, 'told which ovnkube-node the pass saw');
+    // The rollout: the shared one exits, a local one starts; no timer is advanced.
+    r.ovnkube = { mode: 'local', pid: 43, id: 'pid 43 start 2', detail: null };
+    const from = seen.length;
+    exit.wake!('ovnkube-node exited');
+    await until((s) => s.routes[0]?.observed?.dev === 'ovn-k8s-mp0', 'the route replaced', from);
+    assert.equal(exit.followed.at(-1), 43);
+  } finally {
+    await agent.stop();
+  }
+  assert.equal(exit.closed, true);
 });
