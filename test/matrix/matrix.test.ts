@@ -23,6 +23,7 @@ import { AgentProcess, CLI, Scratch, waitForStatus } from '../helpers/agent.js';
 import { kernelSkipReason, seedNode, type Netns } from '../helpers/netns.js';
 import { isLegacy, osRelease, type Release } from '../helpers/ovnkube-releases.js';
 import { StandinOvnkube } from '../helpers/ovnkube-standin.js';
+import { skipOnRepeat } from '../helpers/repeat.js';
 
 const run = promisify(execFile);
 
@@ -169,6 +170,7 @@ async function pool(jobs: Array<() => Promise<void>>, width: number): Promise<vo
 }
 
 test('the matrix: 4.8/4.9 shared -> local converges with one restart; every other case changes and restarts nothing', async (t: TestContext) => {
+  if (skipOnRepeat(t)) return;
   if (kernelSkipReason) {
     process.stderr.write(`SKIPPED (${kernelSkipReason}): ${t.name}\n`);
     t.skip(kernelSkipReason);

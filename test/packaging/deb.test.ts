@@ -13,6 +13,7 @@ import { test, after, type TestContext } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { seedNode, skipWithoutKernel } from '../helpers/netns.js';
 import { SystemdBed, systemdSkipReason } from '../helpers/systemd.js';
+import { skipOnRepeat } from '../helpers/repeat.js';
 
 const ROOT = fileURLToPath(new URL('../../..', import.meta.url));
 const PKG = 'ovn-gwmode-agent';
@@ -62,6 +63,7 @@ function buildFirst(): Promise<string> {
 }
 
 test('npm run deb builds a package lintian finds no error in', { timeout: 10 * 60_000 }, async (t) => {
+  if (skipOnRepeat(t)) return;
   if (skip(t, debSkipReason())) return;
   const deb = await buildFirst();
   const fields = spawnSync('dpkg-deb', ['--field', deb, 'Package', 'Version', 'Architecture'], { encoding: 'utf8' }).stdout;
@@ -84,6 +86,7 @@ test('npm run deb builds a package lintian finds no error in', { timeout: 10 * 6
 });
 
 test('the package under a real systemd: dpkg -i enables and starts the unit, the admin configures it, an upgrade restarts it keeping the settings, remove stops it keeping settings and state, purge removes them', { timeout: 15 * 60_000 }, async (t) => {
+  if (skipOnRepeat(t)) return;
   if (skipWithoutKernel(t)) return;
   if (skip(t, systemdSkipReason ?? debSkipReason())) return;
   const [v1, v2] = await Promise.all([

@@ -19,6 +19,7 @@ import { Containerd, containerdSkipReason, ovnkubeCommand, type Pod } from '../h
 import { capabilities, ConfigMapVolume, containerConfig, criLogLines, HostRoot, sandboxConfig, type Manifest } from '../helpers/kubelet.js';
 import { seedNode, skipWithoutKernel } from '../helpers/netns.js';
 import { within } from '../helpers/wait.js';
+import { skipOnRepeat } from '../helpers/repeat.js';
 
 const ROOT = fileURLToPath(new URL('../../..', import.meta.url));
 const LOCAL_V4 = '10.96.0.0/16 via 10.244.1.1 dev ovn-k8s-mp0';
@@ -68,6 +69,7 @@ async function until<T>(fn: () => Promise<T | undefined> | T | undefined, what: 
 }
 
 test('the image runs as the rendered DaemonSet says: converges the seed node, passes its probes, answers on the host socket, logs JSON, follows a ConfigMap swap and stops on SIGTERM', { timeout: 15 * 60_000 }, async (t) => {
+  if (skipOnRepeat(t)) return;
   if (skipWithoutKernel(t)) return;
   const skip = containerdSkipReason ?? imageSkipReason();
   if (skip) {
