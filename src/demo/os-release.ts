@@ -1,7 +1,9 @@
 // RHCOS os-release files as the host carries them, for the demo and the tests: the agent
 // acts only on a node whose release it knows (core/platform.ts). The fields are those of a
 // real RHCOS 4.9 (VERSION 49.84.<date>-0, RHEL_VERSION 8.4; stackrox/stackrox's local-nodescanner
-// README quotes one), the version digits changed for the others.
+// README quotes one), the version digits changed for the others. OPENSHIFT_VERSION is set there:
+// openshift/os f61031d (4.9, manifest.yaml) sources /etc/os-release and uses ${OPENSHIFT_VERSION}
+// for the motd, and `mutate-os-release: "4.9"` is what rpm-ostree writes in as the version.
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 

@@ -4,6 +4,8 @@
 // release branch: release-4.8 f9c68257e, release-4.9 275ca80b4, release-4.10 c7855f10e,
 // release-4.11 ba3cfe686, release-4.12 8924dff9c (bindata/network/ovn-kubernetes/
 // ovnkube-node.yaml and 004-config.yaml; self-hosted/ from 4.11).
+import { rhcosOsRelease } from '../../src/demo/os-release.js';
+
 export type Release = '4.8' | '4.8-fixed' | '4.9' | '4.9-fixed' | '4.10' | '4.11' | '4.12';
 
 export const RELEASES: readonly Release[] = ['4.8', '4.8-fixed', '4.9', '4.9-fixed', '4.10', '4.11', '4.12'];
@@ -78,34 +80,5 @@ export function ovnkubeConf(release: Release, mode: 'local' | 'shared'): string 
   return lines.join('\n') + '\n';
 }
 
-/**
- * The host's /etc/os-release on RHCOS. OPENSHIFT_VERSION is set there: openshift/os
- * f61031d (4.9, manifest.yaml) sources /etc/os-release and uses ${OPENSHIFT_VERSION} for
- * the motd, and `mutate-os-release: "4.9"` is what rpm-ostree writes in as the version.
- */
-export function osRelease(release: Release): string {
-  const minor = minorOf(release);
-  const build = `${minor.replace('.', '')}.84.202201102104-0`;
-  return [
-    'NAME="Red Hat Enterprise Linux CoreOS"',
-    `VERSION="${build}"`,
-    'ID="rhcos"',
-    'ID_LIKE="rhel fedora"',
-    `VERSION_ID="${minor}"`,
-    'PLATFORM_ID="platform:el8"',
-    `PRETTY_NAME="Red Hat Enterprise Linux CoreOS ${build} (Ootpa)"`,
-    'ANSI_COLOR="0;31"',
-    'CPE_NAME="cpe:/o:redhat:enterprise_linux:8::coreos"',
-    'HOME_URL="https://www.redhat.com/"',
-    `DOCUMENTATION_URL="https://docs.openshift.com/container-platform/${minor}/"`,
-    'BUG_REPORT_URL="https://bugzilla.redhat.com/"',
-    'REDHAT_BUGZILLA_PRODUCT="OpenShift Container Platform"',
-    `REDHAT_BUGZILLA_PRODUCT_VERSION="${minor}"`,
-    'REDHAT_SUPPORT_PRODUCT="OpenShift Container Platform"',
-    `REDHAT_SUPPORT_PRODUCT_VERSION="${minor}"`,
-    `OPENSHIFT_VERSION="${minor}"`,
-    'RHEL_VERSION="8.4"',
-    `OSTREE_VERSION='${build}'`,
-    '',
-  ].join('\n');
-}
+/** The host's /etc/os-release on RHCOS of the release's minor (src/demo/os-release.ts, the demo's too). */
+export const osRelease = (release: Release): string => rhcosOsRelease(minorOf(release));
