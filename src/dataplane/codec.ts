@@ -11,7 +11,8 @@ import type { NetlinkMessage } from 'netlink';
 import { requireModule } from '../require.js';
 
 // Route messages are decoded in route-decode.ts, without the package (see there why).
-export { decodeRoute, type DecodedNextHop, type DecodedRoute } from './route-decode.js';
+export { decodeRoute, type DecodedNextHop, type DecodedRoute, type RouteMessage } from './route-decode.js';
+import type { RouteMessage } from './route-decode.js';
 
 const structs = requireModule('netlink/dist/structs.js') as typeof import('netlink/dist/structs.js');
 const rt = requireModule('netlink/dist/rt/structs.js') as typeof import('netlink/dist/rt/structs.js');
@@ -133,22 +134,6 @@ export function encodeRouteDump(seq: number, port: number, family: number, table
   return encode(RTM_GETROUTE, NLM_F_REQUEST | NLM_F_DUMP, seq, port, payload);
 }
 
-/** A route as a message carries it, for encoding (requests, and the fake kernel's answers). */
-export interface RouteMessage {
-  family: number;
-  dstLen: number;
-  /** Omitted for a default route. */
-  dst: Buffer | undefined;
-  table: number;
-  tos: number;
-  protocol: number;
-  scope: number;
-  type: number;
-  priority: number;
-  gateway: Buffer | undefined;
-  oif: number | undefined;
-  mtu: number | undefined;
-}
 
 export function encodeRoute(type: number, flags: number, seq: number, port: number, r: RouteMessage): Buffer {
   const payload = streamOf((out) =>

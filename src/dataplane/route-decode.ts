@@ -24,9 +24,11 @@ export interface DecodedNextHop {
   gateway: Buffer | undefined;
 }
 
-export interface DecodedRoute {
+/** A route as a message carries it, for encoding (requests, and the fake kernel's answers). */
+export interface RouteMessage {
   family: number;
   dstLen: number;
+  /** Omitted for a default route. */
   dst: Buffer | undefined;
   table: number;
   tos: number;
@@ -37,6 +39,10 @@ export interface DecodedRoute {
   gateway: Buffer | undefined;
   oif: number | undefined;
   mtu: number | undefined;
+}
+
+/** A route as decoded: the message's fields, and what the agent does not model. */
+export interface DecodedRoute extends RouteMessage {
   /** RTA_NH_ID: the next hop is a nexthop object (`ip route add ... nhid N`). */
   nhid: number | undefined;
   /** RTA_MULTIPATH's next hops; undefined for a single-path route. */
