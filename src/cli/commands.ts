@@ -290,7 +290,7 @@ export async function rollbackCommand(raw: RollbackOptions, wrap: OnceWrappers =
   }
   const real = new KernelDataplane();
   const dataplane = wrap.dataplane?.(real) ?? real;
-  const noProbe: OvnkubeProbe = async () => ({ mode: null, pid: null, id: null, detail: 'not looked at by rollback' });
+  const noProbe: OvnkubeProbe = async () => ({ mode: null, pid: null, id: null, detail: 'not looked at by rollback', release410Plus: null });
   /** Journals the rollback's progress in the migration's record, whose routes stay listed. */
   const mark = (m: Migration, rollback: NonNullable<Migration['rollback']>) => store.save({ ...journal, migration: { ...m, rollback } });
   try {

@@ -82,9 +82,9 @@ function serviceRoutes(input: PlanInput): Route[] {
   return input.config.serviceCidrs.flatMap((c) => input.observed.routes.get(c.text) ?? []);
 }
 
-/** The node's release and layout (platform.ts), from its os-release, ovnkube.conf and service routes. */
+/** The node's release and layout (platform.ts), from its os-release, ovnkube.conf, service routes and ovnkube-node's command line. */
 export function detectLayout(input: PlanInput): Platform {
-  return identifyPlatform(input.config, serviceRoutes(input));
+  return identifyPlatform(input.config, serviceRoutes(input), input.observed.ovnkube);
 }
 
 /**

@@ -2,7 +2,8 @@
 // the files). The agent acts only on 4.8/4.9, and a 4.10/4.11 node looks like a 4.8/4.9 one:
 // from ovn-kubernetes 68cdb3891 (Oct 2021) until 5701be2df (Aug 2022) the service route goes
 // `via <br-ex default gateway> dev br-ex mtu <MTU>` in both modes and routingViaHost runs
-// `--gateway-mode local`, so neither the route nor the command line can tell.
+// `--gateway-mode local`, so neither the route nor the gateway-mode flag can tell (other flags
+// on the command line can: below).
 //
 // The rules, in order:
 //  1. Any 4.10+ evidence wins over everything, --layout included: routing-via-host, never a change.
@@ -16,14 +17,23 @@
 //       f1a70e47e, never in release-4.9 275ca80 nor release-4.8 f9c6825); the masquerade subnet
 //       keys (later still). (`[default] routable-mtu`, e5e36ad73, is 4.10+ too, but rendered only
 //       during an MTU migration: not looked at.)
-//     - a service route via the gateway interface to a masquerade next hop (the .4).
+//     - a service route via the gateway interface to a masquerade next hop (the .4);
+//     - ovnkube-node's own command line, read on every pass: `--export-ovs-metrics` or
+//       `--ovn-metrics-bind-address`, which only the 4.10+ operator renders (sources in
+//       src/ovnkube/proc.ts, RELEASE_410_FLAGS). This is the one that holds in an upgrade:
+//       CNO rolls out the 4.10 ovnkube-node first, and the machine-config operator reboots
+//       the node into 4.10's RHCOS later (hours later, possibly), so the host's os-release
+//       still says 4.9 while ovnkube-node 4.10 runs `--gateway-mode local` over its br-ex route.
+//       Only where ovnkube-node is seen: with --ovnkube-mode-check proc a plan without it is
+//       blocked anyway (OvnkubeModeUnknown); with off, a node whose ovnkube-node is not seen
+//       is judged without it.
 //  2. An RHCOS os-release with OPENSHIFT_VERSION 4.8 or 4.9: the legacy layout, acted on.
 //  3. Otherwise only an operator's statement: --layout legacy acts, --layout routing-via-host
 //     never does, auto waits (LayoutUnknown). A leftover ovn-k8s-gw0 (its removal, ed422b840,
 //     is best effort) and a service route via ovn-k8s-mp0 (4.9 -> 4.10 upgrade windows) both
 //     occur on 4.10 nodes: neither is evidence.
 import type { Route } from './route.js';
-import type { Layout, OsRelease, PlannerConfig, Release } from './types.js';
+import type { Layout, OsRelease, OvnkubeObservation, PlannerConfig, Release } from './types.js';
 
 export type { ConfEvidence, OsRelease, Release } from './types.js';
 
@@ -83,9 +93,10 @@ export function masqueradeRoute(routes: Route[], config: Pick<PlannerConfig, 'ga
 }
 
 /** The release, the layout the agent works in, and what decided: see the rules above. */
-export function identifyPlatform(config: PlannerConfig, serviceRoutes: Route[]): Platform {
+export function identifyPlatform(config: PlannerConfig, serviceRoutes: Route[], ovnkube: Pick<OvnkubeObservation, 'release410Plus'>): Platform {
   const os = osReleaseFinding(config.osRelease);
   const recent: string[] = [];
+  if (ovnkube.release410Plus !== null) recent.push(`ovnkube-node's command line has ${ovnkube.release410Plus}, rendered by the 4.10+ network operator only`);
   if (os.release === '4.10+') recent.push(os.text);
   if (config.confEvidence && config.confEvidence.keys.length > 0) {
     recent.push(`${config.confEvidence.path} has ${config.confEvidence.keys.join(', ')} (rendered by the 4.10+ network operator only)`);
@@ -101,7 +112,7 @@ export function identifyPlatform(config: PlannerConfig, serviceRoutes: Route[]):
   }
   if (os.release === '4.8-4.9') return { release: '4.8-4.9', evidence: os.text, layout: 'legacy' };
   const conf = config.confEvidence ? `${config.confEvidence.path} has no 4.10+ key` : 'no --ovnkube-config to look at';
-  const looked = `${os.text}; ${conf}; no service route via a masquerade next hop`;
+  const looked = `${os.text}; ${conf}; no service route via a masquerade next hop; no 4.10+ flag on ovnkube-node's command line`;
   if (config.layout === 'legacy') return { release: 'unknown', evidence: `--layout legacy, stated by the operator (${looked})`, layout: 'legacy' };
   return { release: 'unknown', evidence: looked, layout: 'unknown' };
 }

@@ -42,6 +42,13 @@ export interface OvnkubeObservation {
   id: string | null;
   /** Why mode is null. */
   detail: string | null;
+  /**
+   * A flag on an ovnkube --init-node command line of this node that only the 4.10+ cluster
+   * network operator renders (proc.ts, RELEASE_410_FLAGS), with its pid ("--export-ovs-metrics
+   * (pid 42)"), or null: 4.10+ evidence that holds while the host still runs 4.9's RHCOS
+   * (platform.ts, rule 1).
+   */
+  release410Plus: string | null;
 }
 
 export interface Observation {

@@ -55,7 +55,7 @@ const input = (over: Partial<DecideInput>): DecideInput => ({
   desired: 'local',
   migration: null,
   restarts: [],
-  ovnkube: { mode: 'local', pid: 42, id: 'pid 42 start 1', detail: null },
+  ovnkube: { mode: 'local', pid: 42, id: 'pid 42 start 1', detail: null, release410Plus: null },
   target: OLD,
   settings,
   now: T,
@@ -96,15 +96,15 @@ const restartRows: Array<{ name: string; in: Partial<DecideInput>; steps: string
   { name: 'requested, none came back in time: Degraded', in: { migration: migration({ restart: 'requested', stopped: 'c-old', lastAttemptAt: T - 300_000, attempts: 1 }), target: { error: '0 running containers' } }, steps: [], phase: 'Degraded', code: 'RestartTimedOut' },
   { name: 'requested, the very same instance still runs after the timeout: asked again', in: { migration: migration({ restart: 'requested', stopped: 'c-old', lastAttemptAt: T - 300_000, attempts: 1 }), restarts: [T - 300_000] }, steps: ['restart'], phase: 'Progressing', code: 'RestartAwaited' },
   { name: 'timed out, then the new one shows up: recovers by itself', in: { migration: migration({ restart: 'requested', stopped: 'c-old', lastAttemptAt: T - 900_000, attempts: 1 }), target: NEW }, steps: [], phase: 'Progressing', code: 'Settling', restart: 'done' },
-  { name: 'a new one in the other mode is not the proof', in: { migration: migration({ restart: 'requested', stopped: 'c-old', lastAttemptAt: T - 1000, attempts: 1 }), target: NEW, ovnkube: { mode: 'shared', pid: 43, id: 'x', detail: null } }, steps: [], phase: 'Progressing', code: 'RestartAwaited' },
-  { name: 'owed, and a new one in the other mode appeared: never stopped, waited for', in: { migration: migration(), target: NEW, ovnkube: { mode: 'shared', pid: 43, id: 'x', detail: null } }, steps: [], phase: 'Progressing', code: 'RestartAwaited' },
-  { name: 'failed, the stop did happen, a new one in the other mode: never a second stop', in: { migration: migration({ restart: 'failed', stopped: 'c-old', lastAttemptAt: T - 600_000, attempts: 1, lastError: 'timeout' }), target: NEW, ovnkube: { mode: 'shared', pid: 43, id: 'x', detail: null } }, steps: [], phase: 'Progressing', code: 'RestartAwaited' },
+  { name: 'a new one in the other mode is not the proof', in: { migration: migration({ restart: 'requested', stopped: 'c-old', lastAttemptAt: T - 1000, attempts: 1 }), target: NEW, ovnkube: { mode: 'shared', pid: 43, id: 'x', detail: null, release410Plus: null } }, steps: [], phase: 'Progressing', code: 'RestartAwaited' },
+  { name: 'owed, and a new one in the other mode appeared: never stopped, waited for', in: { migration: migration(), target: NEW, ovnkube: { mode: 'shared', pid: 43, id: 'x', detail: null, release410Plus: null } }, steps: [], phase: 'Progressing', code: 'RestartAwaited' },
+  { name: 'failed, the stop did happen, a new one in the other mode: never a second stop', in: { migration: migration({ restart: 'failed', stopped: 'c-old', lastAttemptAt: T - 600_000, attempts: 1, lastError: 'timeout' }), target: NEW, ovnkube: { mode: 'shared', pid: 43, id: 'x', detail: null, release410Plus: null } }, steps: [], phase: 'Progressing', code: 'RestartAwaited' },
   { name: '--restart changed from cri to none between runs: not called done, counted from what runs now', in: { migration: migration({ restart: 'failed', lastAttemptAt: T - 600_000, attempts: 1 }), settings: { ...settings, strategy: 'none' }, target: null }, steps: [], phase: 'Progressing', code: 'RestartAwaited' },
   { name: "apply's migration (by process) under CRI, ovnkube-node restarted since by someone: settling, no stop", in: { migration: migration({ ovnkubeBefore: 'pid 41 start 0', identity: 'process' }) }, steps: [], phase: 'Progressing', code: 'Settling', restart: 'done' },
   { name: "apply's migration (by process) under CRI, the same process still runs: the owed restart is requested", in: { migration: migration({ ovnkubeBefore: 'pid 42 start 1', identity: 'process' }) }, steps: ['restart'], phase: 'Progressing', code: 'RestartAwaited', restart: 'requested' },
   { name: "apply's migration (by process) under CRI, no ovnkube-node when it began: the one running now started after it, settling, no stop", in: { migration: migration({ ovnkubeBefore: null, identity: 'process' }) }, steps: [], phase: 'Progressing', code: 'Settling', restart: 'done' },
-  { name: "apply's migration (by process) under CRI, no ovnkube-node then nor now: the owed restart waits for one (nothing stopped)", in: { migration: migration({ ovnkubeBefore: null, identity: 'process' }), ovnkube: { mode: null, pid: null, id: null, detail: 'none' }, target: { error: '0 running containers' } }, steps: [], phase: 'Degraded', code: 'RestartFailed' },
-  { name: "apply's migration (by process) under CRI, restarted since but in the other mode: not the proof", in: { migration: migration({ ovnkubeBefore: 'pid 41 start 0', identity: 'process' }), ovnkube: { mode: 'shared', pid: 43, id: 'pid 43 start 2', detail: null }, target: NEW }, steps: [], phase: 'Progressing', code: 'RestartAwaited' },
+  { name: "apply's migration (by process) under CRI, no ovnkube-node then nor now: the owed restart waits for one (nothing stopped)", in: { migration: migration({ ovnkubeBefore: null, identity: 'process' }), ovnkube: { mode: null, pid: null, id: null, detail: 'none', release410Plus: null }, target: { error: '0 running containers' } }, steps: [], phase: 'Degraded', code: 'RestartFailed' },
+  { name: "apply's migration (by process) under CRI, restarted since but in the other mode: not the proof", in: { migration: migration({ ovnkubeBefore: 'pid 41 start 0', identity: 'process' }), ovnkube: { mode: 'shared', pid: 43, id: 'pid 43 start 2', detail: null, release410Plus: null }, target: NEW }, steps: [], phase: 'Progressing', code: 'RestartAwaited' },
   { name: 'the node reached its mode without the agent: no restart owed', in: { migration: migration({ restart: 'none' }) }, steps: [], phase: null, code: null },
   { name: 'failed: retried after backoff, not before', in: { migration: migration({ restart: 'failed', lastAttemptAt: T - 1000, attempts: 1, lastError: 'EPERM' }) }, steps: [], phase: 'Degraded', code: 'RestartFailed' },
   { name: 'failed, backoff over: requested again', in: { migration: migration({ restart: 'failed', lastAttemptAt: T - 10_000, attempts: 1, lastError: 'EPERM' }) }, steps: ['restart'], phase: 'Progressing', code: 'RestartAwaited', restart: 'requested' },
@@ -137,7 +137,7 @@ test('decide: while a restart request is under way, the pass ends there: no step
 
 test('decide: local, then shared reached without the agent, then local again: a new migration owes its restart', () => {
   const done = migration({ restart: 'done', doneAt: T - 3_600_000 });
-  const reached = decide(input({ desired: 'shared', migration: done, ovnkube: { mode: 'shared', pid: 43, id: 'p43', detail: null } }));
+  const reached = decide(input({ desired: 'shared', migration: done, ovnkube: { mode: 'shared', pid: 43, id: 'p43', detail: null, release410Plus: null } }));
   assert.deepEqual([reached.migration?.mode, reached.migration?.restart], ['shared', 'none']);
   const back = decide(input({ plan: toLocal, migration: reached.migration }));
   assert.deepEqual(back.steps.map((s) => s.kind), ['journal', 'replace']);
@@ -146,13 +146,13 @@ test('decide: local, then shared reached without the agent, then local again: a 
 
 test('decide: a local migration owing its restart, desired shared, ovnkube-node keeping its mp0 fallback: no restart, the record moves on', () => {
   const fallback: Plan = { ...inSync, reasons: [reason('OvnkubeFallbackRoute', 'ovnkube-node keeps it')] };
-  const d = decide(input({ plan: fallback, desired: 'shared', migration: migration(), ovnkube: { mode: 'shared', pid: 43, id: 'p43', detail: null } }));
+  const d = decide(input({ plan: fallback, desired: 'shared', migration: migration(), ovnkube: { mode: 'shared', pid: 43, id: 'p43', detail: null, release410Plus: null } }));
   assert.deepEqual(d.steps, []);
   assert.deepEqual([d.migration?.mode, d.migration?.restart, d.restart.phase], ['shared', 'none', null]);
 });
 
 test("applyMigration: apply's migration is journaled, restart owed, with ovnkube-node's process; a repair within the migration on record, a blocked or dry-run plan journal nothing", () => {
-  const ovnkube = { mode: 'local' as const, pid: 42, id: 'pid 42 start 1', detail: null };
+  const ovnkube = { mode: 'local' as const, pid: 42, id: 'pid 42 start 1', detail: null, release410Plus: null };
   const m = applyMigration(toLocal, 'local', null, ovnkube, T);
   assert.deepEqual(
     [m?.mode, m?.restart, m?.identity, m?.ovnkubeBefore, m?.startedAt, m?.routes],
@@ -249,7 +249,7 @@ test('fights: set-backs further apart than the window never suspend', () => {
 
 test('decide (signal): the target is exactly the ovnkube-node observed, or nothing; another one found means "look again" at once, never a stop of it', () => {
   const signal: RestartSettings = { ...settings, strategy: 'signal' };
-  const A = { mode: 'local' as const, pid: 42, id: 'pid 42 start 1', detail: null };
+  const A = { mode: 'local' as const, pid: 42, id: 'pid 42 start 1', detail: null, release410Plus: null };
   const B = { target: { id: 'pid 43 start 2', describe: 'pid 43' } };
   const owed = migration({ identity: 'process', ovnkubeBefore: A.id });
   // The restart owed: the observation saw A, the lookup found B (kubelet restarted A in between).
@@ -276,7 +276,7 @@ test('decide (signal): the target is exactly the ovnkube-node observed, or nothi
 
 test('decide: times in messages are shown in wall time (wallOffsetMs), the durations are the monotonic ones', () => {
   const done = migration({ restart: 'done', doneAt: T - 10_000 });
-  const d = decide(input({ migration: done, ovnkube: { mode: 'local', pid: 43, id: 'p43', detail: null }, target: NEW, wallOffsetMs: 1_700_000_000_000 }));
+  const d = decide(input({ migration: done, ovnkube: { mode: 'local', pid: 43, id: 'p43', detail: null, release410Plus: null }, target: NEW, wallOffsetMs: 1_700_000_000_000 }));
   assert.equal(d.wakeInMs, 50_000);
   assert.match(d.restart.reason!.message, new RegExp(`until ${new Date(T + 50_000 + 1_700_000_000_000).toISOString()}`));
 });

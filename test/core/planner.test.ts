@@ -58,6 +58,8 @@ function input(o: {
   config?: Partial<PlannerConfig>;
   modeError?: string | null;
   suspended?: Map<string, string>;
+  /** A 4.10+ flag seen on ovnkube-node's command line (OvnkubeObservation.release410Plus). */
+  cmdline410?: string;
 }): PlanInput {
   const observed: Observation = {
     links: o.links ?? [BR_EX, MP0, GW0],
@@ -70,8 +72,8 @@ function input(o: {
     ]),
     ovnkube:
       o.ovnkube === null
-        ? { mode: null, pid: null, id: null, detail: 'no ovnkube --init-node process in this network namespace' }
-        : { mode: o.ovnkube ?? 'local', pid: 42, id: 'pid 42 start 1', detail: null },
+        ? { mode: null, pid: null, id: null, detail: 'no ovnkube --init-node process in this network namespace', release410Plus: o.cmdline410 ?? null }
+        : { mode: o.ovnkube ?? 'local', pid: 42, id: 'pid 42 start 1', detail: null, release410Plus: o.cmdline410 ?? null },
   };
   const mode = o.mode === undefined ? 'local' : o.mode;
   return {
@@ -89,6 +91,7 @@ const NO_OS_RELEASE = { osRelease: noOsRelease(OS_RELEASE, 'ENOENT') };
 const UBUNTU = { osRelease: parseOsRelease('NAME="Ubuntu"\nID=ubuntu\nVERSION_ID="22.04"\n', OS_RELEASE) };
 const CONF_410 = { confEvidence: { path: '/run/ovnkube-config/ovnkube.conf', keys: ['[kubernetes] platform-type="BareMetal"'] } };
 const CONF_49 = { confEvidence: { path: '/run/ovnkube-config/ovnkube.conf', keys: [] } };
+const CMDLINE_410 = '--export-ovs-metrics (pid 42)';
 const cases: Array<{ name: string; in: PlanInput; phase: string; code: ReasonCode; to?: string[] }> = [
   { name: 'stale br-ex route, local desired and running: replace via the .1 of mp0', in: input({}), phase: 'Progressing', code: 'Replacing', to: ['via 10.244.1.1 dev ovn-k8s-mp0'] },
   { name: 'already local: converged', in: input({ service: [LOCAL] }), phase: 'Converged', code: 'InSync' },
@@ -155,6 +158,10 @@ const cases: Array<{ name: string; in: PlanInput; phase: string; code: ReasonCod
   { name: 'ovnkube.conf with platform-type (4.10+), no os-release, gw0, --layout legacy: never changed', in: input({ config: { ...NO_OS_RELEASE, ...CONF_410, layout: 'legacy' } }), phase: 'Converged', code: 'RoutingViaHostLayout' },
   { name: 'ovnkube.conf with platform-type wins over an os-release of 4.9', in: input({ config: { ...rhcos('4.9'), ...CONF_410 } }), phase: 'Converged', code: 'RoutingViaHostLayout' },
   { name: 'ovnkube.conf with a masquerade subnet key: never changed', in: input({ config: { ...rhcos('4.9'), confEvidence: { path: '/run/ovnkube-config/ovnkube.conf', keys: ['[gateway] masquerade subnet 169.254.169.0/29'] } } }), phase: 'Converged', code: 'RoutingViaHostLayout' },
+  { name: 'mid-upgrade: RHCOS 4.9 os-release, ovnkube-node 4.10 (--export-ovs-metrics) running local over its br-ex route: never changed', in: input({ cmdline410: CMDLINE_410, config: rhcos('4.9') }), phase: 'Converged', code: 'RoutingViaHostLayout' },
+  { name: 'mid-upgrade, --layout legacy: the command line wins, never changed', in: input({ cmdline410: CMDLINE_410, config: { ...rhcos('4.9'), layout: 'legacy' } }), phase: 'Converged', code: 'RoutingViaHostLayout' },
+  { name: 'mid-upgrade, shared desired: never changed', in: input({ mode: 'shared', ovnkube: 'shared', cmdline410: CMDLINE_410, config: rhcos('4.9') }), phase: 'Converged', code: 'RoutingViaHostLayout' },
+  { name: 'mid-upgrade, mode check off: the command line seen still wins', in: input({ cmdline410: CMDLINE_410, config: { ...rhcos('4.9'), ovnkubeModeCheck: 'off' } }), phase: 'Converged', code: 'RoutingViaHostLayout' },
   { name: 'ovnkube.conf without 4.10+ keys, os-release 4.9: acts', in: input({ config: { ...rhcos('4.9'), ...CONF_49 } }), phase: 'Progressing', code: 'Replacing', to: ['via 10.244.1.1 dev ovn-k8s-mp0'] },
   { name: 'ovnkube.conf without 4.10+ keys, no os-release: no evidence, waits', in: input({ config: { ...NO_OS_RELEASE, ...CONF_49 } }), phase: 'Waiting', code: 'LayoutUnknown' },
   { name: 'no os-release, --layout routing-via-host: never changed', in: input({ config: { ...NO_OS_RELEASE, layout: 'routing-via-host' } }), phase: 'Converged', code: 'RoutingViaHostLayout' },
@@ -262,9 +269,13 @@ test('planner: the plan says the release and the evidence that decided it', () =
     release: '4.10+',
     evidence: '/run/ovnkube-config/ovnkube.conf has [kubernetes] platform-type="BareMetal" (rendered by the 4.10+ network operator only)',
   });
+  assert.deepEqual(plan(input({ cmdline410: CMDLINE_410, config: rhcos('4.9') })).platform, {
+    release: '4.10+',
+    evidence: "ovnkube-node's command line has --export-ovs-metrics (pid 42), rendered by the 4.10+ network operator only",
+  });
   assert.deepEqual(at({ ...NO_OS_RELEASE, layout: 'legacy' }), {
     release: 'unknown',
-    evidence: '--layout legacy, stated by the operator (/host/etc/os-release: ENOENT; no --ovnkube-config to look at; no service route via a masquerade next hop)',
+    evidence: "--layout legacy, stated by the operator (/host/etc/os-release: ENOENT; no --ovnkube-config to look at; no service route via a masquerade next hop; no 4.10+ flag on ovnkube-node's command line)",
   });
   assert.equal(at(NO_OS_RELEASE).release, 'unknown');
 });
