@@ -28,6 +28,12 @@
 //     means "look again" at once: the new ovnkube-node is then seen, and if it runs the
 //     desired mode the restart is done. (Under CRI the container found is the observation.)
 //  9. Times are monotonic ms (src/clock.ts); wallOffsetMs turns one into wall time for a message.
+// 10. An owed restart is requested only under the plan that would start a migration: the
+//     layout legacy (the release proven 4.8/4.9, or stated), not a dry run, and the migration
+//     and the desired mode local. Otherwise it is held (RestartHeld, no step): an `apply`
+//     then `run --dry-run`, a node that showed 4.10+ evidence since (a restart there is no
+//     repair of anything), a release no longer known, or a journal of an older agent with a
+//     shared migration owing one (shared is ovnkube-node's: the agent restarts nothing for it).
 import type { IdentityKind, Migration, RestartTarget, TargetLookup } from './migration.js';
 import { reason, type Reason } from './reasons.js';
 import type { GatewayMode, OvnkubeObservation, Phase, Plan, ReplaceAction } from './types.js';
@@ -101,7 +107,18 @@ const startsMigration = (plan: Plan, desired: GatewayMode | null, m: Migration |
 export function needsTarget(plan: Plan, desired: GatewayMode | null, m: Migration | null, strategy: RestartSettings['strategy']): boolean {
   if (strategy === 'none') return false;
   if (startsMigration(plan, desired, m)) return true;
-  return m !== null && m.mode === desired && m.restart !== 'done' && m.restart !== 'none';
+  return m !== null && m.mode === desired && restartOwed(m) && restartHeld(plan, m) === null;
+}
+
+const restartOwed = (m: Migration): boolean => m.restart !== 'done' && m.restart !== 'none';
+
+/** Rule 10: why the restart owed by the migration on record (whose mode is the desired one) may not be requested, or null. */
+function restartHeld(plan: Plan, m: Migration): string | null {
+  if (m.mode !== 'local') return 'shared mode is ovnkube-node\'s: the agent restarts nothing for it';
+  if (isDryRun(plan)) return 'dry run';
+  if (plan.layout === 'routing-via-host') return `the node has the routing-via-host layout (${plan.platform.evidence}): a restart there repairs nothing`;
+  if (plan.layout !== 'legacy') return `the OpenShift release is unknown (${plan.platform.evidence})`;
+  return null;
 }
 
 const identityKind = (strategy: RestartSettings['strategy']): IdentityKind => (strategy === 'cri' ? 'container' : 'process');
@@ -182,6 +199,12 @@ export function decide(i: DecideInput): Decision {
     return { steps: [], migration: reached, restart: none, wakeInMs: pollIf(waitingOnOvnkube) };
   }
   if (!m || m.mode !== desired) return { steps: [], migration: m, restart: none, wakeInMs: pollIf(waitingOnOvnkube) };
+  const held = restartOwed(m) ? restartHeld(plan, m) : null;
+  if (held !== null) {
+    // The record keeps the restart owed: a later pass under a plan that allows it requests it.
+    const why = reason('RestartHeld', `the restart of ovnkube-node owed by the migration to ${m.mode} (begun ${isoAt(i, m.startedAt)}) is held: ${held}`);
+    return { steps: [], migration: m, restart: { phase: isDryRun(plan) ? 'Waiting' : null, reason: why }, wakeInMs: pollIf(waitingOnOvnkube) };
+  }
   const r = restartView(i);
   // While a restart is owed, look every second: someone else's restart is noticed at once.
   const owed = r.migration !== null && r.migration.restart !== 'done' && r.migration.restart !== 'none';
@@ -233,7 +256,7 @@ const FRESH: Omit<Migration, 'mode' | 'startedAt' | 'identity'> = {
   doneAt: null,
 };
 
-const isDryRun = (plan: Plan) => plan.reasons.some((r) => r.code === 'DryRun');
+const isDryRun = (plan: Plan) => plan.dryRun;
 
 /** The restart owed by the migration on record (whose mode is the desired one). */
 function restartView(i: DecideInput): Omit<Decision, 'wakeInMs'> & { wakeInMs: number | undefined } {
@@ -364,7 +387,9 @@ export function summarize(plan: Plan, restart: RestartView, suspensions: Readonl
   }
   if (restart.phase === 'Waiting') return { phase: 'Waiting', reasons: rest([restart.reason!]) };
   if (restart.phase === 'Progressing') return { phase: 'Progressing', reasons: rest([restart.reason!]) };
-  if (plan.blocked) return { phase: 'Waiting', reasons: planReasons };
-  if (plan.actions.length > 0) return { phase: isDryRun(plan) ? 'Waiting' : 'Progressing', reasons: planReasons };
-  return { phase: 'Converged', reasons: planReasons };
+  // A restart reason with no phase of its own (RestartHeld) is said after the plan's.
+  const reasons = restart.reason ? [...planReasons, restart.reason] : planReasons;
+  if (plan.blocked) return { phase: 'Waiting', reasons };
+  if (plan.actions.length > 0) return { phase: isDryRun(plan) ? 'Waiting' : 'Progressing', reasons };
+  return { phase: 'Converged', reasons };
 }

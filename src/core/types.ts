@@ -107,6 +107,8 @@ export interface Plan {
   reasons: Reason[];
   /** True when the planner holds back because a precondition fails (phase Waiting). */
   blocked: boolean;
+  /** --dry-run: nothing is carried out, neither a replace nor a restart, whether or not there are actions. */
+  dryRun: boolean;
   warnings: string[];
   routes: RouteStatus[];
 }

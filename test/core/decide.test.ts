@@ -2,7 +2,7 @@
 // tables of pure inputs and outputs. Time is a number passed in.
 import { strict as assert } from 'node:assert';
 import { test } from 'node:test';
-import { applyMigration, decide, summarize, POLL_MS, QUICK_POLL_MS, type DecideInput, type RestartSettings } from '../../src/core/decide.js';
+import { applyMigration, decide, needsTarget, summarize, POLL_MS, QUICK_POLL_MS, type DecideInput, type RestartSettings } from '../../src/core/decide.js';
 import { FIGHT_LIMIT, FIGHT_WINDOW_MS, NO_FIGHTS, recordApplied, suspensionsOf, trackFights } from '../../src/core/fights.js';
 import type { Migration } from '../../src/core/migration.js';
 import { reason } from '../../src/core/reasons.js';
@@ -21,8 +21,12 @@ const action: ReplaceAction = {
   to: MP,
   reason: reason('Replacing', 'desired mode local'),
 };
-const inSync: Plan = { layout: 'legacy', platform: { release: '4.8-4.9', evidence: 'os-release' }, actions: [], reasons: [reason('InSync', 'in sync')], blocked: false, warnings: [], routes: [] };
+const inSync: Plan = { layout: 'legacy', platform: { release: '4.8-4.9', evidence: 'os-release' }, actions: [], reasons: [reason('InSync', 'in sync')], blocked: false, dryRun: false, warnings: [], routes: [] };
 const toLocal: Plan = { ...inSync, actions: [action], reasons: [action.reason] };
+/** A dry run's plan with nothing to replace says InSync, not DryRun: the plan's field says it. */
+const DRY_IN_SYNC: Plan = { ...inSync, dryRun: true };
+const VIA_HOST: Plan = { ...inSync, layout: 'routing-via-host', platform: { release: '4.10+', evidence: "ovnkube-node's command line has --export-ovs-metrics (pid 42)" }, reasons: [reason('RoutingViaHostLayout', '4.10+')] };
+const UNKNOWN: Plan = { ...inSync, layout: 'unknown', platform: { release: 'unknown', evidence: 'no os-release' }, blocked: true, reasons: [reason('LayoutUnknown', 'unknown')] };
 const settings: RestartSettings = {
   strategy: 'cri',
   limit: { minIntervalMs: 300_000, maxPerHour: 3 },
@@ -115,6 +119,14 @@ const restartRows: Array<{ name: string; in: Partial<DecideInput>; steps: string
   { name: 'requested, the restart timeout passed while its request is still under way: not asked again', in: { migration: migration({ restart: 'requested', stopped: 'c-old', lastAttemptAt: T - 300_000, attempts: 1 }), restarts: [T - 300_000], restartInFlight: true }, steps: [], phase: 'Progressing', code: 'RestartAwaited' },
   { name: 'a request still under way, and the new one shows up: done all the same', in: { migration: migration({ restart: 'requested', stopped: 'c-old', lastAttemptAt: T - 1000, attempts: 1 }), target: NEW, restartInFlight: true }, steps: [], phase: 'Progressing', code: 'Settling', restart: 'done' },
   { name: 'the desired mode moved on: the old migration owes nothing now', in: { desired: 'shared', migration: migration() }, steps: [], phase: null, code: null },
+  // Rule 10: the owed restart only under a plan that would start a migration.
+  { name: '`apply` journaled the migration, then `run --dry-run`: held, nothing stopped (Waiting)', in: { migration: migration(), plan: DRY_IN_SYNC }, steps: [], phase: 'Waiting', code: 'RestartHeld', restart: 'owed' },
+  { name: 'dry run, a repair planned too: held', in: { migration: migration(), plan: { ...toLocal, dryRun: true, reasons: [reason('DryRun', 'dry run'), action.reason] } }, steps: [], phase: 'Waiting', code: 'RestartHeld', restart: 'owed' },
+  { name: 'dry run, a restart that failed before, backoff over: held', in: { migration: migration({ restart: 'failed', lastAttemptAt: T - 600_000, attempts: 1, lastError: 'EPERM' }), plan: DRY_IN_SYNC }, steps: [], phase: 'Waiting', code: 'RestartHeld', restart: 'failed' },
+  { name: 'owed, then 4.10+ evidence (RoutingViaHostLayout): held, the plan\'s Converged stands', in: { migration: migration(), plan: VIA_HOST }, steps: [], phase: null, code: 'RestartHeld', restart: 'owed' },
+  { name: 'requested, the timeout passed, the same one runs, then 4.10+ evidence: not asked again', in: { migration: migration({ restart: 'requested', stopped: 'c-old', lastAttemptAt: T - 300_000, attempts: 1 }), plan: VIA_HOST, restarts: [T - 300_000] }, steps: [], phase: null, code: 'RestartHeld' },
+  { name: 'owed, the release unknown (LayoutUnknown): held', in: { migration: migration(), plan: UNKNOWN }, steps: [], phase: null, code: 'RestartHeld', restart: 'owed' },
+  { name: "an older agent's journal: a shared migration owing a restart, shared desired: held, never a restart for shared", in: { desired: 'shared', migration: migration({ mode: 'shared' }) }, steps: [], phase: null, code: 'RestartHeld', restart: 'owed' },
 ];
 
 for (const r of restartRows) {
@@ -125,6 +137,16 @@ for (const r of restartRows) {
     if (r.restart) assert.equal(d.migration?.restart, r.restart);
   });
 }
+
+test('decide: a held restart is said after the plan\'s reasons, the plan\'s phase stands, and the restart strategy is not asked', () => {
+  const d = decide(input({ migration: migration(), plan: VIA_HOST }));
+  const { phase, reasons } = summarize(VIA_HOST, d.restart, new Map(), null);
+  assert.deepEqual([phase, reasons.map((r) => r.code)], ['Converged', ['RoutingViaHostLayout', 'RestartHeld']]);
+  assert.match(d.restart.reason!.message, /^the restart of ovnkube-node owed by the migration to local \(begun .*\) is held: the node has the routing-via-host layout/);
+  assert.equal(needsTarget(VIA_HOST, 'local', migration(), 'cri'), false);
+  assert.equal(needsTarget(DRY_IN_SYNC, 'local', migration(), 'signal'), false);
+  assert.equal(needsTarget(inSync, 'local', migration(), 'cri'), true);
+});
 
 test('decide: while a restart request is under way, the pass ends there: no step, looked at again in a second, the reason says so', () => {
   for (const m of [migration(), migration({ restart: 'requested', stopped: 'c-old', stoppedAs: 'container c-old', lastAttemptAt: T - 300_000, attempts: 1 })]) {
@@ -160,7 +182,7 @@ test("applyMigration: apply's migration is journaled, restart owed, with ovnkube
   );
   assert.equal(applyMigration(toLocal, 'local', migration({ restart: 'done', doneAt: T - 1 }), ovnkube, T), null);
   assert.equal(applyMigration({ ...toLocal, blocked: true }, 'local', null, ovnkube, T), null);
-  assert.equal(applyMigration({ ...toLocal, reasons: [reason('DryRun', 'dry run')] }, 'local', null, ovnkube, T), null);
+  assert.equal(applyMigration({ ...toLocal, dryRun: true, reasons: [reason('DryRun', 'dry run')] }, 'local', null, ovnkube, T), null);
   assert.equal(applyMigration(inSync, 'local', null, ovnkube, T), null);
   assert.deepEqual(applyMigration(toLocal, 'local', migration({ mode: 'shared', restart: 'done', doneAt: T - 1 }), ovnkube, T)?.mode, 'local');
 });
