@@ -59,29 +59,56 @@ export function parseOsRelease(text: string, path: string): OsRelease {
     fields.set(m[1]!, value.replace(/\\(["'$`\\])/g, '$1'));
   }
   const get = (k: string) => (fields.get(k) ?? '') || null;
-  return { path, id: get('ID'), openshiftVersion: get('OPENSHIFT_VERSION'), version: get('VERSION'), error: null };
+  return { path, id: get('ID'), openshiftVersion: get('OPENSHIFT_VERSION'), version: get('VERSION'), versionId: get('VERSION_ID'), error: null };
 }
 
-export const noOsRelease = (path: string, error: string): OsRelease => ({ path, id: null, openshiftVersion: null, version: null, error });
+export const noOsRelease = (path: string, error: string): OsRelease => ({ path, id: null, openshiftVersion: null, version: null, versionId: null, error });
 
-/** [major, minor] of an OPENSHIFT_VERSION such as "4.9" or "4.10.3"; null when it is not one. */
-function versionOf(text: string): [number, number] | null {
+type MajorMinor = [number, number];
+
+/** [major, minor] of an OPENSHIFT_VERSION exactly "4.9" or "4.9.3": the only form the agent acts on. */
+function strictVersionOf(text: string): MajorMinor | null {
   const m = /^(\d{1,3})\.(\d{1,3})(?:\.\d+)?$/.exec(text);
   return m ? [Number(m[1]), Number(m[2])] : null;
 }
 
-const isRecent = ([major, minor]: [number, number]) => major > 4 || (major === 4 && minor >= 10);
+/** [major, minor] at the start of a version however it goes on ("4.10.0-rc.1", " 4.11.0-fc.3", "4.10.3-x86_64"). */
+function looseVersionOf(text: string): MajorMinor | null {
+  const m = /^\s*"?(\d{1,3})\.(\d{1,3})/.exec(text);
+  return m ? [Number(m[1]), Number(m[2])] : null;
+}
 
+/** [major, minor] of an RHCOS build, "410.84.202201251210-0": the OpenShift 4.x minor's digits, then RHEL's. */
+function rhcosBuildVersionOf(text: string): MajorMinor | null {
+  const m = /^\s*4(\d{1,2})\.\d+\.\d+/.exec(text);
+  return m ? [4, Number(m[1])] : null;
+}
+
+const isRecent = ([major, minor]: MajorMinor) => major > 4 || (major === 4 && minor >= 10);
+
+/**
+ * Loosely read, any field that says 4.10+ is believed (it can only turn changes off): an
+ * OPENSHIFT_VERSION of any OS, and on RHCOS its VERSION_ID (the OpenShift minor) and its
+ * build VERSION. What lets the agent act, 4.8/4.9, must be RHCOS's own OPENSHIFT_VERSION,
+ * exactly N.M or N.M.P.
+ */
 function osReleaseFinding(o: OsRelease): { release: Release; text: string } {
   if (o.error !== null) return { release: 'unknown', text: `${o.path}: ${o.error}` };
   const said = `${o.path}: ID=${o.id ?? '(none)'} OPENSHIFT_VERSION=${o.openshiftVersion ?? '(none)'}`;
+  const rhcos = o.id === 'rhcos';
+  const claims: Array<[string, string | null, (t: string) => MajorMinor | null]> = [
+    ['OPENSHIFT_VERSION', o.openshiftVersion, looseVersionOf],
+    ['VERSION_ID', rhcos ? o.versionId : null, looseVersionOf],
+    ['VERSION', rhcos ? o.version : null, rhcosBuildVersionOf],
+  ];
+  for (const [field, value, read] of claims) {
+    const v = value === null ? null : read(value);
+    if (v && isRecent(v)) return { release: '4.10+', text: field === 'OPENSHIFT_VERSION' ? said : `${said} ${field}=${value}` };
+  }
   if (o.openshiftVersion === null) return { release: 'unknown', text: `${said} (no OpenShift version: not an RHCOS node)` };
-  const v = versionOf(o.openshiftVersion);
-  if (v === null) return { release: 'unknown', text: `${said} (not a version)` };
-  // Any OS that says 4.10+ is believed: it can only turn changes off.
-  if (isRecent(v)) return { release: '4.10+', text: said };
-  // What lets the agent act must be RHCOS's own word.
-  if (o.id !== 'rhcos') return { release: 'unknown', text: `${said} (not RHCOS)` };
+  const v = strictVersionOf(o.openshiftVersion);
+  if (v === null) return { release: 'unknown', text: `${said} (not a version the agent acts on)` };
+  if (!rhcos) return { release: 'unknown', text: `${said} (not RHCOS)` };
   if (v[0] === 4 && (v[1] === 8 || v[1] === 9)) return { release: '4.8-4.9', text: said };
   return { release: 'unknown', text: `${said} (not a release the agent knows)` };
 }

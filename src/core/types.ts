@@ -16,7 +16,10 @@ export interface OsRelease {
   path: string;
   id: string | null;
   openshiftVersion: string | null;
+  /** RHCOS's build, "49.84.202201102104-0": the OpenShift minor's digits first. */
   version: string | null;
+  /** RHCOS's VERSION_ID: the OpenShift minor, "4.9". */
+  versionId: string | null;
   /** Why there are no fields (the file is missing, not a regular file, too large): no evidence. */
   error: string | null;
 }
