@@ -135,8 +135,19 @@ function currentIdentity(i: DecideInput): string | null {
  * found is itself what is compared with the migration's identity: never a mismatch.
  */
 function targetMoved(i: DecideInput, t: RestartTarget): boolean {
-  return i.settings.strategy === 'signal' && t.id !== i.ovnkube.id;
+  return i.settings.strategy === 'signal' && i.ovnkube.id !== null && t.id !== i.ovnkube.id;
 }
+
+/**
+ * Under --restart signal with no one ovnkube-node observed (processes that disagree, one
+ * whose namespace cannot be read beside the one found): nothing to compare the target
+ * with, so nothing is stopped. Not "moved": a quick look again would find the same, every
+ * 100 ms for as long as it lasts; the usual one-second look waits for it to clear.
+ */
+const cannotCompare = (i: DecideInput): boolean => i.settings.strategy === 'signal' && i.ovnkube.id === null;
+
+const noIdentity = (i: DecideInput, t: RestartTarget): string =>
+  `the ovnkube-node observed has no identity to hold the restart target (${t.describe}) to (${i.ovnkube.detail ?? 'not one process'}): nothing is stopped`;
 
 const lookAgain = (i: DecideInput, t: RestartTarget): Reason =>
   reason('RestartAwaited', `ovnkube-node changed while it was looked at (observed ${i.ovnkube.id ?? 'none'}, then found ${t.describe}): looking again before anything is stopped`);
@@ -166,6 +177,14 @@ export function decide(i: DecideInput): Decision {
           migration: m,
           restart: { phase: 'Waiting', reason: reason('RestartPathBroken', `not starting the migration to ${desired}: ovnkube-node could not be restarted afterwards: ${why}`) },
           wakeInMs: 10 * POLL_MS,
+        };
+      }
+      if (cannotCompare(i)) {
+        return {
+          steps: [],
+          migration: m,
+          restart: { phase: 'Waiting', reason: reason('RestartPathBroken', `not starting the migration to ${desired}: ${noIdentity(i, t.target)}`) },
+          wakeInMs: POLL_MS,
         };
       }
       if (targetMoved(i, t.target)) {
@@ -358,6 +377,7 @@ function restartView(i: DecideInput): Omit<Decision, 'wakeInMs'> & { wakeInMs: n
   if (!t || 'error' in t) {
     return keep('Degraded', reason('RestartFailed', `cannot restart ovnkube-node for the migration to ${m.mode}: ${t ? t.error : 'not looked up'}`), 5 * POLL_MS);
   }
+  if (cannotCompare(i)) return keep('Progressing', reason('RestartAwaited', `restart of ovnkube-node for the migration to ${m.mode} waits: ${noIdentity(i, t.target)}`), POLL_MS);
   if (targetMoved(i, t.target)) return keep('Progressing', lookAgain(i, t.target), QUICK_POLL_MS);
   const requested: Migration = { ...m, restart: 'requested', attempts: m.attempts + 1, lastAttemptAt: now, stopped: t.target.id, stoppedAs: t.target.describe, outcome: null, lastError: null };
   return {

@@ -148,6 +148,17 @@ test('decide: a held restart is said after the plan\'s reasons, the plan\'s phas
   assert.equal(needsTarget(inSync, 'local', migration(), 'cri'), true);
 });
 
+test('decide: under --restart signal, an observation with no one ovnkube-node (one readable, one not) stops nothing and looks again at the usual second, not every 100 ms', () => {
+  const signal = { ...settings, strategy: 'signal' as const };
+  const unplaced = { mode: null, pid: null, id: null, detail: 'cannot read the network namespace of ovnkube pid 77', release410Plus: null };
+  const found = { target: { id: 'pid 42 start 1', describe: 'pid 42' } };
+  const owed = decide(input({ settings: signal, migration: migration({ identity: 'process', ovnkubeBefore: 'pid 42 start 1' }), ovnkube: unplaced, target: found }));
+  assert.deepEqual([owed.steps, owed.restart.phase, owed.restart.reason?.code, owed.wakeInMs], [[], 'Progressing', 'RestartAwaited', POLL_MS]);
+  assert.match(owed.restart.reason!.message, /no identity to hold the restart target \(pid 42\) to \(cannot read the network namespace of ovnkube pid 77\): nothing is stopped/);
+  const start = decide(input({ settings: signal, plan: toLocal, ovnkube: unplaced, target: found }));
+  assert.deepEqual([start.steps, start.restart.phase, start.restart.reason?.code, start.wakeInMs], [[], 'Waiting', 'RestartPathBroken', POLL_MS]);
+});
+
 test('decide: while a restart request is under way, the pass ends there: no step, looked at again in a second, the reason says so', () => {
   for (const m of [migration(), migration({ restart: 'requested', stopped: 'c-old', stoppedAs: 'container c-old', lastAttemptAt: T - 300_000, attempts: 1 })]) {
     const d = decide(input({ migration: m, restarts: [T - 300_000], restartInFlight: true }));
