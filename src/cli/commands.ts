@@ -19,6 +19,7 @@ import type { Observation, Plan, PlannerConfig, ReplaceAction } from '../core/ty
 import { KernelDataplane } from '../dataplane/kernel.js';
 import type { Dataplane } from '../dataplane/types.js';
 import { EMPTY_JOURNAL, Journal, JournalError, type JournalData } from '../restart/journal.js';
+import { readBootId, underFreshNote } from '../restart/journal-time.js';
 import { createLogger } from '../log.js';
 import type { Logger } from 'pino';
 import { readModeSource } from '../mode/source.js';
@@ -205,7 +206,7 @@ async function onceCommand(raw: PlanOptions, given: string | null, wrap: OnceWra
     stop!.beginChanges();
     const m = applyMigration(planned, desired.mode, onRecord.migration, observed.ovnkube, systemClock.wall());
     if (m === null) return;
-    await journal!.save({ ...onRecord, migration: m });
+    await journal!.save({ ...underFreshNote(onRecord, readBootId(), systemClock), migration: m });
     journaled = m;
     log.info({ mode: m.mode, routes: m.routes.length }, 'migration journaled: replacing the routes');
   };
@@ -290,9 +291,13 @@ export async function rollbackCommand(raw: RollbackOptions, wrap: OnceWrappers =
   }
   const real = new KernelDataplane();
   const dataplane = wrap.dataplane?.(real) ?? real;
-  const noProbe: OvnkubeProbe = async () => ({ mode: null, pid: null, id: null, detail: 'not looked at by rollback' });
+  const noProbe: OvnkubeProbe = async () => ({ mode: null, pid: null, id: null, detail: 'not looked at by rollback', release410Plus: null });
   /** Journals the rollback's progress in the migration's record, whose routes stay listed. */
-  const mark = (m: Migration, rollback: NonNullable<Migration['rollback']>) => store.save({ ...journal, migration: { ...m, rollback } });
+  // Under a note of now: the rollback's own times are wall times of now (journal-time.ts).
+  const mark = (m: Migration, rollback: NonNullable<Migration['rollback']>) => {
+    const fresh = underFreshNote({ ...journal, migration: m }, readBootId(), systemClock);
+    return store.save({ ...fresh, migration: { ...fresh.migration!, rollback } });
+  };
   try {
     const watched = watchedOf(config);
     const m = journal.migration;

@@ -28,6 +28,12 @@
 //     means "look again" at once: the new ovnkube-node is then seen, and if it runs the
 //     desired mode the restart is done. (Under CRI the container found is the observation.)
 //  9. Times are monotonic ms (src/clock.ts); wallOffsetMs turns one into wall time for a message.
+// 10. An owed restart is requested only under the plan that would start a migration: the
+//     layout legacy (the release proven 4.8/4.9, or stated), not a dry run, and the migration
+//     and the desired mode local. Otherwise it is held (RestartHeld, no step): an `apply`
+//     then `run --dry-run`, a node that showed 4.10+ evidence since (a restart there is no
+//     repair of anything), a release no longer known, or a journal of an older agent with a
+//     shared migration owing one (shared is ovnkube-node's: the agent restarts nothing for it).
 import type { IdentityKind, Migration, RestartTarget, TargetLookup } from './migration.js';
 import { reason, type Reason } from './reasons.js';
 import type { GatewayMode, OvnkubeObservation, Phase, Plan, ReplaceAction } from './types.js';
@@ -101,7 +107,18 @@ const startsMigration = (plan: Plan, desired: GatewayMode | null, m: Migration |
 export function needsTarget(plan: Plan, desired: GatewayMode | null, m: Migration | null, strategy: RestartSettings['strategy']): boolean {
   if (strategy === 'none') return false;
   if (startsMigration(plan, desired, m)) return true;
-  return m !== null && m.mode === desired && m.restart !== 'done' && m.restart !== 'none';
+  return m !== null && m.mode === desired && restartOwed(m) && restartHeld(plan, m) === null;
+}
+
+const restartOwed = (m: Migration): boolean => m.restart !== 'done' && m.restart !== 'none';
+
+/** Rule 10: why the restart owed by the migration on record (whose mode is the desired one) may not be requested, or null. */
+function restartHeld(plan: Plan, m: Migration): string | null {
+  if (m.mode !== 'local') return 'shared mode is ovnkube-node\'s: the agent restarts nothing for it';
+  if (isDryRun(plan)) return 'dry run';
+  if (plan.layout === 'routing-via-host') return `the node has the routing-via-host layout (${plan.platform.evidence}): a restart there repairs nothing`;
+  if (plan.layout !== 'legacy') return `the OpenShift release is unknown (${plan.platform.evidence})`;
+  return null;
 }
 
 const identityKind = (strategy: RestartSettings['strategy']): IdentityKind => (strategy === 'cri' ? 'container' : 'process');
@@ -118,8 +135,19 @@ function currentIdentity(i: DecideInput): string | null {
  * found is itself what is compared with the migration's identity: never a mismatch.
  */
 function targetMoved(i: DecideInput, t: RestartTarget): boolean {
-  return i.settings.strategy === 'signal' && t.id !== i.ovnkube.id;
+  return i.settings.strategy === 'signal' && i.ovnkube.id !== null && t.id !== i.ovnkube.id;
 }
+
+/**
+ * Under --restart signal with no one ovnkube-node observed (processes that disagree, one
+ * whose namespace cannot be read beside the one found): nothing to compare the target
+ * with, so nothing is stopped. Not "moved": a quick look again would find the same, every
+ * 100 ms for as long as it lasts; the usual one-second look waits for it to clear.
+ */
+const cannotCompare = (i: DecideInput): boolean => i.settings.strategy === 'signal' && i.ovnkube.id === null;
+
+const noIdentity = (i: DecideInput, t: RestartTarget): string =>
+  `the ovnkube-node observed has no identity to hold the restart target (${t.describe}) to (${i.ovnkube.detail ?? 'not one process'}): nothing is stopped`;
 
 const lookAgain = (i: DecideInput, t: RestartTarget): Reason =>
   reason('RestartAwaited', `ovnkube-node changed while it was looked at (observed ${i.ovnkube.id ?? 'none'}, then found ${t.describe}): looking again before anything is stopped`);
@@ -149,6 +177,14 @@ export function decide(i: DecideInput): Decision {
           migration: m,
           restart: { phase: 'Waiting', reason: reason('RestartPathBroken', `not starting the migration to ${desired}: ovnkube-node could not be restarted afterwards: ${why}`) },
           wakeInMs: 10 * POLL_MS,
+        };
+      }
+      if (cannotCompare(i)) {
+        return {
+          steps: [],
+          migration: m,
+          restart: { phase: 'Waiting', reason: reason('RestartPathBroken', `not starting the migration to ${desired}: ${noIdentity(i, t.target)}`) },
+          wakeInMs: POLL_MS,
         };
       }
       if (targetMoved(i, t.target)) {
@@ -182,6 +218,12 @@ export function decide(i: DecideInput): Decision {
     return { steps: [], migration: reached, restart: none, wakeInMs: pollIf(waitingOnOvnkube) };
   }
   if (!m || m.mode !== desired) return { steps: [], migration: m, restart: none, wakeInMs: pollIf(waitingOnOvnkube) };
+  const held = restartOwed(m) ? restartHeld(plan, m) : null;
+  if (held !== null) {
+    // The record keeps the restart owed: a later pass under a plan that allows it requests it.
+    const why = reason('RestartHeld', `the restart of ovnkube-node owed by the migration to ${m.mode} (begun ${isoAt(i, m.startedAt)}) is held: ${held}`);
+    return { steps: [], migration: m, restart: { phase: isDryRun(plan) ? 'Waiting' : null, reason: why }, wakeInMs: pollIf(waitingOnOvnkube) };
+  }
   const r = restartView(i);
   // While a restart is owed, look every second: someone else's restart is noticed at once.
   const owed = r.migration !== null && r.migration.restart !== 'done' && r.migration.restart !== 'none';
@@ -233,7 +275,7 @@ const FRESH: Omit<Migration, 'mode' | 'startedAt' | 'identity'> = {
   doneAt: null,
 };
 
-const isDryRun = (plan: Plan) => plan.reasons.some((r) => r.code === 'DryRun');
+const isDryRun = (plan: Plan) => plan.dryRun;
 
 /** The restart owed by the migration on record (whose mode is the desired one). */
 function restartView(i: DecideInput): Omit<Decision, 'wakeInMs'> & { wakeInMs: number | undefined } {
@@ -335,6 +377,7 @@ function restartView(i: DecideInput): Omit<Decision, 'wakeInMs'> & { wakeInMs: n
   if (!t || 'error' in t) {
     return keep('Degraded', reason('RestartFailed', `cannot restart ovnkube-node for the migration to ${m.mode}: ${t ? t.error : 'not looked up'}`), 5 * POLL_MS);
   }
+  if (cannotCompare(i)) return keep('Progressing', reason('RestartAwaited', `restart of ovnkube-node for the migration to ${m.mode} waits: ${noIdentity(i, t.target)}`), POLL_MS);
   if (targetMoved(i, t.target)) return keep('Progressing', lookAgain(i, t.target), QUICK_POLL_MS);
   const requested: Migration = { ...m, restart: 'requested', attempts: m.attempts + 1, lastAttemptAt: now, stopped: t.target.id, stoppedAs: t.target.describe, outcome: null, lastError: null };
   return {
@@ -364,7 +407,9 @@ export function summarize(plan: Plan, restart: RestartView, suspensions: Readonl
   }
   if (restart.phase === 'Waiting') return { phase: 'Waiting', reasons: rest([restart.reason!]) };
   if (restart.phase === 'Progressing') return { phase: 'Progressing', reasons: rest([restart.reason!]) };
-  if (plan.blocked) return { phase: 'Waiting', reasons: planReasons };
-  if (plan.actions.length > 0) return { phase: isDryRun(plan) ? 'Waiting' : 'Progressing', reasons: planReasons };
-  return { phase: 'Converged', reasons: planReasons };
+  // A restart reason with no phase of its own (RestartHeld) is said after the plan's.
+  const reasons = restart.reason ? [...planReasons, restart.reason] : planReasons;
+  if (plan.blocked) return { phase: 'Waiting', reasons };
+  if (plan.actions.length > 0) return { phase: isDryRun(plan) ? 'Waiting' : 'Progressing', reasons };
+  return { phase: 'Converged', reasons };
 }

@@ -82,9 +82,9 @@ function serviceRoutes(input: PlanInput): Route[] {
   return input.config.serviceCidrs.flatMap((c) => input.observed.routes.get(c.text) ?? []);
 }
 
-/** The node's release and layout (platform.ts), from its os-release, ovnkube.conf and service routes. */
+/** The node's release and layout (platform.ts), from its os-release, ovnkube.conf, service routes and ovnkube-node's command line. */
 export function detectLayout(input: PlanInput): Platform {
-  return identifyPlatform(input.config, serviceRoutes(input));
+  return identifyPlatform(input.config, serviceRoutes(input), input.observed.ovnkube);
 }
 
 /**
@@ -186,6 +186,7 @@ export function plan(input: PlanInput): Plan {
   const found = { release: platform.release, evidence: platform.evidence };
   const done = (why: Reason[], blocked: boolean, inSync = false): Plan => ({
     layout,
+    dryRun: config.dryRun,
     platform: found,
     actions: [],
     reasons: [...reasons, ...why],
@@ -261,7 +262,7 @@ export function plan(input: PlanInput): Plan {
   const mtuWarning = mtuMismatch(config, observed.links);
   if (mtuWarning) warnings.push(mtuWarning);
 
-  const base = { layout, platform: found, warnings, routes: statuses };
+  const base = { layout, platform: found, warnings, routes: statuses, dryRun: config.dryRun };
   if (blocked.length > 0) return { ...base, actions: [], blocked: true, reasons: [...reasons, ...blocked, ...held] };
   // Guarantee 3: a suspended CIDR holds the others back too.
   if (held.length > 0) return { ...base, actions: [], blocked: false, reasons: [...reasons, ...held] };
@@ -381,7 +382,7 @@ function planShared(input: PlanInput, base: Pick<Plan, 'layout' | 'platform' | '
   }
   const mtuWarning = mtuMismatch(config, observed.links);
   if (mtuWarning) warnings.push(mtuWarning);
-  const out = { layout, platform, warnings, routes: statuses, actions: [] };
+  const out = { layout, platform, warnings, routes: statuses, actions: [], dryRun: config.dryRun };
   if (blocked.length > 0) return { ...out, blocked: true, reasons: [...reasons, ...blocked] };
   if (fallbacks.length > 0) return { ...out, blocked: false, reasons: [...reasons, ...fallbacks] };
   if (layout === 'unknown') {

@@ -2,7 +2,8 @@
 // the files). The agent acts only on 4.8/4.9, and a 4.10/4.11 node looks like a 4.8/4.9 one:
 // from ovn-kubernetes 68cdb3891 (Oct 2021) until 5701be2df (Aug 2022) the service route goes
 // `via <br-ex default gateway> dev br-ex mtu <MTU>` in both modes and routingViaHost runs
-// `--gateway-mode local`, so neither the route nor the command line can tell.
+// `--gateway-mode local`, so neither the route nor the gateway-mode flag can tell (other flags
+// on the command line can: below).
 //
 // The rules, in order:
 //  1. Any 4.10+ evidence wins over everything, --layout included: routing-via-host, never a change.
@@ -16,14 +17,23 @@
 //       f1a70e47e, never in release-4.9 275ca80 nor release-4.8 f9c6825); the masquerade subnet
 //       keys (later still). (`[default] routable-mtu`, e5e36ad73, is 4.10+ too, but rendered only
 //       during an MTU migration: not looked at.)
-//     - a service route via the gateway interface to a masquerade next hop (the .4).
+//     - a service route via the gateway interface to a masquerade next hop (the .4);
+//     - ovnkube-node's own command line, read on every pass: `--export-ovs-metrics` or
+//       `--ovn-metrics-bind-address`, which only the 4.10+ operator renders (sources in
+//       src/ovnkube/proc.ts, RELEASE_410_FLAGS). This is the one that holds in an upgrade:
+//       CNO rolls out the 4.10 ovnkube-node first, and the machine-config operator reboots
+//       the node into 4.10's RHCOS later (hours later, possibly), so the host's os-release
+//       still says 4.9 while ovnkube-node 4.10 runs `--gateway-mode local` over its br-ex route.
+//       Only where ovnkube-node is seen: with --ovnkube-mode-check proc a plan without it is
+//       blocked anyway (OvnkubeModeUnknown); with off, a node whose ovnkube-node is not seen
+//       is judged without it.
 //  2. An RHCOS os-release with OPENSHIFT_VERSION 4.8 or 4.9: the legacy layout, acted on.
 //  3. Otherwise only an operator's statement: --layout legacy acts, --layout routing-via-host
 //     never does, auto waits (LayoutUnknown). A leftover ovn-k8s-gw0 (its removal, ed422b840,
 //     is best effort) and a service route via ovn-k8s-mp0 (4.9 -> 4.10 upgrade windows) both
 //     occur on 4.10 nodes: neither is evidence.
 import type { Route } from './route.js';
-import type { Layout, OsRelease, PlannerConfig, Release } from './types.js';
+import type { Layout, OsRelease, OvnkubeObservation, PlannerConfig, Release } from './types.js';
 
 export type { ConfEvidence, OsRelease, Release } from './types.js';
 
@@ -49,29 +59,56 @@ export function parseOsRelease(text: string, path: string): OsRelease {
     fields.set(m[1]!, value.replace(/\\(["'$`\\])/g, '$1'));
   }
   const get = (k: string) => (fields.get(k) ?? '') || null;
-  return { path, id: get('ID'), openshiftVersion: get('OPENSHIFT_VERSION'), version: get('VERSION'), error: null };
+  return { path, id: get('ID'), openshiftVersion: get('OPENSHIFT_VERSION'), version: get('VERSION'), versionId: get('VERSION_ID'), error: null };
 }
 
-export const noOsRelease = (path: string, error: string): OsRelease => ({ path, id: null, openshiftVersion: null, version: null, error });
+export const noOsRelease = (path: string, error: string): OsRelease => ({ path, id: null, openshiftVersion: null, version: null, versionId: null, error });
 
-/** [major, minor] of an OPENSHIFT_VERSION such as "4.9" or "4.10.3"; null when it is not one. */
-function versionOf(text: string): [number, number] | null {
+type MajorMinor = [number, number];
+
+/** [major, minor] of an OPENSHIFT_VERSION exactly "4.9" or "4.9.3": the only form the agent acts on. */
+function strictVersionOf(text: string): MajorMinor | null {
   const m = /^(\d{1,3})\.(\d{1,3})(?:\.\d+)?$/.exec(text);
   return m ? [Number(m[1]), Number(m[2])] : null;
 }
 
-const isRecent = ([major, minor]: [number, number]) => major > 4 || (major === 4 && minor >= 10);
+/** [major, minor] at the start of a version however it goes on ("4.10.0-rc.1", " 4.11.0-fc.3", "4.10.3-x86_64"). */
+function looseVersionOf(text: string): MajorMinor | null {
+  const m = /^\s*"?(\d{1,3})\.(\d{1,3})/.exec(text);
+  return m ? [Number(m[1]), Number(m[2])] : null;
+}
 
+/** [major, minor] of an RHCOS build, "410.84.202201251210-0": the OpenShift 4.x minor's digits, then RHEL's. */
+function rhcosBuildVersionOf(text: string): MajorMinor | null {
+  const m = /^\s*4(\d{1,2})\.\d+\.\d+/.exec(text);
+  return m ? [4, Number(m[1])] : null;
+}
+
+const isRecent = ([major, minor]: MajorMinor) => major > 4 || (major === 4 && minor >= 10);
+
+/**
+ * Loosely read, any field that says 4.10+ is believed (it can only turn changes off): an
+ * OPENSHIFT_VERSION of any OS, and on RHCOS its VERSION_ID (the OpenShift minor) and its
+ * build VERSION. What lets the agent act, 4.8/4.9, must be RHCOS's own OPENSHIFT_VERSION,
+ * exactly N.M or N.M.P.
+ */
 function osReleaseFinding(o: OsRelease): { release: Release; text: string } {
   if (o.error !== null) return { release: 'unknown', text: `${o.path}: ${o.error}` };
   const said = `${o.path}: ID=${o.id ?? '(none)'} OPENSHIFT_VERSION=${o.openshiftVersion ?? '(none)'}`;
+  const rhcos = o.id === 'rhcos';
+  const claims: Array<[string, string | null, (t: string) => MajorMinor | null]> = [
+    ['OPENSHIFT_VERSION', o.openshiftVersion, looseVersionOf],
+    ['VERSION_ID', rhcos ? o.versionId : null, looseVersionOf],
+    ['VERSION', rhcos ? o.version : null, rhcosBuildVersionOf],
+  ];
+  for (const [field, value, read] of claims) {
+    const v = value === null ? null : read(value);
+    if (v && isRecent(v)) return { release: '4.10+', text: field === 'OPENSHIFT_VERSION' ? said : `${said} ${field}=${value}` };
+  }
   if (o.openshiftVersion === null) return { release: 'unknown', text: `${said} (no OpenShift version: not an RHCOS node)` };
-  const v = versionOf(o.openshiftVersion);
-  if (v === null) return { release: 'unknown', text: `${said} (not a version)` };
-  // Any OS that says 4.10+ is believed: it can only turn changes off.
-  if (isRecent(v)) return { release: '4.10+', text: said };
-  // What lets the agent act must be RHCOS's own word.
-  if (o.id !== 'rhcos') return { release: 'unknown', text: `${said} (not RHCOS)` };
+  const v = strictVersionOf(o.openshiftVersion);
+  if (v === null) return { release: 'unknown', text: `${said} (not a version the agent acts on)` };
+  if (!rhcos) return { release: 'unknown', text: `${said} (not RHCOS)` };
   if (v[0] === 4 && (v[1] === 8 || v[1] === 9)) return { release: '4.8-4.9', text: said };
   return { release: 'unknown', text: `${said} (not a release the agent knows)` };
 }
@@ -83,9 +120,10 @@ export function masqueradeRoute(routes: Route[], config: Pick<PlannerConfig, 'ga
 }
 
 /** The release, the layout the agent works in, and what decided: see the rules above. */
-export function identifyPlatform(config: PlannerConfig, serviceRoutes: Route[]): Platform {
+export function identifyPlatform(config: PlannerConfig, serviceRoutes: Route[], ovnkube: Pick<OvnkubeObservation, 'release410Plus'>): Platform {
   const os = osReleaseFinding(config.osRelease);
   const recent: string[] = [];
+  if (ovnkube.release410Plus !== null) recent.push(`ovnkube-node's command line has ${ovnkube.release410Plus}, rendered by the 4.10+ network operator only`);
   if (os.release === '4.10+') recent.push(os.text);
   if (config.confEvidence && config.confEvidence.keys.length > 0) {
     recent.push(`${config.confEvidence.path} has ${config.confEvidence.keys.join(', ')} (rendered by the 4.10+ network operator only)`);
@@ -101,7 +139,7 @@ export function identifyPlatform(config: PlannerConfig, serviceRoutes: Route[]):
   }
   if (os.release === '4.8-4.9') return { release: '4.8-4.9', evidence: os.text, layout: 'legacy' };
   const conf = config.confEvidence ? `${config.confEvidence.path} has no 4.10+ key` : 'no --ovnkube-config to look at';
-  const looked = `${os.text}; ${conf}; no service route via a masquerade next hop`;
+  const looked = `${os.text}; ${conf}; no service route via a masquerade next hop; no 4.10+ flag on ovnkube-node's command line`;
   if (config.layout === 'legacy') return { release: 'unknown', evidence: `--layout legacy, stated by the operator (${looked})`, layout: 'legacy' };
   return { release: 'unknown', evidence: looked, layout: 'unknown' };
 }

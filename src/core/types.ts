@@ -16,7 +16,10 @@ export interface OsRelease {
   path: string;
   id: string | null;
   openshiftVersion: string | null;
+  /** RHCOS's build, "49.84.202201102104-0": the OpenShift minor's digits first. */
   version: string | null;
+  /** RHCOS's VERSION_ID: the OpenShift minor, "4.9". */
+  versionId: string | null;
   /** Why there are no fields (the file is missing, not a regular file, too large): no evidence. */
   error: string | null;
 }
@@ -42,6 +45,13 @@ export interface OvnkubeObservation {
   id: string | null;
   /** Why mode is null. */
   detail: string | null;
+  /**
+   * A flag on an ovnkube --init-node command line of this node that only the 4.10+ cluster
+   * network operator renders (proc.ts, RELEASE_410_FLAGS), with its pid ("--export-ovs-metrics
+   * (pid 42)"), or null: 4.10+ evidence that holds while the host still runs 4.9's RHCOS
+   * (platform.ts, rule 1).
+   */
+  release410Plus: string | null;
 }
 
 export interface Observation {
@@ -100,6 +110,8 @@ export interface Plan {
   reasons: Reason[];
   /** True when the planner holds back because a precondition fails (phase Waiting). */
   blocked: boolean;
+  /** --dry-run: nothing is carried out, neither a replace nor a restart, whether or not there are actions. */
+  dryRun: boolean;
   warnings: string[];
   routes: RouteStatus[];
 }

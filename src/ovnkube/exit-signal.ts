@@ -13,7 +13,11 @@
 //     network namespace only, so the tests (an agent in a namespace) could not prove it, and it
 //     delivers every exec on the node to filter. A pidfd costs one fd and no event but the one.
 //  4. Nothing here is fatal: a pidfd that cannot be opened (ESRCH: gone already) counts as an
-//     exit; any other error (an old kernel) leaves the agent to its periodic look, said once.
+//     exit. ENOSYS (a kernel before 5.3, or a seccomp profile) and EPERM (a seccomp profile)
+//     will not pass: the agent keeps to its periodic look, said once. Any other error (EMFILE,
+//     ENOMEM) is tried again at the next pass's follow(), warned once until a watch works.
+//  5. A pass may still see the process that exited (its exit is noticed before /proc drops
+//     it): following it again neither ends the look for its successor nor watches it anew.
 import type { Logger } from 'pino';
 import { addon } from '../native/addon.js';
 
@@ -51,9 +55,12 @@ export class OvnkubeExitSignal {
   private watch: { close(): void } | undefined;
   private lookTimer: unknown;
   private lookStarted: number | null = null;
-  /** The pid that exited, which the quick look is for. */
+  /** The pid that exited, which the quick look is for (rule 5). */
   private gone: number | null = null;
+  /** Rule 4: no pidfd to be had here. */
   private broken = false;
+  /** Rule 4: a warning given for a failure that a later watch may get past. */
+  private warned = false;
   private closed = false;
 
   constructor(
@@ -65,21 +72,29 @@ export class OvnkubeExitSignal {
 
   /** After a pass: the ovnkube-node process it saw, or null (none, or not one). */
   follow(pid: number | null): void {
-    if (this.closed || pid === this.pid) return;
-    if (pid !== null && pid !== this.gone) this.stopLook();
+    if (this.closed || pid === this.pid || (pid !== null && pid === this.gone)) return;
+    if (pid !== null) this.stopLook();
     this.watch?.close();
     this.watch = undefined;
     this.pid = pid;
     if (pid === null || this.broken) return;
     try {
       this.watch = this.watcher.watch(pid, () => this.exited(pid));
+      this.warned = false;
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'ESRCH') {
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code === 'ESRCH') {
         this.exited(pid);
         return;
       }
-      this.broken = true;
-      this.log.warn({ err }, 'cannot watch ovnkube-node through a pidfd: a restart is noticed at the next look at /proc');
+      const lasting = code === 'ENOSYS' || code === 'EPERM';
+      if (lasting) this.broken = true;
+      // Not watched: the next pass's follow() of the same pid tries again (rule 4).
+      else this.pid = null;
+      if (lasting || !this.warned) {
+        this.log.warn({ err }, `cannot watch ovnkube-node through a pidfd${lasting ? '' : ' (tried again after the next pass)'}: a restart is noticed at the next look at /proc`);
+      }
+      this.warned = !lasting;
     }
   }
 
@@ -93,9 +108,9 @@ export class OvnkubeExitSignal {
   private exited(pid: number): void {
     if (this.closed || pid !== this.pid) return;
     this.watch = undefined;
-    this.gone = pid;
     this.log.debug({ pid }, 'ovnkube-node exited: looking for its successor');
     this.stopLook();
+    this.gone = pid;
     this.lookStarted = this.timers.now();
     this.wake('ovnkube-node exited');
     this.schedule();

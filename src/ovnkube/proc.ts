@@ -68,10 +68,33 @@ export interface OvnkubeProcess {
   startTime: string;
   mode: GatewayMode | null;
   modeFlag: string | null;
+  /** The first of RELEASE_410_FLAGS on its command line, or null. */
+  release410Plus: string | null;
+}
+
+/**
+ * Flags that the cluster network operator renders on ovnkube-node's command line from
+ * 4.10 on and never before: 4.10+ evidence that comes with ovnkube-node itself. During an
+ * upgrade CNO rolls out the 4.10 ovnkube-node first and the machine-config operator reboots
+ * the node into 4.10's RHCOS later, possibly hours later: meanwhile the host's os-release
+ * still says 4.9 and ovnkube-node routes services via br-ex in both modes.
+ * openshift/cluster-network-operator bindata/network/ovn-kubernetes/: release-4.8 f9c68257e
+ * and release-4.9 275ca80b4 render neither anywhere; release-4.10 c7855f10e ovnkube-node.yaml
+ * :377,379 renders both, unconditionally; release-4.11 33da9fb93 to release-4.13 bc45a4d1d
+ * in managed/ and self-hosted/ovnkube-node.yaml; release-4.14 af41a3620 to release-4.20
+ * e39d57bde in common/008-script-lib.yaml (`exec /usr/bin/ovnkube --init-ovnkube-controller
+ * ... --init-node ...`: the process keeps --init-node).
+ */
+export const RELEASE_410_FLAGS = ['--export-ovs-metrics', '--ovn-metrics-bind-address'] as const;
+
+/** `--name`, `-name`, `--name=v` or `-name=v`: how Go's flag parsing (urfave/cli) takes a flag. */
+function isFlag(arg: string, name: string): boolean {
+  const bare = arg.startsWith('--') ? arg.slice(2) : arg.startsWith('-') ? arg.slice(1) : null;
+  return bare !== null && (bare === name || bare.startsWith(`${name}=`));
 }
 
 /** Parses an ovnkube command line; undefined when it is not `ovnkube --init-node`. */
-export function parseOvnkubeCmdline(argv: string[]): { modeFlag: string | null } | undefined {
+export function parseOvnkubeCmdline(argv: string[]): { modeFlag: string | null; release410Plus: string | null } | undefined {
   if (argv.length === 0 || path.basename(argv[0]!) !== 'ovnkube') return undefined;
   if (!argv.some((a) => a === '--init-node' || a.startsWith('--init-node='))) return undefined;
   let modeFlag: string | null = null;
@@ -79,7 +102,8 @@ export function parseOvnkubeCmdline(argv: string[]): { modeFlag: string | null }
     if (arg === '--gateway-mode' || arg === '-gateway-mode') modeFlag = argv[i + 1] ?? '';
     else if (arg.startsWith('--gateway-mode=') || arg.startsWith('-gateway-mode=')) modeFlag = arg.slice(arg.indexOf('=') + 1);
   });
-  return { modeFlag };
+  const release410Plus = RELEASE_410_FLAGS.find((flag) => argv.some((a) => isFlag(a, flag.slice(2)))) ?? null;
+  return { modeFlag, release410Plus };
 }
 
 /** The fields of /proc/PID/stat after the parenthesised comm (which may hold spaces): state first. */
@@ -147,6 +171,8 @@ function forkedCopies(found: Found[], now: () => number | null): Set<number> {
 export interface UnreadableProcess {
   pid: number;
   code: string;
+  /** As OvnkubeProcess's: it may be this node's ovnkube-node, and the evidence can only turn changes off. */
+  release410Plus: string | null;
 }
 
 export interface OvnkubeScan {
@@ -233,7 +259,7 @@ function scanOvnkubeProcessesSync(procRoot: string, read: ProcReader, seen: Set<
       } catch (err) {
         const code = (err as NodeJS.ErrnoException).code;
         if (code === 'EACCES' || code === 'EPERM') {
-          scan.unreadable.push({ pid: Number(entry), code });
+          scan.unreadable.push({ pid: Number(entry), code, release410Plus: parsed.release410Plus });
           continue;
         }
         throw err;
@@ -243,7 +269,8 @@ function scanOvnkubeProcessesSync(procRoot: string, read: ProcReader, seen: Set<
       const startTime = startTimeOf(stat);
       if (startTime === null) continue;
       const m = parsed.modeFlag;
-      found.push({ process: { pid: Number(entry), startTime, modeFlag: m, mode: m === 'local' || m === 'shared' ? m : null }, ppid: parentOf(stat), cmdline });
+      const mode = m === 'local' || m === 'shared' ? m : null;
+      found.push({ process: { pid: Number(entry), startTime, modeFlag: m, mode, release410Plus: parsed.release410Plus }, ppid: parentOf(stat), cmdline });
     } catch {
       // The process exited while we looked: skip it.
     }
@@ -347,6 +374,10 @@ export const processIdentity = (p: OvnkubeProcess): string => `pid ${p.pid} star
 /** Summarises what /proc shows into the planner's view. */
 export function summarise(scan: OvnkubeScan, confMode: GatewayMode | null): OvnkubeObservation {
   const { processes, unreadable } = scan;
+  // 4.10+ evidence from any ovnkube-node that may be this node's, whatever else is unsure:
+  // it only ever turns changes off.
+  const seen = [...processes, ...unreadable].find((p) => p.release410Plus !== null);
+  const release410Plus = seen ? `${seen.release410Plus} (pid ${seen.pid})` : null;
   // Any process we cannot place might be the ovnkube-node of this node: guessing
   // would act on a mode nobody checked.
   if (unreadable.length > 0) {
@@ -356,14 +387,15 @@ export function summarise(scan: OvnkubeScan, confMode: GatewayMode | null): Ovnk
       pid: null,
       id: null,
       detail: `cannot read the network namespace of ovnkube ${pids} (/proc/PID/ns/net: ${unreadable[0]!.code}): the agent needs root or CAP_SYS_PTRACE`,
+      release410Plus,
     };
   }
   if (processes.length === 0) {
-    return { mode: null, pid: null, id: null, detail: 'no ovnkube --init-node process in this network namespace' };
+    return { mode: null, pid: null, id: null, detail: 'no ovnkube --init-node process in this network namespace', release410Plus };
   }
   const modes = new Set(processes.map((p) => p.modeFlag ?? confMode));
   if (modes.size > 1) {
-    return { mode: null, pid: null, id: null, detail: `ovnkube processes disagree: ${processes.map((p) => `pid ${p.pid} ${p.modeFlag ?? '(no flag)'}`).join(', ')}` };
+    return { mode: null, pid: null, id: null, detail: `ovnkube processes disagree: ${processes.map((p) => `pid ${p.pid} ${p.modeFlag ?? '(no flag)'}`).join(', ')}`, release410Plus };
   }
   const p = processes[0]!;
   const id = processIdentity(p);
@@ -374,7 +406,8 @@ export function summarise(scan: OvnkubeScan, confMode: GatewayMode | null): Ovnk
       pid: p.pid,
       id,
       detail: p.modeFlag === null ? `pid ${p.pid} has no --gateway-mode flag and --ovnkube-config gives no [gateway] mode` : `pid ${p.pid} runs --gateway-mode ${p.modeFlag}`,
+      release410Plus,
     };
   }
-  return { mode, pid: p.pid, id, detail: null };
+  return { mode, pid: p.pid, id, detail: null, release410Plus };
 }

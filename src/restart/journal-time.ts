@@ -49,6 +49,18 @@ export function toWall(data: JournalData, offsetMs: number, bootId: string | nul
   return bootId === null ? rest : { ...rest, clock: { bootId, wallMinusMonotonicMs: offsetMs } };
 }
 
+/**
+ * A loaded journal re-written under a note of this moment, for a one-shot command (`apply`,
+ * `rollback`) that adds wall times of its own (Date.now()): under the note it was loaded with,
+ * the next agent would read those with that older offset, off by any step of the wall clock
+ * since. Its own times are carried over as instants (read with their note, rule 1 or 2).
+ */
+export function underFreshNote(data: JournalData, bootId: string | null, clock: { now(): number; wall(): number }): JournalData {
+  const now = clock.now();
+  const offset = clock.wall() - now;
+  return toWall(toMonotonic(data, loadOffset(data, bootId, offset), now), offset, bootId);
+}
+
 /** This boot's id (/proc/sys/kernel/random/boot_id), or null where it cannot be read. */
 export function readBootId(file = '/proc/sys/kernel/random/boot_id'): string | null {
   try {

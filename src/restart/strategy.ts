@@ -93,10 +93,31 @@ export class CriRestart implements RestartStrategy {
   }
 }
 
+/** The pidfd calls of the signal strategy (the addon's; tests inject failures). */
+export interface PidfdCalls {
+  open(pid: number): number;
+  sendSignal(fd: number, signal: number): void;
+}
+
+const addonPidfd: PidfdCalls = { open: (pid) => addon.pidfdOpen(pid), sendSignal: (fd, signal) => addon.pidfdSendSignal(fd, signal) };
+
+/**
+ * pidfd_open's errors that say the pidfd is not to be had here, whatever the process: the
+ * start time check and kill(pid) do then. ENOSYS: a kernel before 5.3 (RHEL 8's 4.18 may
+ * lack it), or a seccomp profile that answers unknown system calls so; EPERM: a seccomp
+ * profile that denies it with EPERM (the OCI default action of older runtimes' profiles);
+ * EINVAL: a kernel or a filter that refuses its arguments. Any other error (EMFILE, ENOMEM)
+ * is this attempt's: it fails and is retried with backoff.
+ */
+const NO_PIDFD = new Set(['ENOSYS', 'EPERM', 'EINVAL']);
+
 export class SignalRestart implements RestartStrategy {
   readonly name = 'signal';
 
-  constructor(private readonly procRoot = '/proc') {}
+  constructor(
+    private readonly procRoot = '/proc',
+    private readonly pidfd: PidfdCalls = addonPidfd,
+  ) {}
 
   async find(): Promise<Found> {
     const processes = await findOvnkubeProcesses(this.procRoot);
@@ -110,8 +131,9 @@ export class SignalRestart implements RestartStrategy {
    * that holds the PID now: a pidfd is opened first, the start time read after it (the
    * process holding the PID then is the one the pidfd names, when its start time is the
    * one observed), and the signal goes through the pidfd, so a process reaped in between
-   * is ESRCH, never its successor (native/src/pidfd.c). Where the kernel has no pidfd
-   * (ENOSYS, before Linux 5.3), the start time check is followed by kill(pid).
+   * is ESRCH, never its successor (native/src/pidfd.c). Where there is no pidfd to be had
+   * (NO_PIDFD), the start time check is followed by kill(pid): the window between the two
+   * is the only one left, as before pidfds.
    */
   async restart(target: Target): Promise<void> {
     const m = /^pid (\d+) start (\d+)$/.exec(target.id);
@@ -119,11 +141,11 @@ export class SignalRestart implements RestartStrategy {
     const pid = Number(m[1]);
     let fd: number | null = null;
     try {
-      fd = addon.pidfdOpen(pid);
+      fd = this.pidfd.open(pid);
     } catch (err) {
       const code = (err as { code?: string }).code;
       if (code === 'ESRCH') throw new Error(`pid ${pid} is gone`);
-      if (code !== 'ENOSYS') throw err;
+      if (code === undefined || !NO_PIDFD.has(code)) throw err;
     }
     try {
       let now: string | null = null;
@@ -138,7 +160,7 @@ export class SignalRestart implements RestartStrategy {
         return;
       }
       try {
-        addon.pidfdSendSignal(fd, constants.signals.SIGTERM);
+        this.pidfd.sendSignal(fd, constants.signals.SIGTERM);
       } catch (err) {
         if ((err as { code?: string }).code === 'ESRCH') throw new Error(`pid ${pid} is gone`);
         throw err;

@@ -281,7 +281,7 @@ test("local, shared, local: each migration to local gets its restart; shared is 
     await advance(3_600_000);
     r.read = { mode: 'shared', error: null };
     // The rollout's new ovnkube-node in shared mode drops its mp0 route and adds the br-ex one.
-    r.ovnkube = { mode: 'shared', pid: 43, id: 'pid 43 start 2', detail: null };
+    r.ovnkube = { mode: 'shared', pid: 43, id: 'pid 43 start 2', detail: null, release410Plus: null };
     r.dp.setRoute('10.96.0.0/16', '172.18.0.1', 'br-ex', 1400);
     let from = seen.length;
     agent.kick('mode file changed');
@@ -289,7 +289,7 @@ test("local, shared, local: each migration to local gets its restart; shared is 
     assert.deepEqual([shared.phase, shared.restart?.required, r.strategy.stops, r.dp.replaces.length], ['Converged', false, 1, 1]);
     await advance(3_600_000);
     r.read = { mode: 'local', error: null };
-    r.ovnkube = { mode: 'local', pid: 44, id: 'pid 44 start 3', detail: null };
+    r.ovnkube = { mode: 'local', pid: 44, id: 'pid 44 start 3', detail: null, release410Plus: null };
     from = seen.length;
     agent.kick('mode file changed');
     await until((s) => s.desiredMode === 'local' && s.reasonCodes[0] === 'Settling', 'Settling for local', from);
@@ -504,7 +504,7 @@ test('the status asked for in the middle of a pass is the last finished pass, ne
       return save(d);
     };
     r.read = { mode: 'shared', error: null };
-    r.ovnkube = { mode: 'shared', pid: 43, id: 'pid 43 start 2', detail: null };
+    r.ovnkube = { mode: 'shared', pid: 43, id: 'pid 43 start 2', detail: null, release410Plus: null };
     agent.kick('test');
     for (let i = 0; i < 200 && !reached; i++) await new Promise((resolve) => setImmediate(resolve));
     assert.ok(reached, 'the pass reached the journal');
@@ -736,7 +736,7 @@ test('signal: kubelet restarts ovnkube-node between the observation and the look
   const r = rig();
   const stub = new SignalStub(r);
   r.strategy = stub;
-  const B: OvnkubeObservation = { mode: 'local', pid: 43, id: 'pid 43 start 2', detail: null };
+  const B: OvnkubeObservation = { mode: 'local', pid: 43, id: 'pid 43 start 2', detail: null, release410Plus: null };
   let finds = 0;
   const find = stub.find.bind(stub);
   stub.find = async () => {
@@ -769,7 +769,7 @@ test('signal: a new ovnkube-node found as a migration would begin: nothing repla
   const stub = new SignalStub(r);
   r.strategy = stub;
   // B started before the routes were replaced: it owes its restart like A did.
-  const B: OvnkubeObservation = { mode: 'local', pid: 43, id: 'pid 43 start 2', detail: null };
+  const B: OvnkubeObservation = { mode: 'local', pid: 43, id: 'pid 43 start 2', detail: null, release410Plus: null };
   stub.beforeFind = () => (r.ovnkube = B);
   const h = makeAgent(r);
   h.agent.start();
@@ -790,14 +790,14 @@ test('signal: a new ovnkube-node found as a migration would begin: nothing repla
 
 test('ovnkube-node\'s exit signal wakes the waiting agent: the rollout\'s new local ovnkube-node is acted on with no timer fired', async () => {
   const exit: NonNullable<Rig['exit']> = { followed: [], closed: false };
-  const r = rig({ exit, ovnkube: { mode: 'shared', pid: 42, id: 'pid 42 start 1', detail: null } });
+  const r = rig({ exit, ovnkube: { mode: 'shared', pid: 42, id: 'pid 42 start 1', detail: null, release410Plus: null } });
   const { agent, until, seen } = makeAgent(r);
   agent.start();
   try {
     await until((s) => s.reasonCodes.includes('OvnkubeOtherMode'), 'waiting on the shared ovnkube-node');
     assert.equal(exit.followed.at(-1), 42, 'told which ovnkube-node the pass saw');
     // The rollout: the shared one exits, a local one starts; no timer is advanced.
-    r.ovnkube = { mode: 'local', pid: 43, id: 'pid 43 start 2', detail: null };
+    r.ovnkube = { mode: 'local', pid: 43, id: 'pid 43 start 2', detail: null, release410Plus: null };
     const from = seen.length;
     exit.wake!('ovnkube-node exited');
     await until((s) => s.routes[0]?.observed?.dev === 'ovn-k8s-mp0', 'the route replaced', from);

@@ -58,7 +58,7 @@ function makeAgent(dp: FakeDataplane, recorder: AgentRecorder, cidrs = ['10.96.0
       dataplane: dp,
       strategy: new FakeStrategy(),
       journal: { load: async () => journal, save: async (d: JournalData) => void (journal = structuredClone(d)), setAside: async () => 'nowhere' },
-      probe: async () => ({ mode: 'local', pid: 42, id: 'pid 42 start 1', detail: null }),
+      probe: async () => ({ mode: 'local', pid: 42, id: 'pid 42 start 1', detail: null, release410Plus: null }),
       log: pino({ level: 'silent' }),
       readMode: async () => ({ mode: 'local', error: null }),
       watchMode: () => ({ close: async () => undefined }),

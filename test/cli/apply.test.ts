@@ -11,6 +11,9 @@ import { test } from 'node:test';
 import { AgentProcess, cli, FAULTY, RHCOS_49_OS_RELEASE, Scratch, waitForStatus, withNode } from '../helpers/agent.js';
 import { seedNode, skipWithoutKernel, type Netns } from '../helpers/netns.js';
 import { within } from '../helpers/wait.js';
+import { systemClock } from '../../src/clock.js';
+import { loadOffset, readBootId, toMonotonic } from '../../src/restart/journal-time.js';
+import { writeFileSync, mkdirSync } from 'node:fs';
 
 const STALE = '10.96.0.0/16 via 172.18.0.1 dev br-ex mtu 1400';
 const LOCAL = '10.96.0.0/16 via 10.244.1.1 dev ovn-k8s-mp0';
@@ -247,4 +250,24 @@ test('SIGTERM while the first of two put-backs of rollback is in flight: it fini
     ns.destroy();
     scratch.remove();
   }
+});
+
+test("apply on a journal an agent noted before the wall clock was stepped by a day: its migration is saved under a note of now, so the next agent reads its start as the moment it ran", async (t) => {
+  if (skipWithoutKernel(t)) return;
+  const bootId = readBootId();
+  if (bootId === null) return t.skip('no boot id to note');
+  await withNode({ gw0: true }, async ({ ns, scratch }) => {
+    const offset = () => systemClock.wall() - systemClock.now();
+    mkdirSync(scratch.stateDir, { recursive: true });
+    const stale = { version: 2, migration: null, restarts: [], clock: { bootId, wallMinusMonotonicMs: offset() - 86_400_000 } };
+    writeFileSync(path.join(scratch.stateDir, 'migration-journal.json'), JSON.stringify(stale));
+    const before = systemClock.now();
+    const r = applyLocal(ns, scratch);
+    const after = systemClock.now();
+    assert.equal(r.code, 0, r.stderr);
+    const saved = journalOf(scratch);
+    const read = toMonotonic(saved, loadOffset(saved, bootId, offset()), systemClock.now());
+    // Give or take the 1 ms that wall minus monotonic (two whole-ms clocks) moves by itself.
+    assert.ok(read.migration!.startedAt >= before - 1 && read.migration!.startedAt <= after + 1, `started at ${read.migration!.startedAt}, apply ran from ${before} to ${after}`);
+  });
 });

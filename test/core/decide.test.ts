@@ -2,7 +2,7 @@
 // tables of pure inputs and outputs. Time is a number passed in.
 import { strict as assert } from 'node:assert';
 import { test } from 'node:test';
-import { applyMigration, decide, summarize, POLL_MS, QUICK_POLL_MS, type DecideInput, type RestartSettings } from '../../src/core/decide.js';
+import { applyMigration, decide, needsTarget, summarize, POLL_MS, QUICK_POLL_MS, type DecideInput, type RestartSettings } from '../../src/core/decide.js';
 import { FIGHT_LIMIT, FIGHT_WINDOW_MS, NO_FIGHTS, recordApplied, suspensionsOf, trackFights } from '../../src/core/fights.js';
 import type { Migration } from '../../src/core/migration.js';
 import { reason } from '../../src/core/reasons.js';
@@ -21,8 +21,12 @@ const action: ReplaceAction = {
   to: MP,
   reason: reason('Replacing', 'desired mode local'),
 };
-const inSync: Plan = { layout: 'legacy', platform: { release: '4.8-4.9', evidence: 'os-release' }, actions: [], reasons: [reason('InSync', 'in sync')], blocked: false, warnings: [], routes: [] };
+const inSync: Plan = { layout: 'legacy', platform: { release: '4.8-4.9', evidence: 'os-release' }, actions: [], reasons: [reason('InSync', 'in sync')], blocked: false, dryRun: false, warnings: [], routes: [] };
 const toLocal: Plan = { ...inSync, actions: [action], reasons: [action.reason] };
+/** A dry run's plan with nothing to replace says InSync, not DryRun: the plan's field says it. */
+const DRY_IN_SYNC: Plan = { ...inSync, dryRun: true };
+const VIA_HOST: Plan = { ...inSync, layout: 'routing-via-host', platform: { release: '4.10+', evidence: "ovnkube-node's command line has --export-ovs-metrics (pid 42)" }, reasons: [reason('RoutingViaHostLayout', '4.10+')] };
+const UNKNOWN: Plan = { ...inSync, layout: 'unknown', platform: { release: 'unknown', evidence: 'no os-release' }, blocked: true, reasons: [reason('LayoutUnknown', 'unknown')] };
 const settings: RestartSettings = {
   strategy: 'cri',
   limit: { minIntervalMs: 300_000, maxPerHour: 3 },
@@ -55,7 +59,7 @@ const input = (over: Partial<DecideInput>): DecideInput => ({
   desired: 'local',
   migration: null,
   restarts: [],
-  ovnkube: { mode: 'local', pid: 42, id: 'pid 42 start 1', detail: null },
+  ovnkube: { mode: 'local', pid: 42, id: 'pid 42 start 1', detail: null, release410Plus: null },
   target: OLD,
   settings,
   now: T,
@@ -96,15 +100,15 @@ const restartRows: Array<{ name: string; in: Partial<DecideInput>; steps: string
   { name: 'requested, none came back in time: Degraded', in: { migration: migration({ restart: 'requested', stopped: 'c-old', lastAttemptAt: T - 300_000, attempts: 1 }), target: { error: '0 running containers' } }, steps: [], phase: 'Degraded', code: 'RestartTimedOut' },
   { name: 'requested, the very same instance still runs after the timeout: asked again', in: { migration: migration({ restart: 'requested', stopped: 'c-old', lastAttemptAt: T - 300_000, attempts: 1 }), restarts: [T - 300_000] }, steps: ['restart'], phase: 'Progressing', code: 'RestartAwaited' },
   { name: 'timed out, then the new one shows up: recovers by itself', in: { migration: migration({ restart: 'requested', stopped: 'c-old', lastAttemptAt: T - 900_000, attempts: 1 }), target: NEW }, steps: [], phase: 'Progressing', code: 'Settling', restart: 'done' },
-  { name: 'a new one in the other mode is not the proof', in: { migration: migration({ restart: 'requested', stopped: 'c-old', lastAttemptAt: T - 1000, attempts: 1 }), target: NEW, ovnkube: { mode: 'shared', pid: 43, id: 'x', detail: null } }, steps: [], phase: 'Progressing', code: 'RestartAwaited' },
-  { name: 'owed, and a new one in the other mode appeared: never stopped, waited for', in: { migration: migration(), target: NEW, ovnkube: { mode: 'shared', pid: 43, id: 'x', detail: null } }, steps: [], phase: 'Progressing', code: 'RestartAwaited' },
-  { name: 'failed, the stop did happen, a new one in the other mode: never a second stop', in: { migration: migration({ restart: 'failed', stopped: 'c-old', lastAttemptAt: T - 600_000, attempts: 1, lastError: 'timeout' }), target: NEW, ovnkube: { mode: 'shared', pid: 43, id: 'x', detail: null } }, steps: [], phase: 'Progressing', code: 'RestartAwaited' },
+  { name: 'a new one in the other mode is not the proof', in: { migration: migration({ restart: 'requested', stopped: 'c-old', lastAttemptAt: T - 1000, attempts: 1 }), target: NEW, ovnkube: { mode: 'shared', pid: 43, id: 'x', detail: null, release410Plus: null } }, steps: [], phase: 'Progressing', code: 'RestartAwaited' },
+  { name: 'owed, and a new one in the other mode appeared: never stopped, waited for', in: { migration: migration(), target: NEW, ovnkube: { mode: 'shared', pid: 43, id: 'x', detail: null, release410Plus: null } }, steps: [], phase: 'Progressing', code: 'RestartAwaited' },
+  { name: 'failed, the stop did happen, a new one in the other mode: never a second stop', in: { migration: migration({ restart: 'failed', stopped: 'c-old', lastAttemptAt: T - 600_000, attempts: 1, lastError: 'timeout' }), target: NEW, ovnkube: { mode: 'shared', pid: 43, id: 'x', detail: null, release410Plus: null } }, steps: [], phase: 'Progressing', code: 'RestartAwaited' },
   { name: '--restart changed from cri to none between runs: not called done, counted from what runs now', in: { migration: migration({ restart: 'failed', lastAttemptAt: T - 600_000, attempts: 1 }), settings: { ...settings, strategy: 'none' }, target: null }, steps: [], phase: 'Progressing', code: 'RestartAwaited' },
   { name: "apply's migration (by process) under CRI, ovnkube-node restarted since by someone: settling, no stop", in: { migration: migration({ ovnkubeBefore: 'pid 41 start 0', identity: 'process' }) }, steps: [], phase: 'Progressing', code: 'Settling', restart: 'done' },
   { name: "apply's migration (by process) under CRI, the same process still runs: the owed restart is requested", in: { migration: migration({ ovnkubeBefore: 'pid 42 start 1', identity: 'process' }) }, steps: ['restart'], phase: 'Progressing', code: 'RestartAwaited', restart: 'requested' },
   { name: "apply's migration (by process) under CRI, no ovnkube-node when it began: the one running now started after it, settling, no stop", in: { migration: migration({ ovnkubeBefore: null, identity: 'process' }) }, steps: [], phase: 'Progressing', code: 'Settling', restart: 'done' },
-  { name: "apply's migration (by process) under CRI, no ovnkube-node then nor now: the owed restart waits for one (nothing stopped)", in: { migration: migration({ ovnkubeBefore: null, identity: 'process' }), ovnkube: { mode: null, pid: null, id: null, detail: 'none' }, target: { error: '0 running containers' } }, steps: [], phase: 'Degraded', code: 'RestartFailed' },
-  { name: "apply's migration (by process) under CRI, restarted since but in the other mode: not the proof", in: { migration: migration({ ovnkubeBefore: 'pid 41 start 0', identity: 'process' }), ovnkube: { mode: 'shared', pid: 43, id: 'pid 43 start 2', detail: null }, target: NEW }, steps: [], phase: 'Progressing', code: 'RestartAwaited' },
+  { name: "apply's migration (by process) under CRI, no ovnkube-node then nor now: the owed restart waits for one (nothing stopped)", in: { migration: migration({ ovnkubeBefore: null, identity: 'process' }), ovnkube: { mode: null, pid: null, id: null, detail: 'none', release410Plus: null }, target: { error: '0 running containers' } }, steps: [], phase: 'Degraded', code: 'RestartFailed' },
+  { name: "apply's migration (by process) under CRI, restarted since but in the other mode: not the proof", in: { migration: migration({ ovnkubeBefore: 'pid 41 start 0', identity: 'process' }), ovnkube: { mode: 'shared', pid: 43, id: 'pid 43 start 2', detail: null, release410Plus: null }, target: NEW }, steps: [], phase: 'Progressing', code: 'RestartAwaited' },
   { name: 'the node reached its mode without the agent: no restart owed', in: { migration: migration({ restart: 'none' }) }, steps: [], phase: null, code: null },
   { name: 'failed: retried after backoff, not before', in: { migration: migration({ restart: 'failed', lastAttemptAt: T - 1000, attempts: 1, lastError: 'EPERM' }) }, steps: [], phase: 'Degraded', code: 'RestartFailed' },
   { name: 'failed, backoff over: requested again', in: { migration: migration({ restart: 'failed', lastAttemptAt: T - 10_000, attempts: 1, lastError: 'EPERM' }) }, steps: ['restart'], phase: 'Progressing', code: 'RestartAwaited', restart: 'requested' },
@@ -115,6 +119,14 @@ const restartRows: Array<{ name: string; in: Partial<DecideInput>; steps: string
   { name: 'requested, the restart timeout passed while its request is still under way: not asked again', in: { migration: migration({ restart: 'requested', stopped: 'c-old', lastAttemptAt: T - 300_000, attempts: 1 }), restarts: [T - 300_000], restartInFlight: true }, steps: [], phase: 'Progressing', code: 'RestartAwaited' },
   { name: 'a request still under way, and the new one shows up: done all the same', in: { migration: migration({ restart: 'requested', stopped: 'c-old', lastAttemptAt: T - 1000, attempts: 1 }), target: NEW, restartInFlight: true }, steps: [], phase: 'Progressing', code: 'Settling', restart: 'done' },
   { name: 'the desired mode moved on: the old migration owes nothing now', in: { desired: 'shared', migration: migration() }, steps: [], phase: null, code: null },
+  // Rule 10: the owed restart only under a plan that would start a migration.
+  { name: '`apply` journaled the migration, then `run --dry-run`: held, nothing stopped (Waiting)', in: { migration: migration(), plan: DRY_IN_SYNC }, steps: [], phase: 'Waiting', code: 'RestartHeld', restart: 'owed' },
+  { name: 'dry run, a repair planned too: held', in: { migration: migration(), plan: { ...toLocal, dryRun: true, reasons: [reason('DryRun', 'dry run'), action.reason] } }, steps: [], phase: 'Waiting', code: 'RestartHeld', restart: 'owed' },
+  { name: 'dry run, a restart that failed before, backoff over: held', in: { migration: migration({ restart: 'failed', lastAttemptAt: T - 600_000, attempts: 1, lastError: 'EPERM' }), plan: DRY_IN_SYNC }, steps: [], phase: 'Waiting', code: 'RestartHeld', restart: 'failed' },
+  { name: 'owed, then 4.10+ evidence (RoutingViaHostLayout): held, the plan\'s Converged stands', in: { migration: migration(), plan: VIA_HOST }, steps: [], phase: null, code: 'RestartHeld', restart: 'owed' },
+  { name: 'requested, the timeout passed, the same one runs, then 4.10+ evidence: not asked again', in: { migration: migration({ restart: 'requested', stopped: 'c-old', lastAttemptAt: T - 300_000, attempts: 1 }), plan: VIA_HOST, restarts: [T - 300_000] }, steps: [], phase: null, code: 'RestartHeld' },
+  { name: 'owed, the release unknown (LayoutUnknown): held', in: { migration: migration(), plan: UNKNOWN }, steps: [], phase: null, code: 'RestartHeld', restart: 'owed' },
+  { name: "an older agent's journal: a shared migration owing a restart, shared desired: held, never a restart for shared", in: { desired: 'shared', migration: migration({ mode: 'shared' }) }, steps: [], phase: null, code: 'RestartHeld', restart: 'owed' },
 ];
 
 for (const r of restartRows) {
@@ -125,6 +137,27 @@ for (const r of restartRows) {
     if (r.restart) assert.equal(d.migration?.restart, r.restart);
   });
 }
+
+test('decide: a held restart is said after the plan\'s reasons, the plan\'s phase stands, and the restart strategy is not asked', () => {
+  const d = decide(input({ migration: migration(), plan: VIA_HOST }));
+  const { phase, reasons } = summarize(VIA_HOST, d.restart, new Map(), null);
+  assert.deepEqual([phase, reasons.map((r) => r.code)], ['Converged', ['RoutingViaHostLayout', 'RestartHeld']]);
+  assert.match(d.restart.reason!.message, /^the restart of ovnkube-node owed by the migration to local \(begun .*\) is held: the node has the routing-via-host layout/);
+  assert.equal(needsTarget(VIA_HOST, 'local', migration(), 'cri'), false);
+  assert.equal(needsTarget(DRY_IN_SYNC, 'local', migration(), 'signal'), false);
+  assert.equal(needsTarget(inSync, 'local', migration(), 'cri'), true);
+});
+
+test('decide: under --restart signal, an observation with no one ovnkube-node (one readable, one not) stops nothing and looks again at the usual second, not every 100 ms', () => {
+  const signal = { ...settings, strategy: 'signal' as const };
+  const unplaced = { mode: null, pid: null, id: null, detail: 'cannot read the network namespace of ovnkube pid 77', release410Plus: null };
+  const found = { target: { id: 'pid 42 start 1', describe: 'pid 42' } };
+  const owed = decide(input({ settings: signal, migration: migration({ identity: 'process', ovnkubeBefore: 'pid 42 start 1' }), ovnkube: unplaced, target: found }));
+  assert.deepEqual([owed.steps, owed.restart.phase, owed.restart.reason?.code, owed.wakeInMs], [[], 'Progressing', 'RestartAwaited', POLL_MS]);
+  assert.match(owed.restart.reason!.message, /no identity to hold the restart target \(pid 42\) to \(cannot read the network namespace of ovnkube pid 77\): nothing is stopped/);
+  const start = decide(input({ settings: signal, plan: toLocal, ovnkube: unplaced, target: found }));
+  assert.deepEqual([start.steps, start.restart.phase, start.restart.reason?.code, start.wakeInMs], [[], 'Waiting', 'RestartPathBroken', POLL_MS]);
+});
 
 test('decide: while a restart request is under way, the pass ends there: no step, looked at again in a second, the reason says so', () => {
   for (const m of [migration(), migration({ restart: 'requested', stopped: 'c-old', stoppedAs: 'container c-old', lastAttemptAt: T - 300_000, attempts: 1 })]) {
@@ -137,7 +170,7 @@ test('decide: while a restart request is under way, the pass ends there: no step
 
 test('decide: local, then shared reached without the agent, then local again: a new migration owes its restart', () => {
   const done = migration({ restart: 'done', doneAt: T - 3_600_000 });
-  const reached = decide(input({ desired: 'shared', migration: done, ovnkube: { mode: 'shared', pid: 43, id: 'p43', detail: null } }));
+  const reached = decide(input({ desired: 'shared', migration: done, ovnkube: { mode: 'shared', pid: 43, id: 'p43', detail: null, release410Plus: null } }));
   assert.deepEqual([reached.migration?.mode, reached.migration?.restart], ['shared', 'none']);
   const back = decide(input({ plan: toLocal, migration: reached.migration }));
   assert.deepEqual(back.steps.map((s) => s.kind), ['journal', 'replace']);
@@ -146,13 +179,13 @@ test('decide: local, then shared reached without the agent, then local again: a 
 
 test('decide: a local migration owing its restart, desired shared, ovnkube-node keeping its mp0 fallback: no restart, the record moves on', () => {
   const fallback: Plan = { ...inSync, reasons: [reason('OvnkubeFallbackRoute', 'ovnkube-node keeps it')] };
-  const d = decide(input({ plan: fallback, desired: 'shared', migration: migration(), ovnkube: { mode: 'shared', pid: 43, id: 'p43', detail: null } }));
+  const d = decide(input({ plan: fallback, desired: 'shared', migration: migration(), ovnkube: { mode: 'shared', pid: 43, id: 'p43', detail: null, release410Plus: null } }));
   assert.deepEqual(d.steps, []);
   assert.deepEqual([d.migration?.mode, d.migration?.restart, d.restart.phase], ['shared', 'none', null]);
 });
 
 test("applyMigration: apply's migration is journaled, restart owed, with ovnkube-node's process; a repair within the migration on record, a blocked or dry-run plan journal nothing", () => {
-  const ovnkube = { mode: 'local' as const, pid: 42, id: 'pid 42 start 1', detail: null };
+  const ovnkube = { mode: 'local' as const, pid: 42, id: 'pid 42 start 1', detail: null, release410Plus: null };
   const m = applyMigration(toLocal, 'local', null, ovnkube, T);
   assert.deepEqual(
     [m?.mode, m?.restart, m?.identity, m?.ovnkubeBefore, m?.startedAt, m?.routes],
@@ -160,7 +193,7 @@ test("applyMigration: apply's migration is journaled, restart owed, with ovnkube
   );
   assert.equal(applyMigration(toLocal, 'local', migration({ restart: 'done', doneAt: T - 1 }), ovnkube, T), null);
   assert.equal(applyMigration({ ...toLocal, blocked: true }, 'local', null, ovnkube, T), null);
-  assert.equal(applyMigration({ ...toLocal, reasons: [reason('DryRun', 'dry run')] }, 'local', null, ovnkube, T), null);
+  assert.equal(applyMigration({ ...toLocal, dryRun: true, reasons: [reason('DryRun', 'dry run')] }, 'local', null, ovnkube, T), null);
   assert.equal(applyMigration(inSync, 'local', null, ovnkube, T), null);
   assert.deepEqual(applyMigration(toLocal, 'local', migration({ mode: 'shared', restart: 'done', doneAt: T - 1 }), ovnkube, T)?.mode, 'local');
 });
@@ -249,7 +282,7 @@ test('fights: set-backs further apart than the window never suspend', () => {
 
 test('decide (signal): the target is exactly the ovnkube-node observed, or nothing; another one found means "look again" at once, never a stop of it', () => {
   const signal: RestartSettings = { ...settings, strategy: 'signal' };
-  const A = { mode: 'local' as const, pid: 42, id: 'pid 42 start 1', detail: null };
+  const A = { mode: 'local' as const, pid: 42, id: 'pid 42 start 1', detail: null, release410Plus: null };
   const B = { target: { id: 'pid 43 start 2', describe: 'pid 43' } };
   const owed = migration({ identity: 'process', ovnkubeBefore: A.id });
   // The restart owed: the observation saw A, the lookup found B (kubelet restarted A in between).
@@ -276,7 +309,7 @@ test('decide (signal): the target is exactly the ovnkube-node observed, or nothi
 
 test('decide: times in messages are shown in wall time (wallOffsetMs), the durations are the monotonic ones', () => {
   const done = migration({ restart: 'done', doneAt: T - 10_000 });
-  const d = decide(input({ migration: done, ovnkube: { mode: 'local', pid: 43, id: 'p43', detail: null }, target: NEW, wallOffsetMs: 1_700_000_000_000 }));
+  const d = decide(input({ migration: done, ovnkube: { mode: 'local', pid: 43, id: 'p43', detail: null, release410Plus: null }, target: NEW, wallOffsetMs: 1_700_000_000_000 }));
   assert.equal(d.wakeInMs, 50_000);
   assert.match(d.restart.reason!.message, new RegExp(`until ${new Date(T + 50_000 + 1_700_000_000_000).toISOString()}`));
 });

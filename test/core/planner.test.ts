@@ -58,6 +58,8 @@ function input(o: {
   config?: Partial<PlannerConfig>;
   modeError?: string | null;
   suspended?: Map<string, string>;
+  /** A 4.10+ flag seen on ovnkube-node's command line (OvnkubeObservation.release410Plus). */
+  cmdline410?: string;
 }): PlanInput {
   const observed: Observation = {
     links: o.links ?? [BR_EX, MP0, GW0],
@@ -70,8 +72,8 @@ function input(o: {
     ]),
     ovnkube:
       o.ovnkube === null
-        ? { mode: null, pid: null, id: null, detail: 'no ovnkube --init-node process in this network namespace' }
-        : { mode: o.ovnkube ?? 'local', pid: 42, id: 'pid 42 start 1', detail: null },
+        ? { mode: null, pid: null, id: null, detail: 'no ovnkube --init-node process in this network namespace', release410Plus: o.cmdline410 ?? null }
+        : { mode: o.ovnkube ?? 'local', pid: 42, id: 'pid 42 start 1', detail: null, release410Plus: o.cmdline410 ?? null },
   };
   const mode = o.mode === undefined ? 'local' : o.mode;
   return {
@@ -89,6 +91,7 @@ const NO_OS_RELEASE = { osRelease: noOsRelease(OS_RELEASE, 'ENOENT') };
 const UBUNTU = { osRelease: parseOsRelease('NAME="Ubuntu"\nID=ubuntu\nVERSION_ID="22.04"\n', OS_RELEASE) };
 const CONF_410 = { confEvidence: { path: '/run/ovnkube-config/ovnkube.conf', keys: ['[kubernetes] platform-type="BareMetal"'] } };
 const CONF_49 = { confEvidence: { path: '/run/ovnkube-config/ovnkube.conf', keys: [] } };
+const CMDLINE_410 = '--export-ovs-metrics (pid 42)';
 const cases: Array<{ name: string; in: PlanInput; phase: string; code: ReasonCode; to?: string[] }> = [
   { name: 'stale br-ex route, local desired and running: replace via the .1 of mp0', in: input({}), phase: 'Progressing', code: 'Replacing', to: ['via 10.244.1.1 dev ovn-k8s-mp0'] },
   { name: 'already local: converged', in: input({ service: [LOCAL] }), phase: 'Converged', code: 'InSync' },
@@ -151,10 +154,20 @@ const cases: Array<{ name: string; in: PlanInput; phase: string; code: ReasonCod
   { name: 'a non-RHCOS os-release, --layout legacy: acts', in: input({ config: { ...UBUNTU, layout: 'legacy' } }), phase: 'Progressing', code: 'Replacing', to: ['via 10.244.1.1 dev ovn-k8s-mp0'] },
   { name: 'a non-RHCOS os-release that names 4.9: not RHCOS\'s word, waits', in: input({ config: { osRelease: parseOsRelease('ID=centos\nOPENSHIFT_VERSION="4.9"\n', OS_RELEASE) } }), phase: 'Waiting', code: 'LayoutUnknown' },
   { name: 'an os-release that names 4.10, whatever its ID: never changed', in: input({ config: { osRelease: parseOsRelease('ID=centos\nOPENSHIFT_VERSION="4.10"\n', OS_RELEASE) } }), phase: 'Converged', code: 'RoutingViaHostLayout' },
+  ...['4.10.0-rc.1', '4.11.0-fc.3', ' 4.10', '4.10.3-x86_64'].map((v) => ({ name: `OPENSHIFT_VERSION="${v}" (read loosely for 4.10+, whatever the ID): never changed`, in: input({ config: { osRelease: parseOsRelease(`ID=centos\nOPENSHIFT_VERSION="${v}"\n`, OS_RELEASE) } }), phase: 'Converged', code: 'RoutingViaHostLayout' as const })),
+  { name: 'RHCOS OPENSHIFT_VERSION="4.9.0-rc.1": 4.8/4.9 only when exact, waits', in: input({ config: { osRelease: parseOsRelease('ID="rhcos"\nOPENSHIFT_VERSION="4.9.0-rc.1"\n', OS_RELEASE) } }), phase: 'Waiting', code: 'LayoutUnknown' },
+  { name: 'RHCOS with no OPENSHIFT_VERSION, VERSION_ID="4.10": never changed', in: input({ config: { osRelease: parseOsRelease('ID="rhcos"\nVERSION_ID="4.10"\nVERSION="410.84.202201251210-0"\n', OS_RELEASE) } }), phase: 'Converged', code: 'RoutingViaHostLayout' },
+  { name: 'RHCOS OPENSHIFT_VERSION="4.9" but VERSION="410.84.202201251210-0": the 4.10 build wins', in: input({ config: { osRelease: parseOsRelease('ID="rhcos"\nOPENSHIFT_VERSION="4.9"\nVERSION="410.84.202201251210-0"\n', OS_RELEASE) } }), phase: 'Converged', code: 'RoutingViaHostLayout' },
+  { name: 'RHCOS with VERSION_ID="4.9" alone: 4.8/4.9 only by OPENSHIFT_VERSION, waits', in: input({ config: { osRelease: parseOsRelease('ID="rhcos"\nVERSION_ID="4.9"\nVERSION="49.84.202201102104-0"\n', OS_RELEASE) } }), phase: 'Waiting', code: 'LayoutUnknown' },
+  { name: 'a non-RHCOS VERSION_ID="22.04" is not an OpenShift version: waits', in: input({ config: { osRelease: parseOsRelease('ID=ubuntu\nVERSION_ID="22.04"\nVERSION="22.04.3 LTS (Jammy Jellyfish)"\n', OS_RELEASE) } }), phase: 'Waiting', code: 'LayoutUnknown' },
   { name: 'an OPENSHIFT_VERSION that is no version: waits', in: input({ config: { osRelease: parseOsRelease('ID="rhcos"\nOPENSHIFT_VERSION="4.x"\n', OS_RELEASE) } }), phase: 'Waiting', code: 'LayoutUnknown' },
   { name: 'ovnkube.conf with platform-type (4.10+), no os-release, gw0, --layout legacy: never changed', in: input({ config: { ...NO_OS_RELEASE, ...CONF_410, layout: 'legacy' } }), phase: 'Converged', code: 'RoutingViaHostLayout' },
   { name: 'ovnkube.conf with platform-type wins over an os-release of 4.9', in: input({ config: { ...rhcos('4.9'), ...CONF_410 } }), phase: 'Converged', code: 'RoutingViaHostLayout' },
   { name: 'ovnkube.conf with a masquerade subnet key: never changed', in: input({ config: { ...rhcos('4.9'), confEvidence: { path: '/run/ovnkube-config/ovnkube.conf', keys: ['[gateway] masquerade subnet 169.254.169.0/29'] } } }), phase: 'Converged', code: 'RoutingViaHostLayout' },
+  { name: 'mid-upgrade: RHCOS 4.9 os-release, ovnkube-node 4.10 (--export-ovs-metrics) running local over its br-ex route: never changed', in: input({ cmdline410: CMDLINE_410, config: rhcos('4.9') }), phase: 'Converged', code: 'RoutingViaHostLayout' },
+  { name: 'mid-upgrade, --layout legacy: the command line wins, never changed', in: input({ cmdline410: CMDLINE_410, config: { ...rhcos('4.9'), layout: 'legacy' } }), phase: 'Converged', code: 'RoutingViaHostLayout' },
+  { name: 'mid-upgrade, shared desired: never changed', in: input({ mode: 'shared', ovnkube: 'shared', cmdline410: CMDLINE_410, config: rhcos('4.9') }), phase: 'Converged', code: 'RoutingViaHostLayout' },
+  { name: 'mid-upgrade, mode check off: the command line seen still wins', in: input({ cmdline410: CMDLINE_410, config: { ...rhcos('4.9'), ovnkubeModeCheck: 'off' } }), phase: 'Converged', code: 'RoutingViaHostLayout' },
   { name: 'ovnkube.conf without 4.10+ keys, os-release 4.9: acts', in: input({ config: { ...rhcos('4.9'), ...CONF_49 } }), phase: 'Progressing', code: 'Replacing', to: ['via 10.244.1.1 dev ovn-k8s-mp0'] },
   { name: 'ovnkube.conf without 4.10+ keys, no os-release: no evidence, waits', in: input({ config: { ...NO_OS_RELEASE, ...CONF_49 } }), phase: 'Waiting', code: 'LayoutUnknown' },
   { name: 'no os-release, --layout routing-via-host: never changed', in: input({ config: { ...NO_OS_RELEASE, layout: 'routing-via-host' } }), phase: 'Converged', code: 'RoutingViaHostLayout' },
@@ -182,6 +195,7 @@ test('planner: the whole plan of the seed node going local', () => {
     layout: 'legacy',
     platform: { release: '4.8-4.9', evidence: '/host/etc/os-release: ID=rhcos OPENSHIFT_VERSION=4.9' },
     blocked: false,
+    dryRun: false,
     actions: [
       {
         key: { prefix: '10.96.0.0/16', family: 4, table: 254, priority: 0 },
@@ -262,9 +276,13 @@ test('planner: the plan says the release and the evidence that decided it', () =
     release: '4.10+',
     evidence: '/run/ovnkube-config/ovnkube.conf has [kubernetes] platform-type="BareMetal" (rendered by the 4.10+ network operator only)',
   });
+  assert.deepEqual(plan(input({ cmdline410: CMDLINE_410, config: rhcos('4.9') })).platform, {
+    release: '4.10+',
+    evidence: "ovnkube-node's command line has --export-ovs-metrics (pid 42), rendered by the 4.10+ network operator only",
+  });
   assert.deepEqual(at({ ...NO_OS_RELEASE, layout: 'legacy' }), {
     release: 'unknown',
-    evidence: '--layout legacy, stated by the operator (/host/etc/os-release: ENOENT; no --ovnkube-config to look at; no service route via a masquerade next hop)',
+    evidence: "--layout legacy, stated by the operator (/host/etc/os-release: ENOENT; no --ovnkube-config to look at; no service route via a masquerade next hop; no 4.10+ flag on ovnkube-node's command line)",
   });
   assert.equal(at(NO_OS_RELEASE).release, 'unknown');
 });

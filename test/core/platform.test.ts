@@ -12,6 +12,7 @@ test('os-release: RHCOS 4.9 gives its ID, OpenShift version and build version', 
     id: 'rhcos',
     openshiftVersion: '4.9',
     version: '49.84.202212201621-0',
+    versionId: '4.9',
     error: null,
   });
 });

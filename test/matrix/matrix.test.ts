@@ -55,14 +55,18 @@ const skipReason = (c: Case) =>
 
 const ovnkubeModeOf = (start: Start): Mode => (start === 'shared' ? 'shared' : 'local');
 
-/** A node in the start state with the stand-in of the release running (kubelet plays along). */
-async function makeNode(release: Release, start: Start) {
+/**
+ * A node in the start state with the stand-in of the release running (kubelet plays along);
+ * the host's os-release is the release's, or `hostRelease`'s (mid-upgrade: the node not yet
+ * rebooted into the new RHCOS).
+ */
+async function makeNode(release: Release, start: Start, hostRelease: Release = release) {
   const ns = seedNode({ gw0: start === 'local' });
   const scratch = new Scratch();
   const standin = new StandinOvnkube(ns, scratch.dir, release);
   if (start === 'local') ns.ip('route replace 10.96.0.0/16 via 10.244.1.1 dev ovn-k8s-mp0');
   const osReleasePath = path.join(scratch.dir, 'os-release');
-  writeFileSync(osReleasePath, osRelease(release));
+  writeFileSync(osReleasePath, osRelease(hostRelease));
   standin.start(ovnkubeModeOf(start), { respawn: true });
   await standin.ready();
   const teardown = () => {
@@ -205,5 +209,38 @@ test('the matrix: 4.8/4.9 shared -> local converges with one restart; every othe
       const err = results.get(c);
       if (err !== null) throw err ?? new Error('the case never ran');
     });
+  }
+});
+
+test("mid-upgrade 4.9 -> 4.10: ovnkube-node 4.10 runs local over its br-ex route on a node whose os-release still says 4.9: the daemon changes nothing and restarts nothing", async (t: TestContext) => {
+  if (skipOnRepeat(t)) return;
+  if (kernelSkipReason) {
+    process.stderr.write(`SKIPPED (${kernelSkipReason}): ${t.name}\n`);
+    t.skip(kernelSkipReason);
+    return;
+  }
+  // CNO rolls out the 4.10 ovnkube-node before the machine-config operator reboots the node
+  // into 4.10's RHCOS; the OpenShift overlay gives the agent no ovnkube.conf.
+  const node = await makeNode('4.10', 'local-bug', '4.9');
+  try {
+    const before = kernelView(node.ns);
+    node.scratch.writeMode('local');
+    const agent = new AgentProcess(node.ns, node.scratch, ['--layout', 'auto', '--service-cidr', '10.96.0.0/16', '--os-release', node.osReleasePath]);
+    try {
+      const first = await waitForStatus(agent, (s) => s.lastReconcile !== null && s.phase !== 'Waiting', 'a first decision');
+      assert.equal(first.phase, 'Converged', JSON.stringify(first.reasons));
+      assert.equal(first.reasonCodes[0], 'RoutingViaHostLayout', JSON.stringify(first.reasons));
+      assert.equal(first.platform.release, '4.10+');
+      assert.match(first.platform.evidence, /^ovnkube-node's command line has --export-ovs-metrics \(pid \d+\), rendered by the 4\.10\+ network operator only$/);
+      // A later pass (the periodic resync) decides the same: still nothing.
+      await waitForStatus(agent, (s) => s.lastReconcile !== null && s.lastReconcile !== first.lastReconcile, 'a later pass');
+      assert.equal(kernelView(node.ns), before, 'the kernel changed');
+      assert.equal(node.standin.starts, 1, 'ovnkube-node restarted');
+      assert.equal(agent.logs().filter((l) => String(l.msg).startsWith('replaced route')).length, 0);
+    } finally {
+      await agent.stop();
+    }
+  } finally {
+    node.teardown();
   }
 });

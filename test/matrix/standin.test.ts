@@ -47,7 +47,8 @@ test("is a process named ovnkube whose argv is CNO's, word for word, and which t
     assert.equal(readFileSync(`/proc/${pid}/comm`, 'utf8'), 'ovnkube\n');
     const argv = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').slice(0, -1);
     assert.deepEqual(argv, ovnkubeArgv('4.9', 'local', standinBinary()));
-    assert.deepEqual(parseOvnkubeCmdline(argv), { modeFlag: 'local' });
+    assert.deepEqual(parseOvnkubeCmdline(argv), { modeFlag: 'local', release410Plus: null });
+    assert.deepEqual(parseOvnkubeCmdline(ovnkubeArgv('4.10', 'local')), { modeFlag: 'local', release410Plus: '--export-ovs-metrics' });
   });
 });
 

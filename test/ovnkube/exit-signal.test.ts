@@ -12,10 +12,15 @@ const quiet = { warn: () => undefined, debug: () => undefined };
 test('a pidfd watch calls back once when the process exits, though the watcher is not its parent\'s waiter', async () => {
   const child = spawn('sleep', ['30'], { stdio: 'ignore' });
   let calls = 0;
-  const exited = new Promise<void>((resolve) => addon.pidfdWatch(child.pid!, () => (calls++, resolve())));
+  let resolve!: () => void;
+  const exited = new Promise<void>((r) => (resolve = r));
+  // Held until the end: a handle dropped is released by its finalizer at the next GC, with
+  // no callback (pidfd_watch.c, point 2), as the agent's own watch never is (exit-signal.ts).
+  const handle = addon.pidfdWatch(child.pid!, () => (calls++, resolve()));
   child.kill('SIGTERM');
   await within(exited, 10_000, 'the pidfd callback');
   assert.equal(calls, 1);
+  addon.pidfdClose(handle);
 });
 
 test('a pidfd watch closed before the exit never calls back', async () => {
@@ -146,4 +151,57 @@ test('a watcher that cannot work (an old kernel) is said once and leaves the per
   signal.follow(1);
   signal.follow(2);
   assert.equal(warned.length, 1);
+});
+
+test('a pass that still sees the exited ovnkube-node neither ends the look for its successor nor watches it again', () => {
+  const timers = fakeTimers();
+  const watcher = fakeWatcher();
+  const wakes: string[] = [];
+  const signal = new OvnkubeExitSignal((why) => wakes.push(why), quiet, watcher, timers);
+  signal.follow(100);
+  watcher.exit(100);
+  signal.follow(null);
+  signal.follow(100); // /proc still lists it
+  timers.advance(5 * QUICK_MS);
+  assert.deepEqual(watcher.watched, [100]);
+  assert.deepEqual(wakes, ['ovnkube-node exited', ...Array<string>(5).fill('looking for the successor of ovnkube-node')]);
+  signal.close();
+});
+
+test('a pidfd refused by a seccomp profile (EPERM) is said once and leaves the periodic look for good', () => {
+  const warned: unknown[] = [];
+  let tries = 0;
+  const refused: ExitWatcher = {
+    watch: () => {
+      tries++;
+      throw Object.assign(new Error('pidfd_open EPERM'), { code: 'EPERM' });
+    },
+  };
+  const signal = new OvnkubeExitSignal(() => assert.fail('no wake-up'), { warn: (o: unknown) => warned.push(o), debug: () => undefined } as never, refused, fakeTimers());
+  signal.follow(1);
+  signal.follow(2);
+  assert.deepEqual([tries, warned.length], [1, 1]);
+});
+
+test('a passing failure to watch (EMFILE) is tried again at the next pass, for the same process too, and warned once', () => {
+  const warned: unknown[] = [];
+  const watcher = fakeWatcher();
+  let failures = 2;
+  const flaky: ExitWatcher = {
+    watch: (pid, onExit) => {
+      if (failures-- > 0) throw Object.assign(new Error('pidfd_open EMFILE'), { code: 'EMFILE' });
+      return watcher.watch(pid, onExit);
+    },
+  };
+  const wakes: string[] = [];
+  const signal = new OvnkubeExitSignal((why) => wakes.push(why), { warn: (o: unknown) => warned.push(o), debug: () => undefined } as never, flaky, fakeTimers());
+  signal.follow(100);
+  signal.follow(100);
+  assert.deepEqual(watcher.watched, []);
+  signal.follow(100);
+  assert.deepEqual(watcher.watched, [100], 'watched once the failure passed');
+  assert.equal(warned.length, 1);
+  watcher.exit(100);
+  assert.deepEqual(wakes, ['ovnkube-node exited']);
+  signal.close();
 });

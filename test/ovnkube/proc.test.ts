@@ -23,13 +23,13 @@ const PROC = pathToFileURL(path.resolve(path.dirname(new URL(import.meta.url).pa
 const denied = (pid: number) =>
   new RegExp(`^cannot read the network namespace of ovnkube pids? (\\d+, )*${pid}(, \\d+)* \\(/proc/PID/ns/net: EACCES\\): the agent needs root or CAP_SYS_PTRACE$`);
 
-/** A root-owned stand-in ovnkube-node in this network namespace, for the length of fn. */
-async function withOvnkube(fn: (pid: number) => Promise<void>): Promise<void> {
+/** A root-owned stand-in ovnkube-node in this network namespace, for the length of fn; `flags` follow --gateway-mode local. */
+async function withOvnkube(fn: (pid: number) => Promise<void>, flags: string[] = []): Promise<void> {
   const dir = mkdtempSync(path.join(tmpdir(), 'gwmode-proc-'));
   const binary = path.join(dir, 'ovnkube');
   copyFileSync('/bin/sh', binary);
   chmodSync(binary, 0o755);
-  const child = spawn(binary, ['-c', IDLE, 'ovnkube', '--init-node', 'node1', '--gateway-mode', 'local'], { stdio: 'ignore' });
+  const child = spawn(binary, ['-c', IDLE, 'ovnkube', '--init-node', 'node1', '--gateway-mode', 'local', ...flags], { stdio: 'ignore' });
   try {
     await new Promise((resolve, reject) => child.once('spawn', resolve).once('error', reject));
     await fn(child.pid!);
@@ -69,6 +69,25 @@ test('proc: only a process whose comm is ovnkube has its command line read (read
     disguised.kill('SIGKILL');
     rmSync(dir, { recursive: true, force: true });
   }
+});
+
+test("proc: ovnkube-node's command line from CNO 4.10+ (--ovn-metrics-bind-address, --export-ovs-metrics) is 4.10+ evidence; 4.9's is none", async () => {
+  const only = (scan: OvnkubeScan, pid: number): OvnkubeScan => ({ processes: scan.processes.filter((p) => p.pid === pid), unreadable: [] });
+  // CNO release-4.10 c7855f10e bindata/network/ovn-kubernetes/ovnkube-node.yaml:376-379.
+  const cno410 = ['--metrics-bind-address', '127.0.0.1:29103', '--ovn-metrics-bind-address', '127.0.0.1:29105', '--metrics-enable-pprof', '--export-ovs-metrics', '--disable-snat-multiple-gws'];
+  await withOvnkube(async (pid) => {
+    const seen = summarise(only(await scanOvnkubeProcesses(), pid), null);
+    assert.equal(seen.mode, 'local');
+    assert.equal(seen.release410Plus, `--export-ovs-metrics (pid ${pid})`);
+  }, cno410);
+  await withOvnkube(async (pid) => {
+    assert.equal(summarise(only(await scanOvnkubeProcesses(), pid), null).release410Plus, `--ovn-metrics-bind-address (pid ${pid})`);
+  }, ['-ovn-metrics-bind-address=127.0.0.1:29105']);
+  await withOvnkube(async (pid) => {
+    const seen = summarise(only(await scanOvnkubeProcesses(), pid), null);
+    assert.equal(seen.mode, 'local');
+    assert.equal(seen.release410Plus, null, 'CNO 4.9 renders neither flag');
+  }, ['--metrics-bind-address', '127.0.0.1:29103', '--metrics-enable-pprof']);
 });
 
 test('proc: an ovnkube-node whose namespace cannot be read is named, with what is missing, not taken for absent', async (t) => {

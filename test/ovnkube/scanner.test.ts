@@ -204,7 +204,7 @@ test('scanner: a young fork of ovnkube-node with its command line is not a secon
       proc.add(pid, OVNKUBE_ARGV, 5000 - COPY_AGE_TICKS, 'ovnkube', OWN_NET, 100);
       const scan = proc.scanner().scan(false);
       assert.deepEqual(scan.processes.map((p) => p.pid), [100], `fork ${pid}`);
-      assert.deepEqual(summarise(scan, null), { mode: 'local', pid: 100, id: 'pid 100 start 1000', detail: null }, `fork ${pid}`);
+      assert.deepEqual(summarise(scan, null), { mode: 'local', pid: 100, id: 'pid 100 start 1000', detail: null, release410Plus: null }, `fork ${pid}`);
     });
   }
 });

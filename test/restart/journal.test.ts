@@ -79,7 +79,7 @@ test('an agent whose journal is corrupt keeps going: the journal is kept aside a
         dataplane: new FakeDataplane(),
         strategy: new NoRestart(),
         journal,
-        probe: async () => ({ mode: 'local', pid: 42, id: 'pid 42 start 1', detail: null }),
+        probe: async () => ({ mode: 'local', pid: 42, id: 'pid 42 start 1', detail: null, release410Plus: null }),
         log: pino({ level: 'silent' }),
         readMode: async () => ({ mode: 'local', error: null }),
         watchMode: () => ({ close: async () => undefined }),

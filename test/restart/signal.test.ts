@@ -96,3 +96,37 @@ test('signal: the restart of a target that exited meanwhile says it is gone, and
   await exited;
   await assert.rejects(new SignalRestart().restart({ id: `pid ${child.pid} start ${start}`, describe: `pid ${child.pid}` }), /is gone/);
 });
+
+test('signal: where pidfd_open is refused (ENOSYS, EPERM from a seccomp profile, EINVAL), the start time check and kill() still restart it; any other error fails the attempt', async () => {
+  const { startTimeOf } = await import('../../src/ovnkube/proc.js');
+  const refusing = (code: string) => ({
+    open: () => {
+      throw Object.assign(new Error(`pidfd_open ${code}`), { code });
+    },
+    sendSignal: () => assert.fail('no pidfd to signal through'),
+  });
+  for (const code of ['ENOSYS', 'EPERM', 'EINVAL']) {
+    const child = spawn('/bin/sleep', ['600'], { stdio: 'ignore' });
+    try {
+      await new Promise((resolve, reject) => child.once('spawn', resolve).once('error', reject));
+      const exited = new Promise<NodeJS.Signals | null>((r) => child.once('exit', (_code, signal) => r(signal)));
+      const start = startTimeOf(readFileSync(`/proc/${child.pid}/stat`, 'utf8'));
+      const strategy = new SignalRestart('/proc', refusing(code));
+      await assert.rejects(strategy.restart({ id: `pid ${child.pid} start 1`, describe: 'reused' }), /now belongs to another process/, `${code}: the start time is still checked`);
+      await strategy.restart({ id: `pid ${child.pid} start ${start}`, describe: `pid ${child.pid}` });
+      assert.equal(await exited, 'SIGTERM', code);
+    } finally {
+      child.kill('SIGKILL');
+    }
+  }
+  const child = spawn('/bin/sleep', ['600'], { stdio: 'ignore' });
+  try {
+    await new Promise((resolve, reject) => child.once('spawn', resolve).once('error', reject));
+    const start = startTimeOf(readFileSync(`/proc/${child.pid}/stat`, 'utf8'));
+    await assert.rejects(new SignalRestart('/proc', refusing('EMFILE')).restart({ id: `pid ${child.pid} start ${start}`, describe: `pid ${child.pid}` }), /EMFILE/);
+    assert.equal(child.exitCode, null, 'not signalled');
+    assert.equal(child.signalCode, null, 'not signalled');
+  } finally {
+    child.kill('SIGKILL');
+  }
+});
