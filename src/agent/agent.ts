@@ -69,7 +69,7 @@ import type { DesiredMode, Observation, Phase, Plan, PlannerConfig } from '../co
 import type { Dataplane, DataplaneEvent, Subscription } from '../dataplane/types.js';
 import type { ModePending, ModeRead, ModeWatch } from '../mode/source.js';
 import { EMPTY_JOURNAL, type Journal, type JournalData } from '../restart/journal.js';
-import { loadOffset, toMonotonic, toWall } from '../restart/journal-time.js';
+import { loadOffset, stableOffset, toMonotonic, toWall } from '../restart/journal-time.js';
 import type { RestartStrategy } from '../restart/strategy.js';
 import { shapeOf, type RestartStatus, type StatusReport } from '../status/report.js';
 import { VERSION } from '../version.js';
@@ -177,6 +177,8 @@ export class Agent {
   /** A restart request the runtime has not answered yet (race 7); stop() waits for it too. */
   private restartInFlight = false;
   private restarting: Promise<void> = Promise.resolve();
+  /** The offset (wall minus monotonic) the journal on disk is noted with; kept while the wall clock has not stepped (journal-time.ts rule 4). */
+  private notedOffset: number | null = null;
   private restartAnswer: { step: Extract<Step, { kind: 'restart' }>; err: unknown } | null = null;
   private readonly ovnkubeExit: ReturnType<NonNullable<AgentDeps['ovnkubeExit']>> | undefined;
 
@@ -196,7 +198,9 @@ export class Agent {
   async init(): Promise<void> {
     try {
       const loaded = await this.deps.journal.load();
-      this.journalData = toMonotonic(loaded, loadOffset(loaded, this.deps.bootId ?? null, this.wallOffset()), this.deps.clock.now());
+      const offset = loadOffset(loaded, this.deps.bootId ?? null, this.wallOffset());
+      this.notedOffset = offset;
+      this.journalData = toMonotonic(loaded, offset, this.deps.clock.now());
     } catch (err) {
       let where = 'left in place';
       try {
@@ -670,7 +674,8 @@ export class Agent {
 
   /** The journal as the disk keeps it: wall times, with how to read them back (journal-time.ts). */
   private onDisk(data: JournalData): JournalData {
-    return toWall(data, this.wallOffset(), this.deps.bootId ?? null);
+    this.notedOffset = stableOffset(this.notedOffset, this.wallOffset());
+    return toWall(data, this.notedOffset, this.deps.bootId ?? null);
   }
 
   private caughtUp(): void {

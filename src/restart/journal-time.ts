@@ -14,9 +14,25 @@
 //     would hold the rate limit, and a settle window from the future would last until
 //     then (30 days of Progressing for a clock 30 days ahead). As now, the rate limit
 //     counts it as just done, and a settle window ends its full duration from now.
+//  4. Within one boot, a journal saved again keeps the offset it was noted with while the
+//     wall clock has not stepped (see stableOffset): its times read and write back exactly.
 import { readFileSync } from 'node:fs';
 import type { Migration } from '../core/migration.js';
 import type { JournalData } from './journal.js';
+
+/**
+ * Wall minus monotonic, sampled at two instants a fraction of a millisecond apart, differs by a
+ * millisecond or so between two readings with no step of the wall clock between them. A note
+ * within this much of the current offset is kept (rule 4): without it, a journal read and written
+ * again moved every time by that jitter (a migration's startedAt off by 1 ms after the agent
+ * saved the journal `apply` wrote). A real step (NTP's, a date set by hand) is far larger.
+ */
+export const OFFSET_JITTER_MS = 50;
+
+/** The offset to write with: the noted one while the wall clock has not stepped away from it (rule 4), else the current one. */
+export function stableOffset(notedMs: number | null, currentMs: number): number {
+  return notedMs !== null && Math.abs(currentMs - notedMs) <= OFFSET_JITTER_MS ? notedMs : currentMs;
+}
 
 /** The offset to read a loaded journal's times with (rules 1 and 2). */
 export function loadOffset(data: JournalData, bootId: string | null, currentOffsetMs: number): number {
@@ -57,8 +73,9 @@ export function toWall(data: JournalData, offsetMs: number, bootId: string | nul
  */
 export function underFreshNote(data: JournalData, bootId: string | null, clock: { now(): number; wall(): number }): JournalData {
   const now = clock.now();
-  const offset = clock.wall() - now;
-  return toWall(toMonotonic(data, loadOffset(data, bootId, offset), now), offset, bootId);
+  const current = clock.wall() - now;
+  const loaded = loadOffset(data, bootId, current);
+  return toWall(toMonotonic(data, loaded, now), stableOffset(loaded, current), bootId);
 }
 
 /** This boot's id (/proc/sys/kernel/random/boot_id), or null where it cannot be read. */

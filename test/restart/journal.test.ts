@@ -9,7 +9,7 @@ import { pino } from 'pino';
 import { Agent } from '../../src/agent/agent.js';
 import { Journal, JournalError, EMPTY_JOURNAL } from '../../src/restart/journal.js';
 import { NoRestart } from '../../src/restart/strategy.js';
-import { loadOffset, toMonotonic, toWall } from '../../src/restart/journal-time.js';
+import { loadOffset, stableOffset, toMonotonic, toWall, underFreshNote } from '../../src/restart/journal-time.js';
 import { seedConfig } from '../helpers/config.js';
 import { FakeDataplane } from '../helpers/fake-dataplane.js';
 
@@ -133,4 +133,15 @@ test('journal times: the same boot reads them back with the offset they were wri
   const other = toMonotonic(disk, loadOffset(disk, 'b2', 1_000_000 - 2000), 10_000);
   assert.deepEqual([other.migration?.startedAt, other.migration?.doneAt, other.migration?.rollback?.startedAt, other.restarts], [7000, 9000, 10_000, [8000]]);
   assert.equal(toWall(mono, 0, null).clock, undefined, 'no boot id, no note');
+});
+
+test('journal times: an offset within the jitter of the noted one is kept, so a journal read and saved again in one boot keeps its times to the millisecond; a real step renews the note', () => {
+  assert.equal(stableOffset(1_000_000, 1_000_001), 1_000_000);
+  assert.equal(stableOffset(1_000_000, 999_999), 1_000_000);
+  assert.equal(stableOffset(1_000_000, 1_000_000 + 120_000), 1_120_000, 'a 2-minute step forward renews it');
+  assert.equal(stableOffset(null, 42), 42);
+  const data = { ...EMPTY_JOURNAL, restarts: [1_699_000_004_123], clock: { bootId: 'b', wallMinusMonotonicMs: 1_699_000_000_000 } };
+  // Read back and written again a moment later, the two clocks read a millisecond apart.
+  const again = underFreshNote(data, 'b', { now: () => 5_000.4, wall: () => 1_699_000_005_001 });
+  assert.deepEqual(again.restarts, [1_699_000_004_123]);
 });
