@@ -52,7 +52,11 @@
 //     service route flapping each time. Each write the kernel took is expected back once
 //     (by prefix: a notification does not say the next hop) and its echo is swallowed;
 //     the expectations end when the next pass begins or notifications are lost (a late
-//     echo then costs one pass, never a loop). A failed pass thus waits out its backoff
+//     echo then costs one pass, never a loop), and each lasts ECHO_WINDOW_MS at most: a
+//     write the kernel took as a no-op (the route already was what the agent wrote, set so
+//     by someone else since the observation) sends no notification, and an expectation
+//     left waiting for it would hide the next real change of that prefix until something
+//     else woke a pass. A failed pass thus waits out its backoff
 //     unless something else changed: someone else's route change, a link or an address,
 //     the mode file. The flap itself counts as a set-back (core/fights.ts, point 5).
 //  9. Time: durations and deadlines on the monotonic clock, wall time only for what is
@@ -116,6 +120,8 @@ export interface AgentOptions {
 }
 
 const MAX_ROUNDS = 3;
+/** How long the echo of an own write is waited for (race 8): the kernel sends it within the write's own round trip. */
+export const ECHO_WINDOW_MS = 500;
 
 type Acted = 'replaced' | 'restarted' | 'nothing';
 
@@ -139,8 +145,8 @@ export class Agent {
   private error: Reason | null = null;
   /** Wall time of the end of the last pass: shown, never measured with. */
   private lastReconcile: number | null = null;
-  /** Notifications expected back from the kernel for this pass's own writes, by prefix (race 8). */
-  private echoes = new Map<string, number>();
+  /** Notifications expected back from the kernel for this pass's own writes, by prefix, each until a deadline (race 8). */
+  private echoes = new Map<string, { count: number; until: number }>();
   private phase: Phase = 'Waiting';
   private reasons: Reason[] = [];
   /** The report of the last finished pass, which is what the agent tells. */
@@ -309,11 +315,12 @@ export class Agent {
       return;
     }
     if (e.kind === 'route' && e.op === 'new') {
-      const expected = this.echoes.get(e.prefix) ?? 0;
-      if (expected > 0) {
+      const expected = this.echoes.get(e.prefix);
+      if (expected !== undefined && this.deps.clock.now() > expected.until) this.echoes.delete(e.prefix);
+      else if (expected !== undefined) {
         // Race 8: the kernel telling of the agent's own write, not a change to act on.
-        if (expected === 1) this.echoes.delete(e.prefix);
-        else this.echoes.set(e.prefix, expected - 1);
+        if (expected.count === 1) this.echoes.delete(e.prefix);
+        else this.echoes.set(e.prefix, { ...expected, count: expected.count - 1 });
         this.deps.log.debug({ prefix: e.prefix }, 'route notification of our own write: no wake-up');
         return;
       }
@@ -650,8 +657,8 @@ export class Agent {
    */
   private ownWrites(): Pick<Dataplane, 'replaceRoute'> {
     const expect = (prefix: string, n: number) => {
-      const left = (this.echoes.get(prefix) ?? 0) + n;
-      if (left > 0) this.echoes.set(prefix, left);
+      const left = (this.echoes.get(prefix)?.count ?? 0) + n;
+      if (left > 0) this.echoes.set(prefix, { count: left, until: this.deps.clock.now() + ECHO_WINDOW_MS });
       else this.echoes.delete(prefix);
     };
     return {

@@ -807,3 +807,19 @@ test('ovnkube-node\'s exit signal wakes the waiting agent: the rollout\'s new lo
   }
   assert.equal(exit.closed, true);
 });
+
+test('a write the kernel took without a word (a no-op replace sends no notification) leaves no echo expected past its window: the next change by someone else of that prefix wakes a pass', async () => {
+  await whenConverged(['10.96.0.0/16'], async ({ r, until, advance, from, replaced }) => {
+    // Someone sets the route back; the agent's repair is taken silently, as a replace to what the route already is.
+    r.dp.inject('replace-unannounced');
+    setBack(r, '10.96.0.0/16');
+    await until((s) => s.routes[0]?.observed?.dev === 'ovn-k8s-mp0', 'the repair', from);
+    assert.equal(r.dp.replaces.length, replaced + 1);
+    // Well past the echo's window, someone sets it back again: this notification is theirs.
+    await advance(2000);
+    const again = r.dp.replaces.length;
+    const next = from + 1;
+    setBack(r, '10.96.0.0/16');
+    await until((s) => s.routes[0]?.observed?.dev === 'ovn-k8s-mp0' && r.dp.replaces.length === again + 1, 'the second repair, woken by its notification', next);
+  });
+});
