@@ -90,7 +90,12 @@ static void on_poll(uv_poll_t *handle, int status, int events) {
   napi_async_context context = w->async_context;
   w->async_context = NULL;
   release(w);
-  napi_make_callback(env, context, global, callback, 0, NULL, &result);
+  /* A throw of onExit goes where a throw of any event's callback goes: process
+   * 'uncaughtException' (napi_fatal_exception), not dropped in this uv callback. */
+  if (napi_make_callback(env, context, global, callback, 0, NULL, &result) == napi_pending_exception) {
+    napi_value err;
+    if (napi_get_and_clear_last_exception(env, &err) == napi_ok) napi_fatal_exception(env, err);
+  }
   napi_async_destroy(env, context);
   napi_close_handle_scope(env, scope);
 }
@@ -121,12 +126,16 @@ napi_value pidfd_watch(napi_env env, napi_callback_info info) {
   w->fd = fd;
   w->env = env;
   uv_loop_t *loop;
-  napi_get_uv_event_loop(env, &loop);
   napi_value resource_name;
-  napi_create_string_utf8(env, "PidfdWatch", NAPI_AUTO_LENGTH, &resource_name);
-  napi_create_object(env, &handle);
-  napi_async_init(env, handle, resource_name, &w->async_context);
-  napi_create_reference(env, argv[1], 1, &w->on_exit);
+  if (napi_get_uv_event_loop(env, &loop) != napi_ok || napi_create_string_utf8(env, "PidfdWatch", NAPI_AUTO_LENGTH, &resource_name) != napi_ok ||
+      napi_create_object(env, &handle) != napi_ok || napi_async_init(env, handle, resource_name, &w->async_context) != napi_ok ||
+      napi_create_reference(env, argv[1], 1, &w->on_exit) != napi_ok) {
+    /* Nothing polls yet: release() closes the fd and drops what was made. */
+    release(w);
+    free(w);
+    napi_throw_error(env, "ERR_NAPI", "pidfdWatch: setting up the watch failed");
+    return NULL;
+  }
   w->poll.data = w;
   int rc = uv_poll_init(loop, &w->poll, fd);
   if (rc == 0) {
@@ -135,7 +144,11 @@ napi_value pidfd_watch(napi_env env, napi_callback_info info) {
     rc = uv_poll_start(&w->poll, UV_READABLE, on_poll);
   }
   if (napi_wrap(env, handle, w, finalize, NULL, NULL) != napi_ok) {
+    /* No finalizer will run: free it here, or once the poll handle is closed (on_closed). */
+    w->finalized = true;
+    bool close_pending = w->polling;
     release(w);
+    if (!close_pending) free(w);
     napi_throw_error(env, "ERR_NAPI", "napi_wrap failed");
     return NULL;
   }

@@ -36,6 +36,24 @@ test('a pidfd watch closed before the exit never calls back', async () => {
   assert.equal(calls, 0);
 });
 
+test('a throw of the exit callback reaches process \'uncaughtException\', as a throw of any event\'s callback does', async () => {
+  // In a process of its own: node:test would take the uncaught exception for this test's failure.
+  const addonUrl = new URL('../../src/native/addon.js', import.meta.url).href;
+  const script = `
+    const { addon } = await import(${JSON.stringify(addonUrl)});
+    const { spawn } = await import('node:child_process');
+    process.on('uncaughtException', (err) => { console.log('caught: ' + err.message); process.exit(0); });
+    const child = spawn('sleep', ['0.05']);
+    globalThis.keep = addon.pidfdWatch(child.pid, () => { throw new Error('boom'); });
+    setTimeout(() => { console.log('never caught'); process.exit(1); }, 10000);
+  `;
+  const run = spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
+  let out = '';
+  run.stdout.on('data', (d: Buffer) => (out += d.toString()));
+  const code = await within(new Promise<number | null>((resolve) => run.on('exit', resolve)), 15_000, 'the child process ends');
+  assert.deepEqual([code, out.trim()], [0, 'caught: boom']);
+});
+
 test('a pidfd watch of a process that is gone throws ESRCH', async () => {
   const child = spawn('true', { stdio: 'ignore' });
   await new Promise((r) => child.once('exit', r));
