@@ -656,20 +656,25 @@ export class Agent {
    * a pass, while one expected in vain would hide someone else's change).
    */
   private ownWrites(): Pick<Dataplane, 'replaceRoute'> {
-    const expect = (prefix: string, n: number) => {
+    // Until the kernel has answered, the echo may come at any moment (a slow answer must not
+    // turn the write's own echo into a wake-up); the window starts with the answer, after which
+    // the notification, sent before it, is only waiting to be read.
+    const expect = (prefix: string, n: number, until: number) => {
       const left = (this.echoes.get(prefix)?.count ?? 0) + n;
-      if (left > 0) this.echoes.set(prefix, { count: left, until: this.deps.clock.now() + ECHO_WINDOW_MS });
+      if (left > 0) this.echoes.set(prefix, { count: left, until });
       else this.echoes.delete(prefix);
     };
     return {
       replaceRoute: async (r) => {
-        expect(r.key.prefix, 1);
+        expect(r.key.prefix, 1, Infinity);
         try {
           await this.deps.dataplane.replaceRoute(r);
         } catch (err) {
-          expect(r.key.prefix, -1);
+          expect(r.key.prefix, -1, this.deps.clock.now() + ECHO_WINDOW_MS);
           throw err;
         }
+        const echo = this.echoes.get(r.key.prefix);
+        if (echo !== undefined) this.echoes.set(r.key.prefix, { ...echo, until: this.deps.clock.now() + ECHO_WINDOW_MS });
       },
     };
   }

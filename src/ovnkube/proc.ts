@@ -80,7 +80,9 @@ export interface OvnkubeProcess {
  * still says 4.9 and ovnkube-node routes services via br-ex in both modes.
  * openshift/cluster-network-operator bindata/network/ovn-kubernetes/: release-4.8 f9c68257e
  * and release-4.9 275ca80b4 render neither anywhere; release-4.10 c7855f10e ovnkube-node.yaml
- * :377,379 renders both, unconditionally; release-4.11 33da9fb93 to release-4.13 bc45a4d1d
+ * :377,379 renders both at its tip (--ovn-metrics-bind-address since fb86cdf8b, 2021-11-19, before
+ * the branch was cut; --export-ovs-metrics only since 630f83895, 2022-10-21: an early 4.10.z has the
+ * first alone, and either flag is evidence); release-4.11 33da9fb93 to release-4.13 bc45a4d1d
  * in managed/ and self-hosted/ovnkube-node.yaml; release-4.14 af41a3620 to release-4.20
  * e39d57bde in common/008-script-lib.yaml (`exec /usr/bin/ovnkube --init-ovnkube-controller
  * ... --init-node ...`: the process keeps --init-node).

@@ -823,3 +823,19 @@ test('a write the kernel took without a word (a no-op replace sends no notificat
     await until((s) => s.routes[0]?.observed?.dev === 'ovn-k8s-mp0' && r.dp.replaces.length === again + 1, 'the second repair, woken by its notification', next);
   });
 });
+
+test('a kernel slow to answer a replace: the echo of that write, read before its answer, still wakes no pass', async () => {
+  await whenConverged(['10.96.0.0/16'], async ({ r, until, flush, seen, from, replaced }) => {
+    const replace = r.dp.replaceRoute.bind(r.dp);
+    // The answer takes 600 ms (the route table's lock held elsewhere): the notification is sent meanwhile.
+    r.dp.replaceRoute = async (x) => {
+      r.now += 600;
+      await replace(x);
+    };
+    setBack(r, '10.96.0.0/16');
+    await until((s) => s.routes[0]?.observed?.dev === 'ovn-k8s-mp0', 'the repair', from);
+    await flush();
+    assert.equal(r.dp.replaces.length, replaced + 1);
+    assert.equal(seen.length - from, 1, 'one pass: the repair, and none woken by its own echo');
+  });
+});
