@@ -335,9 +335,6 @@ test("the guide on a 4.10+ node: RoutingViaHostLayout, and nothing changes, in d
   if (skipWithoutKernel(t)) return;
   const renderings = [renderOverlay(t, OVERLAY()), renderOverlay(t, ARMED())];
   if (renderings.some((r) => r === undefined)) return;
-  // The cluster switched as step 4 does it: the operator's ConfigMap says local.
-  const local = operatorConfigMap(t, line('create configmap gateway-mode-config'));
-  if (local === undefined) return;
   const ns = guideNode({ gw0: true });
   const scratch = new Scratch();
   const ovnkube = new FakeOvnkube(ns, scratch.dir);
