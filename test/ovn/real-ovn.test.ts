@@ -154,6 +154,17 @@ for (const version of ['4.10', '4.11', '4.12'] as Version[]) {
         ovnkube.start('local', { respawn: true, body: startBody(version, 'local', marks) });
         await marksAtLeast(marks, 1);
         const initial = bed.node.routes(BED.svc);
+        // The baseline, before the agent: the service answers on ovnkube-node's route. The very first
+        // connection through the userspace datapath can take longer than the probe's 0.5 s (flows and
+        // neighbours being set up after ovnkube-node's start-up; one CI run's first probe): what is
+        // judged is the agent's start and the rollout, from a node that serves.
+        await within(
+          (async () => {
+            while (!serviceAnswers(bed)) await pause(50);
+          })(),
+          10_000,
+          'the service answering on ovnkube-node\'s route before the agent starts',
+        );
         const osRelease = path.join(scratch.dir, 'os-release');
         writeFileSync(osRelease, OS_RELEASE(version));
         const probe = bed.probe();
