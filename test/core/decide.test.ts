@@ -3,6 +3,7 @@
 import { strict as assert } from 'node:assert';
 import { test } from 'node:test';
 import { applyMigration, decide, needsTarget, summarize, POLL_MS, QUICK_POLL_MS, type DecideInput, type RestartSettings } from '../../src/core/decide.js';
+import { RESTART_SETTINGS } from '../helpers/config.js';
 import { FIGHT_LIMIT, FIGHT_WINDOW_MS, NO_FIGHTS, recordApplied, suspensionsOf, trackFights } from '../../src/core/fights.js';
 import type { Migration } from '../../src/core/migration.js';
 import { reason } from '../../src/core/reasons.js';
@@ -27,15 +28,7 @@ const toLocal: Plan = { ...inSync, actions: [action], reasons: [action.reason] }
 const DRY_IN_SYNC: Plan = { ...inSync, dryRun: true };
 const VIA_HOST: Plan = { ...inSync, layout: 'routing-via-host', platform: { release: '4.10+', evidence: "ovnkube-node's command line has --export-ovs-metrics (pid 42)" }, reasons: [reason('RoutingViaHostLayout', '4.10+')] };
 const UNKNOWN: Plan = { ...inSync, layout: 'unknown', platform: { release: 'unknown', evidence: 'no os-release' }, blocked: true, reasons: [reason('LayoutUnknown', 'unknown')] };
-const settings: RestartSettings = {
-  strategy: 'cri',
-  limit: { minIntervalMs: 300_000, maxPerHour: 3 },
-  timeoutMs: 300_000,
-  settleMs: 60_000,
-  retryBaseMs: 5000,
-  retryMaxMs: 300_000,
-  modeChecked: true,
-};
+const settings: RestartSettings = RESTART_SETTINGS;
 const OLD = { target: { id: 'c-old', describe: 'container c-old' } };
 const NEW = { target: { id: 'c-new', describe: 'container c-new' } };
 const migration = (over: Partial<Migration> = {}): Migration => ({

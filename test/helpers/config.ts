@@ -1,5 +1,6 @@
 // The planner configuration of the seed's node, for tests of the pure core: an RHCOS 4.9 node.
 import { parseOsRelease } from '../../src/core/platform.js';
+import type { RestartSettings } from '../../src/core/decide.js';
 import type { PlannerConfig } from '../../src/core/types.js';
 import { rhcosOsRelease } from '../../src/demo/os-release.js';
 import { parseCidr } from '../../src/net/cidr.js';
@@ -20,3 +21,14 @@ export function seedConfig(overrides: Partial<PlannerConfig> = {}): PlannerConfi
     ...overrides,
   };
 }
+
+/** The restart settings the pure-core and loop tests run under: the CLI's defaults, CRI. */
+export const RESTART_SETTINGS: RestartSettings = {
+  strategy: 'cri',
+  limit: { minIntervalMs: 300_000, maxPerHour: 3 },
+  timeoutMs: 300_000,
+  settleMs: 60_000,
+  retryBaseMs: 5000,
+  retryMaxMs: 300_000,
+  modeChecked: true,
+};

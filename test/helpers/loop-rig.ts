@@ -13,7 +13,7 @@ import { EMPTY_JOURNAL, JournalWriteError, type JournalData } from '../../src/re
 import type { RestartStrategy } from '../../src/restart/strategy.js';
 import type { StatusReport } from '../../src/status/report.js';
 import { parseCidr } from '../../src/net/cidr.js';
-import { seedConfig } from './config.js';
+import { RESTART_SETTINGS, seedConfig } from './config.js';
 import { FakeDataplane } from './fake-dataplane.js';
 /** Plays the runtime and kubelet: a stop starts the next container at once. */
 export class FakeStrategy implements RestartStrategy {
@@ -138,16 +138,7 @@ export function makeAgent(r: Rig, config = seedConfig()) {
       config,
       modePath: '/etc/mode',
       resyncIntervalMs: r.resyncIntervalMs ?? 3_600_000,
-      restart: {
-        strategy: r.strategy.name,
-        limit: { minIntervalMs: 300_000, maxPerHour: 3 },
-        timeoutMs: 300_000,
-        settleMs: 60_000,
-        retryBaseMs: 5000,
-        retryMaxMs: 300_000,
-        modeChecked: true,
-        ...r.restart,
-      },
+      restart: { ...RESTART_SETTINGS, strategy: r.strategy.name, ...r.restart },
     },
   );
   const seen: StatusReport[] = [];
