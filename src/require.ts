@@ -1,5 +1,5 @@
 // What the agent loads with require(), never with import, for what an import would cost
-// a daemon meant to stay small at rest (BENCHMARKS.md, "### 7. Idle RSS, fourth round";
+// a daemon meant to stay small at rest (docs/benchmarks.md, "### 7. Idle RSS, fourth round";
 // measured with the shipped flags):
 //  - its CommonJS packages (pino, ipaddr.js, netlink's codec, gRPC; yaml and
 //    prom-client in their own modules): an import of a CommonJS module makes Node 20 load

@@ -20,7 +20,7 @@ test('the import graph of src/ has no cycle, and src/core imports nothing but sr
 });
 
 // src/require.ts: the daemon's CommonJS packages and node:http are loaded by require(),
-// never by import (an import costs a daemon at rest: BENCHMARKS.md, idle RSS, section 7).
+// never by import (an import costs a daemon at rest: docs/benchmarks.md, idle RSS, section 7).
 // test/cli/loading.test.ts sees what a started daemon loads; this checks every module the
 // same way on every Node version, the paths no test starts included (a CRI restart, watch).
 test('src/ imports no CommonJS package and not node:http (type-only imports aside): those go through src/require.ts', () => {

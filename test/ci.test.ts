@@ -1,5 +1,5 @@
 // CI runs the README's test command, exactly, under the machine's Node.js and under Node.js
-// 24 (the image's), as the README says. Read from the script, not run: the suite cannot run
+// 24 (the image's), as docs/develop.md says. Read from the script, not run: the suite cannot run
 // itself.
 import { strict as assert } from 'node:assert';
 import { readFileSync } from 'node:fs';

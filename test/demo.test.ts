@@ -1,4 +1,4 @@
-// `npm run demo` as the README says it: the seed's node in a throwaway namespace, the agent
+// `npm run demo` as the README says it: the demo node in a throwaway namespace, the agent
 // against a mode file saying local, ip route before and after, the status by curl and by
 // `status --brief`, and everything torn down.
 import { strict as assert } from 'node:assert';

@@ -1,4 +1,4 @@
-// Experiment, not shipped (BENCHMARKS.md, "### 9."): the daemon bundled by esbuild.
+// Experiment, not shipped (docs/benchmarks.md, "### 9."): the daemon bundled by esbuild.
 // esbuild is not a dependency: `npm i --no-save esbuild@0.28.2`, `npm run build`, then
 // node bench/bundle/build.mjs OUT [--minify] [--split] [--esm-only] [--stub-thread-stream]
 // OUT gets dist/src/cli/main.js (the bundle, at the unbundled entry's place, so that paths

@@ -4,7 +4,7 @@
  * Why: V8 compiles hot functions on a worker thread, and each compile job's zone
  * memory, freed when the job ends, stays in that thread's malloc arena: glibc returns
  * by itself only the top of a heap, and a few live chunks above the freed ones keep
- * it all. On Node 24 a few hundred status requests leave some 7 MB so (BENCHMARKS.md,
+ * it all. On Node 24 a few hundred status requests leave some 7 MB so (docs/benchmarks.md,
  * "### 10"). malloc_trim(0) madvises every free page of every arena away; the chunks
  * stay free, their pages come back zero-filled when next used. It takes each arena's
  * lock in turn: a thread that allocates from that arena meanwhile waits for it, and

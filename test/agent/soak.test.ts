@@ -5,7 +5,7 @@
 // request answered, no unhandled rejection (the agent is up and logged nothing fatal),
 // open fds flat, active handles and resources (timers included; prom-client's gauges on
 // /metrics) no more at rest after the flips than at rest before, and convergence at the end. Memory and event-loop figures are the
-// long run's, in BENCHMARKS.md.
+// long run's, in docs/benchmarks.md.
 import { strict as assert } from 'node:assert';
 import { test } from 'node:test';
 import { skipWithoutKernel } from '../helpers/netns.js';

@@ -18,7 +18,7 @@
 // ovnkube-node restart to wait for), and a 1 s resync. The headline figure is the
 // number of mode changes the agent took in (its desired-mode changes counter), not
 // the flips written: the owner loop coalesces flips that land between two passes.
-// A flap may suspend repairs (README: set back more than twice within 10 minutes);
+// A flap may suspend repairs (docs/contract.md, "It never fights": set back more than twice within 10 minutes);
 // the next change of the desired mode lifts that. At the end: a last mode and a new
 // ovnkube-node (the restart the last migration owes), and the agent must converge.
 import { spawn } from 'node:child_process';
@@ -207,7 +207,7 @@ export async function soak(o: SoakOptions): Promise<SoakResult> {
       .filter((m) => Number(m[2]) - 1000 >= t0 && Number(m[2]) <= tEnd + 1000)
       .map((m) => Number(m[1]));
     // The flaps still queued in `ip` land before the end: one after it could suspend
-    // repairs again with no input left to change (README, "It never fights").
+    // repairs again with no input left to change (docs/contract.md, "It never fights").
     ip.stdin.end();
     await new Promise((resolve) => (ip.exitCode !== null ? resolve(null) : ip.once('exit', resolve)));
 

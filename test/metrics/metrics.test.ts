@@ -54,7 +54,7 @@ test('every closed label set is exported at zero before anything happened, and p
   assert.equal(value(text, 'ovn_gwmode_netlink_lost_resyncs_total'), 0);
   assert.equal(value(text, 'ovn_gwmode_mode_file_errors_total'), 0);
   assert.equal(value(text, 'ovn_gwmode_ovnkube_restart_pending'), 0);
-  // The README's exception: the error counters by code have no series until a code's first error;
+  // docs/metrics.md's exception: the error counters by code have no series until a code's first error;
   // the failures are counted at zero from the start by the failed passes and the replace results.
   assert.doesNotMatch(text, /^ovn_gwmode_(route_replace|reconcile)_errors_total\{/m);
   assert.equal(value(text, 'ovn_gwmode_reconcile_failures_total'), 0);
@@ -180,9 +180,9 @@ test('the TCP listener serves /metrics in the text format and nothing else', asy
   }
 });
 
-test("the README's metrics table names exactly the agent's own metrics, each with its type", async () => {
-  const readme = readFileSync(fileURLToPath(new URL('../../../README.md', import.meta.url)), 'utf8');
-  const rows = [...readme.matchAll(/^\| `(ovn_gwmode_[a-z_]+)` \| (gauge|counter|histogram) \|/gm)].map((m) => `${m[1]} ${m[2]}`);
+test("docs/metrics.md's metrics table names exactly the agent's own metrics, each with its type", async () => {
+  const page = readFileSync(fileURLToPath(new URL('../../../docs/metrics.md', import.meta.url)), 'utf8');
+  const rows = [...page.matchAll(/^\| `(ovn_gwmode_[a-z_]+)` \| (gauge|counter|histogram) \|/gm)].map((m) => `${m[1]} ${m[2]}`);
   const text = await new AgentMetrics({ version: '0.1.0', strategy: 'cri', processMetrics: false }).expose();
   const exposed = [...text.matchAll(/^# TYPE (ovn_gwmode_\S+) (\S+)$/gm)].map((m) => `${m[1]} ${m[2]}`);
   assert.deepEqual([...rows].sort(), [...exposed].sort());

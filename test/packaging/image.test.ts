@@ -24,7 +24,7 @@ import { skipOnRepeat } from '../helpers/repeat.js';
 const ROOT = fileURLToPath(new URL('../../..', import.meta.url));
 const LOCAL_V4 = '10.96.0.0/16 via 10.244.1.1 dev ovn-k8s-mp0';
 const SHARED_V4 = '10.96.0.0/16 via 172.18.0.1 dev br-ex mtu 1400';
-// The agent's default socket (README, `--socket`); the manifest mounts its directory.
+// The agent's default socket (docs/install.md, "Settings": `--socket`); the manifest mounts its directory.
 const SOCKET = '/run/ovn-gwmode-agent/agent.sock';
 
 const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -87,7 +87,7 @@ test('the image runs as the rendered DaemonSet says: converges the seed node, pa
     const imageName = index.manifests[0].annotations['org.opencontainers.image.ref.name'] as string;
 
     // The operator's overlay: this image, the seed node's service CIDR, a short settle, and
-    // (the runtime here being containerd) the containerd Component, as the README says.
+    // (the runtime here being containerd) the containerd Component, as docs/install.md says.
     const base = render(path.join(ROOT, 'packaging/kubernetes'));
     const baseDs = base.find((d) => d.kind === 'DaemonSet')!;
     const baseContainer = baseDs.spec.template.spec.containers[0];

@@ -46,7 +46,7 @@ function renderOverlay(resources: string[], components: string[]): K8sObject[] {
 
 /** An operator's overlay of the OpenShift overlay with both monitoring Components. */
 const renderOpenShiftWithMonitoring = () => renderOverlay([OPENSHIFT], [path.join(BASE, 'monitoring'), path.join(BASE, 'monitoring/openshift')]);
-/** The base on a containerd node (README, "As a DaemonSet"). */
+/** The base on a containerd node (docs/install.md, "Kubernetes: the DaemonSet"). */
 const renderContainerd = () => renderOverlay([BASE], [path.join(BASE, 'containerd')]);
 
 const find = (docs: K8sObject[], kind: string) => docs.find((d) => d.kind === kind) as any;
@@ -118,7 +118,7 @@ test("OpenShift overlay: the agent runs in the cluster network operator's namesp
   assert.ok(pod.volumes.some((v: any) => v.hostPath?.path === path.dirname(env.OVN_GWMODE_CRI_ENDPOINT)), 'the CRI-O socket directory is mounted');
 });
 
-test('the base is made for CRI-O: its socket\'s directory is mounted from the host at the same path, and must exist (README, "As a DaemonSet")', (t) => {
+test('the base is made for CRI-O: its socket\'s directory is mounted from the host at the same path, and must exist (docs/install.md, "Kubernetes: the DaemonSet")', (t) => {
   if (skipWithoutKubectl(t)) return;
   const pod = find(render(BASE), 'DaemonSet').spec.template.spec;
   const [c] = pod.containers;

@@ -211,7 +211,7 @@ test('the unit under a real systemd: READY on start, STATUS= follows status --br
     assert.match(journal(), /Watchdog timeout/);
     assert.match(b.run(['journalctl', '-u', UNIT, '--no-pager']).stdout, /Failed with result 'watchdog'/);
 
-    // Uninstalling, as the README's operator's guide says: disabled and stopped, the route left as it is.
+    // Uninstalling, as docs/operate.md says: disabled and stopped, the route left as it is.
     assert.equal(b.run(['systemctl', 'enable', UNIT]).status, 0);
     const removed = await b.runAsync(['systemctl', 'disable', '--now', UNIT], 60_000);
     assert.equal(removed.status, 0, removed.stderr);
