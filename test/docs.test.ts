@@ -128,6 +128,14 @@ test("the README's quick-start commands are those of the pages that are tested, 
   assert.ok(README.includes(`docker://registry.example.com/ovn-gwmode-agent:${version}`));
 });
 
+test("the README's phase table names the phases of docs/status.md's, in the same order", () => {
+  const phases = (md: string) => [...prose(md).matchAll(/^\| `(\w+)` \|/gm)].map((m) => m[1]!).filter((c) => /^(Converged|Waiting|Progressing|Degraded)$/.test(c));
+  const status = read('docs/status.md');
+  const table = status.slice(status.indexOf('## Phases'), status.indexOf('## Reason codes'));
+  assert.deepEqual(phases(README), phases(table));
+  assert.equal(phases(table).length, 4);
+});
+
 test("the DaemonSet's command for switching the mode makes the base's ConfigMap say local", (t: TestContext) => {
   const l = blockAfter(README, '**A DaemonSet on Kubernetes**').find((x) => x.includes('patch configmap'))!;
   const words = [...l.matchAll(/'([^']*)'|(\S+)/g)].map((m) => m[1] ?? m[2]!);
