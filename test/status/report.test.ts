@@ -28,6 +28,24 @@ test('status: a multipath route reads as multipath, not as "via (none) dev (none
   assert.equal(renderBrief(report), 'Waiting desired=local ovnkube=local layout=legacy release=4.8-4.9 routes=0/1 in sync: 10.96.0.0/16 is a multipath route: not one the agent owns');
 });
 
+test('status --brief: a bad mode file shows whatever reason comes first, not only in the full status', () => {
+  const kept = 'keeping the last valid desired mode "local": /etc/mode: the mode is "locl"; expected exactly "local" or "shared"';
+  const restarting: StatusReport = {
+    ...report,
+    phase: 'Progressing',
+    modeSource: { path: '/etc/mode', error: 'the mode is "locl"', detail: null },
+    reasons: ['restarted ovnkube-node (pid 42); waiting for a new one running local', kept, 'service routes match desired mode local'],
+    reasonCodes: ['RestartAwaited', 'ModeFileInvalid', 'InSync'],
+    routes: [{ cidr: '10.96.0.0/16', family: 4, observed: { dev: 'ovn-k8s-mp0', via: '10.244.1.1', mtu: null }, expected: { dev: 'ovn-k8s-mp0', via: '10.244.1.1', mtu: null }, inSync: true, repairsSuspended: null }],
+  };
+  assert.equal(
+    renderBrief(restarting),
+    `Progressing desired=local ovnkube=local layout=legacy release=4.8-4.9 routes=1/1 in sync: restarted ovnkube-node (pid 42); waiting for a new one running local; ${kept}`,
+  );
+  // The first reason alone when nothing is wrong with the input: the line stays short.
+  assert.doesNotMatch(renderBrief({ ...restarting, reasons: restarting.reasons.slice(2), reasonCodes: ['InSync'] }), /;/);
+});
+
 test('the README lists every reason code the agent can report', async () => {
   const { readFileSync } = await import('node:fs');
   const { REASON_CODES } = await import('../../src/core/reasons.js');
