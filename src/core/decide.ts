@@ -367,9 +367,10 @@ function restartView(i: DecideInput): Omit<Decision, 'wakeInMs'> & { wakeInMs: n
   }
   const allowed = restartAllowed(i.restarts, now, s.limit);
   if (!allowed.allowed) {
+    // A planned wait with a known end (a deliberate back-and-forth spends the limit), not a failure: Progressing.
     return keep(
-      'Degraded',
-      reason('RestartRateLimited', `ovnkube-node must be restarted for the migration to ${m.mode}, but ${allowed.reason}; next allowed at ${isoAt(i, allowed.nextAllowedAt)}`),
+      'Progressing',
+      reason('RestartRateLimited', `waiting until ${isoAt(i, allowed.nextAllowedAt)} to restart ovnkube-node for the migration to ${m.mode} (the restart rate limit: ${allowed.reason})`),
       Math.max(POLL_MS, allowed.nextAllowedAt - now),
     );
   }

@@ -196,7 +196,8 @@ export function plan(input: PlanInput): Plan {
   });
 
   if (desired.mode === null) {
-    return done([reason('ModeNotRead', `no valid desired mode yet (${desired.source.path}: ${desired.source.error ?? 'not read yet'})`)], true);
+    // Never "keeping the last valid mode": there was none, and nothing is done.
+    return done([reason('ModeNotRead', `no valid mode read yet: acting on nothing (${desired.source.path}: ${desired.source.error ?? 'not read yet'})`)], true);
   }
   if (desired.source.error) {
     reasons.push(reason('ModeFileInvalid', `keeping the last valid desired mode "${desired.mode}": ${desired.source.path}: ${desired.source.error}`));

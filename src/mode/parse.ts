@@ -106,7 +106,7 @@ export function parseModeContent(content: string): ModeParse {
     const first = ((err as Error).message.split('\n')[0] ?? '').slice(0, 160);
     return { error: `neither a mode word nor valid YAML/JSON: ${first}` };
   }
-  if (!isObject(doc)) return { error: 'neither a mode word nor a Kubernetes object' };
+  if (!isObject(doc)) return { error: `${describe(doc)}: ${EXPECTED}` };
   const kind = doc.kind;
   const name = isObject(doc.metadata) ? doc.metadata.name : undefined;
   if (kind === 'ConfigMap') {
@@ -122,5 +122,26 @@ export function parseModeContent(content: string): ModeParse {
     return configMapMode(value);
   }
   if (kind === 'Network') return { error: NETWORK_REFUSED };
-  return { error: `kind ${show(kind)} is not the ConfigMap ${CONFIGMAP_NAME}` };
+  return { error: `${describe(doc)}: ${EXPECTED}${bareModeHint(doc)}` };
+}
+
+/** What a mode file may hold, said in every refusal of what it holds instead. */
+const EXPECTED = `expected "local" or "shared" alone, a ConfigMap named ${CONFIGMAP_NAME} (kind: ConfigMap, data.mode) as YAML or JSON, or a ConfigMap volume directory`;
+
+/** What a parsed document is, in a reader's words: `mode: local` is "a YAML map without kind (keys: mode)", not "kind missing". */
+function describe(doc: unknown): string {
+  if (doc === null || doc === undefined) return 'a YAML document with no value (comments only?)';
+  if (Array.isArray(doc)) return `a YAML list of ${doc.length}`;
+  if (!isObject(doc)) return `a YAML ${typeof doc} ${show(doc)}, not a mode word`;
+  const keys = Object.keys(doc);
+  const listed = `keys: ${keys.slice(0, 5).join(', ')}${keys.length > 5 ? ', ...' : ''}`;
+  if (!Object.hasOwn(doc, 'kind')) return `a YAML map without kind (${keys.length > 0 ? listed : 'no keys'})`;
+  if (typeof doc.kind !== 'string') return `a YAML map whose kind is ${show(doc.kind)}`;
+  return `a ${doc.kind} manifest (kind ${show(doc.kind)}), not a ConfigMap`;
+}
+
+/** A map saying `mode: local` meant the word: say how to write it. */
+function bareModeHint(doc: Record<string, unknown>): string {
+  const mode = doc.mode;
+  return mode === 'local' || mode === 'shared' ? `; for ${mode} mode, the file may say just: ${mode}` : '';
 }

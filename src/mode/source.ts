@@ -66,6 +66,9 @@ async function isVolumeKey(file: string): Promise<boolean> {
   }
 }
 
+/** Whether a directory entry is there, a dangling symlink included. */
+const exists = (p: string): Promise<boolean> => lstat(p).then(() => true, () => false);
+
 const asRead = (parsed: ModeParse): ModeRead =>
   parsed.mode ? { mode: parsed.mode, error: null, ...(parsed.detail ? { detail: parsed.detail } : {}) } : { mode: null, error: parsed.error! };
 
@@ -105,6 +108,11 @@ async function readModeFile(source: string): Promise<{ read: ModeRead; facts: Re
       if (await isVolume(path.dirname(file))) {
         facts.atomic = true;
         return done(asRead({ mode: 'shared', detail: `no key "${path.basename(file)}" in the ConfigMap volume ${path.dirname(file)} (an optional ConfigMap that does not exist, or one without the key): shared, as the cluster network operator reads it` }));
+      }
+      // A directory given that holds neither a mode entry nor a ..data link: say what it is,
+      // not only that a path the reader made up is missing. (A dangling link is said as missing.)
+      if (file !== source && !(await exists(file)) && !(await exists(path.join(source, '..data')))) {
+        return done({ mode: null, error: `${source} is a directory with no file "${CONFIGMAP_KEY}" and no ConfigMap volume (no ..data): expected one of the two` });
       }
       return done({ mode: null, error: `${file} does not exist` });
     }

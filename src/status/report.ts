@@ -57,10 +57,21 @@ export interface StatusReport {
   version: string;
 }
 
+/**
+ * The reasons that say the operator's input is bad. The brief line shows them whatever
+ * reason comes first, or a garbled mode file would hide behind "service routes match
+ * desired mode local" (or a restart under way) while the agent acts on an older mode:
+ *  - ModeFileInvalid: the mode file turned bad; the last valid mode is kept;
+ *  - ModeNotRead: no valid mode read yet (missing, unreadable or invalid); nothing is done.
+ * A bad flag, variable or ovnkube.conf is no reason: the agent refuses to start (exit 2).
+ */
+export const INPUT_ERROR_CODES: readonly ReasonCode[] = ['ModeFileInvalid', 'ModeNotRead'];
+
 export function renderBrief(s: StatusReport): string {
   const synced = s.routes.filter((r) => r.inSync).length;
-  const first = s.reasons[0] ? `: ${s.reasons[0]}` : '';
-  return `${s.phase} desired=${s.desiredMode ?? 'none'} ovnkube=${s.ovnkubeMode ?? 'unknown'} layout=${s.layout} release=${s.platform.release} routes=${synced}/${s.routes.length} in sync${s.dryRun ? ' (dry run)' : ''}${first}`;
+  const shown = s.reasons.filter((_, i) => i === 0 || INPUT_ERROR_CODES.includes(s.reasonCodes[i]!));
+  const said = shown.length > 0 ? `: ${shown.join('; ')}` : '';
+  return `${s.phase} desired=${s.desiredMode ?? 'none'} ovnkube=${s.ovnkubeMode ?? 'unknown'} layout=${s.layout} release=${s.platform.release} routes=${synced}/${s.routes.length} in sync${s.dryRun ? ' (dry run)' : ''}${said}`;
 }
 
 export function renderHuman(s: StatusReport): string {

@@ -105,7 +105,7 @@ const restartRows: Array<{ name: string; in: Partial<DecideInput>; steps: string
   { name: 'the node reached its mode without the agent: no restart owed', in: { migration: migration({ restart: 'none' }) }, steps: [], phase: null, code: null },
   { name: 'failed: retried after backoff, not before', in: { migration: migration({ restart: 'failed', lastAttemptAt: T - 1000, attempts: 1, lastError: 'EPERM' }) }, steps: [], phase: 'Degraded', code: 'RestartFailed' },
   { name: 'failed, backoff over: requested again', in: { migration: migration({ restart: 'failed', lastAttemptAt: T - 10_000, attempts: 1, lastError: 'EPERM' }) }, steps: ['restart'], phase: 'Progressing', code: 'RestartAwaited', restart: 'requested' },
-  { name: 'rate limited: Degraded until allowed', in: { migration: migration(), restarts: [T - 60_000] }, steps: [], phase: 'Degraded', code: 'RestartRateLimited' },
+  { name: 'rate limited: a planned wait, Progressing until allowed (not Degraded: nothing failed)', in: { migration: migration(), restarts: [T - 60_000] }, steps: [], phase: 'Progressing', code: 'RestartRateLimited' },
   { name: 'done, inside the settle time: Progressing', in: { migration: migration({ restart: 'done', doneAt: T - 1000 }) }, steps: [], phase: 'Progressing', code: 'Settling' },
   { name: 'done and settled: nothing', in: { migration: migration({ restart: 'done', doneAt: T - 61_000 }) }, steps: [], phase: null, code: null },
   { name: 'owed while a restart request is still under way (the mode changed during a CRI stop): none requested, said to be under way', in: { migration: migration(), restartInFlight: true }, steps: [], phase: 'Progressing', code: 'RestartAwaited' },
@@ -305,6 +305,17 @@ test('decide: times in messages are shown in wall time (wallOffsetMs), the durat
   const d = decide(input({ migration: done, ovnkube: { mode: 'local', pid: 43, id: 'p43', detail: null, release410Plus: null }, target: NEW, wallOffsetMs: 1_700_000_000_000 }));
   assert.equal(d.wakeInMs, 50_000);
   assert.match(d.restart.reason!.message, new RegExp(`until ${new Date(T + 50_000 + 1_700_000_000_000).toISOString()}`));
+});
+
+test('decide: a restart held by the rate limit is Progressing, and says until when (wall time) and why', () => {
+  const d = decide(input({ migration: migration(), restarts: [T - 60_000], wallOffsetMs: 1_700_000_000_000 }));
+  const until = T - 60_000 + settings.limit.minIntervalMs;
+  assert.equal(d.restart.phase, 'Progressing');
+  assert.equal(
+    d.restart.reason!.message,
+    `waiting until ${new Date(until + 1_700_000_000_000).toISOString()} to restart ovnkube-node for the migration to local (the restart rate limit: the last restart was less than ${settings.limit.minIntervalMs / 1000}s ago)`,
+  );
+  assert.equal(summarize(inSync, d.restart, new Map(), null).phase, 'Progressing');
 });
 
 test('fights: a replace the agent put back itself counts as a set-back when found put back, and the suspension says so', () => {

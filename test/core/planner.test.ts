@@ -190,6 +190,14 @@ for (const c of cases) {
   });
 }
 
+test('planner: a bad mode file with no valid mode before says nothing is kept, and acts on nothing', () => {
+  const p = plan(input({ mode: null, modeError: 'a YAML map without kind (keys: mode)' }));
+  assert.deepEqual(p.reasons.map((r) => r.code), ['ModeNotRead']);
+  assert.equal(p.reasons[0]!.message, 'no valid mode read yet: acting on nothing (/etc/mode: a YAML map without kind (keys: mode))');
+  assert.doesNotMatch(p.reasons[0]!.message, /keeping|last valid/);
+  assert.deepEqual(p.actions, []);
+});
+
 test('planner: the whole plan of the seed node going local', () => {
   assert.deepEqual(plan(input({})), {
     layout: 'legacy',

@@ -61,7 +61,18 @@ const bad: Array<[string, string, RegExp]> = [
   ['a Network with routingViaHost true', 'apiVersion: operator.openshift.io/v1\nkind: Network\nspec:\n  defaultNetwork:\n    ovnKubernetesConfig:\n      gatewayConfig:\n        routingViaHost: true\n', NETWORK],
   ['a Network without gatewayConfig', 'apiVersion: operator.openshift.io/v1\nkind: Network\nspec: {}\n', NETWORK],
   ['the config.openshift.io Network', 'apiVersion: config.openshift.io/v1\nkind: Network\nspec: {}\n', NETWORK],
-  ['another kind', 'kind: Pod\n', /^kind "Pod" is not the ConfigMap gateway-mode-config$/],
+  ['another kind', 'kind: Pod\n', /^a Pod manifest \(kind "Pod"\), not a ConfigMap: expected /],
+  // What the file is, and what was expected: never "kind missing".
+  [
+    'a bare YAML map saying mode: local',
+    'mode: local\n',
+    /^a YAML map without kind \(keys: mode\): expected "local" or "shared" alone, a ConfigMap named gateway-mode-config \(kind: ConfigMap, data\.mode\) as YAML or JSON, or a ConfigMap volume directory; for local mode, the file may say just: local$/,
+  ],
+  ['a ConfigMap without its kind', 'metadata:\n  name: gateway-mode-config\ndata:\n  mode: local\n', /^a YAML map without kind \(keys: metadata, data\): expected .*ConfigMap named gateway-mode-config \(kind: ConfigMap, data\.mode\)/],
+  ['a YAML list', '- local\n', /^a YAML list of 1: expected "local" or "shared" alone/],
+  ['two words', 'local shared\n', /^a YAML string "local shared", not a mode word: expected "local" or "shared" alone/],
+  ['a number', '42\n', /^a YAML number 42, not a mode word: expected/],
+  ['a kind that is no string', 'kind: [ConfigMap]\n', /^a YAML map whose kind is \["ConfigMap"\]: expected/],
 ];
 for (const [name, content, error] of bad) {
   test(`mode file: ${name} is refused`, () => {

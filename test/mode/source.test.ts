@@ -270,7 +270,11 @@ test('a plain host file keeps its reading: local\\n is local, a stray word an er
     const unmounted = path.join(root, 'not-mounted-yet');
     assert.deepEqual(await readModeSource(unmounted), { mode: null, error: `${unmounted} does not exist` });
     mkdirSync(unmounted);
-    assert.deepEqual(await readModeSource(unmounted), { mode: null, error: `${path.join(unmounted, 'mode')} does not exist` }, 'an empty directory without ..data is not a volume');
+    assert.deepEqual(
+      await readModeSource(unmounted),
+      { mode: null, error: `${unmounted} is a directory with no file "mode" and no ConfigMap volume (no ..data): expected one of the two` },
+      'an empty directory without ..data is not a volume, and the error says what the directory is',
+    );
   } finally {
     rmSync(root, { recursive: true, force: true });
   }

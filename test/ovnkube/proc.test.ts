@@ -12,7 +12,7 @@ import { MAX_COPY_AGE_MS, OvnkubeScanner, scanOvnkubeProcesses, startTimeOf, sum
 import { CLI, FakeOvnkube, RHCOS_49_OS_RELEASE, Scratch } from '../helpers/agent.js';
 import { withForkedOvnkube } from '../helpers/forked-ovnkube.js';
 import { seedNode, skipWithoutKernel } from '../helpers/netns.js';
-import { AS_NOBODY, runAsNobody, skipWithoutSetpriv } from '../helpers/nobody.js';
+import { asNobody, runAsNobody, skipWithoutSetpriv } from '../helpers/nobody.js';
 import { IDLE } from '../../src/demo/fake-ovnkube.js';
 
 const PROC = pathToFileURL(path.resolve(path.dirname(new URL(import.meta.url).pathname), '../../src/ovnkube/proc.js')).href;
@@ -159,7 +159,7 @@ test('plan as non-root says it cannot read ovnkube-node\'s namespace, and what i
     const args = ['plan', '--mode-file', scratch.modeFile, '--service-cidr', '10.96.0.0/16', '--mtu', '1400', '--os-release', RHCOS_49_OS_RELEASE];
     const asRoot = spawnSync('ip', ['netns', 'exec', ns.name, process.execPath, CLI, ...args], { encoding: 'utf8' });
     assert.match(asRoot.stdout, /replace 10\.96\.0\.0\/16/, asRoot.stderr);
-    const r = spawnSync('ip', ['netns', 'exec', ns.name, ...AS_NOBODY, process.execPath, CLI, ...args], { encoding: 'utf8', timeout: 60_000 });
+    const r = spawnSync('ip', ['netns', 'exec', ns.name, ...asNobody([process.execPath, CLI, ...args])], { encoding: 'utf8', timeout: 60_000 });
     assert.equal(r.status, 1, r.stderr);
     assert.match(r.stdout, /^actions: none$/m);
     const reason = /^ {2}- ovnkube-node's gateway mode is unknown: (.*?)(?: \[\w+\])?$/m.exec(r.stdout);

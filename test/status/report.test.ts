@@ -63,3 +63,21 @@ test('docs/status.md says what each phase means, and every phase of the reason-c
     assert.match(row.phase, /^(Converged|Waiting|Progressing|Degraded|any|the plan's.*|`rollback`.*)$/, row.codes.join(', '));
   }
 });
+
+test('status --brief: a bad mode file shows whatever reason comes first, not only in the full status', () => {
+  const kept = 'keeping the last valid desired mode "local": /etc/mode: the mode is "locl"; expected exactly "local" or "shared"';
+  const restarting: StatusReport = {
+    ...report,
+    phase: 'Progressing',
+    modeSource: { path: '/etc/mode', error: 'the mode is "locl"', detail: null },
+    reasons: ['restarted ovnkube-node (pid 42); waiting for a new one running local', kept, 'service routes match desired mode local'],
+    reasonCodes: ['RestartAwaited', 'ModeFileInvalid', 'InSync'],
+    routes: [{ cidr: '10.96.0.0/16', family: 4, observed: { dev: 'ovn-k8s-mp0', via: '10.244.1.1', mtu: null }, expected: { dev: 'ovn-k8s-mp0', via: '10.244.1.1', mtu: null }, inSync: true, repairsSuspended: null }],
+  };
+  assert.equal(
+    renderBrief(restarting),
+    `Progressing desired=local ovnkube=local layout=legacy release=4.8-4.9 routes=1/1 in sync: restarted ovnkube-node (pid 42); waiting for a new one running local; ${kept}`,
+  );
+  // The first reason alone when nothing is wrong with the input: the line stays short.
+  assert.doesNotMatch(renderBrief({ ...restarting, reasons: restarting.reasons.slice(2), reasonCodes: ['InSync'] }), /;/);
+});

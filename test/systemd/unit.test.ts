@@ -31,7 +31,8 @@
 //   UMask=0027                                  verified: Umask 0027
 //   RuntimeDirectory(Mode), StateDirectory(Mode) verified: 0750 directories, the socket 0660 in it
 //   WatchdogSec                                 verified: a wedged loop is killed (Result watchdog) and restarted
-//   Type=notify, ExecReload                     verified: start returns once READY; reload re-reads ovnkube.conf
+//   Type=notify, ExecReload                     verified: start returns once READY; reload re-reads ovnkube.conf,
+//                                                 not the settings file (its variables apply on a restart)
 import { rhcosOsRelease } from '../../src/demo/os-release.js';
 import { strict as assert } from 'node:assert';
 import { copyFileSync, existsSync, readFileSync, statSync } from 'node:fs';
@@ -186,6 +187,22 @@ test('the unit under a real systemd: READY on start, STATUS= follows status --br
     await statusIs((l) => /^Converged desired=local .*routes=2\/2 in sync/.test(l), 'Converged on both CIDRs after the reload');
     assert.match(ns.routes('fd00:10:96::/112')[0] ?? '', LOCAL_V6);
     assert.equal(Number(b.show(UNIT, 'MainPID')), mainPid, 'a reload is not a restart');
+
+    // The settings file is the agent's environment, set when it starts: a reload leaves a
+    // variable changed there unapplied (while it re-reads ovnkube.conf), a restart applies
+    // it. The sample says exactly that.
+    const sample = readFileSync(path.join(ROOT, 'systemd/ovn-gwmode-agent.default'), 'utf8');
+    assert.match(sample, /after a change here,\n# systemctl restart ovn-gwmode-agent\. systemctl reload \(SIGHUP\) never re-reads this file:\n# it re-reads ovnkube\.conf and os-release, and the mode file/);
+    const settings = readFileSync(b.path('/etc/default/ovn-gwmode-agent'), 'utf8');
+    b.write('/etc/default/ovn-gwmode-agent', `${settings}OVN_GWMODE_DRY_RUN=true\n`);
+    writeConf('10.96.0.0/16');
+    assert.equal((await b.runAsync(['systemctl', 'reload', UNIT], 60_000)).status, 0);
+    // routes=1/1: this reload was taken (ovnkube.conf re-read); no "(dry run)": the variable was not.
+    await statusIs((l) => /^Converged desired=local .*routes=1\/1 in sync: /.test(l), 'ovnkube.conf re-read, the settings file not');
+    assert.equal(Number(b.show(UNIT, 'MainPID')), mainPid);
+    assert.equal((await b.runAsync(['systemctl', 'restart', UNIT], 60_000)).status, 0);
+    await statusIs((l) => /^Converged desired=local .*routes=1\/1 in sync \(dry run\)/.test(l), 'the variable applied by the restart');
+    b.write('/etc/default/ovn-gwmode-agent', settings);
 
     // systemctl stop: clean (exit 0, Result success), the socket gone.
     const stopped = await b.runAsync(['systemctl', 'stop', UNIT], 60_000);
