@@ -9,7 +9,8 @@
 # stripped, at /usr/lib/ovn-gwmode-agent/bin/node: Debian 12's nodejs is 18, older than the
 # agent supports), /usr/bin/ovn-gwmode-agent running it, the unit in /lib/systemd/system
 # (the repository's, ExecStart pointed at the bundled node), the sample settings as the
-# conffile /etc/default/ovn-gwmode-agent. Maintainer scripts: packaging/deb/.
+# conffile /etc/default/ovn-gwmode-agent, the manual page ovn-gwmode-agent(8) (packaging/man/,
+# made by `npm run docs:cli`). Maintainer scripts: packaging/deb/.
 # Needs node, npm, make, g++, python3 (the addon), dpkg-deb, strip, gzip. Runs as any user
 # (dpkg-deb --root-owner-group makes every file root's).
 set -euo pipefail
@@ -44,7 +45,7 @@ step "staging /usr/lib/$pkgname"
 pkg=$work/pkg
 lib=$pkg/usr/lib/$pkgname
 mkdir -p "$lib/bin" "$lib/dist" "$lib/native/build/Release" "$lib/src/cri" "$pkg/usr/bin" \
-  "$pkg/lib/systemd/system" "$pkg/etc/default" "$pkg/usr/share/doc/$pkgname" "$pkg/DEBIAN"
+  "$pkg/lib/systemd/system" "$pkg/etc/default" "$pkg/usr/share/doc/$pkgname" "$pkg/usr/share/man/man8" "$pkg/DEBIAN"
 strip -o "$lib/bin/node" "$work/node/bin/node"
 # The agent reports package.json's version: the package's upstream version (without a
 # Debian revision) when GWMODE_DEB_VERSION sets another.
@@ -74,6 +75,10 @@ install -m 0755 "$here/ovn-gwmode-agent" "$pkg/usr/bin/$pkgname"
 install -m 0644 "$root/systemd/ovn-gwmode-agent.default" "$pkg/etc/default/$pkgname"
 # The repository's unit, run by the bundled node with the same node flags.
 bash "$here/unit.sh" "$root/systemd/ovn-gwmode-agent.service" "$pkgname" >"$pkg/lib/systemd/system/$pkgname.service"
+
+# Debian policy 12.1: gzip -9; -n leaves the name and time stamp out, so a rebuild is the same.
+gzip -9n <"$root/packaging/man/$pkgname.8" >"$pkg/usr/share/man/man8/$pkgname.8.gz"
+chmod 0644 "$pkg/usr/share/man/man8/$pkgname.8.gz"
 
 doc=$pkg/usr/share/doc/$pkgname
 install -m 0644 "$here/copyright" "$doc/copyright"

@@ -1,4 +1,5 @@
-// The flags of each command, and the OVN_GWMODE_* variables that stand for them.
+// The flags of each command as yargs and the quick parser take them, made from
+// reference.ts, and the OVN_GWMODE_* variables that stand for them.
 //
 // Each command declares only the flags it uses, so that its --help is true and yargs'
 // strict mode catches a misplaced one. Every `run` flag can also come from
@@ -6,93 +7,49 @@
 // own flags and leaves the rest to the others, because one environment (a DaemonSet
 // container's, /etc/default/ovn-gwmode-agent) serves `run` and the `health` probe alike.
 import type { Argv, Options } from 'yargs';
+import { COMMAND_SPECS, COMMANDS, ENV_PREFIX, FLAGS, SETTINGS_FLAGS, variableOf, type Command, type Flag, type FlagSpec } from './reference.js';
 
-export const DEFAULT_SOCKET = '/run/ovn-gwmode-agent/agent.sock';
-export const DEFAULT_STATE_DIR = '/var/lib/ovn-gwmode-agent';
-export const ENV_PREFIX = 'OVN_GWMODE_';
-
-export const COMMANDS = ['run', 'status', 'health', 'plan', 'apply', 'rollback', 'events'] as const;
-export type Command = (typeof COMMANDS)[number];
+export { COMMANDS, DEFAULT_SOCKET, DEFAULT_STATE_DIR, ENV_PREFIX, type Command } from './reference.js';
 
 type OptionSet = Record<string, Options>;
 
-/** What the planner reads: `plan`, `apply` and `run`. */
-const PLANNER: OptionSet = {
-  'mode-file': { type: 'string', describe: 'file, ConfigMap volume directory or manifest holding the desired gateway mode' },
-  'service-cidr': { type: 'string', array: true, describe: 'service CIDR (repeatable, comma lists allowed; IPv4 and IPv6)' },
-  'ovnkube-config': { type: 'string', describe: 'ovnkube.conf, for service-cidrs, mtu and next-hop the flags leave out' },
-  'gateway-interface': { type: 'string', default: 'br-ex' },
-  'management-interface': { type: 'string', default: 'ovn-k8s-mp0' },
-  'os-release': { type: 'string', default: '/etc/os-release', describe: "the host's os-release: RHCOS names the OpenShift release in it" },
-  layout: { type: 'string', default: 'auto', describe: 'auto (from the evidence) | legacy (a 4.8/4.9 node without evidence; 4.10+ evidence wins) | routing-via-host (never change)' },
-  'ovnkube-mode-check': { type: 'string', default: 'proc', describe: 'proc: act only when ovnkube-node runs the desired mode; off: trust the mode file' },
-  mtu: { type: 'string', describe: 'MTU of shared-mode service routes (default: ovnkube.conf [default] mtu)' },
-  'gateway-nexthop': { type: 'string', array: true, describe: "shared-mode next hop per family (default: the gateway interface's default route)" },
-  'log-level': { type: 'string', default: 'info' },
-};
-
-const SOCKET: OptionSet = { socket: { type: 'string', default: DEFAULT_SOCKET, describe: "the agent's status socket" } };
-
-const STATE_DIR: OptionSet = {
-  'state-dir': { type: 'string', default: DEFAULT_STATE_DIR, describe: 'restart journal, and the lock that keeps one agent per node' },
-};
-
-const DRY_RUN: OptionSet = { 'dry-run': { type: 'boolean', default: false, describe: 'plan, log and report; never change the kernel' } };
-
-/** Only the daemon's. */
-const DAEMON: OptionSet = {
-  ...SOCKET,
-  'socket-group': { type: 'string', describe: "group (name or gid) that may use the socket, besides root: the socket's and its new directory's group" },
-  'resync-interval': { type: 'string', default: '60', describe: 'seconds, or with a unit: 500ms, 2m' },
-  restart: { type: 'string', default: 'cri', describe: 'how to restart ovnkube-node after a migration: cri | signal | none' },
-  'cri-endpoint': { type: 'string', describe: 'CRI socket (default: the first of /var/run/crio/crio.sock, /run/containerd/containerd.sock)' },
-  'ovnkube-namespace': { type: 'string', default: 'openshift-ovn-kubernetes' },
-  'ovnkube-container': { type: 'string', default: 'ovnkube-node' },
-  'restart-grace': { type: 'string', default: '30', describe: 'seconds the runtime gives ovnkube-node to stop' },
-  'restart-min-interval': { type: 'string', default: '5m', describe: 'at most one restart per interval' },
-  'restart-max-per-hour': { type: 'string', default: '3', describe: 'at most this many restarts in any hour' },
-  'restart-timeout': { type: 'string', default: '5m', describe: 'how long to wait for the new ovnkube-node' },
-  settle: { type: 'string', default: '60', describe: 'how long the routes must hold after a restart before Converged' },
-  ...DRY_RUN,
-  'metrics-address': { type: 'string', describe: 'HOST:PORT of a TCP listener serving only /metrics (default: none; the socket serves /metrics)' },
-};
-
-/** The flags that settings variables can stand for: exactly `run`'s. */
-const SETTINGS: OptionSet = { ...PLANNER, ...STATE_DIR, ...DAEMON };
-
-// No defaults: yargs counts a default as given, and status's --json and --brief conflict.
-const JSON_OUT: OptionSet = { json: { type: 'boolean', describe: 'the raw JSON' } };
+const CHOICES_MEANING = (choices: Readonly<Record<string, string>>) =>
+  Object.entries(choices)
+    .map(([c, meaning]) => (meaning ? `${c} (${meaning})` : c))
+    .join(' | ');
 
 /**
- * rollback reads the journal and the kernel, not the desired mode nor ovnkube-node; the
- * route it puts back is the journal's (next hop and MTU as they were), so neither --mtu
- * nor --gateway-nexthop would change anything.
+ * A flag as yargs declares it. Choices go into the description, not to yargs: its refusal
+ * would not name the flag, and settings.ts checks them (reference.ts).
  */
-const { 'mode-file': _modeFile, 'ovnkube-mode-check': _modeCheck, mtu: _mtu, 'gateway-nexthop': _nexthop, ...ROLLBACK_PLANNER } = PLANNER;
+export function yargsOption(spec: FlagSpec): Options {
+  const describe = spec.choices ? `${spec.describe}: ${CHOICES_MEANING(spec.choices)}` : spec.describe;
+  return {
+    type: spec.type,
+    describe,
+    ...(spec.repeatable ? { array: true } : {}),
+    ...(spec.default !== undefined ? { default: spec.default } : {}),
+    ...(spec.defaultText !== undefined ? { defaultDescription: spec.defaultText } : {}),
+  };
+}
 
-export const COMMAND_OPTIONS: Record<Command, OptionSet> = {
-  run: SETTINGS,
-  status: { ...SOCKET, ...JSON_OUT, brief: { type: 'boolean', describe: 'one line' }, watch: { type: 'boolean', describe: 'follow the agent live: redrawn on a terminal, a line per change otherwise' } },
-  health: { ...SOCKET, ready: { type: 'boolean', default: false, describe: 'ask /readyz instead of /healthz' } },
-  plan: { ...PLANNER, ...JSON_OUT },
-  // apply honours a dry run too: the environment that holds a DaemonSet's or a unit's
-  // OVN_GWMODE_DRY_RUN serves a one-shot apply run beside it (kubectl exec, a shell on the node).
-  apply: { ...PLANNER, ...STATE_DIR, ...DRY_RUN, ...JSON_OUT },
-  rollback: { ...ROLLBACK_PLANNER, ...STATE_DIR, yes: { type: 'boolean', default: false, describe: 'carry the plan out (without it, only print it)' } },
-  events: { ...SOCKET, ...JSON_OUT, since: { type: 'string', describe: 'only the events of the last DURATION: 90s, 10m, 1h' } },
-};
+const optionSet = (flags: readonly Flag[]): OptionSet => Object.fromEntries(flags.map((f) => [f, yargsOption(FLAGS[f])]));
+
+export const COMMAND_OPTIONS = Object.fromEntries(COMMANDS.map((c) => [c, optionSet(COMMAND_SPECS[c].flags)])) as Record<Command, OptionSet>;
+
+/** The flags that settings variables can stand for: exactly `run`'s. */
+const SETTINGS: OptionSet = optionSet(SETTINGS_FLAGS);
 
 /** Flags that must not be given together (yargs' `conflicts`; the quick parser of dispatch.ts leaves such lines to it). */
-export const CONFLICTS: Partial<Record<Command, Array<[string, string]>>> = {
-  status: [
-    ['json', 'brief'],
-    ['watch', 'json'],
-  ],
-};
+export const CONFLICTS: Partial<Record<Command, Array<[string, string]>>> = Object.fromEntries(
+  COMMANDS.flatMap((c) => {
+    const pairs = COMMAND_SPECS[c].conflicts;
+    return pairs ? [[c, pairs.map(([a, b]): [string, string] => [a, b])]] : [];
+  }),
+);
 
 /** OVN_GWMODE_MODE_FILE -> mode-file */
 const flagOf = (variable: string): string => variable.slice(ENV_PREFIX.length).toLowerCase().replaceAll('_', '-');
-const variableOf = (flag: string): string => ENV_PREFIX + flag.toUpperCase().replaceAll('-', '_');
 
 export class EnvError extends Error {
   readonly code = 'ERR_GWMODE_ENV';

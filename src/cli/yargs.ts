@@ -3,6 +3,7 @@
 import yargs, { type Argv } from 'yargs';
 import { VERSION } from '../version.js';
 import { COMMANDS, CONFLICTS, EnvError, envValues, usageError, withOptions, type Command } from './options.js';
+import { BUILTIN_FLAGS, COMMAND_SPECS, EXIT_STATUS, type ExitCode } from './reference.js';
 
 export type Handler = (argv: Record<string, unknown>) => Promise<void>;
 
@@ -18,7 +19,7 @@ const options = (command: Command) => (y: Argv) => {
     throw err;
   }
   for (const [a, b] of CONFLICTS[command] ?? []) withFlags = withFlags.conflicts(a, b);
-  return withFlags;
+  return withFlags.epilogue(exitStatus(COMMAND_SPECS[command].exits));
 };
 
 /**
@@ -38,25 +39,25 @@ function explain(args: string[], message: string): string {
   return `unexpected argument${names.length > 1 ? 's' : ''} ${names.map((n) => `"${n}"`).join(', ')}`;
 }
 
-const DESCRIBE: Record<Command, string> = {
-  run: 'run the agent: watch the mode file and the kernel, keep the service routes right',
-  status: 'ask a running agent how the node is (exit 0 converged, 1 not, 2 unreachable)',
-  health: 'the liveness (or, with --ready, readiness) probe: exit 0 yes, 1 no, 2 unreachable',
-  plan: 'observe once and print what the agent would do (exit 0 when nothing is to do)',
-  apply: 'observe once, carry the plan out and verify (exit 0 when nothing is left to do)',
-  rollback: "print how the journal's last migration would be put back; with --yes, put it back (exit 0 done, 1 refused)",
-  events: 'what the agent did on this node, oldest first (its last 256 events)',
-};
+/** The exit codes, as --help ends: `exit status: 0 ...; 1 ...`. */
+const exitStatus = (exits: Partial<Record<ExitCode, string>>) =>
+  `exit status: ${Object.entries(exits)
+    .map(([code, meaning]) => `${code} ${meaning}`)
+    .join('; ')}`;
+
+/** What --help ends with besides the exit codes: where the rest is. */
+const MORE = 'every command and flag: man ovn-gwmode-agent (docs/cli.md in the source)';
 
 /** Parses args with yargs and runs the command's handler. */
 export async function parseWithYargs(args: string[], handlers: Record<Command, Handler>): Promise<void> {
   let y = yargs(args).scriptName('ovn-gwmode-agent');
-  for (const command of COMMANDS) y = y.command(command, DESCRIBE[command], options(command), (argv) => handlers[command](argv));
+  for (const command of COMMANDS) y = y.command(command, COMMAND_SPECS[command].summary, options(command), (argv) => handlers[command](argv));
   await y
+    .epilogue(`${exitStatus(EXIT_STATUS)}\n${MORE}`)
     .demandCommand(1, NAMED)
     .strict()
-    .version(VERSION)
-    .help()
+    .version('version', BUILTIN_FLAGS.version, VERSION)
+    .help('help', BUILTIN_FLAGS.help)
     .fail((msg, err) => {
       if (err) throw err;
       usageError(explain(args, msg));

@@ -8,6 +8,7 @@ import { strict as assert } from 'node:assert';
 import { spawn, spawnSync } from 'node:child_process';
 import { copyFileSync, existsSync, lstatSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
+import { gunzipSync } from 'node:zlib';
 import path from 'node:path';
 import { test, after, type TestContext } from 'node:test';
 import { fileURLToPath } from 'node:url';
@@ -18,6 +19,7 @@ import { skipOnRepeat } from '../helpers/repeat.js';
 const ROOT = fileURLToPath(new URL('../../..', import.meta.url));
 const PKG = 'ovn-gwmode-agent';
 const UNIT = `${PKG}.service`;
+const MAN_PAGE = `./usr/share/man/man8/${PKG}.8.gz`;
 const VERSION = (JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { version: string }).version;
 const UPGRADE = `${VERSION}+test2`;
 const LOCAL_V4 = '10.96.0.0/16 via 10.244.1.1 dev ovn-k8s-mp0';
@@ -62,17 +64,21 @@ function buildFirst(): Promise<string> {
   return first;
 }
 
-test('npm run deb builds a package lintian finds no error in', { timeout: 10 * 60_000 }, async (t) => {
+test('npm run deb builds a package lintian finds no error in, with the manual page', { timeout: 10 * 60_000 }, async (t) => {
   if (skipOnRepeat(t)) return;
   if (skip(t, debSkipReason())) return;
   const deb = await buildFirst();
   const fields = spawnSync('dpkg-deb', ['--field', deb, 'Package', 'Version', 'Architecture'], { encoding: 'utf8' }).stdout;
   assert.equal(fields, `Package: ${PKG}\nVersion: ${VERSION}\nArchitecture: amd64\n`);
   const files = spawnSync('dpkg-deb', ['--contents', deb], { encoding: 'utf8', maxBuffer: 64 << 20 }).stdout;
-  for (const f of [`./usr/bin/${PKG}`, `./usr/lib/${PKG}/bin/node`, `./usr/lib/${PKG}/dist/src/cli/main.js`, `./usr/lib/${PKG}/native/build/Release/gwmode_native.node`, `./lib/systemd/system/${UNIT}`, `./etc/default/${PKG}`, `./usr/share/doc/${PKG}/copyright`]) {
+  for (const f of [`./usr/bin/${PKG}`, `./usr/lib/${PKG}/bin/node`, `./usr/lib/${PKG}/dist/src/cli/main.js`, `./usr/lib/${PKG}/native/build/Release/gwmode_native.node`, `./lib/systemd/system/${UNIT}`, `./etc/default/${PKG}`, `./usr/share/doc/${PKG}/copyright`, MAN_PAGE]) {
     assert.ok(files.includes(` ${f}\n`), `${f} is in the package`);
   }
   assert.doesNotMatch(files, /\/dist\/src\/demo\/|\/dist\/test\/|\.map\n/, 'no demo, test or source map');
+  // The manual page is the repository's (npm run docs:cli), gzipped.
+  const page = spawnSync('sh', ['-c', 'dpkg-deb --fsys-tarfile "$1" | tar -xO "$2"', 'sh', deb, MAN_PAGE], { maxBuffer: 1 << 20 });
+  assert.equal(page.status, 0, page.stderr.toString());
+  assert.equal(gunzipSync(page.stdout).toString('utf8'), readFileSync(path.join(ROOT, 'packaging/man', `${PKG}.8`), 'utf8'));
   if (spawnSync('sh', ['-c', 'command -v lintian']).status !== 0) {
     process.stderr.write(`SKIPPED (lintian is not installed; .ci/run installs it): lintian check of ${t.name}\n`);
     return;
@@ -83,6 +89,8 @@ test('npm run deb builds a package lintian finds no error in', { timeout: 10 * 6
   process.stderr.write(`lintian: ${tags.filter((l) => l.startsWith('E:')).length} errors, ${tags.filter((l) => l.startsWith('W:')).length} warnings\n${tags.map((l) => `  ${l}\n`).join('')}`);
   assert.equal(lint.status, 0, `${lint.stdout}${lint.stderr}`);
   assert.deepEqual(tags.filter((l) => l.startsWith('E:')), []);
+  // The manual page is there and sound: neither missing nor one man or groff complains about.
+  assert.deepEqual(tags.filter((l) => /no-manual-page|manpage-/.test(l)), []);
 });
 
 test('the package under a real systemd: dpkg -i enables and starts the unit, the admin configures it, an upgrade restarts it keeping the settings, remove stops it keeping settings and state, purge removes them', { timeout: 15 * 60_000 }, async (t) => {

@@ -41,7 +41,7 @@ test('npm pack gives a tarball without tests, demo or bench code that installs g
     const files = info.files.map((f) => f.path);
     process.stderr.write(`npm pack: ${info.filename}, ${info.size} bytes, ${files.length} files\n`);
 
-    for (const shipped of ['dist/src/cli/main.js', 'dist/src/native/addon.js', 'native/binding.gyp', 'native/src/lock.c', 'src/cri/runtime.proto', 'systemd/ovn-gwmode-agent.service', 'packaging/kubernetes/daemonset.yaml', 'packaging/kubernetes/containerd/kustomization.yaml', 'packaging/openshift/daemonset.yaml', 'README.md', 'docs/README.md', 'docs/install.md', 'docs/operate.md', 'docs/status.md']) {
+    for (const shipped of ['dist/src/cli/main.js', 'dist/src/native/addon.js', 'native/binding.gyp', 'native/src/lock.c', 'src/cri/runtime.proto', 'systemd/ovn-gwmode-agent.service', 'packaging/kubernetes/daemonset.yaml', 'packaging/kubernetes/containerd/kustomization.yaml', 'packaging/openshift/daemonset.yaml', 'packaging/man/ovn-gwmode-agent.8', 'README.md', 'docs/README.md', 'docs/install.md', 'docs/operate.md', 'docs/status.md']) {
       assert.ok(files.includes(shipped), `${shipped} is shipped`);
     }
     assert.deepEqual(files.filter((f) => NOT_SHIPPED.test(f)), [], 'no test, demo, bench, source or map file');
@@ -57,6 +57,8 @@ test('npm pack gives a tarball without tests, demo or bench code that installs g
     const pkg = path.join(prefix, 'lib/node_modules/ovn-gwmode-agent');
     assert.ok(existsSync(path.join(pkg, ADDON)), 'the addon was compiled at install');
     assert.equal(existsSync(path.join(pkg, 'node_modules/typescript')), false, 'no devDependency installed');
+    // package.json's "man": npm links the manual page where man finds it (PREFIX/share/man).
+    assert.ok(existsSync(path.join(prefix, 'share/man/man8/ovn-gwmode-agent.8')), 'the manual page is installed');
 
     // --help loads every command's modules, the addon among them (a missing one exits 1).
     const help = spawnSync(path.join(prefix, 'bin/ovn-gwmode-agent'), ['--help'], { encoding: 'utf8' });
@@ -67,6 +69,7 @@ test('npm pack gives a tarball without tests, demo or bench code that installs g
     const uninstalled = spawnSync('npm', ['uninstall', '-g', '--prefix', prefix, 'ovn-gwmode-agent'], { encoding: 'utf8' });
     assert.equal(uninstalled.status, 0, uninstalled.stderr);
     assert.equal(existsSync(path.join(prefix, 'bin/ovn-gwmode-agent')), false);
+    assert.equal(existsSync(path.join(prefix, 'share/man/man8/ovn-gwmode-agent.8')), false);
     assert.equal(existsSync(pkg), false);
   } finally {
     rmSync(dir, { recursive: true, force: true });

@@ -1,0 +1,152 @@
+// One source for the command line's reference (src/cli/reference.ts): --help, docs/cli.md
+// and the manual page ovn-gwmode-agent(8) say the same, and the page renders cleanly.
+import { strict as assert } from 'node:assert';
+import { spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { test, type TestContext } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { resolveSettings, type RawRunOptions } from '../../src/config/settings.js';
+import { OUTPUTS } from '../../src/cli/manual.js';
+import { BUILTIN_FLAGS, COMMAND_SPECS, COMMANDS, EXIT_STATUS, FLAGS, variableFor, type Command } from '../../src/cli/reference.js';
+import { CLI } from '../helpers/agent.js';
+
+const ROOT = fileURLToPath(new URL('../../..', import.meta.url));
+const MAN = path.join(ROOT, 'packaging/man/ovn-gwmode-agent.8');
+const read = (file: string) => readFileSync(path.join(ROOT, file), 'utf8');
+/** Text as a reader sees it wrapped anywhere: one space between words. */
+const flat = (text: string) => text.replace(/\s+/g, ' ');
+
+function help(...args: string[]): string {
+  const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('OVN_GWMODE_')));
+  const r = spawnSync(process.execPath, [CLI, ...args, '--help'], { encoding: 'utf8', env });
+  assert.equal(r.status, 0, r.stderr);
+  return r.stdout;
+}
+
+const helpFlags = (text: string) => [...text.matchAll(/^ {2}--([a-z-]+)/gm)].map((m) => m[1]!).sort();
+
+const has = (t: TestContext, tool: string): boolean => {
+  if (spawnSync('sh', ['-c', `command -v ${tool}`]).status === 0) return true;
+  process.stderr.write(`SKIPPED (${tool} is not installed): ${t.name}\n`);
+  t.skip(`${tool} is not installed`);
+  return false;
+};
+
+/** The manual page as text, no hyphenation or overstrikes: what `man` shows, for searching. */
+function manText(): string {
+  const r = spawnSync('groff', ['-man', '-Tascii', '-P-cbou', MAN], { encoding: 'utf8' });
+  assert.equal(r.status, 0, r.stderr);
+  return r.stdout;
+}
+
+/** The part of a page from `start` to the next `end` (or its end). */
+function section(text: string, start: RegExp, end: RegExp): string {
+  const m = start.exec(text);
+  assert.ok(m, `${start} is in the page`);
+  const rest = text.slice(m.index + m[0].length);
+  const to = rest.search(end);
+  return to < 0 ? rest : rest.slice(0, to);
+}
+
+test('docs/cli.md and the manual page are exactly what `npm run docs:cli` makes from the reference', () => {
+  for (const [file, render] of Object.entries(OUTPUTS)) {
+    assert.equal(read(file), render(), `${file} is stale: run npm run docs:cli`);
+  }
+});
+
+test('each command in --help, docs/cli.md and the manual page: its summary, every flag yargs knows, its conflicts and its exit codes', (t) => {
+  const top = flat(help());
+  const md = read('docs/cli.md');
+  const man = groffOk(t) ? section(manText(), /^COMMANDS$/m, /^[A-Z]/m) : null;
+  assert.deepEqual([...top.matchAll(/ovn-gwmode-agent ([a-z]+) /g)].map((m) => m[1]).filter((c) => c !== undefined && (COMMANDS as readonly string[]).includes(c)), [...COMMANDS]);
+  for (const [code, meaning] of Object.entries(EXIT_STATUS)) assert.ok(top.includes(`${code} ${meaning}`), `top-level --help: exit ${code}`);
+  for (const command of COMMANDS) {
+    const spec = COMMAND_SPECS[command];
+    const text = help(command);
+    // The flags yargs declares for the command are the reference's, and its own two.
+    assert.deepEqual(helpFlags(text), [...spec.flags, ...Object.keys(BUILTIN_FLAGS)].sort(), `${command} --help`);
+    assert.ok(top.includes(spec.summary), `${command}'s summary in the top-level --help`);
+    const exits = Object.entries(spec.exits).map(([code, meaning]) => `${code} ${meaning}`);
+    for (const e of exits) assert.ok(flat(text).includes(e), `${command} --help: exit ${e}`);
+
+    const mdPart = section(md, new RegExp(`^### ${command}$`, 'm'), /^##/m);
+    const manPart = man === null ? null : flat(section(man, new RegExp(`^ {7}${command}\\b`, 'm'), /^ {7}[a-z]+(\s|$)/m));
+    for (const part of [mdPart, manPart]) {
+      if (part === null) continue;
+      const where = part === mdPart ? `docs/cli.md, ${command}` : `the manual page, ${command}`;
+      assert.ok(flat(part).toLowerCase().includes(spec.summary.toLowerCase()), `${where}: summary`);
+      const listed = [...flat(part).matchAll(/--([a-z-]+)/g)].map((m) => m[1]!);
+      for (const flag of helpFlags(text)) {
+        if (flag in BUILTIN_FLAGS) continue;
+        assert.ok(listed.includes(flag), `${where}: --${flag}`);
+      }
+      for (const [a, b] of spec.conflicts ?? []) assert.match(flat(part), new RegExp(`--${a}\`? and \`?--${b}\`? exclude each other`, 'i'), `${where}: --${a} and --${b}`);
+      for (const [code, meaning] of Object.entries(spec.exits)) {
+        assert.ok(part === mdPart ? mdPart.includes(`| ${code} | ${meaning.replaceAll('*', '\\*')} |`) : flat(part).includes(`${code} ${meaning}`), `${where}: exit ${code}`);
+      }
+    }
+  }
+});
+
+test("every flag's entry in docs/cli.md and the manual page: its value, default, variable and choices", (t) => {
+  const md = read('docs/cli.md');
+  const man = groffOk(t) ? flat(section(manText(), /^OPTIONS$/m, /^[A-Z]/m)) : null;
+  for (const [flag, spec] of Object.entries(FLAGS) as Array<[keyof typeof FLAGS, (typeof FLAGS)[keyof typeof FLAGS]]>) {
+    const row = md.split('\n').find((l) => new RegExp(`^\\| \`--${flag}( [^\`]+)?\``).test(l));
+    assert.ok(row, `docs/cli.md has a row for --${flag}`);
+    const variable = variableFor(flag);
+    assert.equal(row.includes(`\`${variable}\``), variable !== null, `--${flag}'s variable in docs/cli.md`);
+    const choices = 'choices' in spec ? Object.keys(spec.choices) : [];
+    for (const c of choices) assert.ok(row.includes(`\`${c}\``), `--${flag}'s choice ${c} in docs/cli.md`);
+    const def = 'defaultText' in spec ? spec.defaultText : 'default' in spec ? String(spec.default) : undefined;
+    if (def !== undefined) assert.ok(row.includes(`| ${def} |`), `--${flag}'s default in docs/cli.md`);
+    if (man === null) continue;
+    const at = man.search(new RegExp(` --${flag}( [^ a-z][^ ]*)? [A-Za-z]`));
+    assert.ok(at >= 0, `the manual page has an entry for --${flag}`);
+    const entry = man.slice(at);
+    const own = entry.slice(0, entry.indexOf(' Commands: '));
+    if (variable !== null) assert.ok(own.includes(`Variable: ${variable}.`), `--${flag}'s variable in the manual page`);
+    for (const c of choices) assert.ok(own.includes(` ${c}`), `--${flag}'s choice ${c} in the manual page`);
+    if (def !== undefined) assert.ok(own.includes(`Default: ${def}.`), `--${flag}'s default in the manual page`);
+  }
+});
+
+/** groff is there, or the test says loudly that it skips the manual page. */
+function groffOk(t: TestContext): boolean {
+  return has(t, 'groff');
+}
+
+test('the manual page renders without a warning (groff -ww, and man --warnings as `man -l` does)', (t) => {
+  if (!groffOk(t)) return;
+  const groff = spawnSync('groff', ['-man', '-ww', '-z', MAN], { encoding: 'utf8' });
+  assert.deepEqual({ status: groff.status, stderr: groff.stderr }, { status: 0, stderr: '' });
+  for (const section of ['NAME', 'SYNOPSIS', 'DESCRIPTION', 'COMMANDS', 'OPTIONS', 'ENVIRONMENT', 'EXIT STATUS', 'FILES', 'SEE ALSO']) {
+    assert.match(manText(), new RegExp(`^${section}$`, 'm'), section);
+  }
+  if (!has(t, 'man')) return;
+  // A narrow terminal too: a flag or path longer than its line would be a warning.
+  for (const width of ['60', '80', '132']) {
+    const man = spawnSync('man', ['--warnings', '-l', '-P', 'cat', MAN], { encoding: 'utf8', env: { ...process.env, MANWIDTH: width } });
+    assert.deepEqual({ status: man.status, stderr: man.stderr }, { status: 0, stderr: '' }, `MANWIDTH=${width}`);
+    assert.match(man.stdout, /^OVN-GWMODE-AGENT\(8\)/);
+  }
+});
+
+test('the choices the reference lists are exactly the ones the settings accept', async () => {
+  const camel = (f: string) => f.replace(/-([a-z])/g, (_, c: string) => c.toUpperCase());
+  const defaults = Object.fromEntries(COMMAND_SPECS.run.flags.flatMap((f) => ('default' in FLAGS[f] ? [[camel(f), FLAGS[f].default]] : [])));
+  const base = { ...defaults, modeFile: '/nonexistent/mode', serviceCidr: ['10.96.0.0/16'] } as unknown as RawRunOptions;
+  const withChoices = COMMAND_SPECS.run.flags.filter((f) => 'choices' in FLAGS[f]);
+  assert.deepEqual(withChoices, ['layout', 'ovnkube-mode-check', 'log-level', 'restart']);
+  for (const flag of withChoices) {
+    const spec = FLAGS[flag] as { choices: Record<string, string> };
+    await assert.rejects(resolveSettings({ ...base, [camel(flag)]: 'bogus' }), { message: `--${flag}: "bogus" is not one of ${Object.keys(spec.choices).join(', ')}` });
+    for (const choice of Object.keys(spec.choices)) await resolveSettings({ ...base, [camel(flag)]: choice });
+  }
+});
+
+test('every declared flag belongs to some command', () => {
+  const used = new Set(COMMANDS.flatMap((c: Command) => COMMAND_SPECS[c].flags));
+  assert.deepEqual(Object.keys(FLAGS).filter((f) => !used.has(f as keyof typeof FLAGS)), []);
+});
