@@ -6,6 +6,7 @@
 // own flags and leaves the rest to the others, because one environment (a DaemonSet
 // container's, /etc/default/ovn-gwmode-agent) serves `run` and the `health` probe alike.
 import type { Argv, Options } from 'yargs';
+import { UsageError } from './exit-codes.js';
 
 export const DEFAULT_SOCKET = '/run/ovn-gwmode-agent/agent.sock';
 export const DEFAULT_STATE_DIR = '/var/lib/ovn-gwmode-agent';
@@ -188,10 +189,9 @@ export function envValues(command: Command, env: NodeJS.ProcessEnv): Record<stri
   return values;
 }
 
-/** A usage error: one line, exit 2. */
+/** A usage error: one line, exit 2 (src/cli/exit-codes.ts). */
 export function usageError(message: string): never {
-  process.stderr.write(`ovn-gwmode-agent: ${message}; see --help\n`);
-  process.exit(2);
+  throw new UsageError(message);
 }
 
 /** Declares `command`'s flags, with the values its variables give as the next layer below the command line. */

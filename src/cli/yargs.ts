@@ -2,9 +2,10 @@
 // usage errors. dispatch.ts sends here every line its quick parser does not take.
 import yargs, { type Argv } from 'yargs';
 import { VERSION } from '../version.js';
+import type { CommandResult } from './exit-codes.js';
 import { COMMANDS, CONFLICTS, EnvError, envValues, usageError, withOptions, type Command } from './options.js';
 
-export type Handler = (argv: Record<string, unknown>) => Promise<void>;
+export type Handler = (argv: Record<string, unknown>) => Promise<CommandResult>;
 
 const NAMED = `name a command: ${COMMANDS.slice(0, -1).join(', ')} or ${COMMANDS.at(-1)}`;
 
@@ -48,10 +49,11 @@ const DESCRIBE: Record<Command, string> = {
   events: 'what the agent did on this node, oldest first (its last 256 events)',
 };
 
-/** Parses args with yargs and runs the command's handler. */
-export async function parseWithYargs(args: string[], handlers: Record<Command, Handler>): Promise<void> {
+/** Parses args with yargs and runs the command's handler; --help and --version are exit 0. */
+export async function parseWithYargs(args: string[], handlers: Record<Command, Handler>): Promise<CommandResult> {
+  let result: CommandResult = { code: 0 };
   let y = yargs(args).scriptName('ovn-gwmode-agent');
-  for (const command of COMMANDS) y = y.command(command, DESCRIBE[command], options(command), (argv) => handlers[command](argv));
+  for (const command of COMMANDS) y = y.command(command, DESCRIBE[command], options(command), async (argv) => void (result = await handlers[command](argv)));
   await y
     .demandCommand(1, NAMED)
     .strict()
@@ -62,4 +64,5 @@ export async function parseWithYargs(args: string[], handlers: Record<Command, H
       usageError(explain(args, msg));
     })
     .parseAsync();
+  return result;
 }
