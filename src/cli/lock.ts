@@ -6,6 +6,9 @@
 // knows it (/proc/locks): the pid written into the file is not trusted, since an agent
 // that took the lock on a read-only file system could not write its own, and the file
 // still names an earlier holder. When /proc/locks does not show it: "pid unknown".
+// A command refused after taking the lock (a second agent whose socket is taken) leaves
+// nothing it created: it removes the lock file and the directories it made, still
+// holding the lock; and a lock counts only on the file its path still names.
 import { closeSync, existsSync, fstatSync, ftruncateSync, readFileSync, rmdirSync, rmSync, statSync, writeSync } from 'node:fs';
 import { chmod, mkdir, open, unlink } from 'node:fs/promises';
 import path from 'node:path';
