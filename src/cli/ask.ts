@@ -3,53 +3,40 @@
 // renderers: no kernel, no logger, no yargs, not even node:http (src/cli/dispatch.ts decides
 // what loads; `status --watch`, a stream, is in watch.ts).
 import { systemClock } from '../clock.js';
-import { AgentDeniedError, AgentUnreachableError, fetchPath, fetchStatus } from '../status/client.js';
+import { fetchPath, fetchStatus } from '../status/client.js';
 import { exitCodeOf, renderBrief, renderHuman } from '../status/report.js';
-import { fetchEvents, renderEvent, UsageError } from './events.js';
+import { failure, type CommandResult } from './exit-codes.js';
+import { fetchEvents, renderEvent } from './events.js';
 
-/** Runs a socket client; an agent unreachable or closed to us is exit 2 with the message, on stderr. */
-export async function askAgent(fn: () => Promise<number>): Promise<void> {
+/** Runs a socket client; an agent unreachable or closed to us is exit 2 with the message (exit-codes.ts). */
+export async function askAgent(fn: () => Promise<CommandResult>): Promise<CommandResult> {
   try {
-    process.exitCode = await fn();
+    return await fn();
   } catch (err) {
-    if (!(err instanceof AgentUnreachableError || err instanceof AgentDeniedError)) throw err;
-    process.stderr.write(`ovn-gwmode-agent: ${err.message}\n`);
-    process.exitCode = 2;
+    return failure(err);
   }
 }
 
-export function statusCommand(opts: { socket: string; json: boolean; brief: boolean }): Promise<void> {
+export function statusCommand(opts: { socket: string; json: boolean; brief: boolean }): Promise<CommandResult> {
   return askAgent(async () => {
     const s = await fetchStatus(opts.socket);
-    process.stdout.write((opts.json ? JSON.stringify(s, null, 2) : opts.brief ? renderBrief(s) : renderHuman(s)) + '\n');
-    return exitCodeOf(s);
+    return { code: exitCodeOf(s) === 0 ? 0 : 1, stdout: (opts.json ? JSON.stringify(s, null, 2) : opts.brief ? renderBrief(s) : renderHuman(s)) + '\n' };
   });
 }
 
-/** `events [--json] [--since DURATION]`: exit 0, or 2 when the agent cannot be asked. */
-export async function eventsCommand(opts: { socket: string; json: boolean; since: string | undefined }): Promise<void> {
-  try {
-    await askAgent(async () => {
-      const { code, events } = await fetchEvents(opts.socket, opts.since, systemClock.wall());
-      if (code !== 200) {
-        process.stderr.write(`ovn-gwmode-agent: the agent on ${opts.socket} answered ${code} for /v1/events: is it older than this command?\n`);
-        return 2;
-      }
-      process.stdout.write(opts.json ? JSON.stringify(events, null, 2) + '\n' : events.map((e) => renderEvent(e) + '\n').join(''));
-      return 0;
-    });
-  } catch (err) {
-    if (!(err instanceof UsageError)) throw err;
-    process.stderr.write(`ovn-gwmode-agent: ${err.message}; see --help\n`);
-    process.exitCode = 2;
-  }
+/** `events [--json] [--since DURATION]`: exit 0, or 2 when the agent cannot be asked or --since is no duration. */
+export function eventsCommand(opts: { socket: string; json: boolean; since: string | undefined }): Promise<CommandResult> {
+  return askAgent(async () => {
+    const { code, events } = await fetchEvents(opts.socket, opts.since, systemClock.wall());
+    if (code !== 200) return { code: 2, stderr: `ovn-gwmode-agent: the agent on ${opts.socket} answered ${code} for /v1/events: is it older than this command?\n` };
+    return { code: 0, stdout: opts.json ? JSON.stringify(events, null, 2) + '\n' : events.map((e) => renderEvent(e) + '\n').join('') };
+  });
 }
 
 /** `health [--ready]`: the probe for kubelet. Exit 0 healthy (or ready), 1 not, 2 unreachable. */
-export function healthCommand(opts: { socket: string; ready: boolean }): Promise<void> {
+export function healthCommand(opts: { socket: string; ready: boolean }): Promise<CommandResult> {
   return askAgent(async () => {
     const { code, body } = await fetchPath(opts.socket, opts.ready ? '/readyz' : '/healthz');
-    process.stdout.write(JSON.stringify(body) + '\n');
-    return code === 200 ? 0 : 1;
+    return { code: code === 200 ? 0 : 1, stdout: JSON.stringify(body) + '\n' };
   });
 }

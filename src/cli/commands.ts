@@ -1,21 +1,17 @@
 // What the commands that touch the kernel do (run, plan, apply, rollback), given parsed
-// flags; the socket clients are in ask.ts. Exit codes: 0 converged / done,
-// 1 not converged (or another agent holds the node), 2 bad configuration, a permission
-// missing, or the agent unreachable.
+// flags; the socket clients are in ask.ts. Each returns its result (exit-codes.ts says
+// what each code means) and never ends the process: main.ts does. The kernel and journal
+// work of rollback is src/rollback/run.ts; what is printed, render.ts.
 import { addon } from '../native/addon.js';
 import { runDaemon } from '../agent/daemon.js';
-import { applyReplaces, InterruptedError, outcomeUnknown } from '../agent/execute.js';
-import { observe, type OvnkubeProbe } from '../agent/observe.js';
+import { InterruptedError, outcomeUnknown } from '../agent/execute.js';
+import type { OvnkubeProbe } from '../agent/observe.js';
 import { reconcile } from '../agent/reconcile.js';
-import { ConfigError, lastWins, resolvePlanSettings, resolveSettings, type PlanSettings, type RawPlanOptions, type RawRunOptions } from '../config/settings.js';
-import { renderNextHop, sameNextHop } from '../core/route.js';
-import { watchedOf } from '../core/planner.js';
-import { planRollback } from '../core/rollback.js';
-import { parseCidr } from '../net/cidr.js';
+import { lastWins, resolvePlanSettings, resolveSettings, type PlanSettings, type RawPlanOptions, type RawRunOptions } from '../config/settings.js';
 import { applyMigration, summarize } from '../core/decide.js';
 import type { Migration } from '../core/migration.js';
 import { systemClock } from '../clock.js';
-import type { Observation, Plan, PlannerConfig, ReplaceAction } from '../core/types.js';
+import type { Observation, Plan, PlannerConfig } from '../core/types.js';
 import { KernelDataplane } from '../dataplane/kernel.js';
 import type { Dataplane } from '../dataplane/types.js';
 import { EMPTY_JOURNAL, Journal, JournalError, type JournalData } from '../restart/journal.js';
@@ -23,12 +19,13 @@ import { readBootId, underFreshNote } from '../restart/journal-time.js';
 import { createLogger } from '../log.js';
 import type { Logger } from 'pino';
 import { readModeSource } from '../mode/source.js';
+import { runRollback } from '../rollback/run.js';
 import { systemdNotifier, watchdogUsec } from '../systemd/notify.js';
 import { OvnkubeScanner, summarise } from '../ovnkube/proc.js';
-import { SocketInUseError, SocketPermissionError } from '../status/server.js';
-import { MetricsAddressError } from '../metrics/server.js';
+import { CommandError, failure, failureOf, type CommandResult, type ExitCode } from './exit-codes.js';
 import { Interruption } from './interrupt.js';
-import { assertStateDirWritable, LockError, LockHeldError, lockStateDir, StateDirUnwritableError } from './lock.js';
+import { assertStateDirWritable, lockStateDir, type StateDirLock } from './lock.js';
+import { prefixes, renderApplied, renderPreview, renderRollback } from './render.js';
 
 /** The planner's part of the settings, and nothing else. */
 export function plannerConfig(s: PlanSettings): PlannerConfig {
@@ -42,62 +39,41 @@ export function ovnkubeProbe(s: PlanSettings): OvnkubeProbe {
   return async (hint) => summarise(scanner.scan(hint?.routeEventOnly ?? false), s.ovnkubeConfMode);
 }
 
-async function settingsOrExit<T>(resolve: () => Promise<T>): Promise<T> {
-  try {
-    return await resolve();
-  } catch (err) {
-    if (err instanceof ConfigError) {
-      process.stderr.write(`ovn-gwmode-agent: ${err.message}\n`);
-      process.exit(2);
-    }
-    throw err;
-  }
-}
-
 /** What a test may wrap around the real parts (fault injection); nothing a user can reach. */
 export interface RunWrappers {
   dataplane?: (real: Dataplane) => Dataplane;
   journal?: (dir: string) => Journal;
 }
 
-/**
- * Takes the node's agent lock for the rest of the process, or exits: 1 when another
- * agent holds it (saying why `what` will not go on), 2 when this machine does not let
- * us take it.
- */
-async function lockOrExit(stateDir: string, what: string): Promise<void> {
-  try {
-    await lockStateDir(stateDir);
-  } catch (err) {
-    if (err instanceof LockHeldError) {
-      process.stderr.write(`ovn-gwmode-agent: ${err.message}; ${what}\n`);
-      process.exit(1);
-    }
-    if (err instanceof LockError) {
-      process.stderr.write(`ovn-gwmode-agent: ${err.message}\n`);
-      process.exit(2);
-    }
-    throw err;
-  }
-}
+const serving = 'not starting a second agent';
 
-export async function runCommand(raw: RawRunOptions, wrap: RunWrappers = {}): Promise<void> {
-  const settings = await settingsOrExit(() => resolveSettings(raw));
-  await lockOrExit(settings.stateDir, 'not starting a second agent');
+/**
+ * `run`: the agent, until it stops; its result comes when it does (exit 0 on SIGTERM) or
+ * when it refuses to start. A refusal after the lock leaves nothing of what taking the
+ * lock created (a second agent on another --state-dir, refused by the live socket).
+ */
+export async function runCommand(raw: RawRunOptions, wrap: RunWrappers = {}): Promise<CommandResult> {
+  const settings = await resolveSettings(raw);
+  let lock: StateDirLock;
+  try {
+    lock = await lockStateDir(settings.stateDir);
+  } catch (err) {
+    return failure(err, { held: serving });
+  }
   const log = createLogger(settings.logLevel);
-  // A bug must not leave a half-working agent: log it and exit; the supervisor
-  // (kubelet or systemd) restarts a clean one, and the journal remembers restarts.
-  const fatal = (err: unknown) => {
-    log.fatal({ err }, 'unexpected error: exiting');
-    log.flush();
-    process.exit(1);
-  };
-  process.on('uncaughtException', fatal);
-  process.on('unhandledRejection', fatal);
   const real = new KernelDataplane();
   const dataplane = wrap.dataplane?.(real) ?? real;
-  try {
-    await runDaemon(raw, settings, {
+  return new Promise<CommandResult>((resolve, reject) => {
+    // A bug must not leave a half-working agent: log it and exit; the supervisor
+    // (kubelet or systemd) restarts a clean one, and the journal remembers restarts.
+    const fatal = (err: unknown) => {
+      log.fatal({ err }, 'unexpected error: exiting');
+      log.flush();
+      resolve({ code: 1 });
+    };
+    process.on('uncaughtException', fatal);
+    process.on('unhandledRejection', fatal);
+    runDaemon(raw, settings, {
       ...(wrap.journal ? { journal: wrap.journal } : {}),
       log,
       dataplane,
@@ -107,31 +83,15 @@ export async function runCommand(raw: RawRunOptions, wrap: RunWrappers = {}): Pr
       probeFor: ovnkubeProbe,
       clock: systemClock,
       trimMemory: () => addon.mallocTrim(),
-      exit: (code) => process.exit(code),
+      exit: (code) => resolve({ code: code === 0 ? 0 : 1 }),
+    }).catch((err: unknown) => {
+      const refused = failureOf(err, { held: serving });
+      if (refused === null) return reject(err as Error);
+      dataplane.close();
+      lock.release();
+      resolve(refused);
     });
-  } catch (err) {
-    if (err instanceof SocketInUseError) {
-      process.stderr.write(`ovn-gwmode-agent: ${err.message}; not starting a second agent\n`);
-      dataplane.close();
-      process.exit(1);
-    }
-    if (err instanceof SocketPermissionError || err instanceof MetricsAddressError) {
-      process.stderr.write(`ovn-gwmode-agent: ${err.message}\n`);
-      dataplane.close();
-      process.exit(2);
-    }
-    throw err;
-  }
-}
-
-function renderPlan(p: Plan): string {
-  const lines = [`phase: ${summarize(p, { phase: null, reason: null }, new Map(), null).phase}`, `layout: ${p.layout}`, `release: ${p.platform.release} (${p.platform.evidence})`];
-  if (p.actions.length === 0) lines.push('actions: none');
-  else lines.push('actions:', ...p.actions.map((a) => `  replace ${a.key.prefix}: ${renderNextHop(a.from)} -> ${renderNextHop(a.to)}`));
-  lines.push('routes:', ...p.routes.map((r) => `  ${r.inSync ? 'ok' : 'NO'} ${r.cidr}: ${r.multipath ? 'multipath (several next hops)' : r.observed ? renderNextHop(r.observed) : 'none'}`));
-  if (p.reasons.length) lines.push('reasons:', ...p.reasons.map((r) => `  - ${r.message} [${r.code}]`));
-  if (p.warnings.length) lines.push('warnings:', ...p.warnings.map((w) => `  - ${w}`));
-  return lines.join('\n');
+  });
 }
 
 export type PlanOptions = RawPlanOptions & { json?: boolean; dryRun?: boolean };
@@ -141,8 +101,42 @@ export interface OnceWrappers {
   dataplane?: (real: Dataplane) => Dataplane;
 }
 
+/** The desired mode as the mode file says it, with where it came from. */
+async function readDesired(modeFile: string, log: Logger) {
+  const read = await readModeSource(modeFile);
+  const desired = { mode: read.mode, source: { path: modeFile, error: read.error, detail: read.mode !== null ? (read.detail ?? null) : null } };
+  if (desired.source.detail) log.warn({ path: modeFile, mode: read.mode, detail: desired.source.detail }, 'desired mode read as the cluster network operator reads it');
+  return desired;
+}
+
+const converged = (p: Plan): ExitCode => (summarize(p, { phase: null, reason: null }, new Map(), null).phase === 'Converged' ? 0 : 1);
+
+const asJson = (shown: Plan, applied: number) =>
+  JSON.stringify({ ...shown, reasonCodes: shown.reasons.map((r) => r.code), reasons: shown.reasons.map((r) => r.message), actions: shown.actions.map((a) => ({ ...a, reason: a.reason.message })), applied }, null, 2) + '\n';
+
+/**
+ * `plan`, and `apply --dry-run`: observe once and print what would be done. It only
+ * looks: no lock, no journal, no kernel change. Exit 0 when nothing is to do.
+ */
+async function preview(raw: PlanOptions, dryRunApply: boolean, wrap: OnceWrappers): Promise<CommandResult> {
+  const settings = { ...(await resolvePlanSettings(raw)), dryRun: dryRunApply };
+  // Logs go to stderr here: stdout carries the plan.
+  const log = createLogger(settings.logLevel === 'info' ? 'warn' : settings.logLevel, process.stderr);
+  const desired = await readDesired(settings.modeFile, log);
+  const real = new KernelDataplane();
+  const dataplane = wrap.dataplane?.(real) ?? real;
+  try {
+    const { planned } = await reconcile({ dataplane, probe: ovnkubeProbe(settings), log }, desired, plannerConfig(settings), false);
+    return { code: converged(planned), stdout: raw.json ? asJson(planned, 0) : renderPreview(planned, dryRunApply) + '\n' };
+  } catch (err) {
+    return { code: 1, stderr: `ovn-gwmode-agent: ${(err as Error).message}\n` };
+  } finally {
+    dataplane.close();
+  }
+}
+
 /** `plan`: observe once and print the plan; it only looks, so it takes no lock. */
-export const planCommand = (raw: PlanOptions): Promise<void> => onceCommand(raw, null);
+export const planCommand = (raw: PlanOptions, wrap: OnceWrappers = {}): Promise<CommandResult> => preview(raw, false, wrap);
 
 /**
  * `apply`: one pass that acts, under the agent lock, so never beside a running agent.
@@ -152,7 +146,11 @@ export const planCommand = (raw: PlanOptions): Promise<void> => onceCommand(raw,
  * never starts it again. With --dry-run (OVN_GWMODE_DRY_RUN) it is a plan that says so:
  * no lock, no journal, no kernel change.
  */
-export const applyCommand = (raw: PlanOptions & { stateDir: string }, wrap: OnceWrappers = {}): Promise<void> => onceCommand(raw, lastWins(raw).stateDir, wrap);
+export function applyCommand(raw: PlanOptions & { stateDir: string }, wrap: OnceWrappers = {}): Promise<CommandResult> {
+  if (lastWins(raw).dryRun === true) return preview(raw, true, wrap);
+  const stop = new Interruption('apply');
+  return stop.run(() => apply(raw, lastWins(raw).stateDir, stop, wrap));
+}
 
 /** The journal, for a command about to change the kernel; an unreadable one is set aside, as the agent does. */
 async function loadJournal(journal: Journal, log: Logger, what: string): Promise<JournalData> {
@@ -164,49 +162,40 @@ async function loadJournal(journal: Journal, log: Logger, what: string): Promise
     try {
       where = `kept as ${await journal.setAside(systemClock.wall())}`;
     } catch (asideErr) {
-      process.stderr.write(`ovn-gwmode-agent: ${what}: ${err.message}, and it cannot be set aside (${(asideErr as Error).message}); changing nothing\n`);
-      process.exit(2);
+      throw new CommandError(`${what}: ${err.message}, and it cannot be set aside (${(asideErr as Error).message}); changing nothing`, 2);
     }
     log.warn({ err }, `${err.message} (${where}); ${what} goes on without it`);
     return EMPTY_JOURNAL;
   }
 }
 
-const prefixes = (actions: ReplaceAction[]): string => actions.map((a) => a.key.prefix).join(', ');
-
-async function onceCommand(raw: PlanOptions, given: string | null, wrap: OnceWrappers = {}): Promise<void> {
-  // An apply in dry run is a plan that says so: no lock, no journal, no kernel change.
-  const dryRun = given !== null && lastWins(raw).dryRun === true;
-  const lockDir = dryRun ? null : given;
-  const apply = lockDir !== null;
-  const stop = apply ? new Interruption('apply') : null;
-  const settings = { ...(await settingsOrExit(() => resolvePlanSettings(raw))), dryRun };
-  if (lockDir !== null) {
-    await lockOrExit(lockDir, 'apply does not act beside a running agent: stop it, or leave the work to it');
-    // Every kernel change is journaled first: apply does not act where no journal can be written.
-    try {
-      await assertStateDirWritable(lockDir);
-    } catch (err) {
-      if (!(err instanceof StateDirUnwritableError)) throw err;
-      process.stderr.write(`ovn-gwmode-agent: apply: ${err.message}\n`);
-      process.exit(2);
-    }
+async function apply(raw: PlanOptions, stateDir: string, stop: Interruption, wrap: OnceWrappers): Promise<CommandResult> {
+  const settings = { ...(await resolvePlanSettings(raw)), dryRun: false };
+  let lock: StateDirLock;
+  try {
+    lock = await lockStateDir(stateDir);
+  } catch (err) {
+    return failure(err, { held: 'apply does not act beside a running agent: stop it, or leave the work to it' });
   }
-  // Logs go to stderr here: stdout carries the plan.
-  const log = createLogger(settings.logLevel === 'info' && !apply ? 'warn' : settings.logLevel, process.stderr);
-  const journal = lockDir !== null ? new Journal(lockDir) : null;
-  const onRecord = journal !== null ? await loadJournal(journal, log, 'apply') : EMPTY_JOURNAL;
-  const read = await readModeSource(settings.modeFile);
-  const desired = { mode: read.mode, source: { path: settings.modeFile, error: read.error, detail: read.mode !== null ? (read.detail ?? null) : null } };
-  if (desired.source.detail) log.warn({ path: settings.modeFile, mode: read.mode, detail: desired.source.detail }, 'desired mode read as the cluster network operator reads it');
+  // Every kernel change is journaled first: apply does not act where no journal can be written.
+  try {
+    await assertStateDirWritable(stateDir);
+  } catch (err) {
+    lock.release();
+    return failure(err, { what: 'apply' });
+  }
+  const log = createLogger(settings.logLevel, process.stderr);
+  const journal = new Journal(stateDir);
+  const onRecord = await loadJournal(journal, log, 'apply');
+  const desired = await readDesired(settings.modeFile, log);
   const real = new KernelDataplane();
   const dataplane = wrap.dataplane?.(real) ?? real;
   let journaled: Migration | null = null;
   const beforeReplaces = async (planned: Plan, observed: Observation): Promise<void> => {
-    stop!.beginChanges();
+    stop.beginChanges();
     const m = applyMigration(planned, desired.mode, onRecord.migration, observed.ovnkube, systemClock.wall());
     if (m === null) return;
-    await journal!.save({ ...underFreshNote(onRecord, readBootId(), systemClock), migration: m });
+    await journal.save({ ...underFreshNote(onRecord, readBootId(), systemClock), migration: m });
     journaled = m;
     log.info({ mode: m.mode, routes: m.routes.length }, 'migration journaled: replacing the routes');
   };
@@ -214,23 +203,19 @@ async function onceCommand(raw: PlanOptions, given: string | null, wrap: OnceWra
   const unjournal = async (): Promise<string> => {
     if (journaled === null) return '';
     try {
-      await journal!.save(onRecord);
+      await journal.save(onRecord);
       return '';
     } catch (err) {
       return `; the journal still records the migration to ${journaled.mode} (${(err as Error).message}): an agent started next finds its routes already as they are`;
     }
   };
   try {
-    const deps = { dataplane, probe: ovnkubeProbe(settings), log, ...(stop ? { beforeReplaces, stopRequested: stop.requested } : {}) };
-    const result = await reconcile(deps, desired, plannerConfig(settings), apply);
-    const shown = apply ? result.final : result.planned;
-    const out = raw.json
-      ? JSON.stringify({ ...shown, reasonCodes: shown.reasons.map((r) => r.code), reasons: shown.reasons.map((r) => r.message), actions: shown.actions.map((a) => ({ ...a, reason: a.reason.message })), applied: result.applied }, null, 2)
-      : renderPlan(shown) +
-        (apply || dryRun ? `\napplied: ${result.applied} replace(s)${dryRun ? ' (dry run)' : ''}` : '') +
-        (result.applied > 0 ? '\nnext: restart ovnkube-node (apply does not)' : '');
-    process.stdout.write(out + '\n');
-    process.exitCode = summarize(shown, { phase: null, reason: null }, new Map(), null).phase === 'Converged' ? 0 : 1;
+    const deps = { dataplane, probe: ovnkubeProbe(settings), log, beforeReplaces, stopRequested: stop.requested };
+    const result = await reconcile(deps, desired, plannerConfig(settings), true);
+    const replaced = result.applied > 0 ? result.planned.actions : [];
+    const code = converged(result.final);
+    const out = raw.json ? asJson(result.final, result.applied) : renderApplied(result.final, replaced, journaled ?? onRecord.migration, stateDir, code === 0) + '\n';
+    return { code, stdout: out };
   } catch (err) {
     if (err instanceof InterruptedError) {
       const line =
@@ -238,15 +223,13 @@ async function onceCommand(raw: PlanOptions, given: string | null, wrap: OnceWra
           ? `apply: interrupted by ${err.signal} before the first replace; nothing changed${await unjournal()}`
           : `apply: interrupted by ${err.signal} after ${err.done.length} of ${err.done.length + err.left.length} replace(s): replaced ${prefixes(err.done)}; not replaced ${prefixes(err.left)}; ` +
             `the journal records the migration to ${desired.mode}: the agent completes it when it runs, \`rollback --yes\` puts back what was replaced`;
-      process.stderr.write(`ovn-gwmode-agent: ${line}\n`);
-    } else {
-      // Refused by the kernel: what had changed was put back, so the migration is off the
-      // record. A replace whose answer was lost (or a put-back that failed) may have
-      // happened: the record stays, as the agent's does.
-      const kept = !outcomeUnknown(err) ? await unjournal() : '';
-      process.stderr.write(`ovn-gwmode-agent: ${(err as Error).message}${kept}\n`);
+      return { code: 1, stderr: `ovn-gwmode-agent: ${line}\n` };
     }
-    process.exitCode = 1;
+    // Refused by the kernel: what had changed was put back, so the migration is off the
+    // record. A replace whose answer was lost (or a put-back that failed) may have
+    // happened: the record stays, as the agent's does.
+    const kept = !outcomeUnknown(err) ? await unjournal() : '';
+    return { code: 1, stderr: `ovn-gwmode-agent: ${(err as Error).message}${kept}\n` };
   } finally {
     dataplane.close();
   }
@@ -255,101 +238,50 @@ async function onceCommand(raw: PlanOptions, given: string | null, wrap: OnceWra
 export type RollbackOptions = Omit<PlanOptions, 'modeFile' | 'ovnkubeModeCheck' | 'json'> & { stateDir: string; yes: boolean };
 
 /**
- * `rollback`: puts back the routes the journal's migration replaced (src/core/rollback.ts
- * decides). Without --yes it prints the plan and changes nothing; with it, it takes the
- * node's lock (so never beside a running agent), replaces all or none, and verifies.
- * The rollback is journaled before its first put-back; the migration's routes stay on
- * record (a rollback stopped midway, by a signal or a kill, is finished by running it
- * again: those put back already are skipped, and any moved again since are put back too). Exit 0 when done (or,
- * without --yes, when the plan may be carried out), 1 when refused, failed or
- * interrupted, 2 for a bad flag or a journal it cannot read.
+ * `rollback`: puts back the routes the journal's migration replaced (src/rollback/run.ts
+ * carries it out, src/core/rollback.ts decides). Without --yes it prints the plan and
+ * changes nothing; with it, it takes the node's lock (so never beside a running agent),
+ * replaces all or none, and verifies. Exit 0 when done (or, without --yes, when the plan
+ * may be carried out), 1 when refused, failed or interrupted, 2 for a bad flag or a
+ * journal it cannot read.
  */
-export async function rollbackCommand(raw: RollbackOptions, wrap: OnceWrappers = {}): Promise<void> {
+export function rollbackCommand(raw: RollbackOptions, wrap: OnceWrappers = {}): Promise<CommandResult> {
   const stop = new Interruption('rollback');
+  return stop.run(() => rollback(raw, stop, wrap));
+}
+
+async function rollback(raw: RollbackOptions, stop: Interruption, wrap: OnceWrappers): Promise<CommandResult> {
   const given = lastWins(raw);
   // The desired mode plays no part: a placeholder satisfies the planner's settings.
-  const settings = await settingsOrExit(() => resolvePlanSettings({ ...given, modeFile: '(not read by rollback)', ovnkubeModeCheck: 'off' }));
-  if (given.yes) await lockOrExit(given.stateDir, 'rollback does not act beside a running agent: stop it first');
+  const settings = await resolvePlanSettings({ ...given, modeFile: '(not read by rollback)', ovnkubeModeCheck: 'off' });
+  let lock: StateDirLock | null = null;
+  if (given.yes) {
+    try {
+      lock = await lockStateDir(given.stateDir);
+    } catch (err) {
+      return failure(err, { held: 'rollback does not act beside a running agent: stop it first' });
+    }
+  }
   const log = createLogger(settings.logLevel, process.stderr);
-  const store = new Journal(given.stateDir);
-  let journal: JournalData;
-  try {
-    journal = await store.load();
-  } catch (err) {
-    process.stderr.write(`ovn-gwmode-agent: ${(err as Error).message}\n`);
-    process.exit(2);
-  }
-  const config = plannerConfig(settings);
-  // Only the given service CIDRs are looked at: a migration route outside them would read
-  // as "no route" while it is there. Said as the bad flag it is.
-  const named = new Set(config.serviceCidrs.map((c) => c.text));
-  const unnamed = (journal.migration?.routes ?? []).map((r) => r.key.prefix).filter((p) => !named.has(parseCidr(p).text));
-  if (unnamed.length > 0) {
-    const from = given.serviceCidr && given.serviceCidr.length > 0 ? '--service-cidr' : `--ovnkube-config's service-cidrs`;
-    process.stderr.write(`ovn-gwmode-agent: rollback: the journal's migration replaced ${unnamed.join(', ')}, which ${from} (${[...named].join(', ')}) does not name: give the service CIDRs it was made with\n`);
-    process.exit(2);
-  }
   const real = new KernelDataplane();
   const dataplane = wrap.dataplane?.(real) ?? real;
-  const noProbe: OvnkubeProbe = async () => ({ mode: null, pid: null, id: null, detail: 'not looked at by rollback', release410Plus: null });
-  /** Journals the rollback's progress in the migration's record, whose routes stay listed. */
-  // Under a note of now: the rollback's own times are wall times of now (journal-time.ts).
-  const mark = (m: Migration, rollback: NonNullable<Migration['rollback']>) => {
-    const fresh = underFreshNote({ ...journal, migration: m }, readBootId(), systemClock);
-    return store.save({ ...fresh, migration: { ...fresh.migration!, rollback } });
-  };
   try {
-    const watched = watchedOf(config);
-    const m = journal.migration;
-    const rb = planRollback(m, await observe(dataplane, watched, noProbe), config);
-    const earlier = !m?.rollback ? '' : m.rollback.doneAt !== null ? `; rolled back at ${new Date(m.rollback.doneAt).toISOString()}` : `; a rollback begun at ${new Date(m.rollback.startedAt).toISOString()} did not finish`;
-    const lines = [m === null ? 'migration: none on record' : `migration: to ${m.mode}, started ${new Date(m.startedAt).toISOString()}, ${m.routes.length} route(s) replaced${earlier}`];
-    if (rb.refusals.length > 0) {
-      lines.push('refused:', ...rb.refusals.map((r) => `  - ${r.message} [${r.code}]`));
-      process.stdout.write(lines.join('\n') + '\n');
-      process.exitCode = 1;
-      return;
-    }
-    lines.push('actions:', ...rb.actions.map((a) => `  replace ${a.key.prefix}: ${renderNextHop(a.from)} -> ${renderNextHop(a.to)}`));
-    if (!given.yes) {
-      process.stdout.write([...lines, 'nothing changed: run again with --yes to carry it out'].join('\n') + '\n');
-      return;
-    }
-    stop.beginChanges();
-    // Journaled before the first put-back, as every kernel change is.
-    const startedAt = systemClock.wall();
-    try {
-      await mark(m!, { startedAt, doneAt: null });
-    } catch (err) {
-      process.stdout.write(lines.join('\n') + '\n');
-      process.stderr.write(`ovn-gwmode-agent: rollback: ${(err as Error).message}: nothing put back\n`);
-      process.exitCode = 1;
-      return;
-    }
-    try {
-      await applyReplaces(dataplane, log, rb.actions, undefined, stop.requested);
-    } catch (err) {
-      if (!(err instanceof InterruptedError)) throw err;
-      process.stdout.write(lines.join('\n') + '\n');
-      const done = err.done.length === 0 ? 'nothing put back' : `put back ${prefixes(err.done)}`;
-      process.stderr.write(`ovn-gwmode-agent: rollback: interrupted by ${err.signal} after ${err.done.length} of ${rb.actions.length} put-back(s): ${done}; not put back ${prefixes(err.left)}: run rollback --yes again to finish\n`);
-      process.exitCode = 1;
-      return;
-    }
-    const after = await observe(dataplane, watched, noProbe);
-    const wrong = rb.actions.filter((a) => !(after.routes.get(a.key.prefix) ?? []).some((r) => sameNextHop(r.nextHop, a.to)));
-    if (wrong.length > 0) throw new Error(`after replacing, not put back: ${wrong.map((a) => a.key.prefix).join(', ')}`);
-    let recorded = '';
-    try {
-      await mark(m!, { startedAt, doneAt: systemClock.wall() });
-    } catch (err) {
-      recorded = ` (the journal still says the rollback is under way: ${(err as Error).message})`;
-    }
-    lines.push(`put back: ${rb.actions.length} route(s)${recorded}`, `next: ovnkube-node must run ${m!.mode === 'local' ? 'shared' : 'local'} gateway mode, and the mode file say so, or the agent moves them again (rollback restarts nothing)`);
-    process.stdout.write(lines.join('\n') + '\n');
+    const outcome = await runRollback({
+      dataplane,
+      journal: new Journal(given.stateDir),
+      log,
+      clock: systemClock,
+      config: plannerConfig(settings),
+      cidrsFrom: given.serviceCidr && given.serviceCidr.length > 0 ? '--service-cidr' : `--ovnkube-config's service-cidrs`,
+      carryOut: given.yes,
+      beginChanges: () => stop.beginChanges(),
+      stopRequested: stop.requested,
+    });
+    // Refused before anything was journaled: what taking the lock made goes again.
+    if (outcome.kind === 'refused') lock?.release();
+    return { code: outcome.kind === 'refused' || outcome.kind === 'not-journaled' || outcome.kind === 'interrupted' ? 1 : 0, ...renderRollback(outcome) };
   } catch (err) {
-    process.stderr.write(`ovn-gwmode-agent: ${(err as Error).message}\n`);
-    process.exitCode = 1;
+    return failureOf(err) ?? { code: 1, stderr: `ovn-gwmode-agent: ${(err as Error).message}\n` };
   } finally {
     dataplane.close();
   }

@@ -9,7 +9,8 @@
 //    yargs (yargs.ts), which reads it or says what is wrong.
 import type { RawRunOptions } from '../config/settings.js';
 import type { PlanOptions, RollbackOptions } from './commands.js';
-import { COMMAND_OPTIONS, COMMANDS, CONFLICTS, envValues, EnvError, FlagValueError, normalizeBooleanFlags, usageError, type Command } from './options.js';
+import { failure, UsageError, type CommandResult } from './exit-codes.js';
+import { COMMAND_OPTIONS, COMMANDS, CONFLICTS, envValues, EnvError, FlagValueError, normalizeBooleanFlags, type Command } from './options.js';
 import type { Handler } from './yargs.js';
 import { requireModule } from '../require.js';
 
@@ -91,16 +92,21 @@ export function quickParse(args: readonly string[], env: NodeJS.ProcessEnv): { c
  * Runs the command line args. Boolean values are spelt out first (normalizeBooleanFlags):
  * neither parser reads `--dry-run=1` as true, and yargs takes it silently as false.
  */
-export async function dispatch(given: string[], handlers: Record<Command, Handler> = HANDLERS): Promise<void> {
+export async function dispatch(given: string[], handlers: Record<Command, Handler> = HANDLERS): Promise<CommandResult> {
   let args: string[];
   try {
     args = normalizeBooleanFlags(given);
   } catch (err) {
-    if (err instanceof FlagValueError) usageError(err.message);
+    if (err instanceof FlagValueError) throw new UsageError(err.message);
     throw err;
   }
   const quick = quickParse(args, process.env);
   if (quick !== null) return handlers[quick.command](quick.argv);
   const { parseWithYargs } = await import('./yargs.js');
   return parseWithYargs(args, handlers);
+}
+
+/** The command line's result: a typed error that escaped the command is mapped here (exit-codes.ts); any other is a bug and thrown. */
+export function commandLine(args: string[]): Promise<CommandResult> {
+  return dispatch(args).catch((err: unknown) => failure(err));
 }

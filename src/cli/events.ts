@@ -3,6 +3,7 @@
 import { parseDuration } from '../config/duration.js';
 import type { AgentEvent } from '../events/history.js';
 import { fetchPath } from '../status/client.js';
+import { UsageError } from './exit-codes.js';
 
 /** One line per event, the time first: `2026-12-02T11:53:28.285Z replace 10.96.0.0/16 via ... -> via ... (done)`. */
 export function renderEvent(e: AgentEvent): string {
@@ -25,10 +26,6 @@ export function renderEvent(e: AgentEvent): string {
     }
   })();
   return `${e.at} ${what}`;
-}
-
-export class UsageError extends Error {
-  readonly code = 'ERR_GWMODE_USAGE';
 }
 
 /** The events the agent has, within `since` (a duration, measured back from `now`) when given. */

@@ -5,9 +5,23 @@
 // record, none is begun after it (a put-back would be one), and the command says what
 // was done and what was not, and exits 1. A second signal changes nothing; SIGKILL
 // still ends the process, and the journal then tells the next agent or rollback.
+//
+// Abandoning is a result, not an exit: `run` races the command against the signal, and
+// main.ts ends the process as soon as the abandonment wins. The work left behind may
+// still reach its first change before then: beginChanges refuses once a signal came, so
+// an abandoned command never begins one.
+import type { CommandResult } from './exit-codes.js';
+
+/** beginChanges after a signal: the command was abandoned, and changes nothing. */
+export class AbandonedError extends Error {
+  readonly code = 'ERR_GWMODE_ABANDONED';
+}
+
 export class Interruption {
   private signal: string | null = null;
   private changing = false;
+  private abandon: (r: CommandResult) => void = () => undefined;
+  private readonly abandoned = new Promise<CommandResult>((resolve) => (this.abandon = resolve));
 
   constructor(private readonly what: string) {
     for (const sig of ['SIGTERM', 'SIGINT'] as const) process.on(sig, () => this.received(sig));
@@ -16,12 +30,17 @@ export class Interruption {
   private received(sig: string): void {
     this.signal ??= sig;
     if (this.changing) return;
-    process.stderr.write(`ovn-gwmode-agent: ${this.what}: interrupted by ${sig} before any change; nothing changed\n`);
-    process.exit(1);
+    this.abandon({ code: 1, stderr: `ovn-gwmode-agent: ${this.what}: interrupted by ${sig} before any change; nothing changed\n` });
   }
 
-  /** From here on a signal lets the change in flight finish instead of ending the process. */
+  /** The command's result, or the abandonment when a signal comes before its first change. */
+  run(work: () => Promise<CommandResult>): Promise<CommandResult> {
+    return Promise.race([work(), this.abandoned]);
+  }
+
+  /** From here on a signal lets the change in flight finish instead of abandoning the command. */
   beginChanges(): void {
+    if (this.signal !== null && !this.changing) throw new AbandonedError(`${this.what}: abandoned on ${this.signal} before any change`);
     this.changing = true;
   }
 

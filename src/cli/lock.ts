@@ -6,7 +6,10 @@
 // knows it (/proc/locks): the pid written into the file is not trusted, since an agent
 // that took the lock on a read-only file system could not write its own, and the file
 // still names an earlier holder. When /proc/locks does not show it: "pid unknown".
-import { ftruncateSync, readFileSync, statSync, writeSync } from 'node:fs';
+// A command refused after taking the lock (a second agent whose socket is taken) leaves
+// nothing it created: it removes the lock file and the directories it made, still
+// holding the lock; and a lock counts only on the file its path still names.
+import { closeSync, existsSync, fstatSync, ftruncateSync, readFileSync, rmdirSync, rmSync, statSync, writeSync } from 'node:fs';
 import { chmod, mkdir, open, unlink } from 'node:fs/promises';
 import path from 'node:path';
 import { addon } from '../native/addon.js';
@@ -74,36 +77,91 @@ function lockError(lockPath: string, err: NodeJS.ErrnoException): LockError {
   return new LockError(`cannot lock ${lockPath}: ${err.message}`);
 }
 
+/** The lock held; release() takes away what taking it created, for a command refused before it did anything. */
+export interface StateDirLock {
+  /**
+   * Removes the lock file and the state directory (and its parents) when this process
+   * created them and they hold nothing else; the lock itself stays held until the
+   * process ends. Best effort: what cannot be removed stays.
+   */
+  release(): void;
+}
+
+/** The directories mkdir -p made for dir: from dir up to the first one it created. */
+function madeDirs(dir: string, first: string | undefined): string[] {
+  if (first === undefined) return [];
+  const made = [path.resolve(dir)];
+  first = path.resolve(first);
+  while (made.at(-1) !== first && path.dirname(made.at(-1)!) !== made.at(-1)) made.push(path.dirname(made.at(-1)!));
+  return made;
+}
+
+/** Same file: the lock was taken on the file the path names now, not on one a releasing holder unlinked. */
+function stillNamed(fd: number, lockPath: string): boolean {
+  try {
+    return fstatSync(fd).ino === statSync(lockPath).ino;
+  } catch {
+    return false;
+  }
+}
+
 /**
  * Takes the lock of stateDir (made 0750 when missing) and writes our pid into it. The
  * lock's fd is never closed: closing it would release the lock before the process ends.
+ * A holder refused before it acted removes the lock file it created (release); one who
+ * opened that file before it went would hold a lock nobody else sees, so the lock
+ * counts only on the file the path still names, and is taken again otherwise.
  */
-export async function lockStateDir(stateDir: string): Promise<void> {
+export async function lockStateDir(stateDir: string): Promise<StateDirLock> {
   const lockPath = path.join(stateDir, 'lock');
-  try {
-    // A directory we create is 0750 whatever the umask: the restart journal is root's business.
-    if ((await mkdir(stateDir, { recursive: true, mode: 0o750 })) !== undefined) await chmod(stateDir, 0o750);
-  } catch (err) {
-    throw lockError(lockPath, err as NodeJS.ErrnoException);
-  }
-  let fd: number;
-  let readOnly: boolean;
-  try {
-    ({ fd, readOnly } = addon.lockFile(lockPath));
-  } catch (err) {
-    const e = err as NodeJS.ErrnoException;
-    if (e.code === 'EAGAIN' || e.code === 'EWOULDBLOCK') throw new LockHeldError(lockPath, holderOf(lockPath));
-    throw lockError(lockPath, e);
-  }
-  // Read-only: the pid of an earlier holder stays in the file; the lock is ours all the same.
-  if (readOnly) return;
-  // The pid is only a hint for people reading the file (the refusal asks the kernel):
-  // a full file system (ENOSPC) must not stop an agent that holds the lock.
-  try {
-    ftruncateSync(fd);
-    writeSync(fd, `${process.pid}\n`, 0);
-  } catch {
-    // the lock is ours all the same
+  for (let attempt = 1; ; attempt++) {
+    let dirs: string[];
+    try {
+      // A directory we create is 0750 whatever the umask: the restart journal is root's business.
+      const first = await mkdir(stateDir, { recursive: true, mode: 0o750 });
+      if (first !== undefined) await chmod(stateDir, 0o750);
+      dirs = madeDirs(stateDir, first);
+    } catch (err) {
+      throw lockError(lockPath, err as NodeJS.ErrnoException);
+    }
+    const fileExisted = existsSync(lockPath);
+    let fd: number;
+    let readOnly: boolean;
+    try {
+      ({ fd, readOnly } = addon.lockFile(lockPath));
+    } catch (err) {
+      const e = err as NodeJS.ErrnoException;
+      if (e.code === 'EAGAIN' || e.code === 'EWOULDBLOCK') throw new LockHeldError(lockPath, holderOf(lockPath));
+      // The directory went with a releasing holder between our mkdir and open: again.
+      if (e.code === 'ENOENT' && attempt < 3) continue;
+      throw lockError(lockPath, e);
+    }
+    if (!stillNamed(fd, lockPath)) {
+      closeSync(fd);
+      if (attempt < 3) continue;
+      throw new LockError(`cannot lock ${lockPath}: it was removed and made again while the lock was taken, three times`);
+    }
+    const release = () => {
+      if (!fileExisted) rmSync(lockPath, { force: true });
+      for (const dir of dirs) {
+        try {
+          rmdirSync(dir);
+        } catch {
+          return;
+        }
+      }
+    };
+    // Read-only: the pid of an earlier holder stays in the file; the lock is ours all the same.
+    if (readOnly) return { release };
+    // The pid is only a hint for people reading the file (the refusal asks the kernel):
+    // a full file system (ENOSPC) must not stop an agent that holds the lock.
+    try {
+      ftruncateSync(fd);
+      writeSync(fd, `${process.pid}\n`, 0);
+    } catch {
+      // the lock is ours all the same
+    }
+    return { release };
   }
 }
 

@@ -7,6 +7,7 @@
 // own flags and leaves the rest to the others, because one environment (a DaemonSet
 // container's, /etc/default/ovn-gwmode-agent) serves `run` and the `health` probe alike.
 import type { Argv, Options } from 'yargs';
+import { UsageError } from './exit-codes.js';
 import { COMMAND_SPECS, COMMANDS, ENV_PREFIX, FLAGS, SETTINGS_FLAGS, variableOf, type Command, type Flag, type FlagSpec } from './reference.js';
 
 export { COMMANDS, DEFAULT_SOCKET, DEFAULT_STATE_DIR, ENV_PREFIX, type Command } from './reference.js';
@@ -145,10 +146,9 @@ export function envValues(command: Command, env: NodeJS.ProcessEnv): Record<stri
   return values;
 }
 
-/** A usage error: one line, exit 2. */
+/** A usage error: one line, exit 2 (src/cli/exit-codes.ts). */
 export function usageError(message: string): never {
-  process.stderr.write(`ovn-gwmode-agent: ${message}; see --help\n`);
-  process.exit(2);
+  throw new UsageError(message);
 }
 
 /** Declares `command`'s flags, with the values its variables give as the next layer below the command line. */

@@ -7,6 +7,7 @@ import { requireModule } from '../require.js';
 import { AgentDeniedError, AgentUnreachableError } from '../status/client.js';
 import { renderBrief, renderHuman, type StatusReport } from '../status/report.js';
 import { askAgent } from './ask.js';
+import type { CommandResult, ExitCode } from './exit-codes.js';
 import { renderEvent } from './events.js';
 
 const http = requireModule('node:http') as typeof import('node:http');
@@ -34,7 +35,7 @@ export function renderScreen(s: StatusReport, events: AgentEvent[], socket: stri
 }
 
 /** Follows the agent until the connection ends; resolves with the exit code (2: the agent went away). */
-export function watchStatus(socket: string, out: WatchOutput, err: (text: string) => void): Promise<number> {
+export function watchStatus(socket: string, out: WatchOutput, err: (text: string) => void): Promise<ExitCode> {
   return new Promise((resolve, reject) => {
     let status: StatusReport | undefined;
     const events: AgentEvent[] = [];
@@ -97,7 +98,7 @@ export function watchStatus(socket: string, out: WatchOutput, err: (text: string
   });
 }
 
-/** `status --watch`: until the agent goes away (exit 2) or ctrl-c. */
-export function watchCommand(opts: { socket: string }): Promise<void> {
-  return askAgent(() => watchStatus(opts.socket, { write: (t) => process.stdout.write(t), isTTY: process.stdout.isTTY === true }, (t) => process.stderr.write(t)));
+/** `status --watch`: until the agent goes away (exit 2) or ctrl-c. A stream: it writes as it goes, and returns only the code. */
+export function watchCommand(opts: { socket: string }): Promise<CommandResult> {
+  return askAgent(async () => ({ code: await watchStatus(opts.socket, { write: (t) => process.stdout.write(t), isTTY: process.stdout.isTTY === true }, (t) => process.stderr.write(t)) }));
 }

@@ -2,10 +2,11 @@
 // usage errors. dispatch.ts sends here every line its quick parser does not take.
 import yargs, { type Argv } from 'yargs';
 import { VERSION } from '../version.js';
+import type { CommandResult } from './exit-codes.js';
 import { COMMANDS, CONFLICTS, EnvError, envValues, usageError, withOptions, type Command } from './options.js';
 import { BUILTIN_FLAGS, COMMAND_SPECS, EXIT_STATUS, type ExitCode } from './reference.js';
 
-export type Handler = (argv: Record<string, unknown>) => Promise<void>;
+export type Handler = (argv: Record<string, unknown>) => Promise<CommandResult>;
 
 const NAMED = `name a command: ${COMMANDS.slice(0, -1).join(', ')} or ${COMMANDS.at(-1)}`;
 
@@ -48,10 +49,11 @@ const exitStatus = (exits: Partial<Record<ExitCode, string>>) =>
 /** What --help ends with besides the exit codes: where the rest is. */
 const MORE = 'every command and flag: man ovn-gwmode-agent (docs/cli.md in the source)';
 
-/** Parses args with yargs and runs the command's handler. */
-export async function parseWithYargs(args: string[], handlers: Record<Command, Handler>): Promise<void> {
+/** Parses args with yargs and runs the command's handler; --help and --version are exit 0. */
+export async function parseWithYargs(args: string[], handlers: Record<Command, Handler>): Promise<CommandResult> {
+  let result: CommandResult = { code: 0 };
   let y = yargs(args).scriptName('ovn-gwmode-agent');
-  for (const command of COMMANDS) y = y.command(command, COMMAND_SPECS[command].summary, options(command), (argv) => handlers[command](argv));
+  for (const command of COMMANDS) y = y.command(command, COMMAND_SPECS[command].summary, options(command), async (argv) => void (result = await handlers[command](argv)));
   await y
     .epilogue(`${exitStatus(EXIT_STATUS)}\n${MORE}`)
     .demandCommand(1, NAMED)
@@ -63,4 +65,5 @@ export async function parseWithYargs(args: string[], handlers: Record<Command, H
       usageError(explain(args, msg));
     })
     .parseAsync();
+  return result;
 }

@@ -49,8 +49,36 @@ test('apply replaces the route and says ovnkube-node is still to be restarted, b
     const r = applyLocal(ns, scratch);
     assert.equal(r.code, 0, r.stderr);
     assert.deepEqual(ns.routes('10.96.0.0/16'), [LOCAL]);
-    assert.match(r.stdout, /\napplied: 1 replace\(s\)\nnext: restart ovnkube-node \(apply does not\)\n$/);
-    assert.doesNotMatch(r.stdout, /agent/);
+    assert.match(r.stdout, /\nreplaced:\n {2}10\.96\.0\.0\/16: via 172\.18\.0\.1 dev br-ex mtu 1400 -> via 10\.244\.1\.1 dev ovn-k8s-mp0\n/);
+    assert.match(
+      r.stdout,
+      new RegExp(`\\napplied: 1 replace\\(s\\)\\nleft: restart ovnkube-node into local gateway mode, owed by the migration journaled in ${scratch.stateDir}: apply does not restart it; the agent requests it when it runs, unless a new ovnkube-node runs local gateway mode by then\\n$`),
+    );
+    assert.doesNotMatch(r.stdout, /Converged|phase:/, 'a node owed a restart is not called done');
+
+    // Run again, the routes in place: nothing replaced, and the restart is still owed.
+    const again = applyLocal(ns, scratch);
+    assert.equal(again.code, 0, again.stderr);
+    assert.match(again.stdout, /\nactions: none\n[\s\S]*\napplied: 0 replace\(s\)\nleft: restart ovnkube-node into local gateway mode, owed/);
+  });
+});
+
+test('plan says what it would replace and that it changed nothing, never that a replace is under way', async (t) => {
+  if (skipWithoutKernel(t)) return;
+  await withNode({ gw0: true }, async ({ ns, scratch }) => {
+    scratch.writeMode('local');
+    const args = ['--mode-file', scratch.modeFile, '--service-cidr', '10.96.0.0/16', '--ovnkube-mode-check', 'off'];
+    const r = cli(ns, ['plan', ...args]);
+    assert.equal(r.code, 1, r.stderr);
+    assert.match(r.stdout, /\nactions:\n {2}would replace 10\.96\.0\.0\/16: via 172\.18\.0\.1 dev br-ex mtu 1400 -> via 10\.244\.1\.1 dev ovn-k8s-mp0\n/);
+    assert.match(r.stdout, /\nplan: would replace 10\.96\.0\.0\/16; changed nothing \(apply carries it out, or the agent\)\n$/);
+    assert.doesNotMatch(r.stdout, /Progressing|Replacing|phase:/);
+    assert.deepEqual(ns.routes('10.96.0.0/16'), [STALE]);
+
+    assert.equal(cli(ns, ['apply', ...args, '--state-dir', scratch.stateDir]).code, 0);
+    const done = cli(ns, ['plan', ...args]);
+    assert.equal(done.code, 0, done.stderr);
+    assert.match(done.stdout, /\nactions: none\n[\s\S]*\nplan: nothing to replace; changed nothing\n$/);
   });
 });
 
@@ -62,9 +90,9 @@ test('apply in dry run, OVN_GWMODE_DRY_RUN=1 or --dry-run=yes: the replace is pl
     for (const [extra, env] of [[[], { OVN_GWMODE_DRY_RUN: '1' }], [['--dry-run=yes'], {}]] as const) {
       const r = cli(ns, [...args, ...extra], env);
       assert.equal(r.code, 1, r.stderr);
-      assert.match(r.stdout, /\nactions:\n {2}replace 10\.96\.0\.0\/16: via 172\.18\.0\.1 dev br-ex mtu 1400 -> via 10\.244\.1\.1 dev ovn-k8s-mp0\n/);
+      assert.match(r.stdout, /\nactions:\n {2}would replace 10\.96\.0\.0\/16: via 172\.18\.0\.1 dev br-ex mtu 1400 -> via 10\.244\.1\.1 dev ovn-k8s-mp0\n/);
       assert.match(r.stdout, /dry run: 1 replace\(s\) planned, not applied \[DryRun\]\n/);
-      assert.match(r.stdout, /\napplied: 0 replace\(s\) \(dry run\)\n$/);
+      assert.match(r.stdout, /\napplied: 0 replace\(s\) \(dry run\): would replace 10\.96\.0\.0\/16; changed nothing\n$/);
       assert.deepEqual(ns.routes('10.96.0.0/16'), [STALE], 'the route is as it was');
       assert.equal(existsSync(path.join(scratch.stateDir, 'migration-journal.json')), false, 'nothing journaled');
     }

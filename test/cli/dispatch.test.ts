@@ -14,7 +14,7 @@ async function yargsArgv(args: string[], env: Record<string, string>): Promise<A
   Object.assign(process.env, env);
   let seen: Argv | undefined;
   try {
-    const capture = async (argv: Argv) => void (seen = argv);
+    const capture = async (argv: Argv) => ((seen = argv), { code: 0 as const });
     await parseWithYargs(args, Object.fromEntries(COMMANDS.map((c) => [c, capture])) as Parameters<typeof parseWithYargs>[1]);
   } finally {
     for (const k of Object.keys(env)) {
@@ -104,7 +104,7 @@ async function dispatched(args: string[], vars: Record<string, string>): Promise
   Object.assign(process.env, vars);
   let seen: { command: string; argv: Argv } | undefined;
   try {
-    await dispatch(args, Object.fromEntries(COMMANDS.map((c) => [c, async (argv: Argv) => void (seen = { command: c, argv })])) as Parameters<typeof dispatch>[1]);
+    await dispatch(args, Object.fromEntries(COMMANDS.map((c) => [c, async (argv: Argv) => ((seen = { command: c, argv }), { code: 0 as const })])) as Parameters<typeof dispatch>[1]);
   } finally {
     for (const k of Object.keys(process.env)) if (!(k in saved)) delete process.env[k];
     Object.assign(process.env, saved);

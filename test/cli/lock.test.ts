@@ -1,6 +1,6 @@
 // One agent per node: the flock on <state-dir>/lock, with real processes.
 import { strict as assert } from 'node:assert';
-import { closeSync, mkdtempSync, readFileSync, rmSync, statSync, symlinkSync } from 'node:fs';
+import { closeSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
@@ -62,6 +62,27 @@ test('a second agent, whatever its --socket, exits 1 naming the pid that holds t
     } finally {
       await third.stop();
     }
+  });
+});
+
+test('an agent refused by the live socket on another --state-dir leaves nothing it created: neither that directory, nor its parents, nor a lock file', async (t) => {
+  if (skipWithoutKernel(t)) return;
+  await withAgent({ mode: 'local' }, async ({ ns, scratch, agent }) => {
+    await waitForStatus(agent, (s) => s.phase === 'Converged', 'Converged');
+    const fresh = path.join(scratch.dir, 'made', 'by-the-second');
+    const elsewhere = new AgentProcess(ns, scratch, [...ARGS, '--state-dir', fresh]);
+    assert.equal(await within(elsewhere.exited, 30_000, 'the agent with a new state directory exits'), 1, elsewhere.output);
+    assert.equal(elsewhere.output, `ovn-gwmode-agent: another agent is serving on ${scratch.socket}; not starting a second agent\n`);
+    assert.equal(existsSync(path.join(scratch.dir, 'made')), false, 'the directories it made are gone');
+
+    // A state directory that was there stays, with what it held, and gets no lock file.
+    const kept = path.join(scratch.dir, 'kept');
+    mkdirSync(kept);
+    writeFileSync(path.join(kept, 'note'), 'mine\n');
+    const again = new AgentProcess(ns, scratch, [...ARGS, '--state-dir', kept]);
+    assert.equal(await within(again.exited, 30_000, 'the agent with an existing state directory exits'), 1, again.output);
+    assert.deepEqual(readdirSync(kept), ['note']);
+    assert.equal(status(scratch.socket)?.phase, 'Converged');
   });
 });
 
