@@ -14,7 +14,7 @@
 //     REQUEST_TIMEOUT_MS, checked every CHECK_INTERVAL_MS (Node's default is 30 s).
 //     Node runs that check on an interval from listen to close, connections or not:
 //     a wake-up every CHECK_INTERVAL_MS of an agent at rest. Here it runs only while a
-//     connection is open (pauseChecks below); the check itself stays Node's.
+//     connection is open (node-private.ts); the check itself stays Node's.
 //  5. At most MAX_CONNECTIONS are open. Past that the oldest connection with no request
 //     in hand (a slow client still sending headers, an idle keep-alive) is cut, else
 //     the oldest: a new caller (kubelet's probe) gets in once accepted, however many
@@ -25,6 +25,7 @@ import type http from 'node:http';
 import net from 'node:net';
 import path from 'node:path';
 import { requireModule } from '../require.js';
+import { PausableConnectionsCheck } from './node-private.js';
 import type { StatusReport } from './report.js';
 
 const { createServer } = requireModule('node:http') as typeof http;
@@ -69,6 +70,8 @@ const BACKLOG = MAX_CONNECTIONS;
 export interface ListenOptions {
   /** The gid the socket (and a directory we create) belongs to; root's when null. */
   group?: number | null;
+  /** Where a degraded start is said; a process warning (stderr) when none is given. */
+  log?: { warn(obj: object, msg: string): void };
 }
 
 export interface StatusHandlers {
@@ -142,13 +145,12 @@ function sendText(res: http.ServerResponse, code: number, text: string, headers:
   res.end(text);
 }
 
-/** Node's name for the server's connection-checking interval (lib/_http_server.js). */
-const CHECKER = 'http.server.connectionsCheckingInterval';
-
 export class StatusServer {
   private readonly server: http.Server;
-  /** Node's check of the connections' timeouts, while it is paused (no connection open). */
-  private paused: { symbol: symbol; check: () => void } | undefined;
+  /** Node's check of the connections' timeouts, paused while no connection is open (node-private.ts). */
+  private readonly checks: PausableConnectionsCheck;
+  /** Set once this Node's check was found elsewhere than expected, and said. */
+  private checksUnpaused = false;
   /** Open connections, oldest first (a Set keeps insertion order). */
   private readonly open = new Set<net.Socket>();
   /** Connections with a request in hand: cut only when every connection has one. */
@@ -157,6 +159,7 @@ export class StatusServer {
   private constructor(
     readonly socket: string,
     handlers: StatusHandlers,
+    private readonly log: ListenOptions['log'],
   ) {
     let cached: { version: number; text: string } | undefined;
     const statusText = (): string => {
@@ -194,9 +197,10 @@ export class StatusServer {
       },
     );
     this.server.maxHeadersCount = MAX_HEADERS;
+    this.checks = new PausableConnectionsCheck(this.server, CHECK_INTERVAL_MS);
     this.server.on('connection', (conn: net.Socket) => {
       this.open.add(conn);
-      this.resumeChecks();
+      this.checks.resume();
       conn.once('close', () => {
         this.open.delete(conn);
         if (this.open.size === 0) this.pauseChecks();
@@ -205,30 +209,14 @@ export class StatusServer {
     });
   }
 
-  /** Node's interval timer of the connection checks, when this Node has one where expected. */
-  private checker(): { symbol: symbol; timer: NodeJS.Timeout & { _onTimeout?: unknown } } | undefined {
-    const symbol = Object.getOwnPropertySymbols(this.server).find((s) => s.description === CHECKER);
-    const timer = symbol && (this.server as unknown as Record<symbol, unknown>)[symbol];
-    if (!symbol || !timer || typeof (timer as { _onTimeout?: unknown })._onTimeout !== 'function') return undefined;
-    return { symbol, timer: timer as NodeJS.Timeout & { _onTimeout?: unknown } };
-  }
-
-  /** No connection open: nothing to check until one comes (a Node without the interval where expected keeps its own). */
+  /** No connection open: nothing to check until one comes (a Node without the timer where expected keeps its own, and it is said once). */
   private pauseChecks(): void {
-    if (this.paused || !this.server.listening) return;
-    const c = this.checker();
-    if (!c) return;
-    // Taken before clearInterval, which drops a timer's callback.
-    this.paused = { symbol: c.symbol, check: c.timer._onTimeout as () => void };
-    clearInterval(c.timer);
-  }
-
-  private resumeChecks(): void {
-    const paused = this.paused;
-    if (!paused) return;
-    this.paused = undefined;
-    // server.close() clears whatever timer this property holds, so the new one goes there.
-    (this.server as unknown as Record<symbol, unknown>)[paused.symbol] = setInterval(paused.check, CHECK_INTERVAL_MS).unref();
+    const missing = this.checks.pause();
+    if (missing === undefined || this.checksUnpaused) return;
+    this.checksUnpaused = true;
+    const why = `Node's connection check of the status socket cannot be paused (${missing}): it runs every ${CHECK_INTERVAL_MS} ms, connections or not`;
+    if (this.log) this.log.warn({ code: 'GWMODE_NODE_PRIVATE' }, why);
+    else process.emitWarning(why, { code: 'GWMODE_NODE_PRIVATE' });
   }
 
   private evict(newcomer: net.Socket): void {
@@ -246,7 +234,7 @@ export class StatusServer {
 
   static async listen(socket: string, handlers: StatusHandlers, options: ListenOptions = {}): Promise<StatusServer> {
     try {
-      return await StatusServer.create(socket, handlers, options.group ?? null);
+      return await StatusServer.create(socket, handlers, options);
     } catch (err) {
       const e = err as NodeJS.ErrnoException;
       if (e.code === 'EACCES' || e.code === 'EPERM') throw permissionError(socket, e);
@@ -254,7 +242,8 @@ export class StatusServer {
     }
   }
 
-  private static async create(socket: string, handlers: StatusHandlers, group: number | null): Promise<StatusServer> {
+  private static async create(socket: string, handlers: StatusHandlers, options: ListenOptions): Promise<StatusServer> {
+    const group = options.group ?? null;
     const dir = path.dirname(socket);
     // A directory we create is 0750 whatever the umask, and the socket group's; one that
     // exists (systemd's RuntimeDirectory, a hostPath) keeps the owner and mode it was given.
@@ -264,7 +253,7 @@ export class StatusServer {
       await chmod(dir, 0o750);
     }
     await clearStale(socket);
-    const s = new StatusServer(socket, handlers);
+    const s = new StatusServer(socket, handlers, options.log);
     await new Promise<void>((resolve, reject) => {
       s.server.once('error', (err: NodeJS.ErrnoException) =>
         reject(err.code === 'EADDRINUSE' ? new SocketInUseError(`another agent is serving on ${socket}`) : err),

@@ -86,15 +86,40 @@ function agentArgs(c: Case, node: Node): string[] {
   ];
 }
 
-/** What the kernel holds and does for service traffic: the IPv4 main table, the links by name, and the path to a service IP. */
-function kernelView(ns: Netns): string {
-  const links = ns.ip('-o link show').split('\n').map((l) => l.split(':')[1]?.trim()).filter(Boolean).sort();
-  return [ns.ip('-4 route show table main'), links.join(' '), ns.ip('-4 route get 10.96.0.10').split('\n')[0]].join('\n');
+/** Runs `ip -4 -n NAME -batch -` on these commands, without blocking the other groups' cases meanwhile. */
+function ipBatch(ns: Netns, commands: string[]): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const child = execFile('ip', ['-4', '-n', ns.name, '-batch', '-'], { encoding: 'utf8' }, (err, stdout, stderr) =>
+      err ? reject(new Error(`ip -4 -n ${ns.name} -batch (${commands.join('; ')}): ${stderr || err.message}`)) : resolve(stdout),
+    );
+    child.stdin!.end(commands.join('\n') + '\n');
+  });
+}
+
+/**
+ * What the kernel holds and does for service traffic: the IPv4 main table, the links by
+ * name, and the path to a service IP. One `ip` process for the three (each costs a
+ * namespace switch), in this order: the table's lines (a multipath route's next hops
+ * indented), then each link's `N: name: ...` line with its indented details, then the
+ * lookup's first line.
+ */
+async function kernelView(ns: Netns): Promise<string> {
+  const lines = (await ipBatch(ns, ['route show table main', 'link show', 'route get 10.96.0.10'])).split('\n');
+  const isLink = (l: string) => /^\d+: /.test(l);
+  const firstLink = lines.findIndex(isLink);
+  if (firstLink < 0) throw new Error(`no link in the kernel's answer:\n${lines.join('\n')}`);
+  const table = lines.slice(0, firstLink);
+  let i = firstLink;
+  const links: string[] = [];
+  for (; i < lines.length && (isLink(lines[i]!) || /^\s/.test(lines[i]!)); i++) if (isLink(lines[i]!)) links.push(lines[i]!.split(':')[1]!.trim());
+  const lookup = lines[i];
+  if (!lookup) throw new Error(`no route lookup in the kernel's answer:\n${lines.join('\n')}`);
+  return [table.join('\n'), links.sort().join(' '), lookup].join('\n');
 }
 
 /** One `apply` of the case on the node: the kernel and the stand-in must be as they were. */
 async function expectNothing(c: Case, node: Node): Promise<void> {
-  const before = kernelView(node.ns);
+  const before = await kernelView(node.ns);
   const starts = node.standin.starts;
   node.scratch.writeMode(c.desired);
   const args = ['netns', 'exec', node.ns.name, process.execPath, CLI, 'apply', '--json', '--mode-file', node.scratch.modeFile, '--state-dir', node.scratch.stateDir, ...agentArgs(c, node)];
@@ -107,7 +132,7 @@ async function expectNothing(c: Case, node: Node): Promise<void> {
   }
   const said = `${plan.layout} [${plan.reasonCodes.join(', ')}]`;
   assert.equal(plan.applied, 0, `apply replaced ${plan.applied} route(s): ${said}`);
-  assert.equal(kernelView(node.ns), before, `the kernel changed: ${said}`);
+  assert.equal(await kernelView(node.ns), before, `the kernel changed: ${said}`);
   assert.equal(node.standin.starts, starts, 'ovnkube-node restarted');
   if (!isLegacy(c.release)) {
     assert.equal(plan.layout, 'routing-via-host', `a ${c.release} node: ${said}`);
@@ -223,7 +248,7 @@ test("mid-upgrade 4.9 -> 4.10: ovnkube-node 4.10 runs local over its br-ex route
   // into 4.10's RHCOS; the OpenShift overlay gives the agent no ovnkube.conf.
   const node = await makeNode('4.10', 'local-bug', '4.9');
   try {
-    const before = kernelView(node.ns);
+    const before = await kernelView(node.ns);
     node.scratch.writeMode('local');
     const agent = new AgentProcess(node.ns, node.scratch, ['--layout', 'auto', '--service-cidr', '10.96.0.0/16', '--os-release', node.osReleasePath]);
     try {
@@ -234,7 +259,7 @@ test("mid-upgrade 4.9 -> 4.10: ovnkube-node 4.10 runs local over its br-ex route
       assert.match(first.platform.evidence, /^ovnkube-node's command line has --export-ovs-metrics \(pid \d+\), rendered by the 4\.10\+ network operator only$/);
       // A later pass (the periodic resync) decides the same: still nothing.
       await waitForStatus(agent, (s) => s.lastReconcile !== null && s.lastReconcile !== first.lastReconcile, 'a later pass');
-      assert.equal(kernelView(node.ns), before, 'the kernel changed');
+      assert.equal(await kernelView(node.ns), before, 'the kernel changed');
       assert.equal(node.standin.starts, 1, 'ovnkube-node restarted');
       assert.equal(agent.logs().filter((l) => String(l.msg).startsWith('replaced route')).length, 0);
     } finally {
