@@ -21,7 +21,7 @@ import type { Clock } from '../clock.js';
 import { Journal } from '../restart/journal.js';
 import { readBootId } from '../restart/journal-time.js';
 import { CriRestart, criDeadlineMs, NoRestart, SignalRestart, type RestartStrategy } from '../restart/strategy.js';
-import { recorders } from './recorder.js';
+import { recorders } from '../core/recorder.js';
 import { EventHistory } from '../events/history.js';
 import { serveEvents } from '../events/http.js';
 import { WatchHub } from '../events/watch.js';

@@ -86,13 +86,31 @@ export interface RestartView {
   reason: Reason | null;
 }
 
+export type RestartStep = Extract<Step, { kind: 'restart' }>;
+
+/**
+ * What the record says after a decision that changed nothing on the node: the migration
+ * moved on (a new ovnkube-node seen, the node at the desired mode by itself), written
+ * after the fact (the change is ovnkube-node's); and the restart's completion told.
+ */
+export type RecordStep = { kind: 'record'; migration: Migration | null; what: string } | { kind: 'completed'; mode: GatewayMode };
+
+/** Everything a pass does, as a value: the loop carries out steps, then records, and nothing else. */
 export interface Decision {
   steps: Step[];
+  records: RecordStep[];
   /** The migration on record once the steps are done. */
   migration: Migration | null;
   restart: RestartView;
   wakeInMs: number | undefined;
+  /** --dry-run: the plan's replaces are shown, and neither they nor a restart are carried out. */
+  dryRun: boolean;
+  /** The plan waits on ovnkube-node (its rollout, its start): the decision looks again every second. */
+  waiting: boolean;
 }
+
+/** What decideSteps works out; decide adds what follows from it. */
+type Core = Omit<Decision, 'records' | 'dryRun' | 'waiting'>;
 
 /** Capped, jittered exponential backoff: attempt 1 waits about base, doubling to max. */
 export function backoffMs(attempt: number, baseMs: number, maxMs: number, random = 1): number {
@@ -155,9 +173,22 @@ const lookAgain = (i: DecideInput, t: RestartTarget): Reason =>
 const isoAt = (i: DecideInput, t: number): string => new Date(t + (i.wallOffsetMs ?? 0)).toISOString();
 
 export function decide(i: DecideInput): Decision {
+  const core = decideSteps(i);
+  const records: RecordStep[] = [];
+  const before = i.migration;
+  const after = core.migration;
+  // A decision that only moved the migration on: a journal or restart step records it itself.
+  if (after !== before && !core.steps.some((s) => s.kind === 'journal' || s.kind === 'restart')) {
+    records.push({ kind: 'record', migration: after, what: 'the new ovnkube-node seen' });
+    if (after?.restart === 'done' && before?.restart !== 'done') records.push({ kind: 'completed', mode: after.mode });
+  }
+  return { ...core, records, dryRun: isDryRun(i.plan), waiting: i.plan.awaitsOvnkube };
+}
+
+function decideSteps(i: DecideInput): Core {
   const { plan, desired, now } = i;
   const m = i.migration;
-  const waitingOnOvnkube = plan.reasons.some((r) => r.code === 'OvnkubeOtherMode' || r.code === 'OvnkubeModeUnknown');
+  const waitingOnOvnkube = plan.awaitsOvnkube;
   const pollIf = (cond: boolean) => (cond ? POLL_MS : undefined);
   const none: RestartView = { phase: null, reason: null };
 
@@ -278,7 +309,7 @@ const FRESH: Omit<Migration, 'mode' | 'startedAt' | 'identity'> = {
 const isDryRun = (plan: Plan) => plan.dryRun;
 
 /** The restart owed by the migration on record (whose mode is the desired one). */
-function restartView(i: DecideInput): Omit<Decision, 'wakeInMs'> & { wakeInMs: number | undefined } {
+function restartView(i: DecideInput): Core {
   let m = i.migration!;
   const { now, settings: s } = i;
   if (m.restart === 'none') return { steps: [], migration: m, restart: { phase: null, reason: null }, wakeInMs: undefined };
