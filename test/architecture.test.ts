@@ -6,6 +6,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { test } from 'node:test';
 import madge from 'madge';
+import ts from 'typescript';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 
@@ -52,4 +53,27 @@ test('src/ imports no CommonJS package and not node:http (type-only imports asid
     }
   }
   assert.deepEqual(offenders, []);
+});
+
+// issue 24: the owner loop is parts (src/agent/scheduler.ts, journal-keeper.ts, restart-runner.ts,
+// inputs.ts, status-board.ts), each owning its state; the Agent keeps the round and a few fields.
+test('the Agent class keeps at most 15 fields (constructor parameter properties included)', () => {
+  const file = `${root}src/agent/agent.ts`;
+  const source = ts.createSourceFile(file, readFileSync(file, 'utf8'), ts.ScriptTarget.Latest, true);
+  const agent = source.statements.find((s): s is ts.ClassDeclaration => ts.isClassDeclaration(s) && s.name?.text === 'Agent');
+  assert.ok(agent, 'class Agent in src/agent/agent.ts');
+  const fields = agent.members.filter(ts.isPropertyDeclaration).map((m) => m.name.getText(source));
+  const ctor = agent.members.find(ts.isConstructorDeclaration);
+  const params = (ctor?.parameters ?? []).filter((p) => (ts.getModifiers(p) ?? []).length > 0).map((p) => p.name.getText(source));
+  const all = [...fields, ...params];
+  assert.ok(all.length >= 5, `fields found: ${all.join(', ')}`);
+  assert.ok(all.length <= 15, `${all.length} fields: ${all.join(', ')}`);
+});
+
+test('src/metrics and src/events import nothing from src/agent: they depend on src/core/recorder.ts, below the agent', async () => {
+  const graph = await madge(`${root}src`, { fileExtensions: ['ts'], tsConfig: `${root}tsconfig.json` });
+  const views = Object.entries(graph.obj()).filter(([file]) => file.startsWith('metrics/') || file.startsWith('events/'));
+  assert.ok(views.length >= 4, `modules found: ${views.map(([f]) => f).join(', ')}`);
+  const upward = views.flatMap(([file, deps]) => deps.filter((d) => d.startsWith('agent/')).map((d) => `${file} -> ${d}`));
+  assert.deepEqual(upward, []);
 });
