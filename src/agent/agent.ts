@@ -1,65 +1,43 @@
-// The daemon's owner loop. One owner of the state; everything else only wakes it, and
-// every decision is taken by pure functions (core/): the loop observes, asks them,
-// and executes exactly the steps they return.
+// The daemon's owner loop: one owner of the state, everything else only wakes it, and
+// every decision is taken by pure functions (core/). docs/design.md draws the parts.
 //
-// A pass, in rounds: observe -> trackFights -> plan -> decide -> execute. A round that
+// A pass, in rounds: observe -> fights -> plan -> decide -> execute. A round that
 // replaced routes is followed by another (the verification: the plan must then hold
 // nothing for the routes just replaced, and the restart the migration owes is decided
 // there; another service route changed by someone else meanwhile is planned and carried
 // out there like in any round, and verified by the next; after the last round that may
 // act, one more only verifies, and leaves what else it finds to the next pass, which it
-// asks for). Wake-ups: mode-file changes, netlink events about what is watched, `lost`
-// notifications, the periodic resync, the retry timer, and the decision's own wake-up
-// (every second while the agent waits on ovnkube-node). Wake-ups during a pass set
-// `dirty`, and one more pass runs after it: passes never overlap, and a burst of events
-// costs one pass.
-// The mode file is read by a pass that any wake-up but a netlink event asked for: a
-// repair woken by the kernel does not wait on the file system, and a change of the
-// file is a wake-up of its own (and the periodic resync re-reads it anyway). Likewise a
-// pass woken by route events alone may reuse the last scan of /proc for ovnkube-node
-// where it is provably current (src/ovnkube/proc.ts, OvnkubeScanner); any other wake-up
-// scans in full.
+// asks for). The parts, each owning its state:
+//  - scheduler.ts: wake-ups, coalescing, timers, backoff, settle (knows nothing of routes);
+//  - inputs.ts: the kernel's notifications, the mode file, the echoes of own writes;
+//  - journal-keeper.ts: the record, written before a change or after one (with catch-up);
+//  - restart-runner.ts: the restart request in flight, its answer, the stop;
+//  - steps.ts: execute, the one place the decision's effects happen;
+//  - status-board.ts and src/status/model.ts: the report of the last finished pass.
+// The mode file is read by a pass that any wake-up but a netlink event asked for, and a
+// pass woken by route events alone may reuse the last scan of /proc where it is provably
+// current (src/ovnkube/proc.ts, OvnkubeScanner).
 //
-// Races this handles:
-//  1. A route changed by someone else between our observation and our replace: a
-//     replace names the route's key and never creates, so it fails (ENOENT) instead
-//     of adding a second route; the pass puts back what it changed and observes again.
-//  2. The mode file half-written or garbled: the last valid mode is kept (none at
-//     start, so nothing is ever applied before the first valid input). A file still
-//     being written is not read as anything yet (mode/settled.ts): the pass goes on
-//     with the mode it had, and the file is read again when it has settled.
-//  3. Netlink notifications lost under load: `lost` forces a pass at once.
+// Races this handles (and where):
+//  1. A route changed by someone else between observation and replace: a replace names
+//     the route's key and never creates, so it fails (ENOENT); the pass puts back what it
+//     changed (execute.ts) and the scheduler looks again at once.
+//  2. The mode file half-written or garbled: the last valid mode is kept (none at start);
+//     a file still being written is read again when settled (inputs.ts, mode/settled.ts).
+//  3. Netlink notifications lost under load: `lost` forces a full pass at once (inputs.ts).
 //  4. Something that keeps setting a route back: core/fights.ts suspends the repairs.
-//  5. The agent killed mid-migration: the journal says which migration was under way
-//     and which restart it owes; the next agent finishes it and restarts at most once.
-//  7. A restart request the runtime is slow to answer: StopContainer waits out the
-//     container's grace period (30 s), a hanging runtime its deadline on top. The
-//     request is journaled in the pass, but its answer is not awaited there: the pass
-//     ends, the loop stays live for systemd's watchdog and the liveness probe (a pass
-//     longer than WatchdogSec is a stuck loop), and the answer, when it comes, wakes a
-//     pass that records it (only into the request it answers: the record may have moved
-//     on, a new ovnkube-node seen meanwhile). No second request while one is under way.
-//  6. The journal unwritable (a full or read-only state directory). Before a change (the
-//     start of a migration, a restart request) the change is refused. After one (the
-//     outcome of a restart request, the new ovnkube-node seen, a migration taken off the
-//     record after the kernel refused it) the change has happened: the state is kept in
-//     memory, the loop goes on from it, the status says the journal lags behind, and the
-//     save is retried (with backoff, and at the start of each pass) until it is written.
-//  8. The echo of the agent's own writes: every route the kernel takes (a replace, a
-//     put-back) comes back as a notification, which used to wake the next pass at once;
-//     after a refused dual-stack replace (the IPv4 route moved and put back, the IPv6 one
-//     refused) that pass failed the same way, hundreds of times a second, the IPv4
-//     service route flapping each time. Each write the kernel took is expected back once
-//     (by prefix: a notification does not say the next hop) and its echo is swallowed;
-//     the expectations end when the next pass begins or notifications are lost (a late
-//     echo then costs one pass, never a loop), and each lasts ECHO_WINDOW_MS at most: a
-//     write the kernel took as a no-op (the route already was what the agent wrote, set so
-//     by someone else since the observation) sends no notification, and an expectation
-//     left waiting for it would hide the next real change of that prefix until something
-//     else woke a pass. A failed pass thus waits out its backoff
-//     unless something else changed: someone else's route change, a link or an address,
-//     the mode file. The flap itself counts as a set-back (core/fights.ts, point 5).
+//  5. The agent killed mid-migration: the journal says which migration was under way and
+//     which restart it owes; the next agent finishes it and restarts at most once.
+//  6. The journal unwritable: a change is refused before, and lags (retried) after
+//     (journal-keeper.ts); the status says JournalUnwritable.
+//  7. A restart request the runtime is slow to answer: not awaited by the pass; its answer
+//     wakes the pass that records it (restart-runner.ts). A pass longer than WatchdogSec
+//     is a stuck loop.
+//  8. The echo of the agent's own writes: expected once per write for ECHO_WINDOW_MS after
+//     the kernel's answer and swallowed (inputs.ts); a failed pass waits out its backoff
+//     unless someone else changed something, and the flap counts as a set-back (fights.ts).
 //  9. Time: durations and deadlines on the monotonic clock, wall time only for what is
+//     shown (src/clock.ts), every timer's delay clamped; the journal keeps wall times.
 import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';
 import { decide, needsTarget, type Decision, type RestartSettings } from '../core/decide.js';
