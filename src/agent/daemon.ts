@@ -6,13 +6,14 @@
 // exit 0: a CRI stop, which waits out the grace period, is cancelled); SIGHUP reloads the
 // settings (flags, environment, ovnkube.conf) and the mode file.
 import type { Logger } from 'pino';
-import { resolveSettings, type RawRunOptions, type Settings } from '../config/settings.js';
+import type { RawRunOptions, Settings } from '../config/settings.js';
 import type { Dataplane } from '../dataplane/types.js';
-import { ModeReader, watchModeSource } from '../mode/source.js';
+import type { StatusReport } from '../status/report.js';
 import { StatusServer } from '../status/server.js';
 import { Supervisor } from '../systemd/supervisor.js';
 import type { Notifier } from '../systemd/notify.js';
-import { Agent, type AgentOptions } from './agent.js';
+import { Agent } from './agent.js';
+import { LiveSettings, MemoryTrim, Views } from './daemon-parts.js';
 import { OvnkubeExitSignal } from '../ovnkube/exit-signal.js';
 import { missingCapabilities } from './capabilities.js';
 import type { OvnkubeProbe } from './observe.js';
@@ -21,14 +22,10 @@ import type { Clock } from '../clock.js';
 import { Journal } from '../restart/journal.js';
 import { readBootId } from '../restart/journal-time.js';
 import { CriRestart, criDeadlineMs, NoRestart, SignalRestart, type RestartStrategy } from '../restart/strategy.js';
-import { recorders } from './recorder.js';
-import { EventHistory } from '../events/history.js';
+import { recorders } from '../core/recorder.js';
 import { serveEvents } from '../events/http.js';
-import { WatchHub } from '../events/watch.js';
 import { parseListenAddress } from '../metrics/address.js';
-import { AgentMetrics } from '../metrics/metrics.js';
 import { MetricsListener, serveMetrics } from '../metrics/server.js';
-import { VERSION } from '../version.js';
 
 function strategyFor(s: Settings, stuckAfterMs: number): RestartStrategy {
   switch (s.restart) {
@@ -40,23 +37,6 @@ function strategyFor(s: Settings, stuckAfterMs: number): RestartStrategy {
       return new NoRestart();
   }
 }
-
-/** Settings a reload cannot change: the socket, and what the restart coordinator was built with. */
-const FIXED_AT_START = [
-  'socket',
-  'socketGroup',
-  'stateDir',
-  'restart',
-  'criEndpoint',
-  'ovnkubeNamespace',
-  'ovnkubeContainer',
-  'restartGraceMs',
-  'restartMinIntervalMs',
-  'restartMaxPerHour',
-  'restartTimeoutMs',
-  'settleMs',
-  'metricsAddress',
-] as const;
 
 /** Bounded so that a stop always ends well inside systemd's 10 s expectation. */
 const STOP_GRACE_MS = 5000;
@@ -76,136 +56,60 @@ export interface DaemonDeps {
   exit: (code: number) => void;
 }
 
-function agentOptions(s: Settings, config: PlannerConfig): AgentOptions {
-  return {
-    config,
-    modePath: s.modeFile,
-    resyncIntervalMs: s.resyncIntervalMs,
-    restart: {
-      strategy: s.restart,
-      limit: { minIntervalMs: s.restartMinIntervalMs, maxPerHour: s.restartMaxPerHour },
-      timeoutMs: s.restartTimeoutMs,
-      settleMs: s.settleMs,
-      retryBaseMs: 5000,
-      retryMaxMs: s.restartMinIntervalMs,
-      modeChecked: s.ovnkubeModeCheck === 'proc',
-    },
-  };
-}
-
 export async function runDaemon(raw: RawRunOptions, initial: Settings, deps: DaemonDeps): Promise<Agent> {
   const { log, dataplane } = deps;
-  let settings = initial;
-  let probe = deps.probeFor(settings);
+  const live = new LiveSettings(initial, { log, clock: deps.clock, plannerConfig: deps.plannerConfig, probeFor: deps.probeFor });
   const supervisor = new Supervisor(deps.notifier, log.child({ component: 'systemd' }), deps.watchdogUsec, deps.clock);
-  const strategy = strategyFor(settings, supervisor.stuckAfterMs());
-  const watchMode = (path: string) => (onChange: () => void) => watchModeSource(path, onChange);
-  // One reader per path: it remembers what it saw of a file being written.
-  // Wall time to compare with the file's mtime, the monotonic clock for how long it stayed unchanged.
-  const modeReaderFor = (file: string) => new ModeReader(file, () => deps.clock.wall(), () => deps.clock.now());
-  let modeReader = modeReaderFor(settings.modeFile);
-  const readMode = () => {
-    if (modeReader.source !== settings.modeFile) modeReader = modeReaderFor(settings.modeFile);
-    return modeReader.read();
-  };
+  const strategy = strategyFor(initial, supervisor.stuckAfterMs());
   const missing = await missingCapabilities();
   for (const m of missing) log.warn(m);
-  const metrics = new AgentMetrics({ version: VERSION, strategy: strategy.name });
-  const history = new EventHistory(deps.clock, log.child({ component: 'events' }));
-  let trimming = false;
-  const agent = new Agent(
+  const views: Views = new Views(strategy.name, deps.clock, (): StatusReport => agent.status(), log);
+  const agent: Agent = new Agent(
     {
       dataplane,
       strategy,
-      journal: (deps.journal ?? ((dir) => new Journal(dir)))(settings.stateDir),
-      probe: (hint) => probe(hint),
+      journal: (deps.journal ?? ((dir) => new Journal(dir)))(initial.stateDir),
+      probe: live.probe,
       log: log.child({ component: 'agent' }),
-      readMode,
-      watchMode: watchMode(settings.modeFile),
+      readMode: live.readMode,
+      watchMode: live.watchMode(),
       clock: deps.clock,
       bootId: readBootId(),
       random: Math.random,
       missing,
-      recorder: recorders([metrics, history], (err) => log.error({ err }, 'a recorder failed')),
+      recorder: recorders([views.metrics, views.history], (err) => log.error({ err }, 'a recorder failed')),
       // A rollout's new ovnkube-node is acted on within tens of ms, not at the next look.
       ovnkubeExit: (wake) => new OvnkubeExitSignal(wake, log.child({ component: 'ovnkube-exit' })),
-      // Memory freed after a burst of work (V8's compile jobs on its worker thread above all)
-      // stays in malloc's arenas until trimmed (native/src/memory.c): once per periodic resync,
-      // after its pass, off the event loop (libuv's pool), and with no wake-up of its own.
-      atRest: () => {
-        if (!deps.trimMemory || trimming) return;
-        trimming = true;
-        const started = performance.now();
-        const trim = deps.trimMemory;
-        // A throw of the call itself becomes a rejection: the flag is always cleared.
-        void Promise.resolve()
-          .then(() => trim())
-          .then(
-            (released) => {
-              if (released !== null) log.debug({ released, ms: Math.round((performance.now() - started) * 100) / 100 }, 'malloc arenas trimmed');
-            },
-            (err: unknown) => log.error({ err }, 'malloc_trim failed'),
-          )
-          .finally(() => (trimming = false))
-          .catch(() => undefined);
-      },
+      // Once per periodic resync, after its pass, and with no wake-up of its own.
+      atRest: new MemoryTrim(deps.trimMemory, log).atRest,
     },
-    agentOptions(settings, deps.plannerConfig(settings)),
+    live.agentOptions(),
   );
   await agent.init();
-  const watch = new WatchHub(history, () => agent.status());
-  // What GET /status serves changes only with a pass or a reload: it is serialised once per change.
-  let statusVersion = 0;
-  agent.onStatus(() => statusVersion++);
+  agent.onStatus(views.changed);
   // Throws SocketInUseError before anything is touched when another agent is live.
-  const server = await StatusServer.listen(settings.socket, {
+  const server = await StatusServer.listen(initial.socket, {
     status: () => agent.status(),
-    statusVersion: () => statusVersion,
+    statusVersion: () => views.version,
     alive: () => !supervisor.isStuck(agent),
     ready: () => agent.isReady(),
     extra: {
-      '/metrics': (req, res) => serveMetrics(metrics, req, res),
-      '/v1/events': (req, res) => serveEvents(history, req, res),
-      '/v1/watch': (req, res) => watch.serve(req, res),
+      '/metrics': (req, res) => serveMetrics(views.metrics, req, res),
+      '/v1/events': (req, res) => serveEvents(views.history, req, res),
+      '/v1/watch': (req, res) => views.watch.serve(req, res),
     },
-  }, { group: settings.socketGroup });
-  // Each view is told apart: one that throws must not silence the others, nor the loop.
-  agent.onStatus((s) => {
-    for (const view of [metrics, history, watch]) {
-      try {
-        view.onStatus(s);
-      } catch (err) {
-        log.error({ err }, 'a status view failed');
-      }
-    }
-  });
-  let metricsListener: MetricsListener | undefined;
-  if (settings.metricsAddress !== null) {
-    try {
-      metricsListener = await MetricsListener.listen(parseListenAddress(settings.metricsAddress), metrics);
-    } catch (err) {
-      await server.close();
-      throw err;
-    }
-    log.info({ address: settings.metricsAddress }, 'serving /metrics over TCP');
-  }
+  }, { group: initial.socketGroup });
+  agent.onStatus((s) => views.onStatus(s, log));
+  const metricsListener = await listenMetrics(initial, views, server, log);
   agent.onStatus((s) => supervisor.onStatus(s, agent.isReady()));
-  log.info({ settings: { ...settings, serviceCidrs: settings.serviceCidrs.map((c) => c.text) } }, 'starting');
+  log.info({ settings: { ...initial, serviceCidrs: initial.serviceCidrs.map((c) => c.text) } }, 'starting');
   agent.start();
   supervisor.start(agent);
 
-  let stopping = false;
-  const stop = async (signal: string) => {
-    if (stopping) return;
-    stopping = true;
+  const stop = once(async (signal: string) => {
     log.info({ signal }, 'stopping');
     supervisor.stopping();
-    let timer: NodeJS.Timeout | undefined;
-    const abandoned = await Promise.race([
-      agent.stop().then(() => false),
-      new Promise<boolean>((r) => (timer = setTimeout(() => r(true), STOP_GRACE_MS))),
-    ]);
-    clearTimeout(timer);
+    const abandoned = await stopWithin(agent, STOP_GRACE_MS);
     if (abandoned && agent.waitingOn() === 'restart') {
       // A CRI stop waits out ovnkube-node's grace period (30 s): longer than this.
       log.warn(
@@ -222,36 +126,60 @@ export async function runDaemon(raw: RawRunOptions, initial: Settings, deps: Dae
     log.info('stopped');
     log.flush();
     deps.exit(0);
-  };
+  });
 
-  let reloading: Promise<void> = Promise.resolve();
   const reload = async () => {
     supervisor.reloading();
     log.info('reloading configuration');
-    try {
-      const next = await resolveSettings(raw);
-      // The socket and the restart machinery are built once; say so rather than pretend.
-      const kept: Partial<Settings> = {};
-      for (const key of FIXED_AT_START) {
-        if (next[key] === settings[key]) continue;
-        log.warn({ setting: key, running: settings[key], ignored: next[key] }, `a new ${key} takes effect only when the agent restarts`);
-        Object.assign(kept, { [key]: settings[key] });
-      }
-      settings = { ...next, ...kept };
-      probe = deps.probeFor(settings);
-    } catch (err) {
-      log.error({ err }, 'reload failed: keeping the running configuration');
-    }
-    await agent.reconfigure(agentOptions(settings, deps.plannerConfig(settings)), watchMode(settings.modeFile));
-    statusVersion++;
+    await live.reload(raw);
+    await agent.reconfigure(live.agentOptions(), live.watchMode());
+    views.changed();
     supervisor.onStatus(agent.status(), true);
   };
 
   process.on('SIGTERM', () => void stop('SIGTERM'));
   process.on('SIGINT', () => void stop('SIGINT'));
-  process.on('SIGHUP', () => {
-    // A reload that fails keeps the agent running as it was: never a fatal rejection.
-    reloading = reloading.then(reload).catch((err: unknown) => log.error({ err }, 'reload failed'));
-  });
+  // A reload that fails keeps the agent running as it was: never a fatal rejection; reloads run one after another.
+  const reloads = serial(reload, (err) => log.error({ err }, 'reload failed'));
+  process.on('SIGHUP', reloads);
   return agent;
+}
+
+/** Serves /metrics over TCP when asked to; a failure closes the socket server too. */
+async function listenMetrics(s: Settings, views: Views, server: StatusServer, log: Logger): Promise<MetricsListener | undefined> {
+  if (s.metricsAddress === null) return undefined;
+  try {
+    const listener = await MetricsListener.listen(parseListenAddress(s.metricsAddress), views.metrics);
+    log.info({ address: s.metricsAddress }, 'serving /metrics over TCP');
+    return listener;
+  } catch (err) {
+    await server.close();
+    throw err;
+  }
+}
+
+/** Stops the agent; true when it did not finish within graceMs and was abandoned. */
+async function stopWithin(agent: Agent, graceMs: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const abandoned = await Promise.race([agent.stop().then(() => false), new Promise<boolean>((r) => (timer = setTimeout(() => r(true), graceMs)))]);
+  clearTimeout(timer);
+  return abandoned;
+}
+
+/** The first call runs fn; the others do nothing. */
+function once<A extends unknown[]>(fn: (...args: A) => Promise<void>): (...args: A) => Promise<void> {
+  let called = false;
+  return async (...args) => {
+    if (called) return;
+    called = true;
+    await fn(...args);
+  };
+}
+
+/** Each call runs fn after the previous one has ended; a failure is reported, never thrown. */
+function serial(fn: () => Promise<void>, onError: (err: unknown) => void): () => void {
+  let last: Promise<void> = Promise.resolve();
+  return () => {
+    last = last.then(fn).catch(onError);
+  };
 }

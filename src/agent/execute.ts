@@ -6,7 +6,7 @@ import { renderNextHop } from '../core/route.js';
 import type { ReplaceAction } from '../core/types.js';
 import { NetlinkError } from '../dataplane/errors.js';
 import type { Dataplane } from '../dataplane/types.js';
-import type { ReplaceResult } from './recorder.js';
+import type { ReplaceResult } from '../core/recorder.js';
 
 /**
  * Whether a failed replace may still have happened: the kernel applies a change

@@ -34,65 +34,21 @@
 //     then `run --dry-run`, a node that showed 4.10+ evidence since (a restart there is no
 //     repair of anything), a release no longer known, or a journal of an older agent with a
 //     shared migration owing one (shared is ovnkube-node's: the agent restarts nothing for it).
-import type { IdentityKind, Migration, RestartTarget, TargetLookup } from './migration.js';
+import type { IdentityKind, Migration, RestartTarget } from './migration.js';
 import { reason, type Reason } from './reasons.js';
-import type { GatewayMode, OvnkubeObservation, Phase, Plan, ReplaceAction } from './types.js';
-import { restartAllowed, type RateLimit } from './rate-limit.js';
+import type { GatewayMode, OvnkubeObservation, Phase, Plan } from './types.js';
+import { restartAllowed } from './rate-limit.js';
 
 export const POLL_MS = 1000;
 /** Right after a restart request the successor usually comes within a moment: look closely for a while. */
 export const QUICK_POLL_MS = 100;
 const QUICK_FOR_MS = 2000;
 
-export interface RestartSettings {
-  strategy: 'cri' | 'signal' | 'none';
-  limit: RateLimit;
-  timeoutMs: number;
-  settleMs: number;
-  retryBaseMs: number;
-  retryMaxMs: number;
-  /** Whether the new ovnkube-node's mode can be checked (--ovnkube-mode-check proc). */
-  modeChecked: boolean;
-}
+import type { DecideInput, Decision, RecordStep, RestartSettings, RestartView, Step } from './decision.js';
+export type { DecideInput, Decision, RecordStep, RestartSettings, RestartStep, RestartView, Step } from './decision.js';
 
-export interface DecideInput {
-  plan: Plan;
-  desired: GatewayMode | null;
-  migration: Migration | null;
-  /** Times of earlier restart requests (rate limit). */
-  restarts: number[];
-  ovnkube: OvnkubeObservation;
-  /** What the restart strategy sees; null when it was not asked (see needsTarget). */
-  target: TargetLookup | null;
-  settings: RestartSettings;
-  /** Monotonic ms, like every time of the migration and the restarts. */
-  now: number;
-  /** Wall minus monotonic time (ms): only to show a time in a message; 0 when not given. */
-  wallOffsetMs?: number;
-  /**
-   * A restart request is still under way (a CRI stop waits out ovnkube-node's grace
-   * period): no other is requested until it is answered, and the answer wakes a pass.
-   */
-  restartInFlight?: boolean;
-}
-
-export type Step =
-  | { kind: 'journal'; migration: Migration }
-  | { kind: 'replace'; action: ReplaceAction }
-  | { kind: 'restart'; target: RestartTarget; migration: Migration };
-
-export interface RestartView {
-  phase: Phase | null;
-  reason: Reason | null;
-}
-
-export interface Decision {
-  steps: Step[];
-  /** The migration on record once the steps are done. */
-  migration: Migration | null;
-  restart: RestartView;
-  wakeInMs: number | undefined;
-}
+/** What decideSteps works out; decide adds what follows from it. */
+type Core = Omit<Decision, 'records' | 'dryRun' | 'waiting'>;
 
 /** Capped, jittered exponential backoff: attempt 1 waits about base, doubling to max. */
 export function backoffMs(attempt: number, baseMs: number, maxMs: number, random = 1): number {
@@ -155,9 +111,22 @@ const lookAgain = (i: DecideInput, t: RestartTarget): Reason =>
 const isoAt = (i: DecideInput, t: number): string => new Date(t + (i.wallOffsetMs ?? 0)).toISOString();
 
 export function decide(i: DecideInput): Decision {
+  const core = decideSteps(i);
+  const records: RecordStep[] = [];
+  const before = i.migration;
+  const after = core.migration;
+  // A decision that only moved the migration on: a journal or restart step records it itself.
+  if (after !== before && !core.steps.some((s) => s.kind === 'journal' || s.kind === 'restart')) {
+    records.push({ kind: 'record', migration: after, what: 'the new ovnkube-node seen' });
+    if (after?.restart === 'done' && before?.restart !== 'done') records.push({ kind: 'completed', mode: after.mode });
+  }
+  return { ...core, records, dryRun: isDryRun(i.plan), waiting: i.plan.awaitsOvnkube };
+}
+
+function decideSteps(i: DecideInput): Core {
   const { plan, desired, now } = i;
   const m = i.migration;
-  const waitingOnOvnkube = plan.reasons.some((r) => r.code === 'OvnkubeOtherMode' || r.code === 'OvnkubeModeUnknown');
+  const waitingOnOvnkube = plan.awaitsOvnkube;
   const pollIf = (cond: boolean) => (cond ? POLL_MS : undefined);
   const none: RestartView = { phase: null, reason: null };
 
@@ -278,7 +247,7 @@ const FRESH: Omit<Migration, 'mode' | 'startedAt' | 'identity'> = {
 const isDryRun = (plan: Plan) => plan.dryRun;
 
 /** The restart owed by the migration on record (whose mode is the desired one). */
-function restartView(i: DecideInput): Omit<Decision, 'wakeInMs'> & { wakeInMs: number | undefined } {
+function restartView(i: DecideInput): Core {
   let m = i.migration!;
   const { now, settings: s } = i;
   if (m.restart === 'none') return { steps: [], migration: m, restart: { phase: null, reason: null }, wakeInMs: undefined };

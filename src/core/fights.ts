@@ -21,29 +21,33 @@
 //     its put-back are recorded (recordApplied with a note), so the put-back counts like
 //     anyone's set-back and the same limit ends the flapping, saying why.
 import { renderNextHop, sameNextHop, type NextHop } from './route.js';
-import type { ReplaceAction } from './types.js';
+import type { GatewayMode, ReplaceAction } from './types.js';
 
 export const FIGHT_WINDOW_MS = 10 * 60_000;
 /** More than this many set-backs within the window, and the agent stops repairing. */
 export const FIGHT_LIMIT = 2;
 
+/** What the set-backs are counted against (point 4): another situation forgives them. */
+export interface Situation {
+  desiredMode: GatewayMode | null;
+  /** ovnkube-node's identity ("pid N start T"); null: not one process. */
+  ovnkube: string | null;
+}
+
+const sameSituation = (a: Situation, b: Situation): boolean => a.desiredMode === b.desiredMode && a.ovnkube === b.ovnkube;
+
 export interface FightState {
-  /** What the situation was when counting began: desired mode and ovnkube-node. */
-  inputs: string | null;
-  /** The desired mode of that situation. */
-  desiredMode: string | null;
+  /** The situation when counting began; null before the first observation. */
+  situation: Situation | null;
   lastApplied: ReadonlyMap<string, { nextHop: NextHop; at: number; note?: string }>;
   setBacks: ReadonlyMap<string, number[]>;
   suspended: ReadonlyMap<string, { why: string; wanted: NextHop }>;
 }
 
-export const NO_FIGHTS: FightState = { inputs: null, desiredMode: null, lastApplied: new Map(), setBacks: new Map(), suspended: new Map() };
+export const NO_FIGHTS: FightState = { situation: null, lastApplied: new Map(), setBacks: new Map(), suspended: new Map() };
 
 export interface FightObservation {
-  /** Desired mode and ovnkube-node identity, as one comparable string. */
-  inputs: string;
-  /** The desired mode alone (null: none known). */
-  desiredMode: string | null;
+  situation: Situation;
   /** The next hop observed for each service CIDR with exactly one route. */
   observed: ReadonlyMap<string, NextHop>;
   now: number;
@@ -52,9 +56,10 @@ export interface FightObservation {
 }
 
 export function trackFights(state: FightState, o: FightObservation): FightState {
-  if (state.inputs !== null && state.inputs !== o.inputs) {
+  const was = state.situation;
+  if (was !== null && !sameSituation(was, o.situation)) {
     // Point 4: forgiven, and the set-backs counted again from this observation on.
-    state = { ...NO_FIGHTS, inputs: o.inputs, desiredMode: o.desiredMode, lastApplied: state.desiredMode === o.desiredMode ? state.lastApplied : new Map() };
+    state = { ...NO_FIGHTS, situation: o.situation, lastApplied: was.desiredMode === o.situation.desiredMode ? state.lastApplied : new Map() };
   }
   const lastApplied = new Map(state.lastApplied);
   const setBacks = new Map(state.setBacks);
@@ -83,7 +88,7 @@ export function trackFights(state: FightState, o: FightObservation): FightState 
       });
     }
   }
-  return { inputs: o.inputs, desiredMode: o.desiredMode, lastApplied, setBacks, suspended };
+  return { situation: o.situation, lastApplied, setBacks, suspended };
 }
 
 /**

@@ -72,6 +72,7 @@ export function plan(input: PlanInput): Plan {
   const done = (why: Reason[], blocked: boolean, inSync = false): Plan => ({
     layout,
     dryRun: config.dryRun,
+    awaitsOvnkube: false,
     platform: found,
     actions: [],
     reasons: [...reasons, ...why],
@@ -106,6 +107,7 @@ export function plan(input: PlanInput): Plan {
     }
   }
 
+  const awaitsOvnkube = blocked.length > 0;
   if (layout === 'unknown') blocked.push(reason('LayoutUnknown', layoutUnknown(input, platform)));
 
   const statuses: RouteStatus[] = [];
@@ -148,7 +150,7 @@ export function plan(input: PlanInput): Plan {
   const mtuWarning = mtuMismatch(config, observed.links);
   if (mtuWarning) warnings.push(mtuWarning);
 
-  const base = { layout, platform: found, warnings, routes: statuses, dryRun: config.dryRun };
+  const base = { layout, platform: found, warnings, routes: statuses, dryRun: config.dryRun, awaitsOvnkube };
   if (blocked.length > 0) return { ...base, actions: [], blocked: true, reasons: [...reasons, ...blocked, ...held] };
   // Guarantee 3: a suspended CIDR holds the others back too.
   if (held.length > 0) return { ...base, actions: [], blocked: false, reasons: [...reasons, ...held] };
@@ -221,6 +223,7 @@ function planShared(input: PlanInput, base: Pick<Plan, 'layout' | 'platform' | '
       );
     }
   }
+  const awaitsOvnkube = blocked.length > 0;
   const fallbacks: Reason[] = [];
   const statuses: RouteStatus[] = [];
   const expectedFor = perFamily((family) => expectedNexthop('shared', family, input));
@@ -268,7 +271,7 @@ function planShared(input: PlanInput, base: Pick<Plan, 'layout' | 'platform' | '
   }
   const mtuWarning = mtuMismatch(config, observed.links);
   if (mtuWarning) warnings.push(mtuWarning);
-  const out = { layout, platform, warnings, routes: statuses, actions: [], dryRun: config.dryRun };
+  const out = { layout, platform, warnings, routes: statuses, actions: [], dryRun: config.dryRun, awaitsOvnkube };
   if (blocked.length > 0) return { ...out, blocked: true, reasons: [...reasons, ...blocked] };
   if (fallbacks.length > 0) return { ...out, blocked: false, reasons: [...reasons, ...fallbacks] };
   if (layout === 'unknown') {

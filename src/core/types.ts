@@ -112,6 +112,8 @@ export interface Plan {
   blocked: boolean;
   /** --dry-run: nothing is carried out, neither a replace nor a restart, whether or not there are actions. */
   dryRun: boolean;
+  /** ovnkube-node runs the other mode, or its mode is unknown: the plan waits on it (a rollout, a start). */
+  awaitsOvnkube: boolean;
   warnings: string[];
   routes: RouteStatus[];
 }

@@ -3,7 +3,7 @@
 // fields. Fed by the same recorder hooks as the metrics, and by the status reports
 // (phase changes). Times come from the injected clock.
 import type { Logger } from 'pino';
-import type { AgentRecorder, ReplaceRecord, RestartRecord } from '../agent/recorder.js';
+import type { AgentRecorder, ReplaceRecord, RestartRecord } from '../core/recorder.js';
 import type { Clock } from '../clock.js';
 import type { ReasonCode } from '../core/reasons.js';
 import type { GatewayMode } from '../core/types.js';

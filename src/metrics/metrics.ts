@@ -10,7 +10,7 @@
 // a series before its first event.
 import { createRequire } from 'node:module';
 import type * as Prom from 'prom-client';
-import type { AgentRecorder, ReplaceRecord, RestartRecord } from '../agent/recorder.js';
+import type { AgentRecorder, ReplaceRecord, RestartRecord } from '../core/recorder.js';
 import { REASON_CODES } from '../core/reasons.js';
 import type { GatewayMode } from '../core/types.js';
 import type { StatusReport } from '../status/report.js';

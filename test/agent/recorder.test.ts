@@ -6,7 +6,7 @@ import { strict as assert } from 'node:assert';
 import { mock, test } from 'node:test';
 import { pino } from 'pino';
 import { Agent } from '../../src/agent/agent.js';
-import { recorders, type AgentRecorder, type ReplaceRecord, type RestartRecord } from '../../src/agent/recorder.js';
+import { recorders, type AgentRecorder, type ReplaceRecord, type RestartRecord } from '../../src/core/recorder.js';
 import type { RestartTarget, TargetLookup } from '../../src/core/migration.js';
 import { parseCidr } from '../../src/net/cidr.js';
 import { EMPTY_JOURNAL, type JournalData } from '../../src/restart/journal.js';

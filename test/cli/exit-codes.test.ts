@@ -1,8 +1,6 @@
 // The CLI's one table from typed errors to exit codes (src/cli/exit-codes.ts), and the
 // rule that commands return their result: only the CLI's entry ends the process.
 import { strict as assert } from 'node:assert';
-import { readdirSync, readFileSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
 import { test } from 'node:test';
 import { CommandError, exitCodeOf, failure, failureOf, UsageError } from '../../src/cli/exit-codes.js';
 import { LockError, LockHeldError, StateDirUnwritableError } from '../../src/cli/lock.js';
@@ -12,8 +10,6 @@ import { JournalError } from '../../src/restart/journal.js';
 import { RollbackCidrsError } from '../../src/rollback/run.js';
 import { AgentDeniedError, AgentUnreachableError } from '../../src/status/client.js';
 import { SocketInUseError, SocketPermissionError } from '../../src/status/server.js';
-
-const root = fileURLToPath(new URL('../../../', import.meta.url));
 
 test('each typed error the CLI can meet has its exit code: 1 when another agent has the node, 2 when a person must change something', () => {
   const cases: Array<[Error, 1 | 2]> = [
@@ -54,8 +50,4 @@ test('an error no table names is a bug: it is not turned into an exit code but t
   assert.equal(exitCodeOf(Object.assign(new Error('odd'), { code: 'ENOENT' })), null);
 });
 
-test('process.exit stands only in the entry points (src/cli/main.ts, and the demo script): commands return their result', () => {
-  const files = readdirSync(`${root}src`, { recursive: true, encoding: 'utf8' }).filter((f) => f.endsWith('.ts'));
-  const callers = files.filter((f) => /\bprocess\.exit\(/.test(readFileSync(`${root}src/${f}`, 'utf8')));
-  assert.deepEqual(callers.sort(), ['cli/main.ts', 'demo/demo.ts']);
-});
+// process.exit in the entries only: test/architecture.test.ts holds it for every file under src/.

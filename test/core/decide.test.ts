@@ -22,7 +22,7 @@ const action: ReplaceAction = {
   to: MP,
   reason: reason('Replacing', 'desired mode local'),
 };
-const inSync: Plan = { layout: 'legacy', platform: { release: '4.8-4.9', evidence: 'os-release' }, actions: [], reasons: [reason('InSync', 'in sync')], blocked: false, dryRun: false, warnings: [], routes: [] };
+const inSync: Plan = { layout: 'legacy', platform: { release: '4.8-4.9', evidence: 'os-release' }, actions: [], reasons: [reason('InSync', 'in sync')], blocked: false, dryRun: false, awaitsOvnkube: false, warnings: [], routes: [] };
 const toLocal: Plan = { ...inSync, actions: [action], reasons: [action.reason] };
 /** A dry run's plan with nothing to replace says InSync, not DryRun: the plan's field says it. */
 const DRY_IN_SYNC: Plan = { ...inSync, dryRun: true };
@@ -202,7 +202,7 @@ test('decide: while a restart is owed, look every second even behind the rate li
 });
 
 test('decide: while waiting on ovnkube-node, look again every second', () => {
-  const waiting: Plan = { ...inSync, blocked: true, reasons: [reason('OvnkubeOtherMode', 'runs shared')] };
+  const waiting: Plan = { ...inSync, blocked: true, awaitsOvnkube: true, reasons: [reason('OvnkubeOtherMode', 'runs shared')] };
   assert.equal(decide(input({ plan: waiting })).wakeInMs, POLL_MS);
   assert.equal(decide(input({})).wakeInMs, undefined);
 });
@@ -227,25 +227,25 @@ for (const r of summaryRows) {
 }
 
 test('fights: the third set-back within ten minutes suspends repairs, once per set-back', () => {
-  let f = trackFights(NO_FIGHTS, { inputs: 'local|a', desiredMode: 'local', observed: new Map(), now: T, hint: 'h' });
+  let f = trackFights(NO_FIGHTS, { situation: { desiredMode: 'local', ovnkube: 'a' }, observed: new Map(), now: T, hint: 'h' });
   for (let i = 1; i <= FIGHT_LIMIT + 1; i++) {
     f = recordApplied(f, [action], T + i * 1000);
-    f = trackFights(f, { inputs: 'local|a', desiredMode: 'local', observed: new Map([['10.96.0.0/16', BR]]), now: T + i * 1000 + 500, hint: 'h' });
+    f = trackFights(f, { situation: { desiredMode: 'local', ovnkube: 'a' }, observed: new Map([['10.96.0.0/16', BR]]), now: T + i * 1000 + 500, hint: 'h' });
     // The same observation seen again is not another set-back.
-    f = trackFights(f, { inputs: 'local|a', desiredMode: 'local', observed: new Map([['10.96.0.0/16', BR]]), now: T + i * 1000 + 600, hint: 'h' });
+    f = trackFights(f, { situation: { desiredMode: 'local', ovnkube: 'a' }, observed: new Map([['10.96.0.0/16', BR]]), now: T + i * 1000 + 600, hint: 'h' });
     assert.equal(f.setBacks.get('10.96.0.0/16')?.length, i);
   }
   assert.match(suspensionsOf(f).get('10.96.0.0/16') ?? '', /set back to via 172.18.0.1 dev br-ex mtu 1400 3 times in 10 min: h/);
   // Found right again by someone else: lifted.
-  const lifted = trackFights(f, { inputs: 'local|a', desiredMode: 'local', observed: new Map([['10.96.0.0/16', MP]]), now: T + 10_000, hint: 'h' });
+  const lifted = trackFights(f, { situation: { desiredMode: 'local', ovnkube: 'a' }, observed: new Map([['10.96.0.0/16', MP]]), now: T + 10_000, hint: 'h' });
   assert.equal(suspensionsOf(lifted).size, 0);
   // A new ovnkube-node forgives all.
-  assert.equal(trackFights(f, { inputs: 'local|b', desiredMode: 'local', observed: new Map([['10.96.0.0/16', BR]]), now: T + 10_000, hint: 'h' }).suspended.size, 0);
+  assert.equal(trackFights(f, { situation: { desiredMode: 'local', ovnkube: 'b' }, observed: new Map([['10.96.0.0/16', BR]]), now: T + 10_000, hint: 'h' }).suspended.size, 0);
 });
 
 test('fights: a migration\'s restart (a new ovnkube-node right after the replace) does not make the first set-back free', () => {
   const at = (inputs: string, observed: typeof MP, now: number, f: typeof NO_FIGHTS) =>
-    trackFights(f, { inputs, desiredMode: inputs.split('|')[0]!, observed: new Map([['10.96.0.0/16', observed]]), now, hint: 'h' });
+    trackFights(f, { situation: { desiredMode: inputs.split('|')[0] as 'local' | 'shared', ovnkube: inputs.split('|')[1]! }, observed: new Map([['10.96.0.0/16', observed]]), now, hint: 'h' });
   // The migration's replace, under ovnkube-node a; the restart brings b, the route still right.
   let f = recordApplied(at('local|a', BR, T, NO_FIGHTS), [action], T + 100);
   f = at('local|b', MP, T + 1000, f);
@@ -268,7 +268,7 @@ test('fights: set-backs further apart than the window never suspend', () => {
   for (let i = 0; i < 5; i++) {
     const now = T + i * (FIGHT_WINDOW_MS + 1000);
     f = recordApplied(f, [action], now);
-    f = trackFights(f, { inputs: 'x', desiredMode: 'x', observed: new Map([['10.96.0.0/16', BR]]), now: now + FIGHT_WINDOW_MS + 1, hint: 'h' });
+    f = trackFights(f, { situation: { desiredMode: 'local', ovnkube: 'x' }, observed: new Map([['10.96.0.0/16', BR]]), now: now + FIGHT_WINDOW_MS + 1, hint: 'h' });
   }
   assert.equal(f.suspended.size, 0);
 });
@@ -319,10 +319,10 @@ test('decide: a restart held by the rate limit is Progressing, and says until wh
 });
 
 test('fights: a replace the agent put back itself counts as a set-back when found put back, and the suspension says so', () => {
-  let s = trackFights(NO_FIGHTS, { inputs: 'local|A', desiredMode: 'local', observed: new Map([['10.96.0.0/16', BR]]), now: T, hint: 'the hint' });
+  let s = trackFights(NO_FIGHTS, { situation: { desiredMode: 'local', ovnkube: 'A' }, observed: new Map([['10.96.0.0/16', BR]]), now: T, hint: 'the hint' });
   for (let i = 1; i <= FIGHT_LIMIT + 1; i++) {
     s = recordApplied(s, [action], T + i, 'the agent put it back itself (EHOSTUNREACH)');
-    s = trackFights(s, { inputs: 'local|A', desiredMode: 'local', observed: new Map([['10.96.0.0/16', BR]]), now: T + i, hint: 'the hint' });
+    s = trackFights(s, { situation: { desiredMode: 'local', ovnkube: 'A' }, observed: new Map([['10.96.0.0/16', BR]]), now: T + i, hint: 'the hint' });
   }
   assert.match(suspensionsOf(s).get('10.96.0.0/16') ?? '', /3 times in 10 min: the agent put it back itself \(EHOSTUNREACH\); repairs of 10\.96\.0\.0\/16 suspended/);
 });

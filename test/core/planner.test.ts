@@ -204,6 +204,7 @@ test('planner: the whole plan of the seed node going local', () => {
     platform: { release: '4.8-4.9', evidence: '/host/etc/os-release: ID=rhcos OPENSHIFT_VERSION=4.9' },
     blocked: false,
     dryRun: false,
+    awaitsOvnkube: false,
     actions: [
       {
         key: { prefix: '10.96.0.0/16', family: 4, table: 254, priority: 0 },

@@ -5,7 +5,7 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import http from 'node:http';
 import { test } from 'node:test';
-import { errorCode } from '../../src/agent/recorder.js';
+import { errorCode } from '../../src/core/recorder.js';
 import { parseListenAddress } from '../../src/metrics/address.js';
 import { AgentMetrics } from '../../src/metrics/metrics.js';
 import { MetricsListener } from '../../src/metrics/server.js';

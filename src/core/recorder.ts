@@ -5,7 +5,7 @@
 // Every value here is bounded: modes, results and error codes (errno names and the
 // agent's ERR_GWMODE_* codes), never free text, so that a recorder may use them as
 // metric labels. Routes are rendered for the event history, never used as labels.
-import type { GatewayMode } from '../core/types.js';
+import type { GatewayMode } from './types.js';
 
 export type ReplaceResult = 'done' | 'failed' | 'put_back' | 'put_back_failed';
 export type RestartResult = 'stopped' | 'failed' | 'completed';

@@ -1,0 +1,153 @@
+// What wakes the owner loop and what it reads first: the kernel's notifications about
+// what is watched, the mode file, and the desired mode read from it. Owns the
+// subscription, the mode watch, the desired mode and the echoes of the agent's own
+// writes (agent.ts, race 8).
+//
+// Echoes: each write the kernel took is expected back once, by prefix (a notification
+// does not say the next hop), and its notification wakes nothing. Expected before the
+// request goes out (the notification may be read before the kernel's answer) and with no
+// deadline until the answer; then for ECHO_WINDOW_MS at most (a write the kernel took as
+// a no-op sends none, and an expectation left waiting would hide the next real change of
+// that prefix). A failed write expects nothing. The expectations end when a pass begins
+// or notifications are lost: a late echo costs one pass, never a loop.
+import type { Logger } from 'pino';
+import type { Clock } from '../clock.js';
+import type { AgentRecorder } from '../core/recorder.js';
+import type { Watched } from '../core/route.js';
+import type { DesiredMode } from '../core/types.js';
+import type { Dataplane, DataplaneEvent, Subscription } from '../dataplane/types.js';
+import type { ModePending, ModeRead, ModeWatch } from '../mode/source.js';
+
+/** How long the echo of an own write is waited for (race 8): the kernel sends it within the write's own round trip. */
+export const ECHO_WINDOW_MS = 500;
+
+export interface InputsDeps {
+  dataplane: Dataplane;
+  readMode: () => Promise<ModeRead | ModePending>;
+  log: Logger;
+  clock: Clock;
+  recorder: AgentRecorder;
+  /** A wake-up: readMode false for a netlink event, routeEvent true for a route event. */
+  wake: (why: string, readMode?: boolean, routeEvent?: boolean) => void;
+  /** The mode file is being written: read it again after this many ms. */
+  settlingIn: (ms: number) => void;
+}
+
+export class Inputs {
+  private subscription: Subscription | undefined;
+  private modeWatch: ModeWatch | undefined;
+  private echoes = new Map<string, { count: number; until: number }>();
+  private wanted: DesiredMode;
+
+  constructor(
+    private readonly deps: InputsDeps,
+    private modePath: string,
+  ) {
+    this.wanted = { mode: null, source: { path: modePath, error: 'not read yet' } };
+  }
+
+  get desired(): DesiredMode {
+    return this.wanted;
+  }
+
+  /** Subscribes to what is watched and to the mode file; a reload closes the old ones first. */
+  listen(watched: Watched, watchMode: (onChange: () => void) => ModeWatch, modePath: string): void {
+    this.modePath = modePath;
+    this.wanted = { ...this.wanted, source: { ...this.wanted.source, path: modePath } };
+    this.subscription = this.deps.dataplane.subscribe(watched, (e) => this.onEvent(e));
+    this.modeWatch = watchMode(() => this.deps.wake('mode file changed'));
+  }
+
+  async close(): Promise<void> {
+    this.subscription?.close();
+    this.subscription = undefined;
+    const watch = this.modeWatch;
+    this.modeWatch = undefined;
+    await watch?.close();
+  }
+
+  /** A pass begins: an echo not seen by now comes late, and the pass observes anyway. */
+  forgetEchoes(): void {
+    this.echoes.clear();
+  }
+
+  /** The dataplane's replace, each write's echo expected. */
+  ownWrites(): Pick<Dataplane, 'replaceRoute'> {
+    const expect = (prefix: string, n: number, until: number) => {
+      const left = (this.echoes.get(prefix)?.count ?? 0) + n;
+      if (left > 0) this.echoes.set(prefix, { count: left, until });
+      else this.echoes.delete(prefix);
+    };
+    return {
+      replaceRoute: async (r) => {
+        expect(r.key.prefix, 1, Infinity);
+        try {
+          await this.deps.dataplane.replaceRoute(r);
+        } catch (err) {
+          expect(r.key.prefix, -1, this.deps.clock.now() + ECHO_WINDOW_MS);
+          throw err;
+        }
+        const echo = this.echoes.get(r.key.prefix);
+        if (echo !== undefined) this.echoes.set(r.key.prefix, { ...echo, until: this.deps.clock.now() + ECHO_WINDOW_MS });
+      },
+    };
+  }
+
+  /** Reads the mode file (race 2): a garbled one keeps the last valid mode, one being written is read later. */
+  async readDesired(): Promise<void> {
+    const { log, recorder } = this.deps;
+    const read = await this.deps.readMode();
+    const path = this.modePath;
+    if ('pending' in read) {
+      log.debug({ path, why: read.pending, retryInMs: read.retryInMs }, 'mode file not settled yet');
+      this.deps.settlingIn(read.retryInMs);
+      return;
+    }
+    const was = this.wanted;
+    if (read.mode !== null) {
+      if (read.mode !== was.mode) {
+        log.info({ from: was.mode, to: read.mode, path }, 'desired mode changed');
+        recorder.desiredModeChanged(was.mode, read.mode);
+      }
+      if ((read.detail ?? null) !== (was.source.detail ?? null) && read.detail) log.warn({ path, mode: read.mode, detail: read.detail }, 'desired mode read as the cluster network operator reads it');
+      this.wanted = { mode: read.mode, source: { path, error: null, detail: read.detail ?? null } };
+      return;
+    }
+    if (read.error !== was.source.error) {
+      log.error({ path, error: read.error, kept: was.mode }, 'mode file invalid: keeping the last valid desired mode');
+      recorder.modeFileError(path);
+    }
+    this.wanted = { mode: was.mode, source: { path, error: read.error, detail: was.source.detail ?? null } };
+  }
+
+  private onEvent(e: DataplaneEvent): void {
+    const { log } = this.deps;
+    if (e.kind === 'lost') {
+      // What was lost may be an echo or someone else's change: expect nothing, look at everything.
+      this.echoes.clear();
+      log.warn({ err: e.error }, 'netlink notifications were lost: full resync');
+      this.deps.recorder.notificationsLost();
+      this.deps.wake('netlink notifications lost');
+      return;
+    }
+    if (e.kind === 'unfiltered') {
+      log.warn(
+        { err: e.error },
+        'netlink: the kernel-side notification filter was not attached: changes of other routes take room in the receive buffer, and a burst of them can force a full resync',
+      );
+      return;
+    }
+    if (e.kind === 'route' && e.op === 'new') {
+      const expected = this.echoes.get(e.prefix);
+      if (expected !== undefined && this.deps.clock.now() > expected.until) this.echoes.delete(e.prefix);
+      else if (expected !== undefined) {
+        if (expected.count === 1) this.echoes.delete(e.prefix);
+        else this.echoes.set(e.prefix, { ...expected, count: expected.count - 1 });
+        log.debug({ prefix: e.prefix }, 'route notification of our own write: no wake-up');
+        return;
+      }
+    }
+    const what = e.kind === 'route' ? e.prefix : e.kind === 'link' ? e.link.name : e.address.address;
+    this.deps.wake(`${e.kind} ${e.op} ${what}`, false, e.kind === 'route');
+  }
+}

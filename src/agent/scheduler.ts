@@ -1,0 +1,228 @@
+// When the owner loop runs a pass, and nothing about what a pass does: it knows wake-ups,
+// timers and passes, never routes, modes or ovnkube-node.
+//
+//  1. Passes never overlap: a wake-up during one marks the loop dirty and one more pass
+//     runs after it, so a burst of events costs one pass.
+//  2. A wake-up is coalesced into the next turn of the event loop (setImmediate): every
+//     event already read is taken by the same pass.
+//  3. What a wake-up asks of the pass is kept as two flags until a pass takes them: read
+//     the mode file (every wake-up but a netlink event), scan /proc in full (every wake-up
+//     but a route event).
+//  4. A failed pass is retried with capped, jittered backoff; the first failure after a
+//     route changed under a replace (ENOENT) looks again at once. While a retry is set the
+//     periodic resync does not wake a pass of its own: the retry is that full pass, and an
+//     earlier one would repeat the failure before its time (agent.ts, race 8).
+//  5. settle() resolves after a pass that started after the call has ended; stop() stops
+//     every timer and wake-up and waits for the pass under way.
+//  6. Every delay goes through src/clock.ts's clamp (a delay beyond 2^31-1 ms fired after 1 ms).
+import type { Logger } from 'pino';
+import { after, every, type Clock } from '../clock.js';
+import { backoffMs } from '../core/decide.js';
+
+/** What a pass asks of the scheduler when it ends. */
+export interface PassEnd {
+  /** Wake the next pass after this many ms (the decision's own wake-up); undefined: none. */
+  wakeInMs?: number;
+  /** Run another pass right after this one (a verification found more to do). */
+  again?: boolean;
+}
+
+export interface SchedulerDeps {
+  log: Logger;
+  clock: Clock;
+  random: () => number;
+  /** One pass; a throw is a bug of the caller (failures are reported through failed()). */
+  pass: () => Promise<PassEnd>;
+  /** Called once per periodic resync, after the passes it woke or joined; a throw is logged. */
+  atRest?: () => void;
+}
+
+export interface Failure {
+  attempt: number;
+  /** 0: the next pass runs at once. */
+  delayMs: number;
+}
+
+export class Scheduler {
+  private running = false;
+  private dirty = false;
+  private stopped = false;
+  private kickTimer: NodeJS.Immediate | undefined;
+  private timers = new Map<'resync' | 'retry' | 'wake' | 'mode', NodeJS.Timeout>();
+  /** A failed pass's retry is set: it is the full pass a periodic resync would ask for. */
+  private retryPending = false;
+  /** A periodic resync woke a pass (or will): atRest is due when the loop has caught up. */
+  private resyncDue = false;
+  private failures = 0;
+  private modeStale = true;
+  private probeStale = true;
+  private idle: Promise<void> = Promise.resolve();
+  private passes = 0;
+  /** Inside a pass, before it is counted. */
+  private counting = false;
+  private waiters: Array<() => void> = [];
+  private progressAt = 0;
+
+  constructor(private readonly deps: SchedulerDeps) {}
+
+  /** Starts (or, on a reload, restarts) the periodic resync, and asks for a first pass. */
+  resyncEvery(ms: number): void {
+    this.clear('resync');
+    this.timers.set('resync', every(ms, () => this.resync()));
+  }
+
+  /**
+   * Asks for a pass. Only a netlink event passes readMode false, and only a route event
+   * routeEvent true: a pass woken by route events alone may reuse the last /proc scan.
+   */
+  kick(why: string, readMode = true, routeEvent = false): void {
+    if (this.stopped) return;
+    if (readMode) this.modeStale = true;
+    if (!routeEvent) this.probeStale = true;
+    if (this.running) {
+      this.dirty = true;
+      return;
+    }
+    if (this.kickTimer) return;
+    this.deps.log.debug({ why }, 'wake-up');
+    this.kickTimer = setImmediate(() => {
+      this.kickTimer = undefined;
+      this.idle = this.loop();
+    });
+  }
+
+  /** Whether this pass reads the mode file; taken once. */
+  takeModeRead(): boolean {
+    const stale = this.modeStale;
+    this.modeStale = false;
+    return stale;
+  }
+
+  /** Whether this pass scans /proc in full; taken once, at its start. */
+  takeFullScan(): boolean {
+    const stale = this.probeStale;
+    this.probeStale = false;
+    return stale;
+  }
+
+  /** The mode file is being written: look again when it may have settled. */
+  modeSettlingIn(ms: number): void {
+    this.clear('mode');
+    if (!this.stopped) this.timers.set('mode', after(ms, () => this.kick('mode file settling')));
+  }
+
+  /** The pass failed: counts the attempt and sets its retry (point 4). */
+  failed(code: string | undefined): Failure {
+    this.failures++;
+    const delayMs = code === 'ENOENT' && this.failures === 1 ? 0 : backoffMs(this.failures, 1000, 60_000, this.deps.random());
+    this.clear('retry');
+    this.retryPending = false;
+    if (delayMs === 0) this.dirty = this.probeStale = true;
+    else if (!this.stopped) {
+      this.retryPending = true;
+      this.timers.set(
+        'retry',
+        after(delayMs, () => {
+          this.retryPending = false;
+          this.kick('retry');
+        }),
+      );
+    }
+    return { attempt: this.failures, delayMs };
+  }
+
+  /** The pass succeeded: a retry still set (another wake-up came first) has nothing left to retry. */
+  succeeded(): void {
+    this.failures = 0;
+    this.clear('retry');
+    this.retryPending = false;
+  }
+
+  /** Something the pass did is to be tried again later (a journal save), with backoff by its own attempts. */
+  retryLater(attempt: number, why: string): number {
+    const delayMs = backoffMs(attempt, 1000, 60_000, this.deps.random());
+    this.clear('retry');
+    if (!this.stopped) this.timers.set('retry', after(delayMs, () => this.kick(why)));
+    return delayMs;
+  }
+
+  /** Resolves after a pass that started after this call has ended. */
+  settle(): Promise<void> {
+    // A pass under way that has not yet counted itself started before this call.
+    const target = this.passes + (this.counting ? 2 : 1);
+    this.kick('settle');
+    return new Promise((resolve) => {
+      const check = () => (this.passes >= target || this.stopped ? resolve() : this.waiters.push(check));
+      check();
+    });
+  }
+
+  /** Stops every timer and wake-up; resolves when the pass under way has ended. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    for (const name of [...this.timers.keys()]) this.clear(name);
+    if (this.kickTimer) clearImmediate(this.kickTimer);
+    await this.idle;
+  }
+
+  get busy(): boolean {
+    return this.running;
+  }
+
+  /** Monotonic time of the last time the loop started or ended a pass. */
+  get lastProgressAt(): number {
+    return this.progressAt;
+  }
+
+  private clear(name: 'resync' | 'retry' | 'wake' | 'mode'): void {
+    const timer = this.timers.get(name);
+    if (timer === undefined) return;
+    if (name === 'resync') clearInterval(timer);
+    else clearTimeout(timer);
+    this.timers.delete(name);
+  }
+
+  private resync(): void {
+    this.deps.log.debug('periodic resync');
+    this.resyncDue = true;
+    if (this.retryPending) return;
+    this.kick('periodic resync');
+  }
+
+  private async loop(): Promise<void> {
+    this.running = true;
+    try {
+      do {
+        this.dirty = false;
+        await this.once();
+      } while (this.dirty && !this.stopped);
+    } finally {
+      this.running = false;
+    }
+    if (!this.resyncDue || this.stopped) return;
+    this.resyncDue = false;
+    try {
+      this.deps.atRest?.();
+    } catch (err) {
+      this.deps.log.error({ err }, 'the at-rest hook failed');
+    }
+  }
+
+  private async once(): Promise<void> {
+    this.counting = true;
+    this.progressAt = this.deps.clock.now();
+    const end = await this.deps.pass();
+    if (end.again) this.dirty = true;
+    this.clear('wake');
+    if (end.wakeInMs !== undefined && !this.stopped) this.timers.set('wake', after(end.wakeInMs, () => this.kick('decision wake-up')));
+    this.passes++;
+    this.counting = false;
+    for (const w of this.waiters.splice(0)) w();
+  }
+
+  /** Marks the end of a pass's work (before its status is published). */
+  progressed(): number {
+    this.progressAt = this.deps.clock.now();
+    return this.progressAt;
+  }
+}

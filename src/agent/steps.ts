@@ -1,0 +1,84 @@
+// The one place the owner loop's effects happen: the decided steps, in order, then the
+// decision's records. A decision is either a journal entry followed by replaces (carried
+// out together, all or none), or a restart, or records alone (the migration moved on).
+import type { Logger } from 'pino';
+import type { Decision, Step } from '../core/decide.js';
+import { errorCode, type AgentRecorder } from '../core/recorder.js';
+import { renderNextHop } from '../core/route.js';
+import type { GatewayMode, ReplaceAction } from '../core/types.js';
+import type { Dataplane } from '../dataplane/types.js';
+import { applyReplaces, outcomeUnknown } from './execute.js';
+import type { JournalKeeper } from './journal-keeper.js';
+import type { RestartRunner } from './restart-runner.js';
+
+export interface ExecuteParts {
+  journal: JournalKeeper;
+  restarts: RestartRunner;
+  /** The dataplane's replace, each write's echo expected (inputs.ts). */
+  writes: Pick<Dataplane, 'replaceRoute'>;
+  recorder: AgentRecorder;
+  log: Logger;
+  strategy: string;
+  /**
+   * What the replaces gave each route (fight bookkeeping); `note`: they were put back by
+   * the agent itself, and why (core/fights.ts, point 5).
+   */
+  applied: (actions: ReplaceAction[], note?: string) => void;
+}
+
+export async function execute(parts: ExecuteParts, decision: Decision, mode: GatewayMode | null): Promise<void> {
+  await carryOut(parts, decision.steps, mode);
+  const { journal, log, recorder } = parts;
+  for (const r of decision.records) {
+    if (r.kind === 'completed') {
+      recorder.restart({ strategy: parts.strategy, mode: r.mode, result: 'completed', target: null, code: null });
+      continue;
+    }
+    await journal.after({ ...journal.data, migration: r.migration }, r.what);
+    if (r.migration?.restart === 'done') log.info({ mode: r.migration.mode }, 'a new ovnkube-node runs the desired mode: watching the routes settle');
+  }
+}
+
+async function carryOut(parts: ExecuteParts, steps: Step[], mode: GatewayMode | null): Promise<void> {
+  if (steps.length === 0) return;
+  const { journal, log, recorder } = parts;
+  log.info({ steps: steps.map(describeStep) }, 'carrying out plan');
+  const before = journal.data;
+  const replaces = steps.flatMap((s) => (s.kind === 'replace' ? [s.action] : []));
+  const done: ReplaceAction[] = [];
+  for (const step of steps) {
+    if (step.kind === 'journal') {
+      await journal.before({ ...journal.data, migration: step.migration });
+      log.info({ mode: step.migration.mode }, 'migration journaled: replacing the routes');
+    }
+    if (step.kind === 'restart') await parts.restarts.request(step);
+  }
+  if (replaces.length === 0) return;
+  try {
+    await applyReplaces(parts.writes, log, replaces, (a, result, err) => {
+      if (result === 'done') done.push(a);
+      recorder.replace({ cidr: a.key.prefix, mode, before: renderNextHop(a.from), after: renderNextHop(a.to), result, code: err === null ? null : errorCode(err) });
+    });
+  } catch (err) {
+    // What was replaced and then put back is a flap of that route: it counts as a
+    // set-back when the next pass finds it put back (core/fights.ts, point 5).
+    if (done.length > 0) parts.applied(done, `the agent put it back itself each time another replace of the same change failed (${(err as Error).message})`);
+    // Refused by the kernel: nothing was migrated (what had changed was put back),
+    // so the migration is off the record. A replace whose answer was lost may have
+    // happened: the record stays, and the next observation tells.
+    if (journal.data !== before && !outcomeUnknown(err)) await journal.after(before, 'taking the migration the kernel refused off the record', err);
+    throw err;
+  }
+  parts.applied(replaces);
+}
+
+function describeStep(s: Step): string {
+  switch (s.kind) {
+    case 'journal':
+      return `journal the migration to ${s.migration.mode} (restart owed)`;
+    case 'replace':
+      return `replace ${s.action.key.prefix}: ${renderNextHop(s.action.from)} -> ${renderNextHop(s.action.to)} (${s.action.reason.message})`;
+    case 'restart':
+      return `restart ovnkube-node ${s.target.describe}`;
+  }
+}

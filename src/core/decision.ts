@@ -1,0 +1,71 @@
+// The decision's values: what decide (decide.ts) reads, and the steps and records it
+// returns for the loop to carry out (src/agent/steps.ts is the only place they happen).
+import type { Migration, RestartTarget, TargetLookup } from './migration.js';
+import type { Reason } from './reasons.js';
+import type { GatewayMode, OvnkubeObservation, Phase, Plan, ReplaceAction } from './types.js';
+import type { RateLimit } from './rate-limit.js';
+
+export interface RestartSettings {
+  strategy: 'cri' | 'signal' | 'none';
+  limit: RateLimit;
+  timeoutMs: number;
+  settleMs: number;
+  retryBaseMs: number;
+  retryMaxMs: number;
+  /** Whether the new ovnkube-node's mode can be checked (--ovnkube-mode-check proc). */
+  modeChecked: boolean;
+}
+
+export interface DecideInput {
+  plan: Plan;
+  desired: GatewayMode | null;
+  migration: Migration | null;
+  /** Times of earlier restart requests (rate limit). */
+  restarts: number[];
+  ovnkube: OvnkubeObservation;
+  /** What the restart strategy sees; null when it was not asked (see needsTarget). */
+  target: TargetLookup | null;
+  settings: RestartSettings;
+  /** Monotonic ms, like every time of the migration and the restarts. */
+  now: number;
+  /** Wall minus monotonic time (ms): only to show a time in a message; 0 when not given. */
+  wallOffsetMs?: number;
+  /**
+   * A restart request is still under way (a CRI stop waits out ovnkube-node's grace
+   * period): no other is requested until it is answered, and the answer wakes a pass.
+   */
+  restartInFlight?: boolean;
+}
+
+export type Step =
+  | { kind: 'journal'; migration: Migration }
+  | { kind: 'replace'; action: ReplaceAction }
+  | { kind: 'restart'; target: RestartTarget; migration: Migration };
+
+export interface RestartView {
+  phase: Phase | null;
+  reason: Reason | null;
+}
+
+export type RestartStep = Extract<Step, { kind: 'restart' }>;
+
+/**
+ * What the record says after a decision that changed nothing on the node: the migration
+ * moved on (a new ovnkube-node seen, the node at the desired mode by itself), written
+ * after the fact (the change is ovnkube-node's); and the restart's completion told.
+ */
+export type RecordStep = { kind: 'record'; migration: Migration | null; what: string } | { kind: 'completed'; mode: GatewayMode };
+
+/** Everything a pass does, as a value: the loop carries out steps, then records, and nothing else. */
+export interface Decision {
+  steps: Step[];
+  records: RecordStep[];
+  /** The migration on record once the steps are done. */
+  migration: Migration | null;
+  restart: RestartView;
+  wakeInMs: number | undefined;
+  /** --dry-run: the plan's replaces are shown, and neither they nor a restart are carried out. */
+  dryRun: boolean;
+  /** The plan waits on ovnkube-node (its rollout, its start): the decision looks again every second. */
+  waiting: boolean;
+}
