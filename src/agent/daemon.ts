@@ -3,8 +3,9 @@
 //
 // Signals: SIGTERM/SIGINT stop (STOPPING=1, the pass under way and a restart request on
 // its way are awaited for at most STOP_GRACE_MS and then abandoned, the socket removed,
-// exit 0: a CRI stop, which waits out the grace period, is cancelled); SIGHUP reloads the
-// settings (flags, environment, ovnkube.conf) and the mode file.
+// exit 0: a CRI stop, which waits out the grace period, is cancelled); SIGHUP re-reads
+// ovnkube.conf, os-release and the mode file; flags and variables are the process's and
+// change only with a restart.
 import type { Logger } from 'pino';
 import type { RawRunOptions, Settings } from '../config/settings.js';
 import type { Dataplane } from '../dataplane/types.js';
@@ -98,7 +99,7 @@ export async function runDaemon(raw: RawRunOptions, initial: Settings, deps: Dae
       '/v1/events': (req, res) => serveEvents(views.history, req, res),
       '/v1/watch': (req, res) => views.watch.serve(req, res),
     },
-  }, { group: initial.socketGroup });
+  }, { group: initial.socketGroup, log: log.child({ component: 'status' }) });
   agent.onStatus((s) => views.onStatus(s, log));
   const metricsListener = await listenMetrics(initial, views, server, log);
   agent.onStatus((s) => supervisor.onStatus(s, agent.isReady()));

@@ -114,7 +114,7 @@ export class Inputs {
       return;
     }
     if (read.error !== was.source.error) {
-      log.error({ path, error: read.error, kept: was.mode }, 'mode file invalid: keeping the last valid desired mode');
+      log.error({ path, error: read.error, kept: was.mode }, was.mode ? 'mode file invalid: keeping the last valid desired mode' : 'mode file invalid: no valid mode read yet, acting on nothing');
       recorder.modeFileError(path);
     }
     this.wanted = { mode: was.mode, source: { path, error: read.error, detail: was.source.detail ?? null } };

@@ -20,7 +20,7 @@ export function renderEvent(e: AgentEvent): string {
       case 'reconcile-failed':
         return `reconcile failed (${e.code})`;
       case 'mode-file-invalid':
-        return 'mode file invalid: keeping the last valid mode';
+        return 'mode file invalid: the last valid mode, if any, is kept (none: nothing is done)';
       case 'notifications-lost':
         return 'netlink notifications lost: full resync';
     }

@@ -93,7 +93,7 @@ export class AgentMetrics implements AgentRecorder {
     inSync: this.gauge('route_in_sync', 'Whether the service CIDR route is what the desired mode needs.', ['cidr', 'family']),
     suspended: this.gauge('route_repairs_suspended', 'Whether repairs of the service CIDR are suspended (something keeps setting the route back).', ['cidr']),
     pending: this.gauge('ovnkube_restart_pending', 'Whether a migration to the desired mode still owes its ovnkube-node restart.', []),
-    modeFileInvalid: this.gauge('mode_file_invalid', 'Whether the mode file is currently unreadable or invalid (the last valid mode is kept).', []),
+    modeFileInvalid: this.gauge('mode_file_invalid', 'Whether the mode file is currently unreadable or invalid (the last valid mode, if any, is kept).', []),
     lastReconcile: this.gauge('last_reconcile_timestamp_seconds', 'When the last pass of the reconcile loop ended (Unix time).', []),
     build: this.gauge('build_info', 'Always 1; the labels say what runs.', ['version', 'nodejs_version', 'restart_strategy']),
   };
