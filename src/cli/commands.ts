@@ -63,7 +63,7 @@ export async function runCommand(raw: RawRunOptions, wrap: RunWrappers = {}): Pr
   const log = createLogger(settings.logLevel);
   const real = new KernelDataplane();
   const dataplane = wrap.dataplane?.(real) ?? real;
-  return new Promise<CommandResult>((resolve, reject) => {
+  return new Promise<CommandResult>((resolve) => {
     // A bug must not leave a half-working agent: log it and exit; the supervisor
     // (kubelet or systemd) restarts a clean one, and the journal remembers restarts.
     const fatal = (err: unknown) => {
@@ -85,11 +85,13 @@ export async function runCommand(raw: RawRunOptions, wrap: RunWrappers = {}): Pr
       trimMemory: () => addon.mallocTrim(),
       exit: (code) => resolve({ code: code === 0 ? 0 : 1 }),
     }).catch((err: unknown) => {
+      // Refused (a typed error: exit 1 or 2, one line) or a bug (logged, exit 1): either
+      // way the agent never ran, and leaves nothing of what taking the lock created.
       const refused = failureOf(err, { held: serving });
-      if (refused === null) return reject(err as Error);
       dataplane.close();
       lock.release();
-      resolve(refused);
+      if (refused === null) fatal(err);
+      else resolve(refused);
     });
   });
 }

@@ -111,6 +111,15 @@ function assertStale(socket: string): Promise<void> {
   });
 }
 
+/** A --socket path that cannot be made, whoever runs the agent: said as such, not as a bug. */
+const PATH_ERRORS: Record<string, string> = {
+  EEXIST: 'a part of the path is a file, not a directory',
+  ENOTDIR: 'a part of the path is a file, not a directory',
+  EROFS: 'the file system is read-only',
+  ENAMETOOLONG: 'the path is too long',
+  ELOOP: 'the path has a symbolic link loop',
+};
+
 function permissionError(socket: string, err: NodeJS.ErrnoException): SocketPermissionError {
   const dir = path.dirname(socket);
   const at = err.path ?? dir;
@@ -238,6 +247,10 @@ export class StatusServer {
     } catch (err) {
       const e = err as NodeJS.ErrnoException;
       if (e.code === 'EACCES' || e.code === 'EPERM') throw permissionError(socket, e);
+      const why = PATH_ERRORS[e.code ?? ''];
+      if (why !== undefined) {
+        throw new SocketPermissionError(`cannot create the socket ${socket}: ${why} (${e.syscall ?? e.code} ${e.path ?? socket}); give --socket a path under a writable directory`);
+      }
       throw err;
     }
   }

@@ -6,7 +6,7 @@ import path from 'node:path';
 import { test } from 'node:test';
 import { flockHolderIn } from '../../src/cli/lock.js';
 import { addon } from '../../src/native/addon.js';
-import { AgentProcess, cli, curl, status, waitForStatus, withAgent } from '../helpers/agent.js';
+import { AgentProcess, cli, curl, FAULTY, status, waitForStatus, withAgent, withNode } from '../helpers/agent.js';
 import { skipWithoutKernel } from '../helpers/netns.js';
 import { within } from '../helpers/wait.js';
 
@@ -83,6 +83,28 @@ test('an agent refused by the live socket on another --state-dir leaves nothing 
     assert.equal(await within(again.exited, 30_000, 'the agent with an existing state directory exits'), 1, again.output);
     assert.deepEqual(readdirSync(kept), ['note']);
     assert.equal(status(scratch.socket)?.phase, 'Converged');
+  });
+});
+
+test('an agent that cannot start leaves no state directory: a --socket under a file is one line and exit 2, a bug is logged and exit 1', async (t) => {
+  if (skipWithoutKernel(t)) return;
+  await withNode({ gw0: true }, async ({ scratch, startAgent }) => {
+    scratch.writeMode('local');
+    const file = path.join(scratch.dir, 'a-file');
+    writeFileSync(file, '');
+    const socket = path.join(file, 'agent.sock');
+    const underFile = startAgent([...ARGS, '--socket', socket]);
+    assert.equal(await within(underFile.exited, 30_000, 'the agent with a --socket under a file exits'), 2, underFile.output);
+    assert.match(underFile.output, new RegExp(`^ovn-gwmode-agent: cannot create the socket ${socket}: a part of the path is a file, not a directory \\(mkdir ${file}\\); give --socket a path under a writable directory\n$`));
+    assert.equal(existsSync(scratch.stateDir), false, 'no state directory left');
+
+    const buggy = startAgent(ARGS, { GWMODE_FAULT: 'bug-at-start' }, FAULTY);
+    assert.equal(await within(buggy.exited, 30_000, 'the agent with a bug at start exits'), 1, buggy.output);
+    const fatal = buggy.logs().filter((l) => l.level === 60);
+    assert.equal(fatal.length, 1, buggy.output);
+    assert.equal(fatal[0]!.msg, 'unexpected error: exiting');
+    assert.match(JSON.stringify(fatal[0]!.err), /injected: a bug at start/);
+    assert.equal(existsSync(scratch.stateDir), false, 'no state directory left');
   });
 });
 
