@@ -216,7 +216,7 @@ async function apply(raw: PlanOptions, stateDir: string, stop: Interruption, wra
     const result = await reconcile(deps, desired, plannerConfig(settings), true);
     const replaced = result.applied > 0 ? result.planned.actions : [];
     const code = converged(result.final);
-    const out = raw.json ? asJson(result.final, result.applied) : renderApplied(result.final, replaced, journaled ?? onRecord.migration, stateDir, code === 0) + '\n';
+    const out = raw.json ? asJson(result.final, result.applied) : renderApplied(result.final, replaced, journaled ?? onRecord.migration, desired.mode, stateDir, code === 0) + '\n';
     return { code, stdout: out };
   } catch (err) {
     if (err instanceof InterruptedError) {

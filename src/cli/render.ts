@@ -4,7 +4,7 @@
 // restart of ovnkube-node its migration owes is still to come; it says who does it.
 import type { Migration } from '../core/migration.js';
 import { renderNextHop } from '../core/route.js';
-import type { Plan, ReplaceAction } from '../core/types.js';
+import type { GatewayMode, Plan, ReplaceAction } from '../core/types.js';
 import type { RollbackOutcome } from '../rollback/run.js';
 
 const change = (a: ReplaceAction) => `${a.key.prefix}: ${renderNextHop(a.from)} -> ${renderNextHop(a.to)}`;
@@ -35,18 +35,23 @@ export function renderPreview(p: Plan, dryRunApply: boolean): string {
   return lines.join('\n');
 }
 
-/** A restart of ovnkube-node is still owed by this migration (not rolled back, not restarted yet). */
-const owesRestart = (m: Migration | null): m is Migration => m !== null && !m.rollback && (m.restart === 'owed' || m.restart === 'requested' || m.restart === 'failed');
+/**
+ * A restart of ovnkube-node is still owed by this migration (not rolled back, not restarted
+ * yet) and the mode file still asks for its mode: a migration to the other mode is moved on
+ * by the agent once the node is in the desired shape (src/core/decide.ts), owing nothing.
+ */
+const owesRestart = (m: Migration | null, desired: GatewayMode | null): m is Migration =>
+  m !== null && m.mode === desired && !m.rollback && (m.restart === 'owed' || m.restart === 'requested' || m.restart === 'failed');
 
 /**
  * `apply`: the node after it, what it replaced, and what is left: the restart of
  * ovnkube-node that the migration on record owes, which apply never makes (the agent
  * requests it when it runs), or what keeps the node from converging.
  */
-export function renderApplied(after: Plan, replaced: ReplaceAction[], onRecord: Migration | null, stateDir: string, converged: boolean): string {
+export function renderApplied(after: Plan, replaced: ReplaceAction[], onRecord: Migration | null, desired: GatewayMode | null, stateDir: string, converged: boolean): string {
   const lines = renderPlanBody(after, replaced.length > 0 ? 'replaced' : 'actions', replaced.length > 0 ? replaced : after.actions, false);
   lines.push(`applied: ${replaced.length} replace(s)`);
-  if (owesRestart(onRecord)) {
+  if (owesRestart(onRecord, desired)) {
     lines.push(
       `left: restart ovnkube-node into ${onRecord.mode} gateway mode, owed by the migration journaled in ${stateDir}: apply does not restart it; the agent requests it when it runs, unless a new ovnkube-node runs ${onRecord.mode} gateway mode by then`,
     );
