@@ -23,7 +23,7 @@ test(`soak (seed ${seed}): 3,000 mode flips and route flaps, the socket polled: 
   assert.equal(r.fatalLogged, false, 'nothing fatal logged (an unhandled rejection is)');
   assert.equal(r.failedRequests, 0);
   assert.ok(r.modeChanges > 2 && r.replaces > 2, 'the flips reached the agent');
-  assert.ok(r.end.fds <= r.warm.fds, `open fds flat: ${r.warm.fds} after warm-up, ${r.end.fds} at the end`);
+  assert.ok(r.end.fds <= r.warm.fds, `open fds flat: ${r.warm.fds} after warm-up, ${r.end.fds} at the end: ${r.fdsAtEnd.join(', ')}`);
   // Handles (sockets, pipes, watchers) and resources (timers too) at rest before the flips
   // and at rest after them: in between, watchers and timers come and go with each swap.
   assert.ok(r.start.handles !== null && r.end.handles !== null, 'the active handles were measured');

@@ -22,7 +22,7 @@
 // the next change of the desired mode lifts that. At the end: a last mode and a new
 // ovnkube-node (the restart the last migration owes), and the agent must converge.
 import { spawn } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
+import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import path from 'node:path';
 import { AgentProcess, FakeOvnkube, Scratch, waitForStatus } from './agent.js';
 import { get } from './hostile-http.js';
@@ -82,6 +82,8 @@ export interface SoakResult {
   start: Sample;
   warm: Sample;
   end: Sample;
+  /** What the open fds are at the end (their link targets). */
+  fdsAtEnd: string[];
   alive: boolean;
   /** Why it did not converge at the end (the last status), else the agent's last output (errors only). */
   outputTail: string;
@@ -100,6 +102,15 @@ setInterval(() => { process.stdout.write(String(Math.max(0, h.percentile(99) / 1
 
 const rssKb = (pid: number) => Number(/^VmRSS:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1]);
 const fds = (pid: number) => readdirSync(`/proc/${pid}/fd`).length;
+/** What each open fd is (socket:[inode], anon_inode:inotify, a path...), for a failure message. */
+const fdTargets = (pid: number): string[] =>
+  readdirSync(`/proc/${pid}/fd`).map((fd) => {
+    try {
+      return readlinkSync(`/proc/${pid}/fd/${fd}`);
+    } catch {
+      return `${fd}: gone`;
+    }
+  });
 const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /** A gauge's series by their `type` label, from a scrape. */
 const byType = (text: string, name: string): Record<string, number> =>
@@ -231,8 +242,12 @@ export async function soak(o: SoakOptions): Promise<SoakResult> {
     // The end's handles are those of the last scrape, made after the poller stopped.
     handleTypes = byType(metrics.body, 'nodejs_active_handles');
     resourceTypes = byType(metrics.body, 'nodejs_active_resources');
-    await pause(200);
+    // At rest again: an fd of the end's own work (the last scrape's connection, closed by
+    // the client first; a pidfd or watch being swapped) may still be open a moment; a leak
+    // stays. Looks for up to 5 s (25 looks) for the count to come back to the warm one.
+    for (let look = 0; look < 25 && warm !== undefined && fds(pid) > warm.fds; look++) await pause(200);
     const end = sample(o.flips);
+    const fdsAtEnd = fdTargets(pid);
     return {
       flips: o.flips,
       flaps,
@@ -247,6 +262,7 @@ export async function soak(o: SoakOptions): Promise<SoakResult> {
       start,
       warm: warm ?? samples[0]!,
       end,
+      fdsAtEnd,
       alive: a.child.exitCode === null,
       outputTail: endError || a.output.slice(-3000),
       fatalLogged: a.output.includes('"level":60'),
