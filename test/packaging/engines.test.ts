@@ -31,3 +31,19 @@ test('every package in package-lock.json runs on the lowest Node that package.js
     .map(([where, p]) => `${where}@${p.version} needs node ${(p.engines as { node: string }).node}`);
   assert.deepEqual(refusing, [], `packages that refuse Node ${lowest}`);
 });
+
+// npm 11.16 and later list, after every `npm ci`, the dependencies whose install scripts no
+// one reviewed (package.json allowScripts); npm 12 skips them. Both are reviewed here, and
+// neither is needed: netlink's (node-gyp-build) builds its own netlink socket, which the
+// agent does not use (its codec is plain JavaScript; the socket is native/'s), and
+// protobufjs's postinstall only checks the version scheme of its dependents.
+test('every dependency with an install script is reviewed in allowScripts: npm ci lists none as unreviewed', () => {
+  const lock = json('package-lock.json') as { packages: Record<string, { hasInstallScript?: boolean }> };
+  const withScripts = Object.entries(lock.packages)
+    .filter(([where, p]) => where !== '' && p.hasInstallScript === true)
+    .map(([where]) => where.slice(where.lastIndexOf('node_modules/') + 'node_modules/'.length))
+    .sort();
+  const reviewed = json('package.json').allowScripts as Record<string, boolean>;
+  assert.deepEqual(withScripts, Object.keys(reviewed).sort());
+  assert.deepEqual(reviewed, { netlink: false, protobufjs: false }, 'neither script is needed');
+});
