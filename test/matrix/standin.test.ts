@@ -10,6 +10,7 @@ import { parseOvnkubeCmdline } from '../../src/ovnkube/proc.js';
 import { seedNode, skipWithoutKernel, type Netns } from '../helpers/netns.js';
 import { ovnkubeArgv, type Release } from '../helpers/ovnkube-releases.js';
 import { StandinOvnkube, standinBinary, type StandinOptions } from '../helpers/ovnkube-standin.js';
+import { skipOnRepeat } from '../helpers/repeat.js';
 
 const SHARED = '10.96.0.0/16 via 172.18.0.1 dev br-ex mtu 1400';
 const LOCAL = '10.96.0.0/16 via 10.244.1.1 dev ovn-k8s-mp0';
@@ -38,6 +39,7 @@ async function withStandin(
 const count = (text: string, needle: string) => text.split(needle).length - 1;
 
 test("is a process named ovnkube whose argv is CNO's, word for word, and which the agent's /proc scan reads", async (t) => {
+  if (skipOnRepeat(t)) return;
   if (skipWithoutKernel(t)) return;
   await withStandin('4.9', {}, async (_ns, standin) => {
     standin.start('local');
@@ -53,6 +55,7 @@ test("is a process named ovnkube whose argv is CNO's, word for word, and which t
 });
 
 test('4.8 and 4.9 local mode after shared: the br-ex route stays, the add fails with EEXIST at start and at every health check (the bug)', async (t) => {
+  if (skipOnRepeat(t)) return;
   if (skipWithoutKernel(t)) return;
   for (const release of ['4.8', '4.9'] as const) {
     await withStandin(release, { healthPeriod: 0.2 }, async (ns, standin) => {
@@ -69,6 +72,7 @@ test('4.8 and 4.9 local mode after shared: the br-ex route stays, the add fails 
 });
 
 test('the fixed z-streams (PR 916 for 4.8, PR 892 for 4.9) put the route on mp0 at start, and only at start', async (t) => {
+  if (skipOnRepeat(t)) return;
   if (skipWithoutKernel(t)) return;
   for (const release of ['4.8-fixed', '4.9-fixed'] as const) {
     await withStandin(release, { healthPeriod: 0.2 }, async (ns, standin) => {
@@ -85,6 +89,7 @@ test('the fixed z-streams (PR 916 for 4.8, PR 892 for 4.9) put the route on mp0 
 });
 
 test('4.8/4.9 restarted in shared mode flush their mp0 routes and add the br-ex one: local -> shared heals itself', async (t) => {
+  if (skipOnRepeat(t)) return;
   if (skipWithoutKernel(t)) return;
   await withStandin('4.9', { seed: 'local' }, async (ns, standin) => {
     standin.start('local');
@@ -97,6 +102,7 @@ test('4.8/4.9 restarted in shared mode flush their mp0 routes and add the br-ex 
 });
 
 test('the health check puts back a missing mp0 route in 4.8/4.9 local mode', async (t) => {
+  if (skipOnRepeat(t)) return;
   if (skipWithoutKernel(t)) return;
   await withStandin('4.8', { seed: 'local', healthPeriod: 0.2 }, async (ns, standin) => {
     standin.start('local');
@@ -108,6 +114,7 @@ test('the health check puts back a missing mp0 route in 4.8/4.9 local mode', asy
 });
 
 test('4.10 and 4.11 route services via the default gateway on br-ex in both modes, flush the old mp0 route, and leave a leftover gw0', async (t) => {
+  if (skipOnRepeat(t)) return;
   if (skipWithoutKernel(t)) return;
   for (const release of ['4.10', '4.11'] as const) {
     for (const mode of ['local', 'shared'] as const) {
@@ -123,6 +130,7 @@ test('4.10 and 4.11 route services via the default gateway on br-ex in both mode
 });
 
 test('4.12 routes services via the masquerade next hop 169.254.169.4 in both modes, replacing a 4.11 route', async (t) => {
+  if (skipOnRepeat(t)) return;
   if (skipWithoutKernel(t)) return;
   for (const mode of ['local', 'shared'] as const) {
     await withStandin('4.12', {}, async (ns, standin) => {
@@ -135,6 +143,7 @@ test('4.12 routes services via the masquerade next hop 169.254.169.4 in both mod
 });
 
 test('in an upgrade window ovnkube-node routes services via mp0: 4.8/4.9 in shared mode, 4.10+ in both modes', async (t) => {
+  if (skipOnRepeat(t)) return;
   if (skipWithoutKernel(t)) return;
   const cases: Array<[Release, 'local' | 'shared']> = [['4.8', 'shared'], ['4.10', 'local'], ['4.10', 'shared']];
   for (const [release, mode] of cases) {
@@ -148,6 +157,7 @@ test('in an upgrade window ovnkube-node routes services via mp0: 4.8/4.9 in shar
 });
 
 test('SIGTERM ends it at once with status 0, and with respawn a new one starts (kubelet)', async (t) => {
+  if (skipOnRepeat(t)) return;
   if (skipWithoutKernel(t)) return;
   await withStandin('4.9', {}, async (_ns, standin) => {
     standin.start('shared', { respawn: true });
