@@ -96,6 +96,14 @@ test('every src/ and test/ path the README and docs/ name exists', () => {
   assert.equal(existsSync(path.join(ROOT, 'src/agent/recorder.ts')), false);
 });
 
+test('every test docs/design.md quotes for a race is a test of the file it names', () => {
+  const quoted = [...read('docs/design.md').matchAll(/`(test\/[\w./-]+\.test\.ts)` \(([^)]*)\)/g)];
+  assert.ok(quoted.length >= 10, `${quoted.length} files with quoted tests`);
+  const flatSource = (file: string) => flat(read(file).replace(/\\'/g, "'"));
+  const missing = quoted.flatMap(([, file, titles]) => [...titles!.matchAll(/"([^"]+)"/g)].map((m) => flat(m[1]!)).filter((title) => !flatSource(file!).includes(title)).map((title) => `${file}: ${title}`));
+  assert.deepEqual(missing, []);
+});
+
 test("the README's quick start gives the commands of each way to run it within its first 100 lines", () => {
   const head = README.split('\n').slice(0, 100).join('\n');
   for (const command of [
