@@ -85,6 +85,25 @@ test('the link check itself sees a missing page and a missing heading', () => {
   assert.deepEqual(links('docs/README.md').filter((l) => l.file === 'docs/status.md').length, 1);
 });
 
+/** The src/ and test/ paths a page names (not dist/src/..., native/src/...), trailing punctuation dropped. */
+const namedPaths = (md: string): string[] => [...md.matchAll(/(?<![\w./-])(?:src|test)\/[\w./-]*/g)].map((m) => m[0].replace(/[.,:]+$/, ''));
+
+test('every src/ and test/ path the README and docs/ name exists', () => {
+  const missing = PAGES.flatMap((page) => namedPaths(read(page)).filter((p) => !existsSync(path.join(ROOT, p))).map((p) => `${page}: ${p}`));
+  assert.deepEqual(missing, []);
+  // The check itself: a path gone is seen, a built or native one is no source path.
+  assert.deepEqual(namedPaths('see `src/agent/recorder.ts`, test/x.test.ts. Run dist/src/cli/main.js, native/src/memory.c'), ['src/agent/recorder.ts', 'test/x.test.ts']);
+  assert.equal(existsSync(path.join(ROOT, 'src/agent/recorder.ts')), false);
+});
+
+test('every test docs/design.md quotes for a race is a test of the file it names', () => {
+  const quoted = [...read('docs/design.md').matchAll(/`(test\/[\w./-]+\.test\.ts)` \(([^)]*)\)/g)];
+  assert.ok(quoted.length >= 10, `${quoted.length} files with quoted tests`);
+  const flatSource = (file: string) => flat(read(file).replace(/\\'/g, "'"));
+  const missing = quoted.flatMap(([, file, titles]) => [...titles!.matchAll(/"([^"]+)"/g)].map((m) => flat(m[1]!)).filter((title) => !flatSource(file!).includes(title)).map((title) => `${file}: ${title}`));
+  assert.deepEqual(missing, []);
+});
+
 test("the README's quick start gives the commands of each way to run it within its first 100 lines", () => {
   const head = README.split('\n').slice(0, 100).join('\n');
   for (const command of [

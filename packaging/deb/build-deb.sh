@@ -10,7 +10,9 @@
 # agent supports), /usr/bin/ovn-gwmode-agent running it, the unit in /lib/systemd/system
 # (the repository's, ExecStart pointed at the bundled node), the sample settings as the
 # conffile /etc/default/ovn-gwmode-agent, the manual page ovn-gwmode-agent(8) (packaging/man/,
-# made by `npm run docs:cli`). Maintainer scripts: packaging/deb/.
+# made by `npm run docs:cli`), and README.md with docs/ in /usr/share/doc/ovn-gwmode-agent, as
+# in the source and uncompressed, so that the README's links to docs/*.md lead to the pages
+# there (about 250 KB). Maintainer scripts: packaging/deb/.
 # Needs node, npm, make, g++, python3 (the addon), dpkg-deb, strip, gzip. Runs as any user
 # (dpkg-deb --root-owner-group makes every file root's).
 set -euo pipefail
@@ -83,10 +85,12 @@ chmod 0644 "$pkg/usr/share/man/man8/$pkgname.8.gz"
 doc=$pkg/usr/share/doc/$pkgname
 install -m 0644 "$here/copyright" "$doc/copyright"
 gzip -9n <"$here/changelog" >"$doc/changelog.gz"
-gzip -9n <"$root/README.md" >"$doc/README.md.gz"
+install -m 0644 "$root/README.md" "$doc/README.md"
+mkdir -p "$doc/docs"
+install -m 0644 "$root"/docs/*.md "$doc/docs/"
 mkdir -p "$pkg/usr/share/lintian/overrides"
 install -m 0644 "$here/lintian-overrides" "$pkg/usr/share/lintian/overrides/$pkgname"
-chmod 0644 "$doc"/* "$pkg/usr/share/lintian/overrides/$pkgname"
+chmod 0644 "$doc"/*.* "$doc"/copyright "$doc"/docs/* "$pkg/usr/share/lintian/overrides/$pkgname"
 
 for s in postinst prerm postrm; do install -m 0755 "$here/$s" "$pkg/DEBIAN/$s"; done
 echo "/etc/default/$pkgname" >"$pkg/DEBIAN/conffiles"

@@ -13,7 +13,7 @@ if [ -z "$flags" ]; then
 fi
 exec_start="ExecStart=/usr/lib/$pkgname/bin/node $flags /usr/lib/$pkgname/dist/src/cli/main.js run"
 out=$(sed -e "s|^ExecStart=.*|$exec_start|" \
-    -e "s|^Documentation=.*|Documentation=file:///usr/share/doc/$pkgname/README.md.gz|" \
+    -e "s|^Documentation=.*|Documentation=file:///usr/share/doc/$pkgname/README.md|" \
     -e "s|^# Install: .*|# Installed by the $pkgname Debian package; its settings: /etc/default/$pkgname.|" \
     -e '/^# \/etc\/systemd\/system\/ and the sample settings/d' \
     "$unit")

@@ -12,7 +12,8 @@
 //  - inputs.ts: the kernel's notifications, the mode file, the echoes of own writes;
 //  - journal-keeper.ts: the record, written before a change or after one (with catch-up);
 //  - restart-runner.ts: the restart request in flight, its answer, the stop;
-//  - steps.ts: execute, the one place the decision's effects happen;
+//  - steps.ts: execute, the one place the decision's effects happen (the journal's
+//    catch-up and a restart's answer are records of the decision too);
 //  - status-board.ts and src/status/model.ts: the report of the last finished pass.
 // The mode file is read by a pass that any wake-up but a netlink event asked for, and a
 // pass woken by route events alone may reuse the last scan of /proc where it is provably
@@ -40,7 +41,7 @@
 //     shown (src/clock.ts), every timer's delay clamped; the journal keeps wall times.
 import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';
-import { decide, needsTarget, type Decision, type RestartSettings } from '../core/decide.js';
+import { decide, heard, needsTarget, type Decision, type RestartSettings } from '../core/decide.js';
 import { recordApplied, suspensionsOf, trackFights, NO_FIGHTS, type FightState } from '../core/fights.js';
 import { plan, watchedOf } from '../core/planner.js';
 import { reason, type Reason } from '../core/reasons.js';
@@ -60,7 +61,7 @@ import { VerifyError } from './reconcile.js';
 import { RestartRunner } from './restart-runner.js';
 import { Scheduler, type PassEnd } from './scheduler.js';
 import { StatusBoard, type BuildReport } from './status-board.js';
-import { execute } from './steps.js';
+import { execute, type ExecuteParts } from './steps.js';
 
 export { ECHO_WINDOW_MS } from './inputs.js';
 
@@ -133,7 +134,7 @@ export class Agent {
     const wake = (why: string, readMode?: boolean, routeEvent?: boolean) => this.scheduler.kick(why, readMode, routeEvent);
     this.inputs = new Inputs({ dataplane: deps.dataplane, readMode: deps.readMode, log, clock, recorder: this.recorder, wake, settlingIn: (ms) => this.scheduler.modeSettlingIn(ms) }, options.modePath);
     this.journal = new JournalKeeper({ journal: deps.journal, clock, bootId: deps.bootId ?? null, log });
-    this.restarts = new RestartRunner({ strategy: deps.strategy, journal: this.journal, recorder: this.recorder, log, clock, wake });
+    this.restarts = new RestartRunner({ strategy: deps.strategy, journal: this.journal, log, clock, wake });
     this.board = new StatusBoard(log, reason('ModeNotRead', 'starting'));
     // Not a netlink wake-up: the pass reads the mode file; and it scans /proc in full.
     this.ovnkubeExit = deps.ovnkubeExit?.(wake);
@@ -171,9 +172,12 @@ export class Agent {
     this.ovnkubeExit?.close();
     await this.inputs.close();
     await halted;
-    // Its answer wakes no pass now: it is recorded here (a journal write, no kernel change),
-    // so the next agent finds how the request went, not one still under way.
-    await this.restarts.stop();
+    // Its answer wakes no pass now: execute records it here (a journal write, no kernel
+    // change), so the next agent finds how the request went, not one still under way.
+    await this.restarts.settled();
+    const answer = this.restarts.answer;
+    this.restarts.took(answer);
+    await execute(this.parts(), { records: heard(this.journal.data.migration, answer).records, steps: [] }, this.inputs.desired.mode);
   }
 
   /** What stop() still waits on: the pass under way, a restart request on its way, or nothing. */
@@ -233,11 +237,10 @@ export class Agent {
     const end: PassEnd = {};
     let failedWith: string | null = null;
     try {
-      await this.journal.catchUp();
       if (this.scheduler.takeModeRead()) await this.inputs.readDesired();
       let acted: Acted = 'nothing';
       for (let round = 0; round < MAX_ROUNDS; round++) {
-        acted = await this.round(acted === 'replaced', routeEventOnly);
+        acted = await this.round(acted === 'replaced', routeEventOnly, round === 0);
         if (acted === 'nothing') break;
       }
       // No replace is left unverified: after a last round that replaced, one more that
@@ -275,39 +278,48 @@ export class Agent {
    * planned for the routes just replaced; other routes set back meanwhile are repaired);
    * after a restart request it reports how the request went.
    */
-  private async round(verifying: boolean, routeEventOnly: boolean): Promise<Acted> {
-    const decision = await this.look(verifying, routeEventOnly);
-    await execute(
-      {
-        journal: this.journal,
-        restarts: this.restarts,
-        writes: this.inputs.ownWrites(),
-        recorder: this.recorder,
-        log: this.deps.log,
-        strategy: this.deps.strategy.name,
-        applied: (actions, note) => {
-          this.fights = recordApplied(this.fights, actions, this.deps.clock.now(), note);
-          if (note === undefined) this.justReplaced = new Set(actions.map((a) => a.key.prefix));
-        },
-      },
-      decision,
-      this.inputs.desired.mode,
-    );
+  private async round(verifying: boolean, routeEventOnly: boolean, first: boolean): Promise<Acted> {
+    const decision = await this.look(verifying, routeEventOnly, first);
+    await execute(this.parts(), decision, this.inputs.desired.mode);
     if (decision.steps.some((s) => s.kind === 'replace')) return 'replaced';
     return decision.steps.some((s) => s.kind === 'restart') ? 'restarted' : 'nothing';
   }
 
-  /** The round after the last that may act: it verifies and decides (for the status), carries out nothing, and says whether another pass is owed. */
+  /** What execute may touch: the journal, the restart runner, the kernel (each write's echo expected), the recorder. */
+  private parts(): ExecuteParts {
+    return {
+      journal: this.journal,
+      restarts: this.restarts,
+      writes: this.inputs.ownWrites(),
+      recorder: this.recorder,
+      log: this.deps.log,
+      strategy: this.deps.strategy.name,
+      applied: (actions, note) => {
+        this.fights = recordApplied(this.fights, actions, this.deps.clock.now(), note);
+        if (note === undefined) this.justReplaced = new Set(actions.map((a) => a.key.prefix));
+      },
+    };
+  }
+
+  /**
+   * The round after the last that may act: it verifies and decides (for the status),
+   * carries out nothing, and says whether another pass is owed. A restart's answer heard
+   * meanwhile is left to that pass (the answer woke it).
+   */
   private async verifyOnly(routeEventOnly: boolean): Promise<boolean> {
-    const decision = await this.look(true, routeEventOnly);
+    const decision = await this.look(true, routeEventOnly, false, false);
     return decision.steps.length > 0 || decision.records.length > 0;
   }
 
-  /** Observe, track fights, plan, verify what the last round replaced, and decide. */
-  private async look(verifying: boolean, routeEventOnly: boolean): Promise<Decision> {
+  /**
+   * Observe, track fights, plan, verify what the last round replaced, and decide. A pass's
+   * first round also puts on record what the journal lags behind; a round that acts, a
+   * restart's answer heard since the last decision.
+   */
+  private async look(verifying: boolean, routeEventOnly: boolean, first: boolean, acting = true): Promise<Decision> {
     const { options, watched } = this.setup;
     const { config, restart } = options;
-    await this.restarts.takeAnswer();
+    const answer = acting ? this.restarts.answer : null;
     const observed = await observe(this.deps.dataplane, watched, this.deps.probe, routeEventOnly);
     const now = this.deps.clock.now();
     const desired = this.inputs.desired;
@@ -332,7 +344,8 @@ export class Agent {
     }
     this.justReplaced = new Set();
     const migration = this.journal.data.migration;
-    const target = needsTarget(planned, desired.mode, migration, restart.strategy) ? await this.deps.strategy.find() : null;
+    const target = needsTarget(planned, desired.mode, heard(migration, answer).migration, restart.strategy) ? await this.deps.strategy.find() : null;
+    this.restarts.took(answer);
     const decision = decide({
       plan: planned,
       desired: desired.mode,
@@ -344,6 +357,8 @@ export class Agent {
       now,
       wallOffsetMs: this.journal.wallOffset(),
       restartInFlight: this.restarts.inFlight,
+      answer,
+      journalLags: first && this.journal.lag !== null,
     });
     this.outcome = { plan: planned, decision, observed, suspensions, restart: decision.restart };
     return decision;

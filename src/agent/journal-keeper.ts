@@ -5,7 +5,8 @@
 //  2. After a change (a restart's answer, the new ovnkube-node seen, a migration taken
 //     off the record after the kernel refused it): the change has happened, so the
 //     record is taken in memory whatever the disk says; a failed save is kept as the lag,
-//     retried at the start of each pass and by the loop's backoff, until it is written.
+//     retried in the first round of each pass (a catch-up record of its decision, which
+//     execute carries out) and by the loop's backoff, until it is written.
 import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';
 import { EMPTY_JOURNAL, type Journal, type JournalData } from '../restart/journal.js';
@@ -96,7 +97,7 @@ export class JournalKeeper {
     }
   }
 
-  /** A pass first writes what the journal lags behind, if anything. */
+  /** Writes what the journal lags behind, if anything: execute's catch-up record (steps.ts). */
   async catchUp(): Promise<void> {
     const lag = this.behind;
     if (lag === null) return;

@@ -65,7 +65,7 @@ export class Scheduler {
 
   constructor(private readonly deps: SchedulerDeps) {}
 
-  /** Starts (or, on a reload, restarts) the periodic resync, and asks for a first pass. */
+  /** Starts (or, on a reload, restarts) the periodic resync timer, whose first tick is ms from now; it asks for no pass itself (the agent's start() kicks one, a reload's settle() another). */
   resyncEvery(ms: number): void {
     this.clear('resync');
     this.timers.set('resync', every(ms, () => this.resync()));

@@ -1,6 +1,8 @@
-// The one place the owner loop's effects happen: the decided steps, in order, then the
-// decision's records. A decision is either a journal entry followed by replaces (carried
-// out together, all or none), or a restart, or records alone (the migration moved on).
+// The one place the owner loop's effects happen: the decision's records (what already
+// happened, put on record: the journal's catch-up, a restart's answer, the migration moved
+// on), then its steps, in order: a journal entry followed by replaces (carried out
+// together, all or none), or a restart. Journal writes, kernel changes, restart requests
+// and the recorder's events of a round all happen here.
 import type { Logger } from 'pino';
 import type { Decision, Step } from '../core/decide.js';
 import { errorCode, type AgentRecorder } from '../core/recorder.js';
@@ -26,17 +28,26 @@ export interface ExecuteParts {
   applied: (actions: ReplaceAction[], note?: string) => void;
 }
 
-export async function execute(parts: ExecuteParts, decision: Decision, mode: GatewayMode | null): Promise<void> {
-  await carryOut(parts, decision.steps, mode);
+export async function execute(parts: ExecuteParts, decision: Pick<Decision, 'records' | 'steps'>, mode: GatewayMode | null): Promise<void> {
   const { journal, log, recorder } = parts;
   for (const r of decision.records) {
-    if (r.kind === 'completed') {
-      recorder.restart({ strategy: parts.strategy, mode: r.mode, result: 'completed', target: null, code: null });
-      continue;
+    switch (r.kind) {
+      case 'catch-up':
+        await journal.catchUp();
+        break;
+      case 'answered':
+        if (r.result === 'failed') log.error({ error: r.error, code: r.code, target: r.target }, 'restart of ovnkube-node failed');
+        recorder.restart({ strategy: parts.strategy, mode: r.mode, result: r.result, target: r.target, code: r.code });
+        break;
+      case 'completed':
+        recorder.restart({ strategy: parts.strategy, mode: r.mode, result: 'completed', target: null, code: null });
+        break;
+      case 'record':
+        await journal.after({ ...journal.data, migration: r.migration }, r.what);
+        if (r.migration?.restart === 'done') log.info({ mode: r.migration.mode }, 'a new ovnkube-node runs the desired mode: watching the routes settle');
     }
-    await journal.after({ ...journal.data, migration: r.migration }, r.what);
-    if (r.migration?.restart === 'done') log.info({ mode: r.migration.mode }, 'a new ovnkube-node runs the desired mode: watching the routes settle');
   }
+  await carryOut(parts, decision.steps, mode);
 }
 
 async function carryOut(parts: ExecuteParts, steps: Step[], mode: GatewayMode | null): Promise<void> {

@@ -155,7 +155,7 @@ export const COMMAND_SPECS: Readonly<Record<Command, CommandSpec>> = {
     summary: 'observe once, carry the plan out and verify',
     flags: [...PLANNER, 'state-dir', 'dry-run', 'json'],
     exits: {
-      0: 'nothing left to do',
+      0: 'every route is in the desired mode; a restart of ovnkube-node the migration owes is left to the agent (its left: line names it)',
       1: 'something left to do, refused, failed or interrupted; or an agent holds the node',
       2: `${BAD_USAGE}, ovnkube.conf, or a state directory that takes no writes`,
     },

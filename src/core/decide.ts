@@ -1,6 +1,6 @@
 // The one decision point. Given the plan, the migration on record and what the
-// restart strategy sees, decide the steps of this pass, and from the same inputs
-// the phase with its reasons. The loop only executes the steps, in order.
+// restart strategy sees, decide the records and steps of this round, and from the same
+// inputs the phase with its reasons. The loop only carries them out, in order.
 //
 // A migration is the unit (the "keep every promise" rules):
 //  1. A pass that replaces routes towards a mode other than the recorded migration's
@@ -44,11 +44,15 @@ export const POLL_MS = 1000;
 export const QUICK_POLL_MS = 100;
 const QUICK_FOR_MS = 2000;
 
+import { heard } from './answer.js';
 import type { DecideInput, Decision, RecordStep, RestartSettings, RestartView, Step } from './decision.js';
-export type { DecideInput, Decision, RecordStep, RestartSettings, RestartStep, RestartView, Step } from './decision.js';
+export type { DecideInput, Decision, RecordStep, RestartAnswer, RestartSettings, RestartStep, RestartView, Step } from './decision.js';
+export { heard } from './answer.js';
 
 /** What decideSteps works out; decide adds what follows from it. */
 type Core = Omit<Decision, 'records' | 'dryRun' | 'waiting'>;
+/** The decision's frame, set first from the plan: decideSteps reads these, not the plan's. */
+type Frame = Pick<Decision, 'dryRun' | 'waiting'>;
 
 /** Capped, jittered exponential backoff: attempt 1 waits about base, doubling to max. */
 export function backoffMs(attempt: number, baseMs: number, maxMs: number, random = 1): number {
@@ -63,15 +67,15 @@ const startsMigration = (plan: Plan, desired: GatewayMode | null, m: Migration |
 export function needsTarget(plan: Plan, desired: GatewayMode | null, m: Migration | null, strategy: RestartSettings['strategy']): boolean {
   if (strategy === 'none') return false;
   if (startsMigration(plan, desired, m)) return true;
-  return m !== null && m.mode === desired && restartOwed(m) && restartHeld(plan, m) === null;
+  return m !== null && m.mode === desired && restartOwed(m) && restartHeld(plan, m, plan.dryRun) === null;
 }
 
 const restartOwed = (m: Migration): boolean => m.restart !== 'done' && m.restart !== 'none';
 
 /** Rule 10: why the restart owed by the migration on record (whose mode is the desired one) may not be requested, or null. */
-function restartHeld(plan: Plan, m: Migration): string | null {
+function restartHeld(plan: Plan, m: Migration, dryRun: boolean): string | null {
   if (m.mode !== 'local') return 'shared mode is ovnkube-node\'s: the agent restarts nothing for it';
-  if (isDryRun(plan)) return 'dry run';
+  if (dryRun) return 'dry run';
   if (plan.layout === 'routing-via-host') return `the node has the routing-via-host layout (${plan.platform.evidence}): a restart there repairs nothing`;
   if (plan.layout !== 'legacy') return `the OpenShift release is unknown (${plan.platform.evidence})`;
   return null;
@@ -111,26 +115,29 @@ const lookAgain = (i: DecideInput, t: RestartTarget): Reason =>
 const isoAt = (i: DecideInput, t: number): string => new Date(t + (i.wallOffsetMs ?? 0)).toISOString();
 
 export function decide(i: DecideInput): Decision {
-  const core = decideSteps(i);
-  const records: RecordStep[] = [];
-  const before = i.migration;
+  const frame: Frame = { dryRun: i.plan.dryRun, waiting: i.plan.awaitsOvnkube };
+  // What already happened goes on record first: the journal's catch-up, then the restart's answer.
+  const answer = heard(i.migration, i.answer);
+  const before = answer.migration;
+  const core = decideSteps({ ...i, migration: before }, frame);
+  const records: RecordStep[] = [...(i.journalLags ? [{ kind: 'catch-up' } as const] : []), ...answer.records];
   const after = core.migration;
   // A decision that only moved the migration on: a journal or restart step records it itself.
   if (after !== before && !core.steps.some((s) => s.kind === 'journal' || s.kind === 'restart')) {
     records.push({ kind: 'record', migration: after, what: 'the new ovnkube-node seen' });
     if (after?.restart === 'done' && before?.restart !== 'done') records.push({ kind: 'completed', mode: after.mode });
   }
-  return { ...core, records, dryRun: isDryRun(i.plan), waiting: i.plan.awaitsOvnkube };
+  return { ...core, records, ...frame };
 }
 
-function decideSteps(i: DecideInput): Core {
+function decideSteps(i: DecideInput, frame: Frame): Core {
   const { plan, desired, now } = i;
   const m = i.migration;
-  const waitingOnOvnkube = plan.awaitsOvnkube;
+  const waitingOnOvnkube = frame.waiting;
   const pollIf = (cond: boolean) => (cond ? POLL_MS : undefined);
   const none: RestartView = { phase: null, reason: null };
 
-  if (plan.actions.length > 0 && !plan.blocked && !isDryRun(plan)) {
+  if (plan.actions.length > 0 && !plan.blocked && !frame.dryRun) {
     const replaces: Step[] = plan.actions.map((action) => ({ kind: 'replace', action }));
     if (!startsMigration(plan, desired, m)) {
       // A repair within the migration on record: it owes no new restart.
@@ -187,11 +194,11 @@ function decideSteps(i: DecideInput): Core {
     return { steps: [], migration: reached, restart: none, wakeInMs: pollIf(waitingOnOvnkube) };
   }
   if (!m || m.mode !== desired) return { steps: [], migration: m, restart: none, wakeInMs: pollIf(waitingOnOvnkube) };
-  const held = restartOwed(m) ? restartHeld(plan, m) : null;
+  const held = restartOwed(m) ? restartHeld(plan, m, frame.dryRun) : null;
   if (held !== null) {
     // The record keeps the restart owed: a later pass under a plan that allows it requests it.
     const why = reason('RestartHeld', `the restart of ovnkube-node owed by the migration to ${m.mode} (begun ${isoAt(i, m.startedAt)}) is held: ${held}`);
-    return { steps: [], migration: m, restart: { phase: isDryRun(plan) ? 'Waiting' : null, reason: why }, wakeInMs: pollIf(waitingOnOvnkube) };
+    return { steps: [], migration: m, restart: { phase: frame.dryRun ? 'Waiting' : null, reason: why }, wakeInMs: pollIf(waitingOnOvnkube) };
   }
   const r = restartView(i);
   // While a restart is owed, look every second: someone else's restart is noticed at once.
@@ -209,7 +216,7 @@ function decideSteps(i: DecideInput): Core {
  * compares whatever its own --restart (see restartView).
  */
 export function applyMigration(plan: Plan, desired: GatewayMode | null, m: Migration | null, ovnkube: OvnkubeObservation, now: number): Migration | null {
-  if (plan.blocked || isDryRun(plan) || !startsMigration(plan, desired, m)) return null;
+  if (plan.blocked || plan.dryRun || !startsMigration(plan, desired, m)) return null;
   return {
     ...FRESH,
     mode: desired!,
@@ -243,8 +250,6 @@ const FRESH: Omit<Migration, 'mode' | 'startedAt' | 'identity'> = {
   outcome: null,
   doneAt: null,
 };
-
-const isDryRun = (plan: Plan) => plan.dryRun;
 
 /** The restart owed by the migration on record (whose mode is the desired one). */
 function restartView(i: DecideInput): Core {
@@ -380,6 +385,6 @@ export function summarize(plan: Plan, restart: RestartView, suspensions: Readonl
   // A restart reason with no phase of its own (RestartHeld) is said after the plan's.
   const reasons = restart.reason ? [...planReasons, restart.reason] : planReasons;
   if (plan.blocked) return { phase: 'Waiting', reasons };
-  if (plan.actions.length > 0) return { phase: isDryRun(plan) ? 'Waiting' : 'Progressing', reasons };
+  if (plan.actions.length > 0) return { phase: plan.dryRun ? 'Waiting' : 'Progressing', reasons };
   return { phase: 'Converged', reasons };
 }

@@ -1,4 +1,4 @@
-// The decision's values: what decide (decide.ts) reads, and the steps and records it
+// The decision's values: what decide (decide.ts) reads, and the records and steps it
 // returns for the loop to carry out (src/agent/steps.ts is the only place they happen).
 import type { Migration, RestartTarget, TargetLookup } from './migration.js';
 import type { Reason } from './reasons.js';
@@ -35,6 +35,17 @@ export interface DecideInput {
    * period): no other is requested until it is answered, and the answer wakes a pass.
    */
   restartInFlight?: boolean;
+  /** How the last restart request went, heard since the last decision: recorded first (core/answer.ts). */
+  answer?: RestartAnswer | null;
+  /** The journal lags behind what was carried out (a save failed): the decision writes it again first. */
+  journalLags?: boolean;
+}
+
+/** A restart request's answer as the restart runner heard it (src/agent/restart-runner.ts). */
+export interface RestartAnswer {
+  step: RestartStep;
+  /** null: ovnkube-node was stopped; else the runtime's refusal (code: a bounded label, recorder.ts). */
+  error: { message: string; code: string } | null;
 }
 
 export type Step =
@@ -50,16 +61,22 @@ export interface RestartView {
 export type RestartStep = Extract<Step, { kind: 'restart' }>;
 
 /**
- * What the record says after a decision that changed nothing on the node: the migration
- * moved on (a new ovnkube-node seen, the node at the desired mode by itself), written
- * after the fact (the change is ovnkube-node's); and the restart's completion told.
+ * What already happened, put on record before the decision's steps: the journal's
+ * catch-up (a save that failed after a change, written again), a restart request's
+ * answer (the event, and the migration's record when the answer is the migration's), and
+ * the migration moved on by someone else (a new ovnkube-node seen, the node at the
+ * desired mode by itself), written after the fact; and the restart's completion told.
  */
-export type RecordStep = { kind: 'record'; migration: Migration | null; what: string } | { kind: 'completed'; mode: GatewayMode };
+export type RecordStep =
+  | { kind: 'catch-up' }
+  | { kind: 'answered'; mode: GatewayMode; target: string; result: 'stopped' | 'failed'; code: string | null; error: string | null }
+  | { kind: 'record'; migration: Migration | null; what: string }
+  | { kind: 'completed'; mode: GatewayMode };
 
-/** Everything a pass does, as a value: the loop carries out steps, then records, and nothing else. */
+/** Everything a round does, as a value: the loop carries out its records, then its steps, and nothing else. */
 export interface Decision {
-  steps: Step[];
   records: RecordStep[];
+  steps: Step[];
   /** The migration on record once the steps are done. */
   migration: Migration | null;
   restart: RestartView;

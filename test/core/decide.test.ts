@@ -67,6 +67,36 @@ test('decide: a migration is journaled, restart owed, before its first replace',
   assert.deepEqual(d.migration?.routes, [{ key: action.key, from: BR, to: MP }]);
 });
 
+test('decide: a dry run and a wait on ovnkube-node are fields of the decision, and what it does follows them', () => {
+  const dry = decide(input({ plan: { ...toLocal, dryRun: true } }));
+  assert.deepEqual([dry.dryRun, dry.waiting, dry.steps, dry.records], [true, false, [], []], 'a dry run replaces nothing');
+  const waits = decide(input({ plan: { ...inSync, awaitsOvnkube: true } }));
+  assert.deepEqual([waits.dryRun, waits.waiting, waits.steps, waits.wakeInMs], [false, true, [], POLL_MS], 'a wait looks again every second');
+  const neither = decide(input({ plan: toLocal }));
+  assert.deepEqual([neither.dryRun, neither.waiting], [false, false]);
+});
+
+test("decide: the journal's catch-up and a restart's answer are records of the decision, before its steps", () => {
+  const requested = migration({ restart: 'requested', stopped: 'c-old', lastAttemptAt: T - 1000, attempts: 1 });
+  const step = { kind: 'restart' as const, target: OLD.target, migration: requested };
+  const failed = decide(input({ migration: requested, journalLags: true, answer: { step, error: { message: 'rpc error: deadline exceeded', code: 'ERR_GWMODE_CRI' } } }));
+  assert.deepEqual(
+    failed.records.map((r) => r.kind),
+    ['catch-up', 'answered', 'record'],
+  );
+  assert.deepEqual(failed.records[1], { kind: 'answered', mode: 'local', target: 'container c-old', result: 'failed', code: 'ERR_GWMODE_CRI', error: 'rpc error: deadline exceeded' });
+  const onRecord = failed.records[2];
+  assert.ok(onRecord?.kind === 'record');
+  assert.deepEqual([onRecord.migration?.restart, onRecord.migration?.lastError, onRecord.what], ['failed', 'rpc error: deadline exceeded', 'a failed restart request']);
+  assert.equal(failed.migration?.restart, 'failed', 'the decision goes on from the answer');
+
+  const stopped = decide(input({ migration: requested, target: NEW, answer: { step, error: null } }));
+  assert.deepEqual(stopped.records.slice(0, 2).map((r) => (r.kind === 'record' ? [r.kind, r.migration?.outcome] : [r.kind])), [['record', 'stopped'], ['answered']]);
+  // An answer to a migration since superseded (another attempt) is told, not recorded into it.
+  const later = decide(input({ migration: { ...requested, attempts: 2 }, answer: { step, error: null } }));
+  assert.deepEqual(later.records.map((r) => r.kind), ['answered']);
+});
+
 test('decide: a broken restart path starts no migration (Waiting, RestartPathBroken)', () => {
   const d = decide(input({ plan: toLocal, target: { error: '0 running containers' } }));
   assert.deepEqual(d.steps, []);

@@ -75,7 +75,7 @@ function buildSecond(): Promise<string> {
   return second;
 }
 
-test('npm run deb builds a package lintian finds no error in, with the manual page', { timeout: 10 * 60_000 }, async (t) => {
+test("npm run deb builds a package lintian finds no error in, with the manual page, and the README with the docs pages its links lead to", { timeout: 10 * 60_000 }, async (t) => {
   if (skipOnRepeat(t)) return;
   if (skip(t, debSkipReason())) return;
   const deb = await buildFirst();
@@ -88,6 +88,14 @@ test('npm run deb builds a package lintian finds no error in, with the manual pa
     assert.ok(files.includes(` ${f}\n`), `${f} is in the package`);
   }
   assert.doesNotMatch(files, /\/dist\/src\/demo\/|\/dist\/test\/|\.map\n/, 'no demo, test or source map');
+  // The README as in the source, beside every docs page it links to: its relative links resolve there.
+  const doc = `./usr/share/doc/${PKG}`;
+  const readme = readFileSync(path.join(ROOT, 'README.md'), 'utf8');
+  const linked = [...new Set([...readme.matchAll(/\]\((docs\/[^)#\s]+)/g)].map((m) => m[1]!))];
+  assert.ok(linked.includes('docs/operate.md') && linked.includes('docs/status.md'), `the README's links: ${linked.join(', ')}`);
+  for (const f of [`${doc}/README.md`, ...linked.map((l) => `${doc}/${l}`)]) assert.ok(files.includes(` ${f}\n`), `${f} is in the package`);
+  const shipped = spawnSync('sh', ['-c', 'dpkg-deb --fsys-tarfile "$1" | tar -xO "$2"', 'sh', deb, `${doc}/README.md`], { encoding: 'utf8', maxBuffer: 1 << 20 });
+  assert.equal(shipped.stdout, readme, "the package's README.md is the repository's");
   // The manual page is the repository's (npm run docs:cli), gzipped.
   const page = spawnSync('sh', ['-c', 'dpkg-deb --fsys-tarfile "$1" | tar -xO "$2"', 'sh', deb, MAN_PAGE], { maxBuffer: 1 << 20 });
   assert.equal(page.status, 0, page.stderr.toString());
@@ -104,6 +112,8 @@ test('npm run deb builds a package lintian finds no error in, with the manual pa
   assert.deepEqual(tags.filter((l) => l.startsWith('E:')), []);
   // The manual page is there and sound: neither missing nor one man or groff complains about.
   assert.deepEqual(tags.filter((l) => /no-manual-page|manpage-/.test(l)), []);
+  // The documentation draws no tag (nor the README and docs/ uncompressed, as their links need).
+  assert.deepEqual(tags.filter((l) => l.includes('usr/share/doc/')), []);
 });
 
 test('the package under a real systemd: dpkg -i enables and starts the unit, the admin configures it, an upgrade restarts it keeping the settings, remove stops it keeping settings and state, purge removes them', { timeout: 15 * 60_000 }, async (t) => {
