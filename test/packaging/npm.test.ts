@@ -48,8 +48,9 @@ test('npm pack gives a tarball without tests, demo or bench code that installs g
     assert.deepEqual(files.filter((f) => f.startsWith('native/build/')), [], 'no prebuilt addon: it is compiled at install');
     // The figures' page stays out: the largest, and no user of the package needs it.
     assert.equal(files.includes('docs/benchmarks.md'), false, 'docs/benchmarks.md is not shipped');
-    // docs/install.md's figure: under 200 kB (139 kB at 1ba4631 with README.md; 174 kB with docs/).
-    assert.ok(info.size < 200_000, `${info.size} bytes, docs/install.md says under 200 kB`);
+    // docs/install.md's figure: under 210 kB (139 kB at 1ba4631 with README.md; 174 kB with docs/; 199 kB with the
+    // docs of issue 23, the man page generator left out).
+    assert.ok(info.size < 210_000, `${info.size} bytes, docs/install.md says under 210 kB`);
 
     const prefix = path.join(dir, 'prefix');
     const installed = spawnSync('npm', ['install', '-g', '--prefer-offline', '--no-audit', '--no-fund', '--prefix', prefix, path.join(dir, info.filename)], { encoding: 'utf8', timeout: 8 * 60_000 });
