@@ -86,7 +86,7 @@ doc=$pkg/usr/share/doc/$pkgname
 install -m 0644 "$here/copyright" "$doc/copyright"
 gzip -9n <"$here/changelog" >"$doc/changelog.gz"
 install -m 0644 "$root/README.md" "$doc/README.md"
-mkdir -p "$doc/docs"
+install -d -m 0755 "$doc/docs"
 install -m 0644 "$root"/docs/*.md "$doc/docs/"
 mkdir -p "$pkg/usr/share/lintian/overrides"
 install -m 0644 "$here/lintian-overrides" "$pkg/usr/share/lintian/overrides/$pkgname"

@@ -39,7 +39,7 @@ const FILES: ReadonlyArray<readonly [string, string]> = [
 ];
 
 const SEE_ALSO = ['ip-route(8)', 'systemctl(1)', 'journalctl(1)'];
-const SEE_ALSO_DOCS = `The documentation in /usr/share/doc/${NAME} (README.md and docs/, as in the source): what each phase and reason code means (docs/status.md), how to install and operate the agent.`;
+const SEE_ALSO_DOCS = `The documentation: README.md and docs/ in the source and the npm package, /usr/share/doc/${NAME} in the Debian package: what each phase and reason code means (docs/status.md), how to install and operate the agent.`;
 
 // ---------------------------------------------------------------------------------------
 // What both renderings say, as plain text with `code` spans.
