@@ -29,7 +29,10 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 function load(socketPath: string) {
   return new Promise<autocannon.Result>((resolve, reject) =>
-    autocannon({ url: 'http://localhost/status', socketPath, connections: CONNECTIONS, duration: SECONDS }, (err, result) => (err ? reject(err) : resolve(result))),
+    autocannon(
+      { url: 'http://localhost/status', socketPath, connections: CONNECTIONS, duration: SECONDS },
+      (err, result) => (err ? reject(err) : resolve(result)),
+    ),
   );
 }
 
@@ -44,11 +47,13 @@ const figures = (r: autocannon.Result) => ({
 
 function getBody(socketPath: string): Promise<string> {
   return new Promise((resolve, reject) => {
-    http.get({ socketPath, path: '/status' }, (res) => {
-      let body = '';
-      res.on('data', (d: Buffer) => (body += d.toString()));
-      res.on('end', () => resolve(body));
-    }).on('error', reject);
+    http
+      .get({ socketPath, path: '/status' }, (res) => {
+        let body = '';
+        res.on('data', (d: Buffer) => (body += d.toString()));
+        res.on('end', () => resolve(body));
+      })
+      .on('error', reject);
   });
 }
 
@@ -63,7 +68,11 @@ http.createServer((req, res) => { res.writeHead(200, { 'content-type': 'applicat
 if (COMPARE_FLAGS.trim() !== '') {
   const runs: unknown[] = [];
   for (const flags of ['', COMPARE_FLAGS]) {
-    const r = spawnSync(process.execPath, [fileURLToPath(import.meta.url)], { env: { ...process.env, COMPARE_FLAGS: '', AGENT_NODE_OPTIONS: flags }, encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
+    const r = spawnSync(process.execPath, [fileURLToPath(import.meta.url)], {
+      env: { ...process.env, COMPARE_FLAGS: '', AGENT_NODE_OPTIONS: flags },
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
     if (r.status !== 0) throw new Error(`bench:api with agent flags '${flags}' failed`);
     runs.push({ agentNodeFlags: flags || 'none', ...(JSON.parse(r.stdout) as object) });
   }
@@ -90,7 +99,33 @@ try {
   const socket = path.join(dir, 'run', 'agent.sock');
   let out = '';
   let replaced = 0;
-  agent = spawn('ip', ['netns', 'exec', ns.name, process.execPath, ...NODE_ARGS, CLI, 'run', '--mode-file', volume, '--service-cidr', '10.96.0.0/16', '--mtu', '1400', '--restart', 'none', '--ovnkube-mode-check', 'off', '--socket', socket, '--state-dir', path.join(dir, 'state')], { stdio: ['ignore', 'pipe', 'pipe'] });
+  agent = spawn(
+    'ip',
+    [
+      'netns',
+      'exec',
+      ns.name,
+      process.execPath,
+      ...NODE_ARGS,
+      CLI,
+      'run',
+      '--mode-file',
+      volume,
+      '--service-cidr',
+      '10.96.0.0/16',
+      '--mtu',
+      '1400',
+      '--restart',
+      'none',
+      '--ovnkube-mode-check',
+      'off',
+      '--socket',
+      socket,
+      '--state-dir',
+      path.join(dir, 'state'),
+    ],
+    { stdio: ['ignore', 'pipe', 'pipe'] },
+  );
   agent.stdout!.on('data', (d: Buffer) => {
     replaced += d.toString().split('"msg":"replaced route').length - 1;
     out = (out + d.toString()).slice(-20_000);
@@ -118,7 +153,10 @@ try {
   replaced -= replacedBefore;
 
   const plainSocket = path.join(dir, 'plain.sock');
-  plain = spawn(process.execPath, ['-e', PLAIN], { env: { ...process.env, BODY: body, SOCK: plainSocket }, stdio: ['ignore', 'pipe', 'inherit'] });
+  plain = spawn(process.execPath, ['-e', PLAIN], {
+    env: { ...process.env, BODY: body, SOCK: plainSocket },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   await new Promise((r) => plain!.stdout!.once('data', r));
   const plainResult = await load(plainSocket);
 

@@ -7,8 +7,13 @@ import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 
 const scale = process.env.SCALE ?? '50';
-const files = ['mode/fuzz.test.js', 'config/fuzz.test.js', 'dataplane/decode-fuzz.test.js'].map((f) => fileURLToPath(new URL(`../test/${f}`, import.meta.url)));
+const files = ['mode/fuzz.test.js', 'config/fuzz.test.js', 'dataplane/decode-fuzz.test.js'].map((f) =>
+  fileURLToPath(new URL(`../test/${f}`, import.meta.url)),
+);
 const started = Date.now();
-const r = spawnSync(process.execPath, ['--test', '--test-reporter=spec', ...files], { stdio: 'inherit', env: { ...process.env, GWMODE_FUZZ_SCALE: scale } });
+const r = spawnSync(process.execPath, ['--test', '--test-reporter=spec', ...files], {
+  stdio: 'inherit',
+  env: { ...process.env, GWMODE_FUZZ_SCALE: scale },
+});
 process.stdout.write(`scale ${scale}: ${((Date.now() - started) / 1000).toFixed(0)} s, exit ${r.status}\n`);
 process.exitCode = r.status ?? 1;

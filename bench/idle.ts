@@ -54,7 +54,8 @@ async function over(pid: number, seconds: number) {
   await sleep(seconds * 1000);
   const b = sample(pid);
   const threads: Record<string, number> = {};
-  for (const [k, v] of Object.entries(b.byThread)) if (v - (a.byThread[k] ?? 0) > 0) threads[k] = v - (a.byThread[k] ?? 0);
+  for (const [k, v] of Object.entries(b.byThread))
+    if (v - (a.byThread[k] ?? 0) > 0) threads[k] = v - (a.byThread[k] ?? 0);
   return { seconds, cpuTicks: b.ticks - a.ticks, wakeups: b.wakeups - a.wakeups, wakeupsByThread: threads };
 }
 
@@ -81,7 +82,32 @@ try {
   ovnkube.start('local', { respawn: true });
   const socket = path.join(dir, 'run', 'agent.sock');
   let out = '';
-  agent = spawn('ip', ['netns', 'exec', ns.name, process.execPath, CLI, 'run', '--mode-file', path.join(dir, 'mode'), '--service-cidr', '10.96.0.0/16', '--mtu', '1400', '--settle', '0', '--restart', 'signal', '--socket', socket, '--state-dir', path.join(dir, 'state')], { stdio: ['ignore', 'pipe', 'pipe'] });
+  agent = spawn(
+    'ip',
+    [
+      'netns',
+      'exec',
+      ns.name,
+      process.execPath,
+      CLI,
+      'run',
+      '--mode-file',
+      path.join(dir, 'mode'),
+      '--service-cidr',
+      '10.96.0.0/16',
+      '--mtu',
+      '1400',
+      '--settle',
+      '0',
+      '--restart',
+      'signal',
+      '--socket',
+      socket,
+      '--state-dir',
+      path.join(dir, 'state'),
+    ],
+    { stdio: ['ignore', 'pipe', 'pipe'] },
+  );
   agent.stdout!.on('data', (d: Buffer) => (out = (out + d.toString()).slice(-20_000)));
   agent.stderr!.on('data', (d: Buffer) => (out = (out + d.toString()).slice(-20_000)));
   floor = spawn(process.execPath, ['-e', 'setInterval(() => {}, 3600000)'], { stdio: 'ignore' });
@@ -96,7 +122,13 @@ try {
   keepAlive.destroy();
   await sleep(1000);
   const afterRequests = await over(pidOf(agent), SECONDS);
-  console.log(JSON.stringify({ agentQuiet: quiet, agentAfterRequests: { requests: REQUESTS, ...afterRequests }, nodeIdlingOnATimer: node }, null, 2));
+  console.log(
+    JSON.stringify(
+      { agentQuiet: quiet, agentAfterRequests: { requests: REQUESTS, ...afterRequests }, nodeIdlingOnATimer: node },
+      null,
+      2,
+    ),
+  );
 } finally {
   floor?.kill();
   await terminate(agent);

@@ -40,7 +40,10 @@ function timeCommand(ns: string, args: string[], okStatus = [0]): { ms: number; 
   let rssKb = 0;
   for (let i = 0; i < PROCESS_RUNS; i++) {
     const t0 = performance.now();
-    const r = spawnSync('/usr/bin/time', ['-f', '%M', 'ip', 'netns', 'exec', ns, ...args], { encoding: 'utf8', maxBuffer: 1 << 30 });
+    const r = spawnSync('/usr/bin/time', ['-f', '%M', 'ip', 'netns', 'exec', ns, ...args], {
+      encoding: 'utf8',
+      maxBuffer: 1 << 30,
+    });
     times.push(performance.now() - t0);
     if (!okStatus.includes(r.status ?? -1)) throw new Error(`${args.join(' ')} failed: ${r.stderr}`);
     rssKb = Math.max(rssKb, Number(r.stderr.trim().split('\n').pop()));
@@ -76,8 +79,19 @@ async function inside(): Promise<void> {
     await pass();
     times.push(performance.now() - t);
   }
-  const found = [...first].map(([p, rs]) => rs.map((r) => `${p} via ${r.nextHop.gateway} dev ${r.nextHop.dev} mtu ${r.nextHop.mtu} metric ${r.key.priority}`)).flat();
-  const result = { found, seedMs, seedDumps, passMedianMs: median(times), steadyDumps: dumps() - seedDumps, rssMb: process.memoryUsage().rss / 2 ** 20 };
+  const found = [...first]
+    .map(([p, rs]) =>
+      rs.map((r) => `${p} via ${r.nextHop.gateway} dev ${r.nextHop.dev} mtu ${r.nextHop.mtu} metric ${r.key.priority}`),
+    )
+    .flat();
+  const result = {
+    found,
+    seedMs,
+    seedDumps,
+    passMedianMs: median(times),
+    steadyDumps: dumps() - seedDumps,
+    rssMb: process.memoryUsage().rss / 2 ** 20,
+  };
   subscription.close();
   dp.close();
   process.stdout.write(JSON.stringify(result));
@@ -109,7 +123,8 @@ function main(): void {
   try {
     let t0 = performance.now();
     const lines: string[] = [];
-    for (let i = 0; i < ROUTES; i++) lines.push(`route add 100.${64 + (i >> 16)}.${(i >> 8) & 255}.${i & 255}/32 via 172.18.0.1 dev br-ex`);
+    for (let i = 0; i < ROUTES; i++)
+      lines.push(`route add 100.${64 + (i >> 16)}.${(i >> 8) & 255}.${i & 255}/32 via 172.18.0.1 dev br-ex`);
     ns.batch(lines);
     const fillS = (performance.now() - t0) / 1000;
     const count = Number(execFileSync('sh', ['-c', `ip -n ${ns.name} route show | wc -l`], { encoding: 'utf8' }));
@@ -117,7 +132,10 @@ function main(): void {
     const agentRuns: Array<Record<string, unknown>> = [];
     for (let i = 0; i < 3; i++) {
       t0 = performance.now();
-      const out = execFileSync('ip', ['netns', 'exec', ns.name, process.execPath, self, '--inside'], { encoding: 'utf8', maxBuffer: 1 << 26 });
+      const out = execFileSync('ip', ['netns', 'exec', ns.name, process.execPath, self, '--inside'], {
+        encoding: 'utf8',
+        maxBuffer: 1 << 26,
+      });
       agentRuns.push(JSON.parse(out) as Record<string, unknown>);
     }
     const oneShot = timeCommand(ns.name, [process.execPath, self, '--once']);
@@ -125,12 +143,27 @@ function main(): void {
     const ipJson = timeCommand(ns.name, ['ip', '-j', 'route', 'show']);
     const ipShow = timeCommand(ns.name, ['sh', '-c', 'ip route show > /dev/null']);
     const floorRoutes = Number(execFileSync('ip', ['netns', 'exec', ns.name, floorBin], { encoding: 'utf8' }));
-    if (floorRoutes < ROUTES) throw new Error(`the floor's dump read ${floorRoutes} routes, fewer than the ${ROUTES} added`);
+    if (floorRoutes < ROUTES)
+      throw new Error(`the floor's dump read ${floorRoutes} routes, fewer than the ${ROUTES} added`);
     const floor = timeCommand(ns.name, [floorBin]);
     writeFileSync(path.join(dir, 'mode'), 'local\n');
     // plan exits 1 when it would not act (here: no ovnkube-node), after the same observation.
     const planOf = (root: string) =>
-      timeCommand(ns.name, [process.execPath, path.join(root, 'dist', 'src', 'cli', 'main.js'), 'plan', '--mode-file', path.join(dir, 'mode'), '--service-cidr', PREFIXES[0] as string, '--mtu', '1400'], [0, 1]);
+      timeCommand(
+        ns.name,
+        [
+          process.execPath,
+          path.join(root, 'dist', 'src', 'cli', 'main.js'),
+          'plan',
+          '--mode-file',
+          path.join(dir, 'mode'),
+          '--service-cidr',
+          PREFIXES[0] as string,
+          '--mtu',
+          '1400',
+        ],
+        [0, 1],
+      );
     const plan = planOf(fileURLToPath(new URL('../..', import.meta.url)));
     const planBefore = process.env.BEFORE_ROOT ? planOf(process.env.BEFORE_ROOT) : undefined;
     const pick = (k: string) => median(agentRuns.map((r) => Number(r[k])));
@@ -150,9 +183,27 @@ function main(): void {
       ipRouteShowExact: { wholeProcessMs: round(ipExact.ms), maxRssMb: round(ipExact.rssMb) },
       ipJsonRouteShow: { wholeProcessMs: round(ipJson.ms), maxRssMb: round(ipJson.rssMb) },
       ipRouteShowToDevNull: { wholeProcessMs: round(ipShow.ms), maxRssMb: round(ipShow.rssMb) },
-      kernelDumpFloor: { wholeProcessMs: round(floor.ms), maxRssMb: round(floor.rssMb), routes: floorRoutes, timesIpRouteShow: round(floor.ms / ipShow.ms, 2) },
-      planCommand: { wholeProcessMs: round(plan.ms), maxRssMb: round(plan.rssMb), timesIpRouteShow: round(plan.ms / ipShow.ms, 2), timesIpRouteShowExact: round(plan.ms / ipExact.ms, 2) },
-      ...(planBefore && { planCommandBefore: { root: process.env.BEFORE_ROOT, wholeProcessMs: round(planBefore.ms), maxRssMb: round(planBefore.rssMb), timesIpRouteShow: round(planBefore.ms / ipShow.ms, 2), timesIpRouteShowExact: round(planBefore.ms / ipExact.ms, 2) } }),
+      kernelDumpFloor: {
+        wholeProcessMs: round(floor.ms),
+        maxRssMb: round(floor.rssMb),
+        routes: floorRoutes,
+        timesIpRouteShow: round(floor.ms / ipShow.ms, 2),
+      },
+      planCommand: {
+        wholeProcessMs: round(plan.ms),
+        maxRssMb: round(plan.rssMb),
+        timesIpRouteShow: round(plan.ms / ipShow.ms, 2),
+        timesIpRouteShowExact: round(plan.ms / ipExact.ms, 2),
+      },
+      ...(planBefore && {
+        planCommandBefore: {
+          root: process.env.BEFORE_ROOT,
+          wholeProcessMs: round(planBefore.ms),
+          maxRssMb: round(planBefore.rssMb),
+          timesIpRouteShow: round(planBefore.ms / ipShow.ms, 2),
+          timesIpRouteShowExact: round(planBefore.ms / ipExact.ms, 2),
+        },
+      }),
     };
     process.stdout.write(JSON.stringify(result, null, 2) + '\n');
   } finally {

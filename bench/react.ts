@@ -35,8 +35,14 @@ const SELF = fileURLToPath(import.meta.url);
 const LOCAL_GW = '10.244.1.1';
 const SHARED_GW = '172.18.0.1';
 
-export const pct = (xs: number[], p: number): number => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((xs.length * p) / 100))] ?? NaN;
-export const summary = (xs: number[]) => ({ runs: xs.length, p50: +pct(xs, 50).toFixed(2), p99: +pct(xs, 99).toFixed(2), max: +Math.max(...xs).toFixed(2) });
+export const pct = (xs: number[], p: number): number =>
+  [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((xs.length * p) / 100))] ?? NaN;
+export const summary = (xs: number[]) => ({
+  runs: xs.length,
+  p50: +pct(xs, 50).toFixed(2),
+  p99: +pct(xs, 99).toFixed(2),
+  max: +Math.max(...xs).toFixed(2),
+});
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Route notifications of the namespace, as (prefix, gateway) with the time they were read. */
@@ -112,7 +118,14 @@ async function inside(phase: string, volume: string): Promise<void> {
     const links = await dp.links();
     const brEx = links.find((l) => l.name === 'br-ex')!.index;
     const shared = { dev: 'br-ex', oif: brEx, gateway: SHARED_GW, mtu: 1400 };
-    const outside = (prefix: string) => dp.replaceRoute({ key: { prefix, family: 4, table: 254, priority: 0 }, protocol: 3, scope: 0, type: 1, to: shared });
+    const outside = (prefix: string) =>
+      dp.replaceRoute({
+        key: { prefix, family: 4, table: 254, priority: 0 },
+        protocol: 3,
+        scope: 0,
+        type: 1,
+        to: shared,
+      });
     const repair: number[] = [];
     const ipReplace: number[] = [];
     const netlinkReplace: number[] = [];
@@ -133,7 +146,15 @@ async function inside(phase: string, volume: string): Promise<void> {
       const gw = i % 2 === 0 ? SHARED_GW : LOCAL_GW;
       const seen = routes.next('10.98.0.0/24', gw, `ip route replace ${i}`);
       const t0 = performance.now();
-      const r = spawnSync('ip', ['route', 'replace', '10.98.0.0/24', 'via', gw, 'dev', gw === SHARED_GW ? 'br-ex' : 'ovn-k8s-mp0']);
+      const r = spawnSync('ip', [
+        'route',
+        'replace',
+        '10.98.0.0/24',
+        'via',
+        gw,
+        'dev',
+        gw === SHARED_GW ? 'br-ex' : 'ovn-k8s-mp0',
+      ]);
       if (r.status !== 0) throw new Error(`ip route replace: ${r.stderr}`);
       ipReplace.push((await seen) - t0);
     }
@@ -150,7 +171,11 @@ function agent(ns: string, args: string[]): { child: ChildProcess; output: () =>
   let output = '';
   // AGENT_NODE_OPTIONS: e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof` to profile the agent.
   const nodeArgs = (process.env.AGENT_NODE_OPTIONS ?? '').split(' ').filter(Boolean);
-  const child = spawn('ip', ['netns', 'exec', ns, process.execPath, ...nodeArgs, CLI, 'run', '--log-level', 'info', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(
+    'ip',
+    ['netns', 'exec', ns, process.execPath, ...nodeArgs, CLI, 'run', '--log-level', 'info', ...args],
+    { stdio: ['ignore', 'pipe', 'pipe'] },
+  );
   child.stdout!.on('data', (d: Buffer) => (output = (output + d.toString()).slice(-20_000)));
   child.stderr!.on('data', (d: Buffer) => (output = (output + d.toString()).slice(-20_000)));
   return { child, output: () => output };
@@ -172,7 +197,10 @@ async function stop(child: ChildProcess): Promise<void> {
 }
 
 function measure(ns: string, phase: string, volume: string): Record<string, unknown> {
-  const r = spawnSync('ip', ['netns', 'exec', ns, process.execPath, SELF, '--inside', phase, volume], { encoding: 'utf8', maxBuffer: 1 << 24 });
+  const r = spawnSync('ip', ['netns', 'exec', ns, process.execPath, SELF, '--inside', phase, volume], {
+    encoding: 'utf8',
+    maxBuffer: 1 << 24,
+  });
   if (r.status !== 0) throw new Error(`${phase} failed: ${r.stderr}`);
   return JSON.parse(r.stdout) as Record<string, unknown>;
 }
@@ -183,7 +211,12 @@ async function main(): Promise<void> {
   if (compare.trim() !== '') {
     const runs: unknown[] = [];
     for (const flags of ['', compare]) {
-      const r = spawnSync(process.execPath, [SELF], { env: { ...process.env, COMPARE_FLAGS: '', AGENT_NODE_OPTIONS: flags }, encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'], maxBuffer: 1 << 24 });
+      const r = spawnSync(process.execPath, [SELF], {
+        env: { ...process.env, COMPARE_FLAGS: '', AGENT_NODE_OPTIONS: flags },
+        encoding: 'utf8',
+        stdio: ['ignore', 'pipe', 'inherit'],
+        maxBuffer: 1 << 24,
+      });
       if (r.status !== 0) throw new Error(`bench:react with agent flags '${flags}' failed`);
       runs.push({ agentNodeFlags: flags || 'none', ...(JSON.parse(r.stdout) as object) });
     }
@@ -201,8 +234,25 @@ async function main(): Promise<void> {
     writeFileSync(path.join(dir, 'mode'), 'local\n');
     ovnkube.start('local', { respawn: true });
     const cidrs = ['10.96.0.0/16', ...Array.from({ length: RUNS }, (_, i) => `10.97.${i}.0/24`)].join(',');
-    const common = ['--socket', path.join(dir, 'run', 'agent.sock'), '--state-dir', path.join(dir, 'state'), '--mtu', '1400', '--settle', '0'];
-    const first = agent(ns.name, [...common, '--mode-file', path.join(dir, 'mode'), '--service-cidr', cidrs, '--restart', 'signal']);
+    const common = [
+      '--socket',
+      path.join(dir, 'run', 'agent.sock'),
+      '--state-dir',
+      path.join(dir, 'state'),
+      '--mtu',
+      '1400',
+      '--settle',
+      '0',
+    ];
+    const first = agent(ns.name, [
+      ...common,
+      '--mode-file',
+      path.join(dir, 'mode'),
+      '--service-cidr',
+      cidrs,
+      '--restart',
+      'signal',
+    ]);
     a = first;
     await waitFor('Converged', () => /"msg":"phase Converged"/.test(first.output()), first.output);
     result.repairCidrs = RUNS;
@@ -210,10 +260,18 @@ async function main(): Promise<void> {
       Object.assign(result, measure(ns.name, 'repair', dir));
     } catch (err) {
       const sock = path.join(dir, 'run', 'agent.sock');
-      const st = spawnSync('curl', ['-s', '-m', '5', '--unix-socket', sock, 'http://localhost/status'], { encoding: 'utf8' });
+      const st = spawnSync('curl', ['-s', '-m', '5', '--unix-socket', sock, 'http://localhost/status'], {
+        encoding: 'utf8',
+      });
       const pid = first.child.pid!;
-      const wchan = spawnSync('sh', ['-c', `for t in /proc/${pid}/task/*; do echo $t $(cat $t/wchan) $(grep State $t/status); done`], { encoding: 'utf8' });
-      throw new Error(`${(err as Error).message}\nstatus: ${st.status} ${st.stdout.slice(0, 3000)}\nthreads:\n${wchan.stdout}\nthe agent's last output:\n${first.output().slice(-3000)}`);
+      const wchan = spawnSync(
+        'sh',
+        ['-c', `for t in /proc/${pid}/task/*; do echo $t $(cat $t/wchan) $(grep State $t/status); done`],
+        { encoding: 'utf8' },
+      );
+      throw new Error(
+        `${(err as Error).message}\nstatus: ${st.status} ${st.stdout.slice(0, 3000)}\nthreads:\n${wchan.stdout}\nthe agent's last output:\n${first.output().slice(-3000)}`,
+      );
     }
     await stop(first.child);
     ovnkube.stop();
@@ -225,7 +283,19 @@ async function main(): Promise<void> {
     symlinkSync('..bench_start', path.join(volume, '..data'));
     symlinkSync('..data/mode', path.join(volume, 'mode'));
     ns.ip('route replace 10.96.0.0/16 via 172.18.0.1 dev br-ex mtu 1400');
-    const second = agent(ns.name, [...common, '--state-dir', path.join(dir, 'state2'), '--mode-file', volume, '--service-cidr', '10.96.0.0/16', '--restart', 'none', '--ovnkube-mode-check', 'off']);
+    const second = agent(ns.name, [
+      ...common,
+      '--state-dir',
+      path.join(dir, 'state2'),
+      '--mode-file',
+      volume,
+      '--service-cidr',
+      '10.96.0.0/16',
+      '--restart',
+      'none',
+      '--ovnkube-mode-check',
+      'off',
+    ]);
     a = second;
     await waitFor('the local route', () => ns.routes('10.96.0.0/16')[0]?.includes(LOCAL_GW) === true, second.output);
     Object.assign(result, measure(ns.name, 'reaction', volume));

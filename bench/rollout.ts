@@ -32,7 +32,9 @@ const now = () => performance.timeOrigin + performance.now();
  */
 const ADD_ONLY = process.env.STANDIN === 'add-only';
 const localBody = (marks: string) =>
-  ADD_ONLY ? `t0=$(date +%s%N); ip route add ${serviceRouteOf('4.8', 'local')} 2>/dev/null || :; echo "$t0 $(date +%s%N)" >> ${marks}; ${IDLE}` : startBody('4.8', 'local', marks);
+  ADD_ONLY
+    ? `t0=$(date +%s%N); ip route add ${serviceRouteOf('4.8', 'local')} 2>/dev/null || :; echo "$t0 $(date +%s%N)" >> ${marks}; ${IDLE}`
+    : startBody('4.8', 'local', marks);
 const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 async function until(pred: () => boolean, what: string, ms = 15_000): Promise<void> {
@@ -49,7 +51,8 @@ async function firstGood(probe: ServiceProbe, after: number): Promise<number> {
   return hit.start - after;
 }
 
-const pct = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.ceil((p / 100) * xs.length) - 1)]!;
+const pct = (xs: number[], p: number) =>
+  [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.ceil((p / 100) * xs.length) - 1)]!;
 const round = (x: number) => Math.round(x);
 
 async function main(): Promise<void> {
@@ -69,7 +72,18 @@ async function main(): Promise<void> {
     const restarts0 = bed.vswitchdRestarts();
     ovnkube.start('shared', { respawn: true, body: startBody('4.8', 'shared', marks) });
     scratch.writeMode('local');
-    const args = ['--service-cidr', BED.svc, '--mtu', '1400', '--layout', 'legacy', '--restart-min-interval', '1s', '--restart-max-per-hour', '100000'];
+    const args = [
+      '--service-cidr',
+      BED.svc,
+      '--mtu',
+      '1400',
+      '--layout',
+      'legacy',
+      '--restart-min-interval',
+      '1s',
+      '--restart-max-per-hour',
+      '100000',
+    ];
     agent = new AgentProcess(bed.node, scratch, args, {}, path.join(ROOT, 'dist', 'src', 'cli', 'main.js'));
     const waiting = () => {
       const s = status(scratch.socket);
@@ -86,10 +100,13 @@ async function main(): Promise<void> {
       if (process.env.AGENT_LOG) console.error(`rollout ${i} start ${new Date(started).toISOString()}`);
       ovnkube.start('local', { respawn: true, body: localBody(marks) });
       outages.push(await firstGood(probe, started));
-      await until(() => standinWindows(marks).some(([a]) => a >= started - 1), 'the stand-in\'s start-up written');
+      await until(() => standinWindows(marks).some(([a]) => a >= started - 1), "the stand-in's start-up written");
       const [, end] = standinWindows(marks).find(([a]) => a >= started - 1)!;
       startups.push(end - started);
-      const replaced = agent.logs().map((l) => ({ msg: String(l.msg), at: Date.parse(String(l.time)) })).find((l) => l.msg.startsWith('replaced route') && l.at >= started - 1);
+      const replaced = agent
+        .logs()
+        .map((l) => ({ msg: String(l.msg), at: Date.parse(String(l.time)) }))
+        .find((l) => l.msg.startsWith('replaced route') && l.at >= started - 1);
       if (replaced) replaces.push(replaced.at - started);
       await until(() => status(scratch.socket)?.phase === 'Converged', 'Converged after the rollout');
       // Back to the waiting state: a shared ovnkube-node flushes the mp0 route and adds the br-ex one.
@@ -109,7 +126,10 @@ async function main(): Promise<void> {
       await pause(2000);
       ovnkube.start('local', { respawn: true, body: startBody('4.8', 'local', marks) });
       const outage = await firstGood(probe, del);
-      workaround.push({ outage, failed: probe.results.filter((r) => !r.ok && r.start >= del && r.start < del + outage).length });
+      workaround.push({
+        outage,
+        failed: probe.results.filter((r) => !r.ok && r.start >= del && r.start < del + outage).length,
+      });
     }
     await probe.stop();
     const crashes = bed.vswitchdRestarts() - restarts0;
@@ -117,11 +137,29 @@ async function main(): Promise<void> {
       agent: ROOT,
       standin: ADD_ONLY ? 'add-only' : 'flush (4.8)',
       rollouts: outages.length,
-      outage_ms: { p50: round(pct(outages, 50)), p99: round(pct(outages, 99)), min: round(Math.min(...outages)), max: round(Math.max(...outages)) },
+      outage_ms: {
+        p50: round(pct(outages, 50)),
+        p99: round(pct(outages, 99)),
+        min: round(Math.min(...outages)),
+        max: round(Math.max(...outages)),
+      },
       all_ms: outages.map(round),
       replace_ms: { p50: round(pct(replaces, 50)), p99: round(pct(replaces, 99)), n: replaces.length },
       standin_startup_ms: { p50: round(pct(startups, 50)), p99: round(pct(startups, 99)) },
-      after_standin_startup_ms: { p50: round(pct(outages.map((o, i) => Math.max(0, o - startups[i]!)), 50)), p99: round(pct(outages.map((o, i) => Math.max(0, o - startups[i]!)), 99)) },
+      after_standin_startup_ms: {
+        p50: round(
+          pct(
+            outages.map((o, i) => Math.max(0, o - startups[i]!)),
+            50,
+          ),
+        ),
+        p99: round(
+          pct(
+            outages.map((o, i) => Math.max(0, o - startups[i]!)),
+            99,
+          ),
+        ),
+      },
       workaround: workaround.map((w) => ({ outage_ms: round(w.outage), failed_probes: w.failed })),
       ...(crashes > 0 ? { INVALID: `ovs-vswitchd restarted ${crashes} time(s) during the run: rerun it` } : {}),
     };

@@ -50,7 +50,19 @@ async function main(): Promise<void> {
     ovnkube.start('shared');
     console.log(`node ${process.version} ${FLAGS.join(' ')}; VmRSS in MB after N requests, 2.5 s later`);
     const plainSocket = path.join(scratch.dir, 'plain.sock');
-    const plain = spawn('ip', ['netns', 'exec', ns.name, process.execPath, ...FLAGS, '-e', `require('node:http').createServer((q, s) => s.end('ok')).listen(${JSON.stringify(plainSocket)})`], { stdio: 'ignore' });
+    const plain = spawn(
+      'ip',
+      [
+        'netns',
+        'exec',
+        ns.name,
+        process.execPath,
+        ...FLAGS,
+        '-e',
+        `require('node:http').createServer((q, s) => s.end('ok')).listen(${JSON.stringify(plainSocket)})`,
+      ],
+      { stdio: 'ignore' },
+    );
     while ((await socketGet(plainSocket, '/')) !== 200) await sleep(5);
     console.log(`plain node HTTP server: ${(await measure(plain, plainSocket)).join('; ')}`);
     await terminate(plain);
@@ -60,7 +72,31 @@ async function main(): Promise<void> {
         const cli = path.join(root, 'dist', 'src', 'cli', 'main.js');
         const child = spawn(
           'ip',
-          ['netns', 'exec', ns.name, process.execPath, ...FLAGS, cli, 'run', '--mode-file', scratch.modeFile, '--socket', scratch.socket, '--state-dir', scratch.stateDir, '--service-cidr', '10.96.0.0/16', '--mtu', '1400', '--restart', 'cri', '--settle', '0', '--resync-interval', '2'],
+          [
+            'netns',
+            'exec',
+            ns.name,
+            process.execPath,
+            ...FLAGS,
+            cli,
+            'run',
+            '--mode-file',
+            scratch.modeFile,
+            '--socket',
+            scratch.socket,
+            '--state-dir',
+            scratch.stateDir,
+            '--service-cidr',
+            '10.96.0.0/16',
+            '--mtu',
+            '1400',
+            '--restart',
+            'cri',
+            '--settle',
+            '0',
+            '--resync-interval',
+            '2',
+          ],
           { stdio: 'ignore' },
         );
         while ((await socketGet(scratch.socket, '/readyz')) !== 200) await sleep(5);

@@ -46,8 +46,14 @@ const CLI = process.env.AGENT_ROOT
   : fileURLToPath(new URL('../src/cli/main.js', import.meta.url));
 const SELF = fileURLToPath(import.meta.url);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const pct = (xs: number[], p: number): number => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((xs.length * p) / 100))] ?? NaN;
-const summary = (xs: number[]) => ({ runs: xs.length, p50: +pct(xs, 50).toFixed(2), p99: +pct(xs, 99).toFixed(2), max: +Math.max(...xs).toFixed(2) });
+const pct = (xs: number[], p: number): number =>
+  [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((xs.length * p) / 100))] ?? NaN;
+const summary = (xs: number[]) => ({
+  runs: xs.length,
+  p50: +pct(xs, 50).toFixed(2),
+  p99: +pct(xs, 99).toFixed(2),
+  max: +Math.max(...xs).toFixed(2),
+});
 
 /** Inside the namespace: full passes of the owner loop, in process. */
 async function passes(dir: string): Promise<void> {
@@ -73,10 +79,30 @@ async function passes(dir: string): Promise<void> {
       random: Math.random,
     },
     {
-      config: { serviceCidrs: [parseCidr('10.96.0.0/16')], gatewayInterface: 'br-ex', managementInterface: 'ovn-k8s-mp0', layout: 'auto', ovnkubeModeCheck: 'proc', mtu: 1400, gatewayNexthop: {}, masqueradeNexthops: [], osRelease: parseOsRelease(rhcosOsRelease('4.9'), 'os-release'), confEvidence: null, dryRun: true },
+      config: {
+        serviceCidrs: [parseCidr('10.96.0.0/16')],
+        gatewayInterface: 'br-ex',
+        managementInterface: 'ovn-k8s-mp0',
+        layout: 'auto',
+        ovnkubeModeCheck: 'proc',
+        mtu: 1400,
+        gatewayNexthop: {},
+        masqueradeNexthops: [],
+        osRelease: parseOsRelease(rhcosOsRelease('4.9'), 'os-release'),
+        confEvidence: null,
+        dryRun: true,
+      },
       modePath: path.join(dir, 'mode'),
       resyncIntervalMs: 3_600_000,
-      restart: { strategy: 'none', limit: { minIntervalMs: 0, maxPerHour: 3 }, timeoutMs: 300_000, settleMs: 0, retryBaseMs: 5000, retryMaxMs: 300_000, modeChecked: true },
+      restart: {
+        strategy: 'none',
+        limit: { minIntervalMs: 0, maxPerHour: 3 },
+        timeoutMs: 300_000,
+        settleMs: 0,
+        retryBaseMs: 5000,
+        retryMaxMs: 300_000,
+        modeChecked: true,
+      },
     },
   );
   await agent.init();
@@ -93,7 +119,9 @@ async function passes(dir: string): Promise<void> {
   const s = agent.status();
   await agent.stop();
   dp.close();
-  process.stdout.write(JSON.stringify({ firstPassMs: +firstMs.toFixed(1), steadyPass: summary(times), sawRoute: s.routes[0]?.observed }));
+  process.stdout.write(
+    JSON.stringify({ firstPassMs: +firstMs.toFixed(1), steadyPass: summary(times), sawRoute: s.routes[0]?.observed }),
+  );
 }
 
 /** Inside the namespace: repairs of the service route, quiet then under churn. */
@@ -156,7 +184,13 @@ async function repairs(ns: string, round: number): Promise<void> {
     const prefix = `10.97.${cidr++}.0/24`;
     const bad = next(prefix, '172.18.0.1');
     const t0 = performance.now();
-    await dp.replaceRoute({ key: { prefix, family: 4, table: 254, priority: 0 }, protocol: 3, scope: 0, type: 1, to: { dev: 'br-ex', oif: brEx, gateway: '172.18.0.1', mtu: 1400 } });
+    await dp.replaceRoute({
+      key: { prefix, family: 4, table: 254, priority: 0 },
+      protocol: 3,
+      scope: 0,
+      type: 1,
+      to: { dev: 'br-ex', oif: brEx, gateway: '172.18.0.1', mtu: 1400 },
+    });
     const tBad = await bad;
     own.push(tBad - t0);
     return (await next(prefix, '10.244.1.1', tBad)) - tBad;
@@ -172,7 +206,10 @@ async function repairs(ns: string, round: number): Promise<void> {
   // Every route of the churn changes in every round: the table was filled via .1, round 0
   // moves them all to .3, round 1 back to .1 (a replace by an identical route would change
   // nothing and send no notification). The changes are counted from the notifications.
-  for (let i = 0; i < CHURN; i++) lines.push(`route replace 100.${64 + (i >> 16)}.${(i >> 8) & 255}.${i & 255}/32 via 172.18.0.${round % 2 === 0 ? 3 : 1} dev br-ex`);
+  for (let i = 0; i < CHURN; i++)
+    lines.push(
+      `route replace 100.${64 + (i >> 16)}.${(i >> 8) & 255}.${i & 255}/32 via 172.18.0.${round % 2 === 0 ? 3 : 1} dev br-ex`,
+    );
   churned = 0;
   benchLost = 0;
   const churn = spawn('ip', ['-batch', '-'], { stdio: ['pipe', 'ignore', 'inherit'] });
@@ -191,7 +228,16 @@ async function repairs(ns: string, round: number): Promise<void> {
   drain();
   addon.netlinkClose(handle);
   dp.close();
-  process.stdout.write(JSON.stringify({ quietRepair: summary(quiet), repairDuringChurn: summary(busy), outsideReplaceInProcessQuiet: summary(ownQuiet), outsideReplaceInProcessDuringChurn: summary(own), churn: { replacesSent: CHURN, changes: churned, benchSocketLosses: benchLost, ms: Math.round(churnMs) }, ns }));
+  process.stdout.write(
+    JSON.stringify({
+      quietRepair: summary(quiet),
+      repairDuringChurn: summary(busy),
+      outsideReplaceInProcessQuiet: summary(ownQuiet),
+      outsideReplaceInProcessDuringChurn: summary(own),
+      churn: { replacesSent: CHURN, changes: churned, benchSocketLosses: benchLost, ms: Math.round(churnMs) },
+      ns,
+    }),
+  );
 }
 
 /** VmRSS of a process, in MB. */
@@ -252,7 +298,8 @@ async function main(): Promise<void> {
   let agent: ChildProcess | undefined;
   try {
     const lines: string[] = [];
-    for (let i = 0; i < ROUTES; i++) lines.push(`route add 100.${64 + (i >> 16)}.${(i >> 8) & 255}.${i & 255}/32 via 172.18.0.1 dev br-ex`);
+    for (let i = 0; i < ROUTES; i++)
+      lines.push(`route add 100.${64 + (i >> 16)}.${(i >> 8) & 255}.${i & 255}/32 via 172.18.0.1 dev br-ex`);
     ns.batch(lines);
     ns.batch(Array.from({ length: CIDRS }, (_, i) => `route add 10.97.${i}.0/24 via 10.244.1.1 dev ovn-k8s-mp0`));
     writeFileSync(path.join(dir, 'mode'), 'local\n');
@@ -261,7 +308,11 @@ async function main(): Promise<void> {
     const runs: Record<string, unknown>[] = [];
     const flagSets = COMPARE_FLAGS.length > 0 ? [[], COMPARE_FLAGS] : [[]];
     for (const [round, flags] of flagSets.entries()) {
-      const inProcess = JSON.parse(execFileSync('ip', ['netns', 'exec', ns.name, process.execPath, ...flags, SELF, '--passes', dir], { encoding: 'utf8' })) as Record<string, unknown>;
+      const inProcess = JSON.parse(
+        execFileSync('ip', ['netns', 'exec', ns.name, process.execPath, ...flags, SELF, '--passes', dir], {
+          encoding: 'utf8',
+        }),
+      ) as Record<string, unknown>;
       let out = '';
       let lost = 0;
       /** The agent's failed passes (their log lines), to tell a repair's wait for a retry from others. */
@@ -269,7 +320,35 @@ async function main(): Promise<void> {
       let partial = '';
       // The state directory is kept: its journal says the migration to local is done, so
       // the next round's repairs are repairs, not a new migration owing a restart.
-      agent = spawn('ip', ['netns', 'exec', ns.name, process.execPath, ...flags, CLI, 'run', '--log-level', process.env.AGENT_LOG_LEVEL ?? 'info', '--mode-file', path.join(dir, 'mode'), '--service-cidr', ['10.96.0.0/16', ...Array.from({ length: CIDRS }, (_, i) => `10.97.${i}.0/24`)].join(','), '--mtu', '1400', '--settle', '0', '--restart', 'signal', '--socket', path.join(dir, 'run', 'agent.sock'), '--state-dir', path.join(dir, 'state')], { stdio: ['ignore', 'pipe', 'pipe'] });
+      agent = spawn(
+        'ip',
+        [
+          'netns',
+          'exec',
+          ns.name,
+          process.execPath,
+          ...flags,
+          CLI,
+          'run',
+          '--log-level',
+          process.env.AGENT_LOG_LEVEL ?? 'info',
+          '--mode-file',
+          path.join(dir, 'mode'),
+          '--service-cidr',
+          ['10.96.0.0/16', ...Array.from({ length: CIDRS }, (_, i) => `10.97.${i}.0/24`)].join(','),
+          '--mtu',
+          '1400',
+          '--settle',
+          '0',
+          '--restart',
+          'signal',
+          '--socket',
+          path.join(dir, 'run', 'agent.sock'),
+          '--state-dir',
+          path.join(dir, 'state'),
+        ],
+        { stdio: ['ignore', 'pipe', 'pipe'] },
+      );
       agent.stdout!.on('data', (d: Buffer) => {
         const lines = (partial + d.toString()).split('\n');
         partial = lines.pop() ?? '';
@@ -293,27 +372,50 @@ async function main(): Promise<void> {
       const before = subscriptionSockets(agent.pid!, inodes);
       let peakRmem = before.rmem;
       // Every 10 ms: often enough to see a buffer filling, seldom enough not to compete with the agent.
-      const sampler = setInterval(() => (peakRmem = Math.max(peakRmem, subscriptionSockets(agent!.pid!, inodes).rmem)), 10);
+      const sampler = setInterval(
+        () => (peakRmem = Math.max(peakRmem, subscriptionSockets(agent!.pid!, inodes).rmem)),
+        10,
+      );
       try {
         // Not execFileSync: this process must keep reading the agent's output meanwhile
         // (a full pipe would stop the agent's logging, and the agent), and count from it.
-        const { stdout } = await promisify(execFile)('ip', ['netns', 'exec', ns.name, process.execPath, SELF, '--repairs', ns.name, String(round)], { encoding: 'utf8', maxBuffer: 1 << 26 });
+        const { stdout } = await promisify(execFile)(
+          'ip',
+          ['netns', 'exec', ns.name, process.execPath, SELF, '--repairs', ns.name, String(round)],
+          { encoding: 'utf8', maxBuffer: 1 << 26 },
+        );
         churn = JSON.parse(stdout) as Record<string, unknown>;
         // What the agent wrote until the end of the repairs, read before counting.
         await sleep(500);
       } catch (err) {
         clearInterval(sampler);
-        throw new Error(`repairs failed (node flags: ${flags.join(' ') || 'none'}); the agent's last output:\n${out.slice(-15000)}`, { cause: err });
+        throw new Error(
+          `repairs failed (node flags: ${flags.join(' ') || 'none'}); the agent's last output:\n${out.slice(-15000)}`,
+          { cause: err },
+        );
       }
       clearInterval(sampler);
       const after = subscriptionSockets(agent.pid!, inodes);
       // The peak is a lower bound (sampled); the drops are the kernel's own count.
-      const agentSubscription = { peakQueuedKiBAtLeast: +(peakRmem / 1024).toFixed(1), kernelDrops: after.drops - before.drops };
-      runs.push({ nodeFlags: flags.join(' ') || 'none', inProcess, ...churn, agentLostNotificationsDuringChurn: lost - lostBefore, agentSubscription, agentFailedPassesDuringRepairs: failures.slice(failedBefore), agentVmRssMb: { converged: rssConvergedMb, afterChurn: rssMb(agent.pid!) } });
+      const agentSubscription = {
+        peakQueuedKiBAtLeast: +(peakRmem / 1024).toFixed(1),
+        kernelDrops: after.drops - before.drops,
+      };
+      runs.push({
+        nodeFlags: flags.join(' ') || 'none',
+        inProcess,
+        ...churn,
+        agentLostNotificationsDuringChurn: lost - lostBefore,
+        agentSubscription,
+        agentFailedPassesDuringRepairs: failures.slice(failedBefore),
+        agentVmRssMb: { converged: rssConvergedMb, afterChurn: rssMb(agent.pid!) },
+      });
       await terminate(agent);
       agent = undefined;
     }
-    console.log(JSON.stringify({ routesInMainTable: ROUTES, ipRouteShowExactWholeProcessMs: ipExactMs, runs }, null, 2));
+    console.log(
+      JSON.stringify({ routesInMainTable: ROUTES, ipRouteShowExactWholeProcessMs: ipExactMs, runs }, null, 2),
+    );
   } finally {
     await terminate(agent);
     ovnkube.stop();

@@ -25,7 +25,8 @@ const PROBES = Number(process.env.PROBES ?? 500);
 const seed = seedFrom('GWMODE_ABUSE_SEED', 20261202);
 
 const rssKb = (pid: number) => Number(/^VmRSS:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1]);
-const pct = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((xs.length * p) / 100))]!;
+const pct = (xs: number[], p: number) =>
+  [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((xs.length * p) / 100))]!;
 
 /** n connections that send half a request and say no more; with reconnect, each cut one comes back. */
 function holdSlow(socket: string, n: number, reconnect: boolean): { stop: () => void; reconnects: () => number } {
@@ -112,7 +113,11 @@ await withNode({ gw0: true }, async ({ scratch, ovnkube, startAgent }) => {
   ovnkube.start('local', { respawn: true });
   const args = ['--service-cidr', '10.96.0.0/16', '--mtu', '1400', '--log-level', 'info'];
   const a = process.env.CPU_PROF
-    ? startAgent(args, { CPU_PROF_DIR: path.resolve(process.env.CPU_PROF) }, fileURLToPath(new URL('./profiled-agent.js', import.meta.url)))
+    ? startAgent(
+        args,
+        { CPU_PROF_DIR: path.resolve(process.env.CPU_PROF) },
+        fileURLToPath(new URL('./profiled-agent.js', import.meta.url)),
+      )
     : startAgent(args);
   await waitForStatus(a, (s) => s.lastReconcile !== null, 'a pass');
   const pid = a.child.pid!;
@@ -136,14 +141,17 @@ await withNode({ gw0: true }, async ({ scratch, ovnkube, startAgent }) => {
     concurrency: 50,
     burst: 1000,
     afterBurst: async (sent) => {
-      if (a.child.exitCode !== null) throw new Error(`the agent exited after ${sent} requests:\n${a.output.slice(-2000)}`);
+      if (a.child.exitCode !== null)
+        throw new Error(`the agent exited after ${sent} requests:\n${a.output.slice(-2000)}`);
       const r = await get(scratch.socket, '/healthz');
       if (r.code !== 200) throw new Error(`/healthz answered ${r.code} after ${sent}`);
       if (sent % 10_000 === 0) samples.push(rssKb(pid));
     },
   });
   const seconds = (performance.now() - t0) / 1000;
-  console.log(`flood (seed ${seed}): ${result.cases} connections, ${result.requests} requests in ${seconds.toFixed(1)} s; a good request answered after each of ${Math.ceil(result.cases / 1000)} bursts`);
+  console.log(
+    `flood (seed ${seed}): ${result.cases} connections, ${result.requests} requests in ${seconds.toFixed(1)} s; a good request answered after each of ${Math.ceil(result.cases / 1000)} bursts`,
+  );
   console.log(`by kind: ${JSON.stringify(result.byKind)}`);
   console.log(`RSS: ${rssStart} kB at start; every 10,000: ${samples.join(', ')} kB; end ${rssKb(pid)} kB`);
 });

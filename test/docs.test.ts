@@ -14,7 +14,12 @@ import { parse as parseYaml } from 'yaml';
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const read = (rel: string) => readFileSync(path.join(ROOT, rel), 'utf8');
 const README = read('README.md');
-const PAGES = ['README.md', ...readdirSync(path.join(ROOT, 'docs')).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`)];
+const PAGES = [
+  'README.md',
+  ...readdirSync(path.join(ROOT, 'docs'))
+    .filter((f) => f.endsWith('.md'))
+    .map((f) => `docs/${f}`),
+];
 
 /** Markdown outside fenced code blocks: a `# comment` in a shell block is no heading, a `](` in one no link. */
 const prose = (md: string) => md.replace(/^```[\s\S]*?^```/gm, '');
@@ -36,7 +41,11 @@ function links(page: string): Array<{ target: string; file: string; anchor: stri
     .filter((t) => !/^[a-z]+:/.test(t))
     .map((t) => {
       const [file, anchor] = t.split('#') as [string, string | undefined];
-      return { target: t, file: file === '' ? page : path.posix.normalize(path.posix.join(path.posix.dirname(page), file)), anchor };
+      return {
+        target: t,
+        file: file === '' ? page : path.posix.normalize(path.posix.join(path.posix.dirname(page), file)),
+        anchor,
+      };
     });
 }
 
@@ -59,11 +68,30 @@ test('the README is at most 250 lines', () => {
 });
 
 test('every docs page the README links to exists (but the two pages written elsewhere)', () => {
-  const linked = [...new Set(links('README.md').map((l) => l.file).filter((f) => f.startsWith('docs/')))];
-  for (const page of ['docs/README.md', 'docs/install.md', 'docs/operate.md', 'docs/status.md', 'docs/metrics.md', 'docs/failure-modes.md', 'docs/benchmarks.md', 'docs/cli.md', 'docs/design.md']) {
+  const linked = [
+    ...new Set(
+      links('README.md')
+        .map((l) => l.file)
+        .filter((f) => f.startsWith('docs/')),
+    ),
+  ];
+  for (const page of [
+    'docs/README.md',
+    'docs/install.md',
+    'docs/operate.md',
+    'docs/status.md',
+    'docs/metrics.md',
+    'docs/failure-modes.md',
+    'docs/benchmarks.md',
+    'docs/cli.md',
+    'docs/design.md',
+  ]) {
     assert.ok(linked.includes(page), `the README links to ${page}`);
   }
-  assert.deepEqual(linked.filter((f) => !existsSync(path.join(ROOT, f))), []);
+  assert.deepEqual(
+    linked.filter((f) => !existsSync(path.join(ROOT, f))),
+    [],
+  );
 });
 
 test('every relative link of the README and docs/ leads to a file that exists, and an anchor to a heading of it', () => {
@@ -72,7 +100,8 @@ test('every relative link of the README and docs/ leads to a file that exists, a
   for (const page of PAGES) {
     for (const l of links(page)) {
       if (!existsSync(path.join(ROOT, l.file))) broken.push(`${page}: ${l.target} (no ${l.file})`);
-      else if (l.anchor !== undefined && (!l.file.endsWith('.md') || !anchors(read(l.file)).has(l.anchor))) broken.push(`${page}: ${l.target} (no heading #${l.anchor})`);
+      else if (l.anchor !== undefined && (!l.file.endsWith('.md') || !anchors(read(l.file)).has(l.anchor)))
+        broken.push(`${page}: ${l.target} (no heading #${l.anchor})`);
     }
   }
   assert.deepEqual(broken, []);
@@ -86,13 +115,21 @@ test('the link check itself sees a missing page and a missing heading', () => {
 });
 
 /** The src/ and test/ paths a page names (not dist/src/..., native/src/...), trailing punctuation dropped. */
-const namedPaths = (md: string): string[] => [...md.matchAll(/(?<![\w./-])(?:src|test)\/[\w./-]*/g)].map((m) => m[0].replace(/[.,:]+$/, ''));
+const namedPaths = (md: string): string[] =>
+  [...md.matchAll(/(?<![\w./-])(?:src|test)\/[\w./-]*/g)].map((m) => m[0].replace(/[.,:]+$/, ''));
 
 test('every src/ and test/ path the README and docs/ name exists', () => {
-  const missing = PAGES.flatMap((page) => namedPaths(read(page)).filter((p) => !existsSync(path.join(ROOT, p))).map((p) => `${page}: ${p}`));
+  const missing = PAGES.flatMap((page) =>
+    namedPaths(read(page))
+      .filter((p) => !existsSync(path.join(ROOT, p)))
+      .map((p) => `${page}: ${p}`),
+  );
   assert.deepEqual(missing, []);
   // The check itself: a path gone is seen, a built or native one is no source path.
-  assert.deepEqual(namedPaths('see `src/agent/recorder.ts`, test/x.test.ts. Run dist/src/cli/main.js, native/src/memory.c'), ['src/agent/recorder.ts', 'test/x.test.ts']);
+  assert.deepEqual(
+    namedPaths('see `src/agent/recorder.ts`, test/x.test.ts. Run dist/src/cli/main.js, native/src/memory.c'),
+    ['src/agent/recorder.ts', 'test/x.test.ts'],
+  );
   assert.equal(existsSync(path.join(ROOT, 'src/agent/recorder.ts')), false);
 });
 
@@ -100,7 +137,12 @@ test('every test docs/design.md quotes for a race is a test of the file it names
   const quoted = [...read('docs/design.md').matchAll(/`(test\/[\w./-]+\.test\.ts)` \(([^)]*)\)/g)];
   assert.ok(quoted.length >= 10, `${quoted.length} files with quoted tests`);
   const flatSource = (file: string) => flat(read(file).replace(/\\'/g, "'"));
-  const missing = quoted.flatMap(([, file, titles]) => [...titles!.matchAll(/"([^"]+)"/g)].map((m) => flat(m[1]!)).filter((title) => !flatSource(file!).includes(title)).map((title) => `${file}: ${title}`));
+  const missing = quoted.flatMap(([, file, titles]) =>
+    [...titles!.matchAll(/"([^"]+)"/g)]
+      .map((m) => flat(m[1]!))
+      .filter((title) => !flatSource(file!).includes(title))
+      .map((title) => `${file}: ${title}`),
+  );
   assert.deepEqual(missing, []);
 });
 
@@ -121,11 +163,17 @@ test("the README's quick-start commands are those of the pages that are tested, 
   const operate = flat(read('docs/operate.md'));
   const install = flat(read('docs/install.md'));
   // OpenShift: every command is the guide's (test/guide.test.ts runs those).
-  for (const l of [...blockAfter(README, '**OpenShift 4.8/4.9.**'), ...blockAfter(README, 'arm the agents and switch the cluster')]) {
+  for (const l of [
+    ...blockAfter(README, '**OpenShift 4.8/4.9.**'),
+    ...blockAfter(README, 'arm the agents and switch the cluster'),
+  ]) {
     assert.ok(operate.includes(l), `docs/operate.md holds ${l}`);
   }
   // The DaemonSet and the unit: as docs/install.md gives them.
-  for (const l of [...blockAfter(README, '**A DaemonSet on Kubernetes**'), ...blockAfter(README, '**A systemd unit**')]) {
+  for (const l of [
+    ...blockAfter(README, '**A DaemonSet on Kubernetes**'),
+    ...blockAfter(README, '**A systemd unit**'),
+  ]) {
     assert.ok(install.includes(l), `docs/install.md holds ${l}`);
   }
   // The unit's quick start copies files that exist to where the unit expects the agent.
@@ -134,7 +182,10 @@ test("the README's quick-start commands are those of the pages that are tested, 
     const [, from] = l.split(' ');
     const inRepo = from!.replace('/usr/lib/node_modules/ovn-gwmode-agent/', '');
     assert.ok(existsSync(path.join(ROOT, inRepo)), inRepo);
-    assert.match(unit, /^ExecStart=\/usr\/bin\/node .*\/usr\/lib\/node_modules\/ovn-gwmode-agent\/dist\/src\/cli\/main\.js run$/m);
+    assert.match(
+      unit,
+      /^ExecStart=\/usr\/bin\/node .*\/usr\/lib\/node_modules\/ovn-gwmode-agent\/dist\/src\/cli\/main\.js run$/m,
+    );
   }
   const { version } = JSON.parse(read('package.json')) as { version: string };
   assert.ok(README.includes(`dpkg -i dist/deb/ovn-gwmode-agent_${version}_amd64.deb`));
@@ -143,7 +194,10 @@ test("the README's quick-start commands are those of the pages that are tested, 
 });
 
 test("the README's phase table names the phases of docs/status.md's, in the same order", () => {
-  const phases = (md: string) => [...prose(md).matchAll(/^\| `(\w+)` \|/gm)].map((m) => m[1]!).filter((c) => /^(Converged|Waiting|Progressing|Degraded)$/.test(c));
+  const phases = (md: string) =>
+    [...prose(md).matchAll(/^\| `(\w+)` \|/gm)]
+      .map((m) => m[1]!)
+      .filter((c) => /^(Converged|Waiting|Progressing|Degraded)$/.test(c));
   const status = read('docs/status.md');
   const table = status.slice(status.indexOf('## Phases'), status.indexOf('## Reason codes'));
   assert.deepEqual(phases(README), phases(table));
@@ -153,14 +207,25 @@ test("the README's phase table names the phases of docs/status.md's, in the same
 test("the DaemonSet's command for switching the mode makes the base's ConfigMap say local", (t: TestContext) => {
   const l = blockAfter(README, '**A DaemonSet on Kubernetes**').find((x) => x.includes('patch configmap'))!;
   const words = [...l.matchAll(/'([^']*)'|(\S+)/g)].map((m) => m[1] ?? m[2]!);
-  assert.deepEqual(words.slice(0, 6), ['kubectl', '-n', 'ovn-gwmode-agent', 'patch', 'configmap', 'ovn-gwmode-agent-mode']);
+  assert.deepEqual(words.slice(0, 6), [
+    'kubectl',
+    '-n',
+    'ovn-gwmode-agent',
+    'patch',
+    'configmap',
+    'ovn-gwmode-agent-mode',
+  ]);
   // The base's namespace and ConfigMap are those the command names.
   assert.match(read('packaging/kubernetes/kustomization.yaml'), /^namespace: ovn-gwmode-agent$/m);
   const dir = mkdtempSync(path.join(tmpdir(), 'gwmode-docs-'));
   try {
     const file = path.join(dir, 'configmap.yaml');
     writeFileSync(file, read('packaging/kubernetes/configmap.yaml'));
-    const r = spawnSync('kubectl', ['patch', '--local', '-f', file, '--type', 'merge', '-p', words[words.indexOf('-p') + 1]!, '-o', 'yaml'], { encoding: 'utf8' });
+    const r = spawnSync(
+      'kubectl',
+      ['patch', '--local', '-f', file, '--type', 'merge', '-p', words[words.indexOf('-p') + 1]!, '-o', 'yaml'],
+      { encoding: 'utf8' },
+    );
     if (r.error) {
       process.stderr.write(`SKIPPED (kubectl not installed): ${t.name}\n`);
       t.skip('kubectl not installed');
@@ -177,7 +242,10 @@ test("the DaemonSet's command for switching the mode makes the base's ConfigMap 
 
 test("the README's commands for the CLI from a clone run it, with no network", () => {
   const lines = blockAfter(README, '## The CLI from a clone');
-  assert.deepEqual(lines.map((l) => l.split(' ').slice(0, 2).join(' ')), ['node dist/src/cli/main.js', 'npx ovn-gwmode-agent']);
+  assert.deepEqual(
+    lines.map((l) => l.split(' ').slice(0, 2).join(' ')),
+    ['node dist/src/cli/main.js', 'npx ovn-gwmode-agent'],
+  );
   for (const l of lines) {
     // As written, with --help for the command's arguments: the same program, no agent needed.
     const command = `${l.replace(/ status --brief$/, '').replace(/^npx /, 'npx --offline ')} --help`;

@@ -66,7 +66,9 @@ function target(l: string): { namespace: string; name: string } {
 const OVERLAY = () => block('my-agent/kustomization.yaml');
 /** Step 3: the four dry-run lines deleted. */
 const ARMED = () => {
-  const armed = OVERLAY().replace(/^.*Step 2's dry run.*\n/m, '').replace(/^\s*- name: OVN_GWMODE_(DRY_RUN|OVNKUBE_MODE_CHECK)\n\s*value: .*\n/gm, '');
+  const armed = OVERLAY()
+    .replace(/^.*Step 2's dry run.*\n/m, '')
+    .replace(/^\s*- name: OVN_GWMODE_(DRY_RUN|OVNKUBE_MODE_CHECK)\n\s*value: .*\n/gm, '');
   assert.equal(OVERLAY().split('\n').length - armed.split('\n').length, 5, 'the comment and the four lines');
   return armed;
 };
@@ -93,8 +95,15 @@ function renderOverlay(t: TestContext, kustomization: string): Manifest[] | unde
 function deployed(docs: Manifest[]): { env: NodeJS.ProcessEnv } {
   const ds = docs.find((d) => d.kind === 'DaemonSet')!;
   assert.equal(ds.metadata.namespace, 'openshift-network-operator');
-  assert.deepEqual(ds.spec.template.spec.volumes.find((v: Manifest) => v.configMap).configMap, { name: 'gateway-mode-config', optional: true });
-  assert.deepEqual(docs.filter((d) => d.kind === 'ConfigMap' || d.kind === 'Namespace'), [], "nothing of the operator's is rendered");
+  assert.deepEqual(ds.spec.template.spec.volumes.find((v: Manifest) => v.configMap).configMap, {
+    name: 'gateway-mode-config',
+    optional: true,
+  });
+  assert.deepEqual(
+    docs.filter((d) => d.kind === 'ConfigMap' || d.kind === 'Namespace'),
+    [],
+    "nothing of the operator's is rendered",
+  );
   return { env: Object.fromEntries(ds.spec.template.spec.containers[0].env.map((e: Manifest) => [e.name, e.value])) };
 }
 
@@ -115,21 +124,41 @@ test("the guide's overlay renders the OpenShift DaemonSet with your image, on th
   assert.equal(dry.env.OVN_GWMODE_SERVICE_CIDR, '172.30.0.0/16', 'OpenShift service network');
   assert.equal(dry.env.OVN_GWMODE_MTU, '1400');
   // No --layout legacy set blind: the release comes from the host's os-release, which the DaemonSet mounts.
-  assert.deepEqual([dry.env.OVN_GWMODE_DRY_RUN, dry.env.OVN_GWMODE_OVNKUBE_MODE_CHECK, dry.env.OVN_GWMODE_LAYOUT], ['true', 'off', undefined]);
-  const osRelease = ds.spec.template.spec.containers[0].volumeMounts.find((m: Manifest) => m.mountPath === dry.env.OVN_GWMODE_OS_RELEASE);
+  assert.deepEqual(
+    [dry.env.OVN_GWMODE_DRY_RUN, dry.env.OVN_GWMODE_OVNKUBE_MODE_CHECK, dry.env.OVN_GWMODE_LAYOUT],
+    ['true', 'off', undefined],
+  );
+  const osRelease = ds.spec.template.spec.containers[0].volumeMounts.find(
+    (m: Manifest) => m.mountPath === dry.env.OVN_GWMODE_OS_RELEASE,
+  );
   assert.equal(osRelease?.readOnly, true, 'OVN_GWMODE_OS_RELEASE names a read-only mount');
-  assert.deepEqual(ds.spec.template.spec.volumes.find((v: Manifest) => v.name === osRelease.name).hostPath, { path: '/etc/os-release', type: 'File' });
+  assert.deepEqual(ds.spec.template.spec.volumes.find((v: Manifest) => v.name === osRelease.name).hostPath, {
+    path: '/etc/os-release',
+    type: 'File',
+  });
   const armed = deployed(renderOverlay(t, ARMED())!);
-  assert.deepEqual([armed.env.OVN_GWMODE_DRY_RUN, armed.env.OVN_GWMODE_OVNKUBE_MODE_CHECK, armed.env.OVN_GWMODE_LAYOUT, armed.env.OVN_GWMODE_MTU], [undefined, undefined, undefined, '1400']);
+  assert.deepEqual(
+    [
+      armed.env.OVN_GWMODE_DRY_RUN,
+      armed.env.OVN_GWMODE_OVNKUBE_MODE_CHECK,
+      armed.env.OVN_GWMODE_LAYOUT,
+      armed.env.OVN_GWMODE_MTU,
+    ],
+    [undefined, undefined, undefined, '1400'],
+  );
 
   // The DaemonSet the guide's commands name is the rendered one, and so are the one-liner's pods.
   const ns = ds.metadata.namespace;
   assert.deepEqual(target(line('rollout status ds/ovn-gwmode-agent')), { namespace: ns, name: ds.metadata.name });
-  const selector = Object.entries(ds.spec.selector.matchLabels as Record<string, string>).map(([k, v]) => `${k}=${v}`).join(',');
+  const selector = Object.entries(ds.spec.selector.matchLabels as Record<string, string>)
+    .map(([k, v]) => `${k}=${v}`)
+    .join(',');
   assert.ok(block('while read -r node pod').includes(`-n ${ns} get pods -l ${selector} `));
 
   // Removing the agent leaves exactly the node paths the guide says, besides the CRI socket.
-  const hostPaths = ds.spec.template.spec.volumes.filter((v: Manifest) => v.hostPath).map((v: Manifest) => v.hostPath.path as string);
+  const hostPaths = ds.spec.template.spec.volumes
+    .filter((v: Manifest) => v.hostPath)
+    .map((v: Manifest) => v.hostPath.path as string);
   const rm = /rm -rf ([^`]+)`/.exec(GUIDE.replace(/\n/g, ' '))![1]!.trim().split(/\s+/);
   assert.deepEqual(hostPaths.filter((p: string) => !/crio|containerd|os-release/.test(p)).sort(), rm.sort());
   assert.ok(block('kubectl delete -k').includes('kubectl delete -k my-agent'));
@@ -138,7 +167,10 @@ test("the guide's overlay renders the OpenShift DaemonSet with your image, on th
 test("the guide's commands for the operator's ConfigMap make gateway-mode-config in openshift-network-operator, key mode, local then shared", (t) => {
   // The operator's ConfigMap, created as the guide says (offline), read as a manifest mode file.
   const create = words(line('create configmap gateway-mode-config'));
-  assert.deepEqual(target(line('create configmap gateway-mode-config')), { namespace: 'openshift-network-operator', name: 'gateway-mode-config' });
+  assert.deepEqual(target(line('create configmap gateway-mode-config')), {
+    namespace: 'openshift-network-operator',
+    name: 'gateway-mode-config',
+  });
   const created = kubectl(t, [...create.slice(1), '--dry-run=client', '-o', 'yaml']);
   if (created === undefined) return;
   assert.deepEqual(parseModeContent(created), { mode: 'local' });
@@ -154,8 +186,17 @@ test("the guide's commands for the operator's ConfigMap make gateway-mode-config
   // The guide's warning: --from-file keeps the file's final line break, which the operator (and so the agent) reads as shared.
   const fromFile = path.join(path.dirname(file), 'mode');
   writeFileSync(fromFile, 'local\n');
-  const wrong = kubectl(t, [...create.slice(1).filter((w) => !w.startsWith('--from-literal')), `--from-file=${fromFile}`, '--dry-run=client', '-o', 'yaml'])!;
-  assert.deepEqual(parseModeContent(wrong), { mode: 'shared', detail: '"local\\n" is not exactly "local": shared, as the cluster network operator reads it' });
+  const wrong = kubectl(t, [
+    ...create.slice(1).filter((w) => !w.startsWith('--from-literal')),
+    `--from-file=${fromFile}`,
+    '--dry-run=client',
+    '-o',
+    'yaml',
+  ])!;
+  assert.deepEqual(parseModeContent(wrong), {
+    mode: 'shared',
+    detail: '"local\\n" is not exactly "local": shared, as the cluster network operator reads it',
+  });
   assert.ok(GUIDE.includes('with `--from-literal`, not `--from-file`'));
 
   rmSync(path.dirname(file), { recursive: true, force: true });
@@ -166,7 +207,10 @@ test("the guide's commands for the operator's ConfigMap make gateway-mode-config
  * `exec POD -- ovn-gwmode-agent ...` runs the real CLI against that pod's agent socket.
  * It records how it was called.
  */
-function standInKubectl(dir: string, pods: Array<{ node: string; pod: string; socket: string }>): { env: NodeJS.ProcessEnv; calls: () => string[] } {
+function standInKubectl(
+  dir: string,
+  pods: Array<{ node: string; pod: string; socket: string }>,
+): { env: NodeJS.ProcessEnv; calls: () => string[] } {
   const bin = path.join(dir, 'bin');
   mkdirSync(bin, { recursive: true });
   const log = path.join(dir, 'kubectl-calls');
@@ -194,7 +238,10 @@ OVN_GWMODE_SOCKET="$socket" exec ${JSON.stringify(process.execPath)} ${JSON.stri
 `,
   );
   chmodSync(path.join(bin, 'kubectl'), 0o755);
-  return { env: { ...process.env, PATH: `${bin}:${process.env.PATH}` }, calls: () => readFileSync(log, 'utf8').trim().split('\n') };
+  return {
+    env: { ...process.env, PATH: `${bin}:${process.env.PATH}` },
+    calls: () => readFileSync(log, 'utf8').trim().split('\n'),
+  };
 }
 
 /** The node of the guide's examples: OpenShift's service network, br-ex 10.0.0.2/24, ovn-k8s-mp0 10.128.2.2/23. */
@@ -254,13 +301,29 @@ test("the operator's guide on a shared-mode 4.8/4.9 node: dry-run plan, armed an
 
     // Step 2: the overlay as written: dry run, mode check off; the operator's (missing) ConfigMap says shared; the host an RHCOS 4.9 node.
     agent = deploy(dry);
-    await waitForStatus(agent, (s) => s.dryRun && s.lastReconcile !== null && s.desiredMode === 'shared', 'the dry-run pass');
+    await waitForStatus(
+      agent,
+      (s) => s.dryRun && s.lastReconcile !== null && s.desiredMode === 'shared',
+      'the dry-run pass',
+    );
     const [a, b] = oneLiner();
     assert.equal(a, `worker-a: ${/Each node ready to move says `([^`]+)`/.exec(flat)![1]!}`);
-    assert.match(b!, /^worker-b: ovn-gwmode-agent: cannot reach the agent on .*gone\.sock \(ENOENT\): is the agent running\?$/);
-    const human = spawnSync('bash', ['-c', 'kubectl -n openshift-network-operator exec ovn-gwmode-agent-a1b2c -- ovn-gwmode-agent status'], { encoding: 'utf8', env: kube.env });
-    const example = /says why the mode is shared: `([^`]+)`/.exec(flat)![1]!.replaceAll('/etc/ovn-gwmode-agent', volume.dir);
-    assert.ok(human.stdout.replace(/\n/g, ' ').includes(example), `the guide's example "${example}" in:\n${human.stdout}`);
+    assert.match(
+      b!,
+      /^worker-b: ovn-gwmode-agent: cannot reach the agent on .*gone\.sock \(ENOENT\): is the agent running\?$/,
+    );
+    const human = spawnSync(
+      'bash',
+      ['-c', 'kubectl -n openshift-network-operator exec ovn-gwmode-agent-a1b2c -- ovn-gwmode-agent status'],
+      { encoding: 'utf8', env: kube.env },
+    );
+    const example = /says why the mode is shared: `([^`]+)`/
+      .exec(flat)![1]!
+      .replaceAll('/etc/ovn-gwmode-agent', volume.dir);
+    assert.ok(
+      human.stdout.replace(/\n/g, ' ').includes(example),
+      `the guide's example "${example}" in:\n${human.stdout}`,
+    );
     assert.deepEqual(ns.routes(SVC), [SHARED_ROUTE]);
     assert.equal(ovnkube.starts, 1, 'a dry run restarts nothing');
     assert.ok(kube.calls().every((c) => c.startsWith('-n openshift-network-operator ')));
@@ -275,8 +338,15 @@ test("the operator's guide on a shared-mode 4.8/4.9 node: dry-run plan, armed an
     // Step 4: the operator's ConfigMap, as the guide creates it; kubelet fills the agent's volume with it.
     const local = operatorConfigMap(t, line('create configmap gateway-mode-config'))!;
     volume.update(local);
-    await waitForStatus(agent, (s) => s.desiredMode === 'local' && s.reasonCodes.includes('OvnkubeOtherMode'), 'local, waiting for the rollout');
-    assert.match(oneLiner()[0]!, /^worker-a: Waiting desired=local ovnkube=shared .*: ovnkube-node \(pid \d+\) runs --gateway-mode shared, desired local: waiting for the cluster network operator to roll ovnkube-node out$/);
+    await waitForStatus(
+      agent,
+      (s) => s.desiredMode === 'local' && s.reasonCodes.includes('OvnkubeOtherMode'),
+      'local, waiting for the rollout',
+    );
+    assert.match(
+      oneLiner()[0]!,
+      /^worker-a: Waiting desired=local ovnkube=shared .*: ovnkube-node \(pid \d+\) runs --gateway-mode shared, desired local: waiting for the cluster network operator to roll ovnkube-node out$/,
+    );
     assert.deepEqual(ns.routes(SVC), [SHARED_ROUTE]);
 
     // Then the operator rolls ovnkube-node out in local mode, which makes ovn-k8s-gw0.
@@ -284,7 +354,10 @@ test("the operator's guide on a shared-mode 4.8/4.9 node: dry-run plan, armed an
     ns.ip('link set ovn-k8s-gw0 up');
     ovnkube.start('local', { respawn: true });
     await waitForStatus(agent, (s) => s.phase === 'Converged', 'Converged in local mode');
-    assert.equal(oneLiner()[0], 'worker-a: Converged desired=local ovnkube=local layout=legacy release=4.8-4.9 routes=1/1 in sync: service routes match desired mode local');
+    assert.equal(
+      oneLiner()[0],
+      'worker-a: Converged desired=local ovnkube=local layout=legacy release=4.8-4.9 routes=1/1 in sync: service routes match desired mode local',
+    );
     assert.deepEqual(ns.routes(SVC), [LOCAL_ROUTE]);
     assert.ok(GUIDE.replace(/\n/g, ' ').includes(`becomes \`${LOCAL_ROUTE}\``));
     assert.equal(ovnkube.starts, 3, "the operator's rollout, then the agent's one restart");
@@ -293,11 +366,22 @@ test("the operator's guide on a shared-mode 4.8/4.9 node: dry-run plan, armed an
     // under the running agent), which waits for the rollout and writes nothing.
     const w = words(line('patch configmap gateway-mode-config'));
     volume.update({ ...local, ...(JSON.parse(w[w.indexOf('-p') + 1]!) as { data: Record<string, string> }).data });
-    await waitForStatus(agent, (s) => s.desiredMode === 'shared' && s.reasonCodes[0] === 'OvnkubeOtherMode', 'waiting for the rollout');
+    await waitForStatus(
+      agent,
+      (s) => s.desiredMode === 'shared' && s.reasonCodes[0] === 'OvnkubeOtherMode',
+      'waiting for the rollout',
+    );
     assert.deepEqual(ns.routes(SVC), [LOCAL_ROUTE]);
     // The operator's rollout: the shared-mode ovnkube-node drops its mp0 route and adds the br-ex one.
-    ovnkube.start('shared', { respawn: true, body: `ip route del ${SVC} dev ovn-k8s-mp0; ip route add ${SHARED_ROUTE}; ${IDLE}` });
-    await waitForStatus(agent, (s) => s.phase === 'Converged' && s.desiredMode === 'shared' && s.reasonCodes[0] === 'InSync', 'Converged in shared mode');
+    ovnkube.start('shared', {
+      respawn: true,
+      body: `ip route del ${SVC} dev ovn-k8s-mp0; ip route add ${SHARED_ROUTE}; ${IDLE}`,
+    });
+    await waitForStatus(
+      agent,
+      (s) => s.phase === 'Converged' && s.desiredMode === 'shared' && s.reasonCodes[0] === 'InSync',
+      'Converged in shared mode',
+    );
     assert.deepEqual(ns.routes(SVC), [SHARED_ROUTE]);
     assert.ok(GUIDE.replace(/\n/g, ' ').includes(`adds the br-ex route itself (\`${SHARED_ROUTE}\`)`));
     assert.equal(ovnkube.starts, 4, 'the rollout alone: the agent restarts nothing for shared');
@@ -314,7 +398,7 @@ test("the operator's guide on a shared-mode 4.8/4.9 node: dry-run plan, armed an
   }
 });
 
-test("the guide on a 4.10+ node: RoutingViaHostLayout, and nothing changes, in dry run or armed", async (t) => {
+test('the guide on a 4.10+ node: RoutingViaHostLayout, and nothing changes, in dry run or armed', async (t) => {
   if (skipWithoutKernel(t)) return;
   const renderings = [renderOverlay(t, OVERLAY()), renderOverlay(t, ARMED())];
   if (renderings.some((r) => r === undefined)) return;
@@ -346,7 +430,7 @@ test("the guide on a 4.10+ node: RoutingViaHostLayout, and nothing changes, in d
   }
 });
 
-test("the guide on a 4.10 node whose route still has the 4.8/4.9 shape, with an ovn-k8s-gw0 from 4.9: its os-release keeps the agent off it, in dry run or armed", async (t) => {
+test('the guide on a 4.10 node whose route still has the 4.8/4.9 shape, with an ovn-k8s-gw0 from 4.9: its os-release keeps the agent off it, in dry run or armed', async (t) => {
   if (skipWithoutKernel(t)) return;
   const renderings = [renderOverlay(t, OVERLAY()), renderOverlay(t, ARMED())];
   if (renderings.some((r) => r === undefined)) return;

@@ -26,8 +26,15 @@ test('the DaemonSet renders with kustomize: host network and PID, only the capab
   assert.equal(pod.serviceAccountName, sa.metadata.name);
   assert.equal(pod.automountServiceAccountToken, false);
   assert.equal(sa.automountServiceAccountToken, false);
-  assert.deepEqual(docs.filter((d) => /Role|Binding/.test(d.kind)), []);
-  for (const v of ['OVN_GWMODE_SERVICE_CIDR', 'OVN_GWMODE_MTU']) assert.ok(pod.containers[0].env.some((e: any) => e.name === v), `${v} is set`);
+  assert.deepEqual(
+    docs.filter((d) => /Role|Binding/.test(d.kind)),
+    [],
+  );
+  for (const v of ['OVN_GWMODE_SERVICE_CIDR', 'OVN_GWMODE_MTU'])
+    assert.ok(
+      pod.containers[0].env.some((e: any) => e.name === v),
+      `${v} is set`,
+    );
   const c = pod.containers[0];
   assert.deepEqual(c.securityContext.capabilities, { drop: ['ALL'], add: ['NET_ADMIN', 'SYS_PTRACE'] });
   assert.equal(c.securityContext.readOnlyRootFilesystem, true);

@@ -130,9 +130,27 @@ export class Agent {
     const { log, clock } = deps;
     this.setup = { options, watched: watchedOf(options.config) };
     this.recorder = deps.recorder ?? NO_RECORDER;
-    this.scheduler = new Scheduler({ log, clock, random: deps.random, pass: () => this.pass(), ...(deps.atRest ? { atRest: deps.atRest } : {}) });
-    const wake = (why: string, readMode?: boolean, routeEvent?: boolean) => this.scheduler.kick(why, readMode, routeEvent);
-    this.inputs = new Inputs({ dataplane: deps.dataplane, readMode: deps.readMode, log, clock, recorder: this.recorder, wake, settlingIn: (ms) => this.scheduler.modeSettlingIn(ms) }, options.modePath);
+    this.scheduler = new Scheduler({
+      log,
+      clock,
+      random: deps.random,
+      pass: () => this.pass(),
+      ...(deps.atRest ? { atRest: deps.atRest } : {}),
+    });
+    const wake = (why: string, readMode?: boolean, routeEvent?: boolean) =>
+      this.scheduler.kick(why, readMode, routeEvent);
+    this.inputs = new Inputs(
+      {
+        dataplane: deps.dataplane,
+        readMode: deps.readMode,
+        log,
+        clock,
+        recorder: this.recorder,
+        wake,
+        settlingIn: (ms) => this.scheduler.modeSettlingIn(ms),
+      },
+      options.modePath,
+    );
     this.journal = new JournalKeeper({ journal: deps.journal, clock, bootId: deps.bootId ?? null, log });
     this.restarts = new RestartRunner({ strategy: deps.strategy, journal: this.journal, log, clock, wake });
     this.board = new StatusBoard(log, reason('ModeNotRead', 'starting'));
@@ -177,7 +195,11 @@ export class Agent {
     await this.restarts.settled();
     const answer = this.restarts.answer;
     this.restarts.took(answer);
-    await execute(this.parts(), { records: heard(this.journal.data.migration, answer).records, steps: [] }, this.inputs.desired.mode);
+    await execute(
+      this.parts(),
+      { records: heard(this.journal.data.migration, answer).records, steps: [] },
+      this.inputs.desired.mode,
+    );
   }
 
   /** What stop() still waits on: the pass under way, a restart request on its way, or nothing. */
@@ -256,7 +278,10 @@ export class Agent {
       const { attempt, delayMs } = this.scheduler.failed(e.code);
       this.error =
         e.code === 'ERR_GWMODE_JOURNAL_WRITE'
-          ? reason('JournalUnwritable', `refusing to change routes or restart ovnkube-node: the change cannot be journaled (attempt ${attempt}, retrying in ${delayMs} ms): ${e.message}`)
+          ? reason(
+              'JournalUnwritable',
+              `refusing to change routes or restart ovnkube-node: the change cannot be journaled (attempt ${attempt}, retrying in ${delayMs} ms): ${e.message}`,
+            )
           : reason('ReconcileFailed', `reconcile failed (attempt ${attempt}, retrying in ${delayMs} ms): ${e.message}`);
       this.deps.log.error({ err: e, attempt, retryInMs: delayMs }, 'reconcile failed');
     }
@@ -264,11 +289,18 @@ export class Agent {
     if (this.error === null && lag !== null) {
       // The node is as the loop decided; only the record is behind.
       const delay = this.scheduler.retryLater(lag.attempts, 'journal retry');
-      this.error = reason('JournalUnwritable', `the journal lags behind: ${lag.what} was carried out but could not be recorded (attempt ${lag.attempts}, retrying in ${delay} ms): ${lag.error}`);
+      this.error = reason(
+        'JournalUnwritable',
+        `the journal lags behind: ${lag.what} was carried out but could not be recorded (attempt ${lag.attempts}, retrying in ${delay} ms): ${lag.error}`,
+      );
     }
     this.ovnkubeExit?.follow(this.outcome?.observed.ovnkube.pid ?? null);
     this.recorder.reconciled(startedAt, this.scheduler.progressed(), failedWith);
-    this.board.publish(summaryOf(this.outcome, this.error, this.board.summary.reasons), this.deps.clock.wall(), this.report);
+    this.board.publish(
+      summaryOf(this.outcome, this.error, this.board.summary.reasons),
+      this.deps.clock.wall(),
+      this.report,
+    );
     return end;
   }
 
@@ -340,11 +372,14 @@ export class Agent {
       // Only the routes just replaced: another one set back by someone else since the
       // last observation is no failed replace, and this round repairs it.
       const unheld = planned.actions.filter((a) => this.justReplaced.has(a.key.prefix));
-      if (unheld.length > 0) throw new VerifyError(`after replacing, still out of sync: ${unheld.map((a) => a.reason.message).join('; ')}`);
+      if (unheld.length > 0)
+        throw new VerifyError(`after replacing, still out of sync: ${unheld.map((a) => a.reason.message).join('; ')}`);
     }
     this.justReplaced = new Set();
     const migration = this.journal.data.migration;
-    const target = needsTarget(planned, desired.mode, heard(migration, answer).migration, restart.strategy) ? await this.deps.strategy.find() : null;
+    const target = needsTarget(planned, desired.mode, heard(migration, answer).migration, restart.strategy)
+      ? await this.deps.strategy.find()
+      : null;
     this.restarts.took(answer);
     const decision = decide({
       plan: planned,

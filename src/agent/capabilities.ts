@@ -18,5 +18,7 @@ export async function missingCapabilities(statusFile = '/proc/self/status'): Pro
   if (!m) return [];
   const effective = BigInt(`0x${m[1]}`);
   if ((effective >> BigInt(CAP_NET_ADMIN)) & 1n) return [];
-  return ['CAP_NET_ADMIN is not in the effective capability set: the agent observes the routes but cannot replace them (grant NET_ADMIN: the DaemonSet or AmbientCapabilities=CAP_NET_ADMIN)'];
+  return [
+    'CAP_NET_ADMIN is not in the effective capability set: the agent observes the routes but cannot replace them (grant NET_ADMIN: the DaemonSet or AmbientCapabilities=CAP_NET_ADMIN)',
+  ];
 }

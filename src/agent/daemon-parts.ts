@@ -96,7 +96,10 @@ export class LiveSettings {
       const kept: Partial<Settings> = {};
       for (const key of FIXED_AT_START) {
         if (next[key] === this.settings[key]) continue;
-        log.warn({ setting: key, running: this.settings[key], ignored: next[key] }, `a new ${key} takes effect only when the agent restarts`);
+        log.warn(
+          { setting: key, running: this.settings[key], ignored: next[key] },
+          `a new ${key} takes effect only when the agent restarts`,
+        );
         Object.assign(kept, { [key]: this.settings[key] });
       }
       this.settings = { ...next, ...kept };
@@ -108,7 +111,11 @@ export class LiveSettings {
 
   // Wall time to compare with the file's mtime, the monotonic clock for how long it stayed unchanged.
   private readerFor(file: string): ModeReader {
-    return new ModeReader(file, () => this.deps.clock.wall(), () => this.deps.clock.now());
+    return new ModeReader(
+      file,
+      () => this.deps.clock.wall(),
+      () => this.deps.clock.now(),
+    );
   }
 }
 
@@ -135,7 +142,11 @@ export class MemoryTrim {
       .then(() => trim())
       .then(
         (released) => {
-          if (released !== null) this.log.debug({ released, ms: Math.round((performance.now() - started) * 100) / 100 }, 'malloc arenas trimmed');
+          if (released !== null)
+            this.log.debug(
+              { released, ms: Math.round((performance.now() - started) * 100) / 100 },
+              'malloc arenas trimmed',
+            );
         },
         (err: unknown) => this.log.error({ err }, 'malloc_trim failed'),
       )

@@ -31,7 +31,13 @@ import { MetricsListener, serveMetrics } from '../metrics/server.js';
 function strategyFor(s: Settings, stuckAfterMs: number): RestartStrategy {
   switch (s.restart) {
     case 'cri':
-      return new CriRestart({ endpoint: s.criEndpoint ?? undefined, namespace: s.ovnkubeNamespace, container: s.ovnkubeContainer, graceSeconds: Math.ceil(s.restartGraceMs / 1000), deadlineMs: criDeadlineMs(stuckAfterMs) });
+      return new CriRestart({
+        endpoint: s.criEndpoint ?? undefined,
+        namespace: s.ovnkubeNamespace,
+        container: s.ovnkubeContainer,
+        graceSeconds: Math.ceil(s.restartGraceMs / 1000),
+        deadlineMs: criDeadlineMs(stuckAfterMs),
+      });
     case 'signal':
       return new SignalRestart();
     case 'none':
@@ -59,7 +65,12 @@ export interface DaemonDeps {
 
 export async function runDaemon(raw: RawRunOptions, initial: Settings, deps: DaemonDeps): Promise<Agent> {
   const { log, dataplane } = deps;
-  const live = new LiveSettings(initial, { log, clock: deps.clock, plannerConfig: deps.plannerConfig, probeFor: deps.probeFor });
+  const live = new LiveSettings(initial, {
+    log,
+    clock: deps.clock,
+    plannerConfig: deps.plannerConfig,
+    probeFor: deps.probeFor,
+  });
   const supervisor = new Supervisor(deps.notifier, log.child({ component: 'systemd' }), deps.watchdogUsec, deps.clock);
   const strategy = strategyFor(initial, supervisor.stuckAfterMs());
   const missing = await missingCapabilities();
@@ -89,17 +100,21 @@ export async function runDaemon(raw: RawRunOptions, initial: Settings, deps: Dae
   await agent.init();
   agent.onStatus(views.changed);
   // Throws SocketInUseError before anything is touched when another agent is live.
-  const server = await StatusServer.listen(initial.socket, {
-    status: () => agent.status(),
-    statusVersion: () => views.version,
-    alive: () => !supervisor.isStuck(agent),
-    ready: () => agent.isReady(),
-    extra: {
-      '/metrics': (req, res) => serveMetrics(views.metrics, req, res),
-      '/v1/events': (req, res) => serveEvents(views.history, req, res),
-      '/v1/watch': (req, res) => views.watch.serve(req, res),
+  const server = await StatusServer.listen(
+    initial.socket,
+    {
+      status: () => agent.status(),
+      statusVersion: () => views.version,
+      alive: () => !supervisor.isStuck(agent),
+      ready: () => agent.isReady(),
+      extra: {
+        '/metrics': (req, res) => serveMetrics(views.metrics, req, res),
+        '/v1/events': (req, res) => serveEvents(views.history, req, res),
+        '/v1/watch': (req, res) => views.watch.serve(req, res),
+      },
     },
-  }, { group: initial.socketGroup, log: log.child({ component: 'status' }) });
+    { group: initial.socketGroup, log: log.child({ component: 'status' }) },
+  );
   agent.onStatus((s) => views.onStatus(s, log));
   const metricsListener = await listenMetrics(initial, views, server, log);
   agent.onStatus((s) => supervisor.onStatus(s, agent.isReady()));
@@ -147,7 +162,12 @@ export async function runDaemon(raw: RawRunOptions, initial: Settings, deps: Dae
 }
 
 /** Serves /metrics over TCP when asked to; a failure closes the socket server too. */
-async function listenMetrics(s: Settings, views: Views, server: StatusServer, log: Logger): Promise<MetricsListener | undefined> {
+async function listenMetrics(
+  s: Settings,
+  views: Views,
+  server: StatusServer,
+  log: Logger,
+): Promise<MetricsListener | undefined> {
   if (s.metricsAddress === null) return undefined;
   try {
     const listener = await MetricsListener.listen(parseListenAddress(s.metricsAddress), views.metrics);
@@ -162,7 +182,10 @@ async function listenMetrics(s: Settings, views: Views, server: StatusServer, lo
 /** Stops the agent; true when it did not finish within graceMs and was abandoned. */
 async function stopWithin(agent: Agent, graceMs: number): Promise<boolean> {
   let timer: NodeJS.Timeout | undefined;
-  const abandoned = await Promise.race([agent.stop().then(() => false), new Promise<boolean>((r) => (timer = setTimeout(() => r(true), graceMs)))]);
+  const abandoned = await Promise.race([
+    agent.stop().then(() => false),
+    new Promise<boolean>((r) => (timer = setTimeout(() => r(true), graceMs))),
+  ]);
   clearTimeout(timer);
   return abandoned;
 }

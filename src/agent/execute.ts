@@ -33,7 +33,10 @@ export class PutBackError extends Error {
  */
 export class RevertedError extends Error {
   readonly code: string;
-  constructor(message: string, override readonly cause: unknown) {
+  constructor(
+    message: string,
+    override readonly cause: unknown,
+  ) {
     super(message, { cause });
     this.code = (cause as { code?: string }).code ?? 'ERR_GWMODE_REPLACE';
   }
@@ -62,7 +65,13 @@ export type OnReplace = (a: ReplaceAction, result: ReplaceResult, err: unknown) 
 /** The signal a one-shot command was told to stop by, or null: asked before each replace. */
 export type StopRequested = () => string | null;
 
-export async function applyReplaces(dataplane: Pick<Dataplane, 'replaceRoute'>, log: Logger, actions: ReplaceAction[], onReplace: OnReplace = () => undefined, stopRequested: StopRequested = () => null): Promise<void> {
+export async function applyReplaces(
+  dataplane: Pick<Dataplane, 'replaceRoute'>,
+  log: Logger,
+  actions: ReplaceAction[],
+  onReplace: OnReplace = () => undefined,
+  stopRequested: StopRequested = () => null,
+): Promise<void> {
   const done: ReplaceAction[] = [];
   for (const a of actions) {
     const signal = stopRequested();
@@ -79,19 +88,29 @@ export async function applyReplaces(dataplane: Pick<Dataplane, 'replaceRoute'>, 
         try {
           await dataplane.replaceRoute({ ...d, to: d.from });
           onReplace({ ...d, from: d.to, to: d.from }, 'put_back', null);
-          log.warn({ cidr: d.key.prefix, before: renderNextHop(d.to), after: renderNextHop(d.from) }, `put back ${d.key.prefix}: ${renderNextHop(d.to)} -> ${renderNextHop(d.from)} (${failed})`);
+          log.warn(
+            { cidr: d.key.prefix, before: renderNextHop(d.to), after: renderNextHop(d.from) },
+            `put back ${d.key.prefix}: ${renderNextHop(d.to)} -> ${renderNextHop(d.from)} (${failed})`,
+          );
         } catch (undoErr) {
           notPutBack.push(`${d.key.prefix}: ${(undoErr as Error).message}`);
           onReplace({ ...d, from: d.to, to: d.from }, 'put_back_failed', undoErr);
         }
       }
-      if (notPutBack.length > 0) throw new PutBackError(`${failed}; could not put back ${notPutBack.join('; ')}`, { cause: err });
+      if (notPutBack.length > 0)
+        throw new PutBackError(`${failed}; could not put back ${notPutBack.join('; ')}`, { cause: err });
       throw new RevertedError(`${failed}; put back ${done.map((d) => d.key.prefix).join(', ')}`, err);
     }
     done.push(a);
     onReplace(a, 'done', null);
     log.info(
-      { cidr: a.key.prefix, before: renderNextHop(a.from), after: renderNextHop(a.to), table: a.key.table, priority: a.key.priority },
+      {
+        cidr: a.key.prefix,
+        before: renderNextHop(a.from),
+        after: renderNextHop(a.to),
+        table: a.key.table,
+        priority: a.key.priority,
+      },
       `replaced route ${a.key.prefix}: ${renderNextHop(a.from)} -> ${renderNextHop(a.to)}`,
     );
   }

@@ -88,7 +88,8 @@ export class Inputs {
           throw err;
         }
         const echo = this.echoes.get(r.key.prefix);
-        if (echo !== undefined) this.echoes.set(r.key.prefix, { ...echo, until: this.deps.clock.now() + ECHO_WINDOW_MS });
+        if (echo !== undefined)
+          this.echoes.set(r.key.prefix, { ...echo, until: this.deps.clock.now() + ECHO_WINDOW_MS });
       },
     };
   }
@@ -109,12 +110,21 @@ export class Inputs {
         log.info({ from: was.mode, to: read.mode, path }, 'desired mode changed');
         recorder.desiredModeChanged(was.mode, read.mode);
       }
-      if ((read.detail ?? null) !== (was.source.detail ?? null) && read.detail) log.warn({ path, mode: read.mode, detail: read.detail }, 'desired mode read as the cluster network operator reads it');
+      if ((read.detail ?? null) !== (was.source.detail ?? null) && read.detail)
+        log.warn(
+          { path, mode: read.mode, detail: read.detail },
+          'desired mode read as the cluster network operator reads it',
+        );
       this.wanted = { mode: read.mode, source: { path, error: null, detail: read.detail ?? null } };
       return;
     }
     if (read.error !== was.source.error) {
-      log.error({ path, error: read.error, kept: was.mode }, was.mode ? 'mode file invalid: keeping the last valid desired mode' : 'mode file invalid: no valid mode read yet, acting on nothing');
+      log.error(
+        { path, error: read.error, kept: was.mode },
+        was.mode
+          ? 'mode file invalid: keeping the last valid desired mode'
+          : 'mode file invalid: no valid mode read yet, acting on nothing',
+      );
       recorder.modeFileError(path);
     }
     this.wanted = { mode: was.mode, source: { path, error: read.error, detail: was.source.detail ?? null } };

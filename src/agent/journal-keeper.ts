@@ -106,7 +106,10 @@ export class JournalKeeper {
       this.caughtUp();
     } catch (err) {
       this.behind = { ...lag, attempts: lag.attempts + 1, error: (err as Error).message };
-      this.deps.log.error({ err, attempt: lag.attempts + 1 }, `the journal still lags behind: ${lag.what} is not recorded yet`);
+      this.deps.log.error(
+        { err, attempt: lag.attempts + 1 },
+        `the journal still lags behind: ${lag.what} is not recorded yet`,
+      );
     }
   }
 

@@ -11,9 +11,18 @@ import type { Dataplane } from '../dataplane/types.js';
  */
 export type OvnkubeProbe = (hint?: { routeEventOnly: boolean }) => Promise<OvnkubeObservation>;
 
-export async function observe(dataplane: Dataplane, watched: Watched, probe: OvnkubeProbe, routeEventOnly = false): Promise<Observation> {
+export async function observe(
+  dataplane: Dataplane,
+  watched: Watched,
+  probe: OvnkubeProbe,
+  routeEventOnly = false,
+): Promise<Observation> {
   // Links first: every route's interface name is resolved from this one answer.
   const links = await dataplane.links();
-  const [addresses, ovnkube, routes] = await Promise.all([dataplane.addresses(), probe({ routeEventOnly }), dataplane.routes(watched.prefixes, links)]);
+  const [addresses, ovnkube, routes] = await Promise.all([
+    dataplane.addresses(),
+    probe({ routeEventOnly }),
+    dataplane.routes(watched.prefixes, links),
+  ]);
   return { links, addresses, routes, ovnkube };
 }

@@ -31,7 +31,12 @@ export class VerifyError extends Error {
   readonly code = 'ERR_GWMODE_VERIFY';
 }
 
-export async function reconcile(deps: ReconcileDeps, desired: DesiredMode, config: PlannerConfig, apply: boolean): Promise<ReconcileResult> {
+export async function reconcile(
+  deps: ReconcileDeps,
+  desired: DesiredMode,
+  config: PlannerConfig,
+  apply: boolean,
+): Promise<ReconcileResult> {
   const watched = watchedOf(config);
   const observed = await observe(deps.dataplane, watched, deps.probe);
   const planned = plan({ desired, config, observed });
@@ -43,7 +48,9 @@ export async function reconcile(deps: ReconcileDeps, desired: DesiredMode, confi
   const after = await observe(deps.dataplane, watched, deps.probe);
   const final = plan({ desired, config, observed: after });
   if (final.actions.length > 0) {
-    throw new VerifyError(`after replacing, still out of sync: ${final.actions.map((a) => a.reason.message).join('; ')}`);
+    throw new VerifyError(
+      `after replacing, still out of sync: ${final.actions.map((a) => a.reason.message).join('; ')}`,
+    );
   }
   return { planned, final, observed: after, applied: planned.actions.length };
 }

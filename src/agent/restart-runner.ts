@@ -53,7 +53,10 @@ export class RestartRunner {
     }
     const now = this.deps.clock.now();
     await journal.before({ ...journal.data, migration: step.migration, restarts: [...journal.data.restarts, now] });
-    log.info({ strategy: strategy.name, target: step.target.describe, mode: step.migration.mode }, `restarting ovnkube-node: ${step.target.describe}`);
+    log.info(
+      { strategy: strategy.name, target: step.target.describe, mode: step.migration.mode },
+      `restarting ovnkube-node: ${step.target.describe}`,
+    );
     this.pending = true;
     const answered = (err: unknown) => {
       this.pending = false;

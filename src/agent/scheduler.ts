@@ -68,7 +68,10 @@ export class Scheduler {
   /** Starts (or, on a reload, restarts) the periodic resync timer, whose first tick is ms from now; it asks for no pass itself (the agent's start() kicks one, a reload's settle() another). */
   resyncEvery(ms: number): void {
     this.clear('resync');
-    this.timers.set('resync', every(ms, () => this.resync()));
+    this.timers.set(
+      'resync',
+      every(ms, () => this.resync()),
+    );
   }
 
   /**
@@ -108,13 +111,18 @@ export class Scheduler {
   /** The mode file is being written: look again when it may have settled. */
   modeSettlingIn(ms: number): void {
     this.clear('mode');
-    if (!this.stopped) this.timers.set('mode', after(ms, () => this.kick('mode file settling')));
+    if (!this.stopped)
+      this.timers.set(
+        'mode',
+        after(ms, () => this.kick('mode file settling')),
+      );
   }
 
   /** The pass failed: counts the attempt and sets its retry (point 4). */
   failed(code: string | undefined): Failure {
     this.failures++;
-    const delayMs = code === 'ENOENT' && this.failures === 1 ? 0 : backoffMs(this.failures, 1000, 60_000, this.deps.random());
+    const delayMs =
+      code === 'ENOENT' && this.failures === 1 ? 0 : backoffMs(this.failures, 1000, 60_000, this.deps.random());
     this.clear('retry');
     this.retryPending = false;
     if (delayMs === 0) this.dirty = this.probeStale = true;
@@ -142,7 +150,11 @@ export class Scheduler {
   retryLater(attempt: number, why: string): number {
     const delayMs = backoffMs(attempt, 1000, 60_000, this.deps.random());
     this.clear('retry');
-    if (!this.stopped) this.timers.set('retry', after(delayMs, () => this.kick(why)));
+    if (!this.stopped)
+      this.timers.set(
+        'retry',
+        after(delayMs, () => this.kick(why)),
+      );
     return delayMs;
   }
 
@@ -214,7 +226,11 @@ export class Scheduler {
     const end = await this.deps.pass();
     if (end.again) this.dirty = true;
     this.clear('wake');
-    if (end.wakeInMs !== undefined && !this.stopped) this.timers.set('wake', after(end.wakeInMs, () => this.kick('decision wake-up')));
+    if (end.wakeInMs !== undefined && !this.stopped)
+      this.timers.set(
+        'wake',
+        after(end.wakeInMs, () => this.kick('decision wake-up')),
+      );
     this.passes++;
     this.counting = false;
     for (const w of this.waiters.splice(0)) w();

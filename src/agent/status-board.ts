@@ -40,7 +40,15 @@ export class StatusBoard {
     const changed = next.phase !== this.said.phase || text(next) !== text(this.said);
     if (changed) {
       const level = next.phase === 'Degraded' ? 'warn' : 'info';
-      this.log[level]({ from: this.said.phase, to: next.phase, reasons: next.reasons.map((r) => r.message), codes: next.reasons.map((r) => r.code) }, `phase ${next.phase}`);
+      this.log[level](
+        {
+          from: this.said.phase,
+          to: next.phase,
+          reasons: next.reasons.map((r) => r.message),
+          codes: next.reasons.map((r) => r.code),
+        },
+        `phase ${next.phase}`,
+      );
     }
     this.said = next;
     this.lastReconcile = at;

@@ -28,7 +28,11 @@ export interface ExecuteParts {
   applied: (actions: ReplaceAction[], note?: string) => void;
 }
 
-export async function execute(parts: ExecuteParts, decision: Pick<Decision, 'records' | 'steps'>, mode: GatewayMode | null): Promise<void> {
+export async function execute(
+  parts: ExecuteParts,
+  decision: Pick<Decision, 'records' | 'steps'>,
+  mode: GatewayMode | null,
+): Promise<void> {
   const { journal, log, recorder } = parts;
   for (const r of decision.records) {
     switch (r.kind) {
@@ -36,7 +40,8 @@ export async function execute(parts: ExecuteParts, decision: Pick<Decision, 'rec
         await journal.catchUp();
         break;
       case 'answered':
-        if (r.result === 'failed') log.error({ error: r.error, code: r.code, target: r.target }, 'restart of ovnkube-node failed');
+        if (r.result === 'failed')
+          log.error({ error: r.error, code: r.code, target: r.target }, 'restart of ovnkube-node failed');
         recorder.restart({ strategy: parts.strategy, mode: r.mode, result: r.result, target: r.target, code: r.code });
         break;
       case 'completed':
@@ -44,7 +49,8 @@ export async function execute(parts: ExecuteParts, decision: Pick<Decision, 'rec
         break;
       case 'record':
         await journal.after({ ...journal.data, migration: r.migration }, r.what);
-        if (r.migration?.restart === 'done') log.info({ mode: r.migration.mode }, 'a new ovnkube-node runs the desired mode: watching the routes settle');
+        if (r.migration?.restart === 'done')
+          log.info({ mode: r.migration.mode }, 'a new ovnkube-node runs the desired mode: watching the routes settle');
     }
   }
   await carryOut(parts, decision.steps, mode);
@@ -68,16 +74,28 @@ async function carryOut(parts: ExecuteParts, steps: Step[], mode: GatewayMode | 
   try {
     await applyReplaces(parts.writes, log, replaces, (a, result, err) => {
       if (result === 'done') done.push(a);
-      recorder.replace({ cidr: a.key.prefix, mode, before: renderNextHop(a.from), after: renderNextHop(a.to), result, code: err === null ? null : errorCode(err) });
+      recorder.replace({
+        cidr: a.key.prefix,
+        mode,
+        before: renderNextHop(a.from),
+        after: renderNextHop(a.to),
+        result,
+        code: err === null ? null : errorCode(err),
+      });
     });
   } catch (err) {
     // What was replaced and then put back is a flap of that route: it counts as a
     // set-back when the next pass finds it put back (core/fights.ts, point 5).
-    if (done.length > 0) parts.applied(done, `the agent put it back itself each time another replace of the same change failed (${(err as Error).message})`);
+    if (done.length > 0)
+      parts.applied(
+        done,
+        `the agent put it back itself each time another replace of the same change failed (${(err as Error).message})`,
+      );
     // Refused by the kernel: nothing was migrated (what had changed was put back),
     // so the migration is off the record. A replace whose answer was lost may have
     // happened: the record stays, and the next observation tells.
-    if (journal.data !== before && !outcomeUnknown(err)) await journal.after(before, 'taking the migration the kernel refused off the record', err);
+    if (journal.data !== before && !outcomeUnknown(err))
+      await journal.after(before, 'taking the migration the kernel refused off the record', err);
     throw err;
   }
   parts.applied(replaces);

@@ -20,16 +20,30 @@ export async function askAgent(fn: () => Promise<CommandResult>): Promise<Comman
 export function statusCommand(opts: { socket: string; json: boolean; brief: boolean }): Promise<CommandResult> {
   return askAgent(async () => {
     const s = await fetchStatus(opts.socket);
-    return { code: exitCodeOf(s) === 0 ? 0 : 1, stdout: (opts.json ? JSON.stringify(s, null, 2) : opts.brief ? renderBrief(s) : renderHuman(s)) + '\n' };
+    return {
+      code: exitCodeOf(s) === 0 ? 0 : 1,
+      stdout: (opts.json ? JSON.stringify(s, null, 2) : opts.brief ? renderBrief(s) : renderHuman(s)) + '\n',
+    };
   });
 }
 
 /** `events [--json] [--since DURATION]`: exit 0, or 2 when the agent cannot be asked or --since is no duration. */
-export function eventsCommand(opts: { socket: string; json: boolean; since: string | undefined }): Promise<CommandResult> {
+export function eventsCommand(opts: {
+  socket: string;
+  json: boolean;
+  since: string | undefined;
+}): Promise<CommandResult> {
   return askAgent(async () => {
     const { code, events } = await fetchEvents(opts.socket, opts.since, systemClock.wall());
-    if (code !== 200) return { code: 2, stderr: `ovn-gwmode-agent: the agent on ${opts.socket} answered ${code} for /v1/events: is it older than this command?\n` };
-    return { code: 0, stdout: opts.json ? JSON.stringify(events, null, 2) + '\n' : events.map((e) => renderEvent(e) + '\n').join('') };
+    if (code !== 200)
+      return {
+        code: 2,
+        stderr: `ovn-gwmode-agent: the agent on ${opts.socket} answered ${code} for /v1/events: is it older than this command?\n`,
+      };
+    return {
+      code: 0,
+      stdout: opts.json ? JSON.stringify(events, null, 2) + '\n' : events.map((e) => renderEvent(e) + '\n').join(''),
+    };
   });
 }
 

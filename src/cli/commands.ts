@@ -7,7 +7,14 @@ import { runDaemon } from '../agent/daemon.js';
 import { InterruptedError, outcomeUnknown } from '../agent/execute.js';
 import type { OvnkubeProbe } from '../agent/observe.js';
 import { reconcile } from '../agent/reconcile.js';
-import { lastWins, resolvePlanSettings, resolveSettings, type PlanSettings, type RawPlanOptions, type RawRunOptions } from '../config/settings.js';
+import {
+  lastWins,
+  resolvePlanSettings,
+  resolveSettings,
+  type PlanSettings,
+  type RawPlanOptions,
+  type RawRunOptions,
+} from '../config/settings.js';
 import { applyMigration, summarize } from '../core/decide.js';
 import type { Migration } from '../core/migration.js';
 import { systemClock } from '../clock.js';
@@ -29,8 +36,32 @@ import { prefixes, renderApplied, renderPreview, renderRollback } from './render
 
 /** The planner's part of the settings, and nothing else. */
 export function plannerConfig(s: PlanSettings): PlannerConfig {
-  const { serviceCidrs, gatewayInterface, managementInterface, layout, ovnkubeModeCheck, mtu, gatewayNexthop, masqueradeNexthops, osRelease, confEvidence, dryRun } = s;
-  return { serviceCidrs, gatewayInterface, managementInterface, layout, ovnkubeModeCheck, mtu, gatewayNexthop, masqueradeNexthops, osRelease, confEvidence, dryRun };
+  const {
+    serviceCidrs,
+    gatewayInterface,
+    managementInterface,
+    layout,
+    ovnkubeModeCheck,
+    mtu,
+    gatewayNexthop,
+    masqueradeNexthops,
+    osRelease,
+    confEvidence,
+    dryRun,
+  } = s;
+  return {
+    serviceCidrs,
+    gatewayInterface,
+    managementInterface,
+    layout,
+    ovnkubeModeCheck,
+    mtu,
+    gatewayNexthop,
+    masqueradeNexthops,
+    osRelease,
+    confEvidence,
+    dryRun,
+  };
 }
 
 /** /proc is read whatever --ovnkube-mode-check says: the process's identity proves a restart. */
@@ -106,15 +137,33 @@ export interface OnceWrappers {
 /** The desired mode as the mode file says it, with where it came from. */
 async function readDesired(modeFile: string, log: Logger) {
   const read = await readModeSource(modeFile);
-  const desired = { mode: read.mode, source: { path: modeFile, error: read.error, detail: read.mode !== null ? (read.detail ?? null) : null } };
-  if (desired.source.detail) log.warn({ path: modeFile, mode: read.mode, detail: desired.source.detail }, 'desired mode read as the cluster network operator reads it');
+  const desired = {
+    mode: read.mode,
+    source: { path: modeFile, error: read.error, detail: read.mode !== null ? (read.detail ?? null) : null },
+  };
+  if (desired.source.detail)
+    log.warn(
+      { path: modeFile, mode: read.mode, detail: desired.source.detail },
+      'desired mode read as the cluster network operator reads it',
+    );
   return desired;
 }
 
-const converged = (p: Plan): ExitCode => (summarize(p, { phase: null, reason: null }, new Map(), null).phase === 'Converged' ? 0 : 1);
+const converged = (p: Plan): ExitCode =>
+  summarize(p, { phase: null, reason: null }, new Map(), null).phase === 'Converged' ? 0 : 1;
 
 const asJson = (shown: Plan, applied: number) =>
-  JSON.stringify({ ...shown, reasonCodes: shown.reasons.map((r) => r.code), reasons: shown.reasons.map((r) => r.message), actions: shown.actions.map((a) => ({ ...a, reason: a.reason.message })), applied }, null, 2) + '\n';
+  JSON.stringify(
+    {
+      ...shown,
+      reasonCodes: shown.reasons.map((r) => r.code),
+      reasons: shown.reasons.map((r) => r.message),
+      actions: shown.actions.map((a) => ({ ...a, reason: a.reason.message })),
+      applied,
+    },
+    null,
+    2,
+  ) + '\n';
 
 /**
  * `plan`, and `apply --dry-run`: observe once and print what would be done. It only
@@ -128,8 +177,16 @@ async function preview(raw: PlanOptions, dryRunApply: boolean, wrap: OnceWrapper
   const real = new KernelDataplane();
   const dataplane = wrap.dataplane?.(real) ?? real;
   try {
-    const { planned } = await reconcile({ dataplane, probe: ovnkubeProbe(settings), log }, desired, plannerConfig(settings), false);
-    return { code: converged(planned), stdout: raw.json ? asJson(planned, 0) : renderPreview(planned, dryRunApply) + '\n' };
+    const { planned } = await reconcile(
+      { dataplane, probe: ovnkubeProbe(settings), log },
+      desired,
+      plannerConfig(settings),
+      false,
+    );
+    return {
+      code: converged(planned),
+      stdout: raw.json ? asJson(planned, 0) : renderPreview(planned, dryRunApply) + '\n',
+    };
   } catch (err) {
     return { code: 1, stderr: `ovn-gwmode-agent: ${(err as Error).message}\n` };
   } finally {
@@ -138,7 +195,8 @@ async function preview(raw: PlanOptions, dryRunApply: boolean, wrap: OnceWrapper
 }
 
 /** `plan`: observe once and print the plan; it only looks, so it takes no lock. */
-export const planCommand = (raw: PlanOptions, wrap: OnceWrappers = {}): Promise<CommandResult> => preview(raw, false, wrap);
+export const planCommand = (raw: PlanOptions, wrap: OnceWrappers = {}): Promise<CommandResult> =>
+  preview(raw, false, wrap);
 
 /**
  * `apply`: one pass that acts, under the agent lock, so never beside a running agent.
@@ -164,14 +222,22 @@ async function loadJournal(journal: Journal, log: Logger, what: string): Promise
     try {
       where = `kept as ${await journal.setAside(systemClock.wall())}`;
     } catch (asideErr) {
-      throw new CommandError(`${what}: ${err.message}, and it cannot be set aside (${(asideErr as Error).message}); changing nothing`, 2);
+      throw new CommandError(
+        `${what}: ${err.message}, and it cannot be set aside (${(asideErr as Error).message}); changing nothing`,
+        2,
+      );
     }
     log.warn({ err }, `${err.message} (${where}); ${what} goes on without it`);
     return EMPTY_JOURNAL;
   }
 }
 
-async function apply(raw: PlanOptions, stateDir: string, stop: Interruption, wrap: OnceWrappers): Promise<CommandResult> {
+async function apply(
+  raw: PlanOptions,
+  stateDir: string,
+  stop: Interruption,
+  wrap: OnceWrappers,
+): Promise<CommandResult> {
   const settings = { ...(await resolvePlanSettings(raw)), dryRun: false };
   let lock: StateDirLock;
   try {
@@ -216,7 +282,10 @@ async function apply(raw: PlanOptions, stateDir: string, stop: Interruption, wra
     const result = await reconcile(deps, desired, plannerConfig(settings), true);
     const replaced = result.applied > 0 ? result.planned.actions : [];
     const code = converged(result.final);
-    const out = raw.json ? asJson(result.final, result.applied) : renderApplied(result.final, replaced, journaled ?? onRecord.migration, desired.mode, stateDir, code === 0) + '\n';
+    const out = raw.json
+      ? asJson(result.final, result.applied)
+      : renderApplied(result.final, replaced, journaled ?? onRecord.migration, desired.mode, stateDir, code === 0) +
+        '\n';
     return { code, stdout: out };
   } catch (err) {
     if (err instanceof InterruptedError) {
@@ -237,7 +306,10 @@ async function apply(raw: PlanOptions, stateDir: string, stop: Interruption, wra
   }
 }
 
-export type RollbackOptions = Omit<PlanOptions, 'modeFile' | 'ovnkubeModeCheck' | 'json'> & { stateDir: string; yes: boolean };
+export type RollbackOptions = Omit<PlanOptions, 'modeFile' | 'ovnkubeModeCheck' | 'json'> & {
+  stateDir: string;
+  yes: boolean;
+};
 
 /**
  * `rollback`: puts back the routes the journal's migration replaced (src/rollback/run.ts
@@ -274,14 +346,18 @@ async function rollback(raw: RollbackOptions, stop: Interruption, wrap: OnceWrap
       log,
       clock: systemClock,
       config: plannerConfig(settings),
-      cidrsFrom: given.serviceCidr && given.serviceCidr.length > 0 ? '--service-cidr' : `--ovnkube-config's service-cidrs`,
+      cidrsFrom:
+        given.serviceCidr && given.serviceCidr.length > 0 ? '--service-cidr' : `--ovnkube-config's service-cidrs`,
       carryOut: given.yes,
       beginChanges: () => stop.beginChanges(),
       stopRequested: stop.requested,
     });
     // Refused before anything was journaled: what taking the lock made goes again.
     if (outcome.kind === 'refused') lock?.release();
-    return { code: outcome.kind === 'refused' || outcome.kind === 'not-journaled' || outcome.kind === 'interrupted' ? 1 : 0, ...renderRollback(outcome) };
+    return {
+      code: outcome.kind === 'refused' || outcome.kind === 'not-journaled' || outcome.kind === 'interrupted' ? 1 : 0,
+      ...renderRollback(outcome),
+    };
   } catch (err) {
     return failureOf(err) ?? { code: 1, stderr: `ovn-gwmode-agent: ${(err as Error).message}\n` };
   } finally {

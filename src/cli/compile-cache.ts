@@ -42,7 +42,9 @@ export function compileCacheDir(stateDir: string, uid: number | undefined): stri
  * code itself came through it), so the agent takes it as the operator's choice, as it
  * takes NODE_OPTIONS, checks nothing there and adds no cache of its own.
  */
-export function compileCachePlan(env: NodeJS.ProcessEnv): { kind: 'off' } | { kind: 'environment'; dir: string } | { kind: 'state-dir' } {
+export function compileCachePlan(
+  env: NodeJS.ProcessEnv,
+): { kind: 'off' } | { kind: 'environment'; dir: string } | { kind: 'state-dir' } {
   if (env.NODE_DISABLE_COMPILE_CACHE) return { kind: 'off' };
   if (env.NODE_COMPILE_CACHE) return { kind: 'environment', dir: env.NODE_COMPILE_CACHE };
   return { kind: 'state-dir' };
@@ -55,7 +57,8 @@ export function compileCachePlan(env: NodeJS.ProcessEnv): { kind: 'off' } | { ki
 export function enableCompileCache(stateDir: string, env: NodeJS.ProcessEnv = process.env): string | null {
   const plan = compileCachePlan(env);
   if (plan.kind === 'off') return null;
-  if (plan.kind === 'environment') return (module as { getCompileCacheDir?: () => string | undefined }).getCompileCacheDir?.() ?? null;
+  if (plan.kind === 'environment')
+    return (module as { getCompileCacheDir?: () => string | undefined }).getCompileCacheDir?.() ?? null;
   const enable = (module as { enableCompileCache?: (dir: string) => unknown }).enableCompileCache;
   const dir = enable === undefined ? null : compileCacheDir(stateDir, process.getuid?.());
   if (dir !== null) enable!(dir);

@@ -10,7 +10,16 @@
 import type { RawRunOptions } from '../config/settings.js';
 import type { PlanOptions, RollbackOptions } from './commands.js';
 import { failure, UsageError, type CommandResult } from './exit-codes.js';
-import { COMMAND_OPTIONS, COMMANDS, CONFLICTS, envValues, EnvError, FlagValueError, normalizeBooleanFlags, type Command } from './options.js';
+import {
+  COMMAND_OPTIONS,
+  COMMANDS,
+  CONFLICTS,
+  envValues,
+  EnvError,
+  FlagValueError,
+  normalizeBooleanFlags,
+  type Command,
+} from './options.js';
 import type { Handler } from './yargs.js';
 import { requireModule } from '../require.js';
 
@@ -26,12 +35,23 @@ export const HANDLERS: Record<Command, Handler> = {
   status: async (argv) =>
     argv.watch === true
       ? (await import('./watch.js')).watchCommand({ socket: text(argv.socket) })
-      : (await import('./ask.js')).statusCommand({ socket: text(argv.socket), json: argv.json === true, brief: argv.brief === true }),
-  health: async (argv) => (await import('./ask.js')).healthCommand({ socket: text(argv.socket), ready: argv.ready === true }),
+      : (await import('./ask.js')).statusCommand({
+          socket: text(argv.socket),
+          json: argv.json === true,
+          brief: argv.brief === true,
+        }),
+  health: async (argv) =>
+    (await import('./ask.js')).healthCommand({ socket: text(argv.socket), ready: argv.ready === true }),
   plan: async (argv) => (await import('./commands.js')).planCommand(argv as unknown as PlanOptions),
-  apply: async (argv) => (await import('./commands.js')).applyCommand(argv as unknown as PlanOptions & { stateDir: string }),
+  apply: async (argv) =>
+    (await import('./commands.js')).applyCommand(argv as unknown as PlanOptions & { stateDir: string }),
   rollback: async (argv) => (await import('./commands.js')).rollbackCommand(argv as unknown as RollbackOptions),
-  events: async (argv) => (await import('./ask.js')).eventsCommand({ socket: text(argv.socket), json: argv.json === true, since: argv.since as string | undefined }),
+  events: async (argv) =>
+    (await import('./ask.js')).eventsCommand({
+      socket: text(argv.socket),
+      json: argv.json === true,
+      since: argv.since as string | undefined,
+    }),
 };
 
 type Kind = { type: 'string' | 'boolean'; multiple: boolean };

@@ -29,7 +29,11 @@ export function renderEvent(e: AgentEvent): string {
 }
 
 /** The events the agent has, within `since` (a duration, measured back from `now`) when given. */
-export async function fetchEvents(socket: string, since: string | undefined, now: number): Promise<{ code: number; events: AgentEvent[] }> {
+export async function fetchEvents(
+  socket: string,
+  since: string | undefined,
+  now: number,
+): Promise<{ code: number; events: AgentEvent[] }> {
   let query = '';
   if (since !== undefined) {
     let ms: number;

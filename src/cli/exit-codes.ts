@@ -55,7 +55,8 @@ const EXIT_CODES: Readonly<Record<string, ExitCode>> = {
 /** Refusals because another agent has the node: their line says why this command does not go on. */
 const ANOTHER_AGENT = new Set(['ERR_GWMODE_LOCK_HELD', 'ERR_GWMODE_SOCKET_IN_USE']);
 
-const codeOf = (err: unknown): string | undefined => (err instanceof Error ? (err as { code?: unknown }).code : undefined) as string | undefined;
+const codeOf = (err: unknown): string | undefined =>
+  (err instanceof Error ? (err as { code?: unknown }).code : undefined) as string | undefined;
 
 /** The exit code a typed error means, or null for an error no table names (a bug: let it surface). */
 export function exitCodeOf(err: unknown): ExitCode | null {
@@ -78,7 +79,10 @@ export function failureOf(err: unknown, notes: FailureNotes = {}): CommandResult
   const typed = codeOf(err)!;
   const held = notes.held !== undefined && ANOTHER_AGENT.has(typed) ? `; ${notes.held}` : '';
   const help = typed === 'ERR_GWMODE_USAGE' ? '; see --help' : '';
-  return { code, stderr: `ovn-gwmode-agent: ${notes.what ? `${notes.what}: ` : ''}${(err as Error).message}${held}${help}\n` };
+  return {
+    code,
+    stderr: `ovn-gwmode-agent: ${notes.what ? `${notes.what}: ` : ''}${(err as Error).message}${held}${help}\n`,
+  };
 }
 
 /** failureOf, or the error thrown again when it is not one of ours. */

@@ -30,7 +30,10 @@ export class Interruption {
   private received(sig: string): void {
     this.signal ??= sig;
     if (this.changing) return;
-    this.abandon({ code: 1, stderr: `ovn-gwmode-agent: ${this.what}: interrupted by ${sig} before any change; nothing changed\n` });
+    this.abandon({
+      code: 1,
+      stderr: `ovn-gwmode-agent: ${this.what}: interrupted by ${sig} before any change; nothing changed\n`,
+    });
   }
 
   /** The command's result, or the abandonment when a signal comes before its first change. */
@@ -40,7 +43,8 @@ export class Interruption {
 
   /** From here on a signal lets the change in flight finish instead of abandoning the command. */
   beginChanges(): void {
-    if (this.signal !== null && !this.changing) throw new AbandonedError(`${this.what}: abandoned on ${this.signal} before any change`);
+    if (this.signal !== null && !this.changing)
+      throw new AbandonedError(`${this.what}: abandoned on ${this.signal} before any change`);
     this.changing = true;
   }
 

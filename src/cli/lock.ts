@@ -9,7 +9,17 @@
 // A command refused after taking the lock (a second agent whose socket is taken) leaves
 // nothing it created: it removes the lock file and the directories it made, still
 // holding the lock; and a lock counts only on the file its path still names.
-import { closeSync, existsSync, fstatSync, ftruncateSync, readFileSync, rmdirSync, rmSync, statSync, writeSync } from 'node:fs';
+import {
+  closeSync,
+  existsSync,
+  fstatSync,
+  ftruncateSync,
+  readFileSync,
+  rmdirSync,
+  rmSync,
+  statSync,
+  writeSync,
+} from 'node:fs';
 import { chmod, mkdir, open, unlink } from 'node:fs/promises';
 import path from 'node:path';
 import { addon } from '../native/addon.js';
@@ -71,9 +81,14 @@ function lockError(lockPath: string, err: NodeJS.ErrnoException): LockError {
   const at = err.path ?? lockPath;
   if (err.code === 'EACCES' || err.code === 'EPERM') {
     // Making a directory or a file takes write access to the directory it goes in.
-    return new LockError(`cannot lock ${lockPath}: permission denied (${err.syscall ?? err.code} ${at}); run as root, or give the agent's user write access to ${path.dirname(at)}`);
+    return new LockError(
+      `cannot lock ${lockPath}: permission denied (${err.syscall ?? err.code} ${at}); run as root, or give the agent's user write access to ${path.dirname(at)}`,
+    );
   }
-  if (err.code === 'EROFS') return new LockError(`cannot lock ${lockPath}: ${at} is on a read-only file system and has no lock file yet; --state-dir must be writable the first time`);
+  if (err.code === 'EROFS')
+    return new LockError(
+      `cannot lock ${lockPath}: ${at} is on a read-only file system and has no lock file yet; --state-dir must be writable the first time`,
+    );
   return new LockError(`cannot lock ${lockPath}: ${err.message}`);
 }
 
@@ -139,7 +154,9 @@ export async function lockStateDir(stateDir: string): Promise<StateDirLock> {
     if (!stillNamed(fd, lockPath)) {
       closeSync(fd);
       if (attempt < 3) continue;
-      throw new LockError(`cannot lock ${lockPath}: it was removed and made again while the lock was taken, three times`);
+      throw new LockError(
+        `cannot lock ${lockPath}: it was removed and made again while the lock was taken, three times`,
+      );
     }
     const release = () => {
       if (!fileExisted) rmSync(lockPath, { force: true });
@@ -184,7 +201,16 @@ export async function assertStateDirWritable(stateDir: string): Promise<void> {
     }
   } catch (err) {
     const e = err as NodeJS.ErrnoException;
-    const why = e.code === 'EROFS' ? 'read-only file system' : e.code === 'ENOSPC' ? 'no space left' : e.code === 'EACCES' || e.code === 'EPERM' ? 'permission denied' : e.message;
-    throw new StateDirUnwritableError(`the state directory ${stateDir} is not writable (${e.code ?? 'error'}: ${why}), so nothing can be journaled; refusing to change routes`);
+    const why =
+      e.code === 'EROFS'
+        ? 'read-only file system'
+        : e.code === 'ENOSPC'
+          ? 'no space left'
+          : e.code === 'EACCES' || e.code === 'EPERM'
+            ? 'permission denied'
+            : e.message;
+    throw new StateDirUnwritableError(
+      `the state directory ${stateDir} is not writable (${e.code ?? 'error'}: ${why}), so nothing can be journaled; refusing to change routes`,
+    );
   }
 }

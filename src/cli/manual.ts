@@ -5,7 +5,21 @@
 // when a checked-in one differs from what this makes. The CLI never loads this module.
 import { writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { BUILTIN_FLAGS, COMMAND_SPECS, COMMANDS, DEFAULT_SOCKET, DEFAULT_STATE_DIR, ENV_PREFIX, EXIT_STATUS, FLAGS, SETTINGS_FLAGS, variableFor, type Command, type ExitCode, type Flag } from './reference.js';
+import {
+  BUILTIN_FLAGS,
+  COMMAND_SPECS,
+  COMMANDS,
+  DEFAULT_SOCKET,
+  DEFAULT_STATE_DIR,
+  ENV_PREFIX,
+  EXIT_STATUS,
+  FLAGS,
+  SETTINGS_FLAGS,
+  variableFor,
+  type Command,
+  type ExitCode,
+  type Flag,
+} from './reference.js';
 
 const NAME = 'ovn-gwmode-agent';
 const PURPOSE = 'move OVN-Kubernetes service routes between shared and local gateway mode, safely';
@@ -18,7 +32,8 @@ const DESCRIPTION = [
 ];
 
 /** Flag values are given as `--flag VALUE` or `--flag=VALUE`; booleans as below. */
-const BOOLEANS = 'A boolean flag takes no value, or one of true/false, 1/0, yes/no, on/off in any case (`--flag=WORD`, `--flag WORD`); any other value is refused (exit 2).';
+const BOOLEANS =
+  'A boolean flag takes no value, or one of true/false, 1/0, yes/no, on/off in any case (`--flag=WORD`, `--flag WORD`); any other value is refused (exit 2).';
 
 const ENVIRONMENT = [
   `Every \`run\` flag can come from \`${ENV_PREFIX}<FLAG_IN_UPPER_SNAKE_CASE>\`; a flag on the command line wins. The other commands read the variables of the flags they have and leave the rest alone, so one environment (the unit's /etc/default/${NAME}, a DaemonSet container's) serves \`run\` and its probes. An ${ENV_PREFIX}* variable that names no \`run\` flag is refused (exit 2), naming it.`,
@@ -26,13 +41,25 @@ const ENVIRONMENT = [
 
 const NODE_ENVIRONMENT: ReadonlyArray<readonly [string, string]> = [
   ['NODE_DISABLE_COMPILE_CACHE', `keeps Node's compile cache (${DEFAULT_STATE_DIR}/compile-cache) off.`],
-  ['NODE_COMPILE_CACHE', "Node's own switch, taken as the operator's choice: set it only to a directory no one else can write."],
+  [
+    'NODE_COMPILE_CACHE',
+    "Node's own switch, taken as the operator's choice: set it only to a directory no one else can write.",
+  ],
 ];
 
 const FILES: ReadonlyArray<readonly [string, string]> = [
-  [DEFAULT_SOCKET, 'the status socket (`--socket`): `status`, `health`, `events` and `/metrics`; root and `--socket-group` only.'],
-  [`${DEFAULT_STATE_DIR}/lock`, 'the lock that keeps one agent per node (`--state-dir`); `run`, `apply` and `rollback --yes` take it.'],
-  [`${DEFAULT_STATE_DIR}/migration-journal.json`, 'the restart journal: the last migration, the restart it owes, a rollback under way.'],
+  [
+    DEFAULT_SOCKET,
+    'the status socket (`--socket`): `status`, `health`, `events` and `/metrics`; root and `--socket-group` only.',
+  ],
+  [
+    `${DEFAULT_STATE_DIR}/lock`,
+    'the lock that keeps one agent per node (`--state-dir`); `run`, `apply` and `rollback --yes` take it.',
+  ],
+  [
+    `${DEFAULT_STATE_DIR}/migration-journal.json`,
+    'the restart journal: the last migration, the restart it owes, a rollback under way.',
+  ],
   [`${DEFAULT_STATE_DIR}/compile-cache`, "Node's compile cache, where the state directory is the caller's own."],
   [`/etc/default/${NAME}`, `the unit's settings, ${ENV_PREFIX}* variables (the Debian package's conffile).`],
   ['/etc/os-release', 'RHCOS names the OpenShift release in it (`--os-release`).'],
@@ -48,7 +75,7 @@ const valueOf = (flag: Flag): string | undefined => {
   const spec = FLAGS[flag];
   if (spec.type === 'boolean') return undefined;
   const choices = 'choices' in spec ? spec.choices : undefined;
-  return choices ? Object.keys(choices).join('|') : ('value' in spec ? spec.value : undefined) ?? 'VALUE';
+  return choices ? Object.keys(choices).join('|') : (('value' in spec ? spec.value : undefined) ?? 'VALUE');
 };
 
 const defaultOf = (flag: Flag): string | undefined => {
@@ -62,9 +89,11 @@ const commandsOf = (flag: Flag): Command[] => COMMANDS.filter((c) => COMMAND_SPE
 /** Every flag, once, in the order the commands first list them. */
 const ALL_FLAGS: Flag[] = [...new Set(COMMANDS.flatMap((c) => COMMAND_SPECS[c].flags))];
 
-const conflictsOf = (c: Command): string[] => (COMMAND_SPECS[c].conflicts ?? []).map(([a, b]) => `--${a} and --${b} exclude each other`);
+const conflictsOf = (c: Command): string[] =>
+  (COMMAND_SPECS[c].conflicts ?? []).map(([a, b]) => `--${a} and --${b} exclude each other`);
 
-const exitsOf = (c: Command): Array<[ExitCode, string]> => Object.entries(COMMAND_SPECS[c].exits).map(([code, text]) => [Number(code) as ExitCode, text]);
+const exitsOf = (c: Command): Array<[ExitCode, string]> =>
+  Object.entries(COMMAND_SPECS[c].exits).map(([code, text]) => [Number(code) as ExitCode, text]);
 
 // ---------------------------------------------------------------------------------------
 // docs/cli.md
@@ -77,7 +106,8 @@ function flagMeaningMd(flag: Flag): string {
   const spec = FLAGS[flag];
   const choices = 'choices' in spec ? spec.choices : undefined;
   if (!choices) return spec.describe;
-  if (Object.values(choices).every((m) => m === '')) return `${spec.describe}: one of ${Object.keys(choices).map(code).join(', ')}`;
+  if (Object.values(choices).every((m) => m === ''))
+    return `${spec.describe}: one of ${Object.keys(choices).map(code).join(', ')}`;
   const each = Object.entries(choices).map(([c, meaning]) => (meaning ? `${code(c)}: ${meaning}` : code(c)));
   return `${spec.describe}: ${each.join('; ')}`;
 }
@@ -85,37 +115,72 @@ function flagMeaningMd(flag: Flag): string {
 export function renderMarkdown(): string {
   const out: string[] = [];
   out.push(`# ${NAME}: commands, flags, exit codes`, '');
-  out.push(`<!-- Made by \`npm run docs:cli\` from src/cli/reference.ts, as --help and the manual page ${NAME}(8) are: edit that, not this. -->`, '');
+  out.push(
+    `<!-- Made by \`npm run docs:cli\` from src/cli/reference.ts, as --help and the manual page ${NAME}(8) are: edit that, not this. -->`,
+    '',
+  );
   out.push(`${NAME}: ${PURPOSE}.`, '', ...DESCRIPTION.flatMap((p) => [p, '']));
-  out.push('## Synopsis', '', '```', ...COMMANDS.map((c) => `${NAME} ${c} [OPTION]...`), `${NAME} --help | --version`, '```', '');
+  out.push(
+    '## Synopsis',
+    '',
+    '```',
+    ...COMMANDS.map((c) => `${NAME} ${c} [OPTION]...`),
+    `${NAME} --help | --version`,
+    '```',
+    '',
+  );
   out.push(`Each command's \`--help\` lists its flags and exit codes. ${BOOLEANS}`, '');
 
   out.push('## Commands', '');
   for (const c of COMMANDS) {
     const spec = COMMAND_SPECS[c];
     out.push(`### ${c}`, '', `${spec.summary[0]!.toUpperCase()}${spec.summary.slice(1)}.`, '');
-    out.push(`Flags: ${spec.flags.map((f) => code(`--${f}`)).join(', ')}.${conflictsOf(c).map((t) => ` ${t.replace(/--[a-z-]+/g, (m) => code(m))}.`).join('')}`, '');
+    out.push(
+      `Flags: ${spec.flags.map((f) => code(`--${f}`)).join(', ')}.${conflictsOf(c)
+        .map((t) => ` ${t.replace(/--[a-z-]+/g, (m) => code(m))}.`)
+        .join('')}`,
+      '',
+    );
     out.push('| exit | meaning |', '| --- | --- |', ...exitsOf(c).map(([n, t]) => `| ${n} | ${cell(t)} |`), '');
   }
 
-  out.push('## Flags', '', 'Every flag, with the commands that take it and the variable that can stand for it (see Environment).', '');
+  out.push(
+    '## Flags',
+    '',
+    'Every flag, with the commands that take it and the variable that can stand for it (see Environment).',
+    '',
+  );
   out.push('| flag | default | variable | commands | meaning |', '| --- | --- | --- | --- | --- |');
   for (const f of ALL_FLAGS) {
     const value = valueOf(f);
     const name = code(`--${f}${value ? ` ${value}` : ''}`);
     const variable = variableFor(f);
-    out.push(`| ${cell(name)} | ${cell(defaultOf(f) ?? '')} | ${variable ? code(variable) : ''} | ${commandsOf(f).join(', ')} | ${cell(flagMeaningMd(f))} |`);
+    out.push(
+      `| ${cell(name)} | ${cell(defaultOf(f) ?? '')} | ${variable ? code(variable) : ''} | ${commandsOf(f).join(', ')} | ${cell(flagMeaningMd(f))} |`,
+    );
   }
   out.push(...Object.entries(BUILTIN_FLAGS).map(([f, t]) => `| ${code(`--${f}`)} | | | all | ${t} |`), '');
 
   out.push('## Environment', '', ...ENVIRONMENT.flatMap((p) => [p, '']));
   out.push(...NODE_ENVIRONMENT.map(([v, t]) => `- ${code(v)}: ${t}`), '');
 
-  out.push('## Exit status', '', '| exit | meaning |', '| --- | --- |', ...Object.entries(EXIT_STATUS).map(([n, t]) => `| ${n} | ${cell(t)} |`), '');
+  out.push(
+    '## Exit status',
+    '',
+    '| exit | meaning |',
+    '| --- | --- |',
+    ...Object.entries(EXIT_STATUS).map(([n, t]) => `| ${n} | ${cell(t)} |`),
+    '',
+  );
   out.push('Each command says what its codes mean under [Commands](#commands).', '');
 
   out.push('## Files', '', ...FILES.map(([p, t]) => `- ${code(p)}: ${t}`), '');
-  out.push('## See also', '', `${SEE_ALSO.join(', ')}; [status.md](status.md) for the phases and reason codes the agent reports.`, '');
+  out.push(
+    '## See also',
+    '',
+    `${SEE_ALSO.join(', ')}; [status.md](status.md) for the phases and reason codes the agent reports.`,
+    '',
+  );
   return out.join('\n');
 }
 
@@ -132,11 +197,14 @@ function roff(text: string): string {
 /** A roff paragraph: one sentence per line, as groff and diff both like. */
 const sentences = (text: string): string[] => text.split(/(?<=[.;:]) (?=[A-Z`/])/).map(roff);
 
-const flagRoff = (flag: string, value: string | undefined) => `\\fB${roff(`--${flag}`)}\\fR${value ? ` \\fI${roff(value)}\\fR` : ''}`;
+const flagRoff = (flag: string, value: string | undefined) =>
+  `\\fB${roff(`--${flag}`)}\\fR${value ? ` \\fI${roff(value)}\\fR` : ''}`;
 
 export function renderRoff(): string {
   const out: string[] = [];
-  out.push(`.\\" Made by npm run docs:cli from src/cli/reference.ts, as --help and docs/cli.md are: edit that, not this.`);
+  out.push(
+    `.\\" Made by npm run docs:cli from src/cli/reference.ts, as --help and docs/cli.md are: edit that, not this.`,
+  );
   out.push(`.TH ${roff(NAME.toUpperCase())} 8 "" "${roff(NAME)}" "System Administration"`);
   // No hyphenation, ragged right: a flag or path broken across lines cannot be copied.
   out.push('.nh', '.ad l');
@@ -155,7 +223,12 @@ export function renderRoff(): string {
     out.push('.TP', `.B ${roff(c)}`, `${roff(spec.summary[0]!.toUpperCase() + spec.summary.slice(1))}.`);
     out.push('.br', `Flags: ${spec.flags.map((f) => flagRoff(f, undefined)).join(', ')}.`);
     for (const t of conflictsOf(c)) out.push(`${roff(t[0]!.toUpperCase() + t.slice(1))}.`);
-    out.push('.br', `Exit status: ${exitsOf(c).map(([n, t]) => `${n} ${roff(t)}`).join('; ')}.`);
+    out.push(
+      '.br',
+      `Exit status: ${exitsOf(c)
+        .map(([n, t]) => `${n} ${roff(t)}`)
+        .join('; ')}.`,
+    );
   }
 
   out.push('.SH OPTIONS', ...sentences(BOOLEANS));
@@ -178,7 +251,8 @@ export function renderRoff(): string {
     if (variable) out.push(`Variable: \\fB${roff(variable)}\\fR.`);
     out.push(`Commands: ${commandsOf(f).map(roff).join(', ')}.`);
   }
-  for (const [f, t] of Object.entries(BUILTIN_FLAGS)) out.push('.TP', flagRoff(f, undefined), `${roff(t[0]!.toUpperCase() + t.slice(1))}.`);
+  for (const [f, t] of Object.entries(BUILTIN_FLAGS))
+    out.push('.TP', flagRoff(f, undefined), `${roff(t[0]!.toUpperCase() + t.slice(1))}.`);
 
   out.push('.SH ENVIRONMENT', ...ENVIRONMENT.flatMap(sentences));
   // A line each, broken at the space when the page is narrow.
@@ -188,7 +262,8 @@ export function renderRoff(): string {
   for (const [v, t] of NODE_ENVIRONMENT) out.push('.TP', `.B ${roff(v)}`, roff(t[0]!.toUpperCase() + t.slice(1)));
 
   out.push('.SH "EXIT STATUS"');
-  for (const [n, t] of Object.entries(EXIT_STATUS)) out.push('.TP', `.B ${n}`, `${roff(t[0]!.toUpperCase() + t.slice(1))}.`);
+  for (const [n, t] of Object.entries(EXIT_STATUS))
+    out.push('.TP', `.B ${n}`, `${roff(t[0]!.toUpperCase() + t.slice(1))}.`);
   out.push('.PP', 'Each command says what its codes mean under', '.BR COMMANDS .');
 
   out.push('.SH FILES');

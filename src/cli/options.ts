@@ -8,7 +8,17 @@
 // container's, /etc/default/ovn-gwmode-agent) serves `run` and the `health` probe alike.
 import type { Argv, Options } from 'yargs';
 import { UsageError } from './exit-codes.js';
-import { COMMAND_SPECS, COMMANDS, ENV_PREFIX, FLAGS, SETTINGS_FLAGS, variableOf, type Command, type Flag, type FlagSpec } from './reference.js';
+import {
+  COMMAND_SPECS,
+  COMMANDS,
+  ENV_PREFIX,
+  FLAGS,
+  SETTINGS_FLAGS,
+  variableOf,
+  type Command,
+  type Flag,
+  type FlagSpec,
+} from './reference.js';
 
 export { COMMANDS, DEFAULT_SOCKET, DEFAULT_STATE_DIR, ENV_PREFIX, type Command } from './reference.js';
 
@@ -34,9 +44,12 @@ export function yargsOption(spec: FlagSpec): Options {
   };
 }
 
-const optionSet = (flags: readonly Flag[]): OptionSet => Object.fromEntries(flags.map((f) => [f, yargsOption(FLAGS[f])]));
+const optionSet = (flags: readonly Flag[]): OptionSet =>
+  Object.fromEntries(flags.map((f) => [f, yargsOption(FLAGS[f])]));
 
-export const COMMAND_OPTIONS = Object.fromEntries(COMMANDS.map((c) => [c, optionSet(COMMAND_SPECS[c].flags)])) as Record<Command, OptionSet>;
+export const COMMAND_OPTIONS = Object.fromEntries(
+  COMMANDS.map((c) => [c, optionSet(COMMAND_SPECS[c].flags)]),
+) as Record<Command, OptionSet>;
 
 /** The flags that settings variables can stand for: exactly `run`'s. */
 const SETTINGS: OptionSet = optionSet(SETTINGS_FLAGS);
@@ -111,7 +124,8 @@ export function normalizeBooleanFlags(args: readonly string[]): string[] {
       i++;
     }
     const value = parseBoolean(text);
-    if (value === undefined) throw new FlagValueError(`--${flag}: ${show(text)} is not a boolean (${BOOLEAN_SPELLINGS})`);
+    if (value === undefined)
+      throw new FlagValueError(`--${flag}: ${show(text)} is not a boolean (${BOOLEAN_SPELLINGS})`);
     out.push(`--${m[1]}=${value}`);
   }
   return out;
@@ -132,7 +146,9 @@ export function envValues(command: Command, env: NodeJS.ProcessEnv): Record<stri
     if (!Object.hasOwn(SETTINGS, flag)) {
       const squash = (f: string) => f.replaceAll('-', '');
       const near = Object.keys(SETTINGS).find((f) => squash(f) === squash(flag));
-      throw new EnvError(`${variable}: no such setting${near ? `; did you mean ${variableOf(near)}?` : ''} (the variables are ${ENV_PREFIX}<RUN_FLAG_IN_UPPER_SNAKE_CASE>)`);
+      throw new EnvError(
+        `${variable}: no such setting${near ? `; did you mean ${variableOf(near)}?` : ''} (the variables are ${ENV_PREFIX}<RUN_FLAG_IN_UPPER_SNAKE_CASE>)`,
+      );
     }
     if (!Object.hasOwn(COMMAND_OPTIONS[command], flag)) continue;
     if (isBooleanFlag(command, flag)) {

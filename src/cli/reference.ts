@@ -37,16 +37,49 @@ export interface FlagSpec {
 const flags = <T extends Record<string, FlagSpec>>(f: T): T => f;
 
 export const FLAGS = flags({
-  'mode-file': { type: 'string', value: 'PATH', describe: 'file, ConfigMap volume directory or manifest holding the desired gateway mode (required)' },
-  'service-cidr': { type: 'string', repeatable: true, value: 'CIDR', defaultText: "--ovnkube-config's service-cidrs", describe: 'service CIDR (repeatable, comma lists allowed; IPv4 and IPv6)' },
-  'ovnkube-config': { type: 'string', value: 'PATH', describe: 'ovnkube.conf, for service-cidrs, mtu and next-hop the flags leave out' },
-  'gateway-interface': { type: 'string', value: 'DEV', default: 'br-ex', describe: "the OVS bridge of shared mode's service routes" },
-  'management-interface': { type: 'string', value: 'DEV', default: 'ovn-k8s-mp0', describe: "the management port of local mode's service routes" },
-  'os-release': { type: 'string', value: 'PATH', default: '/etc/os-release', describe: "the host's os-release: RHCOS names the OpenShift release in it" },
+  'mode-file': {
+    type: 'string',
+    value: 'PATH',
+    describe: 'file, ConfigMap volume directory or manifest holding the desired gateway mode (required)',
+  },
+  'service-cidr': {
+    type: 'string',
+    repeatable: true,
+    value: 'CIDR',
+    defaultText: "--ovnkube-config's service-cidrs",
+    describe: 'service CIDR (repeatable, comma lists allowed; IPv4 and IPv6)',
+  },
+  'ovnkube-config': {
+    type: 'string',
+    value: 'PATH',
+    describe: 'ovnkube.conf, for service-cidrs, mtu and next-hop the flags leave out',
+  },
+  'gateway-interface': {
+    type: 'string',
+    value: 'DEV',
+    default: 'br-ex',
+    describe: "the OVS bridge of shared mode's service routes",
+  },
+  'management-interface': {
+    type: 'string',
+    value: 'DEV',
+    default: 'ovn-k8s-mp0',
+    describe: "the management port of local mode's service routes",
+  },
+  'os-release': {
+    type: 'string',
+    value: 'PATH',
+    default: '/etc/os-release',
+    describe: "the host's os-release: RHCOS names the OpenShift release in it",
+  },
   layout: {
     type: 'string',
     default: 'auto',
-    choices: { auto: 'from the evidence', legacy: 'a 4.8/4.9 node without evidence (4.10+ evidence wins)', 'routing-via-host': 'never change' },
+    choices: {
+      auto: 'from the evidence',
+      legacy: 'a 4.8/4.9 node without evidence (4.10+ evidence wins)',
+      'routing-via-host': 'never change',
+    },
     describe: 'which service routes this node has',
   },
   'ovnkube-mode-check': {
@@ -55,29 +88,109 @@ export const FLAGS = flags({
     choices: { proc: 'act only when ovnkube-node runs the desired mode', off: 'trust the mode file' },
     describe: "how ovnkube-node's gateway mode is checked",
   },
-  mtu: { type: 'string', value: 'BYTES', defaultText: "ovnkube.conf's routable-mtu or mtu, else ovn-k8s-mp0's MTU", describe: 'MTU of shared-mode service routes' },
-  'gateway-nexthop': { type: 'string', repeatable: true, value: 'ADDRESS', defaultText: "the gateway interface's default route", describe: 'shared-mode next hop, one per family' },
-  'log-level': { type: 'string', default: 'info', choices: { fatal: '', error: '', warn: '', info: '', debug: '', trace: '', silent: '' }, describe: 'least severe log line written' },
-  'state-dir': { type: 'string', value: 'DIR', default: DEFAULT_STATE_DIR, describe: 'restart journal, and the lock that keeps one agent per node' },
+  mtu: {
+    type: 'string',
+    value: 'BYTES',
+    defaultText: "ovnkube.conf's routable-mtu or mtu, else ovn-k8s-mp0's MTU",
+    describe: 'MTU of shared-mode service routes',
+  },
+  'gateway-nexthop': {
+    type: 'string',
+    repeatable: true,
+    value: 'ADDRESS',
+    defaultText: "the gateway interface's default route",
+    describe: 'shared-mode next hop, one per family',
+  },
+  'log-level': {
+    type: 'string',
+    default: 'info',
+    choices: { fatal: '', error: '', warn: '', info: '', debug: '', trace: '', silent: '' },
+    describe: 'least severe log line written',
+  },
+  'state-dir': {
+    type: 'string',
+    value: 'DIR',
+    default: DEFAULT_STATE_DIR,
+    describe: 'restart journal, and the lock that keeps one agent per node',
+  },
   socket: { type: 'string', value: 'PATH', default: DEFAULT_SOCKET, describe: "the agent's status socket" },
-  'socket-group': { type: 'string', value: 'GROUP', defaultText: "root's", describe: "group (name or gid) that may use the socket, besides root: the socket's and its new directory's group" },
-  'resync-interval': { type: 'string', value: 'DURATION', default: '60', describe: 'seconds, or with a unit: 500ms, 2m' },
+  'socket-group': {
+    type: 'string',
+    value: 'GROUP',
+    defaultText: "root's",
+    describe: "group (name or gid) that may use the socket, besides root: the socket's and its new directory's group",
+  },
+  'resync-interval': {
+    type: 'string',
+    value: 'DURATION',
+    default: '60',
+    describe: 'seconds, or with a unit: 500ms, 2m',
+  },
   restart: {
     type: 'string',
     default: 'cri',
-    choices: { cri: 'stop its container through the runtime, and kubelet starts a new one', signal: 'SIGTERM to its process, and its supervisor starts a new one', none: 'never' },
+    choices: {
+      cri: 'stop its container through the runtime, and kubelet starts a new one',
+      signal: 'SIGTERM to its process, and its supervisor starts a new one',
+      none: 'never',
+    },
     describe: 'how to restart ovnkube-node after a migration',
   },
-  'cri-endpoint': { type: 'string', value: 'PATH', defaultText: '/var/run/crio/crio.sock, else /run/containerd/containerd.sock', describe: 'CRI socket' },
-  'ovnkube-namespace': { type: 'string', value: 'NAME', default: 'openshift-ovn-kubernetes', describe: "ovnkube-node's pod namespace, for --restart cri" },
-  'ovnkube-container': { type: 'string', value: 'NAME', default: 'ovnkube-node', describe: "ovnkube-node's container name, for --restart cri" },
-  'restart-grace': { type: 'string', value: 'DURATION', default: '30', describe: 'seconds the runtime gives ovnkube-node to stop' },
-  'restart-min-interval': { type: 'string', value: 'DURATION', default: '5m', describe: 'at most one restart per interval' },
-  'restart-max-per-hour': { type: 'string', value: 'N', default: '3', describe: 'at most this many restarts in any hour' },
-  'restart-timeout': { type: 'string', value: 'DURATION', default: '5m', describe: 'how long to wait for the new ovnkube-node' },
-  settle: { type: 'string', value: 'DURATION', default: '60', describe: 'how long the routes must hold after a restart before Converged' },
+  'cri-endpoint': {
+    type: 'string',
+    value: 'PATH',
+    defaultText: '/var/run/crio/crio.sock, else /run/containerd/containerd.sock',
+    describe: 'CRI socket',
+  },
+  'ovnkube-namespace': {
+    type: 'string',
+    value: 'NAME',
+    default: 'openshift-ovn-kubernetes',
+    describe: "ovnkube-node's pod namespace, for --restart cri",
+  },
+  'ovnkube-container': {
+    type: 'string',
+    value: 'NAME',
+    default: 'ovnkube-node',
+    describe: "ovnkube-node's container name, for --restart cri",
+  },
+  'restart-grace': {
+    type: 'string',
+    value: 'DURATION',
+    default: '30',
+    describe: 'seconds the runtime gives ovnkube-node to stop',
+  },
+  'restart-min-interval': {
+    type: 'string',
+    value: 'DURATION',
+    default: '5m',
+    describe: 'at most one restart per interval',
+  },
+  'restart-max-per-hour': {
+    type: 'string',
+    value: 'N',
+    default: '3',
+    describe: 'at most this many restarts in any hour',
+  },
+  'restart-timeout': {
+    type: 'string',
+    value: 'DURATION',
+    default: '5m',
+    describe: 'how long to wait for the new ovnkube-node',
+  },
+  settle: {
+    type: 'string',
+    value: 'DURATION',
+    default: '60',
+    describe: 'how long the routes must hold after a restart before Converged',
+  },
   'dry-run': { type: 'boolean', default: false, describe: 'plan, log and report; never change the kernel' },
-  'metrics-address': { type: 'string', value: 'HOST:PORT', defaultText: 'none: the socket serves /metrics', describe: 'a TCP listener serving only /metrics' },
+  'metrics-address': {
+    type: 'string',
+    value: 'HOST:PORT',
+    defaultText: 'none: the socket serves /metrics',
+    describe: 'a TCP listener serving only /metrics',
+  },
   // No defaults on these: yargs counts a default as given, and status's --json and --brief conflict.
   json: { type: 'boolean', describe: 'the raw JSON' },
   brief: { type: 'boolean', describe: 'one line' },
@@ -93,10 +206,37 @@ export type Flag = keyof typeof FLAGS;
 export const BUILTIN_FLAGS = { help: 'show this help', version: 'print the version' } as const;
 
 /** What the planner reads: `plan`, `apply` and `run`. */
-const PLANNER = ['mode-file', 'service-cidr', 'ovnkube-config', 'gateway-interface', 'management-interface', 'os-release', 'layout', 'ovnkube-mode-check', 'mtu', 'gateway-nexthop', 'log-level'] as const satisfies readonly Flag[];
+const PLANNER = [
+  'mode-file',
+  'service-cidr',
+  'ovnkube-config',
+  'gateway-interface',
+  'management-interface',
+  'os-release',
+  'layout',
+  'ovnkube-mode-check',
+  'mtu',
+  'gateway-nexthop',
+  'log-level',
+] as const satisfies readonly Flag[];
 
 /** Only the daemon's. */
-const DAEMON = ['socket', 'socket-group', 'resync-interval', 'restart', 'cri-endpoint', 'ovnkube-namespace', 'ovnkube-container', 'restart-grace', 'restart-min-interval', 'restart-max-per-hour', 'restart-timeout', 'settle', 'dry-run', 'metrics-address'] as const satisfies readonly Flag[];
+const DAEMON = [
+  'socket',
+  'socket-group',
+  'resync-interval',
+  'restart',
+  'cri-endpoint',
+  'ovnkube-namespace',
+  'ovnkube-container',
+  'restart-grace',
+  'restart-min-interval',
+  'restart-max-per-hour',
+  'restart-timeout',
+  'settle',
+  'dry-run',
+  'metrics-address',
+] as const satisfies readonly Flag[];
 
 /**
  * rollback reads the journal and the kernel, not the desired mode nor ovnkube-node; the
@@ -139,17 +279,29 @@ export const COMMAND_SPECS: Readonly<Record<Command, CommandSpec>> = {
       ['json', 'brief'],
       ['watch', 'json'],
     ],
-    exits: { 0: 'Converged', 1: 'not Converged', 2: `the agent cannot be reached or refuses the caller (--watch: went away), or ${BAD_USAGE}` },
+    exits: {
+      0: 'Converged',
+      1: 'not Converged',
+      2: `the agent cannot be reached or refuses the caller (--watch: went away), or ${BAD_USAGE}`,
+    },
   },
   health: {
     summary: 'the liveness (or, with --ready, readiness) probe',
     flags: ['socket', 'ready'],
-    exits: { 0: 'healthy (with --ready: ready)', 1: 'not healthy (not ready)', 2: `the agent cannot be reached or refuses the caller, or ${BAD_USAGE}` },
+    exits: {
+      0: 'healthy (with --ready: ready)',
+      1: 'not healthy (not ready)',
+      2: `the agent cannot be reached or refuses the caller, or ${BAD_USAGE}`,
+    },
   },
   plan: {
     summary: 'observe once and print what the agent would do',
     flags: [...PLANNER, 'json'],
-    exits: { 0: 'nothing to do', 1: 'something to do, or the agent would wait or refuse (the reasons say why)', 2: `${BAD_USAGE}, or ovnkube.conf` },
+    exits: {
+      0: 'nothing to do',
+      1: 'something to do, or the agent would wait or refuse (the reasons say why)',
+      2: `${BAD_USAGE}, or ovnkube.conf`,
+    },
   },
   apply: {
     summary: 'observe once, carry the plan out and verify',
@@ -172,7 +324,10 @@ export const COMMAND_SPECS: Readonly<Record<Command, CommandSpec>> = {
   events: {
     summary: 'what the agent did on this node, oldest first (its last 256 events)',
     flags: ['socket', 'json', 'since'],
-    exits: { 0: 'the events were printed', 2: `the agent cannot be reached, refuses the caller or is older than this command, or ${BAD_USAGE}` },
+    exits: {
+      0: 'the events were printed',
+      2: `the agent cannot be reached, refuses the caller or is older than this command, or ${BAD_USAGE}`,
+    },
   },
 };
 

@@ -19,7 +19,13 @@ function renderPlanBody(p: Plan, heading: string, actions: ReplaceAction[], prev
   const lines = [`layout: ${p.layout}`, `release: ${p.platform.release} (${p.platform.evidence})`];
   if (actions.length === 0) lines.push(`${heading}: none`);
   else lines.push(`${heading}:`, ...actions.map((a) => `  ${preview ? 'would replace ' : ''}${change(a)}`));
-  lines.push('routes:', ...p.routes.map((r) => `  ${r.inSync ? 'ok' : 'NO'} ${r.cidr}: ${r.multipath ? 'multipath (several next hops)' : r.observed ? renderNextHop(r.observed) : 'none'}`));
+  lines.push(
+    'routes:',
+    ...p.routes.map(
+      (r) =>
+        `  ${r.inSync ? 'ok' : 'NO'} ${r.cidr}: ${r.multipath ? 'multipath (several next hops)' : r.observed ? renderNextHop(r.observed) : 'none'}`,
+    ),
+  );
   const reasons = preview ? p.reasons.filter((r) => r.code !== 'Replacing') : p.reasons;
   if (reasons.length) lines.push('reasons:', ...reasons.map((r) => `  - ${r.message} [${r.code}]`));
   if (p.warnings.length) lines.push('warnings:', ...p.warnings.map((w) => `  - ${w}`));
@@ -31,7 +37,10 @@ export function renderPreview(p: Plan, dryRunApply: boolean): string {
   const lines = renderPlanBody(p, 'actions', p.actions, true);
   const would = p.actions.length === 0 ? 'nothing to replace' : `would replace ${prefixes(p.actions)}`;
   if (dryRunApply) lines.push(`applied: 0 replace(s) (dry run): ${would}; changed nothing`);
-  else lines.push(`plan: ${would}; changed nothing${p.actions.length > 0 && !p.blocked ? ' (apply carries it out, or the agent)' : ''}`);
+  else
+    lines.push(
+      `plan: ${would}; changed nothing${p.actions.length > 0 && !p.blocked ? ' (apply carries it out, or the agent)' : ''}`,
+    );
   return lines.join('\n');
 }
 
@@ -41,15 +50,30 @@ export function renderPreview(p: Plan, dryRunApply: boolean): string {
  * by the agent once the node is in the desired shape (src/core/decide.ts), owing nothing.
  */
 const owesRestart = (m: Migration | null, desired: GatewayMode | null): m is Migration =>
-  m !== null && m.mode === desired && !m.rollback && (m.restart === 'owed' || m.restart === 'requested' || m.restart === 'failed');
+  m !== null &&
+  m.mode === desired &&
+  !m.rollback &&
+  (m.restart === 'owed' || m.restart === 'requested' || m.restart === 'failed');
 
 /**
  * `apply`: the node after it, what it replaced, and what is left: the restart of
  * ovnkube-node that the migration on record owes, which apply never makes (the agent
  * requests it when it runs), or what keeps the node from converging.
  */
-export function renderApplied(after: Plan, replaced: ReplaceAction[], onRecord: Migration | null, desired: GatewayMode | null, stateDir: string, converged: boolean): string {
-  const lines = renderPlanBody(after, replaced.length > 0 ? 'replaced' : 'actions', replaced.length > 0 ? replaced : after.actions, false);
+export function renderApplied(
+  after: Plan,
+  replaced: ReplaceAction[],
+  onRecord: Migration | null,
+  desired: GatewayMode | null,
+  stateDir: string,
+  converged: boolean,
+): string {
+  const lines = renderPlanBody(
+    after,
+    replaced.length > 0 ? 'replaced' : 'actions',
+    replaced.length > 0 ? replaced : after.actions,
+    false,
+  );
   lines.push(`applied: ${replaced.length} replace(s)`);
   if (owesRestart(onRecord, desired)) {
     lines.push(
@@ -62,8 +86,16 @@ export function renderApplied(after: Plan, replaced: ReplaceAction[], onRecord: 
 /** `rollback`: the migration on record, then what was (or would be) put back, and what is left. */
 export function renderRollback(o: RollbackOutcome): { stdout: string; stderr?: string } {
   const m = o.migration;
-  const earlier = !m?.rollback ? '' : m.rollback.doneAt !== null ? `; rolled back at ${new Date(m.rollback.doneAt).toISOString()}` : `; a rollback begun at ${new Date(m.rollback.startedAt).toISOString()} did not finish`;
-  const lines = [m === null ? 'migration: none on record' : `migration: to ${m.mode}, started ${new Date(m.startedAt).toISOString()}, ${m.routes.length} route(s) replaced${earlier}`];
+  const earlier = !m?.rollback
+    ? ''
+    : m.rollback.doneAt !== null
+      ? `; rolled back at ${new Date(m.rollback.doneAt).toISOString()}`
+      : `; a rollback begun at ${new Date(m.rollback.startedAt).toISOString()} did not finish`;
+  const lines = [
+    m === null
+      ? 'migration: none on record'
+      : `migration: to ${m.mode}, started ${new Date(m.startedAt).toISOString()}, ${m.routes.length} route(s) replaced${earlier}`,
+  ];
   if (o.kind === 'refused') {
     lines.push('refused:', ...o.refusals.map((r) => `  - ${r.message} [${r.code}]`));
     return { stdout: lines.join('\n') + '\n' };
@@ -73,7 +105,10 @@ export function renderRollback(o: RollbackOutcome): { stdout: string; stderr?: s
     case 'planned':
       return { stdout: [...lines, 'nothing changed: run again with --yes to carry it out'].join('\n') + '\n' };
     case 'not-journaled':
-      return { stdout: lines.join('\n') + '\n', stderr: `ovn-gwmode-agent: rollback: ${o.error.message}: nothing put back\n` };
+      return {
+        stdout: lines.join('\n') + '\n',
+        stderr: `ovn-gwmode-agent: rollback: ${o.error.message}: nothing put back\n`,
+      };
     case 'interrupted': {
       const done = o.done.length === 0 ? 'nothing put back' : `put back ${prefixes(o.done)}`;
       return {
@@ -82,7 +117,8 @@ export function renderRollback(o: RollbackOutcome): { stdout: string; stderr?: s
       };
     }
     case 'done': {
-      const recorded = o.unrecorded === null ? '' : ` (the journal still says the rollback is under way: ${o.unrecorded.message})`;
+      const recorded =
+        o.unrecorded === null ? '' : ` (the journal still says the rollback is under way: ${o.unrecorded.message})`;
       lines.push(
         `put back: ${o.actions.length} route(s)${recorded}`,
         `next: ovnkube-node must run ${m!.mode === 'local' ? 'shared' : 'local'} gateway mode, and the mode file say so, or the agent moves them again (rollback restarts nothing)`,

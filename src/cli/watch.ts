@@ -59,7 +59,9 @@ export function watchStatus(socket: string, out: WatchOutput, err: (text: string
     const req = http.get({ socketPath: socket, path: '/v1/watch', timeout: 5000 }, (res) => {
       if (res.statusCode !== 200) {
         res.resume();
-        err(`ovn-gwmode-agent: the agent on ${socket} answered ${res.statusCode} for /v1/watch${res.statusCode === 404 ? ': is it older than this command?' : ''}\n`);
+        err(
+          `ovn-gwmode-agent: the agent on ${socket} answered ${res.statusCode} for /v1/watch${res.statusCode === 404 ? ': is it older than this command?' : ''}\n`,
+        );
         return resolve(2);
       }
       req.setTimeout(IDLE_MS);
@@ -83,7 +85,9 @@ export function watchStatus(socket: string, out: WatchOutput, err: (text: string
         resolve(2);
       });
     });
-    req.on('timeout', () => req.destroy(new Error(status ? `no word from the agent for ${IDLE_MS / 1000} s` : 'timed out')));
+    req.on('timeout', () =>
+      req.destroy(new Error(status ? `no word from the agent for ${IDLE_MS / 1000} s` : 'timed out')),
+    );
     req.on('error', (e: NodeJS.ErrnoException) => {
       if (status !== undefined) {
         err(`ovn-gwmode-agent: lost the agent on ${socket}: ${e.message}\n`);
@@ -91,8 +95,12 @@ export function watchStatus(socket: string, out: WatchOutput, err: (text: string
       }
       reject(
         e.code === 'EACCES' || e.code === 'EPERM'
-          ? new AgentDeniedError(`permission denied on ${socket} (${e.code}): the caller must be root or in the socket's group`)
-          : new AgentUnreachableError(`cannot reach the agent on ${socket} (${e.code ?? e.message}): is the agent running?`),
+          ? new AgentDeniedError(
+              `permission denied on ${socket} (${e.code}): the caller must be root or in the socket's group`,
+            )
+          : new AgentUnreachableError(
+              `cannot reach the agent on ${socket} (${e.code ?? e.message}): is the agent running?`,
+            ),
       );
     });
   });
@@ -100,5 +108,11 @@ export function watchStatus(socket: string, out: WatchOutput, err: (text: string
 
 /** `status --watch`: until the agent goes away (exit 2) or ctrl-c. A stream: it writes as it goes, and returns only the code. */
 export function watchCommand(opts: { socket: string }): Promise<CommandResult> {
-  return askAgent(async () => ({ code: await watchStatus(opts.socket, { write: (t) => process.stdout.write(t), isTTY: process.stdout.isTTY === true }, (t) => process.stderr.write(t)) }));
+  return askAgent(async () => ({
+    code: await watchStatus(
+      opts.socket,
+      { write: (t) => process.stdout.write(t), isTTY: process.stdout.isTTY === true },
+      (t) => process.stderr.write(t),
+    ),
+  }));
 }

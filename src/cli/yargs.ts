@@ -36,7 +36,8 @@ function explain(args: string[], message: string): string {
   const flags = names.filter((n) => typed.has(n)).map((n) => (n.length === 1 ? `-${n}` : `--${n}`));
   if (flags.length > 0) return `unknown flag${flags.length > 1 ? 's' : ''} ${flags.join(', ')}`;
   const command = args.find((a) => !a.startsWith('-'));
-  if (command !== undefined && !(COMMANDS as readonly string[]).includes(command)) return `unknown command "${command}": ${NAMED}`;
+  if (command !== undefined && !(COMMANDS as readonly string[]).includes(command))
+    return `unknown command "${command}": ${NAMED}`;
   return `unexpected argument${names.length > 1 ? 's' : ''} ${names.map((n) => `"${n}"`).join(', ')}`;
 }
 
@@ -53,7 +54,13 @@ const MORE = 'every command and flag: man ovn-gwmode-agent (docs/cli.md in the s
 export async function parseWithYargs(args: string[], handlers: Record<Command, Handler>): Promise<CommandResult> {
   let result: CommandResult = { code: 0 };
   let y = yargs(args).scriptName('ovn-gwmode-agent');
-  for (const command of COMMANDS) y = y.command(command, COMMAND_SPECS[command].summary, options(command), async (argv) => void (result = await handlers[command](argv)));
+  for (const command of COMMANDS)
+    y = y.command(
+      command,
+      COMMAND_SPECS[command].summary,
+      options(command),
+      async (argv) => void (result = await handlers[command](argv)),
+    );
   await y
     .epilogue(`${exitStatus(EXIT_STATUS)}\n${MORE}`)
     .demandCommand(1, NAMED)

@@ -55,16 +55,22 @@ export interface Gcfg {
  * two non-ASCII letters whose simple case folding is ASCII (KELVIN SIGN, LONG S).
  */
 export function foldName(name: string): string {
-  return name.toLowerCase().replace(/\u212a/g, 'k').replace(/\u017f/g, 's');
+  return name
+    .toLowerCase()
+    .replace(/\u212a/g, 'k')
+    .replace(/\u017f/g, 's');
 }
 
 const EOF = -1;
 type Token = 'EOF' | 'EOL' | 'LBRACK' | 'RBRACK' | 'ASSIGN' | 'IDENT' | 'STRING';
 
-const isLetter = (ch: number): boolean => (ch >= 0x61 && ch <= 0x7a) || (ch >= 0x41 && ch <= 0x5a) || (ch >= 0x80 && /^\p{L}$/u.test(String.fromCodePoint(ch)));
-const isDigit = (ch: number): boolean => (ch >= 0x30 && ch <= 0x39) || (ch >= 0x80 && /^\p{Nd}$/u.test(String.fromCodePoint(ch)));
+const isLetter = (ch: number): boolean =>
+  (ch >= 0x61 && ch <= 0x7a) || (ch >= 0x41 && ch <= 0x5a) || (ch >= 0x80 && /^\p{L}$/u.test(String.fromCodePoint(ch)));
+const isDigit = (ch: number): boolean =>
+  (ch >= 0x30 && ch <= 0x39) || (ch >= 0x80 && /^\p{Nd}$/u.test(String.fromCodePoint(ch)));
 const isWhiteSpace = (ch: number): boolean => ch === 0x20 || ch === 0x09 || ch === 0x0d;
-const describe = (ch: number): string => `U+${ch.toString(16).toUpperCase().padStart(4, '0')}${ch > 0x20 && ch !== 0x7f ? ` '${String.fromCodePoint(ch)}'` : ''}`;
+const describe = (ch: number): string =>
+  `U+${ch.toString(16).toUpperCase().padStart(4, '0')}${ch > 0x20 && ch !== 0x7f ? ` '${String.fromCodePoint(ch)}'` : ''}`;
 
 /** gcfg's scanner (scanner/scanner.go), over code points; it throws at its first error. */
 class Scanner {
@@ -177,7 +183,8 @@ class Scanner {
         this.scanEscape(true);
       } else if (!inQuote && ch === 0x5c) {
         if (this.ch === 0x0d) this.advance();
-        if (this.ch !== 0x0a && this.ch !== 0x22) this.fail(`unquoted '\\' must be followed by new line or double quote`);
+        if (this.ch !== 0x0a && this.ch !== 0x22)
+          this.fail(`unquoted '\\' must be followed by new line or double quote`);
         this.advance();
       } else if (ch === 0x22) {
         inQuote = !inQuote;
@@ -244,7 +251,8 @@ export function parseGcfg(text: string): Gcfg {
           if (subsection === '') s.fail('empty subsection name');
           ({ tok, lit } = s.scan());
         }
-        if (tok !== 'RBRACK') s.fail(subsection === null ? 'expected subsection name or right bracket' : 'expected right bracket');
+        if (tok !== 'RBRACK')
+          s.fail(subsection === null ? 'expected subsection name or right bracket' : 'expected right bracket');
         ({ tok, lit } = s.scan());
         if (tok !== 'EOL' && tok !== 'EOF') s.fail('expected EOL, EOF, or comment');
         break;

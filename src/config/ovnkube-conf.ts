@@ -30,7 +30,11 @@ export function confHas(conf: Pick<OvnkubeConf, 'keys'>, section: string, name: 
 }
 
 const nonEmpty = (v: string | null): string | null => (v === null || v === '' ? null : v);
-const list = (v: string | null): string[] => (v ?? '').split(',').map((x) => x.trim()).filter(Boolean);
+const list = (v: string | null): string[] =>
+  (v ?? '')
+    .split(',')
+    .map((x) => x.trim())
+    .filter(Boolean);
 
 export function parseOvnkubeConf(text: string): OvnkubeConf {
   const doc = parseGcfg(text);
@@ -46,7 +50,12 @@ export function parseOvnkubeConf(text: string): OvnkubeConf {
     mtu,
     nextHop: list(gcfgString(doc, 'gateway', 'next-hop')),
     mode: nonEmpty(gcfgString(doc, 'gateway', 'mode')),
-    masqueradeSubnets: [gcfgString(doc, 'gateway', 'v4-masquerade-subnet'), gcfgString(doc, 'gateway', 'v6-masquerade-subnet')].map(nonEmpty).filter((x): x is string => x !== null),
+    masqueradeSubnets: [
+      gcfgString(doc, 'gateway', 'v4-masquerade-subnet'),
+      gcfgString(doc, 'gateway', 'v6-masquerade-subnet'),
+    ]
+      .map(nonEmpty)
+      .filter((x): x is string => x !== null),
     platformType: gcfgString(doc, 'kubernetes', 'platform-type'),
     keys: new Set(doc.variables.filter((v) => v.subsection === null).map((v) => `${v.section}.${v.name}`)),
   };

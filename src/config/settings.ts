@@ -12,7 +12,10 @@ import type { ConfEvidence } from '../core/platform.js';
 
 export class ConfigError extends Error {
   readonly code = 'ERR_GWMODE_CONFIG';
-  constructor(readonly flag: string, message: string) {
+  constructor(
+    readonly flag: string,
+    message: string,
+  ) {
     super(`--${flag}: ${message}`);
   }
 }
@@ -88,7 +91,10 @@ function oneOf<T extends string>(flag: string, value: string, allowed: readonly 
 }
 
 const splitList = (values: Array<string | number> | undefined): string[] =>
-  (values ?? []).flatMap((v) => String(v).split(',')).map((v) => v.trim()).filter(Boolean);
+  (values ?? [])
+    .flatMap((v) => String(v).split(','))
+    .map((v) => v.trim())
+    .filter(Boolean);
 
 function interfaceName(flag: string, value: string): string {
   if (!/^[^\s/]{1,15}$/.test(value)) throw new ConfigError(flag, `"${value}" is not an interface name`);
@@ -115,7 +121,8 @@ export function lastWins<T extends object>(raw: T): T {
 /** The planner's settings; dry run off (plan never changes the kernel; apply sets its own --dry-run). */
 export async function resolvePlanSettings(given: RawPlanOptions): Promise<PlanSettings> {
   const raw = lastWins(given);
-  if (!raw.modeFile) throw new ConfigError('mode-file', 'required: the file or ConfigMap volume holding the desired gateway mode');
+  if (!raw.modeFile)
+    throw new ConfigError('mode-file', 'required: the file or ConfigMap volume holding the desired gateway mode');
   let conf: OvnkubeConf | null = null;
   if (raw.ovnkubeConfig) {
     try {
@@ -123,14 +130,20 @@ export async function resolvePlanSettings(given: RawPlanOptions): Promise<PlanSe
     } catch (err) {
       // A system error by its code (ENOENT); a conf ovnkube would refuse (GcfgError) by what gcfg says.
       const e = err as NodeJS.ErrnoException;
-      throw new ConfigError('ovnkube-config', `${raw.ovnkubeConfig}: ${e.errno !== undefined && e.code ? e.code : e.message}`);
+      throw new ConfigError(
+        'ovnkube-config',
+        `${raw.ovnkubeConfig}: ${e.errno !== undefined && e.code ? e.code : e.message}`,
+      );
     }
   }
 
   const cidrFlag = raw.serviceCidr && raw.serviceCidr.length > 0 ? 'service-cidr' : 'ovnkube-config';
   const cidrTexts = cidrFlag === 'service-cidr' ? splitList(raw.serviceCidr) : (conf?.serviceCidrs ?? []);
   if (cidrTexts.length === 0) {
-    throw new ConfigError('service-cidr', 'no service CIDR given (and no [kubernetes] service-cidrs in --ovnkube-config)');
+    throw new ConfigError(
+      'service-cidr',
+      'no service CIDR given (and no [kubernetes] service-cidrs in --ovnkube-config)',
+    );
   }
   const serviceCidrs: Cidr[] = [];
   for (const text of cidrTexts) {
@@ -145,7 +158,8 @@ export async function resolvePlanSettings(given: RawPlanOptions): Promise<PlanSe
   let mtu: number | null = conf?.mtu ?? null;
   if (raw.mtu !== undefined && raw.mtu !== '') {
     mtu = Number(raw.mtu);
-    if (!Number.isInteger(mtu) || mtu < 68 || mtu > 65535) throw new ConfigError('mtu', `"${raw.mtu}" is not an MTU (68-65535)`);
+    if (!Number.isInteger(mtu) || mtu < 68 || mtu > 65535)
+      throw new ConfigError('mtu', `"${raw.mtu}" is not an MTU (68-65535)`);
   }
 
   const gatewayNexthop: Partial<Record<Family, string>> = {};
@@ -214,7 +228,10 @@ async function groupId(value: string | number | undefined): Promise<number | nul
   try {
     groups = await readFile('/etc/group', 'utf8');
   } catch (err) {
-    throw new ConfigError('socket-group', `cannot look "${text}" up in /etc/group (${(err as NodeJS.ErrnoException).code ?? (err as Error).message}); give a gid`);
+    throw new ConfigError(
+      'socket-group',
+      `cannot look "${text}" up in /etc/group (${(err as NodeJS.ErrnoException).code ?? (err as Error).message}); give a gid`,
+    );
   }
   for (const line of groups.split('\n')) {
     const [name, , gid] = line.split(':');
@@ -250,7 +267,8 @@ export async function resolveSettings(given: RawRunOptions): Promise<Settings> {
 
 function perHour(value: string | number): number {
   const n = Number(value);
-  if (String(value).trim() === '' || !Number.isInteger(n) || n < 1 || n > 1_000_000) throw new ConfigError('restart-max-per-hour', `"${value}" is not a whole number from 1 to 1000000`);
+  if (String(value).trim() === '' || !Number.isInteger(n) || n < 1 || n > 1_000_000)
+    throw new ConfigError('restart-max-per-hour', `"${value}" is not a whole number from 1 to 1000000`);
   return n;
 }
 

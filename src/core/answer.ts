@@ -16,13 +16,27 @@ export interface Heard {
 export function heard(m: Migration | null, answer: RestartAnswer | null | undefined): Heard {
   if (!answer) return { migration: m, records: [] };
   const { step, error } = answer;
-  const told: RecordStep = { kind: 'answered', mode: step.migration.mode, target: step.target.describe, result: error ? 'failed' : 'stopped', code: error?.code ?? null, error: error?.message ?? null };
-  const same = m !== null && m.mode === step.migration.mode && m.startedAt === step.migration.startedAt && m.attempts === step.migration.attempts;
+  const told: RecordStep = {
+    kind: 'answered',
+    mode: step.migration.mode,
+    target: step.target.describe,
+    result: error ? 'failed' : 'stopped',
+    code: error?.code ?? null,
+    error: error?.message ?? null,
+  };
+  const same =
+    m !== null &&
+    m.mode === step.migration.mode &&
+    m.startedAt === step.migration.startedAt &&
+    m.attempts === step.migration.attempts;
   if (!same) return { migration: m, records: [told] };
   if (error !== null) {
     if (m.restart !== 'requested') return { migration: m, records: [told] };
     const failed: Migration = { ...m, restart: 'failed', outcome: 'failed', lastError: error.message };
-    return { migration: failed, records: [told, { kind: 'record', migration: failed, what: 'a failed restart request' }] };
+    return {
+      migration: failed,
+      records: [told, { kind: 'record', migration: failed, what: 'a failed restart request' }],
+    };
   }
   const stopped: Migration = { ...m, outcome: 'stopped' };
   return { migration: stopped, records: [{ kind: 'record', migration: stopped, what: 'the restart request' }, told] };

@@ -46,7 +46,16 @@ const QUICK_FOR_MS = 2000;
 
 import { heard } from './answer.js';
 import type { DecideInput, Decision, RecordStep, RestartSettings, RestartView, Step } from './decision.js';
-export type { DecideInput, Decision, RecordStep, RestartAnswer, RestartSettings, RestartStep, RestartView, Step } from './decision.js';
+export type {
+  DecideInput,
+  Decision,
+  RecordStep,
+  RestartAnswer,
+  RestartSettings,
+  RestartStep,
+  RestartView,
+  Step,
+} from './decision.js';
 export { heard } from './answer.js';
 
 /** What decideSteps works out; decide adds what follows from it. */
@@ -64,7 +73,12 @@ const startsMigration = (plan: Plan, desired: GatewayMode | null, m: Migration |
   plan.actions.length > 0 && desired !== null && m?.mode !== desired;
 
 /** Whether the shell must ask the restart strategy before deciding (a CRI call costs). */
-export function needsTarget(plan: Plan, desired: GatewayMode | null, m: Migration | null, strategy: RestartSettings['strategy']): boolean {
+export function needsTarget(
+  plan: Plan,
+  desired: GatewayMode | null,
+  m: Migration | null,
+  strategy: RestartSettings['strategy'],
+): boolean {
   if (strategy === 'none') return false;
   if (startsMigration(plan, desired, m)) return true;
   return m !== null && m.mode === desired && restartOwed(m) && restartHeld(plan, m, plan.dryRun) === null;
@@ -74,14 +88,16 @@ const restartOwed = (m: Migration): boolean => m.restart !== 'done' && m.restart
 
 /** Rule 10: why the restart owed by the migration on record (whose mode is the desired one) may not be requested, or null. */
 function restartHeld(plan: Plan, m: Migration, dryRun: boolean): string | null {
-  if (m.mode !== 'local') return 'shared mode is ovnkube-node\'s: the agent restarts nothing for it';
+  if (m.mode !== 'local') return "shared mode is ovnkube-node's: the agent restarts nothing for it";
   if (dryRun) return 'dry run';
-  if (plan.layout === 'routing-via-host') return `the node has the routing-via-host layout (${plan.platform.evidence}): a restart there repairs nothing`;
+  if (plan.layout === 'routing-via-host')
+    return `the node has the routing-via-host layout (${plan.platform.evidence}): a restart there repairs nothing`;
   if (plan.layout !== 'legacy') return `the OpenShift release is unknown (${plan.platform.evidence})`;
   return null;
 }
 
-const identityKind = (strategy: RestartSettings['strategy']): IdentityKind => (strategy === 'cri' ? 'container' : 'process');
+const identityKind = (strategy: RestartSettings['strategy']): IdentityKind =>
+  strategy === 'cri' ? 'container' : 'process';
 
 /** The identity of the ovnkube-node now running: the container for CRI, else the process. */
 function currentIdentity(i: DecideInput): string | null {
@@ -110,7 +126,10 @@ const noIdentity = (i: DecideInput, t: RestartTarget): string =>
   `the ovnkube-node observed has no identity to hold the restart target (${t.describe}) to (${i.ovnkube.detail ?? 'not one process'}): nothing is stopped`;
 
 const lookAgain = (i: DecideInput, t: RestartTarget): Reason =>
-  reason('RestartAwaited', `ovnkube-node changed while it was looked at (observed ${i.ovnkube.id ?? 'none'}, then found ${t.describe}): looking again before anything is stopped`);
+  reason(
+    'RestartAwaited',
+    `ovnkube-node changed while it was looked at (observed ${i.ovnkube.id ?? 'none'}, then found ${t.describe}): looking again before anything is stopped`,
+  );
 
 const isoAt = (i: DecideInput, t: number): string => new Date(t + (i.wallOffsetMs ?? 0)).toISOString();
 
@@ -151,7 +170,13 @@ function decideSteps(i: DecideInput, frame: Frame): Core {
         return {
           steps: [],
           migration: m,
-          restart: { phase: 'Waiting', reason: reason('RestartPathBroken', `not starting the migration to ${desired}: ovnkube-node could not be restarted afterwards: ${why}`) },
+          restart: {
+            phase: 'Waiting',
+            reason: reason(
+              'RestartPathBroken',
+              `not starting the migration to ${desired}: ovnkube-node could not be restarted afterwards: ${why}`,
+            ),
+          },
           wakeInMs: 10 * POLL_MS,
         };
       }
@@ -159,14 +184,22 @@ function decideSteps(i: DecideInput, frame: Frame): Core {
         return {
           steps: [],
           migration: m,
-          restart: { phase: 'Waiting', reason: reason('RestartPathBroken', `not starting the migration to ${desired}: ${noIdentity(i, t.target)}`) },
+          restart: {
+            phase: 'Waiting',
+            reason: reason('RestartPathBroken', `not starting the migration to ${desired}: ${noIdentity(i, t.target)}`),
+          },
           wakeInMs: POLL_MS,
         };
       }
       if (targetMoved(i, t.target)) {
         // Rule 8: the ovnkube-node to restart afterwards is not the one observed; a
         // migration is begun only with the one that will be restarted.
-        return { steps: [], migration: m, restart: { phase: 'Progressing', reason: lookAgain(i, t.target) }, wakeInMs: QUICK_POLL_MS };
+        return {
+          steps: [],
+          migration: m,
+          restart: { phase: 'Progressing', reason: lookAgain(i, t.target) },
+          wakeInMs: QUICK_POLL_MS,
+        };
       }
       if (i.settings.strategy === 'cri') before = t.target.id;
     }
@@ -182,7 +215,10 @@ function decideSteps(i: DecideInput, frame: Frame): Core {
     return {
       steps: [{ kind: 'journal', migration }, ...replaces],
       migration,
-      restart: { phase: 'Progressing', reason: reason('RestartAwaited', `migrating to ${desired}: ovnkube-node will be restarted`) },
+      restart: {
+        phase: 'Progressing',
+        reason: reason('RestartAwaited', `migrating to ${desired}: ovnkube-node will be restarted`),
+      },
       wakeInMs: undefined,
     };
   }
@@ -197,8 +233,16 @@ function decideSteps(i: DecideInput, frame: Frame): Core {
   const held = restartOwed(m) ? restartHeld(plan, m, frame.dryRun) : null;
   if (held !== null) {
     // The record keeps the restart owed: a later pass under a plan that allows it requests it.
-    const why = reason('RestartHeld', `the restart of ovnkube-node owed by the migration to ${m.mode} (begun ${isoAt(i, m.startedAt)}) is held: ${held}`);
-    return { steps: [], migration: m, restart: { phase: frame.dryRun ? 'Waiting' : null, reason: why }, wakeInMs: pollIf(waitingOnOvnkube) };
+    const why = reason(
+      'RestartHeld',
+      `the restart of ovnkube-node owed by the migration to ${m.mode} (begun ${isoAt(i, m.startedAt)}) is held: ${held}`,
+    );
+    return {
+      steps: [],
+      migration: m,
+      restart: { phase: frame.dryRun ? 'Waiting' : null, reason: why },
+      wakeInMs: pollIf(waitingOnOvnkube),
+    };
   }
   const r = restartView(i);
   // While a restart is owed, look every second: someone else's restart is noticed at once.
@@ -215,7 +259,13 @@ function decideSteps(i: DecideInput, frame: Frame): Core {
  * restart strategy: ovnkube-node is identified by its process (/proc), which the agent
  * compares whatever its own --restart (see restartView).
  */
-export function applyMigration(plan: Plan, desired: GatewayMode | null, m: Migration | null, ovnkube: OvnkubeObservation, now: number): Migration | null {
+export function applyMigration(
+  plan: Plan,
+  desired: GatewayMode | null,
+  m: Migration | null,
+  ovnkube: OvnkubeObservation,
+  now: number,
+): Migration | null {
   if (plan.blocked || plan.dryRun || !startsMigration(plan, desired, m)) return null;
   return {
     ...FRESH,
@@ -235,7 +285,8 @@ export function applyMigration(plan: Plan, desired: GatewayMode | null, m: Migra
  * no restart.
  */
 const AT_REST = new Set(['InSync', 'AlreadyShared', 'OvnkubeFallbackRoute']);
-const inDesiredShape = (plan: Plan): boolean => !plan.blocked && plan.actions.length === 0 && plan.reasons.some((r) => AT_REST.has(r.code));
+const inDesiredShape = (plan: Plan): boolean =>
+  !plan.blocked && plan.actions.length === 0 && plan.reasons.some((r) => AT_REST.has(r.code));
 
 /** A migration record before anything happened to it; a node that got there by itself owes nothing. */
 const FRESH: Omit<Migration, 'mode' | 'startedAt' | 'identity'> = {
@@ -255,7 +306,8 @@ const FRESH: Omit<Migration, 'mode' | 'startedAt' | 'identity'> = {
 function restartView(i: DecideInput): Core {
   let m = i.migration!;
   const { now, settings: s } = i;
-  if (m.restart === 'none') return { steps: [], migration: m, restart: { phase: null, reason: null }, wakeInMs: undefined };
+  if (m.restart === 'none')
+    return { steps: [], migration: m, restart: { phase: null, reason: null }, wakeInMs: undefined };
   const keep = (phase: Phase, r: Reason, wakeInMs: number | undefined, migration: Migration = m) => ({
     steps: [] as Step[],
     migration,
@@ -265,12 +317,23 @@ function restartView(i: DecideInput): Core {
   if (m.restart === 'done') {
     const until = (m.doneAt ?? now) + s.settleMs;
     if (now < until) {
-      return keep('Progressing', reason('Settling', `a new ovnkube-node runs ${m.mode}; watching the service routes until ${isoAt(i, until)}`), until - now);
+      return keep(
+        'Progressing',
+        reason('Settling', `a new ovnkube-node runs ${m.mode}; watching the service routes until ${isoAt(i, until)}`),
+        until - now,
+      );
     }
     return { steps: [], migration: m, restart: { phase: null, reason: null }, wakeInMs: undefined };
   }
   const underWay = () =>
-    keep('Progressing', reason('RestartAwaited', `a restart request is under way (${m.stoppedAs ?? m.stopped ?? 'ovnkube-node'}): waiting for its answer before any other for the migration to ${m.mode}`), POLL_MS);
+    keep(
+      'Progressing',
+      reason(
+        'RestartAwaited',
+        `a restart request is under way (${m.stoppedAs ?? m.stopped ?? 'ovnkube-node'}): waiting for its answer before any other for the migration to ${m.mode}`,
+      ),
+      POLL_MS,
+    );
   const current = currentIdentity(i);
   const modeOk = !s.modeChecked || i.ovnkube.mode === m.mode;
   // A migration that identified ovnkube-node by its process (`apply`, or the agent
@@ -278,14 +341,30 @@ function restartView(i: DecideInput): Core {
   // process than the one the migration began with, and than the one stopped, is the
   // new ovnkube-node under CRI too. None running when it began (ovnkubeBefore null):
   // any one seen since started after it, as under --restart signal.
-  const processMoved = m.identity === 'process' && i.ovnkube.id !== null && i.ovnkube.id !== m.ovnkubeBefore && i.ovnkube.id !== m.stopped;
+  const processMoved =
+    m.identity === 'process' && i.ovnkube.id !== null && i.ovnkube.id !== m.ovnkubeBefore && i.ovnkube.id !== m.stopped;
   if (processMoved && s.strategy === 'cri') {
     if (!modeOk) {
       // As below: a new ovnkube-node in the other mode is neither the proof nor one to stop.
-      return keep('Progressing', reason('RestartAwaited', `a new ovnkube-node (${i.ovnkube.id}) runs ${i.ovnkube.mode ?? 'an unknown mode'}, not ${m.mode}: waiting for the operator's rollout`), POLL_MS);
+      return keep(
+        'Progressing',
+        reason(
+          'RestartAwaited',
+          `a new ovnkube-node (${i.ovnkube.id}) runs ${i.ovnkube.mode ?? 'an unknown mode'}, not ${m.mode}: waiting for the operator's rollout`,
+        ),
+        POLL_MS,
+      );
     }
     const done: Migration = { ...m, restart: 'done', doneAt: now };
-    return keep('Progressing', reason('Settling', `a new ovnkube-node runs ${m.mode}; watching the service routes for ${Math.round(s.settleMs / 1000)}s`), s.settleMs, done);
+    return keep(
+      'Progressing',
+      reason(
+        'Settling',
+        `a new ovnkube-node runs ${m.mode}; watching the service routes for ${Math.round(s.settleMs / 1000)}s`,
+      ),
+      s.settleMs,
+      done,
+    );
   }
   if (m.identity !== identityKind(s.strategy)) {
     // --restart changed between agent runs (or `apply` recorded the migration): a
@@ -296,16 +375,39 @@ function restartView(i: DecideInput): Core {
   const isNew = current !== null && current !== m.ovnkubeBefore && current !== m.stopped;
   if (isNew && modeOk) {
     const done: Migration = { ...m, restart: 'done', doneAt: now };
-    return keep('Progressing', reason('Settling', `a new ovnkube-node runs ${m.mode}; watching the service routes for ${Math.round(s.settleMs / 1000)}s`), s.settleMs, done);
+    return keep(
+      'Progressing',
+      reason(
+        'Settling',
+        `a new ovnkube-node runs ${m.mode}; watching the service routes for ${Math.round(s.settleMs / 1000)}s`,
+      ),
+      s.settleMs,
+      done,
+    );
   }
-  const seen = current === null ? 'no ovnkube-node running' : isNew ? `${current} not yet running ${m.mode}` : `still ${current}`;
+  const seen =
+    current === null ? 'no ovnkube-node running' : isNew ? `${current} not yet running ${m.mode}` : `still ${current}`;
   if (isNew) {
     // A new ovnkube-node in the other mode: it is not the proof, and it is never the
     // one to stop (that would be a second restart for one migration).
-    return keep('Progressing', reason('RestartAwaited', `a new ovnkube-node (${current}) runs ${i.ovnkube.mode ?? 'an unknown mode'}, not ${m.mode}: waiting for the operator's rollout`), POLL_MS);
+    return keep(
+      'Progressing',
+      reason(
+        'RestartAwaited',
+        `a new ovnkube-node (${current}) runs ${i.ovnkube.mode ?? 'an unknown mode'}, not ${m.mode}: waiting for the operator's rollout`,
+      ),
+      POLL_MS,
+    );
   }
   if (s.strategy === 'none') {
-    return keep('Progressing', reason('RestartAwaited', `waiting for ovnkube-node to be restarted for the migration to ${m.mode} (--restart none: restart it by hand); ${seen}`), POLL_MS);
+    return keep(
+      'Progressing',
+      reason(
+        'RestartAwaited',
+        `waiting for ovnkube-node to be restarted for the migration to ${m.mode} (--restart none: restart it by hand); ${seen}`,
+      ),
+      POLL_MS,
+    );
   }
   if (m.restart === 'requested') {
     const deadline = (m.lastAttemptAt ?? now) + s.timeoutMs;
@@ -313,30 +415,64 @@ function restartView(i: DecideInput): Core {
     // request never took (an agent killed between journal and request). Asking again
     // stops that same instance, never a new one; it waits for the rate limit.
     if (now >= deadline && i.restartInFlight) return underWay();
-    if (now >= deadline && current !== null && current === m.stopped && i.target && 'target' in i.target && i.target.target.id === m.stopped) {
+    if (
+      now >= deadline &&
+      current !== null &&
+      current === m.stopped &&
+      i.target &&
+      'target' in i.target &&
+      i.target.target.id === m.stopped
+    ) {
       const allowed = restartAllowed(i.restarts, now, s.limit);
       if (allowed.allowed) {
         const again: Migration = { ...m, attempts: m.attempts + 1, lastAttemptAt: now, outcome: null };
         return {
           steps: [{ kind: 'restart', target: i.target.target, migration: again }],
           migration: again,
-          restart: { phase: 'Progressing', reason: reason('RestartAwaited', `ovnkube-node ${m.stopped} still runs ${Math.round(s.timeoutMs / 1000)}s after its restart was requested: requesting it again`) },
+          restart: {
+            phase: 'Progressing',
+            reason: reason(
+              'RestartAwaited',
+              `ovnkube-node ${m.stopped} still runs ${Math.round(s.timeoutMs / 1000)}s after its restart was requested: requesting it again`,
+            ),
+          },
           wakeInMs: POLL_MS,
         };
       }
     }
     if (now >= deadline) {
-      return keep('Degraded', reason('RestartTimedOut', `ovnkube-node did not come back running ${m.mode} within ${Math.round(s.timeoutMs / 1000)}s of its restart (${m.stoppedAs ?? m.stopped}); ${seen}`), POLL_MS);
+      return keep(
+        'Degraded',
+        reason(
+          'RestartTimedOut',
+          `ovnkube-node did not come back running ${m.mode} within ${Math.round(s.timeoutMs / 1000)}s of its restart (${m.stoppedAs ?? m.stopped}); ${seen}`,
+        ),
+        POLL_MS,
+      );
     }
     const quick = m.lastAttemptAt !== null && now - m.lastAttemptAt < QUICK_FOR_MS;
-    return keep('Progressing', reason('RestartAwaited', `restarted ovnkube-node (${m.stoppedAs ?? m.stopped}); waiting for a new one running ${m.mode}: ${seen}`), quick ? QUICK_POLL_MS : POLL_MS);
+    return keep(
+      'Progressing',
+      reason(
+        'RestartAwaited',
+        `restarted ovnkube-node (${m.stoppedAs ?? m.stopped}); waiting for a new one running ${m.mode}: ${seen}`,
+      ),
+      quick ? QUICK_POLL_MS : POLL_MS,
+    );
   }
   // Owed, or failed before: request it, within backoff and the rate limit.
   if (i.restartInFlight) return underWay();
   if (m.restart === 'failed' && m.lastAttemptAt !== null) {
     const retryAt = m.lastAttemptAt + backoffMs(m.attempts, s.retryBaseMs, s.retryMaxMs);
     if (now < retryAt) {
-      return keep('Degraded', reason('RestartFailed', `restart of ovnkube-node for the migration to ${m.mode} failed (attempt ${m.attempts}): ${m.lastError}; retrying at ${isoAt(i, retryAt)}`), retryAt - now);
+      return keep(
+        'Degraded',
+        reason(
+          'RestartFailed',
+          `restart of ovnkube-node for the migration to ${m.mode} failed (attempt ${m.attempts}): ${m.lastError}; retrying at ${isoAt(i, retryAt)}`,
+        ),
+        retryAt - now,
+      );
     }
   }
   const allowed = restartAllowed(i.restarts, now, s.limit);
@@ -344,21 +480,51 @@ function restartView(i: DecideInput): Core {
     // A planned wait with a known end (a deliberate back-and-forth spends the limit), not a failure: Progressing.
     return keep(
       'Progressing',
-      reason('RestartRateLimited', `waiting until ${isoAt(i, allowed.nextAllowedAt)} to restart ovnkube-node for the migration to ${m.mode} (the restart rate limit: ${allowed.reason})`),
+      reason(
+        'RestartRateLimited',
+        `waiting until ${isoAt(i, allowed.nextAllowedAt)} to restart ovnkube-node for the migration to ${m.mode} (the restart rate limit: ${allowed.reason})`,
+      ),
       Math.max(POLL_MS, allowed.nextAllowedAt - now),
     );
   }
   const t = i.target;
   if (!t || 'error' in t) {
-    return keep('Degraded', reason('RestartFailed', `cannot restart ovnkube-node for the migration to ${m.mode}: ${t ? t.error : 'not looked up'}`), 5 * POLL_MS);
+    return keep(
+      'Degraded',
+      reason(
+        'RestartFailed',
+        `cannot restart ovnkube-node for the migration to ${m.mode}: ${t ? t.error : 'not looked up'}`,
+      ),
+      5 * POLL_MS,
+    );
   }
-  if (cannotCompare(i)) return keep('Progressing', reason('RestartAwaited', `restart of ovnkube-node for the migration to ${m.mode} waits: ${noIdentity(i, t.target)}`), POLL_MS);
+  if (cannotCompare(i))
+    return keep(
+      'Progressing',
+      reason(
+        'RestartAwaited',
+        `restart of ovnkube-node for the migration to ${m.mode} waits: ${noIdentity(i, t.target)}`,
+      ),
+      POLL_MS,
+    );
   if (targetMoved(i, t.target)) return keep('Progressing', lookAgain(i, t.target), QUICK_POLL_MS);
-  const requested: Migration = { ...m, restart: 'requested', attempts: m.attempts + 1, lastAttemptAt: now, stopped: t.target.id, stoppedAs: t.target.describe, outcome: null, lastError: null };
+  const requested: Migration = {
+    ...m,
+    restart: 'requested',
+    attempts: m.attempts + 1,
+    lastAttemptAt: now,
+    stopped: t.target.id,
+    stoppedAs: t.target.describe,
+    outcome: null,
+    lastError: null,
+  };
   return {
     steps: [{ kind: 'restart', target: t.target, migration: requested }],
     migration: requested,
-    restart: { phase: 'Progressing', reason: reason('RestartAwaited', `restarting ovnkube-node (${t.target.describe}) for the migration to ${m.mode}`) },
+    restart: {
+      phase: 'Progressing',
+      reason: reason('RestartAwaited', `restarting ovnkube-node (${t.target.describe}) for the migration to ${m.mode}`),
+    },
     wakeInMs: QUICK_POLL_MS,
   };
 }
@@ -370,7 +536,12 @@ export interface Summary {
 }
 
 /** The phase and its reasons, from the plan, the restart, the suspensions and a failure. */
-export function summarize(plan: Plan, restart: RestartView, suspensions: ReadonlyMap<string, string>, error: Reason | null): Summary {
+export function summarize(
+  plan: Plan,
+  restart: RestartView,
+  suspensions: ReadonlyMap<string, string>,
+  error: Reason | null,
+): Summary {
   const planReasons = plan.reasons;
   const rest = (first: Reason[]) => [...first, ...planReasons.filter((r) => !first.includes(r))];
   if (error) return { phase: 'Degraded', reasons: rest([error, ...(restart.reason ? [restart.reason] : [])]) };

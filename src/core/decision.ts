@@ -69,7 +69,14 @@ export type RestartStep = Extract<Step, { kind: 'restart' }>;
  */
 export type RecordStep =
   | { kind: 'catch-up' }
-  | { kind: 'answered'; mode: GatewayMode; target: string; result: 'stopped' | 'failed'; code: string | null; error: string | null }
+  | {
+      kind: 'answered';
+      mode: GatewayMode;
+      target: string;
+      result: 'stopped' | 'failed';
+      code: string | null;
+      error: string | null;
+    }
   | { kind: 'record'; migration: Migration | null; what: string }
   | { kind: 'completed'; mode: GatewayMode };
 

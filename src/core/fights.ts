@@ -34,7 +34,8 @@ export interface Situation {
   ovnkube: string | null;
 }
 
-const sameSituation = (a: Situation, b: Situation): boolean => a.desiredMode === b.desiredMode && a.ovnkube === b.ovnkube;
+const sameSituation = (a: Situation, b: Situation): boolean =>
+  a.desiredMode === b.desiredMode && a.ovnkube === b.ovnkube;
 
 export interface FightState {
   /** The situation when counting began; null before the first observation. */
@@ -44,7 +45,12 @@ export interface FightState {
   suspended: ReadonlyMap<string, { why: string; wanted: NextHop }>;
 }
 
-export const NO_FIGHTS: FightState = { situation: null, lastApplied: new Map(), setBacks: new Map(), suspended: new Map() };
+export const NO_FIGHTS: FightState = {
+  situation: null,
+  lastApplied: new Map(),
+  setBacks: new Map(),
+  suspended: new Map(),
+};
 
 export interface FightObservation {
   situation: Situation;
@@ -59,7 +65,11 @@ export function trackFights(state: FightState, o: FightObservation): FightState 
   const was = state.situation;
   if (was !== null && !sameSituation(was, o.situation)) {
     // Point 4: forgiven, and the set-backs counted again from this observation on.
-    state = { ...NO_FIGHTS, situation: o.situation, lastApplied: was.desiredMode === o.situation.desiredMode ? state.lastApplied : new Map() };
+    state = {
+      ...NO_FIGHTS,
+      situation: o.situation,
+      lastApplied: was.desiredMode === o.situation.desiredMode ? state.lastApplied : new Map(),
+    };
   }
   const lastApplied = new Map(state.lastApplied);
   const setBacks = new Map(state.setBacks);
@@ -97,7 +107,8 @@ export function trackFights(state: FightState, o: FightObservation): FightState 
  */
 export function recordApplied(state: FightState, actions: ReplaceAction[], now: number, note?: string): FightState {
   const lastApplied = new Map(state.lastApplied);
-  for (const a of actions) lastApplied.set(a.key.prefix, { nextHop: a.to, at: now, ...(note !== undefined ? { note } : {}) });
+  for (const a of actions)
+    lastApplied.set(a.key.prefix, { nextHop: a.to, at: now, ...(note !== undefined ? { note } : {}) });
   return { ...state, lastApplied };
 }
 

@@ -2,7 +2,15 @@
 // owns: the checks behind guarantees 1, 2 and 5 of planner.ts, pure as the planner.
 import { addressInSubnet, maskBytes, parseAddress, parseCidr, type Cidr, type Family } from '../net/cidr.js';
 import { reason, type Reason } from './reasons.js';
-import { renderNextHop, RT_TABLE_MAIN, RTN_UNICAST, type InterfaceAddress, type Link, type NextHop, type Route } from './route.js';
+import {
+  renderNextHop,
+  RT_TABLE_MAIN,
+  RTN_UNICAST,
+  type InterfaceAddress,
+  type Link,
+  type NextHop,
+  type Route,
+} from './route.js';
 import type { Observation, PlannerConfig } from './types.js';
 
 const LINK_LOCAL_NEXTHOPS = [parseCidr('169.254.0.0/16'), parseCidr('fd69::/16')];
@@ -36,40 +44,59 @@ export function findLink(links: Link[], name: string): Link | undefined {
   return links.find((l) => l.name === name);
 }
 
-
 /**
  * The local-mode next hop: ovn-k8s-mp0 holds the node subnet's second address and the
  * OVN router port its first. Anything else (no address, two, a host route, an IPv6
  * address still in DAD or failed it, an address that is not the .2) and the next hop
  * would be a guess: refuse.
  */
-export function managementNexthop(link: Link, family: Family, addresses: InterfaceAddress[]): { via: string } | { blocked: Reason } {
+export function managementNexthop(
+  link: Link,
+  family: Family,
+  addresses: InterfaceAddress[],
+): { via: string } | { blocked: Reason } {
   const name = link.name;
-  const mine = addresses.filter((a) => a.linkIndex === link.index && a.family === family && !(family === 6 && /^fe[89ab]/i.test(a.address)));
-  const unusable = (why: string) => ({ blocked: reason('ManagementAddressUnusable', `management interface ${name}: ${why}`) });
+  const mine = addresses.filter(
+    (a) => a.linkIndex === link.index && a.family === family && !(family === 6 && /^fe[89ab]/i.test(a.address)),
+  );
+  const unusable = (why: string) => ({
+    blocked: reason('ManagementAddressUnusable', `management interface ${name}: ${why}`),
+  });
   if (mine.length === 0) return unusable(`no IPv${family} address`);
-  if (mine.length > 1) return unusable(`${mine.length} IPv${family} addresses (${mine.map((a) => `${a.address}/${a.prefixLength}`).join(', ')}): cannot tell the node subnet`);
+  if (mine.length > 1)
+    return unusable(
+      `${mine.length} IPv${family} addresses (${mine.map((a) => `${a.address}/${a.prefixLength}`).join(', ')}): cannot tell the node subnet`,
+    );
   const a = mine[0]!;
   if (a.tentative) return unusable(`${a.address} is tentative (IPv6 duplicate address detection still running)`);
   if (a.dadFailed) return unusable(`${a.address} failed duplicate address detection`);
   const bits = family === 4 ? 32 : 128;
-  if (a.prefixLength >= bits - 1) return unusable(`${a.address}/${a.prefixLength} has no subnet to take a next hop from`);
+  if (a.prefixLength >= bits - 1)
+    return unusable(`${a.address}/${a.prefixLength} has no subnet to take a next hop from`);
   const ip = parseAddress(a.address);
   const second = addressInSubnet(ip, a.prefixLength, 2);
   if (!second.bytes.equals(ip.bytes)) {
-    return unusable(`${a.address}/${a.prefixLength} is not the subnet's second address (OVN-Kubernetes gives the management port ${second.text})`);
+    return unusable(
+      `${a.address}/${a.prefixLength} is not the subnet's second address (OVN-Kubernetes gives the management port ${second.text})`,
+    );
   }
   return { via: addressInSubnet(ip, a.prefixLength, 1).text };
 }
 
 /** The next hop a service route of this family must have in the desired mode. */
-export function expectedNexthop(mode: 'local' | 'shared', family: Family, input: { config: PlannerConfig; observed: Observation }): { expected: NextHop } | { blocked: Reason } {
+export function expectedNexthop(
+  mode: 'local' | 'shared',
+  family: Family,
+  input: { config: PlannerConfig; observed: Observation },
+): { expected: NextHop } | { blocked: Reason } {
   const { config, observed } = input;
   // The gateway interface must be present and up in both modes: without br-ex the
   // node is not in a state anyone should be moving routes in.
   const gateway = findLink(observed.links, config.gatewayInterface);
-  if (!gateway) return { blocked: reason('GatewayLinkMissing', `gateway interface ${config.gatewayInterface} does not exist`) };
-  if (!gateway.up) return { blocked: reason('GatewayLinkDown', `gateway interface ${config.gatewayInterface} is down`) };
+  if (!gateway)
+    return { blocked: reason('GatewayLinkMissing', `gateway interface ${config.gatewayInterface} does not exist`) };
+  if (!gateway.up)
+    return { blocked: reason('GatewayLinkDown', `gateway interface ${config.gatewayInterface} is down`) };
   const mp0 = findLink(observed.links, config.managementInterface);
   if (mode === 'local') {
     const name = config.managementInterface;
@@ -89,9 +116,16 @@ export function expectedNexthop(mode: 'local' | 'shared', family: Family, input:
     via = best?.nextHop.gateway ?? undefined;
   }
   if (!via) {
-    const skipped = defaults.map((r) => `metric ${r.key.priority} ${r.unmodelled.find((u) => u.startsWith('via ')) ?? renderNextHop(r.nextHop)}`);
+    const skipped = defaults.map(
+      (r) => `metric ${r.key.priority} ${r.unmodelled.find((u) => u.startsWith('via ')) ?? renderNextHop(r.nextHop)}`,
+    );
     const why = skipped.length > 0 ? `; skipped, no IPv${family} gateway: ${skipped.join(', ')}` : '';
-    return { blocked: reason('NoDefaultRoute', `no IPv${family} default route via ${name} to take the next hop from${why} (set --gateway-nexthop)`) };
+    return {
+      blocked: reason(
+        'NoDefaultRoute',
+        `no IPv${family} default route via ${name} to take the next hop from${why} (set --gateway-nexthop)`,
+      ),
+    };
   }
   // Shared-mode routes carry the cluster MTU, which ovnkube-node sets itself: the agent's
   // guess (--mtu, else ovnkube.conf, else the management port's link MTU) is only compared
@@ -103,11 +137,21 @@ export function expectedNexthop(mode: 'local' | 'shared', family: Family, input:
 /** Why the routes of a CIDR may not be touched, or the one route the agent owns. */
 export function ownedRoute(cidr: Cidr, routes: Route[], config: PlannerConfig): { route: Route } | { blocked: Reason } {
   if (routes.length === 0) {
-    return { blocked: reason('NoRoute', `no route for ${cidr.text} in the main table: ovnkube-node creates it, the agent only replaces it`) };
+    return {
+      blocked: reason(
+        'NoRoute',
+        `no route for ${cidr.text} in the main table: ovnkube-node creates it, the agent only replaces it`,
+      ),
+    };
   }
   if (routes.length > 1) {
     const list = routes.map((r) => `metric ${r.key.priority} ${renderNextHop(r.nextHop)}`).join('; ');
-    return { blocked: reason('SeveralRoutes', `${routes.length} routes for ${cidr.text} in the main table (${list}): not touching an ambiguous prefix`) };
+    return {
+      blocked: reason(
+        'SeveralRoutes',
+        `${routes.length} routes for ${cidr.text} in the main table (${list}): not touching an ambiguous prefix`,
+      ),
+    };
   }
   const r = routes[0]!;
   const notOurs = (why: string) => ({ blocked: reason('NotOurRoute', `${cidr.text} ${why}: not one the agent owns`) });
@@ -117,7 +161,9 @@ export function ownedRoute(cidr: Cidr, routes: Route[], config: PlannerConfig): 
   if (r.tos !== 0) return notOurs(`has a TOS selector (${r.tos})`);
   if (r.unmodelled.length > 0) return notOurs(`has ${r.unmodelled.join(', ')}, which a replace would not carry over`);
   if (r.nextHop.dev !== config.gatewayInterface && r.nextHop.dev !== config.managementInterface) {
-    return notOurs(`goes ${renderNextHop(r.nextHop)}, neither ${config.gatewayInterface} nor ${config.managementInterface}`);
+    return notOurs(
+      `goes ${renderNextHop(r.nextHop)}, neither ${config.gatewayInterface} nor ${config.managementInterface}`,
+    );
   }
   if (isLinkLocalNexthop(r.nextHop.gateway)) return notOurs(`goes via the link-local next hop ${r.nextHop.gateway}`);
   // Every 4.8/4.9 service route has a gateway; a link route (scope link) replaced by one via a

@@ -34,7 +34,6 @@ export const LEGACY_LOCAL_GATEWAY_LINK = 'ovn-k8s-gw0';
 export const EGRESS_FIREWALL_WARNING =
   'egress firewall cannot be repaired per node: its ACLs live in the OVN northbound database';
 
-
 export interface PlanInput {
   desired: DesiredMode;
   config: PlannerConfig;
@@ -83,10 +82,23 @@ export function plan(input: PlanInput): Plan {
 
   if (desired.mode === null) {
     // Never "keeping the last valid mode": there was none, and nothing is done.
-    return done([reason('ModeNotRead', `no valid mode read yet: acting on nothing (${desired.source.path}: ${desired.source.error ?? 'not read yet'})`)], true);
+    return done(
+      [
+        reason(
+          'ModeNotRead',
+          `no valid mode read yet: acting on nothing (${desired.source.path}: ${desired.source.error ?? 'not read yet'})`,
+        ),
+      ],
+      true,
+    );
   }
   if (desired.source.error) {
-    reasons.push(reason('ModeFileInvalid', `keeping the last valid desired mode "${desired.mode}": ${desired.source.path}: ${desired.source.error}`));
+    reasons.push(
+      reason(
+        'ModeFileInvalid',
+        `keeping the last valid desired mode "${desired.mode}": ${desired.source.path}: ${desired.source.error}`,
+      ),
+    );
   }
   if (layout === 'routing-via-host') {
     const what = platform.release === '4.10+' ? 'OpenShift 4.10 or later' : 'routing-via-host layout';
@@ -99,10 +111,19 @@ export function plan(input: PlanInput): Plan {
   // ovnkube-node in the other mode first: it is the reason that passes by itself (the rollout).
   if (config.ovnkubeModeCheck === 'proc') {
     const o = observed.ovnkube;
-    if (o.mode === null) blocked.push(reason('OvnkubeModeUnknown', `ovnkube-node's gateway mode is unknown: ${o.detail ?? 'no ovnkube --init-node process'}`));
+    if (o.mode === null)
+      blocked.push(
+        reason(
+          'OvnkubeModeUnknown',
+          `ovnkube-node's gateway mode is unknown: ${o.detail ?? 'no ovnkube --init-node process'}`,
+        ),
+      );
     else if (o.mode !== desired.mode) {
       blocked.push(
-        reason('OvnkubeOtherMode', `ovnkube-node (pid ${o.pid}) runs --gateway-mode ${o.mode}, desired ${desired.mode}: waiting for the cluster network operator to roll ovnkube-node out`),
+        reason(
+          'OvnkubeOtherMode',
+          `ovnkube-node (pid ${o.pid}) runs --gateway-mode ${o.mode}, desired ${desired.mode}: waiting for the cluster network operator to roll ovnkube-node out`,
+        ),
       );
     }
   }
@@ -144,7 +165,10 @@ export function plan(input: PlanInput): Plan {
       type: route.type,
       from: route.nextHop,
       to: expected,
-      reason: reason('Replacing', `desired mode ${desired.mode}: ${cidr.text} goes ${renderNextHop(route.nextHop)}, expected ${renderNextHop(expected)}`),
+      reason: reason(
+        'Replacing',
+        `desired mode ${desired.mode}: ${cidr.text} goes ${renderNextHop(route.nextHop)}, expected ${renderNextHop(expected)}`,
+      ),
     });
   }
   const mtuWarning = mtuMismatch(config, observed.links);
@@ -155,7 +179,12 @@ export function plan(input: PlanInput): Plan {
   // Guarantee 3: a suspended CIDR holds the others back too.
   if (held.length > 0) return { ...base, actions: [], blocked: false, reasons: [...reasons, ...held] };
   if (actions.length === 0) {
-    return { ...base, actions, blocked: false, reasons: [...reasons, reason('InSync', `service routes match desired mode ${desired.mode}`)] };
+    return {
+      ...base,
+      actions,
+      blocked: false,
+      reasons: [...reasons, reason('InSync', `service routes match desired mode ${desired.mode}`)],
+    };
   }
   if (config.dryRun) {
     const dry = reason('DryRun', `dry run: ${actions.length} replace(s) planned, not applied`);
@@ -212,7 +241,13 @@ function planShared(input: PlanInput, base: Pick<Plan, 'layout' | 'platform' | '
   const o = observed.ovnkube;
   let ovnkubeLocal = false;
   if (config.ovnkubeModeCheck === 'proc') {
-    if (o.mode === null) blocked.push(reason('OvnkubeModeUnknown', `ovnkube-node's gateway mode is unknown: ${o.detail ?? 'no ovnkube --init-node process'}`));
+    if (o.mode === null)
+      blocked.push(
+        reason(
+          'OvnkubeModeUnknown',
+          `ovnkube-node's gateway mode is unknown: ${o.detail ?? 'no ovnkube --init-node process'}`,
+        ),
+      );
     else if (o.mode === 'local') {
       ovnkubeLocal = true;
       blocked.push(
@@ -240,7 +275,8 @@ function planShared(input: PlanInput, base: Pick<Plan, 'layout' | 'platform' | '
     if (hop.dev === config.managementInterface) {
       statuses.push(statusOf(observed, cidr, expected, false));
       if (ovnkubeLocal) continue;
-      const whose = o.mode === 'shared' ? `ovnkube-node (pid ${o.pid}) runs shared and keeps it` : 'ovnkube-node keeps it';
+      const whose =
+        o.mode === 'shared' ? `ovnkube-node (pid ${o.pid}) runs shared and keeps it` : 'ovnkube-node keeps it';
       fallbacks.push(
         reason(
           'OvnkubeFallbackRoute',
@@ -266,7 +302,9 @@ function planShared(input: PlanInput, base: Pick<Plan, 'layout' | 'platform' | '
     }
     statuses.push(statusOf(observed, cidr, expected, true));
     if (expected.mtu !== null && hop.mtu !== expected.mtu) {
-      warnings.push(`${cidr.text} carries ${hop.mtu === null ? 'no mtu' : `mtu ${hop.mtu}`}, the agent expected ${expected.mtu} (--mtu, ovnkube.conf or ${config.managementInterface}'s link MTU): ovnkube-node sets it; left as it is`);
+      warnings.push(
+        `${cidr.text} carries ${hop.mtu === null ? 'no mtu' : `mtu ${hop.mtu}`}, the agent expected ${expected.mtu} (--mtu, ovnkube.conf or ${config.managementInterface}'s link MTU): ovnkube-node sets it; left as it is`,
+      );
     }
   }
   const mtuWarning = mtuMismatch(config, observed.links);
@@ -275,9 +313,23 @@ function planShared(input: PlanInput, base: Pick<Plan, 'layout' | 'platform' | '
   if (blocked.length > 0) return { ...out, blocked: true, reasons: [...reasons, ...blocked] };
   if (fallbacks.length > 0) return { ...out, blocked: false, reasons: [...reasons, ...fallbacks] };
   if (layout === 'unknown') {
-    return { ...out, blocked: false, reasons: [...reasons, reason('AlreadyShared', `service routes have the shared-mode shape ovnkube-node gives them (release unknown: ${platform.evidence})`)] };
+    return {
+      ...out,
+      blocked: false,
+      reasons: [
+        ...reasons,
+        reason(
+          'AlreadyShared',
+          `service routes have the shared-mode shape ovnkube-node gives them (release unknown: ${platform.evidence})`,
+        ),
+      ],
+    };
   }
-  return { ...out, blocked: false, reasons: [...reasons, reason('InSync', 'service routes match desired mode shared, as ovnkube-node makes them')] };
+  return {
+    ...out,
+    blocked: false,
+    reasons: [...reasons, reason('InSync', 'service routes match desired mode shared, as ovnkube-node makes them')],
+  };
 }
 
 function mtuMismatch(config: PlannerConfig, links: Link[]): string | undefined {

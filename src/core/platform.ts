@@ -59,10 +59,24 @@ export function parseOsRelease(text: string, path: string): OsRelease {
     fields.set(m[1]!, value.replace(/\\(["'$`\\])/g, '$1'));
   }
   const get = (k: string) => (fields.get(k) ?? '') || null;
-  return { path, id: get('ID'), openshiftVersion: get('OPENSHIFT_VERSION'), version: get('VERSION'), versionId: get('VERSION_ID'), error: null };
+  return {
+    path,
+    id: get('ID'),
+    openshiftVersion: get('OPENSHIFT_VERSION'),
+    version: get('VERSION'),
+    versionId: get('VERSION_ID'),
+    error: null,
+  };
 }
 
-export const noOsRelease = (path: string, error: string): OsRelease => ({ path, id: null, openshiftVersion: null, version: null, versionId: null, error });
+export const noOsRelease = (path: string, error: string): OsRelease => ({
+  path,
+  id: null,
+  openshiftVersion: null,
+  version: null,
+  versionId: null,
+  error,
+});
 
 type MajorMinor = [number, number];
 
@@ -103,9 +117,11 @@ function osReleaseFinding(o: OsRelease): { release: Release; text: string } {
   ];
   for (const [field, value, read] of claims) {
     const v = value === null ? null : read(value);
-    if (v && isRecent(v)) return { release: '4.10+', text: field === 'OPENSHIFT_VERSION' ? said : `${said} ${field}=${value}` };
+    if (v && isRecent(v))
+      return { release: '4.10+', text: field === 'OPENSHIFT_VERSION' ? said : `${said} ${field}=${value}` };
   }
-  if (o.openshiftVersion === null) return { release: 'unknown', text: `${said} (no OpenShift version: not an RHCOS node)` };
+  if (o.openshiftVersion === null)
+    return { release: 'unknown', text: `${said} (no OpenShift version: not an RHCOS node)` };
   const v = strictVersionOf(o.openshiftVersion);
   if (v === null) return { release: 'unknown', text: `${said} (not a version the agent acts on)` };
   if (!rhcos) return { release: 'unknown', text: `${said} (not RHCOS)` };
@@ -114,22 +130,39 @@ function osReleaseFinding(o: OsRelease): { release: Release; text: string } {
 }
 
 /** A service route via the gateway interface to a masquerade .4: the 4.12+ shape. */
-export function masqueradeRoute(routes: Route[], config: Pick<PlannerConfig, 'gatewayInterface' | 'masqueradeNexthops'>): Route | undefined {
+export function masqueradeRoute(
+  routes: Route[],
+  config: Pick<PlannerConfig, 'gatewayInterface' | 'masqueradeNexthops'>,
+): Route | undefined {
   const masquerade = new Set([...ROUTING_VIA_HOST_NEXTHOPS, ...config.masqueradeNexthops]);
-  return routes.find((r) => r.nextHop.dev === config.gatewayInterface && r.nextHop.gateway !== null && masquerade.has(r.nextHop.gateway));
+  return routes.find(
+    (r) => r.nextHop.dev === config.gatewayInterface && r.nextHop.gateway !== null && masquerade.has(r.nextHop.gateway),
+  );
 }
 
 /** The release, the layout the agent works in, and what decided: see the rules above. */
-export function identifyPlatform(config: PlannerConfig, serviceRoutes: Route[], ovnkube: Pick<OvnkubeObservation, 'release410Plus'>): Platform {
+export function identifyPlatform(
+  config: PlannerConfig,
+  serviceRoutes: Route[],
+  ovnkube: Pick<OvnkubeObservation, 'release410Plus'>,
+): Platform {
   const os = osReleaseFinding(config.osRelease);
   const recent: string[] = [];
-  if (ovnkube.release410Plus !== null) recent.push(`ovnkube-node's command line has ${ovnkube.release410Plus}, rendered by the 4.10+ network operator only`);
+  if (ovnkube.release410Plus !== null)
+    recent.push(
+      `ovnkube-node's command line has ${ovnkube.release410Plus}, rendered by the 4.10+ network operator only`,
+    );
   if (os.release === '4.10+') recent.push(os.text);
   if (config.confEvidence && config.confEvidence.keys.length > 0) {
-    recent.push(`${config.confEvidence.path} has ${config.confEvidence.keys.join(', ')} (rendered by the 4.10+ network operator only)`);
+    recent.push(
+      `${config.confEvidence.path} has ${config.confEvidence.keys.join(', ')} (rendered by the 4.10+ network operator only)`,
+    );
   }
   const via = masqueradeRoute(serviceRoutes, config);
-  if (via) recent.push(`${via.key.prefix} goes via ${via.nextHop.gateway} dev ${config.gatewayInterface} (a masquerade next hop)`);
+  if (via)
+    recent.push(
+      `${via.key.prefix} goes via ${via.nextHop.gateway} dev ${config.gatewayInterface} (a masquerade next hop)`,
+    );
   if (recent.length > 0) {
     const ignored = config.layout === 'legacy' ? '; --layout legacy ignored' : '';
     return { release: '4.10+', evidence: `${recent.join('; ')}${ignored}`, layout: 'routing-via-host' };
@@ -140,6 +173,7 @@ export function identifyPlatform(config: PlannerConfig, serviceRoutes: Route[], 
   if (os.release === '4.8-4.9') return { release: '4.8-4.9', evidence: os.text, layout: 'legacy' };
   const conf = config.confEvidence ? `${config.confEvidence.path} has no 4.10+ key` : 'no --ovnkube-config to look at';
   const looked = `${os.text}; ${conf}; no service route via a masquerade next hop; no 4.10+ flag on ovnkube-node's command line`;
-  if (config.layout === 'legacy') return { release: 'unknown', evidence: `--layout legacy, stated by the operator (${looked})`, layout: 'legacy' };
+  if (config.layout === 'legacy')
+    return { release: 'unknown', evidence: `--layout legacy, stated by the operator (${looked})`, layout: 'legacy' };
   return { release: 'unknown', evidence: looked, layout: 'unknown' };
 }

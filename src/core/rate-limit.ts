@@ -8,14 +8,26 @@ export interface RateLimit {
 }
 
 /** Whether a restart may be requested now, given the times of earlier ones. */
-export function restartAllowed(history: number[], now: number, limit: RateLimit): { allowed: true } | { allowed: false; nextAllowedAt: number; reason: string } {
+export function restartAllowed(
+  history: number[],
+  now: number,
+  limit: RateLimit,
+): { allowed: true } | { allowed: false; nextAllowedAt: number; reason: string } {
   const last = Math.max(-Infinity, ...history);
   if (now - last < limit.minIntervalMs) {
-    return { allowed: false, nextAllowedAt: last + limit.minIntervalMs, reason: `the last restart was less than ${Math.round(limit.minIntervalMs / 1000)}s ago` };
+    return {
+      allowed: false,
+      nextAllowedAt: last + limit.minIntervalMs,
+      reason: `the last restart was less than ${Math.round(limit.minIntervalMs / 1000)}s ago`,
+    };
   }
   const lastHour = history.filter((t) => now - t < HOUR_MS).sort((a, b) => a - b);
   if (lastHour.length >= limit.maxPerHour) {
-    return { allowed: false, nextAllowedAt: lastHour[0]! + HOUR_MS, reason: `${lastHour.length} restarts in the last hour (at most ${limit.maxPerHour})` };
+    return {
+      allowed: false,
+      nextAllowedAt: lastHour[0]! + HOUR_MS,
+      reason: `${lastHour.length} restarts in the last hour (at most ${limit.maxPerHour})`,
+    };
   }
   return { allowed: true };
 }

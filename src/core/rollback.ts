@@ -35,11 +35,31 @@ export interface RollbackPlan {
 
 export function planRollback(migration: Migration | null, observed: Observation, config: PlannerConfig): RollbackPlan {
   if (migration === null || migration.routes.length === 0) {
-    return { actions: [], refusals: [reason('NothingToRollBack', migration === null ? 'the journal records no migration' : `the ${migration.mode} migration replaced no route`)] };
+    return {
+      actions: [],
+      refusals: [
+        reason(
+          'NothingToRollBack',
+          migration === null ? 'the journal records no migration' : `the ${migration.mode} migration replaced no route`,
+        ),
+      ],
+    };
   }
-  const layout = detectLayout({ desired: { mode: migration.mode, source: { path: '', error: null } }, config, observed });
+  const layout = detectLayout({
+    desired: { mode: migration.mode, source: { path: '', error: null } },
+    config,
+    observed,
+  });
   if (layout.layout === 'routing-via-host') {
-    return { actions: [], refusals: [reason('RoutingViaHostLayout', `routing-via-host layout (${layout.evidence}): a service route via ${config.gatewayInterface} is right in both modes; nothing is put back`)] };
+    return {
+      actions: [],
+      refusals: [
+        reason(
+          'RoutingViaHostLayout',
+          `routing-via-host layout (${layout.evidence}): a service route via ${config.gatewayInterface} is right in both modes; nothing is put back`,
+        ),
+      ],
+    };
   }
   const actions: ReplaceAction[] = [];
   const refusals: Reason[] = [];
@@ -52,10 +72,22 @@ export function planRollback(migration: Migration | null, observed: Observation,
       continue;
     }
     const now = owned.route;
-    if (now.key.table === recorded.key.table && now.key.priority === recorded.key.priority && sameNextHop(now.nextHop, recorded.from)) continue;
-    if (now.key.table !== recorded.key.table || now.key.priority !== recorded.key.priority || !sameNextHop(now.nextHop, recorded.to)) {
+    if (
+      now.key.table === recorded.key.table &&
+      now.key.priority === recorded.key.priority &&
+      sameNextHop(now.nextHop, recorded.from)
+    )
+      continue;
+    if (
+      now.key.table !== recorded.key.table ||
+      now.key.priority !== recorded.key.priority ||
+      !sameNextHop(now.nextHop, recorded.to)
+    ) {
       refusals.push(
-        reason('RouteNotAsLeft', `${prefix} is ${renderNextHop(now.nextHop)} metric ${now.key.priority}; the migration left it ${renderNextHop(recorded.to)} metric ${recorded.key.priority}: changed since, not putting back over it`),
+        reason(
+          'RouteNotAsLeft',
+          `${prefix} is ${renderNextHop(now.nextHop)} metric ${now.key.priority}; the migration left it ${renderNextHop(recorded.to)} metric ${recorded.key.priority}: changed since, not putting back over it`,
+        ),
       );
       continue;
     }
@@ -71,26 +103,57 @@ export function planRollback(migration: Migration | null, observed: Observation,
       type: now.type,
       from: now.nextHop,
       to: back.to,
-      reason: reason('RollingBack', `put ${prefix} back: ${renderNextHop(now.nextHop)} -> ${renderNextHop(back.to)} (before the ${migration.mode} migration)`),
+      reason: reason(
+        'RollingBack',
+        `put ${prefix} back: ${renderNextHop(now.nextHop)} -> ${renderNextHop(back.to)} (before the ${migration.mode} migration)`,
+      ),
     });
   }
   if (refusals.length > 0) return { actions: [], refusals };
   if (actions.length === 0) {
-    return { actions: [], refusals: [reason('NothingToRollBack', `the routes the ${migration.mode} migration replaced are as they were before it`)] };
+    return {
+      actions: [],
+      refusals: [
+        reason('NothingToRollBack', `the routes the ${migration.mode} migration replaced are as they were before it`),
+      ],
+    };
   }
   return { actions, refusals };
 }
 
 /** The recorded old next hop, with its device's current index, if the rules still hold it right. */
-function oldNextHop(from: NextHop, family: 4 | 6, observed: Observation, config: PlannerConfig, prefix: string): { to: NextHop } | { refused: Reason } {
+function oldNextHop(
+  from: NextHop,
+  family: 4 | 6,
+  observed: Observation,
+  config: PlannerConfig,
+  prefix: string,
+): { to: NextHop } | { refused: Reason } {
   const link = observed.links.find((l) => l.name === from.dev);
-  if (from.dev === null || !link) return { refused: reason(from.dev === config.managementInterface ? 'ManagementLinkMissing' : 'GatewayLinkMissing', `${prefix}: the old device ${from.dev ?? '(none)'} does not exist`) };
-  if (!link.up) return { refused: reason(from.dev === config.managementInterface ? 'ManagementLinkDown' : 'GatewayLinkDown', `${prefix}: the old device ${from.dev} is down`) };
+  if (from.dev === null || !link)
+    return {
+      refused: reason(
+        from.dev === config.managementInterface ? 'ManagementLinkMissing' : 'GatewayLinkMissing',
+        `${prefix}: the old device ${from.dev ?? '(none)'} does not exist`,
+      ),
+    };
+  if (!link.up)
+    return {
+      refused: reason(
+        from.dev === config.managementInterface ? 'ManagementLinkDown' : 'GatewayLinkDown',
+        `${prefix}: the old device ${from.dev} is down`,
+      ),
+    };
   if (from.dev === config.managementInterface) {
     const hop = managementNexthop(link, family, observed.addresses);
     if ('blocked' in hop) return { refused: hop.blocked };
     if (hop.via !== from.gateway) {
-      return { refused: reason('ManagementSubnetChanged', `${prefix}: the old next hop ${from.gateway ?? '(none)'} is not the first address of ${config.managementInterface}'s subnet any more (now ${hop.via})`) };
+      return {
+        refused: reason(
+          'ManagementSubnetChanged',
+          `${prefix}: the old next hop ${from.gateway ?? '(none)'} is not the first address of ${config.managementInterface}'s subnet any more (now ${hop.via})`,
+        ),
+      };
     }
   }
   return { to: { ...from, oif: link.index } };

@@ -73,7 +73,11 @@ export function sameKey(a: RouteKey, b: RouteKey): boolean {
 
 /** How a next hop reads in logs and status: `via 172.18.0.1 dev br-ex mtu 1400`. */
 export function renderNextHop(n: NextHop): string {
-  const parts = [n.gateway === null ? null : `via ${n.gateway}`, n.dev === null ? null : `dev ${n.dev}`, n.mtu === null ? null : `mtu ${n.mtu}`];
+  const parts = [
+    n.gateway === null ? null : `via ${n.gateway}`,
+    n.dev === null ? null : `dev ${n.dev}`,
+    n.mtu === null ? null : `mtu ${n.mtu}`,
+  ];
   return parts.filter((p) => p !== null).join(' ') || '(no next hop)';
 }
 

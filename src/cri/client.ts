@@ -31,7 +31,11 @@ export function pickEndpoint(candidates: string[] = DEFAULT_CRI_ENDPOINTS): stri
   return candidates.find((p) => existsSync(p));
 }
 
-type Unary<Req, Res> = (req: Req, opts: Grpc.CallOptions, cb: (err: Grpc.ServiceError | null, res: Res) => void) => void;
+type Unary<Req, Res> = (
+  req: Req,
+  opts: Grpc.CallOptions,
+  cb: (err: Grpc.ServiceError | null, res: Res) => void,
+) => void;
 
 interface RuntimeServiceClient extends Grpc.Client {
   ListContainers: Unary<object, { containers: Array<Record<string, unknown>> }>;
@@ -54,7 +58,10 @@ export class CriClient {
     private readonly deadlineMs = 10_000,
   ) {
     const runtime = (load().runtime as Grpc.GrpcObject).v1 as Grpc.GrpcObject;
-    const Service = runtime.RuntimeService as unknown as new (address: string, creds: Grpc.ChannelCredentials) => RuntimeServiceClient;
+    const Service = runtime.RuntimeService as unknown as new (
+      address: string,
+      creds: Grpc.ChannelCredentials,
+    ) => RuntimeServiceClient;
     this.client = new Service(`unix://${endpoint}`, grpc.credentials.createInsecure());
   }
 
@@ -86,7 +93,12 @@ export class CriClient {
 
   /** Stops a container, giving it graceSeconds before the runtime kills it. */
   async stopContainer(id: string, graceSeconds: number): Promise<void> {
-    await this.call('StopContainer', this.client.StopContainer, { containerId: id, timeout: String(graceSeconds) }, graceSeconds * 1000);
+    await this.call(
+      'StopContainer',
+      this.client.StopContainer,
+      { containerId: id, timeout: String(graceSeconds) },
+      graceSeconds * 1000,
+    );
   }
 
   close(): void {

@@ -66,9 +66,12 @@ function toNetlinkError(err: unknown, what: string): NetlinkError {
 }
 
 function decodeFailure(what: string, err: unknown): NetlinkDecodeError {
-  return new NetlinkDecodeError(`${what}: malformed netlink data: ${err instanceof Error ? err.message : String(err)}`, {
-    cause: err,
-  });
+  return new NetlinkDecodeError(
+    `${what}: malformed netlink data: ${err instanceof Error ? err.message : String(err)}`,
+    {
+      cause: err,
+    },
+  );
 }
 
 /** A socket that carries one request at a time. */
@@ -81,7 +84,10 @@ export class RequestChannel {
   /** Set when polling could not be re-armed: the socket is deaf from then on. */
   private broken: NetlinkError | undefined;
 
-  constructor(transport: NetlinkTransport, private readonly timeoutMs = 10_000) {
+  constructor(
+    transport: NetlinkTransport,
+    private readonly timeoutMs = 10_000,
+  ) {
     this.socket = transport.open({ strictCheck: true, extAck: true, rcvbuf: 4 << 20 }, (_status, rearm) =>
       this.onReadable(rearm),
     );
@@ -245,13 +251,16 @@ export class SubscriptionChannel {
     routeFilter?: Buffer,
     socketFilter?: Buffer | null,
   ) {
-    this.socket = transport.open({ groups: groups.required, optionalGroups: groups.optional, rcvbuf }, (_status, rearm) => {
-      if (rearm < 0) {
-        this.deaf = true;
-        this.handlers.onLost(new NetlinkError(-rearm, 'uv_poll_start (subscription socket)'));
-      }
-      this.drain();
-    });
+    this.socket = transport.open(
+      { groups: groups.required, optionalGroups: groups.optional, rcvbuf },
+      (_status, rearm) => {
+        if (rearm < 0) {
+          this.deaf = true;
+          this.handlers.onLost(new NetlinkError(-rearm, 'uv_poll_start (subscription socket)'));
+        }
+        this.drain();
+      },
+    );
     // Guarantee 6; read only in drain(), so it covers every notification from the first.
     if (routeFilter) {
       try {

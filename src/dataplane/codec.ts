@@ -134,7 +134,6 @@ export function encodeRouteDump(seq: number, port: number, family: number, table
   return encode(RTM_GETROUTE, NLM_F_REQUEST | NLM_F_DUMP, seq, port, payload);
 }
 
-
 export function encodeRoute(type: number, flags: number, seq: number, port: number, r: RouteMessage): Buffer {
   const payload = streamOf((out) =>
     rt.formatRouteMessage(
@@ -189,7 +188,10 @@ export function encodeLink(type: number, flags: number, seq: number, port: numbe
 }
 
 export function encodeAddress(type: number, flags: number, seq: number, port: number, a: DecodedAddress): Buffer {
-  const addressFlags = { ...(a.tentative ? { tentative: true as const } : {}), ...(a.dadFailed ? { dadfailed: true as const } : {}) };
+  const addressFlags = {
+    ...(a.tentative ? { tentative: true as const } : {}),
+    ...(a.dadFailed ? { dadfailed: true as const } : {}),
+  };
   const payload = streamOf((out) =>
     rt.formatAddressMessage(
       {
@@ -221,7 +223,10 @@ function errnoField(errno: number): Buffer {
 /** The end of a dump as the kernel writes it: an int error, then (NLM_F_ACK_TLVS) ext-ack attributes. */
 export function encodeDone(seq: number, port: number, errno = 0, extAck?: string, flags = 0): Buffer {
   const tlvs = extAckAttribute(extAck);
-  return encode(NLMSG_DONE, NLM_F_MULTI | flags | (tlvs.length ? NLM_F_ACK_TLVS : 0), seq, port, [errnoField(errno), ...tlvs]);
+  return encode(NLMSG_DONE, NLM_F_MULTI | flags | (tlvs.length ? NLM_F_ACK_TLVS : 0), seq, port, [
+    errnoField(errno),
+    ...tlvs,
+  ]);
 }
 
 /**
@@ -276,7 +281,8 @@ export function routeTable(payload: Buffer): number {
   while (offset + 4 <= payload.length) {
     const attrLen = payload.readUInt16LE(offset);
     if (attrLen < 4) break;
-    if ((payload.readUInt16LE(offset + 2) & 0x3fff) === RTA_TABLE && attrLen >= 8) return payload.readUInt32LE(offset + 4);
+    if ((payload.readUInt16LE(offset + 2) & 0x3fff) === RTA_TABLE && attrLen >= 8)
+      return payload.readUInt32LE(offset + 4);
     offset += (attrLen + 3) & ~3;
   }
   return payload[4] ?? 0;
@@ -287,7 +293,8 @@ function routeDestinationHex(payload: Buffer): string {
   while (offset + 4 <= payload.length) {
     const attrLen = payload.readUInt16LE(offset);
     if (attrLen < 4) break;
-    if ((payload.readUInt16LE(offset + 2) & 0x3fff) === RTA_DST) return payload.toString('hex', offset + 4, offset + attrLen);
+    if ((payload.readUInt16LE(offset + 2) & 0x3fff) === RTA_DST)
+      return payload.toString('hex', offset + 4, offset + attrLen);
     offset += (attrLen + 3) & ~3;
   }
   return '';

@@ -83,7 +83,6 @@ const EINTR = 4;
 const ENODEV = 19;
 const EINVAL = 22;
 
-
 export interface KernelDataplaneOptions {
   /** The netlink sockets; the real kernel unless a test injects a fake. */
   transport?: NetlinkTransport;
@@ -114,7 +113,8 @@ export class KernelDataplane implements Dataplane {
       reset();
       const { interrupted } = await this.requests.exchange(what, build, onMessage, routeFilter);
       if (!interrupted) return;
-      if (attempt >= MAX_DUMP_ATTEMPTS) throw new NetlinkError(EINTR, `${what} (interrupted ${attempt} times in a row)`);
+      if (attempt >= MAX_DUMP_ATTEMPTS)
+        throw new NetlinkError(EINTR, `${what} (interrupted ${attempt} times in a row)`);
     }
   }
 
@@ -144,7 +144,9 @@ export class KernelDataplane implements Dataplane {
 
   async links(): Promise<Link[]> {
     const dump = () =>
-      this.dumpList('dump links', encodeLinkDump, (msg) => (msg.type === RTM_NEWLINK ? decodeLink(msg.data) : undefined));
+      this.dumpList('dump links', encodeLinkDump, (msg) =>
+        msg.type === RTM_NEWLINK ? decodeLink(msg.data) : undefined,
+      );
     const keeper = this.interfaceKeeper();
     const links = keeper ? await keeper.links(dump) : await dump();
     for (const sub of this.subscriptions) sub.learnLinks(links);

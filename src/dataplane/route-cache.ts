@@ -29,7 +29,11 @@ function sameBuffer(a: Buffer | undefined, b: Buffer | undefined): boolean {
 
 function sameNextHops(a: DecodedNextHop[] | undefined, b: DecodedNextHop[] | undefined): boolean {
   if (a === undefined || b === undefined) return a === b;
-  const text = (hops: DecodedNextHop[]) => hops.map((h) => `${h.oif}/${h.gateway?.toString('hex') ?? ''}`).sort().join();
+  const text = (hops: DecodedNextHop[]) =>
+    hops
+      .map((h) => `${h.oif}/${h.gateway?.toString('hex') ?? ''}`)
+      .sort()
+      .join();
   return text(a) === text(b);
 }
 
@@ -84,7 +88,8 @@ export class RouteCache {
       if (keyed < 0) list.push(route);
       else {
         list[keyed] = route;
-        for (let i = list.length - 1; i > keyed; i--) if (identicalRoutes(list[i] as DecodedRoute, route)) list.splice(i, 1);
+        for (let i = list.length - 1; i > keyed; i--)
+          if (identicalRoutes(list[i] as DecodedRoute, route)) list.splice(i, 1);
       }
       return true;
     }

@@ -60,20 +60,77 @@ const NLA_F_NET_BYTEORDER = 0x4000;
 
 // include/uapi/linux/rtnetlink.h, enum rtattr_type_t.
 const RTA = {
-  DST: 1, SRC: 2, IIF: 3, OIF: 4, GATEWAY: 5, PRIORITY: 6, PREFSRC: 7, METRICS: 8, MULTIPATH: 9, PROTOINFO: 10, FLOW: 11,
-  CACHEINFO: 12, SESSION: 13, MP_ALGO: 14, TABLE: 15, MARK: 16, MFC_STATS: 17, VIA: 18, NEWDST: 19, PREF: 20, ENCAP_TYPE: 21,
-  ENCAP: 22, EXPIRES: 23, PAD: 24, UID: 25, TTL_PROPAGATE: 26, IP_PROTO: 27, SPORT: 28, DPORT: 29, NH_ID: 30, FLOWLABEL: 31,
+  DST: 1,
+  SRC: 2,
+  IIF: 3,
+  OIF: 4,
+  GATEWAY: 5,
+  PRIORITY: 6,
+  PREFSRC: 7,
+  METRICS: 8,
+  MULTIPATH: 9,
+  PROTOINFO: 10,
+  FLOW: 11,
+  CACHEINFO: 12,
+  SESSION: 13,
+  MP_ALGO: 14,
+  TABLE: 15,
+  MARK: 16,
+  MFC_STATS: 17,
+  VIA: 18,
+  NEWDST: 19,
+  PREF: 20,
+  ENCAP_TYPE: 21,
+  ENCAP: 22,
+  EXPIRES: 23,
+  PAD: 24,
+  UID: 25,
+  TTL_PROPAGATE: 26,
+  IP_PROTO: 27,
+  SPORT: 28,
+  DPORT: 29,
+  NH_ID: 30,
+  FLOWLABEL: 31,
 } as const;
 const RTA_NAMES = new Map<number, string>(Object.entries(RTA).map(([name, type]) => [type, `RTA_${name}`]));
 // What `ip route` calls the attributes a plain unicast route never has (some only answer a get).
 const PLAIN_WORDS: Record<number, string> = {
-  [RTA.IIF]: 'iif', [RTA.PROTOINFO]: 'protoinfo', [RTA.SESSION]: 'session', [RTA.MP_ALGO]: 'mp_algo', [RTA.MARK]: 'mark',
-  [RTA.MFC_STATS]: 'mfc stats', [RTA.NEWDST]: 'as (MPLS)', [RTA.TTL_PROPAGATE]: 'ttl-propagate', [RTA.UID]: 'uid',
-  [RTA.IP_PROTO]: 'ipproto', [RTA.SPORT]: 'sport', [RTA.DPORT]: 'dport', [RTA.FLOWLABEL]: 'flowlabel',
+  [RTA.IIF]: 'iif',
+  [RTA.PROTOINFO]: 'protoinfo',
+  [RTA.SESSION]: 'session',
+  [RTA.MP_ALGO]: 'mp_algo',
+  [RTA.MARK]: 'mark',
+  [RTA.MFC_STATS]: 'mfc stats',
+  [RTA.NEWDST]: 'as (MPLS)',
+  [RTA.TTL_PROPAGATE]: 'ttl-propagate',
+  [RTA.UID]: 'uid',
+  [RTA.IP_PROTO]: 'ipproto',
+  [RTA.SPORT]: 'sport',
+  [RTA.DPORT]: 'dport',
+  [RTA.FLOWLABEL]: 'flowlabel',
 };
 // RTAX_*, as iproute2 names them; RTAX_MTU (2) is the one the agent models.
 const RTAX_MTU = 2;
-const RTAX_NAMES = ['', 'lock', 'mtu', 'window', 'rtt', 'rttvar', 'ssthresh', 'cwnd', 'advmss', 'reordering', 'hoplimit', 'initcwnd', 'features', 'rto_min', 'initrwnd', 'quickack', 'congctl', 'fastopen_no_cookie'];
+const RTAX_NAMES = [
+  '',
+  'lock',
+  'mtu',
+  'window',
+  'rtt',
+  'rttvar',
+  'ssthresh',
+  'cwnd',
+  'advmss',
+  'reordering',
+  'hoplimit',
+  'initcwnd',
+  'features',
+  'rto_min',
+  'initrwnd',
+  'quickack',
+  'congctl',
+  'fastopen_no_cookie',
+];
 // include/uapi/linux/lwtunnel.h, enum lwtunnel_encap_types.
 const ENCAP_NAMES = ['none', 'mpls', 'ip', 'ila', 'ip6', 'seg6', 'bpf', 'seg6local', 'rpl', 'ioam6', 'xfrm'];
 // rtm_flags bits a route is configured with (RTNH_F_*); the others (dead, linkdown,
@@ -101,8 +158,10 @@ function attributes(buf: Buffer): { attrs: Attribute[]; broken: number | undefin
   return { attrs, broken: offset < buf.length ? offset : undefined };
 }
 
-const addressLength = (family: number): number | undefined => (family === AF_INET ? 4 : family === AF_INET6 ? 16 : undefined);
-const familyWord = (family: number): string => (family === AF_INET ? 'inet' : family === AF_INET6 ? 'inet6' : `family ${family}`);
+const addressLength = (family: number): number | undefined =>
+  family === AF_INET ? 4 : family === AF_INET6 ? 16 : undefined;
+const familyWord = (family: number): string =>
+  family === AF_INET ? 'inet' : family === AF_INET6 ? 'inet6' : `family ${family}`;
 
 /** RTA_VIA: `via inet6 fe80::1`, as `ip route` shows it. */
 function viaText(data: Buffer): string | undefined {
@@ -166,7 +225,8 @@ function nextHopsOf(data: Buffer, family: number, out: Unmodelled): DecodedNextH
  * else it cannot read is named in `unmodelled` (rule 1).
  */
 export function decodeRoute(payload: Buffer): DecodedRoute {
-  if (payload.length < RTMSG_LENGTH) throw new Error(`route message of ${payload.length} bytes, under struct rtmsg's ${RTMSG_LENGTH}`);
+  if (payload.length < RTMSG_LENGTH)
+    throw new Error(`route message of ${payload.length} bytes, under struct rtmsg's ${RTMSG_LENGTH}`);
   const family = payload[0]!;
   const route: DecodedRoute = {
     family,
@@ -257,7 +317,8 @@ export function decodeRoute(payload: Buffer): DecodedRoute {
         else if (a.data[0] !== 0) out.add(type, `pref ${ROUTER_PREF_NAMES[a.data[0]!] ?? a.data[0]}`);
         break;
       case RTA.ENCAP_TYPE:
-        encap = a.data.length === 2 ? `encap ${ENCAP_NAMES[a.data.readUInt16LE(0)] ?? a.data.readUInt16LE(0)}` : 'encap';
+        encap =
+          a.data.length === 2 ? `encap ${ENCAP_NAMES[a.data.readUInt16LE(0)] ?? a.data.readUInt16LE(0)}` : 'encap';
         break;
       case RTA.ENCAP:
         encap ??= 'encap';

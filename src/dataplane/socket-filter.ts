@@ -228,47 +228,82 @@ export function routeSocketFilter(table: number, prefixes: readonly FilterPrefix
 
   // 1. The header. One route message, whole, alone in the datagram, not DUMP_INTR.
   p.op(BPF_LD | BPF_W | BPF_LEN).jump(BPF_JMP | BPF_JGE | BPF_K, NLMSG_HDRLEN + RTMSG_LEN, 'type', 'keep0');
-  p.label('type').op(BPF_LD | BPF_B | BPF_ABS, highByte(4)).jump(JEQ, 0, 'typeLow', 'keep0');
-  p.label('typeLow').op(BPF_LD | BPF_B | BPF_ABS, lowByte(4)).jump(JEQ, RTM_NEWROUTE, 'flags', 'del');
+  p.label('type')
+    .op(BPF_LD | BPF_B | BPF_ABS, highByte(4))
+    .jump(JEQ, 0, 'typeLow', 'keep0');
+  p.label('typeLow')
+    .op(BPF_LD | BPF_B | BPF_ABS, lowByte(4))
+    .jump(JEQ, RTM_NEWROUTE, 'flags', 'del');
   p.label('del').jump(JEQ, RTM_DELROUTE, 'flags', 'keep0');
-  p.label('flags').op(BPF_LD | BPF_B | BPF_ABS, lowByte(6)).jump(BPF_JMP | BPF_JSET | BPF_K, NLM_F_DUMP_INTR, 'keep0', 'length');
+  p.label('flags')
+    .op(BPF_LD | BPF_B | BPF_ABS, lowByte(6))
+    .jump(BPF_JMP | BPF_JSET | BPF_K, NLM_F_DUMP_INTR, 'keep0', 'length');
   // nlmsg_len, a host-order u32, equal to the datagram's length.
   const bytes = LE ? [3, 2, 1, 0] : [0, 1, 2, 3];
   p.label('length').op(BPF_LD | BPF_B | BPF_ABS, bytes[0]!);
   for (const b of bytes.slice(1)) {
-    p.op(BPF_ALU | BPF_LSH | BPF_K, 8).op(BPF_ST, M_TMP).op(BPF_LD | BPF_B | BPF_ABS, b);
+    p.op(BPF_ALU | BPF_LSH | BPF_K, 8)
+      .op(BPF_ST, M_TMP)
+      .op(BPF_LD | BPF_B | BPF_ABS, b);
     p.op(BPF_LDX | BPF_MEM, M_TMP).op(BPF_ALU | BPF_OR | BPF_X);
   }
   p.op(BPF_LDX | BPF_W | BPF_LEN).jump(BPF_JMP | BPF_JEQ | BPF_X, 0, 'table', 'keep0');
   // The table.
-  p.label('table').op(BPF_LD | BPF_B | BPF_ABS, NLMSG_HDRLEN + 4).jump(JEQ, rtmTable, 'default', 'drop0');
+  p.label('table')
+    .op(BPF_LD | BPF_B | BPF_ABS, NLMSG_HDRLEN + 4)
+    .jump(JEQ, rtmTable, 'default', 'drop0');
   // A default route: kept when its family's is watched, else dropped; any other goes on to the walk.
   const defaults = [AF_INET, AF_INET6].filter((af) => prefixes.some((x) => x.af === af && x.length === 0));
   p.label('default').op(BPF_LD | BPF_B | BPF_ABS, NLMSG_HDRLEN + 1);
   p.jump(JEQ, 0, defaults.length > 0 ? 'defaultFamily' : 'drop0', 'walk');
   if (defaults.length > 0) p.label('defaultFamily').op(BPF_LD | BPF_B | BPF_ABS, NLMSG_HDRLEN);
-  defaults.forEach((af, i) => p.label(`defaultIs${i}`).jump(JEQ, af, 'keep0', i + 1 < defaults.length ? `defaultIs${i + 1}` : 'drop0'));
+  defaults.forEach((af, i) =>
+    p.label(`defaultIs${i}`).jump(JEQ, af, 'keep0', i + 1 < defaults.length ? `defaultIs${i + 1}` : 'drop0'),
+  );
   p.label('drop0').op(BPF_RET | BPF_K, DROP);
   p.label('keep0').op(BPF_RET | BPF_K, KEEP);
 
   // 2. The walk: up to MAX_ATTRIBUTES attributes, for RTA_DST. It only ever keeps.
-  p.label('walk').op(BPF_LD | BPF_W | BPF_IMM, NLMSG_HDRLEN + RTMSG_LEN).op(BPF_ST, M_OFF).op(BPF_ST, M_RLEN);
+  p.label('walk')
+    .op(BPF_LD | BPF_W | BPF_IMM, NLMSG_HDRLEN + RTMSG_LEN)
+    .op(BPF_ST, M_OFF)
+    .op(BPF_ST, M_RLEN);
   for (let i = 0; i < MAX_ATTRIBUTES; i++) {
     // Its header inside the message: offset + 4 <= length.
-    p.label(`attr${i}`).op(BPF_LDX | BPF_MEM, M_OFF).op(BPF_MISC | BPF_TXA).op(BPF_ALU | BPF_ADD | BPF_K, 4);
+    p.label(`attr${i}`)
+      .op(BPF_LDX | BPF_MEM, M_OFF)
+      .op(BPF_MISC | BPF_TXA)
+      .op(BPF_ALU | BPF_ADD | BPF_K, 4);
     p.op(BPF_LDX | BPF_W | BPF_LEN).jump(BPF_JMP | BPF_JGT | BPF_X, 0, 'keep1', `attr${i}len`);
     // rta_len, at least 4, and all of the attribute inside the message.
-    p.label(`attr${i}len`).op(BPF_LDX | BPF_MEM, M_OFF).op(BPF_LD | BPF_B | BPF_IND, highByte(0)).op(BPF_ALU | BPF_LSH | BPF_K, 8);
-    p.op(BPF_ST, M_TMP).op(BPF_LD | BPF_B | BPF_IND, lowByte(0)).op(BPF_LDX | BPF_MEM, M_TMP).op(BPF_ALU | BPF_OR | BPF_X);
+    p.label(`attr${i}len`)
+      .op(BPF_LDX | BPF_MEM, M_OFF)
+      .op(BPF_LD | BPF_B | BPF_IND, highByte(0))
+      .op(BPF_ALU | BPF_LSH | BPF_K, 8);
+    p.op(BPF_ST, M_TMP)
+      .op(BPF_LD | BPF_B | BPF_IND, lowByte(0))
+      .op(BPF_LDX | BPF_MEM, M_TMP)
+      .op(BPF_ALU | BPF_OR | BPF_X);
     p.op(BPF_ST, M_RLEN).jump(BPF_JMP | BPF_JGE | BPF_K, 4, `attr${i}fits`, 'keep1');
-    p.label(`attr${i}fits`).op(BPF_LDX | BPF_MEM, M_OFF).op(BPF_ALU | BPF_ADD | BPF_X);
+    p.label(`attr${i}fits`)
+      .op(BPF_LDX | BPF_MEM, M_OFF)
+      .op(BPF_ALU | BPF_ADD | BPF_X);
     p.op(BPF_LDX | BPF_W | BPF_LEN).jump(BPF_JMP | BPF_JGT | BPF_X, 0, 'keep1', `attr${i}type`);
     // rta_type, without the two flag bits, RTA_DST?
     const next = `attr${i}next`;
-    p.label(`attr${i}type`).op(BPF_LDX | BPF_MEM, M_OFF).op(BPF_LD | BPF_B | BPF_IND, lowByte(2)).jump(JEQ, RTA_DST, `attr${i}high`, next);
-    p.label(`attr${i}high`).op(BPF_LD | BPF_B | BPF_IND, highByte(2)).op(BPF_ALU | BPF_AND | BPF_K, NLA_TYPE_MASK >> 8).jump(JEQ, 0, 'dst', next);
+    p.label(`attr${i}type`)
+      .op(BPF_LDX | BPF_MEM, M_OFF)
+      .op(BPF_LD | BPF_B | BPF_IND, lowByte(2))
+      .jump(JEQ, RTA_DST, `attr${i}high`, next);
+    p.label(`attr${i}high`)
+      .op(BPF_LD | BPF_B | BPF_IND, highByte(2))
+      .op(BPF_ALU | BPF_AND | BPF_K, NLA_TYPE_MASK >> 8)
+      .jump(JEQ, 0, 'dst', next);
     // The next one at offset + RTA_ALIGN(rta_len) (X is still the offset).
-    p.label(next).op(BPF_LD | BPF_MEM, M_RLEN).op(BPF_ALU | BPF_ADD | BPF_K, 3).op(BPF_ALU | BPF_AND | BPF_K, ~3 >>> 0);
+    p.label(next)
+      .op(BPF_LD | BPF_MEM, M_RLEN)
+      .op(BPF_ALU | BPF_ADD | BPF_K, 3)
+      .op(BPF_ALU | BPF_AND | BPF_K, ~3 >>> 0);
     p.op(BPF_ALU | BPF_ADD | BPF_X).op(BPF_ST, M_OFF);
   }
   p.label('keep1').op(BPF_RET | BPF_K, KEEP);
@@ -297,16 +332,22 @@ export function routeSocketFilter(table: number, prefixes: readonly FilterPrefix
   families.forEach((af, f) => {
     const words = af === AF_INET ? 1 : 4;
     const nextFamily = f + 1 < families.length ? `family${f + 1}` : 'drop2';
-    p.label(`family${f}`).op(BPF_LD | BPF_B | BPF_ABS, NLMSG_HDRLEN).jump(JEQ, af, `family${f}size`, `family${f}other`);
+    p.label(`family${f}`)
+      .op(BPF_LD | BPF_B | BPF_ABS, NLMSG_HDRLEN)
+      .jump(JEQ, af, `family${f}size`, `family${f}other`);
     p.label(`family${f}other`).jumpAlways(nextFamily);
     chunkStart = p.size();
     // An address of another size than the family's: kept, by the first return ahead.
-    p.label(`family${f}size`).op(BPF_LD | BPF_MEM, M_RLEN).jump(JEQ, 4 + words * 4, `family${f}g0`, hit());
+    p.label(`family${f}size`)
+      .op(BPF_LD | BPF_MEM, M_RLEN)
+      .jump(JEQ, 4 + words * 4, `family${f}g0`, hit());
     const lengths = [...groups.get(af)!.keys()];
     lengths.forEach((length, g) => {
       const group = `family${f}g${g}`;
       const nextGroup = g + 1 < lengths.length ? `family${f}g${g + 1}` : nextFamily;
-      p.label(group).op(BPF_LD | BPF_B | BPF_ABS, NLMSG_HDRLEN + 1).jump(JEQ, length, `${group}body`, `${group}other`);
+      p.label(group)
+        .op(BPF_LD | BPF_B | BPF_ABS, NLMSG_HDRLEN + 1)
+        .jump(JEQ, length, `${group}body`, `${group}other`);
       p.label(`${group}other`).jumpAlways(nextGroup);
       p.label(`${group}body`);
       const mine = groups.get(af)!.get(length)!;

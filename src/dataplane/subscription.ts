@@ -85,7 +85,9 @@ export class WatchedSubscription implements Subscription {
     try {
       program = routeSocketFilter(RT_TABLE_MAIN, filterPrefixes);
       if (!program && this.prefixes.length > 0) {
-        unbuilt = new Error(`no kernel-side filter for ${this.prefixes.length} watched prefixes: its program would exceed 4,096 instructions`);
+        unbuilt = new Error(
+          `no kernel-side filter for ${this.prefixes.length} watched prefixes: its program would exceed 4,096 instructions`,
+        );
       }
     } catch (err) {
       unbuilt = err instanceof Error ? err : new Error(String(err));
@@ -109,7 +111,8 @@ export class WatchedSubscription implements Subscription {
     );
     const unfiltered = this.channel.unfiltered ?? unbuilt;
     // After subscribe() has returned, as every other event.
-    if (unfiltered) queueMicrotask(() => this.state !== 'closed' && this.emit({ kind: 'unfiltered', error: unfiltered }));
+    if (unfiltered)
+      queueMicrotask(() => this.state !== 'closed' && this.emit({ kind: 'unfiltered', error: unfiltered }));
   }
 
   watches(label: string): boolean {

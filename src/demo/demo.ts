@@ -39,7 +39,10 @@ async function main(): Promise<void> {
   // the first signal's exit code. Later signals wait for it (npm under bash passes a
   // terminal's Ctrl-C on: node gets it twice).
   let stoppedBy: NodeJS.Signals | undefined;
-  for (const [signal, code] of [['SIGINT', 130], ['SIGTERM', 143]] as const) {
+  for (const [signal, code] of [
+    ['SIGINT', 130],
+    ['SIGTERM', 143],
+  ] as const) {
     process.on(signal, () => {
       if (stoppedBy) return say(`${signal}: already tearing down`);
       stoppedBy = signal;
@@ -54,7 +57,9 @@ async function main(): Promise<void> {
     ovnkube = new FakeOvnkube(ns, dir);
     const socket = path.join(dir, 'run', 'agent.sock');
     const modeFile = path.join(dir, 'gateway-mode');
-    say(`a node in namespace ${ns.name} (scratch directory ${dir}): shared-mode route left behind, ovnkube-node now in local mode; ip route show, before`);
+    say(
+      `a node in namespace ${ns.name} (scratch directory ${dir}): shared-mode route left behind, ovnkube-node now in local mode; ip route show, before`,
+    );
     // The demo plays kubelet: when the agent stops ovnkube-node, a new one starts.
     ovnkube.start('local', { respawn: true });
     writeFileSync(modeFile, 'local\n');
@@ -62,24 +67,54 @@ async function main(): Promise<void> {
     const osRelease = writeOsRelease(dir, '4.9');
     process.stdout.write(ns.ip('route show'));
 
-    const flags = ['--mode-file', modeFile, '--os-release', osRelease, '--service-cidr', '10.96.0.0/16', '--mtu', '1400', '--restart', 'signal', '--settle', '3'];
+    const flags = [
+      '--mode-file',
+      modeFile,
+      '--os-release',
+      osRelease,
+      '--service-cidr',
+      '10.96.0.0/16',
+      '--mtu',
+      '1400',
+      '--restart',
+      'signal',
+      '--settle',
+      '3',
+    ];
     say(`ovn-gwmode-agent run ${flags.join(' ')} (JSON logs)`);
     agent = spawn(
       'ip',
-      ['netns', 'exec', ns.name, process.execPath, CLI, 'run', ...flags, '--socket', socket, '--state-dir', path.join(dir, 'state')],
+      [
+        'netns',
+        'exec',
+        ns.name,
+        process.execPath,
+        CLI,
+        'run',
+        ...flags,
+        '--socket',
+        socket,
+        '--state-dir',
+        path.join(dir, 'state'),
+      ],
       { stdio: ['ignore', 'inherit', 'inherit'] },
     );
     let phase = '';
     for (let i = 0; i < 200 && phase !== 'Converged'; i++) {
       await pause(100);
-      phase = await fetchStatus(socket).then((s) => s.phase, () => '');
+      phase = await fetchStatus(socket).then(
+        (s) => s.phase,
+        () => '',
+      );
     }
 
     say('ip route show, after');
     process.stdout.write(ns.ip('route show'));
 
     say(`curl --unix-socket ${socket} http://localhost/status`);
-    process.stdout.write(execFileSync('curl', ['-s', '--unix-socket', socket, 'http://localhost/status'], { encoding: 'utf8' }));
+    process.stdout.write(
+      execFileSync('curl', ['-s', '--unix-socket', socket, 'http://localhost/status'], { encoding: 'utf8' }),
+    );
 
     say(`ovn-gwmode-agent status --brief --socket ${socket}`);
     const brief = spawnSync(process.execPath, [CLI, 'status', '--brief', '--socket', socket], { encoding: 'utf8' });

@@ -9,7 +9,7 @@ import type { Netns } from './netns.js';
  * runs a trap only between commands: a `sleep` in the foreground would hold the exit (and
  * so the next ovnkube-node) back up to a second; `wait` returns as soon as a signal comes.
  */
-export const IDLE = 'trap \'kill $! 2>/dev/null; exit 0\' TERM; while :; do sleep 1 & wait $!; done';
+export const IDLE = "trap 'kill $! 2>/dev/null; exit 0' TERM; while :; do sleep 1 & wait $!; done";
 
 export interface FakeOptions {
   /** Play kubelet: when the process exits by itself (SIGTERM), start a new one. */
@@ -44,7 +44,19 @@ export class FakeOvnkube {
     this.stop();
     const child = spawn(
       'ip',
-      ['netns', 'exec', this.ns.name, this.binary, '-c', options.body ?? IDLE, 'ovnkube', '--init-node', 'node1', '--gateway-mode', mode],
+      [
+        'netns',
+        'exec',
+        this.ns.name,
+        this.binary,
+        '-c',
+        options.body ?? IDLE,
+        'ovnkube',
+        '--init-node',
+        'node1',
+        '--gateway-mode',
+        mode,
+      ],
       { stdio: 'ignore' },
     );
     this.starts++;

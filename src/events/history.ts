@@ -11,7 +11,8 @@ import type { StatusReport } from '../status/report.js';
 
 export const HISTORY_SIZE = 256;
 
-export type EventKind = 'phase' | 'desired-mode' | 'mode-file-invalid' | 'replace' | 'restart' | 'notifications-lost' | 'reconcile-failed';
+export type EventKind =
+  'phase' | 'desired-mode' | 'mode-file-invalid' | 'replace' | 'restart' | 'notifications-lost' | 'reconcile-failed';
 
 export interface AgentEvent {
   /** Increases by one per event for the life of the process: a gap means the ring dropped some. */
@@ -77,7 +78,15 @@ export class EventHistory implements AgentRecorder {
   }
 
   replace(r: ReplaceRecord): void {
-    this.add({ kind: 'replace', cidr: r.cidr, mode: r.mode, before: r.before, after: r.after, result: r.result, code: r.code });
+    this.add({
+      kind: 'replace',
+      cidr: r.cidr,
+      mode: r.mode,
+      before: r.before,
+      after: r.after,
+      result: r.result,
+      code: r.code,
+    });
   }
 
   restart(r: RestartRecord): void {

@@ -15,6 +15,7 @@ export function serveEvents(history: EventHistory, req: http.IncomingMessage, re
   }
   const since = new URL(req.url ?? '/', 'http://agent').searchParams.get('since');
   const at = since === null ? undefined : Date.parse(since);
-  if (at !== undefined && Number.isNaN(at)) return json(res, 400, { error: `since: "${since}" is not an RFC 3339 time` });
+  if (at !== undefined && Number.isNaN(at))
+    return json(res, 400, { error: `since: "${since}" is not an RFC 3339 time` });
   json(res, 200, { events: history.list(at) });
 }

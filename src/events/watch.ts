@@ -58,7 +58,13 @@ export class WatchHub {
     }
     res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
     // The story so far, then where it stands.
-    res.write(this.history.list().slice(-BACKLOG).map((e) => frame('event', e)).join('') + frame('status', this.status()));
+    res.write(
+      this.history
+        .list()
+        .slice(-BACKLOG)
+        .map((e) => frame('event', e))
+        .join('') + frame('status', this.status()),
+    );
     this.clients.add(res);
     const heartbeat = setInterval(() => res.write(': keep-alive\n\n'), HEARTBEAT_MS);
     res.on('close', () => {

@@ -46,7 +46,8 @@ const DEFAULT_METRICS = [
 /** prom-client's process_cpu_user_seconds_total, _system_ and process_cpu_seconds_total, without exemplars. */
 function processCpu(registry: Prom.Registry): void {
   let last = process.cpuUsage();
-  const counter = (name: string, help: string, collect?: () => void) => new Counter({ name, help, registers: [registry], ...(collect ? { collect } : {}) });
+  const counter = (name: string, help: string, collect?: () => void) =>
+    new Counter({ name, help, registers: [registry], ...(collect ? { collect } : {}) });
   const user = counter('process_cpu_user_seconds_total', 'Total user CPU time spent in seconds.', () => {
     const now = process.cpuUsage();
     user.inc((now.user - last.user) / 1e6);
@@ -61,7 +62,8 @@ function processCpu(registry: Prom.Registry): void {
 /** prom-client's collectDefaultMetrics, with the CPU metrics of processCpu. */
 function collectDefaultMetrics(registry: Prom.Registry): void {
   processCpu(registry);
-  for (const name of DEFAULT_METRICS) (require(`prom-client/lib/metrics/${name}`) as DefaultMetric)(registry, { eventLoopMonitoringPrecision: 10 });
+  for (const name of DEFAULT_METRICS)
+    (require(`prom-client/lib/metrics/${name}`) as DefaultMetric)(registry, { eventLoopMonitoringPrecision: 10 });
 }
 
 const PREFIX = 'ovn_gwmode_';
@@ -86,25 +88,90 @@ const direction = (mode: GatewayMode | null): string => (mode === null ? 'none' 
 export class AgentMetrics implements AgentRecorder {
   readonly registry = new Registry();
   private readonly g = {
-    desired: this.gauge('desired_mode', 'The desired gateway mode (1 for the mode the mode file says; none before the first valid read; all 0 before the first pass ends).', ['mode']),
-    ovnkube: this.gauge('ovnkube_mode', 'The gateway mode ovnkube-node runs, as seen in /proc (none when unknown; all 0 before the first pass ends).', ['mode']),
-    phase: this.gauge('phase', 'The phase of the node (1 for the current phase; all 0 before the first pass ends).', ['phase']),
-    reason: this.gauge('status_reason', 'Whether a reason code is among the current reasons (reasonCodes of GET /status).', ['code']),
-    inSync: this.gauge('route_in_sync', 'Whether the service CIDR route is what the desired mode needs.', ['cidr', 'family']),
-    suspended: this.gauge('route_repairs_suspended', 'Whether repairs of the service CIDR are suspended (something keeps setting the route back).', ['cidr']),
-    pending: this.gauge('ovnkube_restart_pending', 'Whether a migration to the desired mode still owes its ovnkube-node restart.', []),
-    modeFileInvalid: this.gauge('mode_file_invalid', 'Whether the mode file is currently unreadable or invalid (the last valid mode, if any, is kept).', []),
-    lastReconcile: this.gauge('last_reconcile_timestamp_seconds', 'When the last pass of the reconcile loop ended (Unix time).', []),
-    build: this.gauge('build_info', 'Always 1; the labels say what runs.', ['version', 'nodejs_version', 'restart_strategy']),
+    desired: this.gauge(
+      'desired_mode',
+      'The desired gateway mode (1 for the mode the mode file says; none before the first valid read; all 0 before the first pass ends).',
+      ['mode'],
+    ),
+    ovnkube: this.gauge(
+      'ovnkube_mode',
+      'The gateway mode ovnkube-node runs, as seen in /proc (none when unknown; all 0 before the first pass ends).',
+      ['mode'],
+    ),
+    phase: this.gauge('phase', 'The phase of the node (1 for the current phase; all 0 before the first pass ends).', [
+      'phase',
+    ]),
+    reason: this.gauge(
+      'status_reason',
+      'Whether a reason code is among the current reasons (reasonCodes of GET /status).',
+      ['code'],
+    ),
+    inSync: this.gauge('route_in_sync', 'Whether the service CIDR route is what the desired mode needs.', [
+      'cidr',
+      'family',
+    ]),
+    suspended: this.gauge(
+      'route_repairs_suspended',
+      'Whether repairs of the service CIDR are suspended (something keeps setting the route back).',
+      ['cidr'],
+    ),
+    pending: this.gauge(
+      'ovnkube_restart_pending',
+      'Whether a migration to the desired mode still owes its ovnkube-node restart.',
+      [],
+    ),
+    modeFileInvalid: this.gauge(
+      'mode_file_invalid',
+      'Whether the mode file is currently unreadable or invalid (the last valid mode, if any, is kept).',
+      [],
+    ),
+    lastReconcile: this.gauge(
+      'last_reconcile_timestamp_seconds',
+      'When the last pass of the reconcile loop ended (Unix time).',
+      [],
+    ),
+    build: this.gauge('build_info', 'Always 1; the labels say what runs.', [
+      'version',
+      'nodejs_version',
+      'restart_strategy',
+    ]),
   };
   private readonly c = {
-    replaces: this.counter('route_replaces_total', 'Service route replaces, by migration direction and result (put_back: undone after another replace of the pass failed).', ['direction', 'result']),
-    kernelErrors: this.counter('route_replace_errors_total', 'Route replaces (or put-backs) the kernel refused or did not answer, by error code.', ['code']),
-    reconcileErrors: this.counter('reconcile_errors_total', 'Passes of the reconcile loop that failed, by error code.', ['code']),
-    reconcileFailures: this.counter('reconcile_failures_total', 'Failed passes, whatever the cause (counted from zero; reconcile_errors_total says which error).', []),
-    restarts: this.counter('ovnkube_restarts_total', 'ovnkube-node restarts, by strategy and result (stopped: the stop was done; completed: a new ovnkube-node runs the mode; failed: the request failed).', ['strategy', 'result']),
-    lost: this.counter('netlink_lost_resyncs_total', 'Full resyncs because the kernel dropped route or link notifications.', []),
-    modeFileErrors: this.counter('mode_file_errors_total', 'Times the mode file turned invalid or unreadable (each distinct error once).', []),
+    replaces: this.counter(
+      'route_replaces_total',
+      'Service route replaces, by migration direction and result (put_back: undone after another replace of the pass failed).',
+      ['direction', 'result'],
+    ),
+    kernelErrors: this.counter(
+      'route_replace_errors_total',
+      'Route replaces (or put-backs) the kernel refused or did not answer, by error code.',
+      ['code'],
+    ),
+    reconcileErrors: this.counter(
+      'reconcile_errors_total',
+      'Passes of the reconcile loop that failed, by error code.',
+      ['code'],
+    ),
+    reconcileFailures: this.counter(
+      'reconcile_failures_total',
+      'Failed passes, whatever the cause (counted from zero; reconcile_errors_total says which error).',
+      [],
+    ),
+    restarts: this.counter(
+      'ovnkube_restarts_total',
+      'ovnkube-node restarts, by strategy and result (stopped: the stop was done; completed: a new ovnkube-node runs the mode; failed: the request failed).',
+      ['strategy', 'result'],
+    ),
+    lost: this.counter(
+      'netlink_lost_resyncs_total',
+      'Full resyncs because the kernel dropped route or link notifications.',
+      [],
+    ),
+    modeFileErrors: this.counter(
+      'mode_file_errors_total',
+      'Times the mode file turned invalid or unreadable (each distinct error once).',
+      [],
+    ),
     modeChanges: this.counter('desired_mode_changes_total', 'Changes of the desired mode read from the mode file.', []),
   };
   private readonly duration = new Histogram({
@@ -119,9 +186,17 @@ export class AgentMetrics implements AgentRecorder {
       collectDefaultMetrics(this.registry);
       // Gauges named like counters: promtool (rightly) refuses them, and each has a twin
       // without the suffix (nodejs_active_handles, ...) that stays.
-      for (const name of ['nodejs_active_handles_total', 'nodejs_active_requests_total', 'nodejs_active_resources_total']) this.registry.removeSingleMetric(name);
+      for (const name of [
+        'nodejs_active_handles_total',
+        'nodejs_active_requests_total',
+        'nodejs_active_resources_total',
+      ])
+        this.registry.removeSingleMetric(name);
     }
-    this.g.build.set({ version: options.version, nodejs_version: process.versions.node, restart_strategy: options.strategy }, 1);
+    this.g.build.set(
+      { version: options.version, nodejs_version: process.versions.node, restart_strategy: options.strategy },
+      1,
+    );
     for (const mode of MODES) {
       for (const result of REPLACE_RESULTS) this.c.replaces.inc({ direction: direction(mode), result }, 0);
     }

@@ -48,12 +48,20 @@ export class MetricsListener {
     server.maxConnections = 16;
     await new Promise<void>((resolve, reject) => {
       server.once('error', (err: NodeJS.ErrnoException) =>
-        reject(new MetricsAddressError(`--metrics-address ${at.host.includes(':') ? `[${at.host}]` : at.host}:${at.port}: cannot listen (${err.code ?? err.message})`, { cause: err })),
+        reject(
+          new MetricsAddressError(
+            `--metrics-address ${at.host.includes(':') ? `[${at.host}]` : at.host}:${at.port}: cannot listen (${err.code ?? err.message})`,
+            { cause: err },
+          ),
+        ),
       );
       server.listen(at.port, at.host, () => resolve());
     });
     const bound = server.address();
-    return new MetricsListener(server, { host: at.host, port: typeof bound === 'object' && bound ? bound.port : at.port });
+    return new MetricsListener(server, {
+      host: at.host,
+      port: typeof bound === 'object' && bound ? bound.port : at.port,
+    });
   }
 
   async close(): Promise<void> {

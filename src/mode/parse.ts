@@ -21,8 +21,12 @@ import type { GatewayMode } from '../core/types.js';
 const require = createRequire(import.meta.url);
 type Yaml = typeof import('yaml');
 let yaml: Yaml | undefined;
-type YamlOptions = import('yaml').ParseOptions & import('yaml').DocumentOptions & import('yaml').SchemaOptions & import('yaml').ToJSOptions;
-const parseYaml = (text: string, options: YamlOptions): unknown => (yaml ??= require('yaml') as Yaml).parse(text, options);
+type YamlOptions = import('yaml').ParseOptions &
+  import('yaml').DocumentOptions &
+  import('yaml').SchemaOptions &
+  import('yaml').ToJSOptions;
+const parseYaml = (text: string, options: YamlOptions): unknown =>
+  (yaml ??= require('yaml') as Yaml).parse(text, options);
 
 export const MAX_MODE_FILE_BYTES = 64 * 1024;
 export const CONFIGMAP_NAME = 'gateway-mode-config';
@@ -84,7 +88,9 @@ function nesting(text: string): number {
 }
 
 const modeWord = (value: string): ModeParse =>
-  value === 'local' || value === 'shared' ? { mode: value } : { error: `the mode is ${show(value)}; expected exactly "local" or "shared"` };
+  value === 'local' || value === 'shared'
+    ? { mode: value }
+    : { error: `the mode is ${show(value)}; expected exactly "local" or "shared"` };
 
 function isObject(x: unknown): x is Record<string, unknown> {
   return typeof x === 'object' && x !== null && !Array.isArray(x);
@@ -95,7 +101,8 @@ export function parseModeContent(content: string): ModeParse {
   if (trimmed === '') return { error: 'the file is empty' };
   if (/^[A-Za-z]+$/.test(trimmed)) return modeWord(trimmed);
 
-  if (nesting(trimmed) > MAX_YAML_NESTING) return { error: `neither a mode word nor a manifest: nested deeper than ${MAX_YAML_NESTING}` };
+  if (nesting(trimmed) > MAX_YAML_NESTING)
+    return { error: `neither a mode word nor a manifest: nested deeper than ${MAX_YAML_NESTING}` };
   let doc: unknown;
   try {
     // logLevel error: the parser's warnings would go to stderr as process warnings, not to our log.
@@ -115,10 +122,14 @@ export function parseModeContent(content: string): ModeParse {
     }
     // CNO reads data only (a binaryData key is not data["mode"]). A value that is no string
     // is a manifest the API server would refuse: nothing CNO ever reads.
-    if (doc.data !== undefined && doc.data !== null && !isObject(doc.data)) return { error: `ConfigMap ${CONFIGMAP_NAME} data is ${show(doc.data)}; expected a map of strings` };
+    if (doc.data !== undefined && doc.data !== null && !isObject(doc.data))
+      return { error: `ConfigMap ${CONFIGMAP_NAME} data is ${show(doc.data)}; expected a map of strings` };
     const data = isObject(doc.data) ? doc.data : {};
     const value = Object.hasOwn(data, 'mode') ? data.mode : undefined;
-    if (value !== undefined && typeof value !== 'string') return { error: `ConfigMap ${CONFIGMAP_NAME} data.mode is ${show(value)}, not a string: the API server would refuse it` };
+    if (value !== undefined && typeof value !== 'string')
+      return {
+        error: `ConfigMap ${CONFIGMAP_NAME} data.mode is ${show(value)}, not a string: the API server would refuse it`,
+      };
     return configMapMode(value);
   }
   if (kind === 'Network') return { error: NETWORK_REFUSED };

@@ -51,14 +51,25 @@ export interface FirstSeen {
 export type Verdict = { take: true } | { take: false; retryInMs: number; why: string };
 
 /** `now`: wall ms (against the mtime); `seenNow`: the clock of FirstSeen.at (monotonic in the agent; `now` by default). */
-export function verdictOf(facts: ReadFacts, firstSeen: FirstSeen | null, now: number, quietMs = QUIET_MS, seenNow = now): Verdict {
+export function verdictOf(
+  facts: ReadFacts,
+  firstSeen: FirstSeen | null,
+  now: number,
+  quietMs = QUIET_MS,
+  seenNow = now,
+): Verdict {
   if (facts.changedDuringRead) return { take: false, retryInMs: REREAD_MS, why: 'the file changed while it was read' };
   if (facts.stamp === null || facts.atomic) return { take: true };
   const age = now - facts.stamp.mtimeMs;
   if (age >= quietMs) return { take: true };
-  if (firstSeen !== null && firstSeen.key === facts.stamp.key && seenNow - firstSeen.at >= quietMs) return { take: true };
+  if (firstSeen !== null && firstSeen.key === facts.stamp.key && seenNow - firstSeen.at >= quietMs)
+    return { take: true };
   const wait = age >= 0 ? quietMs - age : quietMs;
-  return { take: false, retryInMs: Math.max(1, Math.ceil(wait)), why: `written ${Math.max(0, Math.round(age))} ms ago: waiting until it has been left alone for ${quietMs} ms` };
+  return {
+    take: false,
+    retryInMs: Math.max(1, Math.ceil(wait)),
+    why: `written ${Math.max(0, Math.round(age))} ms ago: waiting until it has been left alone for ${quietMs} ms`,
+  };
 }
 
 /** The first time this stamp was seen (kept while the stamp stays the same). */

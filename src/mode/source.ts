@@ -42,7 +42,10 @@ export interface ModePending {
   retryInMs: number;
 }
 
-const stampOf = (s: BigIntStats): FileStamp => ({ key: `${s.ino}:${s.size}:${s.mtimeNs}:${s.ctimeNs}`, mtimeMs: Number(s.mtimeNs / 1_000_000n) });
+const stampOf = (s: BigIntStats): FileStamp => ({
+  key: `${s.ino}:${s.size}:${s.mtimeNs}:${s.ctimeNs}`,
+  mtimeMs: Number(s.mtimeNs / 1_000_000n),
+});
 
 /**
  * Whether dir is a ConfigMap volume: it holds kubelet's atomic writer's `..data`, a symlink
@@ -67,10 +70,16 @@ async function isVolumeKey(file: string): Promise<boolean> {
 }
 
 /** Whether a directory entry is there, a dangling symlink included. */
-const exists = (p: string): Promise<boolean> => lstat(p).then(() => true, () => false);
+const exists = (p: string): Promise<boolean> =>
+  lstat(p).then(
+    () => true,
+    () => false,
+  );
 
 const asRead = (parsed: ModeParse): ModeRead =>
-  parsed.mode ? { mode: parsed.mode, error: null, ...(parsed.detail ? { detail: parsed.detail } : {}) } : { mode: null, error: parsed.error! };
+  parsed.mode
+    ? { mode: parsed.mode, error: null, ...(parsed.detail ? { detail: parsed.detail } : {}) }
+    : { mode: null, error: parsed.error! };
 
 /** A read, with what settled.ts needs to judge it. */
 async function readModeFile(source: string): Promise<{ read: ModeRead; facts: ReadFacts }> {
@@ -95,7 +104,8 @@ async function readModeFile(source: string): Promise<{ read: ModeRead; facts: Re
       const after = stampOf(await handle.stat({ bigint: true }));
       facts.stamp = after;
       facts.changedDuringRead = after.key !== stampOf(before).key;
-      if (bytesRead > MAX_MODE_FILE_BYTES) return done({ mode: null, error: `larger than ${MAX_MODE_FILE_BYTES} bytes` });
+      if (bytesRead > MAX_MODE_FILE_BYTES)
+        return done({ mode: null, error: `larger than ${MAX_MODE_FILE_BYTES} bytes` });
       const text = buffer.subarray(0, bytesRead).toString('utf8');
       return done(asRead(configMap ? configMapMode(text) : parseModeContent(text)));
     } finally {
@@ -107,12 +117,20 @@ async function readModeFile(source: string): Promise<{ read: ModeRead; facts: Re
       // A volume without the key: what CNO makes of a ConfigMap without it, or of none.
       if (await isVolume(path.dirname(file))) {
         facts.atomic = true;
-        return done(asRead({ mode: 'shared', detail: `no key "${path.basename(file)}" in the ConfigMap volume ${path.dirname(file)} (an optional ConfigMap that does not exist, or one without the key): shared, as the cluster network operator reads it` }));
+        return done(
+          asRead({
+            mode: 'shared',
+            detail: `no key "${path.basename(file)}" in the ConfigMap volume ${path.dirname(file)} (an optional ConfigMap that does not exist, or one without the key): shared, as the cluster network operator reads it`,
+          }),
+        );
       }
       // A directory given that holds neither a mode entry nor a ..data link: say what it is,
       // not only that a path the reader made up is missing. (A dangling link is said as missing.)
       if (file !== source && !(await exists(file)) && !(await exists(path.join(source, '..data')))) {
-        return done({ mode: null, error: `${source} is a directory with no file "${CONFIGMAP_KEY}" and no ConfigMap volume (no ..data): expected one of the two` });
+        return done({
+          mode: null,
+          error: `${source} is a directory with no file "${CONFIGMAP_KEY}" and no ConfigMap volume (no ..data): expected one of the two`,
+        });
       }
       return done({ mode: null, error: `${file} does not exist` });
     }

@@ -120,9 +120,14 @@ function load(): NativeAddon {
   // A build older than this code lacks what was added since: said now, not when first called.
   const missing = FUNCTIONS.filter((name) => typeof loaded[name] !== 'function');
   if (missing.length > 0) {
-    throw Object.assign(new Error(`the native addon at ${addonPath} lacks ${missing.join(', ')}: it is older than this code; run "npm run build"`), {
-      code: 'ERR_GWMODE_NATIVE_MISSING',
-    });
+    throw Object.assign(
+      new Error(
+        `the native addon at ${addonPath} lacks ${missing.join(', ')}: it is older than this code; run "npm run build"`,
+      ),
+      {
+        code: 'ERR_GWMODE_NATIVE_MISSING',
+      },
+    );
   }
   return loaded;
 }

@@ -27,13 +27,16 @@ function isFlag(arg: string, name: string): boolean {
 }
 
 /** Parses an ovnkube command line; undefined when it is not `ovnkube --init-node`. */
-export function parseOvnkubeCmdline(argv: string[]): { modeFlag: string | null; release410Plus: string | null } | undefined {
+export function parseOvnkubeCmdline(
+  argv: string[],
+): { modeFlag: string | null; release410Plus: string | null } | undefined {
   if (argv.length === 0 || path.basename(argv[0]!) !== 'ovnkube') return undefined;
   if (!argv.some((a) => a === '--init-node' || a.startsWith('--init-node='))) return undefined;
   let modeFlag: string | null = null;
   argv.forEach((arg, i) => {
     if (arg === '--gateway-mode' || arg === '-gateway-mode') modeFlag = argv[i + 1] ?? '';
-    else if (arg.startsWith('--gateway-mode=') || arg.startsWith('-gateway-mode=')) modeFlag = arg.slice(arg.indexOf('=') + 1);
+    else if (arg.startsWith('--gateway-mode=') || arg.startsWith('-gateway-mode='))
+      modeFlag = arg.slice(arg.indexOf('=') + 1);
   });
   const release410Plus = RELEASE_410_FLAGS.find((flag) => argv.some((a) => isFlag(a, flag.slice(2)))) ?? null;
   return { modeFlag, release410Plus };

@@ -92,7 +92,10 @@ export class OvnkubeExitSignal {
       // Not watched: the next pass's follow() of the same pid tries again (rule 4).
       else this.pid = null;
       if (lasting || !this.warned) {
-        this.log.warn({ err }, `cannot watch ovnkube-node through a pidfd${lasting ? '' : ' (tried again after the next pass)'}: a restart is noticed at the next look at /proc`);
+        this.log.warn(
+          { err },
+          `cannot watch ovnkube-node through a pidfd${lasting ? '' : ' (tried again after the next pass)'}: a restart is noticed at the next look at /proc`,
+        );
       }
       this.warned = !lasting;
     }
@@ -122,10 +125,13 @@ export class OvnkubeExitSignal {
       this.stopLook();
       return;
     }
-    this.lookTimer = this.timers.setTimeout(() => {
-      this.wake('looking for the successor of ovnkube-node');
-      this.schedule();
-    }, elapsed < QUICK_FOR_MS ? QUICK_MS : SLOW_MS);
+    this.lookTimer = this.timers.setTimeout(
+      () => {
+        this.wake('looking for the successor of ovnkube-node');
+        this.schedule();
+      },
+      elapsed < QUICK_FOR_MS ? QUICK_MS : SLOW_MS,
+    );
   }
 
   private stopLook(): void {

@@ -10,7 +10,14 @@ import type { OvnkubeProcess, OvnkubeScan } from './scan.js';
 
 export { parseOvnkubeCmdline, RELEASE_410_FLAGS } from './cmdline.js';
 export { parentOf, startTimeOf, type ProcReader } from './procfs.js';
-export { findOvnkubeProcesses, MAX_COPY_AGE_MS, scanOvnkubeProcesses, type OvnkubeProcess, type OvnkubeScan, type UnreadableProcess } from './scan.js';
+export {
+  findOvnkubeProcesses,
+  MAX_COPY_AGE_MS,
+  scanOvnkubeProcesses,
+  type OvnkubeProcess,
+  type OvnkubeScan,
+  type UnreadableProcess,
+} from './scan.js';
 export { MAX_REUSE_AGE_MS, OvnkubeScanner } from './scanner.js';
 
 /** What tells this process from a later one with the same pid (the signal strategy's target id too). */
@@ -36,11 +43,23 @@ export function summarise(scan: OvnkubeScan, confMode: GatewayMode | null): Ovnk
     };
   }
   if (processes.length === 0) {
-    return { mode: null, pid: null, id: null, detail: 'no ovnkube --init-node process in this network namespace', release410Plus };
+    return {
+      mode: null,
+      pid: null,
+      id: null,
+      detail: 'no ovnkube --init-node process in this network namespace',
+      release410Plus,
+    };
   }
   const modes = new Set(processes.map((p) => p.modeFlag ?? confMode));
   if (modes.size > 1) {
-    return { mode: null, pid: null, id: null, detail: `ovnkube processes disagree: ${processes.map((p) => `pid ${p.pid} ${p.modeFlag ?? '(no flag)'}`).join(', ')}`, release410Plus };
+    return {
+      mode: null,
+      pid: null,
+      id: null,
+      detail: `ovnkube processes disagree: ${processes.map((p) => `pid ${p.pid} ${p.modeFlag ?? '(no flag)'}`).join(', ')}`,
+      release410Plus,
+    };
   }
   const p = processes[0]!;
   const id = processIdentity(p);
@@ -50,7 +69,10 @@ export function summarise(scan: OvnkubeScan, confMode: GatewayMode | null): Ovnk
       mode: null,
       pid: p.pid,
       id,
-      detail: p.modeFlag === null ? `pid ${p.pid} has no --gateway-mode flag and --ovnkube-config gives no [gateway] mode` : `pid ${p.pid} runs --gateway-mode ${p.modeFlag}`,
+      detail:
+        p.modeFlag === null
+          ? `pid ${p.pid} has no --gateway-mode flag and --ovnkube-config gives no [gateway] mode`
+          : `pid ${p.pid} runs --gateway-mode ${p.modeFlag}`,
       release410Plus,
     };
   }

@@ -21,7 +21,17 @@ import { readdirSync, readlinkSync } from 'node:fs';
 import path from 'node:path';
 import type { GatewayMode } from '../core/types.js';
 import { parseOvnkubeCmdline } from './cmdline.js';
-import { commIsOvnkube, isPid, namedOvnkube, parentOf, readProcFile, startTimeOf, USER_HZ, uptimeTicks, type ProcReader } from './procfs.js';
+import {
+  commIsOvnkube,
+  isPid,
+  namedOvnkube,
+  parentOf,
+  readProcFile,
+  startTimeOf,
+  USER_HZ,
+  uptimeTicks,
+  type ProcReader,
+} from './procfs.js';
 
 export interface OvnkubeProcess {
   pid: number;
@@ -87,7 +97,12 @@ export async function scanOvnkubeProcesses(procRoot = '/proc', read: ProcReader 
 }
 
 /** Scans every process; `seen` gets every PID looked at but the copies left out, `cmdlines` a copy of each found ovnkube's command line. */
-export function scanOvnkubeProcessesSync(procRoot: string, read: ProcReader, seen: Set<string>, cmdlines?: Map<number, Buffer>): OvnkubeScan {
+export function scanOvnkubeProcessesSync(
+  procRoot: string,
+  read: ProcReader,
+  seen: Set<string>,
+  cmdlines?: Map<number, Buffer>,
+): OvnkubeScan {
   const ownNet = readlinkSync(path.join(procRoot, 'self', 'ns', 'net'));
   const scan: OvnkubeScan = { processes: [], unreadable: [] };
   const found: Found[] = [];
@@ -99,7 +114,10 @@ export function scanOvnkubeProcessesSync(procRoot: string, read: ProcReader, see
       if (!commIsOvnkube(read(`${dir}/comm`))) continue;
       const raw = read(`${dir}/cmdline`);
       if (!namedOvnkube(raw)) continue;
-      const argv = raw.toString('utf8').split('\0').filter((a, i, all) => a !== '' || i < all.length - 1);
+      const argv = raw
+        .toString('utf8')
+        .split('\0')
+        .filter((a, i, all) => a !== '' || i < all.length - 1);
       const parsed = parseOvnkubeCmdline(argv);
       if (!parsed) continue;
       // A copy: the next read reuses the buffer.
@@ -121,7 +139,11 @@ export function scanOvnkubeProcessesSync(procRoot: string, read: ProcReader, see
       if (startTime === null) continue;
       const m = parsed.modeFlag;
       const mode = m === 'local' || m === 'shared' ? m : null;
-      found.push({ process: { pid: Number(entry), startTime, modeFlag: m, mode, release410Plus: parsed.release410Plus }, ppid: parentOf(stat), cmdline });
+      found.push({
+        process: { pid: Number(entry), startTime, modeFlag: m, mode, release410Plus: parsed.release410Plus },
+        ppid: parentOf(stat),
+        cmdline,
+      });
     } catch {
       // The process exited while we looked: skip it.
     }

@@ -59,7 +59,12 @@ export class OvnkubeScanner {
     const cmdlines = new Map<number, Buffer>();
     const at = this.now();
     const scan = scanOvnkubeProcessesSync(this.procRoot, this.read, pids, cmdlines);
-    this.last = { scan, pids, cmdline: scan.processes.length === 1 ? cmdlines.get(scan.processes[0]!.pid) : undefined, at };
+    this.last = {
+      scan,
+      pids,
+      cmdline: scan.processes.length === 1 ? cmdlines.get(scan.processes[0]!.pid) : undefined,
+      at,
+    };
     this.counts.full++;
     return scan;
   }

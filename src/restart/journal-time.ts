@@ -48,7 +48,9 @@ function shift(data: JournalData, delta: number, latest = Infinity): JournalData
     startedAt: t(data.migration.startedAt),
     lastAttemptAt: tn(data.migration.lastAttemptAt),
     doneAt: tn(data.migration.doneAt),
-    ...(data.migration.rollback ? { rollback: { startedAt: t(data.migration.rollback.startedAt), doneAt: tn(data.migration.rollback.doneAt) } } : {}),
+    ...(data.migration.rollback
+      ? { rollback: { startedAt: t(data.migration.rollback.startedAt), doneAt: tn(data.migration.rollback.doneAt) } }
+      : {}),
   };
   return { ...data, migration: m, restarts: data.restarts.map(t) };
 }
@@ -71,7 +73,11 @@ export function toWall(data: JournalData, offsetMs: number, bootId: string | nul
  * the next agent would read those with that older offset, off by any step of the wall clock
  * since. Its own times are carried over as instants (read with their note, rule 1 or 2).
  */
-export function underFreshNote(data: JournalData, bootId: string | null, clock: { now(): number; wall(): number }): JournalData {
+export function underFreshNote(
+  data: JournalData,
+  bootId: string | null,
+  clock: { now(): number; wall(): number },
+): JournalData {
   const now = clock.now();
   const current = clock.wall() - now;
   const loaded = loadOffset(data, bootId, current);

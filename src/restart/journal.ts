@@ -31,7 +31,10 @@ export interface JournalClock {
 }
 
 const isJournalClock = (c: unknown): c is JournalClock =>
-  typeof c === 'object' && c !== null && typeof (c as JournalClock).bootId === 'string' && Number.isFinite((c as JournalClock).wallMinusMonotonicMs);
+  typeof c === 'object' &&
+  c !== null &&
+  typeof (c as JournalClock).bootId === 'string' &&
+  Number.isFinite((c as JournalClock).wallMinusMonotonicMs);
 
 export const EMPTY_JOURNAL: JournalData = { version: 2, migration: null, restarts: [] };
 
@@ -60,7 +63,8 @@ const RESTART_STATES = ['owed', 'requested', 'failed', 'done', 'none'];
 /** A journal is trusted only whole: a partial migration could owe a restart nobody meant. */
 function validate(data: unknown): JournalData {
   const d = data as Partial<JournalData> | null;
-  if (!d || d.version !== 2 || !Array.isArray(d.restarts) || d.restarts.some((t) => typeof t !== 'number')) throw new Error('not a version 2 journal');
+  if (!d || d.version !== 2 || !Array.isArray(d.restarts) || d.restarts.some((t) => typeof t !== 'number'))
+    throw new Error('not a version 2 journal');
   const m = d.migration;
   if (m !== null) {
     const ok =
@@ -75,7 +79,12 @@ function validate(data: unknown): JournalData {
     if (!ok) throw new Error('its migration is incomplete');
   }
   // A clock note that is not whole is dropped: the times are then read as plain wall times.
-  return { version: 2, migration: m ?? null, restarts: d.restarts, ...(isJournalClock(d.clock) ? { clock: d.clock } : {}) };
+  return {
+    version: 2,
+    migration: m ?? null,
+    restarts: d.restarts,
+    ...(isJournalClock(d.clock) ? { clock: d.clock } : {}),
+  };
 }
 const KEEP_RESTARTS = 50;
 
@@ -125,14 +134,33 @@ export class Journal {
     if (text === null) return EMPTY_JOURNAL;
     try {
       const old = JSON.parse(text) as { restarts?: Array<{ mode?: unknown; at?: unknown }> };
-      const records = (old.restarts ?? []).filter((r) => typeof r.at === 'number' && (r.mode === 'local' || r.mode === 'shared'));
+      const records = (old.restarts ?? []).filter(
+        (r) => typeof r.at === 'number' && (r.mode === 'local' || r.mode === 'shared'),
+      );
       const last = records[records.length - 1];
       const migration: Migration | null = last
-        ? { mode: last.mode as GatewayMode, startedAt: last.at as number, identity: 'process', ovnkubeBefore: null, routes: [], restart: 'done', attempts: 1, lastAttemptAt: last.at as number, lastError: null, stopped: null, stoppedAs: null, outcome: null, doneAt: last.at as number }
+        ? {
+            mode: last.mode as GatewayMode,
+            startedAt: last.at as number,
+            identity: 'process',
+            ovnkubeBefore: null,
+            routes: [],
+            restart: 'done',
+            attempts: 1,
+            lastAttemptAt: last.at as number,
+            lastError: null,
+            stopped: null,
+            stoppedAs: null,
+            outcome: null,
+            doneAt: last.at as number,
+          }
         : null;
       return { version: 2, migration, restarts: records.map((r) => r.at as number) };
     } catch (err) {
-      throw new JournalError(`journal ${path.join(this.dir, PREVIOUS_FILE)} (of version 0.1) is corrupt: ${(err as Error).message}`, { cause: err });
+      throw new JournalError(
+        `journal ${path.join(this.dir, PREVIOUS_FILE)} (of version 0.1) is corrupt: ${(err as Error).message}`,
+        { cause: err },
+      );
     }
   }
 

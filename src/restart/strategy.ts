@@ -65,21 +65,38 @@ export class CriRestart implements RestartStrategy {
 
   async find(): Promise<Found> {
     const client = await this.connect();
-    if (!client) return { error: 'no CRI endpoint: neither /var/run/crio/crio.sock nor /run/containerd/containerd.sock exists (set --cri-endpoint)' };
+    if (!client)
+      return {
+        error:
+          'no CRI endpoint: neither /var/run/crio/crio.sock nor /run/containerd/containerd.sock exists (set --cri-endpoint)',
+      };
     const { namespace, container } = this.options;
     let found;
     try {
-      found = await client.runningContainers({ 'io.kubernetes.pod.namespace': namespace, 'io.kubernetes.container.name': container });
+      found = await client.runningContainers({
+        'io.kubernetes.pod.namespace': namespace,
+        'io.kubernetes.container.name': container,
+      });
     } catch (err) {
       return { error: (err as Error).message };
     }
     // The runtime filtered by label already; check again rather than trust it.
-    found = found.filter((c) => c.labels['io.kubernetes.pod.namespace'] === namespace && c.labels['io.kubernetes.container.name'] === container);
+    found = found.filter(
+      (c) =>
+        c.labels['io.kubernetes.pod.namespace'] === namespace && c.labels['io.kubernetes.container.name'] === container,
+    );
     if (found.length !== 1) {
-      return { error: `${found.length} running containers named ${container} in namespace ${namespace} (expected exactly 1)` };
+      return {
+        error: `${found.length} running containers named ${container} in namespace ${namespace} (expected exactly 1)`,
+      };
     }
     const c = found[0]!;
-    return { target: { id: c.id, describe: `container ${c.id.slice(0, 13)} (${c.labels['io.kubernetes.pod.name'] ?? c.name}, attempt ${c.attempt})` } };
+    return {
+      target: {
+        id: c.id,
+        describe: `container ${c.id.slice(0, 13)} (${c.labels['io.kubernetes.pod.name'] ?? c.name}, attempt ${c.attempt})`,
+      },
+    };
   }
 
   async restart(target: Target): Promise<void> {
@@ -99,7 +116,10 @@ export interface PidfdCalls {
   sendSignal(fd: number, signal: number): void;
 }
 
-const addonPidfd: PidfdCalls = { open: (pid) => addon.pidfdOpen(pid), sendSignal: (fd, signal) => addon.pidfdSendSignal(fd, signal) };
+const addonPidfd: PidfdCalls = {
+  open: (pid) => addon.pidfdOpen(pid),
+  sendSignal: (fd, signal) => addon.pidfdSendSignal(fd, signal),
+};
 
 /**
  * pidfd_open's errors that say the pidfd is not to be had here, whatever the process: the
@@ -121,7 +141,10 @@ export class SignalRestart implements RestartStrategy {
 
   async find(): Promise<Found> {
     const processes = await findOvnkubeProcesses(this.procRoot);
-    if (processes.length !== 1) return { error: `${processes.length} ovnkube --init-node processes in this network namespace (expected exactly 1)` };
+    if (processes.length !== 1)
+      return {
+        error: `${processes.length} ovnkube --init-node processes in this network namespace (expected exactly 1)`,
+      };
     const p = processes[0]!;
     return { target: { id: processIdentity(p), describe: `pid ${p.pid}` } };
   }
@@ -154,7 +177,10 @@ export class SignalRestart implements RestartStrategy {
       } catch {
         throw new Error(`pid ${pid} is gone`);
       }
-      if (now !== m[2]) throw new Error(`pid ${pid} now belongs to another process (start time ${now}, expected ${m[2]}): not signalling it`);
+      if (now !== m[2])
+        throw new Error(
+          `pid ${pid} now belongs to another process (start time ${now}, expected ${m[2]}): not signalling it`,
+        );
       if (fd === null) {
         process.kill(pid, 'SIGTERM');
         return;

@@ -57,14 +57,22 @@ export type RollbackOutcome = { migration: Migration | null } & (
   | { kind: 'done'; actions: ReplaceAction[]; unrecorded: Error | null }
 );
 
-const noProbe: OvnkubeProbe = async () => ({ mode: null, pid: null, id: null, detail: 'not looked at by rollback', release410Plus: null });
+const noProbe: OvnkubeProbe = async () => ({
+  mode: null,
+  pid: null,
+  id: null,
+  detail: 'not looked at by rollback',
+  release410Plus: null,
+});
 
 /** Only the given service CIDRs are looked at: a migration route outside them would read as "no route" while it is there. */
 function assertNamed(migration: Migration | null, config: PlannerConfig, from: string): void {
   const named = new Set(config.serviceCidrs.map((c) => c.text));
   const unnamed = (migration?.routes ?? []).map((r) => r.key.prefix).filter((p) => !named.has(parseCidr(p).text));
   if (unnamed.length > 0) {
-    throw new RollbackCidrsError(`rollback: the journal's migration replaced ${unnamed.join(', ')}, which ${from} (${[...named].join(', ')}) does not name: give the service CIDRs it was made with`);
+    throw new RollbackCidrsError(
+      `rollback: the journal's migration replaced ${unnamed.join(', ')}, which ${from} (${[...named].join(', ')}) does not name: give the service CIDRs it was made with`,
+    );
   }
 }
 
@@ -100,8 +108,11 @@ export async function runRollback(deps: RollbackDeps): Promise<RollbackOutcome> 
     return { migration, kind: 'interrupted', actions, signal: err.signal, done: err.done, left: err.left };
   }
   const after = await observe(dataplane, watched, noProbe);
-  const wrong = actions.filter((a) => !(after.routes.get(a.key.prefix) ?? []).some((r) => sameNextHop(r.nextHop, a.to)));
-  if (wrong.length > 0) throw new RollbackUnverifiedError(`after replacing, not put back: ${wrong.map((a) => a.key.prefix).join(', ')}`);
+  const wrong = actions.filter(
+    (a) => !(after.routes.get(a.key.prefix) ?? []).some((r) => sameNextHop(r.nextHop, a.to)),
+  );
+  if (wrong.length > 0)
+    throw new RollbackUnverifiedError(`after replacing, not put back: ${wrong.map((a) => a.key.prefix).join(', ')}`);
   try {
     await mark({ startedAt, doneAt: clock.wall() });
   } catch (err) {

@@ -51,7 +51,8 @@ function dechunk(body: Buffer): Buffer {
     if (size === 0) return Buffer.concat(parts);
     const data = eol + 2;
     if (data + size + 2 > body.length) throw new Error('chunked body cut short');
-    if (body[data + size] !== 0x0d || body[data + size + 1] !== 0x0a) throw new Error('chunk data not followed by CRLF');
+    if (body[data + size] !== 0x0d || body[data + size + 1] !== 0x0a)
+      throw new Error('chunk data not followed by CRLF');
     parts.push(body.subarray(data, data + size));
     total += size;
     at = data + size + 2;
@@ -65,7 +66,11 @@ export function parseAnswer(raw: Buffer): { code: number; text: string } {
   const [status = '', ...lines] = raw.subarray(0, end).toString('latin1').split('\r\n');
   const m = /^HTTP\/1\.[01] (\d{3})(?: |$)/.exec(status);
   if (!m) throw new Error(`not an HTTP answer: ${JSON.stringify(status.slice(0, 40))}`);
-  const header = (name: string) => lines.find((l) => l.slice(0, l.indexOf(':')).trim().toLowerCase() === name)?.slice(name.length + 1).trim();
+  const header = (name: string) =>
+    lines
+      .find((l) => l.slice(0, l.indexOf(':')).trim().toLowerCase() === name)
+      ?.slice(name.length + 1)
+      .trim();
   let body = raw.subarray(end + 4);
   const length = header('content-length');
   if (/\bchunked\b/i.test(header('transfer-encoding') ?? '')) body = dechunk(body);
@@ -82,7 +87,11 @@ export function parseAnswer(raw: Buffer): { code: number; text: string } {
  * (it never waits, as TCP does): an agent busy for a moment under a burst of connects.
  * That is retried, a little later each time, within timeoutMs.
  */
-export async function fetchPath(socket: string, urlPath: string, timeoutMs = 5000): Promise<{ code: number; body: unknown }> {
+export async function fetchPath(
+  socket: string,
+  urlPath: string,
+  timeoutMs = 5000,
+): Promise<{ code: number; body: unknown }> {
   // A duration: on the monotonic clock (a wall clock stepped by NTP would end it early or late).
   const deadline = performance.now() + timeoutMs;
   for (let wait = 5; ; wait = Math.min(wait * 2, 100)) {
@@ -98,7 +107,9 @@ export async function fetchPath(socket: string, urlPath: string, timeoutMs = 500
 function fetchOnce(socket: string, urlPath: string, timeoutMs: number): Promise<{ code: number; body: unknown }> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
-    const conn = net.connect(socket, () => conn.write(`GET ${urlPath} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n`));
+    const conn = net.connect(socket, () =>
+      conn.write(`GET ${urlPath} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n`),
+    );
     conn.setTimeout(timeoutMs, () => conn.destroy(new Error('timed out')));
     let received = 0;
     conn.on('data', (d: Buffer) => {
@@ -119,8 +130,13 @@ function fetchOnce(socket: string, urlPath: string, timeoutMs: number): Promise<
     conn.on('error', (err: NodeJS.ErrnoException) =>
       reject(
         err.code === 'EACCES' || err.code === 'EPERM'
-          ? new AgentDeniedError(`permission denied on ${socket} (${err.code}): the caller must be root or in the socket's group`)
-          : new AgentUnreachableError(`cannot reach the agent on ${socket} (${err.code ?? err.message}): is the agent running?`, err.code),
+          ? new AgentDeniedError(
+              `permission denied on ${socket} (${err.code}): the caller must be root or in the socket's group`,
+            )
+          : new AgentUnreachableError(
+              `cannot reach the agent on ${socket} (${err.code ?? err.message}): is the agent running?`,
+              err.code,
+            ),
       ),
     );
   });

@@ -41,19 +41,31 @@ export interface StatusInput {
  * error, or Waiting with the reasons said so far (`before`).
  */
 export function summaryOf(outcome: Outcome | undefined, error: Reason | null, before: Reason[]): Summary {
-  if (outcome === undefined) return error ? { phase: 'Degraded', reasons: [error] } : { phase: 'Waiting', reasons: before };
+  if (outcome === undefined)
+    return error ? { phase: 'Degraded', reasons: [error] } : { phase: 'Waiting', reasons: before };
   return summarize(outcome.plan, error ? { phase: null, reason: null } : outcome.restart, outcome.suspensions, error);
 }
 
 function restartStatus(i: StatusInput): RestartStatus {
   const m = i.migration;
-  const owed = m !== null && m.mode === i.desired.mode && (m.restart === 'owed' || m.restart === 'requested' || m.restart === 'failed');
+  const owed =
+    m !== null &&
+    m.mode === i.desired.mode &&
+    (m.restart === 'owed' || m.restart === 'requested' || m.restart === 'failed');
   const iso = (t: number) => new Date(t + i.wallOffsetMs).toISOString();
   return {
     strategy: i.strategy,
     required: owed,
     migration: m && { mode: m.mode, startedAt: iso(m.startedAt), restart: m.restart, attempts: m.attempts },
-    last: m && m.lastAttemptAt !== null ? { at: iso(m.lastAttemptAt), target: m.stoppedAs ?? m.stopped ?? '', result: m.outcome ?? 'requested', error: m.lastError } : null,
+    last:
+      m && m.lastAttemptAt !== null
+        ? {
+            at: iso(m.lastAttemptAt),
+            target: m.stoppedAs ?? m.stopped ?? '',
+            result: m.outcome ?? 'requested',
+            error: m.lastError,
+          }
+        : null,
     count: i.restarts,
   };
 }
@@ -62,7 +74,14 @@ export function statusReport(i: StatusInput): StatusReport {
   const p = i.outcome?.plan;
   const suspensions = i.outcome?.suspensions ?? new Map<string, string>();
   const { phase, reasons } = i.summary;
-  const none = i.config.serviceCidrs.map((c) => ({ cidr: c.text, family: c.family, observed: null, multipath: false, expected: null, inSync: false }));
+  const none = i.config.serviceCidrs.map((c) => ({
+    cidr: c.text,
+    family: c.family,
+    observed: null,
+    multipath: false,
+    expected: null,
+    inSync: false,
+  }));
   return {
     desiredMode: i.desired.mode,
     modeSource: { path: i.desired.source.path, error: i.desired.source.error, detail: i.desired.source.detail ?? null },

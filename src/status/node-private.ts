@@ -24,11 +24,14 @@ export const CONNECTIONS_CHECK_SYMBOL = 'http.server.connectionsCheckingInterval
 type Timer = NodeJS.Timeout & { _onTimeout?: unknown };
 
 /** Node's connection-check timer of a listening server, or why it is not where expected. */
-export function findConnectionsCheck(server: object): { symbol: symbol; timer: Timer; check: () => void } | { missing: string } {
+export function findConnectionsCheck(
+  server: object,
+): { symbol: symbol; timer: Timer; check: () => void } | { missing: string } {
   const symbol = Object.getOwnPropertySymbols(server).find((s) => s.description === CONNECTIONS_CHECK_SYMBOL);
   if (!symbol) return { missing: `the server has no symbol '${CONNECTIONS_CHECK_SYMBOL}'` };
   const timer = (server as Record<symbol, unknown>)[symbol] as Timer | undefined;
-  if (!timer || typeof timer._onTimeout !== 'function') return { missing: `'${CONNECTIONS_CHECK_SYMBOL}' holds no timer with an _onTimeout callback` };
+  if (!timer || typeof timer._onTimeout !== 'function')
+    return { missing: `'${CONNECTIONS_CHECK_SYMBOL}' holds no timer with an _onTimeout callback` };
   return { symbol, timer, check: timer._onTimeout as () => void };
 }
 
@@ -56,6 +59,9 @@ export class PausableConnectionsCheck {
     if (!paused) return;
     this.paused = undefined;
     // server.close() clears whatever timer this property holds, so the new one goes there.
-    (this.server as unknown as Record<symbol, unknown>)[paused.symbol] = setInterval(paused.check, this.intervalMs).unref();
+    (this.server as unknown as Record<symbol, unknown>)[paused.symbol] = setInterval(
+      paused.check,
+      this.intervalMs,
+    ).unref();
   }
 }

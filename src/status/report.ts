@@ -30,7 +30,12 @@ export interface RestartStatus {
   strategy: string;
   /** A migration to the desired mode still owes its ovnkube-node restart. */
   required: boolean;
-  migration: { mode: GatewayMode; startedAt: string; restart: 'owed' | 'requested' | 'failed' | 'done' | 'none'; attempts: number } | null;
+  migration: {
+    mode: GatewayMode;
+    startedAt: string;
+    restart: 'owed' | 'requested' | 'failed' | 'done' | 'none';
+    attempts: number;
+  } | null;
   last: { at: string; target: string; result: string; error: string | null } | null;
   /** Restart requests on record. */
   count: number;
@@ -78,7 +83,10 @@ export function renderHuman(s: StatusReport): string {
   const row = (label: string, value: string) => `${`${label}:`.padEnd(16)}${value}`;
   const lines = [
     row('phase', `${s.phase}${s.dryRun ? ' (dry run)' : ''}`),
-    row('desired mode', `${s.desiredMode ?? 'none'} (from ${s.modeSource.path}${s.modeSource.detail ? `: ${s.modeSource.detail}` : ''}${s.modeSource.error ? `; error: ${s.modeSource.error}` : ''})`),
+    row(
+      'desired mode',
+      `${s.desiredMode ?? 'none'} (from ${s.modeSource.path}${s.modeSource.detail ? `: ${s.modeSource.detail}` : ''}${s.modeSource.error ? `; error: ${s.modeSource.error}` : ''})`,
+    ),
     row('ovnkube-node', s.ovnkubeMode ?? 'unknown'),
     row('layout', s.layout),
     row('release', `${s.platform.release} (${s.platform.evidence})`),
@@ -87,15 +95,24 @@ export function renderHuman(s: StatusReport): string {
   if (s.lastError) lines.push(row('last error', s.lastError));
   if (s.restart && (s.restart.strategy !== 'none' || s.restart.required)) {
     const last = s.restart.last;
-    const lastText = last ? `; last ${last.at} ${last.target}: ${last.result}${last.error ? ` (${last.error})` : ''}` : '';
-    lines.push(row('restart', `${s.restart.strategy}${s.restart.required ? ', required' : ''}; ${s.restart.count} so far${lastText}`));
+    const lastText = last
+      ? `; last ${last.at} ${last.target}: ${last.result}${last.error ? ` (${last.error})` : ''}`
+      : '';
+    lines.push(
+      row(
+        'restart',
+        `${s.restart.strategy}${s.restart.required ? ', required' : ''}; ${s.restart.count} so far${lastText}`,
+      ),
+    );
   }
   lines.push('routes:');
   for (const r of s.routes) {
     const observed = r.multipath ? 'multipath (several next hops)' : r.observed ? render(r.observed) : 'none';
     const expected = r.expected ? render(r.expected) : 'n/a';
     const suspended = r.repairsSuspended ? ` [repairs suspended]` : '';
-    lines.push(`  ${r.inSync ? 'ok ' : 'NO '} ${r.cidr}: ${observed}${r.inSync ? '' : ` (expected ${expected})`}${suspended}`);
+    lines.push(
+      `  ${r.inSync ? 'ok ' : 'NO '} ${r.cidr}: ${observed}${r.inSync ? '' : ` (expected ${expected})`}${suspended}`,
+    );
   }
   if (s.reasons.length) lines.push('reasons:', ...s.reasons.map((x) => `  - ${x}`));
   if (s.warnings.length) lines.push('warnings:', ...s.warnings.map((x) => `  - ${x}`));

@@ -106,7 +106,10 @@ function assertStale(socket: string): Promise<void> {
     c.once('error', (err: NodeJS.ErrnoException) => {
       if (err.code === 'ECONNREFUSED') resolve();
       else if (err.code === 'EACCES' || err.code === 'EPERM') reject(permissionError(socket, err));
-      else reject(new SocketInUseError(`cannot tell whether ${socket} is in use (${err.code ?? err.message}): not removing it`));
+      else
+        reject(
+          new SocketInUseError(`cannot tell whether ${socket} is in use (${err.code ?? err.message}): not removing it`),
+        );
     });
   });
 }
@@ -180,8 +183,20 @@ export class StatusServer {
     // Built once: a Map has no inherited keys (`/__proto__` is no route).
     const routes = new Map<string, (req: http.IncomingMessage, res: http.ServerResponse) => void>([
       ['/status', (_req, res) => sendText(res, 200, statusText())],
-      ['/healthz', (_req, res) => (handlers.alive() ? send(res, 200, { ok: true }) : send(res, 503, { ok: false, error: 'the reconcile loop is stuck' }))],
-      ['/readyz', (_req, res) => (handlers.ready() ? send(res, 200, { ready: true }) : send(res, 503, { ready: false, error: 'first reconcile not done yet' }))],
+      [
+        '/healthz',
+        (_req, res) =>
+          handlers.alive()
+            ? send(res, 200, { ok: true })
+            : send(res, 503, { ok: false, error: 'the reconcile loop is stuck' }),
+      ],
+      [
+        '/readyz',
+        (_req, res) =>
+          handlers.ready()
+            ? send(res, 200, { ready: true })
+            : send(res, 503, { ready: false, error: 'first reconcile not done yet' }),
+      ],
       ...Object.entries(handlers.extra ?? {}),
     ]);
     this.server = createServer(
@@ -197,9 +212,15 @@ export class StatusServer {
         const url = (req.url ?? '/').split('?')[0] ?? '/';
         if (req.method !== 'GET' && req.method !== 'HEAD') {
           // Closed after: the body we never read must not be parsed as the next request.
-          return send(res, 405, { error: `method ${req.method} not allowed` }, { allow: 'GET, HEAD', connection: 'close' });
+          return send(
+            res,
+            405,
+            { error: `method ${req.method} not allowed` },
+            { allow: 'GET, HEAD', connection: 'close' },
+          );
         }
-        if (Buffer.byteLength(url) > MAX_URL_BYTES) return send(res, 414, { error: `URL longer than ${MAX_URL_BYTES} bytes` }, { connection: 'close' });
+        if (Buffer.byteLength(url) > MAX_URL_BYTES)
+          return send(res, 414, { error: `URL longer than ${MAX_URL_BYTES} bytes` }, { connection: 'close' });
         const route = routes.get(url);
         if (!route) return send(res, 404, { error: `no such path: ${url}`, paths: [...routes.keys()] });
         route(req, res);
@@ -249,7 +270,9 @@ export class StatusServer {
       if (e.code === 'EACCES' || e.code === 'EPERM') throw permissionError(socket, e);
       const why = PATH_ERRORS[e.code ?? ''];
       if (why !== undefined) {
-        throw new SocketPermissionError(`cannot create the socket ${socket}: ${why} (${e.syscall ?? e.code} ${e.path ?? socket}); give --socket a path under a writable directory`);
+        throw new SocketPermissionError(
+          `cannot create the socket ${socket}: ${why} (${e.syscall ?? e.code} ${e.path ?? socket}); give --socket a path under a writable directory`,
+        );
       }
       throw err;
     }

@@ -2,7 +2,9 @@
 // $NOTIFY_SOCKET. Nothing is sent when the variable is unset (not under systemd).
 import { addon } from '../native/addon.js';
 
-export type NotifyFields = Partial<Record<'READY' | 'STATUS' | 'WATCHDOG' | 'STOPPING' | 'RELOADING' | 'MONOTONIC_USEC' | 'ERRNO', string>>;
+export type NotifyFields = Partial<
+  Record<'READY' | 'STATUS' | 'WATCHDOG' | 'STOPPING' | 'RELOADING' | 'MONOTONIC_USEC' | 'ERRNO', string>
+>;
 
 export interface Notifier {
   /** Whether a notify socket is configured at all. */

@@ -62,7 +62,8 @@ export class Supervisor {
         return;
       }
       const stuckFor = Math.round((this.clock.now() - agent.lastProgressAt()) / 1000);
-      if (!this.stuckReported) this.log.error({ stuckForSeconds: stuckFor }, 'reconcile loop stuck: withholding the watchdog ping');
+      if (!this.stuckReported)
+        this.log.error({ stuckForSeconds: stuckFor }, 'reconcile loop stuck: withholding the watchdog ping');
       this.stuckReported = true;
       this.send({ STATUS: `Degraded: reconcile loop stuck for ${stuckFor}s; withholding the watchdog` });
     });

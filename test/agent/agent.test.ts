@@ -7,7 +7,18 @@ import path from 'node:path';
 import { test } from 'node:test';
 import { seedNode, skipWithoutKernel, type Netns } from '../helpers/netns.js';
 import { spawnSync } from 'node:child_process';
-import { AgentProcess, CLI, cli, curl, FakeOvnkube, Scratch, status, waitForStatus, withAgent, withNode } from '../helpers/agent.js';
+import {
+  AgentProcess,
+  CLI,
+  cli,
+  curl,
+  FakeOvnkube,
+  Scratch,
+  status,
+  waitForStatus,
+  withAgent,
+  withNode,
+} from '../helpers/agent.js';
 import { ConfigMapVolume } from '../helpers/kubelet.js';
 import { IDLE } from '../../src/demo/fake-ovnkube.js';
 import { writeOsRelease } from '../../src/demo/os-release.js';
@@ -24,7 +35,14 @@ test("converges the seed's node to local mode and says so over the socket", asyn
     assert.equal(s.ovnkubeMode, 'local');
     assert.equal(s.layout, 'legacy');
     assert.deepEqual(s.routes, [
-      { cidr: '10.96.0.0/16', family: 4, observed: { dev: 'ovn-k8s-mp0', via: '10.244.1.1', mtu: null }, expected: { dev: 'ovn-k8s-mp0', via: '10.244.1.1', mtu: null }, inSync: true, repairsSuspended: null },
+      {
+        cidr: '10.96.0.0/16',
+        family: 4,
+        observed: { dev: 'ovn-k8s-mp0', via: '10.244.1.1', mtu: null },
+        expected: { dev: 'ovn-k8s-mp0', via: '10.244.1.1', mtu: null },
+        inSync: true,
+        repairsSuspended: null,
+      },
     ]);
     // The migration owed one restart of ovnkube-node (the stand-in plays kubelet), done.
     assert.equal(s.restart?.required, false);
@@ -47,7 +65,11 @@ test("converges the seed's node to local mode and says so over the socket", asyn
 test('converges a dual-stack node, each family via its own next hop', async (t) => {
   if (skipWithoutKernel(t)) return;
   await withAgent(
-    { node: { gw0: true, ipv6: true }, mode: 'local', args: ['--service-cidr', '10.96.0.0/16,fd00:10:96::/112', '--mtu', '1400'] },
+    {
+      node: { gw0: true, ipv6: true },
+      mode: 'local',
+      args: ['--service-cidr', '10.96.0.0/16,fd00:10:96::/112', '--mtu', '1400'],
+    },
     async ({ ns, agent }) => {
       await waitForStatus(agent, (s) => s.phase === 'Converged', 'Converged');
       assert.deepEqual(ns.routes('10.96.0.0/16'), [LOCAL_V4]);
@@ -65,41 +87,75 @@ test("back to shared: ovnkube-node's restart by the rollout heals the node; the 
     await waitForStatus(agent, (s) => s.phase === 'Converged' && s.desiredMode === 'local', 'local Converged');
     scratch.writeMode('shared');
     // Desired shared while ovnkube-node still runs local: the agent waits, and says who heals it.
-    const waiting = await waitForStatus(agent, (s) => s.phase === 'Waiting' && s.reasonCodes[0] === 'OvnkubeOtherMode', 'Waiting on ovnkube');
+    const waiting = await waitForStatus(
+      agent,
+      (s) => s.phase === 'Waiting' && s.reasonCodes[0] === 'OvnkubeOtherMode',
+      'Waiting on ovnkube',
+    );
     assert.match(waiting.reasons[0] ?? '', /rollout restarts it in shared mode/);
     assert.equal(waiting.restart?.required, false, 'no restart is owed for shared');
     assert.deepEqual(ns.routes('10.96.0.0/16'), [LOCAL_V4]);
     ovnkube.start('shared', { respawn: true, body: SHARED_START });
-    const s = await waitForStatus(agent, (s) => s.phase === 'Converged' && s.desiredMode === 'shared' && s.reasonCodes[0] === 'InSync', 'shared Converged');
+    const s = await waitForStatus(
+      agent,
+      (s) => s.phase === 'Converged' && s.desiredMode === 'shared' && s.reasonCodes[0] === 'InSync',
+      'shared Converged',
+    );
     assert.deepEqual(ns.routes('10.96.0.0/16'), [SHARED_V4]);
     assert.deepEqual([s.restart?.count, s.restart?.required], [1, false], "only the local migration's restart");
-    assert.equal(agent.logs().filter((l) => String(l.msg).startsWith('replaced route')).length, 1, 'only the replace towards local');
+    assert.equal(
+      agent.logs().filter((l) => String(l.msg).startsWith('replaced route')).length,
+      1,
+      'only the replace towards local',
+    );
   });
 });
 
 test("shared desired, a br-ex route whose MTU is not ovn-k8s-mp0's: in sync, a warning; no write, no restart", async (t) => {
   if (skipWithoutKernel(t)) return;
   const setup = (ns: Netns) => ns.ip('route replace 10.96.0.0/16 via 172.18.0.1 dev br-ex mtu 9000');
-  await withAgent({ mode: 'shared', ovnkube: 'shared', setup, args: ['--service-cidr', '10.96.0.0/16'] }, async ({ ns, ovnkube, agent }) => {
-    const s = await waitForStatus(agent, (s) => s.phase === 'Converged' && s.desiredMode === 'shared', 'shared Converged');
-    assert.deepEqual([s.reasonCodes[0], s.routes[0]?.inSync], ['InSync', true]);
-    assert.ok(s.warnings.some((w) => /carries mtu 9000, the agent expected 1400/.test(w)), JSON.stringify(s.warnings));
-    assert.deepEqual(ns.routes('10.96.0.0/16'), ['10.96.0.0/16 via 172.18.0.1 dev br-ex mtu 9000']);
-    assert.deepEqual([s.restart?.count, ovnkube.starts], [0, 1]);
-  });
+  await withAgent(
+    { mode: 'shared', ovnkube: 'shared', setup, args: ['--service-cidr', '10.96.0.0/16'] },
+    async ({ ns, ovnkube, agent }) => {
+      const s = await waitForStatus(
+        agent,
+        (s) => s.phase === 'Converged' && s.desiredMode === 'shared',
+        'shared Converged',
+      );
+      assert.deepEqual([s.reasonCodes[0], s.routes[0]?.inSync], ['InSync', true]);
+      assert.ok(
+        s.warnings.some((w) => /carries mtu 9000, the agent expected 1400/.test(w)),
+        JSON.stringify(s.warnings),
+      );
+      assert.deepEqual(ns.routes('10.96.0.0/16'), ['10.96.0.0/16 via 172.18.0.1 dev br-ex mtu 9000']);
+      assert.deepEqual([s.restart?.count, ovnkube.starts], [0, 1]);
+    },
+  );
 });
 
 test('every failing precondition leaves the route alone and names the reason', async (t) => {
   if (skipWithoutKernel(t)) return;
   await withAgent({ mode: 'local', ovnkube: null }, async ({ ns, ovnkube, agent }) => {
-    await waitForStatus(agent, (s) => s.phase === 'Waiting' && s.reasons.some((r) => /no ovnkube --init-node process/.test(r)), 'no ovnkube');
+    await waitForStatus(
+      agent,
+      (s) => s.phase === 'Waiting' && s.reasons.some((r) => /no ovnkube --init-node process/.test(r)),
+      'no ovnkube',
+    );
     ovnkube.start('shared');
-    await waitForStatus(agent, (s) => s.reasons.some((r) => /runs --gateway-mode shared, desired local/.test(r)), 'ovnkube shared');
+    await waitForStatus(
+      agent,
+      (s) => s.reasons.some((r) => /runs --gateway-mode shared, desired local/.test(r)),
+      'ovnkube shared',
+    );
     // mp0 goes down before ovnkube-node runs local: the other order lets the agent
     // migrate in between (it looks every second while waiting on ovnkube-node).
     ns.ip('link set ovn-k8s-mp0 down');
     ovnkube.start('local');
-    await waitForStatus(agent, (s) => s.phase === 'Waiting' && s.reasons.some((r) => /ovn-k8s-mp0 is down/.test(r)), 'mp0 down');
+    await waitForStatus(
+      agent,
+      (s) => s.phase === 'Waiting' && s.reasons.some((r) => /ovn-k8s-mp0 is down/.test(r)),
+      'mp0 down',
+    );
     // The address goes before the link comes up: up with its address and ovnkube-node
     // local, the agent may migrate in between (seen under load).
     ns.ip('addr flush dev ovn-k8s-mp0');
@@ -116,9 +172,20 @@ test('no version evidence waits and asks for --layout legacy, a leftover ovn-k8s
   if (skipWithoutKernel(t)) return;
   const args = ['--service-cidr', '10.96.0.0/16', '--mtu', '1400', '--os-release', '/nonexistent/os-release'];
   await withAgent({ node: { gw0: true }, mode: 'local', args }, async ({ ns, agent }) => {
-    const s = await waitForStatus(agent, (s) => s.lastReconcile !== null && s.desiredMode === 'local' && s.layout === 'unknown' && s.phase === 'Waiting', 'unknown layout');
+    const s = await waitForStatus(
+      agent,
+      (s) => s.lastReconcile !== null && s.desiredMode === 'local' && s.layout === 'unknown' && s.phase === 'Waiting',
+      'unknown layout',
+    );
     assert.ok(s.reasonCodes.includes('LayoutUnknown'));
-    assert.ok(s.reasons.some((r) => /\/nonexistent\/os-release: ENOENT.*link ovn-k8s-gw0 exists, which 4\.10 nodes show too: no proof.*--layout legacy/.test(r)), JSON.stringify(s.reasons));
+    assert.ok(
+      s.reasons.some((r) =>
+        /\/nonexistent\/os-release: ENOENT.*link ovn-k8s-gw0 exists, which 4\.10 nodes show too: no proof.*--layout legacy/.test(
+          r,
+        ),
+      ),
+      JSON.stringify(s.reasons),
+    );
     assert.deepEqual(s.platform.release, 'unknown');
     assert.deepEqual(ns.routes('10.96.0.0/16'), [SHARED_V4]);
   });
@@ -156,11 +223,21 @@ test('a 4.10 node (ovnkube.conf with platform-type, a leftover ovn-k8s-gw0, --la
   const conf = path.join(dir, 'ovnkube.conf');
   writeFileSync(conf, OVNKUBE_CONF_410);
   try {
-    for (const [what, osRelease] of [['no os-release', ['--os-release', '/nonexistent/os-release']], ['an os-release of 4.9', []]] as const) {
+    for (const [what, osRelease] of [
+      ['no os-release', ['--os-release', '/nonexistent/os-release']],
+      ['an os-release of 4.9', []],
+    ] as const) {
       const args = ['--ovnkube-config', conf, '--layout', 'legacy', ...osRelease];
       await withAgent({ node: { gw0: true }, mode: 'local', args }, async ({ ns, ovnkube, agent }) => {
-        const s = await waitForStatus(agent, (s) => s.lastReconcile !== null && s.phase === 'Converged', `Converged (${what})`);
-        assert.deepEqual([s.layout, s.platform.release, s.reasonCodes[0]], ['routing-via-host', '4.10+', 'RoutingViaHostLayout']);
+        const s = await waitForStatus(
+          agent,
+          (s) => s.lastReconcile !== null && s.phase === 'Converged',
+          `Converged (${what})`,
+        );
+        assert.deepEqual(
+          [s.layout, s.platform.release, s.reasonCodes[0]],
+          ['routing-via-host', '4.10+', 'RoutingViaHostLayout'],
+        );
         assert.match(s.platform.evidence, /platform-type="BareMetal".*; --layout legacy ignored$/);
         assert.deepEqual(ns.routes('10.96.0.0/16'), [SHARED_V4]);
         assert.deepEqual([s.restart?.count, ovnkube.starts], [0, 1]);
@@ -175,7 +252,16 @@ test('an RHCOS 4.10 os-release alone keeps the agent off the node, --layout lega
   if (skipWithoutKernel(t)) return;
   const dir = mkdtempSync(path.join(tmpdir(), 'gwmode-410-'));
   try {
-    const args = ['--service-cidr', '10.96.0.0/16', '--mtu', '1400', '--layout', 'legacy', '--os-release', writeOsRelease(dir, '4.10')];
+    const args = [
+      '--service-cidr',
+      '10.96.0.0/16',
+      '--mtu',
+      '1400',
+      '--layout',
+      'legacy',
+      '--os-release',
+      writeOsRelease(dir, '4.10'),
+    ];
     await withAgent({ node: { gw0: true }, mode: 'local', args }, async ({ ns, agent }) => {
       const s = await waitForStatus(agent, (s) => s.lastReconcile !== null && s.phase === 'Converged', 'Converged');
       assert.deepEqual([s.platform.release, s.reasonCodes[0]], ['4.10+', 'RoutingViaHostLayout']);
@@ -195,7 +281,11 @@ test('the routing-via-host layout (4.10+) is left alone', async (t) => {
     ns.ip('route replace 10.96.0.0/16 via 169.254.169.4 dev br-ex mtu 1400');
   };
   await withAgent({ node: { gw0: true }, mode: 'local', setup }, async ({ ns, agent }) => {
-    const s = await waitForStatus(agent, (s) => s.layout === 'routing-via-host' && s.phase === 'Converged', 'routing-via-host');
+    const s = await waitForStatus(
+      agent,
+      (s) => s.layout === 'routing-via-host' && s.phase === 'Converged',
+      'routing-via-host',
+    );
     assert.ok(s.reasons.some((r) => /correct in both modes/.test(r)));
     assert.deepEqual(ns.routes('10.96.0.0/16'), ['10.96.0.0/16 via 169.254.169.4 dev br-ex mtu 1400']);
   });
@@ -205,13 +295,20 @@ test("a 4.14+ node whose ovnkube.conf names its masquerade subnet as [Gateway] V
   if (skipWithoutKernel(t)) return;
   await withNode({ gw0: true }, async ({ ns, scratch, ovnkube, startAgent }) => {
     const conf = path.join(scratch.dir, 'ovnkube.conf');
-    writeFileSync(conf, '[Default]\nMTU="1400"\n[Kubernetes]\nService-CIDRs="10.96.0.0/16"\n[Gateway]\nMode=local\nV4-Masquerade-Subnet="100.98.0.0/16"\n');
+    writeFileSync(
+      conf,
+      '[Default]\nMTU="1400"\n[Kubernetes]\nService-CIDRs="10.96.0.0/16"\n[Gateway]\nMode=local\nV4-Masquerade-Subnet="100.98.0.0/16"\n',
+    );
     ns.ip('addr add 100.98.0.2/16 dev br-ex');
     ns.ip('route replace 10.96.0.0/16 via 100.98.0.4 dev br-ex mtu 1400');
     scratch.writeMode('local');
     ovnkube.start('local', { respawn: true });
     const agent = startAgent(['--ovnkube-config', conf]);
-    const s = await waitForStatus(agent, (s) => s.layout === 'routing-via-host' && s.phase === 'Converged', 'routing-via-host');
+    const s = await waitForStatus(
+      agent,
+      (s) => s.layout === 'routing-via-host' && s.phase === 'Converged',
+      'routing-via-host',
+    );
     assert.equal(s.reasonCodes[0], 'RoutingViaHostLayout');
     assert.deepEqual(ns.routes('10.96.0.0/16'), ['10.96.0.0/16 via 100.98.0.4 dev br-ex mtu 1400']);
   });
@@ -224,11 +321,24 @@ test('a link route (no gateway) for a service CIDR is not ours, in both families
     ns.ip('-6 route replace fd00:10:96::/112 dev br-ex mtu 1400');
   };
   await withAgent(
-    { node: { gw0: true, ipv6: true }, mode: 'local', setup, args: ['--service-cidr', '10.96.0.0/16,fd00:10:96::/112', '--mtu', '1400'] },
+    {
+      node: { gw0: true, ipv6: true },
+      mode: 'local',
+      setup,
+      args: ['--service-cidr', '10.96.0.0/16,fd00:10:96::/112', '--mtu', '1400'],
+    },
     async ({ ns, agent }) => {
-      const s = await waitForStatus(agent, (s) => s.lastReconcile !== null && s.desiredMode === 'local' && s.reasonCodes.includes('NotOurRoute'), 'NotOurRoute');
+      const s = await waitForStatus(
+        agent,
+        (s) => s.lastReconcile !== null && s.desiredMode === 'local' && s.reasonCodes.includes('NotOurRoute'),
+        'NotOurRoute',
+      );
       assert.equal(s.phase, 'Waiting');
-      for (const cidr of ['10.96.0.0/16', 'fd00:10:96::/112']) assert.ok(s.reasons.some((r) => r.includes(cidr) && /with no gateway \(a link route\)/.test(r)), `${cidr}: ${s.reasons.join('; ')}`);
+      for (const cidr of ['10.96.0.0/16', 'fd00:10:96::/112'])
+        assert.ok(
+          s.reasons.some((r) => r.includes(cidr) && /with no gateway \(a link route\)/.test(r)),
+          `${cidr}: ${s.reasons.join('; ')}`,
+        );
       assert.deepEqual(ns.routes('10.96.0.0/16'), ['10.96.0.0/16 dev br-ex scope link mtu 1400']);
       assert.match(ns.routes('fd00:10:96::/112')[0] ?? '', /^fd00:10:96::\/112 dev br-ex metric 1024 mtu 1400/);
       assert.equal(agent.logs().filter((l) => String(l.msg).startsWith('replaced route')).length, 0);
@@ -239,24 +349,50 @@ test('a link route (no gateway) for a service CIDR is not ours, in both families
 test('a service route via inet6 (RTA_VIA) is refused NotOurRoute, the other CIDR still read; once it is a plain route again both move', async (t) => {
   if (skipWithoutKernel(t)) return;
   const setup = (ns: Netns) => ns.ip('route add 10.97.0.0/16 via inet6 fe80::1 dev br-ex');
-  await withAgent({ node: { gw0: true, ipv6: true }, mode: 'local', setup, args: ['--service-cidr', '10.96.0.0/16,10.97.0.0/16', '--mtu', '1400'] }, async ({ ns, agent }) => {
-    let s = await waitForStatus(agent, (s) => s.lastReconcile !== null && s.reasonCodes.includes('NotOurRoute'), 'NotOurRoute');
-    assert.equal(s.phase, 'Waiting');
-    assert.ok(s.reasons.some((r) => r.startsWith('10.97.0.0/16 has via inet6 fe80::1')), s.reasons.join('; '));
-    assert.deepEqual(s.routes.find((r) => r.cidr === '10.96.0.0/16')?.observed, { dev: 'br-ex', via: '172.18.0.1', mtu: 1400 });
-    assert.deepEqual(ns.routes('10.97.0.0/16'), ['10.97.0.0/16 via inet6 fe80::1 dev br-ex']);
-    assert.deepEqual(ns.routes('10.96.0.0/16'), [SHARED_V4], 'all or none: the other CIDR waits too');
-    ns.ip('route replace 10.97.0.0/16 via 172.18.0.1 dev br-ex mtu 1400');
-    s = await waitForStatus(agent, (s) => s.phase === 'Converged', 'Converged once the route is plain');
-    assert.deepEqual([...ns.routes('10.96.0.0/16'), ...ns.routes('10.97.0.0/16')], [LOCAL_V4, '10.97.0.0/16 via 10.244.1.1 dev ovn-k8s-mp0']);
-  });
+  await withAgent(
+    {
+      node: { gw0: true, ipv6: true },
+      mode: 'local',
+      setup,
+      args: ['--service-cidr', '10.96.0.0/16,10.97.0.0/16', '--mtu', '1400'],
+    },
+    async ({ ns, agent }) => {
+      let s = await waitForStatus(
+        agent,
+        (s) => s.lastReconcile !== null && s.reasonCodes.includes('NotOurRoute'),
+        'NotOurRoute',
+      );
+      assert.equal(s.phase, 'Waiting');
+      assert.ok(
+        s.reasons.some((r) => r.startsWith('10.97.0.0/16 has via inet6 fe80::1')),
+        s.reasons.join('; '),
+      );
+      assert.deepEqual(s.routes.find((r) => r.cidr === '10.96.0.0/16')?.observed, {
+        dev: 'br-ex',
+        via: '172.18.0.1',
+        mtu: 1400,
+      });
+      assert.deepEqual(ns.routes('10.97.0.0/16'), ['10.97.0.0/16 via inet6 fe80::1 dev br-ex']);
+      assert.deepEqual(ns.routes('10.96.0.0/16'), [SHARED_V4], 'all or none: the other CIDR waits too');
+      ns.ip('route replace 10.97.0.0/16 via 172.18.0.1 dev br-ex mtu 1400');
+      s = await waitForStatus(agent, (s) => s.phase === 'Converged', 'Converged once the route is plain');
+      assert.deepEqual(
+        [...ns.routes('10.96.0.0/16'), ...ns.routes('10.97.0.0/16')],
+        [LOCAL_V4, '10.97.0.0/16 via 10.244.1.1 dev ovn-k8s-mp0'],
+      );
+    },
+  );
 });
 
 test('a default route via inet6 on br-ex (BGP unnumbered) does not stop the agent: every pass reads it, and it converges as before', async (t) => {
   if (skipWithoutKernel(t)) return;
   const setup = (ns: Netns) => ns.ip('route add 0.0.0.0/0 via inet6 fe80::1 dev br-ex metric 500');
   await withAgent({ node: { gw0: true, ipv6: true }, mode: 'local', setup }, async ({ ns, agent }) => {
-    const s = await waitForStatus(agent, (s) => s.phase === 'Converged' && s.routes.every((r) => r.inSync), 'Converged');
+    const s = await waitForStatus(
+      agent,
+      (s) => s.phase === 'Converged' && s.routes.every((r) => r.inSync),
+      'Converged',
+    );
     assert.ok(!s.reasonCodes.includes('ReconcileFailed'), s.reasons.join('; '));
     assert.deepEqual(ns.routes('10.96.0.0/16'), [LOCAL_V4]);
   });
@@ -268,7 +404,11 @@ test('garbage, oversized and vanishing mode files keep the last valid mode and c
     // Wait for the read itself: a first pass may come before the mode file is read (a file
     // written just before a start is read once left alone for 200 ms; the test helper
     // writes it with an old mtime, but the wait does not count on that).
-    let s = await waitForStatus(agent, (s) => /expected exactly/.test(s.modeSource.error ?? '') && s.lastReconcile !== null, 'mode error');
+    let s = await waitForStatus(
+      agent,
+      (s) => /expected exactly/.test(s.modeSource.error ?? '') && s.lastReconcile !== null,
+      'mode error',
+    );
     assert.equal(s.desiredMode, null);
     assert.match(s.modeSource.error ?? '', /expected exactly "local" or "shared"/);
     assert.deepEqual(ns.routes('10.96.0.0/16'), [SHARED_V4]);
@@ -304,7 +444,14 @@ test('follows a ConfigMap volume through atomic ..data swaps', async (t) => {
   swapTo(1, 'shared');
   symlinkSync('..data/mode', path.join(volume, 'mode'));
   ovnkube.start('local', { respawn: true });
-  const agent = new AgentProcess(ns, scratch, ['--mode-file', volume, '--service-cidr', '10.96.0.0/16', '--resync-interval', '1h']);
+  const agent = new AgentProcess(ns, scratch, [
+    '--mode-file',
+    volume,
+    '--service-cidr',
+    '10.96.0.0/16',
+    '--resync-interval',
+    '1h',
+  ]);
   try {
     await waitForStatus(agent, (s) => s.desiredMode === 'shared', 'shared from the volume');
     swapTo(2, 'shared');
@@ -334,8 +481,15 @@ test("an operator's Network manifest is refused, saying why (routingViaHost is 4
     '        routingViaHost: true',
   ].join('\n');
   await withAgent({ mode: manifest }, async ({ ns, agent }) => {
-    const s = await waitForStatus(agent, (s) => s.lastReconcile !== null && s.modeSource.error !== null && s.modeSource.error !== 'not read yet', 'the refusal');
-    assert.match(s.modeSource.error!, /^a Network manifest is not read: .*routingViaHost exists only from OpenShift 4\.10, where the agent never acts; on 4\.8\/4\.9 the mode is the ConfigMap gateway-mode-config/);
+    const s = await waitForStatus(
+      agent,
+      (s) => s.lastReconcile !== null && s.modeSource.error !== null && s.modeSource.error !== 'not read yet',
+      'the refusal',
+    );
+    assert.match(
+      s.modeSource.error!,
+      /^a Network manifest is not read: .*routingViaHost exists only from OpenShift 4\.10, where the agent never acts; on 4\.8\/4\.9 the mode is the ConfigMap gateway-mode-config/,
+    );
     assert.deepEqual([s.desiredMode, s.reasonCodes[0]], [null, 'ModeNotRead']);
     assert.deepEqual(ns.routes('10.96.0.0/16'), [SHARED_V4]);
   });
@@ -349,15 +503,38 @@ test('a ConfigMap volume holding "local\\n" (kubectl create configmap --from-fil
     // What CNO rolled out for that ConfigMap: a shared-mode ovnkube-node.
     ovnkube.start('shared', { respawn: true });
     const agent = startAgent(['--mode-file', volume.dir, '--service-cidr', '10.96.0.0/16', '--mtu', '1400']);
-    const s = await waitForStatus(agent, (s) => s.phase === 'Converged' && s.desiredMode === 'shared', 'shared, Converged');
-    assert.deepEqual(s.modeSource, { path: volume.dir, error: null, detail: '"local\\n" is not exactly "local": shared, as the cluster network operator reads it' });
+    const s = await waitForStatus(
+      agent,
+      (s) => s.phase === 'Converged' && s.desiredMode === 'shared',
+      'shared, Converged',
+    );
+    assert.deepEqual(s.modeSource, {
+      path: volume.dir,
+      error: null,
+      detail: '"local\\n" is not exactly "local": shared, as the cluster network operator reads it',
+    });
     assert.deepEqual(ns.routes('10.96.0.0/16'), [SHARED_V4]);
     assert.equal(ovnkube.starts, 1, 'no restart');
     // The agent logs why (pino writes asynchronously: the line may follow the status).
-    await waitForStatus(agent, () => agent.logs().some((l) => l.msg === 'desired mode read as the cluster network operator reads it' && /is not exactly "local"/.test(String(l.detail))), 'the log line saying why');
+    await waitForStatus(
+      agent,
+      () =>
+        agent
+          .logs()
+          .some(
+            (l) =>
+              l.msg === 'desired mode read as the cluster network operator reads it' &&
+              /is not exactly "local"/.test(String(l.detail)),
+          ),
+      'the log line saying why',
+    );
 
     volume.update({ mode: 'local' });
-    const l = await waitForStatus(agent, (s) => s.desiredMode === 'local' && s.lastReconcile !== null && s.reasonCodes.includes('OvnkubeOtherMode'), 'local, waiting for the rollout');
+    const l = await waitForStatus(
+      agent,
+      (s) => s.desiredMode === 'local' && s.lastReconcile !== null && s.reasonCodes.includes('OvnkubeOtherMode'),
+      'local, waiting for the rollout',
+    );
     assert.equal(l.modeSource.detail, null);
     assert.deepEqual(ns.routes('10.96.0.0/16'), [SHARED_V4], 'nothing moved before ovnkube-node runs local');
   });
@@ -365,17 +542,28 @@ test('a ConfigMap volume holding "local\\n" (kubectl create configmap --from-fil
 
 test('repairs drift at once, and never touches other prefix lengths or tables', async (t) => {
   if (skipWithoutKernel(t)) return;
-  await withAgent({ mode: 'local', args: ['--service-cidr', '10.96.0.0/16', '--resync-interval', '1h'] }, async ({ ns, agent }) => {
-    ns.ip('route add 10.96.0.0/24 via 172.18.0.1 dev br-ex mtu 1400');
-    ns.ip('route add 10.96.0.0/16 via 172.18.0.1 dev br-ex mtu 1400 table 100');
-    await waitForStatus(agent, (s) => s.phase === 'Converged', 'Converged');
-    ns.ip('route replace 10.96.0.0/16 via 172.18.0.1 dev br-ex mtu 1400');
-    // The resync interval is an hour: only the netlink event can bring the repair.
-    await waitForStatus(agent, () => ns.routes('10.96.0.0/16')[0] === LOCAL_V4 && agent.logs().filter((l) => String(l.msg).startsWith('replaced route')).length === 2, 'repair');
-    assert.deepEqual(ns.routes('10.96.0.0/16'), [LOCAL_V4]);
-    assert.deepEqual(ns.routes('10.96.0.0/24'), ['10.96.0.0/24 via 172.18.0.1 dev br-ex mtu 1400']);
-    assert.deepEqual(ns.ip('route show table 100').trim().split('\n'), ['10.96.0.0/16 via 172.18.0.1 dev br-ex mtu 1400']);
-  });
+  await withAgent(
+    { mode: 'local', args: ['--service-cidr', '10.96.0.0/16', '--resync-interval', '1h'] },
+    async ({ ns, agent }) => {
+      ns.ip('route add 10.96.0.0/24 via 172.18.0.1 dev br-ex mtu 1400');
+      ns.ip('route add 10.96.0.0/16 via 172.18.0.1 dev br-ex mtu 1400 table 100');
+      await waitForStatus(agent, (s) => s.phase === 'Converged', 'Converged');
+      ns.ip('route replace 10.96.0.0/16 via 172.18.0.1 dev br-ex mtu 1400');
+      // The resync interval is an hour: only the netlink event can bring the repair.
+      await waitForStatus(
+        agent,
+        () =>
+          ns.routes('10.96.0.0/16')[0] === LOCAL_V4 &&
+          agent.logs().filter((l) => String(l.msg).startsWith('replaced route')).length === 2,
+        'repair',
+      );
+      assert.deepEqual(ns.routes('10.96.0.0/16'), [LOCAL_V4]);
+      assert.deepEqual(ns.routes('10.96.0.0/24'), ['10.96.0.0/24 via 172.18.0.1 dev br-ex mtu 1400']);
+      assert.deepEqual(ns.ip('route show table 100').trim().split('\n'), [
+        '10.96.0.0/16 via 172.18.0.1 dev br-ex mtu 1400',
+      ]);
+    },
+  );
 });
 
 test('dry run plans and reports but never changes the kernel', async (t) => {
@@ -416,7 +604,10 @@ test('status --brief, --json and the exit codes', async (t) => {
     await waitForStatus(agent, (s) => s.phase === 'Converged', 'Converged');
     const brief = cli(ns, ['status', '--socket', scratch.socket, '--brief']);
     assert.equal(brief.code, 0);
-    assert.match(brief.stdout, /^Converged desired=local ovnkube=local layout=legacy release=4\.8-4\.9 routes=1\/1 in sync/);
+    assert.match(
+      brief.stdout,
+      /^Converged desired=local ovnkube=local layout=legacy release=4\.8-4\.9 routes=1\/1 in sync/,
+    );
     const json = cli(ns, ['status', '--socket', scratch.socket, '--json']);
     assert.equal(JSON.parse(json.stdout).phase, 'Converged');
     ovnkube.stop();
@@ -441,7 +632,10 @@ test('plan and apply run once without the daemon', async (t) => {
     const args = ['--mode-file', scratch.modeFile, '--service-cidr', '10.96.0.0/16', '--ovnkube-mode-check', 'off'];
     const planned = cli(ns, ['plan', ...args]);
     assert.equal(planned.code, 1);
-    assert.match(planned.stdout, /replace 10\.96\.0\.0\/16: via 172\.18\.0\.1 dev br-ex mtu 1400 -> via 10\.244\.1\.1 dev ovn-k8s-mp0/);
+    assert.match(
+      planned.stdout,
+      /replace 10\.96\.0\.0\/16: via 172\.18\.0\.1 dev br-ex mtu 1400 -> via 10\.244\.1\.1 dev ovn-k8s-mp0/,
+    );
     assert.deepEqual(ns.routes('10.96.0.0/16'), [SHARED_V4]);
     // Its own state directory: apply journals its migration there (the default is the host's).
     const applied = cli(ns, ['apply', ...args, '--state-dir', scratch.stateDir]);
@@ -468,21 +662,36 @@ test('a bad flag exits 2 with one line naming it', () => {
     assert.ok(lines[0]!.startsWith(`ovn-gwmode-agent: ${flag}:`), lines[0]);
   }
   // The same flags from OVN_GWMODE_* variables.
-  const env = { ...process.env, OVN_GWMODE_MODE_FILE: '/nonexistent', OVN_GWMODE_SERVICE_CIDR: '10.96.0.0/16', OVN_GWMODE_LAYOUT: 'sideways' };
+  const env = {
+    ...process.env,
+    OVN_GWMODE_MODE_FILE: '/nonexistent',
+    OVN_GWMODE_SERVICE_CIDR: '10.96.0.0/16',
+    OVN_GWMODE_LAYOUT: 'sideways',
+  };
   const fromEnv = spawnSync(process.execPath, [CLI, 'plan'], { encoding: 'utf8', env });
   assert.equal(fromEnv.status, 2);
-  assert.match(fromEnv.stderr, /^ovn-gwmode-agent: --layout: "sideways" is not one of auto, legacy, routing-via-host\n$/);
+  assert.match(
+    fromEnv.stderr,
+    /^ovn-gwmode-agent: --layout: "sideways" is not one of auto, legacy, routing-via-host\n$/,
+  );
 });
 
 test('shared desired, ovnkube-node running shared keeps a service route via ovn-k8s-mp0: its fallback, never moved', async (t) => {
   if (skipWithoutKernel(t)) return;
   const setup = (ns: Netns) => ns.ip('route replace 10.96.0.0/16 via 10.244.1.1 dev ovn-k8s-mp0');
-  await withAgent({ mode: 'shared', ovnkube: 'shared', setup, args: ['--service-cidr', '10.96.0.0/16'] }, async ({ ns, ovnkube, agent }) => {
-    const s = await waitForStatus(agent, (s) => s.phase === 'Converged' && s.desiredMode === 'shared', 'shared Converged');
-    assert.deepEqual([s.reasonCodes[0], s.routes[0]?.inSync], ['OvnkubeFallbackRoute', false]);
-    assert.deepEqual(ns.routes('10.96.0.0/16'), [LOCAL_V4]);
-    assert.deepEqual([s.restart?.count, ovnkube.starts], [0, 1]);
-  });
+  await withAgent(
+    { mode: 'shared', ovnkube: 'shared', setup, args: ['--service-cidr', '10.96.0.0/16'] },
+    async ({ ns, ovnkube, agent }) => {
+      const s = await waitForStatus(
+        agent,
+        (s) => s.phase === 'Converged' && s.desiredMode === 'shared',
+        'shared Converged',
+      );
+      assert.deepEqual([s.reasonCodes[0], s.routes[0]?.inSync], ['OvnkubeFallbackRoute', false]);
+      assert.deepEqual(ns.routes('10.96.0.0/16'), [LOCAL_V4]);
+      assert.deepEqual([s.restart?.count, ovnkube.starts], [0, 1]);
+    },
+  );
 });
 
 test('--layout legacy never turns the 4.10+ protection off: a route via 169.254.0.4 stays', async (t) => {
@@ -491,18 +700,29 @@ test('--layout legacy never turns the 4.10+ protection off: a route via 169.254.
     ns.ip('addr add 169.254.0.2/17 dev br-ex');
     ns.ip('route replace 10.96.0.0/16 via 169.254.0.4 dev br-ex mtu 1400');
   };
-  await withAgent({ mode: 'local', setup, args: ['--service-cidr', '10.96.0.0/16', '--mtu', '1400', '--layout', 'legacy'] }, async ({ ns, agent }) => {
-    const s = await waitForStatus(agent, (s) => s.layout === 'routing-via-host' && s.phase === 'Converged', 'routing-via-host');
-    assert.equal(s.reasonCodes[0], 'RoutingViaHostLayout');
-    assert.deepEqual(ns.routes('10.96.0.0/16'), ['10.96.0.0/16 via 169.254.0.4 dev br-ex mtu 1400']);
-  });
+  await withAgent(
+    { mode: 'local', setup, args: ['--service-cidr', '10.96.0.0/16', '--mtu', '1400', '--layout', 'legacy'] },
+    async ({ ns, agent }) => {
+      const s = await waitForStatus(
+        agent,
+        (s) => s.layout === 'routing-via-host' && s.phase === 'Converged',
+        'routing-via-host',
+      );
+      assert.equal(s.reasonCodes[0], 'RoutingViaHostLayout');
+      assert.deepEqual(ns.routes('10.96.0.0/16'), ['10.96.0.0/16 via 169.254.0.4 dev br-ex mtu 1400']);
+    },
+  );
 });
 
 test('a second address on ovn-k8s-mp0: the next hop would be a guess, so the agent waits', async (t) => {
   if (skipWithoutKernel(t)) return;
   const setup = (ns: Netns) => ns.ip('addr add 10.244.9.2/24 dev ovn-k8s-mp0');
   await withAgent({ mode: 'local', setup }, async ({ ns, agent }) => {
-    const s = await waitForStatus(agent, (s) => s.reasonCodes.includes('ManagementAddressUnusable'), 'ManagementAddressUnusable');
+    const s = await waitForStatus(
+      agent,
+      (s) => s.reasonCodes.includes('ManagementAddressUnusable'),
+      'ManagementAddressUnusable',
+    );
     assert.equal(s.phase, 'Waiting');
     assert.deepEqual(ns.routes('10.96.0.0/16'), [SHARED_V4]);
   });

@@ -28,7 +28,11 @@ test('40 generated bad mode files on a converged agent: each error in the status
       renameSync(`${scratch.modeFile}.tmp`, scratch.modeFile);
       const expected = (await readModeSource(scratch.modeFile)).error;
       assert.ok(expected !== null, `case ${sent} (${c.kind}, seed ${seed})`);
-      const s = await waitForStatus(agent, (st) => st.modeSource.error === expected, `the error of case ${sent} (${c.kind}, seed ${seed}): ${expected}`);
+      const s = await waitForStatus(
+        agent,
+        (st) => st.modeSource.error === expected,
+        `the error of case ${sent} (${c.kind}, seed ${seed}): ${expected}`,
+      );
       assert.equal(s.desiredMode, 'local', 'the last valid mode is kept');
       assert.deepEqual(ns.routes('10.96.0.0/16'), before, `case ${sent} (${c.kind}) changed the route`);
     }

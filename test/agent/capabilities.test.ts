@@ -39,7 +39,37 @@ test('an agent without CAP_NET_ADMIN retries with capped backoff, stays up, chan
   ovnkube.start('local', { respawn: true });
   const child = spawn(
     'ip',
-    ['netns', 'exec', ns.name, 'setpriv', '--bounding-set', '-net_admin', '--inh-caps', '-net_admin', process.execPath, CLI, 'run', '--mode-file', scratch.modeFile, '--socket', scratch.socket, '--state-dir', scratch.stateDir, '--service-cidr', '10.96.0.0/16', '--mtu', '1400', '--restart', 'signal', '--settle', '0', '--resync-interval', '2', '--os-release', RHCOS_49_OS_RELEASE],
+    [
+      'netns',
+      'exec',
+      ns.name,
+      'setpriv',
+      '--bounding-set',
+      '-net_admin',
+      '--inh-caps',
+      '-net_admin',
+      process.execPath,
+      CLI,
+      'run',
+      '--mode-file',
+      scratch.modeFile,
+      '--socket',
+      scratch.socket,
+      '--state-dir',
+      scratch.stateDir,
+      '--service-cidr',
+      '10.96.0.0/16',
+      '--mtu',
+      '1400',
+      '--restart',
+      'signal',
+      '--settle',
+      '0',
+      '--resync-interval',
+      '2',
+      '--os-release',
+      RHCOS_49_OS_RELEASE,
+    ],
     { stdio: ['ignore', 'pipe', 'pipe'] },
   );
   let output = '';
@@ -58,9 +88,15 @@ test('an agent without CAP_NET_ADMIN retries with capped backoff, stays up, chan
     }
     assert.equal(child.exitCode, null, `the agent exited:\n${output.slice(-3000)}`);
     assert.ok(last, 'a status');
-    assert.match(last.lastError ?? '', /attempt [3-9], retrying in \d+ ms\): route replace 10\.96\.0\.0\/16 .*EPERM: operation not permitted \(the agent needs CAP_NET_ADMIN in the node network namespace\)/);
+    assert.match(
+      last.lastError ?? '',
+      /attempt [3-9], retrying in \d+ ms\): route replace 10\.96\.0\.0\/16 .*EPERM: operation not permitted \(the agent needs CAP_NET_ADMIN in the node network namespace\)/,
+    );
     assert.ok(last.reasonCodes.includes('ReconcileFailed'));
-    assert.ok(last.warnings.some((w) => w.startsWith('CAP_NET_ADMIN is not in the effective capability set')), JSON.stringify(last.warnings));
+    assert.ok(
+      last.warnings.some((w) => w.startsWith('CAP_NET_ADMIN is not in the effective capability set')),
+      JSON.stringify(last.warnings),
+    );
     assert.equal(last.restart?.count, 0, 'no restart requested for a migration that could not start');
     assert.deepEqual(ns.routes('10.96.0.0/16'), ['10.96.0.0/16 via 172.18.0.1 dev br-ex mtu 1400']);
     assert.ok(!output.includes('"level":60'), 'nothing fatal logged');

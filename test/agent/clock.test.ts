@@ -12,13 +12,19 @@ import { FakeStrategy, makeAgent, rig, setBack, whenConverged, whenSettling, typ
 
 const DAY_MS = 86_400_000;
 /** The wall steps every test makes while a duration runs: two minutes forward, a month back. */
-const STEPS = [{ name: 'forward 2 min', ms: 120_000 }, { name: 'back 30 days', ms: -30 * DAY_MS }];
+const STEPS = [
+  { name: 'forward 2 min', ms: 120_000 },
+  { name: 'back 30 days', ms: -30 * DAY_MS },
+];
 
 test.beforeEach(() => mock.timers.enable({ apis: ['setTimeout', 'setInterval'] }));
 test.afterEach(() => mock.timers.reset());
 
 test('timerDelay: within [0, 2^31-1] ms, a NaN the longest (never the 1 ms Node gives a longer delay)', () => {
-  assert.deepEqual([-5, 0, 1.2, 1000, MAX_TIMER_MS, MAX_TIMER_MS + 1, 30 * DAY_MS, Infinity, -Infinity, NaN].map(timerDelay), [0, 0, 2, 1000, MAX_TIMER_MS, MAX_TIMER_MS, MAX_TIMER_MS, MAX_TIMER_MS, 0, MAX_TIMER_MS]);
+  assert.deepEqual(
+    [-5, 0, 1.2, 1000, MAX_TIMER_MS, MAX_TIMER_MS + 1, 30 * DAY_MS, Infinity, -Infinity, NaN].map(timerDelay),
+    [0, 0, 2, 1000, MAX_TIMER_MS, MAX_TIMER_MS, MAX_TIMER_MS, MAX_TIMER_MS, 0, MAX_TIMER_MS],
+  );
   let fired = 0;
   after(30 * DAY_MS, () => fired++);
   mock.timers.tick(1000);
@@ -34,7 +40,11 @@ for (const step of STEPS) {
       await advance(3000);
       r.wallOffset = -step.ms;
       await advance(56_000);
-      assert.deepEqual(seen.slice(from).map((s) => s.phase), [], 'no pass, nothing Converged, before the 60 s are over');
+      assert.deepEqual(
+        seen.slice(from).map((s) => s.phase),
+        [],
+        'no pass, nothing Converged, before the 60 s are over',
+      );
       await advance(1000);
       await until((s) => s.phase === 'Converged', 'Converged at 60 s', from);
     });
@@ -49,11 +59,17 @@ for (const step of STEPS) {
         this.stops++;
       }
     }
-    const r: Rig = rig({ strategy: new NoSuccessor(), restart: { timeoutMs: 300_000, limit: { minIntervalMs: 600_000, maxPerHour: 3 } } });
+    const r: Rig = rig({
+      strategy: new NoSuccessor(),
+      restart: { timeoutMs: 300_000, limit: { minIntervalMs: 600_000, maxPerHour: 3 } },
+    });
     const h = makeAgent(r);
     h.agent.start();
     try {
-      await h.until((s) => s.reasonCodes[0] === 'RestartAwaited' && s.restart?.migration?.restart === 'requested', 'the request');
+      await h.until(
+        (s) => s.reasonCodes[0] === 'RestartAwaited' && s.restart?.migration?.restart === 'requested',
+        'the request',
+      );
       assert.equal(r.strategy.calls, 1);
       r.wallOffset = step.ms;
       await h.advance(298_000);
@@ -98,7 +114,11 @@ for (const step of STEPS) {
       assert.equal(h.seen.length, passes);
       await h.advance(backoffMs(1, 1000, 60_000, 1));
       await h.until((s) => s.routes[0]?.inSync === true, 'the retry');
-      assert.equal(h.seen[passes]?.routes[0]?.inSync, true, 'the first pass after the failure is the retry, and it migrated');
+      assert.equal(
+        h.seen[passes]?.routes[0]?.inSync,
+        true,
+        'the first pass after the failure is the retry, and it migrated',
+      );
     } finally {
       await h.agent.stop();
     }
@@ -108,7 +128,10 @@ for (const step of STEPS) {
 test('a settle window longer than a timer can wait (30 days): no delay over 2^31-1 ms reaches setTimeout, and no spin', async () => {
   const delays: number[] = [];
   const mocked = globalThis.setTimeout;
-  globalThis.setTimeout = ((fn: () => void, ms?: number) => (delays.push(ms ?? 0), mocked(fn, ms))) as typeof setTimeout;
+  globalThis.setTimeout = ((fn: () => void, ms?: number) => (
+    delays.push(ms ?? 0),
+    mocked(fn, ms)
+  )) as typeof setTimeout;
   try {
     const r = rig({ restart: { settleMs: 30 * DAY_MS } });
     await whenSettling(r, async ({ seen, advance }) => {
@@ -131,7 +154,21 @@ test('a journal written while the wall clock ran a month ahead, read in another 
     version: 2,
     clock: { bootId: 'boot-1', wallMinusMonotonicMs: 0 },
     restarts: [ahead],
-    migration: { mode: 'local', startedAt: ahead, identity: 'container', ovnkubeBefore: 'c0', routes: [], restart: 'done', attempts: 1, lastAttemptAt: ahead, lastError: null, stopped: 'c0', stoppedAs: 'container c0', outcome: 'stopped', doneAt: ahead },
+    migration: {
+      mode: 'local',
+      startedAt: ahead,
+      identity: 'container',
+      ovnkubeBefore: 'c0',
+      routes: [],
+      restart: 'done',
+      attempts: 1,
+      lastAttemptAt: ahead,
+      lastError: null,
+      stopped: 'c0',
+      stoppedAs: 'container c0',
+      outcome: 'stopped',
+      doneAt: ahead,
+    },
   };
   r.dp.setRoute('10.96.0.0/16', '10.244.1.1', 'ovn-k8s-mp0', null);
   const h = makeAgent(r);
@@ -155,14 +192,25 @@ test('the journal on disk keeps wall times with the boot and offset; the next ag
   });
   const doneAt = r.journal.data.migration!.doneAt! - r.wallOffset!;
   // The next agent, 30 s into the settle window: its 60 s end 30 s later, not a month later, not at once.
-  const next = rig({ bootId: 'boot-1', journal: r.journal, dp: r.dp, strategy: r.strategy, now: doneAt + 30_000, wallOffset: r.wallOffset! - 30 * DAY_MS });
+  const next = rig({
+    bootId: 'boot-1',
+    journal: r.journal,
+    dp: r.dp,
+    strategy: r.strategy,
+    now: doneAt + 30_000,
+    wallOffset: r.wallOffset! - 30 * DAY_MS,
+  });
   const h = makeAgent(next);
   await h.agent.init();
   h.agent.start();
   try {
     const s = await h.until((x) => x.lastReconcile !== null, 'a pass');
     assert.equal(s.reasonCodes[0], 'Settling');
-    assert.equal(s.restart?.migration?.startedAt, new Date(r.journal.data.migration!.startedAt - r.wallOffset! + next.wallOffset!).toISOString(), 'shown in the wall clock of now');
+    assert.equal(
+      s.restart?.migration?.startedAt,
+      new Date(r.journal.data.migration!.startedAt - r.wallOffset! + next.wallOffset!).toISOString(),
+      'shown in the wall clock of now',
+    );
     await h.advance(29_000);
     assert.notEqual(h.seen.at(-1)?.phase, 'Converged');
     await h.advance(1000);

@@ -10,7 +10,16 @@ import type { JournalData } from '../../src/restart/journal.js';
 import { parseCidr } from '../../src/net/cidr.js';
 import { seedConfig } from '../helpers/config.js';
 import type { Fault } from '../helpers/fake-dataplane.js';
-import { FakeStrategy, LOCAL, makeAgent, rig, setBack, whenConverged, whenSettling, type Rig } from '../helpers/loop-rig.js';
+import {
+  FakeStrategy,
+  LOCAL,
+  makeAgent,
+  rig,
+  setBack,
+  whenConverged,
+  whenSettling,
+  type Rig,
+} from '../helpers/loop-rig.js';
 
 test.beforeEach(() => mock.timers.enable({ apis: ['setTimeout', 'setInterval'] }));
 test.afterEach(() => mock.timers.reset());
@@ -65,19 +74,29 @@ test('dual-stack: a failed second replace puts the first back, and says so', asy
   const saved: JournalData['migration'][] = [];
   const save = r.journal.save.bind(r.journal);
   r.journal.save = async (d) => (saved.push(d.migration), save(d));
-  const { agent, until } = makeAgent(r, seedConfig({ serviceCidrs: [parseCidr('10.96.0.0/16'), parseCidr('fd00:10:96::/112')] }));
+  const { agent, until } = makeAgent(
+    r,
+    seedConfig({ serviceCidrs: [parseCidr('10.96.0.0/16'), parseCidr('fd00:10:96::/112')] }),
+  );
   agent.start();
   try {
     const degraded = await until((s) => s.phase === 'Degraded', 'Degraded');
     assert.match(degraded.lastError ?? '', /replace of fd00:10:96::\/112 failed.*put back 10\.96\.0\.0\/16/);
     // v4 to mp0, v6 to mp0 (refused), then v4 put back exactly as it was.
     const [v4, v6, back] = r.dp.replaces;
-    assert.deepEqual([v4?.key.prefix, v6?.key.prefix, back?.key.prefix], ['10.96.0.0/16', 'fd00:10:96::/112', '10.96.0.0/16']);
+    assert.deepEqual(
+      [v4?.key.prefix, v6?.key.prefix, back?.key.prefix],
+      ['10.96.0.0/16', 'fd00:10:96::/112', '10.96.0.0/16'],
+    );
     assert.deepEqual(back?.to, { dev: 'br-ex', oif: 2, gateway: '172.18.0.1', mtu: 1400 });
     assert.equal(degraded.restart?.count, 0, 'no restart for a migration that did not happen');
     assert.ok(r.dp.consumed.has('replace-v6-eperm'));
     // Journaled before the first replace, then taken off the record (a pass after it may migrate anew).
-    assert.deepEqual(saved.slice(0, 2).map((m) => m?.mode ?? null), ['local', null], 'refused, everything put back: the migration is off the record');
+    assert.deepEqual(
+      saved.slice(0, 2).map((m) => m?.mode ?? null),
+      ['local', null],
+      'refused, everything put back: the migration is off the record',
+    );
   } finally {
     await agent.stop();
   }
@@ -105,12 +124,29 @@ test('another service route set back while a replace is verified: repaired in th
     // The repair of 10.96.0.0/16 is taken; right after it, someone sets 10.97.0.0/16 back.
     r.dp.afterReplace = () => setBack(r, '10.97.0.0/16');
     setBack(r, '10.96.0.0/16');
-    await until((s) => s.routes.length === 2 && s.routes.every((x) => x.observed?.dev === 'ovn-k8s-mp0' && x.inSync), 'both repaired', from);
+    await until(
+      (s) => s.routes.length === 2 && s.routes.every((x) => x.observed?.dev === 'ovn-k8s-mp0' && x.inSync),
+      'both repaired',
+      from,
+    );
     await agent.settle();
     assert.equal(r.dp.afterReplace, null, 'the outside change happened');
-    assert.deepEqual(r.dp.replaces.slice(replaced).map((x) => x.key.prefix), ['10.96.0.0/16', '10.97.0.0/16']);
-    assert.deepEqual(seen.slice(from).filter((s) => s.phase !== 'Converged').map((s) => s.reasonCodes), [], 'no status but Converged: no failure');
-    assert.deepEqual(logs.filter((l) => l.msg === 'reconcile failed'), []);
+    assert.deepEqual(
+      r.dp.replaces.slice(replaced).map((x) => x.key.prefix),
+      ['10.96.0.0/16', '10.97.0.0/16'],
+    );
+    assert.deepEqual(
+      seen
+        .slice(from)
+        .filter((s) => s.phase !== 'Converged')
+        .map((s) => s.reasonCodes),
+      [],
+      'no status but Converged: no failure',
+    );
+    assert.deepEqual(
+      logs.filter((l) => l.msg === 'reconcile failed'),
+      [],
+    );
   });
 });
 
@@ -129,7 +165,11 @@ test('set-backs one after another use up the rounds: the last replace is still v
     const failed = await until((s) => s.reasonCodes.includes('ReconcileFailed'), 'the failed verification', from);
     assert.match(failed.lastError ?? '', /after replacing, still out of sync: .*10\.98\.0\.0\/16/);
     assert.ok(r.dp.consumed.has('replace-silently-ignored'));
-    assert.deepEqual(r.dp.replaces.slice(replaced, replaced + 3).map((x) => x.key.prefix), cidrs, 'one repair a round, in one pass');
+    assert.deepEqual(
+      r.dp.replaces.slice(replaced, replaced + 3).map((x) => x.key.prefix),
+      cidrs,
+      'one repair a round, in one pass',
+    );
     assert.equal(logs.filter((l) => l.msg === 'reconcile failed').length, 1);
   });
 });
@@ -150,7 +190,11 @@ test('what the verify-only round finds besides is left to a pass that runs at on
       };
     };
     setBack(r, '10.96.0.0/16');
-    await until((s) => s.routes.length === 4 && s.routes.every((x) => x.observed?.dev === 'ovn-k8s-mp0' && x.inSync), 'all four repaired', from);
+    await until(
+      (s) => s.routes.length === 4 && s.routes.every((x) => x.observed?.dev === 'ovn-k8s-mp0' && x.inSync),
+      'all four repaired',
+      from,
+    );
     assert.ok(r.dp.consumed.has('replace-unannounced'));
     assert.equal(r.dp.afterReplace, null);
   });
@@ -204,7 +248,10 @@ test('the journal failing after a restart was requested: the state is kept in me
   try {
     const lagging = await until((s) => s.reasonCodes[0] === 'JournalUnwritable', 'JournalUnwritable');
     const seenAt = r.now;
-    assert.match(lagging.reasons[0]!, /^the journal lags behind: .* was carried out but could not be recorded \(attempt \d+, retrying in \d+ ms\): cannot write the journal .*ENOSPC/);
+    assert.match(
+      lagging.reasons[0]!,
+      /^the journal lags behind: .* was carried out but could not be recorded \(attempt \d+, retrying in \d+ ms\): cannot write the journal .*ENOSPC/,
+    );
     assert.doesNotMatch(lagging.reasons[0]!, /refusing/);
     assert.equal(r.strategy.stops, 1, 'the restart was requested once');
     assert.equal(lagging.restart?.migration?.restart, 'done', 'the new ovnkube-node seen is kept in memory');
@@ -228,7 +275,7 @@ test('the journal failing after a restart was requested: the state is kept in me
   }
 });
 
-test('the journal failing as it takes a refused migration off the record: the kernel\'s error and the journal\'s are both logged, and the node converges', async () => {
+test("the journal failing as it takes a refused migration off the record: the kernel's error and the journal's are both logged, and the node converges", async () => {
   const r = rig();
   r.dp.inject('replace-eperm');
   // Save 1 records the migration; save 2, taking it off after the kernel's refusal, fails.
@@ -237,12 +284,14 @@ test('the journal failing as it takes a refused migration off the record: the ke
   agent.start();
   try {
     const degraded = await until((s) => s.phase === 'Degraded', 'Degraded');
-    assert.equal(degraded.reasonCodes[0], 'ReconcileFailed', 'the pass failed with the kernel\'s error');
+    assert.equal(degraded.reasonCodes[0], 'ReconcileFailed', "the pass failed with the kernel's error");
     assert.match(degraded.lastError ?? '', /EPERM/);
-    const lag = logs.find((l) => /^the journal lags behind: taking the migration the kernel refused off the record/.test(l.msg)) as { msg: string; err?: { message?: string }; kernelError?: string } | undefined;
+    const lag = logs.find((l) =>
+      /^the journal lags behind: taking the migration the kernel refused off the record/.test(l.msg),
+    ) as { msg: string; err?: { message?: string }; kernelError?: string } | undefined;
     assert.ok(lag, 'the failed save is logged');
     assert.match(lag.err?.message ?? '', /ENOSPC/);
-    assert.match(lag.kernelError ?? '', /EPERM/, 'with the kernel\'s error beside it');
+    assert.match(lag.kernelError ?? '', /EPERM/, "with the kernel's error beside it");
     await advance(backoffMs(1, 1000, 60_000, 1));
     await until(LOCAL, 'the local route');
     assert.equal(r.journal.failed, 1);
@@ -285,8 +334,15 @@ test("local, shared, local: each migration to local gets its restart; shared is 
     r.dp.setRoute('10.96.0.0/16', '172.18.0.1', 'br-ex', 1400);
     let from = seen.length;
     agent.kick('mode file changed');
-    const shared = await until((s) => s.desiredMode === 'shared' && s.reasonCodes[0] === 'InSync', 'InSync for shared', from);
-    assert.deepEqual([shared.phase, shared.restart?.required, r.strategy.stops, r.dp.replaces.length], ['Converged', false, 1, 1]);
+    const shared = await until(
+      (s) => s.desiredMode === 'shared' && s.reasonCodes[0] === 'InSync',
+      'InSync for shared',
+      from,
+    );
+    assert.deepEqual(
+      [shared.phase, shared.restart?.required, r.strategy.stops, r.dp.replaces.length],
+      ['Converged', false, 1, 1],
+    );
     await advance(3_600_000);
     r.read = { mode: 'local', error: null };
     r.ovnkube = { mode: 'local', pid: 44, id: 'pid 44 start 3', detail: null, release410Plus: null };
@@ -312,7 +368,11 @@ test('the mode turns shared while the restart request of the local migration is 
     const from = seen.length;
     agent.kick('mode file changed');
     // The mp0 route stays (ovnkube-node's to move): the agent writes nothing towards shared.
-    const held = await until((s) => s.desiredMode === 'shared' && s.reasonCodes[0] === 'OvnkubeFallbackRoute', 'shared at rest', from);
+    const held = await until(
+      (s) => s.desiredMode === 'shared' && s.reasonCodes[0] === 'OvnkubeFallbackRoute',
+      'shared at rest',
+      from,
+    );
     assert.deepEqual([held.phase, held.restart?.required], ['Converged', false]);
     assert.deepEqual([r.journal.data.migration?.mode, r.journal.data.migration?.restart], ['shared', 'none']);
     await advance(5000);
@@ -338,7 +398,11 @@ test('a restart request answered after stop() began (its answer wakes no pass th
   r.strategy.release();
   await stopped;
   const m = r.journal.data.migration!;
-  assert.deepEqual([m.restart, m.outcome, m.lastError], ['failed', 'failed', 'runtime said no'], 'the next agent retries it after backoff, not after the restart timeout');
+  assert.deepEqual(
+    [m.restart, m.outcome, m.lastError],
+    ['failed', 'failed', 'runtime said no'],
+    'the next agent retries it after backoff, not after the restart timeout',
+  );
 });
 
 test('--restart none: Progressing until ovnkube-node is restarted by someone, noticed within a second', async () => {
@@ -381,7 +445,10 @@ test("a subscription without its kernel-side filter is logged once, as a warning
   const r = rig();
   await whenSettling(r, async ({ logs }) => {
     r.dp.emit({ kind: 'unfiltered', error: new Error('setsockopt(SO_ATTACH_FILTER) ENOMEM') });
-    const warned = logs.filter((l) => /kernel-side notification filter was not attached/.test(l.msg)) as Array<{ level: number; err?: { message?: string } }>;
+    const warned = logs.filter((l) => /kernel-side notification filter was not attached/.test(l.msg)) as Array<{
+      level: number;
+      err?: { message?: string };
+    }>;
     assert.equal(warned.length, 1);
     assert.equal(warned[0]!.level, 40);
     assert.match(warned[0]!.err?.message ?? '', /ENOMEM/);
@@ -465,7 +532,21 @@ test('a node that reached its mode without the agent owes no restart, and the st
   r.journal.data = {
     version: 2,
     restarts: [],
-    migration: { mode: 'shared', startedAt: 1, identity: 'container', ovnkubeBefore: null, routes: [], restart: 'done', attempts: 1, lastAttemptAt: 1, lastError: null, stopped: null, stoppedAs: null, outcome: 'stopped', doneAt: 1 },
+    migration: {
+      mode: 'shared',
+      startedAt: 1,
+      identity: 'container',
+      ovnkubeBefore: null,
+      routes: [],
+      restart: 'done',
+      attempts: 1,
+      lastAttemptAt: 1,
+      lastError: null,
+      stopped: null,
+      stoppedAs: null,
+      outcome: 'stopped',
+      doneAt: 1,
+    },
   };
   const { agent, until } = makeAgent(r);
   await agent.init();
@@ -481,7 +562,10 @@ test('a node that reached its mode without the agent owes no restart, and the st
 });
 
 test('backoff doubles from the base, is capped, and is jittered between half and all of it', () => {
-  assert.deepEqual([1, 2, 3, 4, 10].map((n) => backoffMs(n, 1000, 60_000, 1)), [1000, 2000, 4000, 8000, 60_000]);
+  assert.deepEqual(
+    [1, 2, 3, 4, 10].map((n) => backoffMs(n, 1000, 60_000, 1)),
+    [1000, 2000, 4000, 8000, 60_000],
+  );
   assert.equal(backoffMs(3, 1000, 60_000, 0), 2000);
 });
 
@@ -576,7 +660,14 @@ test('a pass woken by route events alone may reuse the last /proc scan; a link, 
     assert.deepEqual(await passOf(route), [true]);
     const link = { index: 3, name: 'ovn-k8s-mp0', up: true, mtu: 1400 };
     assert.deepEqual(await passOf(() => r.dp.emit({ kind: 'link', op: 'new', link })), [false]);
-    const address = { linkIndex: 3, family: 4 as const, address: '10.244.1.3', prefixLength: 24, tentative: false, dadFailed: false };
+    const address = {
+      linkIndex: 3,
+      family: 4 as const,
+      address: '10.244.1.3',
+      prefixLength: 24,
+      tentative: false,
+      dadFailed: false,
+    };
     assert.deepEqual(await passOf(() => r.dp.emit({ kind: 'address', op: 'new', address })), [false]);
     assert.deepEqual(await passOf(() => r.dp.emit({ kind: 'lost', error: new Error('ENOBUFS') })), [false]);
     assert.deepEqual(await passOf(() => agent.kick('periodic resync')), [false]);
@@ -605,7 +696,11 @@ test('a replace that failed with ENOENT in a pass woken by a route event is retr
     const probes = r.probes!.slice(probed);
     assert.equal(probes[0], true, 'the pass the route event woke may reuse');
     assert.ok(probes.length >= 2, `a retry followed: ${JSON.stringify(probes)}`);
-    assert.deepEqual(probes.slice(1), probes.slice(1).map(() => false), `the retry scans in full: ${JSON.stringify(probes)}`);
+    assert.deepEqual(
+      probes.slice(1),
+      probes.slice(1).map(() => false),
+      `the retry scans in full: ${JSON.stringify(probes)}`,
+    );
   });
 });
 
@@ -747,7 +842,10 @@ test('signal: kubelet restarts ovnkube-node between the observation and the look
   const h = makeAgent(r);
   h.agent.start();
   try {
-    const looked = await h.until((s) => /changed while it was looked at .*pid 43/.test(s.reasons[0] ?? ''), 'the decision looking again');
+    const looked = await h.until(
+      (s) => /changed while it was looked at .*pid 43/.test(s.reasons[0] ?? ''),
+      'the decision looking again',
+    );
     assert.equal(looked.phase, 'Progressing');
     assert.deepEqual(stub.signalled, [], 'B not signalled');
     // The look again, a moment later: B runs local and is not the one the migration began with.
@@ -788,9 +886,12 @@ test('signal: a new ovnkube-node found as a migration would begin: nothing repla
   }
 });
 
-test('ovnkube-node\'s exit signal wakes the waiting agent: the rollout\'s new local ovnkube-node is acted on with no timer fired', async () => {
+test("ovnkube-node's exit signal wakes the waiting agent: the rollout's new local ovnkube-node is acted on with no timer fired", async () => {
   const exit: NonNullable<Rig['exit']> = { followed: [], closed: false };
-  const r = rig({ exit, ovnkube: { mode: 'shared', pid: 42, id: 'pid 42 start 1', detail: null, release410Plus: null } });
+  const r = rig({
+    exit,
+    ovnkube: { mode: 'shared', pid: 42, id: 'pid 42 start 1', detail: null, release410Plus: null },
+  });
   const { agent, until, seen } = makeAgent(r);
   agent.start();
   try {
@@ -820,7 +921,11 @@ test('a write the kernel took without a word (a no-op replace sends no notificat
     const again = r.dp.replaces.length;
     const next = from + 1;
     setBack(r, '10.96.0.0/16');
-    await until((s) => s.routes[0]?.observed?.dev === 'ovn-k8s-mp0' && r.dp.replaces.length === again + 1, 'the second repair, woken by its notification', next);
+    await until(
+      (s) => s.routes[0]?.observed?.dev === 'ovn-k8s-mp0' && r.dp.replaces.length === again + 1,
+      'the second repair, woken by its notification',
+      next,
+    );
   });
 });
 

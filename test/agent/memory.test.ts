@@ -30,7 +30,7 @@ test("malloc_trim gives the kernel back what malloc's arenas hold free: 40,000 s
   assert.ok(freed - trimmed > 40 * 1024, `RssAnon ${freed} kB before the trim, ${trimmed} kB after`);
 });
 
-test('the daemon trims once per periodic resync, after the pass it woke: never after the start\'s, the migration\'s or the restart\'s passes', async (t) => {
+test("the daemon trims once per periodic resync, after the pass it woke: never after the start's, the migration's or the restart's passes", async (t) => {
   if (skipWithoutKernel(t)) return;
   await withAgent({ mode: 'local', args: ['--service-cidr', '10.96.0.0/16', '--mtu', '1400'] }, async ({ agent }) => {
     await waitForStatus(agent, (s) => s.phase === 'Converged', 'Converged');
@@ -49,7 +49,13 @@ test('the daemon trims once per periodic resync, after the pass it woke: never a
       resyncs = 0;
     }
     // glibc here (a null would not be logged): released at least once (freed memory was there).
-    assert.ok(trims().every((l) => l.released === true || l.released === false), JSON.stringify(trims()));
-    assert.ok(trims().some((l) => l.released === true), JSON.stringify(trims()));
+    assert.ok(
+      trims().every((l) => l.released === true || l.released === false),
+      JSON.stringify(trims()),
+    );
+    assert.ok(
+      trims().some((l) => l.released === true),
+      JSON.stringify(trims()),
+    );
   });
 });

@@ -57,7 +57,11 @@ function makeAgent(dp: FakeDataplane, recorder: AgentRecorder, cidrs = ['10.96.0
     {
       dataplane: dp,
       strategy: new FakeStrategy(),
-      journal: { load: async () => journal, save: async (d: JournalData) => void (journal = structuredClone(d)), setAside: async () => 'nowhere' },
+      journal: {
+        load: async () => journal,
+        save: async (d: JournalData) => void (journal = structuredClone(d)),
+        setAside: async () => 'nowhere',
+      },
       probe: async () => ({ mode: 'local', pid: 42, id: 'pid 42 start 1', detail: null, release410Plus: null }),
       log: pino({ level: 'silent' }),
       readMode: async () => ({ mode: 'local', error: null }),
@@ -70,7 +74,15 @@ function makeAgent(dp: FakeDataplane, recorder: AgentRecorder, cidrs = ['10.96.0
       config: seedConfig({ serviceCidrs: cidrs.map(parseCidr) }),
       modePath: '/etc/mode',
       resyncIntervalMs: 3_600_000,
-      restart: { strategy: 'cri', limit: { minIntervalMs: 300_000, maxPerHour: 3 }, timeoutMs: 300_000, settleMs: 60_000, retryBaseMs: 5000, retryMaxMs: 300_000, modeChecked: true },
+      restart: {
+        strategy: 'cri',
+        limit: { minIntervalMs: 300_000, maxPerHour: 3 },
+        timeoutMs: 300_000,
+        settleMs: 60_000,
+        retryBaseMs: 5000,
+        retryMaxMs: 300_000,
+        modeChecked: true,
+      },
     },
   );
   const seen: StatusReport[] = [];

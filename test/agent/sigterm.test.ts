@@ -40,8 +40,14 @@ async function interruptedMigration(t: TestContext, fault: string, afterStop: (c
     const first = new AgentProcess(ns, scratch, ARGS, { GWMODE_FAULT: fault }, FAULTY);
     assert.equal(await within(first.exited, 30_000, 'the agent stops'), 0, first.output.slice(-3000));
     const logs = first.logs();
-    assert.ok(logs.some((l) => l.msg === 'stopping' && l.signal === 'SIGTERM'), 'the SIGTERM came during the pass');
-    assert.ok(logs.some((l) => l.msg === 'stopped'), 'a clean stop');
+    assert.ok(
+      logs.some((l) => l.msg === 'stopping' && l.signal === 'SIGTERM'),
+      'the SIGTERM came during the pass',
+    );
+    assert.ok(
+      logs.some((l) => l.msg === 'stopped'),
+      'a clean stop',
+    );
     afterStop({ ns, scratch, ovnkube, logs });
 
     second = new AgentProcess(ns, scratch, ARGS);
@@ -58,7 +64,8 @@ async function interruptedMigration(t: TestContext, fault: string, afterStop: (c
   }
 }
 
-const journaled = (scratch: Scratch) => JSON.parse(readFileSync(path.join(scratch.stateDir, 'migration-journal.json'), 'utf8'));
+const journaled = (scratch: Scratch) =>
+  JSON.parse(readFileSync(path.join(scratch.stateDir, 'migration-journal.json'), 'utf8'));
 
 test('SIGTERM as the first replace of a dual-stack migration begins: a clean exit 0, both families in one mode, one restart in all', (t) =>
   interruptedMigration(t, 'term-during-replace', ({ ns, scratch }) => {
@@ -71,8 +78,14 @@ test('SIGTERM as the first replace of a dual-stack migration begins: a clean exi
 
 test('SIGTERM with the second replace of a dual-stack migration held past the stop grace: abandoned, exit 0, half done; the next agent completes it from the journal, one restart in all', (t) =>
   interruptedMigration(t, 'term-held-between-replaces', ({ ns, scratch, ovnkube, logs }) => {
-    assert.ok(logs.some((l) => l.msg === 'the pass under way did not finish: abandoning it'), 'the pass was abandoned');
-    const local = [ns.routes('10.96.0.0/16')[0]?.includes('ovn-k8s-mp0'), ns.routes('fd00:10:96::/112')[0]?.includes('ovn-k8s-mp0')];
+    assert.ok(
+      logs.some((l) => l.msg === 'the pass under way did not finish: abandoning it'),
+      'the pass was abandoned',
+    );
+    const local = [
+      ns.routes('10.96.0.0/16')[0]?.includes('ovn-k8s-mp0'),
+      ns.routes('fd00:10:96::/112')[0]?.includes('ovn-k8s-mp0'),
+    ];
     assert.deepEqual(local.filter(Boolean).length, 1, `one family replaced, the other not, nothing put back: ${local}`);
     assert.equal(journaled(scratch).migration.mode, 'local', 'the migration is on record');
     assert.equal(ovnkube.starts, 1, 'no restart requested by the first agent');

@@ -15,7 +15,16 @@ import { seedNode, skipWithoutKernel, type Netns } from '../helpers/netns.js';
 
 const LOCAL_V4 = '10.96.0.0/16 via 10.244.1.1 dev ovn-k8s-mp0';
 const SHARED_V4 = '10.96.0.0/16 via 172.18.0.1 dev br-ex mtu 1400';
-const ARGS = ['--service-cidr', '10.96.0.0/16', '--mtu', '1400', '--restart-min-interval', '0', '--restart-max-per-hour', '100'];
+const ARGS = [
+  '--service-cidr',
+  '10.96.0.0/16',
+  '--mtu',
+  '1400',
+  '--restart-min-interval',
+  '0',
+  '--restart-max-per-hour',
+  '100',
+];
 
 /** Fills the file system of dir until it refuses another byte. */
 function fill(dir: string): string {
@@ -72,14 +81,25 @@ test('a full, then read-only state directory: no change that cannot be journaled
     // Full: the migration to local is never started.
     const filler = fill(scratch.stateDir);
     scratch.writeMode('local');
-    let s = await waitForStatus(a, (s) => s.reasonCodes[0] === 'JournalUnwritable' && /attempt [2-9]/.test(s.lastError ?? ''), 'JournalUnwritable, twice');
+    let s = await waitForStatus(
+      a,
+      (s) => s.reasonCodes[0] === 'JournalUnwritable' && /attempt [2-9]/.test(s.lastError ?? ''),
+      'JournalUnwritable, twice',
+    );
     assert.equal(s.phase, 'Degraded');
-    assert.match(s.reasons[0]!, /^refusing to change routes or restart ovnkube-node: the change cannot be journaled \(attempt \d+, retrying in \d+ ms\): cannot write the journal .*migration-journal\.json: ENOSPC/);
+    assert.match(
+      s.reasons[0]!,
+      /^refusing to change routes or restart ovnkube-node: the change cannot be journaled \(attempt \d+, retrying in \d+ ms\): cannot write the journal .*migration-journal\.json: ENOSPC/,
+    );
     assert.deepEqual(ns.routes('10.96.0.0/16'), [SHARED_V4], 'no route changed');
     assert.equal(ovnkube.starts, 1, 'ovnkube-node not restarted');
     assert.equal(s.restart?.count, 0);
     assert.equal(a.child.exitCode, null, 'still running');
-    assert.equal(existsSync(path.join(scratch.stateDir, 'migration-journal.json.tmp')), false, 'no partial journal left holding the space');
+    assert.equal(
+      existsSync(path.join(scratch.stateDir, 'migration-journal.json.tmp')),
+      false,
+      'no partial journal left holding the space',
+    );
 
     rmSync(filler);
     s = await waitForStatus(a, (s) => s.phase === 'Converged', 'Converged once there is room');
@@ -91,7 +111,11 @@ test('a full, then read-only state directory: no change that cannot be journaled
     // new migration, no restart.
     const again = fill(scratch.stateDir);
     execFileSync('ip', ['-n', ns.name, 'route', 'replace', ...SHARED_V4.split(' ')]);
-    s = await waitForStatus(a, (s) => s.phase === 'Converged' && s.routes[0]?.inSync === true && ns.routes('10.96.0.0/16')[0] === LOCAL_V4, 'repaired while full');
+    s = await waitForStatus(
+      a,
+      (s) => s.phase === 'Converged' && s.routes[0]?.inSync === true && ns.routes('10.96.0.0/16')[0] === LOCAL_V4,
+      'repaired while full',
+    );
     assert.deepEqual(ns.routes('10.96.0.0/16'), [LOCAL_V4]);
     assert.equal(s.restart?.count, 1, 'no restart requested for a repair');
     assert.equal(ovnkube.starts, 2, 'ovnkube-node not restarted again');
@@ -107,7 +131,11 @@ test('a full, then read-only state directory: no change that cannot be journaled
     ovnkube.start('shared', { respawn: true });
     scratch.writeMode('shared');
     const b = startAgent();
-    s = await waitForStatus(b, (s) => s.reasonCodes[0] === 'JournalUnwritable', 'an agent on a read-only directory runs and reports it');
+    s = await waitForStatus(
+      b,
+      (s) => s.reasonCodes[0] === 'JournalUnwritable',
+      'an agent on a read-only directory runs and reports it',
+    );
     assert.match(s.reasons[0]!, /EROFS/);
     assert.deepEqual(ns.routes('10.96.0.0/16'), [LOCAL_V4], 'no route changed');
     assert.equal(s.restart?.count, 1, 'no restart requested');
@@ -118,7 +146,11 @@ test('a full, then read-only state directory: no change that cannot be journaled
     execFileSync('nsenter', ['-t', String(b.child.pid), '-m', 'mount', '-o', 'remount,rw', scratch.stateDir]);
     s = await waitForStatus(b, (s) => s.phase === 'Converged' && s.desiredMode === 'shared', 'Converged once writable');
     assert.deepEqual([s.reasonCodes[0], s.restart?.count, s.restart?.required], ['OvnkubeFallbackRoute', 1, false]);
-    assert.deepEqual(ns.routes('10.96.0.0/16'), [LOCAL_V4], 'ovnkube-node moves it at its shared-mode start, not the agent');
+    assert.deepEqual(
+      ns.routes('10.96.0.0/16'),
+      [LOCAL_V4],
+      'ovnkube-node moves it at its shared-mode start, not the agent',
+    );
   });
 });
 
@@ -133,7 +165,12 @@ test('apply on a full, then read-only state directory changes nothing and says w
     let r = cli(ns, applyArgs);
     assert.equal(r.code, 2, r.stderr);
     assert.equal(r.stdout, '');
-    assert.match(r.stderr, new RegExp(`^ovn-gwmode-agent: apply: the state directory ${scratch.stateDir} is not writable \\(ENOSPC: no space left\\), so nothing can be journaled; refusing to change routes\n$`));
+    assert.match(
+      r.stderr,
+      new RegExp(
+        `^ovn-gwmode-agent: apply: the state directory ${scratch.stateDir} is not writable \\(ENOSPC: no space left\\), so nothing can be journaled; refusing to change routes\n$`,
+      ),
+    );
     assert.deepEqual(ns.routes('10.96.0.0/16'), [SHARED_V4], 'no route changed');
     rmSync(filler);
 
@@ -153,17 +190,28 @@ test('apply on a full, then read-only state directory changes nothing and says w
     await waitForStatus(holder, (s) => s.reasonCodes[0] === 'JournalUnwritable', 'an agent on the read-only directory');
     const second = startAgent();
     assert.equal(await second.exited, 1);
-    assert.equal(second.output, `ovn-gwmode-agent: another agent (pid ${holder.child.pid}) holds ${lockPath}; not starting a second agent\n`);
+    assert.equal(
+      second.output,
+      `ovn-gwmode-agent: another agent (pid ${holder.child.pid}) holds ${lockPath}; not starting a second agent\n`,
+    );
     r = cli(ns, applyArgs);
     assert.equal(r.code, 1);
-    assert.equal(r.stderr, `ovn-gwmode-agent: another agent (pid ${holder.child.pid}) holds ${lockPath}; apply does not act beside a running agent: stop it, or leave the work to it\n`);
+    assert.equal(
+      r.stderr,
+      `ovn-gwmode-agent: another agent (pid ${holder.child.pid}) holds ${lockPath}; apply does not act beside a running agent: stop it, or leave the work to it\n`,
+    );
 
     // Alone on the read-only directory, apply takes the lock read-only and refuses all the same.
     await holder.stop();
     r = cli(ns, applyArgs);
     assert.equal(r.code, 2, r.stderr);
     assert.equal(r.stdout, '');
-    assert.match(r.stderr, new RegExp(`^ovn-gwmode-agent: apply: the state directory ${scratch.stateDir} is not writable \\(EROFS: read-only file system\\), so nothing can be journaled; refusing to change routes\n$`));
+    assert.match(
+      r.stderr,
+      new RegExp(
+        `^ovn-gwmode-agent: apply: the state directory ${scratch.stateDir} is not writable \\(EROFS: read-only file system\\), so nothing can be journaled; refusing to change routes\n$`,
+      ),
+    );
     assert.deepEqual(ns.routes('10.96.0.0/16'), [SHARED_V4], 'no route changed');
   });
 });

@@ -19,12 +19,19 @@ const STALE = '10.96.0.0/16 via 172.18.0.1 dev br-ex mtu 1400';
 const LOCAL = '10.96.0.0/16 via 10.244.1.1 dev ovn-k8s-mp0';
 const DUAL = ['--service-cidr', '10.96.0.0/16,fd00:10:96::/112'];
 
-const journalOf = (scratch: Scratch) => JSON.parse(readFileSync(path.join(scratch.stateDir, 'migration-journal.json'), 'utf8'));
-const onMp0 = (ns: Netns) => [ns.routes('10.96.0.0/16')[0]?.includes('ovn-k8s-mp0') ?? false, ns.routes('fd00:10:96::/112')[0]?.includes('ovn-k8s-mp0') ?? false];
+const journalOf = (scratch: Scratch) =>
+  JSON.parse(readFileSync(path.join(scratch.stateDir, 'migration-journal.json'), 'utf8'));
+const onMp0 = (ns: Netns) => [
+  ns.routes('10.96.0.0/16')[0]?.includes('ovn-k8s-mp0') ?? false,
+  ns.routes('fd00:10:96::/112')[0]?.includes('ovn-k8s-mp0') ?? false,
+];
 
 /** A one-shot command of the fault fixture, in the namespace: its output, and when it is held. */
 function faulty(ns: Netns, fault: string, args: string[]) {
-  const child = spawn('ip', ['netns', 'exec', ns.name, process.execPath, FAULTY, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { OVN_GWMODE_OS_RELEASE: RHCOS_49_OS_RELEASE, ...process.env, GWMODE_FAULT: fault } });
+  const child = spawn('ip', ['netns', 'exec', ns.name, process.execPath, FAULTY, ...args], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { OVN_GWMODE_OS_RELEASE: RHCOS_49_OS_RELEASE, ...process.env, GWMODE_FAULT: fault },
+  });
   const out = { stdout: '', stderr: '' };
   let onHeld: () => void = () => undefined;
   const held = new Promise<void>((resolve) => (onHeld = resolve));
@@ -33,14 +40,26 @@ function faulty(ns: Netns, fault: string, args: string[]) {
     out.stderr += d.toString();
     if (out.stderr.includes('fault: holding')) onHeld();
   });
-  const exited = new Promise<{ code: number | null; signal: string | null }>((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })));
+  const exited = new Promise<{ code: number | null; signal: string | null }>((resolve) =>
+    child.on('exit', (code, signal) => resolve({ code, signal })),
+  );
   return { child, out, held, exited };
 }
 
 /** `apply` to local on the seed node's 10.96.0.0/16, the mode check off. */
 const applyLocal = (ns: Netns, scratch: Scratch) => {
   scratch.writeMode('local');
-  return cli(ns, ['apply', '--mode-file', scratch.modeFile, '--service-cidr', '10.96.0.0/16', '--ovnkube-mode-check', 'off', '--state-dir', scratch.stateDir]);
+  return cli(ns, [
+    'apply',
+    '--mode-file',
+    scratch.modeFile,
+    '--service-cidr',
+    '10.96.0.0/16',
+    '--ovnkube-mode-check',
+    'off',
+    '--state-dir',
+    scratch.stateDir,
+  ]);
 };
 
 test('apply replaces the route and says ovnkube-node is still to be restarted, by someone else', async (t) => {
@@ -49,23 +68,41 @@ test('apply replaces the route and says ovnkube-node is still to be restarted, b
     const r = applyLocal(ns, scratch);
     assert.equal(r.code, 0, r.stderr);
     assert.deepEqual(ns.routes('10.96.0.0/16'), [LOCAL]);
-    assert.match(r.stdout, /\nreplaced:\n {2}10\.96\.0\.0\/16: via 172\.18\.0\.1 dev br-ex mtu 1400 -> via 10\.244\.1\.1 dev ovn-k8s-mp0\n/);
     assert.match(
       r.stdout,
-      new RegExp(`\\napplied: 1 replace\\(s\\)\\nleft: restart ovnkube-node into local gateway mode, owed by the migration journaled in ${scratch.stateDir}: apply does not restart it; the agent requests it when it runs, unless a new ovnkube-node runs local gateway mode by then\\n$`),
+      /\nreplaced:\n {2}10\.96\.0\.0\/16: via 172\.18\.0\.1 dev br-ex mtu 1400 -> via 10\.244\.1\.1 dev ovn-k8s-mp0\n/,
+    );
+    assert.match(
+      r.stdout,
+      new RegExp(
+        `\\napplied: 1 replace\\(s\\)\\nleft: restart ovnkube-node into local gateway mode, owed by the migration journaled in ${scratch.stateDir}: apply does not restart it; the agent requests it when it runs, unless a new ovnkube-node runs local gateway mode by then\\n$`,
+      ),
     );
     assert.doesNotMatch(r.stdout, /Converged|phase:/, 'a node owed a restart is not called done');
 
     // Run again, the routes in place: nothing replaced, and the restart is still owed.
     const again = applyLocal(ns, scratch);
     assert.equal(again.code, 0, again.stderr);
-    assert.match(again.stdout, /\nactions: none\n[\s\S]*\napplied: 0 replace\(s\)\nleft: restart ovnkube-node into local gateway mode, owed/);
+    assert.match(
+      again.stdout,
+      /\nactions: none\n[\s\S]*\napplied: 0 replace\(s\)\nleft: restart ovnkube-node into local gateway mode, owed/,
+    );
 
     // The mode file asks for shared again and the route is back on br-ex (put there by
     // hand): the migration to local on record owes nothing any more, and apply says so.
     ns.ip(`route replace ${STALE}`);
     scratch.writeMode('shared');
-    const back = cli(ns, ['apply', '--mode-file', scratch.modeFile, '--service-cidr', '10.96.0.0/16', '--ovnkube-mode-check', 'off', '--state-dir', scratch.stateDir]);
+    const back = cli(ns, [
+      'apply',
+      '--mode-file',
+      scratch.modeFile,
+      '--service-cidr',
+      '10.96.0.0/16',
+      '--ovnkube-mode-check',
+      'off',
+      '--state-dir',
+      scratch.stateDir,
+    ]);
     assert.equal(journalOf(scratch).migration.mode, 'local', 'the record still holds the migration to local');
     assert.equal(back.code, 0, back.stdout + back.stderr);
     assert.match(back.stdout, /\nactions: none\n[\s\S]*\napplied: 0 replace\(s\)\nleft: nothing\n$/, back.stdout);
@@ -80,8 +117,14 @@ test('plan says what it would replace and that it changed nothing, never that a 
     const args = ['--mode-file', scratch.modeFile, '--service-cidr', '10.96.0.0/16', '--ovnkube-mode-check', 'off'];
     const r = cli(ns, ['plan', ...args]);
     assert.equal(r.code, 1, r.stderr);
-    assert.match(r.stdout, /\nactions:\n {2}would replace 10\.96\.0\.0\/16: via 172\.18\.0\.1 dev br-ex mtu 1400 -> via 10\.244\.1\.1 dev ovn-k8s-mp0\n/);
-    assert.match(r.stdout, /\nplan: would replace 10\.96\.0\.0\/16; changed nothing \(apply carries it out, or the agent\)\n$/);
+    assert.match(
+      r.stdout,
+      /\nactions:\n {2}would replace 10\.96\.0\.0\/16: via 172\.18\.0\.1 dev br-ex mtu 1400 -> via 10\.244\.1\.1 dev ovn-k8s-mp0\n/,
+    );
+    assert.match(
+      r.stdout,
+      /\nplan: would replace 10\.96\.0\.0\/16; changed nothing \(apply carries it out, or the agent\)\n$/,
+    );
     assert.doesNotMatch(r.stdout, /Progressing|Replacing|phase:/);
     assert.deepEqual(ns.routes('10.96.0.0/16'), [STALE]);
 
@@ -96,13 +139,32 @@ test('apply in dry run, OVN_GWMODE_DRY_RUN=1 or --dry-run=yes: the replace is pl
   if (skipWithoutKernel(t)) return;
   await withNode({ gw0: true }, async ({ ns, scratch }) => {
     scratch.writeMode('local');
-    const args = ['apply', '--mode-file', scratch.modeFile, '--service-cidr', '10.96.0.0/16', '--ovnkube-mode-check', 'off', '--state-dir', scratch.stateDir];
-    for (const [extra, env] of [[[], { OVN_GWMODE_DRY_RUN: '1' }], [['--dry-run=yes'], {}]] as const) {
+    const args = [
+      'apply',
+      '--mode-file',
+      scratch.modeFile,
+      '--service-cidr',
+      '10.96.0.0/16',
+      '--ovnkube-mode-check',
+      'off',
+      '--state-dir',
+      scratch.stateDir,
+    ];
+    for (const [extra, env] of [
+      [[], { OVN_GWMODE_DRY_RUN: '1' }],
+      [['--dry-run=yes'], {}],
+    ] as const) {
       const r = cli(ns, [...args, ...extra], env);
       assert.equal(r.code, 1, r.stderr);
-      assert.match(r.stdout, /\nactions:\n {2}would replace 10\.96\.0\.0\/16: via 172\.18\.0\.1 dev br-ex mtu 1400 -> via 10\.244\.1\.1 dev ovn-k8s-mp0\n/);
+      assert.match(
+        r.stdout,
+        /\nactions:\n {2}would replace 10\.96\.0\.0\/16: via 172\.18\.0\.1 dev br-ex mtu 1400 -> via 10\.244\.1\.1 dev ovn-k8s-mp0\n/,
+      );
       assert.match(r.stdout, /dry run: 1 replace\(s\) planned, not applied \[DryRun\]\n/);
-      assert.match(r.stdout, /\napplied: 0 replace\(s\) \(dry run\): would replace 10\.96\.0\.0\/16; changed nothing\n$/);
+      assert.match(
+        r.stdout,
+        /\napplied: 0 replace\(s\) \(dry run\): would replace 10\.96\.0\.0\/16; changed nothing\n$/,
+      );
       assert.deepEqual(ns.routes('10.96.0.0/16'), [STALE], 'the route is as it was');
       assert.equal(existsSync(path.join(scratch.stateDir, 'migration-journal.json')), false, 'nothing journaled');
     }
@@ -120,17 +182,24 @@ test('apply journals its migration, restart owed; rollback --yes puts the route 
     assert.equal(r.code, 0, r.stderr);
     assert.match(r.stderr, /"msg":"migration journaled: replacing the routes"/);
     const m = journalOf(scratch).migration;
-    assert.deepEqual([m.mode, m.restart, m.identity, m.routes.length, m.routes[0].key.prefix], ['local', 'owed', 'process', 1, '10.96.0.0/16']);
+    assert.deepEqual(
+      [m.mode, m.restart, m.identity, m.routes.length, m.routes[0].key.prefix],
+      ['local', 'owed', 'process', 1, '10.96.0.0/16'],
+    );
 
     // A second apply finds nothing to do: the record is left as it is.
     const again = applyLocal(ns, scratch);
     assert.equal(again.code, 0, again.stderr);
     assert.deepEqual(journalOf(scratch).migration, m);
 
-    const rollback = () => cli(ns, ['rollback', '--state-dir', scratch.stateDir, '--service-cidr', '10.96.0.0/16', '--yes']);
+    const rollback = () =>
+      cli(ns, ['rollback', '--state-dir', scratch.stateDir, '--service-cidr', '10.96.0.0/16', '--yes']);
     const back = rollback();
     assert.equal(back.code, 0, back.stderr + back.stdout);
-    assert.match(back.stdout, /^migration: to local, started \S+, 1 route\(s\) replaced\nactions:\n {2}replace 10\.96\.0\.0\/16: via 10\.244\.1\.1 dev ovn-k8s-mp0 -> via 172\.18\.0\.1 dev br-ex mtu 1400\nput back: 1 route\(s\)\n/);
+    assert.match(
+      back.stdout,
+      /^migration: to local, started \S+, 1 route\(s\) replaced\nactions:\n {2}replace 10\.96\.0\.0\/16: via 10\.244\.1\.1 dev ovn-k8s-mp0 -> via 172\.18\.0\.1 dev br-ex mtu 1400\nput back: 1 route\(s\)\n/,
+    );
     assert.deepEqual(ns.routes('10.96.0.0/16'), [STALE]);
     const after = journalOf(scratch).migration;
     assert.equal(after.routes.length, 1, 'the route put back stays on record');
@@ -148,7 +217,15 @@ test('a journal written by apply is read by the agent: it requests the restart t
   await withNode({ gw0: true }, async ({ ns, scratch, ovnkube, startAgent }) => {
     scratch.writeMode('local');
     ovnkube.start('local', { respawn: true });
-    const r = cli(ns, ['apply', '--mode-file', scratch.modeFile, '--service-cidr', '10.96.0.0/16', '--state-dir', scratch.stateDir]);
+    const r = cli(ns, [
+      'apply',
+      '--mode-file',
+      scratch.modeFile,
+      '--service-cidr',
+      '10.96.0.0/16',
+      '--state-dir',
+      scratch.stateDir,
+    ]);
     assert.equal(r.code, 0, r.stderr);
     const startedAt = journalOf(scratch).migration.startedAt;
 
@@ -158,8 +235,15 @@ test('a journal written by apply is read by the agent: it requests the restart t
     assert.equal(ovnkube.starts, 2, 'ovnkube-node restarted exactly once');
     assert.deepEqual(ns.routes('10.96.0.0/16'), [LOCAL]);
     const m = journalOf(scratch).migration;
-    assert.deepEqual([m.mode, m.restart, m.startedAt], ['local', 'done', startedAt], "apply's migration, finished, not a second one");
-    assert.ok(!agent.logs().some((l) => l.msg === 'migration journaled: replacing the routes'), 'the agent started no migration');
+    assert.deepEqual(
+      [m.mode, m.restart, m.startedAt],
+      ['local', 'done', startedAt],
+      "apply's migration, finished, not a second one",
+    );
+    assert.ok(
+      !agent.logs().some((l) => l.msg === 'migration journaled: replacing the routes'),
+      'the agent started no migration',
+    );
   });
 });
 
@@ -168,12 +252,23 @@ test('apply SIGKILLed after the first of two replaces: the agent completes the m
   await withNode({ gw0: true, ipv6: true }, async ({ ns, scratch, ovnkube, startAgent }) => {
     scratch.writeMode('local');
     ovnkube.start('local', { respawn: true });
-    const killed = faulty(ns, 'kill-after-first-replace', ['apply', '--mode-file', scratch.modeFile, ...DUAL, '--state-dir', scratch.stateDir]);
+    const killed = faulty(ns, 'kill-after-first-replace', [
+      'apply',
+      '--mode-file',
+      scratch.modeFile,
+      ...DUAL,
+      '--state-dir',
+      scratch.stateDir,
+    ]);
     const end = await within(killed.exited, 30_000, 'apply ends');
     assert.equal(end.signal, 'SIGKILL', killed.out.stderr);
     assert.equal(onMp0(ns).filter(Boolean).length, 1, 'one family replaced, the other not');
     const m = journalOf(scratch).migration;
-    assert.deepEqual([m.mode, m.restart, m.routes.length], ['local', 'owed', 2], 'the whole migration was on record before the first replace');
+    assert.deepEqual(
+      [m.mode, m.restart, m.routes.length],
+      ['local', 'owed', 2],
+      'the whole migration was on record before the first replace',
+    );
 
     const agent = startAgent([...DUAL, '--restart', 'signal']);
     const s = await waitForStatus(agent, (s) => s.phase === 'Converged', 'Converged by the agent');
@@ -190,7 +285,16 @@ test('SIGTERM while the first of two replaces is in flight: it finishes, the sec
   const scratch = new Scratch();
   try {
     scratch.writeMode('local');
-    const run = faulty(ns, 'hold-first-replace', ['apply', '--mode-file', scratch.modeFile, ...DUAL, '--ovnkube-mode-check', 'off', '--state-dir', scratch.stateDir]);
+    const run = faulty(ns, 'hold-first-replace', [
+      'apply',
+      '--mode-file',
+      scratch.modeFile,
+      ...DUAL,
+      '--ovnkube-mode-check',
+      'off',
+      '--state-dir',
+      scratch.stateDir,
+    ]);
     await within(run.held, 30_000, 'the first replace held');
     run.child.kill('SIGTERM');
     const end = await within(run.exited, 30_000, 'apply ends');
@@ -220,9 +324,21 @@ test('the kernel refuses the second of two replaces: the first is put back, exit
     scratch.writeMode('local');
     // Without its connected route, mp0's IPv6 next hop is unreachable: the kernel refuses the v6 replace.
     ns.ip('-6 route del fd00:10:244:1::/64 dev ovn-k8s-mp0');
-    const r = cli(ns, ['apply', '--mode-file', scratch.modeFile, ...DUAL, '--ovnkube-mode-check', 'off', '--state-dir', scratch.stateDir]);
+    const r = cli(ns, [
+      'apply',
+      '--mode-file',
+      scratch.modeFile,
+      ...DUAL,
+      '--ovnkube-mode-check',
+      'off',
+      '--state-dir',
+      scratch.stateDir,
+    ]);
     assert.equal(r.code, 1, r.stderr);
-    assert.match(r.stderr, /\novn-gwmode-agent: replace of fd00:10:96::\/112 failed: .*EHOSTUNREACH.*; put back 10\.96\.0\.0\/16\n$/);
+    assert.match(
+      r.stderr,
+      /\novn-gwmode-agent: replace of fd00:10:96::\/112 failed: .*EHOSTUNREACH.*; put back 10\.96\.0\.0\/16\n$/,
+    );
     assert.deepEqual(onMp0(ns), [false, false]);
     assert.deepEqual(ns.routes('10.96.0.0/16'), [STALE]);
     assert.equal(journalOf(scratch).migration, null, 'nothing migrated: no restart owed, nothing for rollback');
@@ -235,12 +351,25 @@ test('SIGINT before the first change: apply abandons at once, exit 1, nothing ch
   const scratch = new Scratch();
   try {
     scratch.writeMode('local');
-    const run = faulty(ns, 'hold-first-dump', ['apply', '--mode-file', scratch.modeFile, '--service-cidr', '10.96.0.0/16', '--ovnkube-mode-check', 'off', '--state-dir', scratch.stateDir]);
+    const run = faulty(ns, 'hold-first-dump', [
+      'apply',
+      '--mode-file',
+      scratch.modeFile,
+      '--service-cidr',
+      '10.96.0.0/16',
+      '--ovnkube-mode-check',
+      'off',
+      '--state-dir',
+      scratch.stateDir,
+    ]);
     await within(run.held, 30_000, 'the first dump held');
     run.child.kill('SIGINT');
     const end = await within(run.exited, 30_000, 'apply ends');
     assert.equal(end.code, 1, run.out.stderr);
-    assert.match(run.out.stderr, /\novn-gwmode-agent: apply: interrupted by SIGINT before any change; nothing changed\n$/);
+    assert.match(
+      run.out.stderr,
+      /\novn-gwmode-agent: apply: interrupted by SIGINT before any change; nothing changed\n$/,
+    );
     assert.deepEqual(ns.routes('10.96.0.0/16'), [STALE]);
     assert.equal(existsSync(path.join(scratch.stateDir, 'migration-journal.json')), false);
   } finally {
@@ -256,7 +385,16 @@ test('SIGTERM while the first of two put-backs of rollback is in flight: it fini
   let agent: AgentProcess | undefined;
   try {
     scratch.writeMode('local');
-    const applied = cli(ns, ['apply', '--mode-file', scratch.modeFile, ...DUAL, '--ovnkube-mode-check', 'off', '--state-dir', scratch.stateDir]);
+    const applied = cli(ns, [
+      'apply',
+      '--mode-file',
+      scratch.modeFile,
+      ...DUAL,
+      '--ovnkube-mode-check',
+      'off',
+      '--state-dir',
+      scratch.stateDir,
+    ]);
     assert.equal(applied.code, 0, applied.stderr);
     assert.deepEqual(onMp0(ns), [true, true]);
 
@@ -265,11 +403,18 @@ test('SIGTERM while the first of two put-backs of rollback is in flight: it fini
     run.child.kill('SIGTERM');
     const end = await within(run.exited, 30_000, 'rollback ends');
     assert.equal(end.code, 1, run.out.stderr);
-    assert.match(run.out.stderr, /\novn-gwmode-agent: rollback: interrupted by SIGTERM after 1 of 2 put-back\(s\): put back \S+; not put back \S+: run rollback --yes again to finish\n$/);
+    assert.match(
+      run.out.stderr,
+      /\novn-gwmode-agent: rollback: interrupted by SIGTERM after 1 of 2 put-back\(s\): put back \S+; not put back \S+: run rollback --yes again to finish\n$/,
+    );
     assert.equal(onMp0(ns).filter(Boolean).length, 1);
     const m = journalOf(scratch).migration;
     assert.equal(m.routes.length, 2, 'the route put back stays on record');
-    assert.deepEqual([typeof m.rollback.startedAt, m.rollback.doneAt], ['number', null], 'the rollback was journaled before its first put-back, and is not done');
+    assert.deepEqual(
+      [typeof m.rollback.startedAt, m.rollback.doneAt],
+      ['number', null],
+      'the rollback was journaled before its first put-back, and is not done',
+    );
 
     // An agent started now, its mode file still local, moves the route put back to local
     // again (a repair within the migration on record, nothing journaled).
@@ -290,14 +435,19 @@ test('SIGTERM while the first of two put-backs of rollback is in flight: it fini
   }
 });
 
-test("apply on a journal an agent noted before the wall clock was stepped by a day: its migration is saved under a note of now, so the next agent reads its start as the moment it ran", async (t) => {
+test('apply on a journal an agent noted before the wall clock was stepped by a day: its migration is saved under a note of now, so the next agent reads its start as the moment it ran', async (t) => {
   if (skipWithoutKernel(t)) return;
   const bootId = readBootId();
   if (bootId === null) return t.skip('no boot id to note');
   await withNode({ gw0: true }, async ({ ns, scratch }) => {
     const offset = () => systemClock.wall() - systemClock.now();
     mkdirSync(scratch.stateDir, { recursive: true });
-    const stale = { version: 2, migration: null, restarts: [], clock: { bootId, wallMinusMonotonicMs: offset() - 86_400_000 } };
+    const stale = {
+      version: 2,
+      migration: null,
+      restarts: [],
+      clock: { bootId, wallMinusMonotonicMs: offset() - 86_400_000 },
+    };
     writeFileSync(path.join(scratch.stateDir, 'migration-journal.json'), JSON.stringify(stale));
     const before = systemClock.now();
     const r = applyLocal(ns, scratch);
@@ -306,6 +456,9 @@ test("apply on a journal an agent noted before the wall clock was stepped by a d
     const saved = journalOf(scratch);
     const read = toMonotonic(saved, loadOffset(saved, bootId, offset()), systemClock.now());
     // Give or take the 1 ms that wall minus monotonic (two whole-ms clocks) moves by itself.
-    assert.ok(read.migration!.startedAt >= before - 1 && read.migration!.startedAt <= after + 1, `started at ${read.migration!.startedAt}, apply ran from ${before} to ${after}`);
+    assert.ok(
+      read.migration!.startedAt >= before - 1 && read.migration!.startedAt <= after + 1,
+      `started at ${read.migration!.startedAt}, apply ran from ${before} to ${after}`,
+    );
   });
 });

@@ -76,7 +76,9 @@ test('NODE_DISABLE_COMPILE_CACHE keeps the cache off, NODE_COMPILE_CACHE is left
   assert.deepEqual(compileCachePlan({}), { kind: 'state-dir' });
   assert.deepEqual(compileCachePlan({ NODE_COMPILE_CACHE: '' }), { kind: 'state-dir' });
   assert.deepEqual(compileCachePlan({ NODE_COMPILE_CACHE: '/tmp/c' }), { kind: 'environment', dir: '/tmp/c' });
-  assert.deepEqual(compileCachePlan({ NODE_DISABLE_COMPILE_CACHE: '1', NODE_COMPILE_CACHE: '/tmp/c' }), { kind: 'off' });
+  assert.deepEqual(compileCachePlan({ NODE_DISABLE_COMPILE_CACHE: '1', NODE_COMPILE_CACHE: '/tmp/c' }), {
+    kind: 'off',
+  });
 
   const dir = mkdtempSync(path.join(tmpdir(), 'gwmode-cache-'));
   try {
@@ -93,14 +95,22 @@ test('NODE_DISABLE_COMPILE_CACHE keeps the cache off, NODE_COMPILE_CACHE is left
 const MODULE = new URL('../../src/cli/compile-cache.js', import.meta.url).href;
 
 test('where this Node has a compile cache, it is turned on in the checked directory, unless the environment says otherwise', (t) => {
-  if (!('enableCompileCache' in module)) return void t.skip(`Node ${process.version} has no module.enableCompileCache (22.8+)`);
+  if (!('enableCompileCache' in module))
+    return void t.skip(`Node ${process.version} has no module.enableCompileCache (22.8+)`);
   const dir = mkdtempSync(path.join(tmpdir(), 'gwmode-cache-'));
   try {
     chmodSync(dir, 0o700);
     const script = `import m from 'node:module'; const { enableCompileCache } = await import(${JSON.stringify(MODULE)}); console.log(JSON.stringify([enableCompileCache(process.argv[1]), m.getCompileCacheDir() ?? null]));`;
     const run = (env: Record<string, string>) => {
-      const clean = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('NODE_COMPILE_CACHE') && k !== 'NODE_DISABLE_COMPILE_CACHE'));
-      const r = spawnSync(process.execPath, ['--input-type=module', '-e', script, dir], { encoding: 'utf8', env: { ...clean, ...env } });
+      const clean = Object.fromEntries(
+        Object.entries(process.env).filter(
+          ([k]) => !k.startsWith('NODE_COMPILE_CACHE') && k !== 'NODE_DISABLE_COMPILE_CACHE',
+        ),
+      );
+      const r = spawnSync(process.execPath, ['--input-type=module', '-e', script, dir], {
+        encoding: 'utf8',
+        env: { ...clean, ...env },
+      });
       assert.equal(r.status, 0, r.stderr);
       return JSON.parse(r.stdout) as [string | null, string | null];
     };

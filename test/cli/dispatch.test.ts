@@ -15,7 +15,10 @@ async function yargsArgv(args: string[], env: Record<string, string>): Promise<A
   let seen: Argv | undefined;
   try {
     const capture = async (argv: Argv) => ((seen = argv), { code: 0 as const });
-    await parseWithYargs(args, Object.fromEntries(COMMANDS.map((c) => [c, capture])) as Parameters<typeof parseWithYargs>[1]);
+    await parseWithYargs(
+      args,
+      Object.fromEntries(COMMANDS.map((c) => [c, capture])) as Parameters<typeof parseWithYargs>[1],
+    );
   } finally {
     for (const k of Object.keys(env)) {
       if (k in saved) process.env[k] = saved[k];
@@ -36,7 +39,19 @@ const PLAIN: string[][] = [
   ['health'],
   ['health', '--ready', '--socket', '/x.sock'],
   ['events', '--since', '10m', '--json'],
-  ['run', '--mode-file', '/m', '--service-cidr', '10.96.0.0/16', '--service-cidr', 'fd00::/112', '--dry-run', '--restart', 'signal', '--resync-interval=5'],
+  [
+    'run',
+    '--mode-file',
+    '/m',
+    '--service-cidr',
+    '10.96.0.0/16',
+    '--service-cidr',
+    'fd00::/112',
+    '--dry-run',
+    '--restart',
+    'signal',
+    '--resync-interval=5',
+  ],
   ['run', '--socket-group', '0', '--gateway-nexthop', '172.18.0.1', '--metrics-address', '127.0.0.1:9100'],
   ['plan', '--mode-file', '/m', '--json', '--mtu', '1400'],
   ['apply', '--mode-file=/m', '--state-dir', '/s', '--layout', 'legacy'],
@@ -46,7 +61,13 @@ const PLAIN: string[][] = [
 const ENVS: Array<Record<string, string>> = [
   {},
   { OVN_GWMODE_SOCKET: '/env.sock' },
-  { OVN_GWMODE_SERVICE_CIDR: '10.0.0.0/16', OVN_GWMODE_DRY_RUN: 'true', OVN_GWMODE_MTU: '1400', OVN_GWMODE_MODE_FILE: '/env-mode', OVN_GWMODE_SOCKET: '/env.sock' },
+  {
+    OVN_GWMODE_SERVICE_CIDR: '10.0.0.0/16',
+    OVN_GWMODE_DRY_RUN: 'true',
+    OVN_GWMODE_MTU: '1400',
+    OVN_GWMODE_MODE_FILE: '/env-mode',
+    OVN_GWMODE_SOCKET: '/env.sock',
+  },
   { OVN_GWMODE_DRY_RUN: 'false', OVN_GWMODE_GATEWAY_NEXTHOP: '172.18.0.1' },
 ];
 
@@ -86,12 +107,20 @@ test('every other line is left to yargs: help, version, typos, conflicts, repeat
     [['events', '--since=-5m'], {}],
     [['status'], { OVN_GWMODE_MODEFILE: '/m' }],
   ];
-  for (const [args, env] of cases) assert.equal(quickParse(args, env), null, `${args.join(' ')} with ${JSON.stringify(env)}`);
+  for (const [args, env] of cases)
+    assert.equal(quickParse(args, env), null, `${args.join(' ')} with ${JSON.stringify(env)}`);
 });
 
 test("a lone '-' after a flag is refused as yargs refuses it, with exit code 2", async () => {
-  for (const args of [['run', '--mode-file', '-'], ['status', '--socket', '-']]) {
-    const r = spawnSync(process.execPath, [MAIN, ...args], { encoding: 'utf8', timeout: 20_000, env: Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('OVN_GWMODE_'))) });
+  for (const args of [
+    ['run', '--mode-file', '-'],
+    ['status', '--socket', '-'],
+  ]) {
+    const r = spawnSync(process.execPath, [MAIN, ...args], {
+      encoding: 'utf8',
+      timeout: 20_000,
+      env: Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('OVN_GWMODE_'))),
+    });
     assert.equal(r.status, 2, `${args.join(' ')}: ${r.stderr}`);
     assert.match(r.stderr, /unexpected argument "-"/);
   }
@@ -104,7 +133,12 @@ async function dispatched(args: string[], vars: Record<string, string>): Promise
   Object.assign(process.env, vars);
   let seen: { command: string; argv: Argv } | undefined;
   try {
-    await dispatch(args, Object.fromEntries(COMMANDS.map((c) => [c, async (argv: Argv) => ((seen = { command: c, argv }), { code: 0 as const })])) as Parameters<typeof dispatch>[1]);
+    await dispatch(
+      args,
+      Object.fromEntries(
+        COMMANDS.map((c) => [c, async (argv: Argv) => ((seen = { command: c, argv }), { code: 0 as const })]),
+      ) as Parameters<typeof dispatch>[1],
+    );
   } finally {
     for (const k of Object.keys(process.env)) if (!(k in saved)) delete process.env[k];
     Object.assign(process.env, saved);
@@ -117,11 +151,21 @@ async function dispatched(args: string[], vars: Record<string, string>): Promise
 const BOOLEANS: Array<{ command: Command; flag: string; variable: string | null }> = COMMANDS.flatMap((command) =>
   Object.entries(COMMAND_OPTIONS[command])
     .filter(([, o]) => o.type === 'boolean')
-    .map(([flag]) => ({ command, flag, variable: Object.hasOwn(COMMAND_OPTIONS.run, flag) ? `OVN_GWMODE_${flag.toUpperCase().replaceAll('-', '_')}` : null })),
+    .map(([flag]) => ({
+      command,
+      flag,
+      variable: Object.hasOwn(COMMAND_OPTIONS.run, flag)
+        ? `OVN_GWMODE_${flag.toUpperCase().replaceAll('-', '_')}`
+        : null,
+    })),
 );
 
 /** What a command needs besides the flag under test, so that the line is otherwise valid. */
-const NEEDS: Partial<Record<Command, string[]>> = { run: ['--mode-file', '/m'], plan: ['--mode-file', '/m'], apply: ['--mode-file', '/m'] };
+const NEEDS: Partial<Record<Command, string[]>> = {
+  run: ['--mode-file', '/m'],
+  plan: ['--mode-file', '/m'],
+  apply: ['--mode-file', '/m'],
+};
 
 const SPELLINGS: Array<[string, boolean]> = [
   ...['true', 'True', 'TRUE', '1', 'yes', 'Yes', 'YES', 'on', 'On', 'ON'].map((w): [string, boolean] => [w, true]),
@@ -133,7 +177,18 @@ const camel = (flag: string) => flag.replace(/-([a-z])/g, (_, c: string) => c.to
 test('every boolean flag and variable honours the usual spellings, in any case: --flag=WORD, --flag WORD and OVN_GWMODE_FLAG=WORD', async () => {
   assert.deepEqual(
     BOOLEANS.map((b) => `${b.command} --${b.flag}${b.variable ? ` ${b.variable}` : ''}`),
-    ['run --dry-run OVN_GWMODE_DRY_RUN', 'status --json', 'status --brief', 'status --watch', 'health --ready', 'plan --json', 'apply --dry-run OVN_GWMODE_DRY_RUN', 'apply --json', 'rollback --yes', 'events --json'],
+    [
+      'run --dry-run OVN_GWMODE_DRY_RUN',
+      'status --json',
+      'status --brief',
+      'status --watch',
+      'health --ready',
+      'plan --json',
+      'apply --dry-run OVN_GWMODE_DRY_RUN',
+      'apply --json',
+      'rollback --yes',
+      'events --json',
+    ],
     'the table covers every boolean flag',
   );
   for (const { command, flag, variable } of BOOLEANS) {
@@ -154,14 +209,23 @@ test('every boolean flag and variable honours the usual spellings, in any case: 
     }
     // The flag alone is true; a line's value wins over the variable's.
     assert.equal((await dispatched([...base, `--${flag}`], {})).argv[flag], true, `${command} --${flag}`);
-    if (variable) assert.equal((await dispatched([...base, `--${flag}=no`], { [variable]: 'yes' })).argv[flag], false, `${command} --${flag}=no over ${variable}=yes`);
+    if (variable)
+      assert.equal(
+        (await dispatched([...base, `--${flag}=no`], { [variable]: 'yes' })).argv[flag],
+        false,
+        `${command} --${flag}=no over ${variable}=yes`,
+      );
   }
 });
 
 /** The CLI with exactly the given OVN_GWMODE_* variables. */
 function spawnCli(args: string[], vars: Record<string, string> = {}) {
   const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('OVN_GWMODE_')));
-  const r = spawnSync(process.execPath, [MAIN, ...args], { encoding: 'utf8', timeout: 20_000, env: { ...env, ...vars } });
+  const r = spawnSync(process.execPath, [MAIN, ...args], {
+    encoding: 'utf8',
+    timeout: 20_000,
+    env: { ...env, ...vars },
+  });
   return { code: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 
@@ -170,11 +234,27 @@ test('a boolean flag or variable given anything else is refused: exit 2, one lin
   for (const { command, flag, variable } of BOOLEANS) {
     const base = [command, ...(NEEDS[command] ?? [])];
     for (const bad of ['maybe', '']) {
-      assert.deepEqual(spawnCli([...base, `--${flag}=${bad}`]), { code: 2, stdout: '', stderr: `ovn-gwmode-agent: --${flag}: ${JSON.stringify(bad)} is not a boolean (${spellings}); see --help\n` }, `${command} --${flag}=${bad}`);
+      assert.deepEqual(
+        spawnCli([...base, `--${flag}=${bad}`]),
+        {
+          code: 2,
+          stdout: '',
+          stderr: `ovn-gwmode-agent: --${flag}: ${JSON.stringify(bad)} is not a boolean (${spellings}); see --help\n`,
+        },
+        `${command} --${flag}=${bad}`,
+      );
     }
     if (variable) {
       for (const bad of ['enabled', '', ' 1', 'y']) {
-        assert.deepEqual(spawnCli(base, { [variable]: bad }), { code: 2, stdout: '', stderr: `ovn-gwmode-agent: ${variable}: ${JSON.stringify(bad)} is not a boolean (${spellings}); see --help\n` }, `${command} with ${variable}=${JSON.stringify(bad)}`);
+        assert.deepEqual(
+          spawnCli(base, { [variable]: bad }),
+          {
+            code: 2,
+            stdout: '',
+            stderr: `ovn-gwmode-agent: ${variable}: ${JSON.stringify(bad)} is not a boolean (${spellings}); see --help\n`,
+          },
+          `${command} with ${variable}=${JSON.stringify(bad)}`,
+        );
       }
     }
   }

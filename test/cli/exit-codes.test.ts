@@ -35,18 +35,27 @@ test('a refusal is one line naming the problem; another agent holding the node s
     code: 1,
     stderr: 'ovn-gwmode-agent: another agent (pid 42) holds /s/lock; not starting a second agent\n',
   });
-  assert.deepEqual(failureOf(new StateDirUnwritableError('the state directory /s is not writable'), { what: 'apply', held: 'unused' }), {
+  assert.deepEqual(
+    failureOf(new StateDirUnwritableError('the state directory /s is not writable'), { what: 'apply', held: 'unused' }),
+    {
+      code: 2,
+      stderr: 'ovn-gwmode-agent: apply: the state directory /s is not writable\n',
+    },
+  );
+  assert.deepEqual(failureOf(new UsageError('unknown flag --x')), {
     code: 2,
-    stderr: 'ovn-gwmode-agent: apply: the state directory /s is not writable\n',
+    stderr: 'ovn-gwmode-agent: unknown flag --x; see --help\n',
   });
-  assert.deepEqual(failureOf(new UsageError('unknown flag --x')), { code: 2, stderr: 'ovn-gwmode-agent: unknown flag --x; see --help\n' });
 });
 
 test('an error no table names is a bug: it is not turned into an exit code but thrown on', () => {
   const bug = new TypeError('x is undefined');
   assert.equal(exitCodeOf(bug), null);
   assert.equal(failureOf(bug), null);
-  assert.throws(() => failure(bug), (e) => e === bug);
+  assert.throws(
+    () => failure(bug),
+    (e) => e === bug,
+  );
   assert.equal(exitCodeOf(Object.assign(new Error('odd'), { code: 'ENOENT' })), null);
 });
 

@@ -1,6 +1,17 @@
 // One agent per node: the flock on <state-dir>/lock, with real processes.
 import { strict as assert } from 'node:assert';
-import { closeSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  closeSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
@@ -21,10 +32,20 @@ test('lockFile: exclusive between open files, errors shaped like Node system err
     assert.ok(Number.isInteger(fd) && fd > 2);
     assert.equal(statSync(lock).mode & 0o777, 0o640 & ~process.umask());
     // flock belongs to the open file: a second open, even in this process, is refused.
-    assert.throws(() => addon.lockFile(lock), (err: NodeJS.ErrnoException) => err.code === 'EAGAIN' && err.syscall === 'flock' && /^flock EAGAIN: /.test(err.message));
+    assert.throws(
+      () => addon.lockFile(lock),
+      (err: NodeJS.ErrnoException) =>
+        err.code === 'EAGAIN' && err.syscall === 'flock' && /^flock EAGAIN: /.test(err.message),
+    );
     symlinkSync(lock, path.join(dir, 'link'));
-    assert.throws(() => addon.lockFile(path.join(dir, 'link')), (err: NodeJS.ErrnoException) => err.code === 'ELOOP' && err.syscall === 'open');
-    assert.throws(() => addon.lockFile(path.join(dir, 'no', 'such', 'dir')), (err: NodeJS.ErrnoException) => err.code === 'ENOENT');
+    assert.throws(
+      () => addon.lockFile(path.join(dir, 'link')),
+      (err: NodeJS.ErrnoException) => err.code === 'ELOOP' && err.syscall === 'open',
+    );
+    assert.throws(
+      () => addon.lockFile(path.join(dir, 'no', 'such', 'dir')),
+      (err: NodeJS.ErrnoException) => err.code === 'ENOENT',
+    );
     closeSync(fd);
     closeSync(addon.lockFile(lock).fd);
   } finally {
@@ -43,14 +64,24 @@ test('a second agent, whatever its --socket, exits 1 naming the pid that holds t
     const otherSocket = path.join(scratch.dir, 'other', 'agent.sock');
     const second = new AgentProcess(ns, scratch, [...ARGS, '--socket', otherSocket]);
     assert.equal(await within(second.exited, 30_000, 'the second agent exits'), 1, second.output);
-    assert.equal(second.output, `ovn-gwmode-agent: another agent (pid ${agent.child.pid}) holds ${lockPath}; not starting a second agent\n`);
+    assert.equal(
+      second.output,
+      `ovn-gwmode-agent: another agent (pid ${agent.child.pid}) holds ${lockPath}; not starting a second agent\n`,
+    );
     assert.equal(curl(otherSocket, '/healthz').code, 0, 'the second agent never listened');
     assert.equal(status(scratch.socket)?.phase, 'Converged');
 
     // Another state directory takes another lock; the live socket still refuses it.
     const elsewhere = new AgentProcess(ns, scratch, [...ARGS, '--state-dir', path.join(scratch.dir, 'other-state')]);
-    assert.equal(await within(elsewhere.exited, 30_000, 'the agent with another state directory exits'), 1, elsewhere.output);
-    assert.equal(elsewhere.output, `ovn-gwmode-agent: another agent is serving on ${scratch.socket}; not starting a second agent\n`);
+    assert.equal(
+      await within(elsewhere.exited, 30_000, 'the agent with another state directory exits'),
+      1,
+      elsewhere.output,
+    );
+    assert.equal(
+      elsewhere.output,
+      `ovn-gwmode-agent: another agent is serving on ${scratch.socket}; not starting a second agent\n`,
+    );
 
     // The kernel drops the lock with the process: a SIGKILLed agent blocks nobody.
     agent.child.kill('SIGKILL');
@@ -71,8 +102,15 @@ test('an agent refused by the live socket on another --state-dir leaves nothing 
     await waitForStatus(agent, (s) => s.phase === 'Converged', 'Converged');
     const fresh = path.join(scratch.dir, 'made', 'by-the-second');
     const elsewhere = new AgentProcess(ns, scratch, [...ARGS, '--state-dir', fresh]);
-    assert.equal(await within(elsewhere.exited, 30_000, 'the agent with a new state directory exits'), 1, elsewhere.output);
-    assert.equal(elsewhere.output, `ovn-gwmode-agent: another agent is serving on ${scratch.socket}; not starting a second agent\n`);
+    assert.equal(
+      await within(elsewhere.exited, 30_000, 'the agent with a new state directory exits'),
+      1,
+      elsewhere.output,
+    );
+    assert.equal(
+      elsewhere.output,
+      `ovn-gwmode-agent: another agent is serving on ${scratch.socket}; not starting a second agent\n`,
+    );
     assert.equal(existsSync(path.join(scratch.dir, 'made')), false, 'the directories it made are gone');
 
     // A state directory that was there stays, with what it held, and gets no lock file.
@@ -80,7 +118,11 @@ test('an agent refused by the live socket on another --state-dir leaves nothing 
     mkdirSync(kept);
     writeFileSync(path.join(kept, 'note'), 'mine\n');
     const again = new AgentProcess(ns, scratch, [...ARGS, '--state-dir', kept]);
-    assert.equal(await within(again.exited, 30_000, 'the agent with an existing state directory exits'), 1, again.output);
+    assert.equal(
+      await within(again.exited, 30_000, 'the agent with an existing state directory exits'),
+      1,
+      again.output,
+    );
     assert.deepEqual(readdirSync(kept), ['note']);
     assert.equal(status(scratch.socket)?.phase, 'Converged');
   });
@@ -94,8 +136,17 @@ test('an agent that cannot start leaves no state directory: a --socket under a f
     writeFileSync(file, '');
     const socket = path.join(file, 'agent.sock');
     const underFile = startAgent([...ARGS, '--socket', socket]);
-    assert.equal(await within(underFile.exited, 30_000, 'the agent with a --socket under a file exits'), 2, underFile.output);
-    assert.match(underFile.output, new RegExp(`^ovn-gwmode-agent: cannot create the socket ${socket}: a part of the path is a file, not a directory \\(mkdir ${file}\\); give --socket a path under a writable directory\n$`));
+    assert.equal(
+      await within(underFile.exited, 30_000, 'the agent with a --socket under a file exits'),
+      2,
+      underFile.output,
+    );
+    assert.match(
+      underFile.output,
+      new RegExp(
+        `^ovn-gwmode-agent: cannot create the socket ${socket}: a part of the path is a file, not a directory \\(mkdir ${file}\\); give --socket a path under a writable directory\n$`,
+      ),
+    );
     assert.equal(existsSync(scratch.stateDir), false, 'no state directory left');
 
     const buggy = startAgent(ARGS, { GWMODE_FAULT: 'bug-at-start' }, FAULTY);
@@ -114,10 +165,17 @@ test('two agents started at once on two sockets: exactly one runs', async (t) =>
     const twin = new AgentProcess(ns, scratch, [...ARGS, '--socket', path.join(scratch.dir, 'twin', 'agent.sock')]);
     try {
       // Whichever lost exits 1 at once; the other keeps running until stopped.
-      const loser = await within(Promise.race([agent.exited.then(() => agent), twin.exited.then(() => twin)]), 30_000, 'one of the two agents exits');
+      const loser = await within(
+        Promise.race([agent.exited.then(() => agent), twin.exited.then(() => twin)]),
+        30_000,
+        'one of the two agents exits',
+      );
       const winner = loser === agent ? twin : agent;
       assert.equal(loser.child.exitCode, 1, loser.output);
-      assert.match(loser.output, new RegExp(`another agent \\(pid ${winner.child.pid}\\) holds .*/lock; not starting a second agent`));
+      assert.match(
+        loser.output,
+        new RegExp(`another agent \\(pid ${winner.child.pid}\\) holds .*/lock; not starting a second agent`),
+      );
       assert.equal(winner.child.exitCode, null);
     } finally {
       await twin.stop();

@@ -17,7 +17,10 @@ test("status and health as a user outside the socket's group: permission denied,
       const r = runAsNobody([process.execPath, CLI, ...args, '--socket', scratch.socket]);
       assert.equal(r.code, 2, args.join(' '));
       assert.equal(r.stdout, '');
-      assert.equal(r.stderr, `ovn-gwmode-agent: permission denied on ${scratch.socket} (EACCES): the caller must be root or in the socket's group\n`);
+      assert.equal(
+        r.stderr,
+        `ovn-gwmode-agent: permission denied on ${scratch.socket} (EACCES): the caller must be root or in the socket's group\n`,
+      );
     }
   });
 });
@@ -34,7 +37,17 @@ test('run as non-root: a socket or state directory it may not write is one line 
   const modeFile = path.join(own, 'mode');
   writeFileSync(modeFile, 'local\n', { mode: 0o644 });
   try {
-    const base = [process.execPath, CLI, 'run', '--mode-file', modeFile, '--service-cidr', '10.96.0.0/16', '--restart', 'none'];
+    const base = [
+      process.execPath,
+      CLI,
+      'run',
+      '--mode-file',
+      modeFile,
+      '--service-cidr',
+      '10.96.0.0/16',
+      '--restart',
+      'none',
+    ];
     const socket = path.join(closed, 'run', 'agent.sock');
     const noSocketDir = runAsNobody([...base, '--state-dir', path.join(own, 'state'), '--socket', socket]);
     assert.equal(noSocketDir.code, 2, noSocketDir.stderr);
@@ -46,10 +59,21 @@ test('run as non-root: a socket or state directory it may not write is one line 
     mkdirSync(path.join(closed, 'run'), { mode: 0o755 });
     const noSocket = runAsNobody([...base, '--state-dir', path.join(own, 'state'), '--socket', socket]);
     assert.equal(noSocket.code, 2, noSocket.stderr);
-    assert.match(noSocket.stderr, new RegExp(`^ovn-gwmode-agent: cannot create the socket ${socket}: permission denied \\(\\w+ [^)]+\\); run as root, or give the agent's user write access to ${path.join(closed, 'run')}\\n$`));
+    assert.match(
+      noSocket.stderr,
+      new RegExp(
+        `^ovn-gwmode-agent: cannot create the socket ${socket}: permission denied \\(\\w+ [^)]+\\); run as root, or give the agent's user write access to ${path.join(closed, 'run')}\\n$`,
+      ),
+    );
 
     const lock = path.join(closed, 'state', 'lock');
-    const noStateDir = runAsNobody([...base, '--state-dir', path.join(closed, 'state'), '--socket', path.join(own, 'agent.sock')]);
+    const noStateDir = runAsNobody([
+      ...base,
+      '--state-dir',
+      path.join(closed, 'state'),
+      '--socket',
+      path.join(own, 'agent.sock'),
+    ]);
     assert.equal(noStateDir.code, 2, noStateDir.stderr);
     assert.equal(
       noStateDir.stderr,

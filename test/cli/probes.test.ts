@@ -28,7 +28,10 @@ test('the DaemonSet probes, as rendered and with the container env, pass against
     .find((d) => d.kind === 'DaemonSet')!;
   const container = ds.spec.template.spec.containers[0]!;
   const containerEnv = Object.fromEntries(container.env.map((e) => [e.name, e.value]));
-  assert.ok(Object.keys(containerEnv).some((k) => k.startsWith('OVN_GWMODE_')), 'the manifest sets OVN_GWMODE_* variables');
+  assert.ok(
+    Object.keys(containerEnv).some((k) => k.startsWith('OVN_GWMODE_')),
+    'the manifest sets OVN_GWMODE_* variables',
+  );
 
   // The agent gets the same environment; its flags name the test's mode file, socket
   // and state directory, and --restart none, where the manifest's paths do not exist here.

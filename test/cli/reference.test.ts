@@ -8,7 +8,15 @@ import { test, type TestContext } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { resolveSettings, type RawRunOptions } from '../../src/config/settings.js';
 import { OUTPUTS } from '../../src/cli/manual.js';
-import { BUILTIN_FLAGS, COMMAND_SPECS, COMMANDS, EXIT_STATUS, FLAGS, variableFor, type Command } from '../../src/cli/reference.js';
+import {
+  BUILTIN_FLAGS,
+  COMMAND_SPECS,
+  COMMANDS,
+  EXIT_STATUS,
+  FLAGS,
+  variableFor,
+  type Command,
+} from '../../src/cli/reference.js';
 import { CLI } from '../helpers/agent.js';
 
 const ROOT = fileURLToPath(new URL('../../..', import.meta.url));
@@ -59,8 +67,14 @@ test('each command in --help, docs/cli.md and the manual page: its summary, ever
   const top = flat(help());
   const md = read('docs/cli.md');
   const man = groffOk(t) ? section(manText(), /^COMMANDS$/m, /^[A-Z]/m) : null;
-  assert.deepEqual([...top.matchAll(/ovn-gwmode-agent ([a-z]+) /g)].map((m) => m[1]).filter((c) => c !== undefined && (COMMANDS as readonly string[]).includes(c)), [...COMMANDS]);
-  for (const [code, meaning] of Object.entries(EXIT_STATUS)) assert.ok(top.includes(`${code} ${meaning}`), `top-level --help: exit ${code}`);
+  assert.deepEqual(
+    [...top.matchAll(/ovn-gwmode-agent ([a-z]+) /g)]
+      .map((m) => m[1])
+      .filter((c) => c !== undefined && (COMMANDS as readonly string[]).includes(c)),
+    [...COMMANDS],
+  );
+  for (const [code, meaning] of Object.entries(EXIT_STATUS))
+    assert.ok(top.includes(`${code} ${meaning}`), `top-level --help: exit ${code}`);
   for (const command of COMMANDS) {
     const spec = COMMAND_SPECS[command];
     const text = help(command);
@@ -71,7 +85,8 @@ test('each command in --help, docs/cli.md and the manual page: its summary, ever
     for (const e of exits) assert.ok(flat(text).includes(e), `${command} --help: exit ${e}`);
 
     const mdPart = section(md, new RegExp(`^### ${command}$`, 'm'), /^##/m);
-    const manPart = man === null ? null : flat(section(man, new RegExp(`^ {7}${command}\\b`, 'm'), /^ {7}[a-z]+(\s|$)/m));
+    const manPart =
+      man === null ? null : flat(section(man, new RegExp(`^ {7}${command}\\b`, 'm'), /^ {7}[a-z]+(\s|$)/m));
     for (const part of [mdPart, manPart]) {
       if (part === null) continue;
       const where = part === mdPart ? `docs/cli.md, ${command}` : `the manual page, ${command}`;
@@ -81,9 +96,19 @@ test('each command in --help, docs/cli.md and the manual page: its summary, ever
         if (flag in BUILTIN_FLAGS) continue;
         assert.ok(listed.includes(flag), `${where}: --${flag}`);
       }
-      for (const [a, b] of spec.conflicts ?? []) assert.match(flat(part), new RegExp(`--${a}\`? and \`?--${b}\`? exclude each other`, 'i'), `${where}: --${a} and --${b}`);
+      for (const [a, b] of spec.conflicts ?? [])
+        assert.match(
+          flat(part),
+          new RegExp(`--${a}\`? and \`?--${b}\`? exclude each other`, 'i'),
+          `${where}: --${a} and --${b}`,
+        );
       for (const [code, meaning] of Object.entries(spec.exits)) {
-        assert.ok(part === mdPart ? mdPart.includes(`| ${code} | ${meaning.replaceAll('*', '\\*')} |`) : flat(part).includes(`${code} ${meaning}`), `${where}: exit ${code}`);
+        assert.ok(
+          part === mdPart
+            ? mdPart.includes(`| ${code} | ${meaning.replaceAll('*', '\\*')} |`)
+            : flat(part).includes(`${code} ${meaning}`),
+          `${where}: exit ${code}`,
+        );
       }
     }
   }
@@ -121,13 +146,26 @@ test('the manual page renders without a warning (groff -ww, and man --warnings a
   if (!groffOk(t)) return;
   const groff = spawnSync('groff', ['-man', '-ww', '-z', MAN], { encoding: 'utf8' });
   assert.deepEqual({ status: groff.status, stderr: groff.stderr }, { status: 0, stderr: '' });
-  for (const section of ['NAME', 'SYNOPSIS', 'DESCRIPTION', 'COMMANDS', 'OPTIONS', 'ENVIRONMENT', 'EXIT STATUS', 'FILES', 'SEE ALSO']) {
+  for (const section of [
+    'NAME',
+    'SYNOPSIS',
+    'DESCRIPTION',
+    'COMMANDS',
+    'OPTIONS',
+    'ENVIRONMENT',
+    'EXIT STATUS',
+    'FILES',
+    'SEE ALSO',
+  ]) {
     assert.match(manText(), new RegExp(`^${section}$`, 'm'), section);
   }
   if (!has(t, 'man')) return;
   // A narrow terminal too: a flag or path longer than its line would be a warning.
   for (const width of ['60', '80', '132']) {
-    const man = spawnSync('man', ['--warnings', '-l', '-P', 'cat', MAN], { encoding: 'utf8', env: { ...process.env, MANWIDTH: width } });
+    const man = spawnSync('man', ['--warnings', '-l', '-P', 'cat', MAN], {
+      encoding: 'utf8',
+      env: { ...process.env, MANWIDTH: width },
+    });
     assert.deepEqual({ status: man.status, stderr: man.stderr }, { status: 0, stderr: '' }, `MANWIDTH=${width}`);
     assert.match(man.stdout, /^OVN-GWMODE-AGENT\(8\)/);
   }
@@ -135,18 +173,29 @@ test('the manual page renders without a warning (groff -ww, and man --warnings a
 
 test('the choices the reference lists are exactly the ones the settings accept', async () => {
   const camel = (f: string) => f.replace(/-([a-z])/g, (_, c: string) => c.toUpperCase());
-  const defaults = Object.fromEntries(COMMAND_SPECS.run.flags.flatMap((f) => ('default' in FLAGS[f] ? [[camel(f), FLAGS[f].default]] : [])));
-  const base = { ...defaults, modeFile: '/nonexistent/mode', serviceCidr: ['10.96.0.0/16'] } as unknown as RawRunOptions;
+  const defaults = Object.fromEntries(
+    COMMAND_SPECS.run.flags.flatMap((f) => ('default' in FLAGS[f] ? [[camel(f), FLAGS[f].default]] : [])),
+  );
+  const base = {
+    ...defaults,
+    modeFile: '/nonexistent/mode',
+    serviceCidr: ['10.96.0.0/16'],
+  } as unknown as RawRunOptions;
   const withChoices = COMMAND_SPECS.run.flags.filter((f) => 'choices' in FLAGS[f]);
   assert.deepEqual(withChoices, ['layout', 'ovnkube-mode-check', 'log-level', 'restart']);
   for (const flag of withChoices) {
     const spec = FLAGS[flag] as { choices: Record<string, string> };
-    await assert.rejects(resolveSettings({ ...base, [camel(flag)]: 'bogus' }), { message: `--${flag}: "bogus" is not one of ${Object.keys(spec.choices).join(', ')}` });
+    await assert.rejects(resolveSettings({ ...base, [camel(flag)]: 'bogus' }), {
+      message: `--${flag}: "bogus" is not one of ${Object.keys(spec.choices).join(', ')}`,
+    });
     for (const choice of Object.keys(spec.choices)) await resolveSettings({ ...base, [camel(flag)]: choice });
   }
 });
 
 test('every declared flag belongs to some command', () => {
   const used = new Set(COMMANDS.flatMap((c: Command) => COMMAND_SPECS[c].flags));
-  assert.deepEqual(Object.keys(FLAGS).filter((f) => !used.has(f as keyof typeof FLAGS)), []);
+  assert.deepEqual(
+    Object.keys(FLAGS).filter((f) => !used.has(f as keyof typeof FLAGS)),
+    [],
+  );
 });

@@ -11,7 +11,11 @@ import { CLI } from '../helpers/agent.js';
 function run(args: string[], vars: Record<string, string> = {}) {
   const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('OVN_GWMODE_')));
   // The bound only stops a `run` that should have refused its flags from hanging the suite.
-  const r = spawnSync(process.execPath, [CLI, ...args], { encoding: 'utf8', env: { ...env, ...vars }, timeout: 60_000 });
+  const r = spawnSync(process.execPath, [CLI, ...args], {
+    encoding: 'utf8',
+    env: { ...env, ...vars },
+    timeout: 60_000,
+  });
   return { code: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 
@@ -19,16 +23,40 @@ const ALL = 'name a command: run, status, health, plan, apply, rollback or event
 
 test('no command, or an unknown one: one line naming every command, exit 2', () => {
   assert.deepEqual(run([]), { code: 2, stdout: '', stderr: `ovn-gwmode-agent: ${ALL}; see --help\n` });
-  assert.deepEqual(run(['stauts']), { code: 2, stdout: '', stderr: `ovn-gwmode-agent: unknown command "stauts": ${ALL}; see --help\n` });
+  assert.deepEqual(run(['stauts']), {
+    code: 2,
+    stdout: '',
+    stderr: `ovn-gwmode-agent: unknown command "stauts": ${ALL}; see --help\n`,
+  });
 });
 
 test('an unknown flag: one line naming it, not the whole help, exit 2', () => {
-  assert.deepEqual(run(['plan', '--mode-file', '/x', '--bogus-flag', '1']), { code: 2, stdout: '', stderr: 'ovn-gwmode-agent: unknown flag --bogus-flag; see --help\n' });
-  assert.deepEqual(run(['status', '--jsn']), { code: 2, stdout: '', stderr: 'ovn-gwmode-agent: unknown flag --jsn; see --help\n' });
-  assert.deepEqual(run(['health', 'now']), { code: 2, stdout: '', stderr: 'ovn-gwmode-agent: unexpected argument "now"; see --help\n' });
-  assert.deepEqual(run(['status', '--json', '--brief']), { code: 2, stdout: '', stderr: 'ovn-gwmode-agent: Arguments json and brief are mutually exclusive; see --help\n' });
+  assert.deepEqual(run(['plan', '--mode-file', '/x', '--bogus-flag', '1']), {
+    code: 2,
+    stdout: '',
+    stderr: 'ovn-gwmode-agent: unknown flag --bogus-flag; see --help\n',
+  });
+  assert.deepEqual(run(['status', '--jsn']), {
+    code: 2,
+    stdout: '',
+    stderr: 'ovn-gwmode-agent: unknown flag --jsn; see --help\n',
+  });
+  assert.deepEqual(run(['health', 'now']), {
+    code: 2,
+    stdout: '',
+    stderr: 'ovn-gwmode-agent: unexpected argument "now"; see --help\n',
+  });
+  assert.deepEqual(run(['status', '--json', '--brief']), {
+    code: 2,
+    stdout: '',
+    stderr: 'ovn-gwmode-agent: Arguments json and brief are mutually exclusive; see --help\n',
+  });
   // A daemon flag is not plan's.
-  assert.deepEqual(run(['plan', '--mode-file', '/x', '--resync-interval', '5']), { code: 2, stdout: '', stderr: 'ovn-gwmode-agent: unknown flag --resync-interval; see --help\n' });
+  assert.deepEqual(run(['plan', '--mode-file', '/x', '--resync-interval', '5']), {
+    code: 2,
+    stdout: '',
+    stderr: 'ovn-gwmode-agent: unknown flag --resync-interval; see --help\n',
+  });
 });
 
 test('a misspelt OVN_GWMODE_* variable is named as written, with the likely one', () => {
@@ -45,40 +73,109 @@ test('a misspelt OVN_GWMODE_* variable is named as written, with the likely one'
 
 test("each command reads its own variables and leaves the others' alone", () => {
   // plan has no --restart: the variable is run's, and plan goes on to its own --layout.
-  const r = run(['plan'], { OVN_GWMODE_MODE_FILE: '/nonexistent', OVN_GWMODE_SERVICE_CIDR: '10.96.0.0/16', OVN_GWMODE_RESTART: 'cri', OVN_GWMODE_LAYOUT: 'sideways' });
-  assert.deepEqual(r, { code: 2, stdout: '', stderr: 'ovn-gwmode-agent: --layout: "sideways" is not one of auto, legacy, routing-via-host\n' });
+  const r = run(['plan'], {
+    OVN_GWMODE_MODE_FILE: '/nonexistent',
+    OVN_GWMODE_SERVICE_CIDR: '10.96.0.0/16',
+    OVN_GWMODE_RESTART: 'cri',
+    OVN_GWMODE_LAYOUT: 'sideways',
+  });
+  assert.deepEqual(r, {
+    code: 2,
+    stdout: '',
+    stderr: 'ovn-gwmode-agent: --layout: "sideways" is not one of auto, legacy, routing-via-host\n',
+  });
   // status reads the socket from OVN_GWMODE_SOCKET, and nothing else of the agent's.
-  const s = run(['status'], { OVN_GWMODE_SOCKET: '/nonexistent/agent.sock', OVN_GWMODE_MODE_FILE: '/x', OVN_GWMODE_SETTLE: '5' });
+  const s = run(['status'], {
+    OVN_GWMODE_SOCKET: '/nonexistent/agent.sock',
+    OVN_GWMODE_MODE_FILE: '/x',
+    OVN_GWMODE_SETTLE: '5',
+  });
   assert.equal(s.code, 2);
-  assert.match(s.stderr, /^ovn-gwmode-agent: cannot reach the agent on \/nonexistent\/agent\.sock \(ENOENT\): is the agent running\?\n$/);
+  assert.match(
+    s.stderr,
+    /^ovn-gwmode-agent: cannot reach the agent on \/nonexistent\/agent\.sock \(ENOENT\): is the agent running\?\n$/,
+  );
 });
 
 /** The flags a command's --help lists. */
 function flagsOf(command: string): string[] {
   const r = run([command, '--help']);
   assert.equal(r.code, 0, r.stderr);
-  return [...r.stdout.matchAll(/^ {2}(--[a-z-]+)/gm)].map((m) => m[1]!).filter((f) => f !== '--help' && f !== '--version').sort();
+  return [...r.stdout.matchAll(/^ {2}(--[a-z-]+)/gm)]
+    .map((m) => m[1]!)
+    .filter((f) => f !== '--help' && f !== '--version')
+    .sort();
 }
 
 test('each --help lists exactly the flags its command uses', () => {
-  const planner = ['--gateway-interface', '--gateway-nexthop', '--layout', '--log-level', '--management-interface', '--mode-file', '--mtu', '--os-release', '--ovnkube-config', '--ovnkube-mode-check', '--service-cidr'];
-  const daemon = ['--cri-endpoint', '--dry-run', '--metrics-address', '--ovnkube-container', '--ovnkube-namespace', '--resync-interval', '--restart', '--restart-grace', '--restart-max-per-hour', '--restart-min-interval', '--restart-timeout', '--settle', '--socket', '--socket-group'];
+  const planner = [
+    '--gateway-interface',
+    '--gateway-nexthop',
+    '--layout',
+    '--log-level',
+    '--management-interface',
+    '--mode-file',
+    '--mtu',
+    '--os-release',
+    '--ovnkube-config',
+    '--ovnkube-mode-check',
+    '--service-cidr',
+  ];
+  const daemon = [
+    '--cri-endpoint',
+    '--dry-run',
+    '--metrics-address',
+    '--ovnkube-container',
+    '--ovnkube-namespace',
+    '--resync-interval',
+    '--restart',
+    '--restart-grace',
+    '--restart-max-per-hour',
+    '--restart-min-interval',
+    '--restart-timeout',
+    '--settle',
+    '--socket',
+    '--socket-group',
+  ];
   assert.deepEqual(flagsOf('plan'), [...planner, '--json'].sort());
   assert.deepEqual(flagsOf('apply'), [...planner, '--dry-run', '--json', '--state-dir'].sort());
   // rollback puts back the journal's route: no desired mode, no ovnkube-node, no MTU or next hop of its own.
-  assert.deepEqual(flagsOf('rollback'), [...planner.filter((f) => !['--mode-file', '--ovnkube-mode-check', '--mtu', '--gateway-nexthop'].includes(f)), '--state-dir', '--yes'].sort());
+  assert.deepEqual(
+    flagsOf('rollback'),
+    [
+      ...planner.filter((f) => !['--mode-file', '--ovnkube-mode-check', '--mtu', '--gateway-nexthop'].includes(f)),
+      '--state-dir',
+      '--yes',
+    ].sort(),
+  );
   assert.deepEqual(flagsOf('run'), [...planner, ...daemon, '--state-dir'].sort());
   assert.deepEqual(flagsOf('status'), ['--brief', '--json', '--socket', '--watch']);
   assert.deepEqual(flagsOf('health'), ['--ready', '--socket']);
   assert.deepEqual(flagsOf('events'), ['--json', '--since', '--socket']);
 });
 
-test("a bad value of a daemon flag: run exits 2 with one line naming it", () => {
+test('a bad value of a daemon flag: run exits 2 with one line naming it', () => {
   const dir = mkdtempSync(path.join(tmpdir(), 'gwmode-usage-'));
   try {
     // Where a `run` that wrongly started would put its socket and lock: not the node's.
-    const base = ['run', '--mode-file', path.join(dir, 'mode'), '--service-cidr', '10.96.0.0/16', '--socket', path.join(dir, 'agent.sock'), '--state-dir', dir];
-    for (const [flag, value] of [['--resync-interval', 'soon'], ['--restart', 'sometimes'], ['--settle', 'later'], ['--restart-max-per-hour', '0'], ['--metrics-address', 'localhost:9464']] as const) {
+    const base = [
+      'run',
+      '--mode-file',
+      path.join(dir, 'mode'),
+      '--service-cidr',
+      '10.96.0.0/16',
+      '--socket',
+      path.join(dir, 'agent.sock'),
+      '--state-dir',
+      dir,
+    ];
+    for (const [flag, value] of [
+      ['--resync-interval', 'soon'],
+      ['--restart', 'sometimes'],
+      ['--settle', 'later'],
+      ['--restart-max-per-hour', '0'],
+      ['--metrics-address', 'localhost:9464'],
+    ] as const) {
       const r = run([...base, flag, value]);
       assert.equal(r.code, 2, r.stderr);
       assert.match(r.stderr, new RegExp(`^ovn-gwmode-agent: ${flag}: [^\n]+\n$`));

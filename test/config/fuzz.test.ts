@@ -17,22 +17,84 @@ import { bytes, fuzzCount, int, pick, prng, seedFrom, type Rng } from '../helper
 
 const seed = seedFrom('GWMODE_CONFIG_SEED', 77);
 
-const CIDRS = ['10.96.0.0/16', 'fd00:10:96::/112', '10.96.0.0/16,fd00:10:96::/112', '10.96.0.0/33', '10.96.0.1/16', '300.1.1.1/8', '::/0', '0.0.0.0/0', ',,,', ' ', 'abc', '10.96.0.0', '10.96.0.0/16/16', '::ffff:10.96.0.0/112', '10.96.0.0/-1', '1'.repeat(300)];
-const NUMBERS = ['1400', '68', '65535', '67', '65536', '0', '-1', '1e3', '0x578', '1400.5', '"1400"', 'NaN', 'Infinity', '', ' ', '١٤٠٠', '99999999999999999999'];
-const ADDRESSES = ['172.18.0.1', 'fd00::1', '172.18.0.1,fd00::1', '172.18.0.1,172.18.0.2', '172.18.0.256', 'fe80::1%br-ex', '::', 'x', ''];
-const MASQ = ['169.254.169.0/29', '169.254.0.0/17', 'fd69::/125', '169.254.169.0/33', 'bogus', '255.255.255.255/32', 'ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff/128'];
+const CIDRS = [
+  '10.96.0.0/16',
+  'fd00:10:96::/112',
+  '10.96.0.0/16,fd00:10:96::/112',
+  '10.96.0.0/33',
+  '10.96.0.1/16',
+  '300.1.1.1/8',
+  '::/0',
+  '0.0.0.0/0',
+  ',,,',
+  ' ',
+  'abc',
+  '10.96.0.0',
+  '10.96.0.0/16/16',
+  '::ffff:10.96.0.0/112',
+  '10.96.0.0/-1',
+  '1'.repeat(300),
+];
+const NUMBERS = [
+  '1400',
+  '68',
+  '65535',
+  '67',
+  '65536',
+  '0',
+  '-1',
+  '1e3',
+  '0x578',
+  '1400.5',
+  '"1400"',
+  'NaN',
+  'Infinity',
+  '',
+  ' ',
+  '١٤٠٠',
+  '99999999999999999999',
+];
+const ADDRESSES = [
+  '172.18.0.1',
+  'fd00::1',
+  '172.18.0.1,fd00::1',
+  '172.18.0.1,172.18.0.2',
+  '172.18.0.256',
+  'fe80::1%br-ex',
+  '::',
+  'x',
+  '',
+];
+const MASQ = [
+  '169.254.169.0/29',
+  '169.254.0.0/17',
+  'fd69::/125',
+  '169.254.169.0/33',
+  'bogus',
+  '255.255.255.255/32',
+  'ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff/128',
+];
 const KEYS: Record<string, string[]> = {
   default: ['mtu', 'routable-mtu', 'encap-type'],
   kubernetes: ['service-cidrs', 'apiserver'],
   gateway: ['mode', 'next-hop', 'v4-masquerade-subnet', 'v6-masquerade-subnet'],
 };
 const valueFor = (rng: Rng, key: string): string =>
-  key.includes('mtu') ? pick(rng, NUMBERS) : key === 'service-cidrs' ? pick(rng, CIDRS) : key === 'next-hop' ? pick(rng, ADDRESSES) : key.includes('masquerade') ? pick(rng, MASQ) : pick(rng, ['local', 'shared', 'Local', '', 'x'.repeat(1000)]);
+  key.includes('mtu')
+    ? pick(rng, NUMBERS)
+    : key === 'service-cidrs'
+      ? pick(rng, CIDRS)
+      : key === 'next-hop'
+        ? pick(rng, ADDRESSES)
+        : key.includes('masquerade')
+          ? pick(rng, MASQ)
+          : pick(rng, ['local', 'shared', 'Local', '', 'x'.repeat(1000)]);
 
 // gcfg refuses much that an ini reader took (a blank or oddly named variable, a bad section
 // header, a byte order mark): the hostile shapes come often enough to be met, but not in
 // every file, so that some files are valid and reach the settings' own checks.
-const caseOf = (rng: Rng, name: string): string => pick(rng, [name, name, name.toUpperCase(), name.replace(/(^|-)(\w)/g, (m) => m.toUpperCase())]);
+const caseOf = (rng: Rng, name: string): string =>
+  pick(rng, [name, name, name.toUpperCase(), name.replace(/(^|-)(\w)/g, (m) => m.toUpperCase())]);
 const HOSTILE_SECTIONS = ['__proto__', 'constructor', 'default.x', '', '[nested]', 'gateway "sub"', 'gateway ""'];
 const HOSTILE_KEYS = ['__proto__', 'toString', 'mtu[]', '', '-mtu', 'x_y'];
 
@@ -41,14 +103,28 @@ function ovnkubeConf(rng: Rng): string {
   for (let s = 0, n = int(rng, 5); s < n; s++) {
     const section = rng() < 0.85 ? pick(rng, Object.keys(KEYS)) : pick(rng, HOSTILE_SECTIONS);
     const header = rng() < 0.85 ? caseOf(rng, section) : section;
-    lines.push(rng() < 0.9 ? pick(rng, [`[${header}]`, ` [ ${header} ] `, `[${header}] ; rendered`]) : pick(rng, [`[${header}`, `[${header}]]`]));
+    lines.push(
+      rng() < 0.9
+        ? pick(rng, [`[${header}]`, ` [ ${header} ] `, `[${header}] ; rendered`])
+        : pick(rng, [`[${header}`, `[${header}]]`]),
+    );
     for (let k = 0, m = int(rng, 6); k < m; k++) {
-      const key = rng() < 0.9 ? pick(rng, [...(Object.hasOwn(KEYS, section) ? KEYS[section]! : []), 'mtu', 'service-cidrs']) : pick(rng, HOSTILE_KEYS);
+      const key =
+        rng() < 0.9
+          ? pick(rng, [...(Object.hasOwn(KEYS, section) ? KEYS[section]! : []), 'mtu', 'service-cidrs'])
+          : pick(rng, HOSTILE_KEYS);
       const name = caseOf(rng, key);
       const v = (): string => valueFor(rng, key);
       lines.push(
         rng() < 0.9
-          ? pick(rng, [`${name}=${v()}`, `${name} = ${v()}`, `; ${name}=1`, `${name}="${v()}"`, `${name}=${v()} # was`, `${name}=${v()}\n${name}=${v()}`])
+          ? pick(rng, [
+              `${name}=${v()}`,
+              `${name} = ${v()}`,
+              `; ${name}=1`,
+              `${name}="${v()}"`,
+              `${name}=${v()} # was`,
+              `${name}=${v()}\n${name}=${v()}`,
+            ])
           : pick(rng, [`${name}`, `${name} ${v()}`, `${name}="${v()}`, `${name}=${v()}\\x`]),
       );
     }
@@ -79,7 +155,16 @@ test('2,000 generated ovnkube.conf files: settings within bounds or a ConfigErro
       const what = `case ${i} (seed ${seed}): ${JSON.stringify(text.slice(0, 200))}`;
       const withFlags = rng() < 0.3;
       try {
-        const s = await resolvePlanSettings({ modeFile: '/x', ovnkubeConfig: file, gatewayInterface: 'br-ex', managementInterface: 'ovn-k8s-mp0', layout: 'auto', ovnkubeModeCheck: 'proc', logLevel: 'info', ...(withFlags ? { serviceCidr: ['10.96.0.0/16'] } : {}) });
+        const s = await resolvePlanSettings({
+          modeFile: '/x',
+          ovnkubeConfig: file,
+          gatewayInterface: 'br-ex',
+          managementInterface: 'ovn-k8s-mp0',
+          layout: 'auto',
+          ovnkubeModeCheck: 'proc',
+          logLevel: 'info',
+          ...(withFlags ? { serviceCidr: ['10.96.0.0/16'] } : {}),
+        });
         checkSettings(s, what);
         outcome.resolved++;
       } catch (err) {
@@ -111,7 +196,15 @@ test('ovnkube.conf that is a FIFO, a device, a directory, huge or missing: a Con
       [path.join(dir, 'missing'), /: ENOENT$/],
     ];
     for (const [file, expected] of cases) {
-      const err = await resolvePlanSettings({ modeFile: '/x', ovnkubeConfig: file, gatewayInterface: 'br-ex', managementInterface: 'ovn-k8s-mp0', layout: 'auto', ovnkubeModeCheck: 'proc', logLevel: 'info' }).then(
+      const err = await resolvePlanSettings({
+        modeFile: '/x',
+        ovnkubeConfig: file,
+        gatewayInterface: 'br-ex',
+        managementInterface: 'ovn-k8s-mp0',
+        layout: 'auto',
+        ovnkubeModeCheck: 'proc',
+        logLevel: 'info',
+      }).then(
         () => null,
         (e: unknown) => e,
       );
@@ -123,7 +216,30 @@ test('ovnkube.conf that is a FIFO, a device, a directory, huge or missing: a Con
   }
 });
 
-const HOSTILE = ['', ' ', '-1', '0', 'NaN', 'Infinity', '1e309', '99999999999999h', '25d', '2147483648ms', '2147483647ms', '0.0001ms', '1.5', '500ms', '2m', '\u0000', '../../etc', 'x'.repeat(5000), 'ümlaut', 'br-ex br-ex', 'a/b', 'verylonginterfacename'];
+const HOSTILE = [
+  '',
+  ' ',
+  '-1',
+  '0',
+  'NaN',
+  'Infinity',
+  '1e309',
+  '99999999999999h',
+  '25d',
+  '2147483648ms',
+  '2147483647ms',
+  '0.0001ms',
+  '1.5',
+  '500ms',
+  '2m',
+  '\u0000',
+  '../../etc',
+  'x'.repeat(5000),
+  'ümlaut',
+  'br-ex br-ex',
+  'a/b',
+  'verylonginterfacename',
+];
 const pickValue = (rng: Rng, good: string[]): string | string[] => {
   const v = rng() < 0.93 ? pick(rng, good) : pick(rng, HOSTILE);
   return rng() < 0.02 ? [v, pick(rng, HOSTILE)] : v;
@@ -132,13 +248,19 @@ const pickValue = (rng: Rng, good: string[]): string | string[] => {
 function rawRun(rng: Rng): RawRunOptions {
   return {
     modeFile: rng() < 0.05 ? '' : '/x',
-    serviceCidr: rng() < 0.9 ? [pick(rng, ['10.96.0.0/16', 'fd00:10:96::/112', '10.96.0.0/16,fd00:10:96::/112'])] : rng() < 0.5 ? [pick(rng, CIDRS)] : [],
+    serviceCidr:
+      rng() < 0.9
+        ? [pick(rng, ['10.96.0.0/16', 'fd00:10:96::/112', '10.96.0.0/16,fd00:10:96::/112'])]
+        : rng() < 0.5
+          ? [pick(rng, CIDRS)]
+          : [],
     gatewayInterface: pickValue(rng, ['br-ex', 'eth0']) as string,
     managementInterface: pickValue(rng, ['ovn-k8s-mp0']) as string,
     layout: pickValue(rng, ['auto', 'legacy', 'routing-via-host', 'Auto']) as string,
     ovnkubeModeCheck: pickValue(rng, ['proc', 'off']) as string,
     mtu: (rng() < 0.9 ? pickValue(rng, ['1400', '1500', '']) : pick(rng, NUMBERS)) as string,
-    gatewayNexthop: rng() < 0.5 ? undefined : [rng() < 0.8 ? pick(rng, ['172.18.0.1', 'fd00::1']) : pick(rng, ADDRESSES)],
+    gatewayNexthop:
+      rng() < 0.5 ? undefined : [rng() < 0.8 ? pick(rng, ['172.18.0.1', 'fd00::1']) : pick(rng, ADDRESSES)],
     logLevel: pickValue(rng, ['info', 'debug', 'silent', 'INFO']) as string,
     socket: '/tmp/never/agent.sock',
     socketGroup: pickValue(rng, ['0', '4242', 'root', 'no-such-group', '4294967295', '-5']) as string,
@@ -166,8 +288,12 @@ test('2,000 generated flag sets: settings within bounds (timers a timer can wait
     try {
       const s = await resolveSettings(raw);
       checkSettings(s, what);
-      assert.ok(s.resyncIntervalMs >= 1000 && s.resyncIntervalMs <= MAX_DURATION_MS, `${what}: resync ${s.resyncIntervalMs}`);
-      for (const ms of [s.restartGraceMs, s.restartMinIntervalMs, s.restartTimeoutMs, s.settleMs]) assert.ok(Number.isSafeInteger(ms) && ms >= 0 && ms <= MAX_DURATION_MS, `${what}: ${ms}`);
+      assert.ok(
+        s.resyncIntervalMs >= 1000 && s.resyncIntervalMs <= MAX_DURATION_MS,
+        `${what}: resync ${s.resyncIntervalMs}`,
+      );
+      for (const ms of [s.restartGraceMs, s.restartMinIntervalMs, s.restartTimeoutMs, s.settleMs])
+        assert.ok(Number.isSafeInteger(ms) && ms >= 0 && ms <= MAX_DURATION_MS, `${what}: ${ms}`);
       assert.ok(s.socketGroup === null || (Number.isInteger(s.socketGroup) && s.socketGroup >= 0), what);
       outcome.resolved++;
     } catch (err) {
@@ -182,7 +308,23 @@ test('2,000 generated flag sets: settings within bounds (timers a timer can wait
 
 test('2,000 generated environments: the values of known variables (a boolean spelt true or false), or an EnvError naming the variable', (t) => {
   const rng = prng(seed + 2);
-  const names = ['OVN_GWMODE_MODE_FILE', 'OVN_GWMODE_SOCKET', 'OVN_GWMODE_SOCKET_GROUP', 'OVN_GWMODE_MTU', 'OVN_GWMODE_MODEFILE', 'OVN_GWMODE_', 'OVN_GWMODE__PROTO__', 'OVN_GWMODE_CONSTRUCTOR', 'OVN_GWMODE_mode_file', 'OVN_GWMODE_MODE-FILE', 'OVN_GWMODE_TO_STRING', 'OVN_GWMODEX', 'PATH', 'OVN_GWMODE_DRY_RUN', 'OVN_GWMODE_RESYNC_INTERVAL'];
+  const names = [
+    'OVN_GWMODE_MODE_FILE',
+    'OVN_GWMODE_SOCKET',
+    'OVN_GWMODE_SOCKET_GROUP',
+    'OVN_GWMODE_MTU',
+    'OVN_GWMODE_MODEFILE',
+    'OVN_GWMODE_',
+    'OVN_GWMODE__PROTO__',
+    'OVN_GWMODE_CONSTRUCTOR',
+    'OVN_GWMODE_mode_file',
+    'OVN_GWMODE_MODE-FILE',
+    'OVN_GWMODE_TO_STRING',
+    'OVN_GWMODEX',
+    'PATH',
+    'OVN_GWMODE_DRY_RUN',
+    'OVN_GWMODE_RESYNC_INTERVAL',
+  ];
   const outcome = { read: 0, refused: 0 };
   for (let i = 0, n = fuzzCount(2000); i < n; i++) {
     const env: NodeJS.ProcessEnv = {};
@@ -190,8 +332,10 @@ test('2,000 generated environments: the values of known variables (a boolean spe
     const command = pick(rng, ['run', 'status', 'health', 'plan', 'apply'] as const);
     try {
       const values = envValues(command, env);
-      for (const key of Object.keys(values)) assert.ok(!['__proto__', 'constructor', 'to-string'].includes(key), `case ${i}: ${key}`);
-      if ('dry-run' in values) assert.ok(values['dry-run'] === 'true' || values['dry-run'] === 'false', `case ${i}: ${values['dry-run']}`);
+      for (const key of Object.keys(values))
+        assert.ok(!['__proto__', 'constructor', 'to-string'].includes(key), `case ${i}: ${key}`);
+      if ('dry-run' in values)
+        assert.ok(values['dry-run'] === 'true' || values['dry-run'] === 'false', `case ${i}: ${values['dry-run']}`);
       outcome.read++;
     } catch (err) {
       assert.ok(err instanceof EnvError, `case ${i}: ${String(err)}`);
@@ -206,22 +350,48 @@ test('on the real command line, a sample of hostile flags and variables exits 2 
   const rng = prng(seed + 3);
   const dir = mkdtempSync(path.join(tmpdir(), 'gwmode-clifuzz-'));
   try {
-    const base = ['run', '--mode-file', path.join(dir, 'mode'), '--service-cidr', '10.96.0.0/16', '--socket', path.join(dir, 'agent.sock'), '--state-dir', dir];
+    const base = [
+      'run',
+      '--mode-file',
+      path.join(dir, 'mode'),
+      '--service-cidr',
+      '10.96.0.0/16',
+      '--socket',
+      path.join(dir, 'agent.sock'),
+      '--state-dir',
+      dir,
+    ];
     const bad: Array<[string[], NodeJS.ProcessEnv, RegExp]> = [
-      [['--resync-interval', '99999999999999h'], {}, /^ovn-gwmode-agent: --resync-interval: "99999999999999h" is too long/],
+      [
+        ['--resync-interval', '99999999999999h'],
+        {},
+        /^ovn-gwmode-agent: --resync-interval: "99999999999999h" is too long/,
+      ],
       [['--mtu', pick(rng, ['0', '1e3', 'NaN', '65536'])], {}, /^ovn-gwmode-agent: --mtu: /],
       [['--layout', pick(rng, ['Auto', '', 'x'.repeat(300)])], {}, /^ovn-gwmode-agent: --layout: /],
-      [['--gateway-interface', pick(rng, ['a/b', 'verylonginterfacename', ' '])], {}, /^ovn-gwmode-agent: --gateway-interface: /],
+      [
+        ['--gateway-interface', pick(rng, ['a/b', 'verylonginterfacename', ' '])],
+        {},
+        /^ovn-gwmode-agent: --gateway-interface: /,
+      ],
       [['--settle', pick(rng, ['-1', '25d', 'soon'])], {}, /^ovn-gwmode-agent: --settle: /],
       [['--socket-group', 'no-such-group-here'], {}, /^ovn-gwmode-agent: --socket-group: /],
-      [[], { OVN_GWMODE_MODEFILE: '/x' }, /^ovn-gwmode-agent: OVN_GWMODE_MODEFILE: no such setting; did you mean OVN_GWMODE_MODE_FILE\?/],
+      [
+        [],
+        { OVN_GWMODE_MODEFILE: '/x' },
+        /^ovn-gwmode-agent: OVN_GWMODE_MODEFILE: no such setting; did you mean OVN_GWMODE_MODE_FILE\?/,
+      ],
       [[], { OVN_GWMODE___PROTO__: 'x' }, /^ovn-gwmode-agent: OVN_GWMODE___PROTO__: no such setting/],
       [[], { OVN_GWMODE_CONSTRUCTOR: 'x' }, /^ovn-gwmode-agent: OVN_GWMODE_CONSTRUCTOR: no such setting/],
       [[], { OVN_GWMODE_RESTART: pick(rng, ['CRI', 'kill', '']) }, /^ovn-gwmode-agent: --restart: /],
       [['--bogus-' + int(rng, 1000)], {}, /^ovn-gwmode-agent: unknown flag --bogus-\d+; see --help\n$/],
     ];
     for (const [args, env, expected] of bad) {
-      const r = spawnSync(process.execPath, [CLI, ...base, ...args], { encoding: 'utf8', timeout: 30_000, env: { ...process.env, ...env } });
+      const r = spawnSync(process.execPath, [CLI, ...base, ...args], {
+        encoding: 'utf8',
+        timeout: 30_000,
+        env: { ...process.env, ...env },
+      });
       const what = `${args.join(' ')} ${JSON.stringify(env)}`;
       assert.equal(r.status, 2, `${what}: ${r.stderr}`);
       assert.equal(r.stderr.split('\n').length, 2, `${what}: one line: ${r.stderr}`);

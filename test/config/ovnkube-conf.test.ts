@@ -16,7 +16,16 @@ function withConf<T>(content: string | Buffer, fn: (file: string) => Promise<T>)
 }
 
 const planSettings = (file: string) =>
-  resolvePlanSettings({ modeFile: '/x', ovnkubeConfig: file, serviceCidr: ['10.96.0.0/16'], gatewayInterface: 'br-ex', managementInterface: 'ovn-k8s-mp0', layout: 'auto', ovnkubeModeCheck: 'proc', logLevel: 'info' });
+  resolvePlanSettings({
+    modeFile: '/x',
+    ovnkubeConfig: file,
+    serviceCidr: ['10.96.0.0/16'],
+    gatewayInterface: 'br-ex',
+    managementInterface: 'ovn-k8s-mp0',
+    layout: 'auto',
+    ovnkubeModeCheck: 'proc',
+    logLevel: 'info',
+  });
 
 test('a masquerade subnet under [Gateway] V4-Masquerade-Subnet (names in any case) gives its .4 as a 4.10+ next hop', async () => {
   const s = await withConf('[Gateway]\nV4-Masquerade-Subnet="100.98.0.0/16"\n', planSettings);
@@ -24,16 +33,30 @@ test('a masquerade subnet under [Gateway] V4-Masquerade-Subnet (names in any cas
 });
 
 test('lower-case masquerade subnets in every quoting keep giving their .4', async () => {
-  for (const value of ['169.254.0.0/17', '"169.254.0.0/17"', '169.254.0.0/17 ; 4.17 default', '"169.254."0.0/17', '  169.254.0.0/17\t# x']) {
-    const s = await withConf(`[gateway]\nv4-masquerade-subnet=${value}\nv6-masquerade-subnet="fd69::/112"\n`, planSettings);
+  for (const value of [
+    '169.254.0.0/17',
+    '"169.254.0.0/17"',
+    '169.254.0.0/17 ; 4.17 default',
+    '"169.254."0.0/17',
+    '  169.254.0.0/17\t# x',
+  ]) {
+    const s = await withConf(
+      `[gateway]\nv4-masquerade-subnet=${value}\nv6-masquerade-subnet="fd69::/112"\n`,
+      planSettings,
+    );
     assert.deepEqual(s.masqueradeNexthops, ['169.254.0.4', 'fd69::4'], value);
   }
 });
 
 test('[kubernetes] platform-type, and which variables the conf assigns, in any case', () => {
-  const conf = parseOvnkubeConf('[Kubernetes]\nPlatform-Type="AWS"\nservice-cidrs=10.96.0.0/16\n[gateway "x"]\nmode=local\n[Gateway]\nV4-Masquerade-Subnet=""\n');
+  const conf = parseOvnkubeConf(
+    '[Kubernetes]\nPlatform-Type="AWS"\nservice-cidrs=10.96.0.0/16\n[gateway "x"]\nmode=local\n[Gateway]\nV4-Masquerade-Subnet=""\n',
+  );
   assert.equal(conf.platformType, 'AWS');
-  assert.deepEqual(conf.keys, new Set(['kubernetes.platform-type', 'kubernetes.service-cidrs', 'gateway.v4-masquerade-subnet']));
+  assert.deepEqual(
+    conf.keys,
+    new Set(['kubernetes.platform-type', 'kubernetes.service-cidrs', 'gateway.v4-masquerade-subnet']),
+  );
   assert.ok(confHas(conf, 'KUBERNETES', 'platform-type'));
   assert.ok(confHas(conf, 'gateway', 'V4-Masquerade-Subnet'), 'assigned, though empty');
   assert.deepEqual(conf.masqueradeSubnets, [], 'an empty subnet is no subnet');

@@ -18,7 +18,10 @@ test('os-release: RHCOS 4.9 gives its ID, OpenShift version and build version', 
 });
 
 test('os-release: unquoted, single-quoted and escaped values; comments, blank and malformed lines skipped', () => {
-  const o = parseOsRelease("# comment\n\nID=rhcos\nOPENSHIFT_VERSION='4.8'\nVERSION=\"48.84 \\\"x\\\"\"\nnot a line\n", 'f');
+  const o = parseOsRelease(
+    '# comment\n\nID=rhcos\nOPENSHIFT_VERSION=\'4.8\'\nVERSION="48.84 \\"x\\""\nnot a line\n',
+    'f',
+  );
   assert.deepEqual([o.id, o.openshiftVersion, o.version], ['rhcos', '4.8', '48.84 "x"']);
 });
 

@@ -14,8 +14,24 @@ const SHARED: NextHop = { dev: 'br-ex', oif: 2, gateway: '172.18.0.1', mtu: 1400
 const LOCAL: NextHop = { dev: 'ovn-k8s-mp0', oif: 4, gateway: '10.244.1.1', mtu: null };
 const KEY = { prefix: '10.96.0.0/16', family: 4 as const, table: 254, priority: 0 };
 
-const route = (nextHop: NextHop, priority = 0): Route => ({ key: { ...KEY, priority }, nextHop, protocol: 3, scope: 0, type: 1, tos: 0, multipath: false, unmodelled: [] });
-const addr = (linkIndex: number, address: string, prefixLength: number): InterfaceAddress => ({ linkIndex, family: 4, address, prefixLength, tentative: false, dadFailed: false });
+const route = (nextHop: NextHop, priority = 0): Route => ({
+  key: { ...KEY, priority },
+  nextHop,
+  protocol: 3,
+  scope: 0,
+  type: 1,
+  tos: 0,
+  multipath: false,
+  unmodelled: [],
+});
+const addr = (linkIndex: number, address: string, prefixLength: number): InterfaceAddress => ({
+  linkIndex,
+  family: 4,
+  address,
+  prefixLength,
+  tentative: false,
+  dadFailed: false,
+});
 
 function observed(o: { routes?: Route[]; links?: Link[]; addresses?: InterfaceAddress[] } = {}): Observation {
   return {
@@ -59,7 +75,9 @@ test('a shared-to-local migration is put back: one replace of the route the migr
 
 test('no migration on record, or one that replaced nothing: NothingToRollBack', () => {
   assert.deepEqual(codes(planRollback(null, observed(), seedConfig())), ['NothingToRollBack']);
-  assert.deepEqual(codes(planRollback({ ...migration(SHARED, LOCAL), routes: [] }, observed(), seedConfig())), ['NothingToRollBack']);
+  assert.deepEqual(codes(planRollback({ ...migration(SHARED, LOCAL), routes: [] }, observed(), seedConfig())), [
+    'NothingToRollBack',
+  ]);
 });
 
 test('a routing-via-host node is never rolled back, whatever the journal says', () => {
@@ -93,28 +111,65 @@ test('a recorded route found as it was before the migration (never replaced, or 
   const v6Key = { prefix: 'fd00:10:96::/112', family: 6 as const, table: 254, priority: 1024 };
   const v6Shared: NextHop = { dev: 'br-ex', oif: 2, gateway: 'fd00::1', mtu: 1400 };
   const m = migration(SHARED, LOCAL);
-  m.routes.push({ key: v6Key, from: v6Shared, to: { dev: 'ovn-k8s-mp0', oif: 4, gateway: 'fd00:10:244:1::1', mtu: null } });
+  m.routes.push({
+    key: v6Key,
+    from: v6Shared,
+    to: { dev: 'ovn-k8s-mp0', oif: 4, gateway: 'fd00:10:244:1::1', mtu: null },
+  });
   const o = observed();
   o.routes.set('fd00:10:96::/112', [{ ...route(v6Shared, 1024), key: v6Key }]);
   const half = planRollback(m, o, seedConfig());
   assert.deepEqual(codes(half), []);
-  assert.deepEqual(half.actions.map((a) => a.key.prefix), ['10.96.0.0/16']);
+  assert.deepEqual(
+    half.actions.map((a) => a.key.prefix),
+    ['10.96.0.0/16'],
+  );
 });
 
 test("a local-to-shared migration is not put back once ovn-k8s-mp0's subnet changed, nor with mp0 down or gone", () => {
   const back = migration(LOCAL, SHARED, 'shared');
   const shared = [route(SHARED)];
   assert.deepEqual(codes(planRollback(back, observed({ routes: shared }), seedConfig())), []);
-  assert.deepEqual(codes(planRollback(back, observed({ routes: shared, addresses: [addr(2, '172.18.0.2', 16), addr(4, '10.244.7.2', 24)] }), seedConfig())), ['ManagementSubnetChanged']);
-  assert.deepEqual(codes(planRollback(back, observed({ routes: shared, addresses: [addr(2, '172.18.0.2', 16), addr(4, '10.244.1.2', 25), addr(4, '10.244.1.3', 24)] }), seedConfig())), ['ManagementAddressUnusable']);
-  assert.deepEqual(codes(planRollback(back, observed({ routes: shared, links: [BR_EX, { ...MP0, up: false }] }), seedConfig())), ['ManagementLinkDown']);
-  assert.deepEqual(codes(planRollback(back, observed({ routes: shared, links: [BR_EX] }), seedConfig())), ['ManagementLinkMissing']);
+  assert.deepEqual(
+    codes(
+      planRollback(
+        back,
+        observed({ routes: shared, addresses: [addr(2, '172.18.0.2', 16), addr(4, '10.244.7.2', 24)] }),
+        seedConfig(),
+      ),
+    ),
+    ['ManagementSubnetChanged'],
+  );
+  assert.deepEqual(
+    codes(
+      planRollback(
+        back,
+        observed({
+          routes: shared,
+          addresses: [addr(2, '172.18.0.2', 16), addr(4, '10.244.1.2', 25), addr(4, '10.244.1.3', 24)],
+        }),
+        seedConfig(),
+      ),
+    ),
+    ['ManagementAddressUnusable'],
+  );
+  assert.deepEqual(
+    codes(planRollback(back, observed({ routes: shared, links: [BR_EX, { ...MP0, up: false }] }), seedConfig())),
+    ['ManagementLinkDown'],
+  );
+  assert.deepEqual(codes(planRollback(back, observed({ routes: shared, links: [BR_EX] }), seedConfig())), [
+    'ManagementLinkMissing',
+  ]);
 });
 
 test('one refusal refuses the whole rollback: no family is put back alone', () => {
   const v6Key = { prefix: 'fd00:10:96::/112', family: 6 as const, table: 254, priority: 1024 };
   const m = migration(SHARED, LOCAL);
-  m.routes.push({ key: v6Key, from: { dev: 'br-ex', oif: 2, gateway: 'fd00::1', mtu: 1400 }, to: { dev: 'ovn-k8s-mp0', oif: 4, gateway: 'fd00:10:244:1::1', mtu: null } });
+  m.routes.push({
+    key: v6Key,
+    from: { dev: 'br-ex', oif: 2, gateway: 'fd00::1', mtu: 1400 },
+    to: { dev: 'ovn-k8s-mp0', oif: 4, gateway: 'fd00:10:244:1::1', mtu: null },
+  });
   const o = observed();
   o.routes.set('fd00:10:96::/112', []);
   const p = planRollback(m, o, seedConfig());

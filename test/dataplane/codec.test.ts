@@ -52,7 +52,9 @@ function payloadOf(datagram: Buffer): Buffer {
 
 function filterOf(...prefixes: string[]): PrefixFilter {
   return new PrefixFilter(
-    prefixes.map(parseCidr).map((c) => ({ af: c.family === 4 ? AF_INET : AF_INET6, length: c.length, bytes: c.bytes, label: c.text })),
+    prefixes
+      .map(parseCidr)
+      .map((c) => ({ af: c.family === 4 ? AF_INET : AF_INET6, length: c.length, bytes: c.bytes, label: c.text })),
   );
 }
 
@@ -70,17 +72,23 @@ test('PrefixFilter matches family, length and RTA_DST from the raw bytes, defaul
 });
 
 test('a route with a table above 255 keeps it in RTA_TABLE; MTU and TOS survive the round trip', () => {
-  const p = payloadOf(encodeRoute(RTM_NEWROUTE, 0, 1, 0, { ...routeMessage('fd00:10:96::/112', 'fd00:10:244:1::1', 1000, 1400), tos: 0 }));
+  const p = payloadOf(
+    encodeRoute(RTM_NEWROUTE, 0, 1, 0, { ...routeMessage('fd00:10:96::/112', 'fd00:10:244:1::1', 1000, 1400), tos: 0 }),
+  );
   assert.equal(routeTable(p), 1000);
   const r = decodeRoute(p);
   assert.equal(r.mtu, 1400);
   assert.equal(r.dstLen, 112);
   assert.equal(r.protocol, 3);
-  const t = decodeRoute(payloadOf(encodeRoute(RTM_NEWROUTE, 0, 1, 0, { ...routeMessage('10.96.0.0/16', '10.244.1.1', 254, undefined), tos: 0x10 })));
+  const t = decodeRoute(
+    payloadOf(
+      encodeRoute(RTM_NEWROUTE, 0, 1, 0, { ...routeMessage('10.96.0.0/16', '10.244.1.1', 254, undefined), tos: 0x10 }),
+    ),
+  );
   assert.equal(t.tos, 0x10);
 });
 
-test('an IPv6 route\'s expiry is read from RTA_CACHEINFO (rta_expires): any value but 0 is one a replace would drop', () => {
+test("an IPv6 route's expiry is read from RTA_CACHEINFO (rta_expires): any value but 0 is one a replace would drop", () => {
   const RTA_CACHEINFO = 12;
   /** The route's payload with an RTA_CACHEINFO attribute (struct rta_cacheinfo, 32 bytes) whose rta_expires is `expires`. */
   const withCacheInfo = (expires: number) => {
@@ -88,16 +96,27 @@ test('an IPv6 route\'s expiry is read from RTA_CACHEINFO (rta_expires): any valu
     attr.writeUInt16LE(attr.length, 0);
     attr.writeUInt16LE(RTA_CACHEINFO, 2);
     attr.writeInt32LE(expires, 4 + 8);
-    return Buffer.concat([payloadOf(encodeRoute(RTM_NEWROUTE, 0, 1, 0, routeMessage('fd00:10:96::/112', 'fd00:172:18::1', 254, 1400))), attr]);
+    return Buffer.concat([
+      payloadOf(encodeRoute(RTM_NEWROUTE, 0, 1, 0, routeMessage('fd00:10:96::/112', 'fd00:172:18::1', 254, 1400))),
+      attr,
+    ]);
   };
   // 0 is a permanent route (as every route ovnkube-node makes); negative, expired but not yet removed.
-  for (const [expires, unmodelled] of [[0, []], [30_000, ['expires']], [1, ['expires']], [-3, ['expires']]] as const) {
+  for (const [expires, unmodelled] of [
+    [0, []],
+    [30_000, ['expires']],
+    [1, ['expires']],
+    [-3, ['expires']],
+  ] as const) {
     assert.deepEqual(decodeRoute(withCacheInfo(expires)).unmodelled, unmodelled, `rta_expires ${expires}`);
   }
 });
 
 test('a replace asks NLM_F_REPLACE and never NLM_F_CREATE, in both families', () => {
-  for (const [prefix, gateway] of [['10.96.0.0/16', '10.244.1.1'], ['fd00:10:96::/112', 'fd00:10:244:1::1']] as const) {
+  for (const [prefix, gateway] of [
+    ['10.96.0.0/16', '10.244.1.1'],
+    ['fd00:10:96::/112', 'fd00:10:244:1::1'],
+  ] as const) {
     const [msg] = parseDatagram(encodeRouteReplace(1, 0, routeMessage(prefix, gateway, 254, undefined)));
     assert.ok(msg);
     assert.equal(msg.flags & NLM_F_REPLACE, NLM_F_REPLACE);
@@ -129,8 +148,19 @@ test('NLMSG_ERROR: an error echoes the whole request before the ext-ack text; an
 test('links carry their MTU; addresses their tentative and dadfailed flags', () => {
   const link = { index: 3, name: 'br-ex', up: true, mtu: 1400 };
   assert.deepEqual(decodeLink(payloadOf(encodeLink(RTM_NEWLINK, 0, 1, 0, link))), link);
-  for (const [tentative, dadFailed] of [[false, false], [true, false], [true, true]] as const) {
-    const a = { family: AF_INET6, index: 3, prefixLength: 64, address: parseAddress('fd00::1').bytes, tentative, dadFailed };
+  for (const [tentative, dadFailed] of [
+    [false, false],
+    [true, false],
+    [true, true],
+  ] as const) {
+    const a = {
+      family: AF_INET6,
+      index: 3,
+      prefixLength: 64,
+      address: parseAddress('fd00::1').bytes,
+      tentative,
+      dadFailed,
+    };
     assert.deepEqual(decodeAddress(payloadOf(encodeAddress(RTM_NEWADDR, 0, 1, 0, a))), a);
   }
 });

@@ -47,13 +47,20 @@ const SEEDS = readFileSync(FIXTURE, 'utf8')
 function offsets(d: Buffer): { messages: number[]; attrs: number[] } {
   const messages: number[] = [];
   const attrs: number[] = [];
-  for (let off = 0; off + 16 <= d.length; ) {
+  for (let off = 0; off + 16 <= d.length;) {
     const len = d.readUInt32LE(off);
     if (len < 16 || len > d.length - off) break;
     messages.push(off);
     const type = d.readUInt16LE(off + 4);
-    const fixed = type === RTM_NEWROUTE || type === RTM_DELROUTE ? 12 : type === RTM_NEWLINK || type === RTM_DELLINK ? 16 : type === RTM_NEWADDR || type === RTM_DELADDR ? 8 : 0;
-    for (let a = off + 16 + fixed; fixed && a + 4 <= Math.min(off + len, d.length); ) {
+    const fixed =
+      type === RTM_NEWROUTE || type === RTM_DELROUTE
+        ? 12
+        : type === RTM_NEWLINK || type === RTM_DELLINK
+          ? 16
+          : type === RTM_NEWADDR || type === RTM_DELADDR
+            ? 8
+            : 0;
+    for (let a = off + 16 + fixed; fixed && a + 4 <= Math.min(off + len, d.length);) {
       attrs.push(a);
       const alen = d.readUInt16LE(a);
       if (alen < 4) break;
@@ -75,7 +82,8 @@ const MUTATIONS: Record<string, (rng: Rng, d: Buffer) => Buffer> = {
   truncated: (rng, d) => d.subarray(0, int(rng, d.length)),
   'message length': (rng, d) => {
     const { messages } = offsets(d);
-    if (messages.length) d.writeUInt32LE(pick(rng, [0, 1, 15, 16, 17, d.length + 4, 0xffffffff, int(rng, 70_000)]), pick(rng, messages));
+    if (messages.length)
+      d.writeUInt32LE(pick(rng, [0, 1, 15, 16, 17, d.length + 4, 0xffffffff, int(rng, 70_000)]), pick(rng, messages));
     return d;
   },
   'attribute length': (rng, d) => {
@@ -86,7 +94,11 @@ const MUTATIONS: Record<string, (rng: Rng, d: Buffer) => Buffer> = {
   'attribute type': (rng, d) => {
     const { attrs } = offsets(d);
     // RTA_MULTIPATH (9), RTA_METRICS (8), nested flag, RTA_TABLE (15), IFLA_IFNAME (3), IFA_FLAGS (8)...
-    if (attrs.length) d.writeUInt16LE(pick(rng, [1, 3, 4, 5, 8, 9, 15, 30, 0x8008, 0x8009, 0xffff, int(rng, 65536)]), pick(rng, attrs) + 2);
+    if (attrs.length)
+      d.writeUInt16LE(
+        pick(rng, [1, 3, 4, 5, 8, 9, 15, 30, 0x8008, 0x8009, 0xffff, int(rng, 65536)]),
+        pick(rng, attrs) + 2,
+      );
     return d;
   },
   'nested garbage': (rng, d) => {
@@ -127,7 +139,7 @@ test('the seeds decode cleanly: every route, link, address, error and done of th
       if (msg.type === RTM_NEWROUTE) {
         const label = filter.match(msg.data);
         const r = decodeRoute(msg.data);
-        if (label && routeTable(msg.data) === 254) assert.ok(cache.apply(label, 'new', msg.flags, r)), routes++;
+        if (label && routeTable(msg.data) === 254) (assert.ok(cache.apply(label, 'new', msg.flags, r)), routes++);
       } else if (msg.type === RTM_NEWLINK) assert.ok(decodeLink(msg.data).name.length > 0);
       else if (msg.type === RTM_NEWADDR) decodeAddress(msg.data);
       else if (msg.type === NLMSG_ERROR) assert.ok(decodeError(msg).errno > 0);
@@ -138,116 +150,129 @@ test('the seeds decode cleanly: every route, link, address, error and done of th
   assert.equal(cache.routes('10.98.0.0/16')[0]?.nexthops?.length, 2);
 });
 
-test('100,000 mutated kernel datagrams: a decode error at worst, never another throw or a hang', { timeout: fuzzCount(300_000) }, (t) => {
-  const seed = seedFrom('GWMODE_NL_SEED', 1202);
-  const rng = prng(seed);
-  const cache = new RouteCache(PREFIXES);
-  const outcome = { datagramErrors: 0, messageErrors: 0, decoded: 0, cacheApplied: 0, cacheRefused: 0 };
-  const kinds: Record<string, number> = {};
-  const decodeErrors = new Map<string, number>();
-  const errorOnly = (what: string, fn: () => void): boolean => {
-    try {
-      fn();
-      return true;
-    } catch (err) {
-      assert.ok(err instanceof Error, `${what}: threw a non-Error ${String(err)} (seed ${seed})`);
-      const key = err.message.replace(/\d+/g, 'N').slice(0, 60);
-      decodeErrors.set(key, (decodeErrors.get(key) ?? 0) + 1);
-      return false;
-    }
-  };
-  for (let i = 0, n = fuzzCount(100_000); i < n; i++) {
-    const kind = pick(rng, KINDS);
-    kinds[kind] = (kinds[kind] ?? 0) + 1;
-    let d: Buffer = Buffer.from(pick(rng, SEEDS));
-    for (let j = 0, n = 1 + int(rng, 3); j < n; j++) d = MUTATIONS[j === 0 ? kind : pick(rng, KINDS)]!(rng, Buffer.from(d));
-    const what = `case ${i} (${kind}, seed ${seed}) ${d.toString('hex').slice(0, 96)}`;
-    let messages: ReturnType<typeof parseDatagram> = [];
-    if (!errorOnly(what, () => (messages = parseDatagram(d)))) {
-      outcome.datagramErrors++;
-      continue;
-    }
-    for (const msg of messages) {
-      const ok = errorOnly(what, () => {
-        switch (msg.type) {
-          case RTM_NEWROUTE:
-          case RTM_DELROUTE: {
-            const label = filter.match(msg.data);
-            const table = routeTable(msg.data);
-            const route = decodeRoute(msg.data);
-            if (label !== undefined && table === 254) {
-              if (cache.apply(label, msg.type === RTM_NEWROUTE ? 'new' : 'del', msg.flags, route)) outcome.cacheApplied++;
-              else outcome.cacheRefused++;
-            }
-            return;
-          }
-          case RTM_NEWLINK:
-          case RTM_DELLINK:
-            decodeLink(msg.data);
-            return;
-          case RTM_NEWADDR:
-          case RTM_DELADDR:
-            decodeAddress(msg.data);
-            return;
-          case NLMSG_ERROR:
-            decodeError(msg);
-            return;
-          case NLMSG_DONE:
-            decodeDone(msg);
-            return;
-        }
-      });
-      if (ok) outcome.decoded++;
-      else outcome.messageErrors++;
-    }
-  }
-  // The cache still answers, and a route's fields are what decodeRoute gives (no stray values).
-  for (const p of PREFIXES) for (const r of cache.routes(p)) assert.equal(typeof r.family, 'number');
-  t.diagnostic(`seed ${seed}: ${JSON.stringify(outcome)}; mutations ${JSON.stringify(kinds)}`);
-  t.diagnostic(`decode errors: ${JSON.stringify([...decodeErrors].sort((a, b) => b[1] - a[1]).slice(0, 12))}`);
-});
-
-test('20,000 mutated datagrams as notifications to a subscribed dataplane: events or a resync, never a throw; then it answers what the kernel holds', { timeout: fuzzCount(120_000) }, async (t) => {
-  const seed = seedFrom('GWMODE_NL_SEED', 1202) + 1;
-  const rng = prng(seed);
-  const prefixes = ['10.96.0.0/16', '0.0.0.0/0', 'fd00:10:96::/112', '::/0'].map(parseCidr);
-  const kernel = new FakeKernel();
-  const dp = new KernelDataplane({ transport: kernel, requestTimeoutMs: 5000 });
-  const events: DataplaneEvent[] = [];
-  const sub = dp.subscribe({ prefixes, links: ['br-ex', 'ovn-k8s-mp0'] }, (e) => events.push(e));
-  const tick = () => new Promise((resolve) => setImmediate(resolve));
-  try {
-    await dp.routes(prefixes, await dp.links());
-    const socket = [...kernel.sockets].find((s) => s.groups.size > 0);
-    assert.ok(socket, 'the subscription socket');
-    for (let i = 0, n = fuzzCount(20_000); i < n; i++) {
+test(
+  '100,000 mutated kernel datagrams: a decode error at worst, never another throw or a hang',
+  { timeout: fuzzCount(300_000) },
+  (t) => {
+    const seed = seedFrom('GWMODE_NL_SEED', 1202);
+    const rng = prng(seed);
+    const cache = new RouteCache(PREFIXES);
+    const outcome = { datagramErrors: 0, messageErrors: 0, decoded: 0, cacheApplied: 0, cacheRefused: 0 };
+    const kinds: Record<string, number> = {};
+    const decodeErrors = new Map<string, number>();
+    const errorOnly = (what: string, fn: () => void): boolean => {
+      try {
+        fn();
+        return true;
+      } catch (err) {
+        assert.ok(err instanceof Error, `${what}: threw a non-Error ${String(err)} (seed ${seed})`);
+        const key = err.message.replace(/\d+/g, 'N').slice(0, 60);
+        decodeErrors.set(key, (decodeErrors.get(key) ?? 0) + 1);
+        return false;
+      }
+    };
+    for (let i = 0, n = fuzzCount(100_000); i < n; i++) {
+      const kind = pick(rng, KINDS);
+      kinds[kind] = (kinds[kind] ?? 0) + 1;
       let d: Buffer = Buffer.from(pick(rng, SEEDS));
-      d = MUTATIONS[pick(rng, KINDS)]!(rng, d);
-      socket.deliver([d]);
-      if (i % 100 === 99) {
-        await tick();
-        // A pass now and then, as the agent makes them: after a `lost` it re-dumps.
-        if (i % 1000 === 999) await dp.routes(prefixes, await dp.links());
+      for (let j = 0, n = 1 + int(rng, 3); j < n; j++)
+        d = MUTATIONS[j === 0 ? kind : pick(rng, KINDS)]!(rng, Buffer.from(d));
+      const what = `case ${i} (${kind}, seed ${seed}) ${d.toString('hex').slice(0, 96)}`;
+      let messages: ReturnType<typeof parseDatagram> = [];
+      if (!errorOnly(what, () => (messages = parseDatagram(d)))) {
+        outcome.datagramErrors++;
+        continue;
+      }
+      for (const msg of messages) {
+        const ok = errorOnly(what, () => {
+          switch (msg.type) {
+            case RTM_NEWROUTE:
+            case RTM_DELROUTE: {
+              const label = filter.match(msg.data);
+              const table = routeTable(msg.data);
+              const route = decodeRoute(msg.data);
+              if (label !== undefined && table === 254) {
+                if (cache.apply(label, msg.type === RTM_NEWROUTE ? 'new' : 'del', msg.flags, route))
+                  outcome.cacheApplied++;
+                else outcome.cacheRefused++;
+              }
+              return;
+            }
+            case RTM_NEWLINK:
+            case RTM_DELLINK:
+              decodeLink(msg.data);
+              return;
+            case RTM_NEWADDR:
+            case RTM_DELADDR:
+              decodeAddress(msg.data);
+              return;
+            case NLMSG_ERROR:
+              decodeError(msg);
+              return;
+            case NLMSG_DONE:
+              decodeDone(msg);
+              return;
+          }
+        });
+        if (ok) outcome.decoded++;
+        else outcome.messageErrors++;
       }
     }
-    await tick();
-    // Whatever well-formed nonsense reached the cache, a resync brings back the kernel's truth.
-    socket.deliver([Buffer.from([1, 2, 3])]);
-    await tick();
-    const links = await dp.links();
-    const routes = await dp.routes(prefixes, links);
-    for (const p of prefixes) {
-      assert.deepEqual(
-        routes.get(p.text)?.map((r) => [r.nextHop.gateway, r.nextHop.oif, r.nextHop.mtu, r.key.priority]),
-        kernel.mainRoutes(p.text).map((r) => [r.gateway, r.oif, r.mtu, r.priority]),
-        p.text,
+    // The cache still answers, and a route's fields are what decodeRoute gives (no stray values).
+    for (const p of PREFIXES) for (const r of cache.routes(p)) assert.equal(typeof r.family, 'number');
+    t.diagnostic(`seed ${seed}: ${JSON.stringify(outcome)}; mutations ${JSON.stringify(kinds)}`);
+    t.diagnostic(`decode errors: ${JSON.stringify([...decodeErrors].sort((a, b) => b[1] - a[1]).slice(0, 12))}`);
+  },
+);
+
+test(
+  '20,000 mutated datagrams as notifications to a subscribed dataplane: events or a resync, never a throw; then it answers what the kernel holds',
+  { timeout: fuzzCount(120_000) },
+  async (t) => {
+    const seed = seedFrom('GWMODE_NL_SEED', 1202) + 1;
+    const rng = prng(seed);
+    const prefixes = ['10.96.0.0/16', '0.0.0.0/0', 'fd00:10:96::/112', '::/0'].map(parseCidr);
+    const kernel = new FakeKernel();
+    const dp = new KernelDataplane({ transport: kernel, requestTimeoutMs: 5000 });
+    const events: DataplaneEvent[] = [];
+    const sub = dp.subscribe({ prefixes, links: ['br-ex', 'ovn-k8s-mp0'] }, (e) => events.push(e));
+    const tick = () => new Promise((resolve) => setImmediate(resolve));
+    try {
+      await dp.routes(prefixes, await dp.links());
+      const socket = [...kernel.sockets].find((s) => s.groups.size > 0);
+      assert.ok(socket, 'the subscription socket');
+      for (let i = 0, n = fuzzCount(20_000); i < n; i++) {
+        let d: Buffer = Buffer.from(pick(rng, SEEDS));
+        d = MUTATIONS[pick(rng, KINDS)]!(rng, d);
+        socket.deliver([d]);
+        if (i % 100 === 99) {
+          await tick();
+          // A pass now and then, as the agent makes them: after a `lost` it re-dumps.
+          if (i % 1000 === 999) await dp.routes(prefixes, await dp.links());
+        }
+      }
+      await tick();
+      // Whatever well-formed nonsense reached the cache, a resync brings back the kernel's truth.
+      socket.deliver([Buffer.from([1, 2, 3])]);
+      await tick();
+      const links = await dp.links();
+      const routes = await dp.routes(prefixes, links);
+      for (const p of prefixes) {
+        assert.deepEqual(
+          routes.get(p.text)?.map((r) => [r.nextHop.gateway, r.nextHop.oif, r.nextHop.mtu, r.key.priority]),
+          kernel.mainRoutes(p.text).map((r) => [r.gateway, r.oif, r.mtu, r.priority]),
+          p.text,
+        );
+      }
+      const kinds = events.reduce<Record<string, number>>(
+        (acc, e) => ((acc[e.kind] = (acc[e.kind] ?? 0) + 1), acc),
+        {},
       );
+      t.diagnostic(`seed ${seed}: events ${JSON.stringify(kinds)}`);
+      assert.ok((kinds.lost ?? 0) > 0, 'undecodable notifications were reported as lost');
+    } finally {
+      sub.close();
+      dp.close();
     }
-    const kinds = events.reduce<Record<string, number>>((acc, e) => ((acc[e.kind] = (acc[e.kind] ?? 0) + 1), acc), {});
-    t.diagnostic(`seed ${seed}: events ${JSON.stringify(kinds)}`);
-    assert.ok((kinds.lost ?? 0) > 0, 'undecodable notifications were reported as lost');
-  } finally {
-    sub.close();
-    dp.close();
-  }
-});
+  },
+);

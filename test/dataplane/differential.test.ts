@@ -30,8 +30,16 @@ function plan(random: () => number): Plan {
   const lines = { 4: [] as string[], 6: [] as string[] };
   const prefixes = new Set<string>();
   const gateways: Record<4 | 6, Array<[string, string]>> = {
-    4: [['172.18.0.1', 'br-ex'], ['172.18.0.9', 'br-ex'], ['10.244.1.1', 'ovn-k8s-mp0']],
-    6: [['fd00:172:18::1', 'br-ex'], ['fd00:172:18::9', 'br-ex'], ['fd00:10:244:1::1', 'ovn-k8s-mp0']],
+    4: [
+      ['172.18.0.1', 'br-ex'],
+      ['172.18.0.9', 'br-ex'],
+      ['10.244.1.1', 'ovn-k8s-mp0'],
+    ],
+    6: [
+      ['fd00:172:18::1', 'br-ex'],
+      ['fd00:172:18::9', 'br-ex'],
+      ['fd00:10:244:1::1', 'ovn-k8s-mp0'],
+    ],
   };
 
   function randomPrefix(family: 4 | 6): string {
@@ -56,9 +64,14 @@ function plan(random: () => number): Plan {
       const mtu = pick(['', '', ' mtu 1400', ' mtu 9000']);
       if (kind === 'via') lines[family].push(`route add ${prefix} via ${gw} dev ${dev}${mtu}${proto} metric ${metric}`);
       else if (kind === 'dev') lines[family].push(`route add ${prefix} dev ${dev} scope link${proto} metric ${metric}`);
-      else if (kind === 'special') lines[family].push(`route add ${pick(['blackhole', 'unreachable', 'prohibit', 'throw'])} ${prefix}${proto} metric ${metric}`);
+      else if (kind === 'special')
+        lines[family].push(
+          `route add ${pick(['blackhole', 'unreachable', 'prohibit', 'throw'])} ${prefix}${proto} metric ${metric}`,
+        );
       else if (kind === 'multipath')
-        lines[family].push(`route add ${prefix}${proto} metric ${metric} nexthop via ${gateways[family][0]?.[0]} dev br-ex nexthop via ${gateways[family][2]?.[0]} dev ovn-k8s-mp0`);
+        lines[family].push(
+          `route add ${prefix}${proto} metric ${metric} nexthop via ${gateways[family][0]?.[0]} dev br-ex nexthop via ${gateways[family][2]?.[0]} dev ovn-k8s-mp0`,
+        );
       else if (family === 4) lines[4].push(`route add ${prefix} tos 0x10 via ${gw} dev ${dev}${mtu} metric ${metric}`);
       else lines[6].push(`route add ${prefix} via ${gw} dev ${dev} metric ${metric}`);
     }
@@ -91,13 +104,32 @@ function plan(random: () => number): Plan {
   // The seed's routes, the kernel's own (link routes, per-link fe80::/64), the
   // local table's favourites, and a main-table 127.0.0.0/8 the local one shadows.
   lines[4].push('route add 127.0.0.0/8 via 172.18.0.1 dev br-ex');
-  for (const p of ['127.0.0.0/8', '0.0.0.0/0', '10.96.0.0/16', '172.18.0.0/16', '10.244.1.0/24', '::/0', 'fd00:10:96::/112', 'fd00:172:18::/64', 'fe80::/64', 'ff00::/8']) {
+  for (const p of [
+    '127.0.0.0/8',
+    '0.0.0.0/0',
+    '10.96.0.0/16',
+    '172.18.0.0/16',
+    '10.244.1.0/24',
+    '::/0',
+    'fd00:10:96::/112',
+    'fd00:172:18::/64',
+    'fe80::/64',
+    'ff00::/8',
+  ]) {
     prefixes.add(p);
   }
   return { prefixes: [...prefixes], v4: lines[4], v6: lines[6] };
 }
 
-const TYPES: Record<number, string> = { 1: 'unicast', 2: 'local', 3: 'broadcast', 6: 'blackhole', 7: 'unreachable', 8: 'prohibit', 9: 'throw' };
+const TYPES: Record<number, string> = {
+  1: 'unicast',
+  2: 'local',
+  3: 'broadcast',
+  6: 'blackhole',
+  7: 'unreachable',
+  8: 'prohibit',
+  9: 'throw',
+};
 const PROTOCOLS: Record<number, string> = { 2: 'kernel', 3: 'boot', 4: 'static' };
 const SCOPES: Record<number, string> = { 0: 'global', 200: 'site', 253: 'link', 254: 'host', 255: 'nowhere' };
 
@@ -161,7 +193,10 @@ function ipShow(ns: Netns, prefixes: string[]): Map<string, string[]> {
 }
 
 function ipBatch(ns: Netns, family: 4 | 6, lines: string[]): void {
-  execFileSync('ip', ['-n', ns.name, `-${family}`, '-batch', '-'], { input: lines.join('\n') + '\n', maxBuffer: 64 << 20 });
+  execFileSync('ip', ['-n', ns.name, `-${family}`, '-batch', '-'], {
+    input: lines.join('\n') + '\n',
+    maxBuffer: 64 << 20,
+  });
 }
 
 function compare(label: string, ours: Record<string, Route[]>, theirs: Map<string, string[]>): void {
@@ -172,7 +207,10 @@ function compare(label: string, ours: Record<string, Route[]>, theirs: Map<strin
     assert.deepEqual(got.map(fromDataplane).sort(), expected, `${label}: ${prefix} (GWMODE_DIFF_SEED=${SEED})`);
     if (expected.length > 0) nonEmpty++;
   }
-  assert.ok(nonEmpty > theirs.size / 2, `${label}: most prefixes have main-table routes (${nonEmpty} of ${theirs.size})`);
+  assert.ok(
+    nonEmpty > theirs.size / 2,
+    `${label}: most prefixes have main-table routes (${nonEmpty} of ${theirs.size})`,
+  );
 }
 
 test(`routes() agrees with "ip -j route show table main exact" on every field of a few hundred random prefixes (seed ${SEED})`, async (t) => {
@@ -193,7 +231,10 @@ test(`routes() agrees with "ip -j route show table main exact" on every field of
       compare('one-shot dump', await oneShot.call<Record<string, Route[]>>('routes', prefixes), theirs);
       compare('subscription cache', await subscribed.call<Record<string, Route[]>>('routes', prefixes), theirs);
       // The cache answered from notifications alone, not from a re-dump.
-      assert.deepEqual(subscribed.events.filter((e: ProbeEvent) => e.kind === 'lost'), []);
+      assert.deepEqual(
+        subscribed.events.filter((e: ProbeEvent) => e.kind === 'lost'),
+        [],
+      );
       assert.equal(await subscribed.call<number>('routeDumps'), seeded);
     } finally {
       await Promise.all([subscribed.close(), oneShot.close()]);

@@ -98,37 +98,42 @@ async function run(t: TestContext, kernel: FakeKernel, scenario: Scenario, pass:
 }
 
 for (const scenario of scenarios) {
-  test(`under fault ${scenario.fault} x${scenario.times}: the pass ${scenario.error ? `fails once with ${scenario.error}, then ` : ''}converges, and the fault was consumed`, LIMIT, async (t) => {
-    if (scenario.timers) t.mock.timers.enable({ apis: ['setTimeout'] });
-    const kernel = new FakeKernel();
-    const dp = new KernelDataplane({ transport: kernel, requestTimeoutMs: TIMEOUT_MS });
-    const events: DataplaneEvent[] = [];
-    const sub = dp.subscribe(WATCHED, (e) => events.push(e));
-    try {
-      kernel.inject(scenario.fault, scenario.times);
-      const errors: Array<{ code?: string }> = [];
-      for (let attempt = 0; attempt < 3; attempt++) {
-        try {
-          await run(t, kernel, scenario, () => migrationPass(dp));
-          break;
-        } catch (err) {
-          errors.push(err as { code?: string });
+  test(
+    `under fault ${scenario.fault} x${scenario.times}: the pass ${scenario.error ? `fails once with ${scenario.error}, then ` : ''}converges, and the fault was consumed`,
+    LIMIT,
+    async (t) => {
+      if (scenario.timers) t.mock.timers.enable({ apis: ['setTimeout'] });
+      const kernel = new FakeKernel();
+      const dp = new KernelDataplane({ transport: kernel, requestTimeoutMs: TIMEOUT_MS });
+      const events: DataplaneEvent[] = [];
+      const sub = dp.subscribe(WATCHED, (e) => events.push(e));
+      try {
+        kernel.inject(scenario.fault, scenario.times);
+        const errors: Array<{ code?: string }> = [];
+        for (let attempt = 0; attempt < 3; attempt++) {
+          try {
+            await run(t, kernel, scenario, () => migrationPass(dp));
+            break;
+          } catch (err) {
+            errors.push(err as { code?: string });
+          }
         }
+        assert.deepEqual(
+          errors.map((e) => e.code),
+          scenario.error ? [scenario.error] : [],
+        );
+        assert.equal(kernel.consumed(scenario.fault), scenario.times);
+        kernel.assertAllConsumed();
+        if (scenario.lost)
+          assert.ok(events.some((e) => e.kind === 'lost' && (e.error as { code?: string }).code === scenario.lost));
+        assert.equal(kernel.mainRoutes('10.96.0.0/16')[0]?.gateway, '10.244.1.1');
+        await assertAnswersKernel(dp, kernel);
+      } finally {
+        sub.close();
+        dp.close();
       }
-      assert.deepEqual(
-        errors.map((e) => e.code),
-        scenario.error ? [scenario.error] : [],
-      );
-      assert.equal(kernel.consumed(scenario.fault), scenario.times);
-      kernel.assertAllConsumed();
-      if (scenario.lost) assert.ok(events.some((e) => e.kind === 'lost' && (e.error as { code?: string }).code === scenario.lost));
-      assert.equal(kernel.mainRoutes('10.96.0.0/16')[0]?.gateway, '10.244.1.1');
-      await assertAnswersKernel(dp, kernel);
-    } finally {
-      sub.close();
-      dp.close();
-    }
-  });
+    },
+  );
 }
 
 test('ENETUNREACH on a replace carries the kernel text and changes nothing', LIMIT, async () => {
@@ -136,11 +141,14 @@ test('ENETUNREACH on a replace carries the kernel text and changes nothing', LIM
   const dp = new KernelDataplane({ transport: kernel });
   try {
     kernel.inject('replace-enetunreach');
-    await assert.rejects(dp.replaceRoute(toLocalMode('10.96.0.0/16', '192.0.2.1', 0)), (err: Error & { code?: string; extAck?: string }) => {
-      assert.equal(err.code, 'ENETUNREACH');
-      assert.equal(err.extAck, 'Nexthop has invalid gateway');
-      return true;
-    });
+    await assert.rejects(
+      dp.replaceRoute(toLocalMode('10.96.0.0/16', '192.0.2.1', 0)),
+      (err: Error & { code?: string; extAck?: string }) => {
+        assert.equal(err.code, 'ENETUNREACH');
+        assert.equal(err.extAck, 'Nexthop has invalid gateway');
+        return true;
+      },
+    );
     assert.equal(kernel.mainRoutes('10.96.0.0/16')[0]?.gateway, '172.18.0.1');
     kernel.assertAllConsumed();
   } finally {
@@ -153,43 +161,50 @@ test('a dump the kernel ends with an error reports its ext-ack text', LIMIT, asy
   const dp = new KernelDataplane({ transport: kernel });
   try {
     kernel.inject('route-dump-einval');
-    await assert.rejects(dp.routes([parseCidr('10.96.0.0/16')], kernel.links), (err: Error & { code?: string; extAck?: string }) => {
-      assert.equal(err.code, 'EINVAL');
-      assert.equal(err.extAck, 'Invalid values in header for FIB dump request');
-      return true;
-    });
+    await assert.rejects(
+      dp.routes([parseCidr('10.96.0.0/16')], kernel.links),
+      (err: Error & { code?: string; extAck?: string }) => {
+        assert.equal(err.code, 'EINVAL');
+        assert.equal(err.extAck, 'Invalid values in header for FIB dump request');
+        return true;
+      },
+    );
     kernel.assertAllConsumed();
   } finally {
     dp.close();
   }
 });
 
-test('once subscribed and seeded, N calls of routes() send no dump; a loss costs exactly one re-seed', LIMIT, async () => {
-  const kernel = new FakeKernel();
-  const dp = new KernelDataplane({ transport: kernel });
-  const sub = dp.subscribe(WATCHED, () => undefined);
-  try {
-    await dp.routes(WATCHED.prefixes, kernel.links);
-    assert.equal(kernel.count('route-dump'), 2, 'one dump per family seeds the cache');
-    kernel.setRoute(route('10.96.0.0/16', '172.18.0.1', 2, 1400, { priority: 100 }));
-    kernel.setRoute(route('fd00:10:96::/112', 'fd00:10:244:1::1', 4, null, { priority: 1024 }));
-    kernel.deleteRoute('0.0.0.0/0');
-    for (let i = 0; i < 50; i++) {
-      const routes = await dp.routes(WATCHED.prefixes, kernel.links);
-      for (const p of WATCHED.prefixes) assert.deepEqual(routes.get(p.text), expected(kernel, p.text), p.text);
+test(
+  'once subscribed and seeded, N calls of routes() send no dump; a loss costs exactly one re-seed',
+  LIMIT,
+  async () => {
+    const kernel = new FakeKernel();
+    const dp = new KernelDataplane({ transport: kernel });
+    const sub = dp.subscribe(WATCHED, () => undefined);
+    try {
+      await dp.routes(WATCHED.prefixes, kernel.links);
+      assert.equal(kernel.count('route-dump'), 2, 'one dump per family seeds the cache');
+      kernel.setRoute(route('10.96.0.0/16', '172.18.0.1', 2, 1400, { priority: 100 }));
+      kernel.setRoute(route('fd00:10:96::/112', 'fd00:10:244:1::1', 4, null, { priority: 1024 }));
+      kernel.deleteRoute('0.0.0.0/0');
+      for (let i = 0; i < 50; i++) {
+        const routes = await dp.routes(WATCHED.prefixes, kernel.links);
+        for (const p of WATCHED.prefixes) assert.deepEqual(routes.get(p.text), expected(kernel, p.text), p.text);
+      }
+      assert.equal(kernel.count('route-dump'), 2, 'no dump once seeded');
+      kernel.inject('enobufs');
+      await assertAnswersKernel(dp, kernel);
+      assert.equal(kernel.count('route-dump'), 4, 'a loss re-seeds both families once');
+      await assertAnswersKernel(dp, kernel);
+      assert.equal(kernel.count('route-dump'), 4);
+      kernel.assertAllConsumed();
+    } finally {
+      sub.close();
+      dp.close();
     }
-    assert.equal(kernel.count('route-dump'), 2, 'no dump once seeded');
-    kernel.inject('enobufs');
-    await assertAnswersKernel(dp, kernel);
-    assert.equal(kernel.count('route-dump'), 4, 'a loss re-seeds both families once');
-    await assertAnswersKernel(dp, kernel);
-    assert.equal(kernel.count('route-dump'), 4);
-    kernel.assertAllConsumed();
-  } finally {
-    sub.close();
-    dp.close();
-  }
-});
+  },
+);
 
 for (const moment of ['before', 'after'] as const) {
   test(`a change made while the seeding dump is taken (${moment} its rows) is in the cache`, LIMIT, async () => {

@@ -87,7 +87,10 @@ test("reads the seed node's stale service route back exactly, every field", asyn
     const links = await probe.call<Link[]>('links');
     assert.deepEqual(
       links.filter((l) => l.name === 'br-ex' || l.name === 'ovn-k8s-mp0').map((l) => [l.name, l.up]),
-      [['br-ex', true], ['ovn-k8s-mp0', true]],
+      [
+        ['br-ex', true],
+        ['ovn-k8s-mp0', true],
+      ],
     );
     const addresses = await probe.call<Array<{ address: string; prefixLength: number; family: number }>>('addresses');
     assert.ok(addresses.some((a) => a.address === '10.244.1.2' && a.prefixLength === 24 && a.family === 4));
@@ -139,7 +142,10 @@ test('IPv6 addresses say whether duplicate address detection is still running or
     let mine: Array<{ address: string; tentative: boolean; dadFailed: boolean }> = [];
     const dad0 = await linkIndex(probe, 'dad0');
     for (;;) {
-      const all = await probe.call<Array<{ linkIndex: number; address: string; tentative: boolean; dadFailed: boolean }>>('addresses');
+      const all =
+        await probe.call<Array<{ linkIndex: number; address: string; tentative: boolean; dadFailed: boolean }>>(
+          'addresses',
+        );
       mine = all.filter((a) => a.linkIndex === dad0 && a.address.startsWith('fd00:99:'));
       if (mine.some((a) => a.dadFailed) || Date.now() > deadline) break;
       await new Promise((r) => setTimeout(r, 100));
@@ -167,7 +173,10 @@ test('replaces the IPv4 service route to the management port and back, keeping t
   await withNode({}, async (ns, probe) => {
     const mp0 = await linkIndex(probe, 'ovn-k8s-mp0');
     const brex = await linkIndex(probe, 'br-ex');
-    await probe.call('replaceRoute', replaceSpec(SVC4, { gateway: '10.244.1.1', dev: 'ovn-k8s-mp0', oif: mp0, mtu: null }));
+    await probe.call(
+      'replaceRoute',
+      replaceSpec(SVC4, { gateway: '10.244.1.1', dev: 'ovn-k8s-mp0', oif: mp0, mtu: null }),
+    );
     assert.deepEqual(ns.routes(SVC4), ['10.96.0.0/16 via 10.244.1.1 dev ovn-k8s-mp0']);
     await probe.call('replaceRoute', replaceSpec(SVC4, { gateway: '172.18.0.1', dev: 'br-ex', oif: brex, mtu: 1400 }));
     assert.deepEqual(ns.routes(SVC4), ['10.96.0.0/16 via 172.18.0.1 dev br-ex mtu 1400']);
@@ -181,9 +190,15 @@ test('replaces an IPv6 service route to the management port and back', async (t)
     assert.deepEqual(nextHops(before), [['fd00:172:18::1', 'br-ex', 1400, 1024]]);
     const mp0 = await linkIndex(probe, 'ovn-k8s-mp0');
     const brex = await linkIndex(probe, 'br-ex');
-    await probe.call('replaceRoute', replaceSpec(SVC6, { gateway: 'fd00:10:244:1::1', dev: 'ovn-k8s-mp0', oif: mp0, mtu: null }, 1024));
+    await probe.call(
+      'replaceRoute',
+      replaceSpec(SVC6, { gateway: 'fd00:10:244:1::1', dev: 'ovn-k8s-mp0', oif: mp0, mtu: null }, 1024),
+    );
     assert.deepEqual(ns.routes(SVC6), [`${SVC6} via fd00:10:244:1::1 dev ovn-k8s-mp0 metric 1024 pref medium`]);
-    await probe.call('replaceRoute', replaceSpec(SVC6, { gateway: 'fd00:172:18::1', dev: 'br-ex', oif: brex, mtu: 1400 }, 1024));
+    await probe.call(
+      'replaceRoute',
+      replaceSpec(SVC6, { gateway: 'fd00:172:18::1', dev: 'br-ex', oif: brex, mtu: 1400 }, 1024),
+    );
     assert.deepEqual(ns.routes(SVC6), [`${SVC6} via fd00:172:18::1 dev br-ex metric 1024 mtu 1400 pref medium`]);
   });
 });
@@ -217,7 +232,10 @@ for (const family of [4, 6] as const) {
       ns.ip(`-${family} route del ${prefix}`);
       ns.ip(`-${family} route add ${prefix} ${stale} metric 50`);
       await assert.rejects(
-        probe.call('replaceRoute', replaceSpec(prefix, { gateway, dev: 'ovn-k8s-mp0', oif: mp0, mtu: null }, observed.key.priority)),
+        probe.call(
+          'replaceRoute',
+          replaceSpec(prefix, { gateway, dev: 'ovn-k8s-mp0', oif: mp0, mtu: null }, observed.key.priority),
+        ),
         (err: ProbeError) => err.code === 'ENOENT',
       );
       assert.deepEqual(
@@ -254,7 +272,10 @@ test('sees only the exact prefix of the main table: not other lengths, not other
     ns.ip('route add 10.96.0.0/16 via 10.244.1.1 dev ovn-k8s-mp0 table 100');
     ns.ip('route add 10.96.0.0/17 via 172.18.0.1 dev br-ex');
     const routes = await routesOf(probe, SVC4);
-    assert.deepEqual(routes.map((r) => [r.key.prefix, r.key.table, r.nextHop.dev]), [[SVC4, 254, 'br-ex']]);
+    assert.deepEqual(
+      routes.map((r) => [r.key.prefix, r.key.table, r.nextHop.dev]),
+      [[SVC4, 254, 'br-ex']],
+    );
     assert.deepEqual(await routesOf(probe, '10.97.0.0/16'), []);
   });
 });
@@ -268,7 +289,10 @@ test('once subscribed and seeded, routes() sends no dump, and still sees its own
     assert.equal(seeded, 2, 'one dump per family seeds the cache');
     const mp0 = await linkIndex(probe, 'ovn-k8s-mp0');
     for (let i = 0; i < 20; i++) await probe.call('routes', WATCHED.prefixes);
-    await probe.call('replaceRoute', replaceSpec(SVC4, { gateway: '10.244.1.1', dev: 'ovn-k8s-mp0', oif: mp0, mtu: null }));
+    await probe.call(
+      'replaceRoute',
+      replaceSpec(SVC4, { gateway: '10.244.1.1', dev: 'ovn-k8s-mp0', oif: mp0, mtu: null }),
+    );
     assert.deepEqual(nextHops(await routesOf(probe, SVC4)), [['10.244.1.1', 'ovn-k8s-mp0', null, 0]]);
     ns.ip('-6 route replace fd00:10:96::/112 via fd00:10:244:1::1 dev ovn-k8s-mp0');
     assert.deepEqual(nextHops(await routesOf(probe, SVC6)), [['fd00:10:244:1::1', 'ovn-k8s-mp0', null, 1024]]);
@@ -285,7 +309,8 @@ test('once subscribed, links() and addresses() send no dump until a link or addr
   await withNode({}, async (ns, probe) => {
     await probe.call('subscribe', WATCHED);
     const mtuOf = async () => (await probe.call<Link[]>('links')).find((l) => l.name === 'ovn-k8s-mp0')?.mtu;
-    const hasAddress = async (address: string) => (await probe.call<Address[]>('addresses')).some((a) => a.address === address);
+    const hasAddress = async (address: string) =>
+      (await probe.call<Address[]>('addresses')).some((a) => a.address === address);
     assert.equal(await mtuOf(), 1400);
     assert.equal(await hasAddress('10.244.1.2'), true);
     const kept = await probe.call<Dumps>('interfaceDumps');
@@ -363,7 +388,10 @@ test('IPv6 multipath: an appended next hop and a deleted sibling are both seen b
     await routesOf(probe, SVC6);
     ns.ip(`-6 route append ${SVC6} via fd00:10:244:1::1 dev ovn-k8s-mp0`);
     const both = await routesOf(probe, SVC6);
-    assert.deepEqual(both.map((r) => [r.multipath, r.nextHop.dev]), [[true, null]]);
+    assert.deepEqual(
+      both.map((r) => [r.multipath, r.nextHop.dev]),
+      [[true, null]],
+    );
     ns.ip(`-6 route del ${SVC6} via fd00:172:18::1 dev br-ex`);
     assert.deepEqual(nextHops(await routesOf(probe, SVC6)), [['fd00:10:244:1::1', 'ovn-k8s-mp0', null, 1024]]);
   });
@@ -404,7 +432,9 @@ test('delivers events for the watched prefixes and links, and every address; not
     ns.ip('link set ovn-k8s-mp0 down');
     await probe.waitForEvent((e) => e.kind === 'route' && e.op === 'new' && e.prefix === SVC4 && e.table === 254);
     await probe.waitForEvent((e) => e.kind === 'address' && (e.address as { address: string }).address === '192.0.2.1');
-    await probe.waitForEvent((e) => e.kind === 'link' && (e.link as Link).name === 'ovn-k8s-mp0' && (e.link as Link).up === false);
+    await probe.waitForEvent(
+      (e) => e.kind === 'link' && (e.link as Link).name === 'ovn-k8s-mp0' && (e.link as Link).up === false,
+    );
     const unwanted = (e: ProbeEvent) =>
       (e.kind === 'route' && (e.prefix !== SVC4 || e.table !== 254)) ||
       (e.kind === 'link' && !WATCHED.links.includes((e.link as Link).name));
@@ -424,7 +454,10 @@ test('a storm of 20,000 changes of a watched route while the loop is blocked yie
       // Changes of a watched prefix pass the kernel-side filter: these fill the buffer.
       const flaps: string[] = [];
       for (let i = 0; i < 10_000; i++) {
-        flaps.push('route replace 10.96.0.0/16 via 172.18.0.1 dev br-ex mtu 1400', 'route replace 10.96.0.0/16 via 10.244.1.1 dev ovn-k8s-mp0');
+        flaps.push(
+          'route replace 10.96.0.0/16 via 172.18.0.1 dev br-ex mtu 1400',
+          'route replace 10.96.0.0/16 via 10.244.1.1 dev ovn-k8s-mp0',
+        );
       }
       ns.batch(flaps);
       writeFileSync(flag, '');
@@ -455,8 +488,10 @@ test('a churn of 20,000 changes of other routes while the loop is blocked loses 
       const blocked = probe.call('block', flag);
       // /24s, and /16s as the service CIDR, in the main table; and the service CIDR in another table.
       const adds: string[] = [];
-      for (let i = 0; i < 5_000; i++) adds.push(`route add 10.${100 + (i >> 8)}.${i & 255}.0/24 via 172.18.0.1 dev br-ex`);
-      for (let i = 0; i < 5_000; i++) adds.push(`route add ${20 + (i >> 8)}.${i & 255}.0.0/16 via 172.18.0.1 dev br-ex`);
+      for (let i = 0; i < 5_000; i++)
+        adds.push(`route add 10.${100 + (i >> 8)}.${i & 255}.0/24 via 172.18.0.1 dev br-ex`);
+      for (let i = 0; i < 5_000; i++)
+        adds.push(`route add ${20 + (i >> 8)}.${i & 255}.0.0/16 via 172.18.0.1 dev br-ex`);
       adds.push('route add 10.96.0.0/16 via 172.18.0.1 dev br-ex table 100');
       ns.batch(adds);
       ns.batch(adds.map((l) => l.replace('route add', 'route del').replace(/ via \S+ dev \S+/, '')));
@@ -464,7 +499,10 @@ test('a churn of 20,000 changes of other routes while the loop is blocked loses 
       writeFileSync(flag, '');
       await blocked;
       await probe.waitForEvent((e) => e.kind === 'route' && e.op === 'new' && e.prefix === SVC4 && e.table === 254);
-      assert.deepEqual(probe.events.filter((e) => e.kind === 'lost'), []);
+      assert.deepEqual(
+        probe.events.filter((e) => e.kind === 'lost'),
+        [],
+      );
       assert.deepEqual(nextHops(await routesOf(probe, SVC4)), [['10.244.1.1', 'ovn-k8s-mp0', null, 0]]);
       assert.equal(await probe.call('routeDumps'), dumps, 'read from the cache, no re-dump');
     });
@@ -480,7 +518,10 @@ test('without CAP_NET_ADMIN a replace fails with EPERM and says what is missing'
     async (ns, probe) => {
       const mp0 = await linkIndex(probe, 'ovn-k8s-mp0');
       await assert.rejects(
-        probe.call('replaceRoute', replaceSpec(SVC4, { gateway: '10.244.1.1', dev: 'ovn-k8s-mp0', oif: mp0, mtu: null })),
+        probe.call(
+          'replaceRoute',
+          replaceSpec(SVC4, { gateway: '10.244.1.1', dev: 'ovn-k8s-mp0', oif: mp0, mtu: null }),
+        ),
         (err: ProbeError) => {
           assert.equal(err.code, 'EPERM');
           assert.match(err.message, /CAP_NET_ADMIN/);

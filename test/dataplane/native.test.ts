@@ -44,7 +44,11 @@ test('a setsockopt that fails in open() is reported with its own errno, not one 
   const dir = mkdtempSync(path.join(tmpdir(), 'gwmode-shim-'));
   try {
     writeFileSync(path.join(dir, 'shim.c'), shim);
-    const cc = spawnSync('cc', ['-shared', '-fPIC', '-o', path.join(dir, 'shim.so'), path.join(dir, 'shim.c'), '-ldl'], { encoding: 'utf8' });
+    const cc = spawnSync(
+      'cc',
+      ['-shared', '-fPIC', '-o', path.join(dir, 'shim.so'), path.join(dir, 'shim.c'), '-ldl'],
+      { encoding: 'utf8' },
+    );
     if (cc.error || cc.status !== 0) {
       const reason = `needs a C compiler for the setsockopt shim: ${cc.error?.message ?? cc.stderr.trim()}`;
       process.stderr.write(`SKIPPED (${reason}): ${t.name}\n`);
@@ -57,7 +61,11 @@ test('a setsockopt that fails in open() is reported with its own errno, not one 
       timeout: 30_000,
     });
     assert.equal(run.status, 0, run.stderr);
-    assert.deepEqual(JSON.parse(run.stdout.trim()), { code: 'EPERM', errno: 1, syscall: 'setsockopt(NETLINK_GET_STRICT_CHK)' });
+    assert.deepEqual(JSON.parse(run.stdout.trim()), {
+      code: 'EPERM',
+      errno: 1,
+      syscall: 'setsockopt(NETLINK_GET_STRICT_CHK)',
+    });
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

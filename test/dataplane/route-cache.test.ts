@@ -3,7 +3,15 @@
 // reflects, either lands on the kernel's state or asks for a re-dump.
 import { strict as assert } from 'node:assert';
 import { test } from 'node:test';
-import { AF_INET, AF_INET6, NLM_F_APPEND, NLM_F_CREATE, NLM_F_EXCL, NLM_F_REPLACE, type DecodedRoute } from '../../src/dataplane/codec.js';
+import {
+  AF_INET,
+  AF_INET6,
+  NLM_F_APPEND,
+  NLM_F_CREATE,
+  NLM_F_EXCL,
+  NLM_F_REPLACE,
+  type DecodedRoute,
+} from '../../src/dataplane/codec.js';
 import { RouteCache } from '../../src/dataplane/route-cache.js';
 
 const P = '10.96.0.0/16';
@@ -33,14 +41,43 @@ type Step = ['new' | 'del', number, DecodedRoute];
 
 const ADD = NLM_F_CREATE | NLM_F_EXCL;
 /** IPv4 and IPv6 routes over two links at once (RTA_MULTIPATH). */
-const multipath4 = r('0.0.0.0', 0, { gateway: undefined, oif: undefined, nexthops: [{ oif: 2, gateway: undefined }, { oif: 4, gateway: undefined }] });
+const multipath4 = r('0.0.0.0', 0, {
+  gateway: undefined,
+  oif: undefined,
+  nexthops: [
+    { oif: 2, gateway: undefined },
+    { oif: 4, gateway: undefined },
+  ],
+});
 const v6 = (extra: Partial<DecodedRoute>) => r('0.0.0.0', 1024, { family: AF_INET6, gateway: undefined, ...extra });
-const multipath6 = v6({ oif: undefined, nexthops: [{ oif: 2, gateway: undefined }, { oif: 4, gateway: undefined }] });
-const multipath6Reordered = v6({ oif: undefined, nexthops: [{ oif: 4, gateway: undefined }, { oif: 2, gateway: undefined }] });
+const multipath6 = v6({
+  oif: undefined,
+  nexthops: [
+    { oif: 2, gateway: undefined },
+    { oif: 4, gateway: undefined },
+  ],
+});
+const multipath6Reordered = v6({
+  oif: undefined,
+  nexthops: [
+    { oif: 4, gateway: undefined },
+    { oif: 2, gateway: undefined },
+  ],
+});
 
 const rows: Array<{ name: string; dumped: DecodedRoute[]; steps: Step[]; expect: DecodedRoute[] | 'redump' }> = [
-  { name: 'a replace swaps the route of that metric', dumped: [r('172.18.0.1')], steps: [['new', NLM_F_REPLACE, r('10.244.1.1')]], expect: [r('10.244.1.1')] },
-  { name: 'a replace of an absent key adds it', dumped: [], steps: [['new', NLM_F_REPLACE, r('10.244.1.1')]], expect: [r('10.244.1.1')] },
+  {
+    name: 'a replace swaps the route of that metric',
+    dumped: [r('172.18.0.1')],
+    steps: [['new', NLM_F_REPLACE, r('10.244.1.1')]],
+    expect: [r('10.244.1.1')],
+  },
+  {
+    name: 'a replace of an absent key adds it',
+    dumped: [],
+    steps: [['new', NLM_F_REPLACE, r('10.244.1.1')]],
+    expect: [r('10.244.1.1')],
+  },
   {
     name: 'an add of another metric adds a second route',
     dumped: [r('172.18.0.1')],
@@ -53,24 +90,44 @@ const rows: Array<{ name: string; dumped: DecodedRoute[]; steps: Step[]; expect:
     steps: [['del', 0, r('10.244.1.1', 100)]],
     expect: [r('172.18.0.1')],
   },
-  { name: 'replay: an add the dump already shows changes nothing', dumped: [r('172.18.0.1')], steps: [['new', ADD, r('172.18.0.1')]], expect: [r('172.18.0.1')] },
-  { name: 'replay: a delete the dump already reflects changes nothing', dumped: [], steps: [['del', 0, r('172.18.0.1')]], expect: [] },
+  {
+    name: 'replay: an add the dump already shows changes nothing',
+    dumped: [r('172.18.0.1')],
+    steps: [['new', ADD, r('172.18.0.1')]],
+    expect: [r('172.18.0.1')],
+  },
+  {
+    name: 'replay: a delete the dump already reflects changes nothing',
+    dumped: [],
+    steps: [['del', 0, r('172.18.0.1')]],
+    expect: [],
+  },
   {
     name: 'replay: add then replace, dump after both',
     dumped: [r('10.244.1.1')],
-    steps: [['new', ADD, r('172.18.0.1')], ['new', NLM_F_REPLACE, r('10.244.1.1')]],
+    steps: [
+      ['new', ADD, r('172.18.0.1')],
+      ['new', NLM_F_REPLACE, r('10.244.1.1')],
+    ],
     expect: 'redump',
   },
   {
     name: 'replay: replace then replace back, dump after both',
     dumped: [r('172.18.0.1')],
-    steps: [['new', NLM_F_REPLACE, r('10.244.1.1')], ['new', NLM_F_REPLACE, r('172.18.0.1')]],
+    steps: [
+      ['new', NLM_F_REPLACE, r('10.244.1.1')],
+      ['new', NLM_F_REPLACE, r('172.18.0.1')],
+    ],
     expect: [r('172.18.0.1')],
   },
   {
     name: 'replay: add, delete, add of another metric, dump after all',
     dumped: [r('10.244.1.1', 7)],
-    steps: [['new', NLM_F_CREATE, r('172.18.0.1')], ['del', 0, r('172.18.0.1')], ['new', NLM_F_CREATE, r('10.244.1.1', 7)]],
+    steps: [
+      ['new', NLM_F_CREATE, r('172.18.0.1')],
+      ['del', 0, r('172.18.0.1')],
+      ['new', NLM_F_CREATE, r('10.244.1.1', 7)],
+    ],
     expect: [r('10.244.1.1', 7)],
   },
   {
@@ -100,10 +157,18 @@ const rows: Array<{ name: string; dumped: DecodedRoute[]; steps: Step[]; expect:
   {
     name: 'IPv6: a multipath route added whole is applied, its next hops compared as a set',
     dumped: [],
-    steps: [['new', ADD, multipath6], ['new', ADD, multipath6Reordered]],
+    steps: [
+      ['new', ADD, multipath6],
+      ['new', ADD, multipath6Reordered],
+    ],
     expect: [multipath6],
   },
-  { name: 'IPv4 multipath routes are notified whole and replaced like any other', dumped: [r('172.18.0.1')], steps: [['new', NLM_F_REPLACE, multipath4]], expect: [multipath4] },
+  {
+    name: 'IPv4 multipath routes are notified whole and replaced like any other',
+    dumped: [r('172.18.0.1')],
+    steps: [['new', NLM_F_REPLACE, multipath4]],
+    expect: [multipath4],
+  },
 ];
 
 for (const row of rows) {
@@ -124,7 +189,19 @@ test('route cache: the prefixes that depend on a link or on nexthop objects', ()
   cache.reset(
     new Map([
       [P, [r('10.244.1.1', 0, { oif: 4 })]],
-      ['0.0.0.0/0', [{ ...multipath4, nhid: 7, nexthops: [{ oif: 2, gateway: undefined }, { oif: 5, gateway: undefined }] }]],
+      [
+        '0.0.0.0/0',
+        [
+          {
+            ...multipath4,
+            nhid: 7,
+            nexthops: [
+              { oif: 2, gateway: undefined },
+              { oif: 5, gateway: undefined },
+            ],
+          },
+        ],
+      ],
     ]),
   );
   assert.deepEqual(cache.prefixesUsingLink(4), [P]);

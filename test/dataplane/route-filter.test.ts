@@ -63,7 +63,11 @@ interface Seen {
 }
 
 function dumpIn(ns: string, family: 4 | 6, filter: string[] | null, clear = false): Seen {
-  const r = spawnSync('ip', ['netns', 'exec', ns, process.execPath, '--input-type=module', '-e', script(family, filter, clear)], { encoding: 'utf8', maxBuffer: 1 << 26, timeout: 60_000 });
+  const r = spawnSync(
+    'ip',
+    ['netns', 'exec', ns, process.execPath, '--input-type=module', '-e', script(family, filter, clear)],
+    { encoding: 'utf8', maxBuffer: 1 << 26, timeout: 60_000 },
+  );
   assert.equal(r.status, 0, r.stderr);
   return JSON.parse(r.stdout) as Seen;
 }
@@ -77,11 +81,17 @@ test('native route filter: a dump yields only the filtered prefixes of the main 
     ns.ip('route add 10.97.0.0/16 via 172.18.0.1 dev br-ex');
     ns.ip('route add 10.96.0.0/16 via 172.18.0.1 dev br-ex table 100');
     ns.ip('route add 10.96.0.0/16 via 10.244.1.1 dev ovn-k8s-mp0 metric 50');
-    ns.batch(Array.from({ length: 2000 }, (_, i) => `route add 100.64.${i >> 8}.${i & 255}/32 via 172.18.0.1 dev br-ex`));
+    ns.batch(
+      Array.from({ length: 2000 }, (_, i) => `route add 100.64.${i >> 8}.${i & 255}/32 via 172.18.0.1 dev br-ex`),
+    );
     ns.ip('-6 route add fd00:10:96::/120 via fd00:172:18::1 dev br-ex');
 
     const filtered = dumpIn(ns.name, 4, ['10.96.0.0/16', '0.0.0.0/0']);
-    assert.deepEqual(filtered.routes.sort(), ['0.0.0.0/0 table 254', '10.96.0.0/16 table 254', '10.96.0.0/16 table 254']);
+    assert.deepEqual(filtered.routes.sort(), [
+      '0.0.0.0/0 table 254',
+      '10.96.0.0/16 table 254',
+      '10.96.0.0/16 table 254',
+    ]);
     assert.equal(filtered.done, 1);
     assert.equal(filtered.other, 0);
 
@@ -112,7 +122,11 @@ test('native route filter: a malformed filter is refused, and null takes the fil
   const handle = addon.netlinkOpen({}, () => undefined);
   try {
     assert.throws(() => addon.netlinkSetRouteFilter(handle, Buffer.alloc(9)), { name: 'TypeError' });
-    assert.throws(() => addon.netlinkSetRouteFilter(handle, Buffer.alloc(8)), { name: 'TypeError' }, 'no prefix at all');
+    assert.throws(
+      () => addon.netlinkSetRouteFilter(handle, Buffer.alloc(8)),
+      { name: 'TypeError' },
+      'no prefix at all',
+    );
     addon.netlinkSetRouteFilter(handle, null);
   } finally {
     addon.netlinkClose(handle);
@@ -167,25 +181,60 @@ test('native route filter on notifications: only main-table adds and deletes of 
     const v4 = ['10.96.0.0/16', 'via', '172.18.0.1', 'dev', 'br-ex'];
     const v6 = ['fd00:10:96::/112', 'via', 'fd00:172:18::1', 'dev', 'br-ex'];
     const commands: string[][] = [];
-    for (const [family, route] of [['-4', v4], ['-6', v6]] as const) {
-      for (const where of [['table', '100'], ['table', '1000'], ['metric', '77']]) {
+    for (const [family, route] of [
+      ['-4', v4],
+      ['-6', v6],
+    ] as const) {
+      for (const where of [
+        ['table', '100'],
+        ['table', '1000'],
+        ['metric', '77'],
+      ]) {
         commands.push([family, 'route', 'add', ...route, ...where], [family, 'route', 'del', ...route, ...where]);
       }
     }
-    commands.push(['-4', 'route', 'add', '10.97.0.0/16', 'via', '172.18.0.1', 'dev', 'br-ex'], ['-4', 'route', 'del', '10.97.0.0/16']);
-    const r = spawnSync('ip', ['netns', 'exec', ns.name, process.execPath, '--input-type=module', '-e', subscriptionScript(commands)], { encoding: 'utf8', timeout: 60_000 });
+    commands.push(
+      ['-4', 'route', 'add', '10.97.0.0/16', 'via', '172.18.0.1', 'dev', 'br-ex'],
+      ['-4', 'route', 'del', '10.97.0.0/16'],
+    );
+    const r = spawnSync(
+      'ip',
+      ['netns', 'exec', ns.name, process.execPath, '--input-type=module', '-e', subscriptionScript(commands)],
+      { encoding: 'utf8', timeout: 60_000 },
+    );
     assert.equal(r.status, 0, r.stderr);
-    const out = JSON.parse(r.stdout) as { filtered: string[]; afterRefused: string[]; table1000: string[]; unfiltered: string[]; refused?: number; accepted?: boolean };
-    const mainOnly = ['new 10.96.0.0/16 table 254', 'del 10.96.0.0/16 table 254', 'new fd00:10:96::/112 table 254', 'del fd00:10:96::/112 table 254'];
+    const out = JSON.parse(r.stdout) as {
+      filtered: string[];
+      afterRefused: string[];
+      table1000: string[];
+      unfiltered: string[];
+      refused?: number;
+      accepted?: boolean;
+    };
+    const mainOnly = [
+      'new 10.96.0.0/16 table 254',
+      'del 10.96.0.0/16 table 254',
+      'new fd00:10:96::/112 table 254',
+      'del fd00:10:96::/112 table 254',
+    ];
     assert.deepEqual(out.filtered, mainOnly);
     assert.equal(out.refused, 2);
     assert.equal(out.accepted, undefined);
     assert.deepEqual(out.afterRefused, mainOnly, 'a refused filter left the one in force');
-    assert.deepEqual(out.table1000, mainOnly.map((m) => m.replace('table 254', 'table 1000')));
+    assert.deepEqual(
+      out.table1000,
+      mainOnly.map((m) => m.replace('table 254', 'table 1000')),
+    );
     for (const table of ['100', '1000', '254']) {
       for (const op of ['new', 'del']) {
-        assert.ok(out.unfiltered.includes(`${op} 10.96.0.0/16 table ${table}`), `${op} ${table}: ${out.unfiltered.join(', ')}`);
-        assert.ok(out.unfiltered.includes(`${op} fd00:10:96::/112 table ${table}`), `${op} v6 ${table}: ${out.unfiltered.join(', ')}`);
+        assert.ok(
+          out.unfiltered.includes(`${op} 10.96.0.0/16 table ${table}`),
+          `${op} ${table}: ${out.unfiltered.join(', ')}`,
+        );
+        assert.ok(
+          out.unfiltered.includes(`${op} fd00:10:96::/112 table ${table}`),
+          `${op} v6 ${table}: ${out.unfiltered.join(', ')}`,
+        );
       }
     }
     assert.ok(out.unfiltered.includes('new 10.97.0.0/16 table 254'));
@@ -205,7 +254,17 @@ test('a subscription whose route filter is refused closes its socket before the 
     },
   };
   const handlers = { onMessage: () => undefined, onLost: () => undefined };
-  assert.throws(() => new SubscriptionChannel(transport, { required: [RTNLGRP_IPV4_ROUTE], optional: [] }, handlers, 1 << 16, Buffer.alloc(9)), { name: 'TypeError' });
+  assert.throws(
+    () =>
+      new SubscriptionChannel(
+        transport,
+        { required: [RTNLGRP_IPV4_ROUTE], optional: [] },
+        handlers,
+        1 << 16,
+        Buffer.alloc(9),
+      ),
+    { name: 'TypeError' },
+  );
   assert.equal(opened, 1);
   assert.equal(closed, 1, 'the socket of the failed constructor is closed');
 });

@@ -26,10 +26,24 @@ const filterModule = fileURLToPath(new URL('../../src/dataplane/socket-filter.js
 const cidrModule = fileURLToPath(new URL('../../src/net/cidr.js', import.meta.url));
 
 /** Sets whose comparisons run past CHUNK instructions, so that returns sit inside a group. */
-const CHUNKED_V4 = [...Array.from({ length: 250 }, (_, i) => `10.97.${i}.0/24`), '10.96.0.0/16', '10.96.0.0/12', '10.96.5.5/32', '::/0'];
-const CHUNKED_V6 = [...Array.from({ length: 30 }, (_, i) => `fd00:10:96::${i.toString(16)}:0/112`), 'fd00:10:96::/64', 'fd00:10:96::5/128', '0.0.0.0/0'];
+const CHUNKED_V4 = [
+  ...Array.from({ length: 250 }, (_, i) => `10.97.${i}.0/24`),
+  '10.96.0.0/16',
+  '10.96.0.0/12',
+  '10.96.5.5/32',
+  '::/0',
+];
+const CHUNKED_V6 = [
+  ...Array.from({ length: 30 }, (_, i) => `fd00:10:96::${i.toString(16)}:0/112`),
+  'fd00:10:96::/64',
+  'fd00:10:96::5/128',
+  '0.0.0.0/0',
+];
 /** Every length of both families (of the zero address, the one valid at every length). */
-const ALL_LENGTHS = [...Array.from({ length: 33 }, (_, l) => `0.0.0.0/${l}`), ...Array.from({ length: 129 }, (_, l) => `::/${l}`)];
+const ALL_LENGTHS = [
+  ...Array.from({ length: 33 }, (_, l) => `0.0.0.0/${l}`),
+  ...Array.from({ length: 129 }, (_, l) => `::/${l}`),
+];
 
 function prefixesOf(texts: string[]): FilterPrefix[] {
   return texts.map((text) => {
@@ -43,7 +57,12 @@ function prefixesOf(texts: string[]): FilterPrefix[] {
  * socket is { program: boolean, rcvbuf }; prints per socket the datagrams (hex) and
  * whether a read reported ENOBUFS.
  */
-const script = (watched: string[], sockets: { program: boolean; rcvbuf: number }[], batchFile: string, after: string[][]) => `
+const script = (
+  watched: string[],
+  sockets: { program: boolean; rcvbuf: number }[],
+  batchFile: string,
+  after: string[][],
+) => `
 const { addon } = await import(${JSON.stringify(addonModule)});
 const codec = await import(${JSON.stringify(codecModule)});
 const { routeSocketFilter } = await import(${JSON.stringify(filterModule)});
@@ -81,16 +100,26 @@ interface Run {
   out: { datagrams: string[]; enobufs: number }[];
 }
 
-function runIn(ns: { name: string }, watched: string[], sockets: { program: boolean; rcvbuf: number }[], batch: string[], after: string[][] = []): Run {
+function runIn(
+  ns: { name: string },
+  watched: string[],
+  sockets: { program: boolean; rcvbuf: number }[],
+  batch: string[],
+  after: string[][] = [],
+): Run {
   const dir = spawnSync('mktemp', ['-d'], { encoding: 'utf8' }).stdout.trim();
   const file = `${dir}/batch`;
   spawnSync('sh', ['-c', `cat > ${file}`], { input: batch.join('\n') + '\n' });
   try {
-    const r = spawnSync('ip', ['netns', 'exec', ns.name, process.execPath, '--input-type=module', '-e', script(watched, sockets, file, after)], {
-      encoding: 'utf8',
-      maxBuffer: 1 << 28,
-      timeout: 120_000,
-    });
+    const r = spawnSync(
+      'ip',
+      ['netns', 'exec', ns.name, process.execPath, '--input-type=module', '-e', script(watched, sockets, file, after)],
+      {
+        encoding: 'utf8',
+        maxBuffer: 1 << 28,
+        timeout: 120_000,
+      },
+    );
     assert.equal(r.status, 0, r.stderr);
     return JSON.parse(r.stdout) as Run;
   } finally {
@@ -133,7 +162,15 @@ function churn(seed: number, count: number): string[] {
   const v6 = () => {
     const length = pick([0, 64, 111, 112, 112, 113, 128]);
     // Near misses in every 32-bit word of the address, the last ones included.
-    const base = pick(['fd00:10:96::', 'fd00:10:97::', 'fd00:10:96::8000', 'fd00:10:96::1:0', 'fd00:10:96:0:1::', 'fd00:10:96:1::', `fd00:${Math.floor(rand() * 0xffff).toString(16)}::`]);
+    const base = pick([
+      'fd00:10:96::',
+      'fd00:10:97::',
+      'fd00:10:96::8000',
+      'fd00:10:96::1:0',
+      'fd00:10:96:0:1::',
+      'fd00:10:96:1::',
+      `fd00:${Math.floor(rand() * 0xffff).toString(16)}::`,
+    ]);
     const c = parseCidr(`${base}/128`);
     const bytes = Buffer.from(c.bytes);
     for (let bit = length; bit < 128; bit++) bytes[bit >> 3]! &= ~(0x80 >> (bit & 7));
@@ -155,7 +192,13 @@ for (const watched of [
   ['10.96.0.0/16', 'fd00:10:96::/112'],
   ['10.96.0.0/16', '10.97.0.0/16', '0.0.0.0/0', 'fd00:10:96::/112', '::/0'],
   // As bench:scale watches: a hundred /24s beside the service CIDR, and the default routes.
-  ['10.96.0.0/16', ...Array.from({ length: 100 }, (_, i) => `10.97.${i * 2}.0/24`), '0.0.0.0/0', 'fd00:10:96::/112', '::/0'],
+  [
+    '10.96.0.0/16',
+    ...Array.from({ length: 100 }, (_, i) => `10.97.${i * 2}.0/24`),
+    '0.0.0.0/0',
+    'fd00:10:96::/112',
+    '::/0',
+  ],
   // Returns inside a group (over CHUNK instructions of comparisons), several lengths, a family with only its default route.
   CHUNKED_V4,
 ]) {
@@ -165,18 +208,31 @@ for (const watched of [
     const ns = seedNode({ ipv6: true });
     try {
       const batch = churn(watched.length, 3000);
-      const run = runIn(ns, watched, [{ program: true, rcvbuf: 64 << 20 }, { program: false, rcvbuf: 64 << 20 }], batch, [['link', 'set', 'ovn-k8s-mp0', 'down']]);
+      const run = runIn(
+        ns,
+        watched,
+        [
+          { program: true, rcvbuf: 64 << 20 },
+          { program: false, rcvbuf: 64 << 20 },
+        ],
+        batch,
+        [['link', 'set', 'ovn-k8s-mp0', 'down']],
+      );
       const [filtered, all] = run.out as [Run['out'][0], Run['out'][0]];
       assert.equal(filtered.enobufs + all.enobufs, 0, 'a receive buffer large enough for the whole churn');
       const expected = all.datagrams.filter(keep);
       // The churn reached the watched prefixes (in main and elsewhere) and far from them.
       assert.ok(all.datagrams.length > 2000, `${all.datagrams.length} notifications`);
-      assert.ok(expected.length >= 20 && expected.length < all.datagrams.length / 4, `${expected.length} of ${all.datagrams.length} kept by the reader`);
+      assert.ok(
+        expected.length >= 20 && expected.length < all.datagrams.length / 4,
+        `${expected.length} of ${all.datagrams.length} kept by the reader`,
+      );
       assert.deepEqual(filtered.datagrams, expected);
       // The interpreter the fuzz test below runs the program in agrees with the kernel on every one.
       const program = routeSocketFilter(RT_TABLE_MAIN, prefixesOf(watched))!;
       const kept = new Set(filtered.datagrams);
-      for (const hex of all.datagrams) assert.equal(runClassicBpf(program, Buffer.from(hex, 'hex')) !== 0, kept.has(hex), hex);
+      for (const hex of all.datagrams)
+        assert.equal(runClassicBpf(program, Buffer.from(hex, 'hex')) !== 0, kept.has(hex), hex);
     } finally {
       ns.destroy();
     }
@@ -189,11 +245,19 @@ test('socket filter: a churn of 20,000 other routes while nobody reads leaves th
   try {
     const watched = ['10.96.0.0/16', 'fd00:10:96::/112'];
     const batch: string[] = [];
-    for (let i = 0; i < 10_000; i++) batch.push(`route add 10.${100 + (i >> 8)}.${i & 255}.0/24 via 172.18.0.1 dev br-ex`);
+    for (let i = 0; i < 10_000; i++)
+      batch.push(`route add 10.${100 + (i >> 8)}.${i & 255}.0/24 via 172.18.0.1 dev br-ex`);
     for (let i = 0; i < 10_000; i++) batch.push(`route del 10.${100 + (i >> 8)}.${i & 255}.0/24`);
-    const run = runIn(ns, watched, [{ program: true, rcvbuf: 1 << 20 }, { program: false, rcvbuf: 1 << 20 }], batch, [
-      ['route', 'replace', '10.96.0.0/16', 'via', '10.244.1.1', 'dev', 'ovn-k8s-mp0'],
-    ]);
+    const run = runIn(
+      ns,
+      watched,
+      [
+        { program: true, rcvbuf: 1 << 20 },
+        { program: false, rcvbuf: 1 << 20 },
+      ],
+      batch,
+      [['route', 'replace', '10.96.0.0/16', 'via', '10.244.1.1', 'dev', 'ovn-k8s-mp0']],
+    );
     const [filtered, all] = run.out as [Run['out'][0], Run['out'][0]];
     assert.equal(filtered.enobufs, 0, 'nothing lost with the program');
     assert.equal(filtered.datagrams.length, 1, 'the watched change, and only it');
@@ -210,10 +274,17 @@ test('socket filter: the kernel accepts the program for one to sixteen prefixes 
   const sets: string[][] = [];
   sets.push(CHUNKED_V4, CHUNKED_V6, ALL_LENGTHS);
   for (let n = 1; n <= 16; n++) {
-    sets.push(Array.from({ length: n }, (_, i) => (i % 2 === 0 ? `10.${96 + i}.0.0/16` : `fd00:10:${(96 + i).toString(16)}::/112`)));
+    sets.push(
+      Array.from({ length: n }, (_, i) =>
+        i % 2 === 0 ? `10.${96 + i}.0.0/16` : `fd00:10:${(96 + i).toString(16)}::/112`,
+      ),
+    );
   }
   // bench:scale's hundred /24s; more may pass net.core.optmem_max (ENOMEM: the test above).
-  sets.push(v6(20), Array.from({ length: 100 }, (_, i) => `10.97.${i}.0/24`));
+  sets.push(
+    v6(20),
+    Array.from({ length: 100 }, (_, i) => `10.97.${i}.0/24`),
+  );
   sets.push(['0.0.0.0/0'], ['::/0'], ['10.96.0.0/16', '0.0.0.0/0'], ['10.96.0.0/32', '10.96.0.0/12', '10.96.0.0/16']);
   for (const watched of sets) {
     const program = routeSocketFilter(RT_TABLE_MAIN, prefixesOf(watched));
@@ -232,7 +303,12 @@ test('socket filter: the kernel accepts the program for one to sixteen prefixes 
       process.stderr.write('net.core.optmem_max is not per namespace here: the largest programs are not attached\n');
     }
     for (const watched of sets) {
-      const run = runIn(ns, watched, [{ program: true, rcvbuf: 1 << 20 }], [`route replace 10.96.0.0/16 via 172.18.0.1 dev br-ex`]);
+      const run = runIn(
+        ns,
+        watched,
+        [{ program: true, rcvbuf: 1 << 20 }],
+        [`route replace 10.96.0.0/16 via 172.18.0.1 dev br-ex`],
+      );
       assert.ok(run.instructions > 0);
     }
   } finally {
@@ -250,7 +326,11 @@ test('a program the kernel refuses (ENOMEM past net.core.optmem_max) leaves the 
         ...socket,
         attachFilter: () => {
           attached++;
-          throw Object.assign(new Error('setsockopt(SO_ATTACH_FILTER) ENOMEM'), { errno: 12, code: 'ENOMEM', syscall: 'setsockopt(SO_ATTACH_FILTER)' });
+          throw Object.assign(new Error('setsockopt(SO_ATTACH_FILTER) ENOMEM'), {
+            errno: 12,
+            code: 'ENOMEM',
+            syscall: 'setsockopt(SO_ATTACH_FILTER)',
+          });
         },
         close: () => (closed++, socket.close()),
       };
@@ -300,7 +380,8 @@ function synthesize(rand: () => number, near: FilterPrefix[]): Buffer {
       return b;
     };
     if (rand() < 0.9) attrs.push({ type: 15, data: u32(tableId) }); // RTA_TABLE
-    if (length > 0 ? rand() < 0.95 : rand() < 0.1) attrs.push({ type: 1, data: rand() < 0.9 ? address : address.subarray(0, pick([0, 2, 4, 8])) }); // RTA_DST
+    if (length > 0 ? rand() < 0.95 : rand() < 0.1)
+      attrs.push({ type: 1, data: rand() < 0.9 ? address : address.subarray(0, pick([0, 2, 4, 8])) }); // RTA_DST
     if (rand() < 0.7) attrs.push({ type: 6, data: u32(Math.floor(rand() * 1000)) }); // RTA_PRIORITY
     if (rand() < 0.7) attrs.push({ type: 5, data: Buffer.alloc(size, 7) }); // RTA_GATEWAY
     if (rand() < 0.7) attrs.push({ type: 4, data: u32(3) }); // RTA_OIF
@@ -353,7 +434,12 @@ test('socket filter, fuzzed in the interpreter: of 200,000 datagrams in shapes t
       try {
         return codec
           .parseDatagram(datagram)
-          .some((m) => (m.type === codec.RTM_NEWROUTE || m.type === codec.RTM_DELROUTE) && filter.match(m.data) !== undefined && codec.routeTable(m.data) === RT_TABLE_MAIN);
+          .some(
+            (m) =>
+              (m.type === codec.RTM_NEWROUTE || m.type === codec.RTM_DELROUTE) &&
+              filter.match(m.data) !== undefined &&
+              codec.routeTable(m.data) === RT_TABLE_MAIN,
+          );
       } catch {
         return true; // a decode error: the reader resyncs
       }
@@ -404,11 +490,17 @@ test('with net.core.optmem_max too small for the program, the kernel refuses it 
       dp.close();
       console.log(JSON.stringify(events));
     `;
-    const r = spawnSync('ip', ['netns', 'exec', ns.name, process.execPath, '--input-type=module', '-e', script], { encoding: 'utf8', timeout: 60_000 });
+    const r = spawnSync('ip', ['netns', 'exec', ns.name, process.execPath, '--input-type=module', '-e', script], {
+      encoding: 'utf8',
+      timeout: 60_000,
+    });
     assert.equal(r.status, 0, r.stderr);
     const events = JSON.parse(r.stdout) as string[];
     assert.equal(events.filter((e) => e.startsWith('unfiltered')).length, 1, events.join('; '));
-    assert.match(events.find((e) => e.startsWith('unfiltered'))!, /ENOMEM/);
+    assert.match(
+      events.find((e) => e.startsWith('unfiltered'))!,
+      /ENOMEM/,
+    );
     assert.ok(events.includes('route 10.96.0.0/16'), events.join('; '));
   } finally {
     ns.destroy();

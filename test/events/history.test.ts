@@ -12,17 +12,27 @@ function rig() {
   const lines: Array<Record<string, unknown>> = [];
   const sink = new Writable({
     write(chunk: Buffer, _enc, done) {
-      for (const l of chunk.toString().split('\n').filter(Boolean)) lines.push(JSON.parse(l) as Record<string, unknown>);
+      for (const l of chunk.toString().split('\n').filter(Boolean))
+        lines.push(JSON.parse(l) as Record<string, unknown>);
       done();
     },
   });
-  const clock = { t: Date.parse('2026-12-02T12:00:00.000Z'), now: () => 0, wall() { return this.t; } };
+  const clock = {
+    t: Date.parse('2026-12-02T12:00:00.000Z'),
+    now: () => 0,
+    wall() {
+      return this.t;
+    },
+  };
   const history = new EventHistory(clock, pino({ level: 'info' }, sink));
   return { history, clock, lines };
 }
 
-const status = (phase: StatusReport['phase'], reasonCodes: StatusReport['reasonCodes'], reasons = reasonCodes.map(String)): StatusReport =>
-  ({ phase, reasonCodes, reasons }) as StatusReport;
+const status = (
+  phase: StatusReport['phase'],
+  reasonCodes: StatusReport['reasonCodes'],
+  reasons = reasonCodes.map(String),
+): StatusReport => ({ phase, reasonCodes, reasons }) as StatusReport;
 
 test(`keeps the last ${HISTORY_SIZE} events, oldest first, numbered without gaps`, () => {
   const { history } = rig();
@@ -53,14 +63,33 @@ test('a phase event when the phase or its reason codes change, not when only a m
 
 test('each event is also one structured log line with the same fields, at the clock time', () => {
   const { history, clock, lines } = rig();
-  history.replace({ cidr: '10.96.0.0/16', mode: 'local', before: 'via 172.18.0.1 dev br-ex mtu 1400', after: 'via 10.244.1.1 dev ovn-k8s-mp0', result: 'done', code: null });
+  history.replace({
+    cidr: '10.96.0.0/16',
+    mode: 'local',
+    before: 'via 172.18.0.1 dev br-ex mtu 1400',
+    after: 'via 10.244.1.1 dev ovn-k8s-mp0',
+    result: 'done',
+    code: null,
+  });
   clock.t += 1500;
-  history.restart({ strategy: 'cri', mode: 'local', result: 'failed', target: 'container 0123', code: 'ERR_GWMODE_CRI' });
+  history.restart({
+    strategy: 'cri',
+    mode: 'local',
+    result: 'failed',
+    target: 'container 0123',
+    code: 'ERR_GWMODE_CRI',
+  });
   const events = history.list();
   assert.equal(events[1]!.at, '2026-12-02T12:00:01.500Z');
   assert.equal(lines.length, 2);
-  assert.deepEqual(lines.map((l) => l.event), events);
-  assert.deepEqual(lines.map((l) => l.msg), ['event replace', 'event restart']);
+  assert.deepEqual(
+    lines.map((l) => l.event),
+    events,
+  );
+  assert.deepEqual(
+    lines.map((l) => l.msg),
+    ['event replace', 'event restart'],
+  );
   assert.deepEqual(history.list(Date.parse('2026-12-02T12:00:01Z')), [events[1]]);
 });
 
@@ -71,13 +100,23 @@ test('a failing pass is one event while it fails the same way; retries are not n
   history.reconciled(0, 1, 'EPERM');
   history.reconciled(0, 1, null);
   history.reconciled(0, 1, 'EPERM');
-  assert.deepEqual(history.list().map((e) => e.code), ['ENOENT', 'EPERM', 'EPERM']);
+  assert.deepEqual(
+    history.list().map((e) => e.code),
+    ['ENOENT', 'EPERM', 'EPERM'],
+  );
 });
 
 test('events render as one line each, the time first', () => {
   const { history } = rig();
   history.desiredModeChanged(null, 'local');
-  history.replace({ cidr: '10.96.0.0/16', mode: 'local', before: 'via 172.18.0.1 dev br-ex mtu 1400', after: 'via 10.244.1.1 dev ovn-k8s-mp0', result: 'done', code: null });
+  history.replace({
+    cidr: '10.96.0.0/16',
+    mode: 'local',
+    before: 'via 172.18.0.1 dev br-ex mtu 1400',
+    after: 'via 10.244.1.1 dev ovn-k8s-mp0',
+    result: 'done',
+    code: null,
+  });
   history.restart({ strategy: 'signal', mode: 'local', result: 'stopped', target: 'pid 42', code: null });
   history.onStatus(status('Converged', ['InSync']));
   assert.deepEqual(history.list().map(renderEvent), [
@@ -93,6 +132,9 @@ test('losses of notifications in a row are one event with a count: a storm does 
   history.desiredModeChanged(null, 'local');
   for (let i = 0; i < 1000; i++) history.notificationsLost();
   const events = history.list();
-  assert.deepEqual(events.map((e) => e.kind), ['desired-mode', 'notifications-lost']);
+  assert.deepEqual(
+    events.map((e) => e.kind),
+    ['desired-mode', 'notifications-lost'],
+  );
   assert.equal(events[1]?.count, 1000);
 });

@@ -17,7 +17,9 @@ export const CLI = fileURLToPath(new URL('../../src/cli/main.js', import.meta.ur
  * start is given it (--os-release, OVN_GWMODE_OS_RELEASE), so that the seed node is a node
  * the agent knows to be 4.8/4.9. A test about detection passes its own.
  */
-export const RHCOS_49_OS_RELEASE = fileURLToPath(new URL('../../../test/fixtures/os-release-rhcos-4.9', import.meta.url));
+export const RHCOS_49_OS_RELEASE = fileURLToPath(
+  new URL('../../../test/fixtures/os-release-rhcos-4.9', import.meta.url),
+);
 /** The agent with faults wrapped around its parts (GWMODE_FAULT); see the fixture. */
 export const FAULTY = fileURLToPath(new URL('../fixtures/agent-with-faults.js', import.meta.url));
 
@@ -56,11 +58,38 @@ export class AgentProcess {
   output = '';
   exited: Promise<number | null>;
 
-  constructor(ns: Netns, readonly scratch: Scratch, args: string[], env: NodeJS.ProcessEnv = {}, entry = CLI) {
+  constructor(
+    ns: Netns,
+    readonly scratch: Scratch,
+    args: string[],
+    env: NodeJS.ProcessEnv = {},
+    entry = CLI,
+  ) {
     scratch.agentStarted = true;
     this.child = spawn(
       'ip',
-      ['netns', 'exec', ns.name, process.execPath, entry, 'run', '--mode-file', scratch.modeFile, '--socket', scratch.socket, '--state-dir', scratch.stateDir, '--resync-interval', '2', '--log-level', 'debug', ...(args.includes('--restart') ? [] : ['--restart', 'signal']), ...(args.includes('--settle') ? [] : ['--settle', '0']), ...(args.includes('--os-release') ? [] : ['--os-release', RHCOS_49_OS_RELEASE]), ...args],
+      [
+        'netns',
+        'exec',
+        ns.name,
+        process.execPath,
+        entry,
+        'run',
+        '--mode-file',
+        scratch.modeFile,
+        '--socket',
+        scratch.socket,
+        '--state-dir',
+        scratch.stateDir,
+        '--resync-interval',
+        '2',
+        '--log-level',
+        'debug',
+        ...(args.includes('--restart') ? [] : ['--restart', 'signal']),
+        ...(args.includes('--settle') ? [] : ['--settle', '0']),
+        ...(args.includes('--os-release') ? [] : ['--os-release', RHCOS_49_OS_RELEASE]),
+        ...args,
+      ],
       { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } },
     );
     this.child.stdout!.on('data', (d: Buffer) => (this.output += d.toString()));
@@ -84,7 +113,11 @@ export class AgentProcess {
 
 /** GET a path on the agent's socket with curl; returns the HTTP code and the parsed body. */
 export function curl(socket: string, urlPath: string, method = 'GET'): { code: number; body: unknown } {
-  const r = spawnSync('curl', ['-s', '-X', method, '-w', '\n%{http_code}', '--unix-socket', socket, `http://localhost${urlPath}`], { encoding: 'utf8' });
+  const r = spawnSync(
+    'curl',
+    ['-s', '-X', method, '-w', '\n%{http_code}', '--unix-socket', socket, `http://localhost${urlPath}`],
+    { encoding: 'utf8' },
+  );
   const lines = r.stdout.trimEnd().split('\n');
   const code = Number(lines.pop());
   const text = lines.join('\n');
@@ -116,13 +149,22 @@ export async function waitForStatus(
     if (agent.child.exitCode !== null) break;
     await pause(i < 50 ? 20 : 50);
   }
-  throw new Error(`never saw ${what}; last status: ${JSON.stringify(last, null, 2)}\nagent output:\n${agent.output.slice(-4000)}`);
+  throw new Error(
+    `never saw ${what}; last status: ${JSON.stringify(last, null, 2)}\nagent output:\n${agent.output.slice(-4000)}`,
+  );
 }
 
 /** Runs the CLI once (not as a daemon) in the namespace, on an RHCOS 4.9 node unless --os-release or env says otherwise. */
-export function cli(ns: Netns, args: string[], env: NodeJS.ProcessEnv = {}): { code: number | null; stdout: string; stderr: string } {
+export function cli(
+  ns: Netns,
+  args: string[],
+  env: NodeJS.ProcessEnv = {},
+): { code: number | null; stdout: string; stderr: string } {
   const full = { OVN_GWMODE_OS_RELEASE: RHCOS_49_OS_RELEASE, ...process.env, ...env };
-  const r = spawnSync('ip', ['netns', 'exec', ns.name, process.execPath, CLI, ...args], { encoding: 'utf8', env: full });
+  const r = spawnSync('ip', ['netns', 'exec', ns.name, process.execPath, CLI, ...args], {
+    encoding: 'utf8',
+    env: full,
+  });
   return { code: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 
@@ -191,4 +233,3 @@ export async function withAgent(
     await fn({ ns, scratch, ovnkube, agent });
   });
 }
-

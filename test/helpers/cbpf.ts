@@ -34,11 +34,16 @@ export function runClassicBpf(program: Buffer, packet: Buffer, le = endianness()
         const mode = code & 0xe0;
         const size = ({ 0x00: 4, 0x08: 2, 0x10: 1 } as Record<number, 1 | 2 | 4>)[code & 0x18]!;
         let v: number | undefined;
-        if (mode === 0x00) v = k; // IMM
-        else if (mode === 0x80) v = packet.length; // LEN
-        else if (mode === 0x60) v = mem[k]!; // MEM
-        else if (mode === 0x20 && cls === 0x00) v = load(k, size); // ABS
-        else if (mode === 0x40 && cls === 0x00) v = load(x + k, size); // IND
+        if (mode === 0x00)
+          v = k; // IMM
+        else if (mode === 0x80)
+          v = packet.length; // LEN
+        else if (mode === 0x60)
+          v = mem[k]!; // MEM
+        else if (mode === 0x20 && cls === 0x00)
+          v = load(k, size); // ABS
+        else if (mode === 0x40 && cls === 0x00)
+          v = load(x + k, size); // IND
         else throw new Error(`cbpf: load 0x${code.toString(16)} not supported`);
         if (v === undefined) return 0;
         if (cls === 0x00) a = v >>> 0;
@@ -72,7 +77,16 @@ export function runClassicBpf(program: Buffer, packet: Buffer, le = endianness()
           break;
         }
         const operand = code & 0x08 ? x : k;
-        const taken = op === 0x10 ? a === operand : op === 0x20 ? a > operand : op === 0x30 ? a >= operand : op === 0x40 ? (a & operand) !== 0 : undefined;
+        const taken =
+          op === 0x10
+            ? a === operand
+            : op === 0x20
+              ? a > operand
+              : op === 0x30
+                ? a >= operand
+                : op === 0x40
+                  ? (a & operand) !== 0
+                  : undefined;
         if (taken === undefined) throw new Error(`cbpf: jump 0x${code.toString(16)} not supported`);
         pc += taken ? jt : jf;
         break;

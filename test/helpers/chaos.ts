@@ -16,7 +16,10 @@ import { Containerd, ovnkubeCommand, type Pod } from './containerd.js';
 import { seedNode } from './netns.js';
 import { int, pick, prng } from './prng.js';
 
-export const CHAOS_ROUTES = { local: '10.96.0.0/16 via 10.244.1.1 dev ovn-k8s-mp0', shared: '10.96.0.0/16 via 172.18.0.1 dev br-ex mtu 1400' } as const;
+export const CHAOS_ROUTES = {
+  local: '10.96.0.0/16 via 10.244.1.1 dev ovn-k8s-mp0',
+  shared: '10.96.0.0/16 via 172.18.0.1 dev br-ex mtu 1400',
+} as const;
 type Mode = keyof typeof CHAOS_ROUTES;
 
 export interface ChaosOptions {
@@ -78,7 +81,8 @@ export async function chaos(o: ChaosOptions): Promise<ChaosResult> {
     let kubeletFailed: Error | undefined;
     const followExit = async () => {
       if ((await c.state(current)) !== 'CONTAINER_EXITED') return;
-      if (!stoppedByRun.has(current) && migration >= 0) stopsPerMigration[migration] = (stopsPerMigration[migration] ?? 0) + 1;
+      if (!stoppedByRun.has(current) && migration >= 0)
+        stopsPerMigration[migration] = (stopsPerMigration[migration] ?? 0) + 1;
       current = await c.startContainer(pod, 'ovnkube-node', ++attempt, ovnkubeCommand(spec));
     };
     kubelet = (async () => {
@@ -111,7 +115,26 @@ export async function chaos(o: ChaosOptions): Promise<ChaosResult> {
       });
 
     scratch.writeMode(mode);
-    const args = ['--service-cidr', '10.96.0.0/16', '--mtu', '1400', '--log-level', 'info', '--restart', 'cri', '--cri-endpoint', c.socket, '--restart-grace', '5', '--restart-timeout', '3', '--restart-min-interval', '0', '--restart-max-per-hour', '100000'];
+    const args = [
+      '--service-cidr',
+      '10.96.0.0/16',
+      '--mtu',
+      '1400',
+      '--log-level',
+      'info',
+      '--restart',
+      'cri',
+      '--cri-endpoint',
+      c.socket,
+      '--restart-grace',
+      '5',
+      '--restart-timeout',
+      '3',
+      '--restart-min-interval',
+      '0',
+      '--restart-max-per-hour',
+      '100000',
+    ];
     const start = () => (live.agent = new AgentProcess(ns, scratch, args));
     const journalFile = path.join(scratch.stateDir, 'migration-journal.json');
     const journal = () => {
@@ -122,7 +145,11 @@ export async function chaos(o: ChaosOptions): Promise<ChaosResult> {
       }
     };
     let a = start();
-    await waitForStatus(a, (s) => s.phase === 'Converged' && s.desiredMode === 'shared', 'shared Converged at the start');
+    await waitForStatus(
+      a,
+      (s) => s.phase === 'Converged' && s.desiredMode === 'shared',
+      'shared Converged at the start',
+    );
 
     const killedAt: Record<string, number> = {};
     let kills = 0;
@@ -148,7 +175,12 @@ export async function chaos(o: ChaosOptions): Promise<ChaosResult> {
         if (stage === 'mode') await pause(int(rng, 100));
         else if (stage === 'start') await pause(int(rng, maxDelay));
         else {
-          const line = stage === 'plan' ? '"carrying out plan"' : stage === 'journaled' ? '"migration journaled: replacing the routes"' : 'restarting ovnkube-node';
+          const line =
+            stage === 'plan'
+              ? '"carrying out plan"'
+              : stage === 'journaled'
+                ? '"migration journaled: replacing the routes"'
+                : 'restarting ovnkube-node';
           for (let waited = 0; waited < 1200 && !a.output.includes(line); waited += 2) await pause(2);
           await pause(int(rng, stage === 'plan' ? 10 : stage === 'journaled' ? 3 : 40));
         }
@@ -161,8 +193,14 @@ export async function chaos(o: ChaosOptions): Promise<ChaosResult> {
         a = start();
       }
       const want = mode;
-      await waitForStatus(a, (s) => s.phase === 'Converged' && s.desiredMode === want && s.ovnkubeMode === want, `${want} Converged after migration ${migration + 1}`);
-      log(`migration ${migration + 1} to ${mode}: ${o.killsPerMigration} kills, ${stopsPerMigration[migration]} restart(s) by the agent`);
+      await waitForStatus(
+        a,
+        (s) => s.phase === 'Converged' && s.desiredMode === want && s.ovnkubeMode === want,
+        `${want} Converged after migration ${migration + 1}`,
+      );
+      log(
+        `migration ${migration + 1} to ${mode}: ${o.killsPerMigration} kills, ${stopsPerMigration[migration]} restart(s) by the agent`,
+      );
     }
     // A last look after the agent's restarts could have trailed: nothing more is stopped.
     await pause(500);

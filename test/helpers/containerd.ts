@@ -5,7 +5,16 @@ import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
 import { spawn, spawnSync, execFileSync, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { copyFileSync, existsSync, mkdirSync, readFileSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  readFileSync,
+  realpathSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { IDLE } from '../../src/demo/fake-ovnkube.js';
@@ -46,7 +55,11 @@ function copyWithLibraries(binary: string, rootfs: string, as: string): void {
 function buildImageTar(dir: string): string {
   const rootfs = path.join(dir, 'rootfs');
   mkdirSync(path.join(rootfs, 'bin'), { recursive: true });
-  copyWithLibraries(realpathSync(execFileSync('sh', ['-c', 'command -v busybox'], { encoding: 'utf8' }).trim()), rootfs, 'bin/busybox');
+  copyWithLibraries(
+    realpathSync(execFileSync('sh', ['-c', 'command -v busybox'], { encoding: 'utf8' }).trim()),
+    rootfs,
+    'bin/busybox',
+  );
   for (const applet of ['sh', 'sleep', 'true']) symlinkSync('busybox', path.join(rootfs, 'bin', applet));
   // The stand-in ovnkube-node: dash under the name ovnkube, so that its command line
   // reads `/usr/bin/ovnkube -c <loop> ovnkube --init-node ... --gateway-mode MODE`.
@@ -65,15 +78,26 @@ function buildImageTar(dir: string): string {
   writeFileSync(path.join(blobs, layerDigest), layer);
   const arch = process.arch === 'x64' ? 'amd64' : process.arch;
   const config = Buffer.from(
-    JSON.stringify({ architecture: arch, os: 'linux', config: { Cmd: ['/bin/sh', '-c', IDLE], Env: ['PATH=/usr/bin:/bin'] }, rootfs: { type: 'layers', diff_ids: [`sha256:${layerDigest}`] } }),
+    JSON.stringify({
+      architecture: arch,
+      os: 'linux',
+      config: { Cmd: ['/bin/sh', '-c', IDLE], Env: ['PATH=/usr/bin:/bin'] },
+      rootfs: { type: 'layers', diff_ids: [`sha256:${layerDigest}`] },
+    }),
   );
   writeFileSync(path.join(blobs, sha256(config)), config);
   const manifest = Buffer.from(
     JSON.stringify({
       schemaVersion: 2,
       mediaType: 'application/vnd.oci.image.manifest.v1+json',
-      config: { mediaType: 'application/vnd.oci.image.config.v1+json', digest: `sha256:${sha256(config)}`, size: config.length },
-      layers: [{ mediaType: 'application/vnd.oci.image.layer.v1.tar', digest: `sha256:${layerDigest}`, size: layer.length }],
+      config: {
+        mediaType: 'application/vnd.oci.image.config.v1+json',
+        digest: `sha256:${sha256(config)}`,
+        size: config.length,
+      },
+      layers: [
+        { mediaType: 'application/vnd.oci.image.layer.v1.tar', digest: `sha256:${layerDigest}`, size: layer.length },
+      ],
     }),
   );
   writeFileSync(path.join(blobs, sha256(manifest)), manifest);
@@ -144,7 +168,9 @@ export class Containerd {
     );
     // nsenter, not `ip netns exec`: the latter also remounts /sys in a mount namespace
     // of its own, which hides the cgroup mounts runc needs.
-    this.child = spawn('nsenter', [`--net=/run/netns/${ns.name}`, 'containerd', '--config', config], { stdio: ['ignore', 'pipe', 'pipe'] });
+    this.child = spawn('nsenter', [`--net=/run/netns/${ns.name}`, 'containerd', '--config', config], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     this.child.stdout!.on('data', (d: Buffer) => (this.log += d.toString()));
     this.child.stderr!.on('data', (d: Buffer) => (this.log += d.toString()));
   }
@@ -160,8 +186,12 @@ export class Containerd {
     for (let i = 0; i < 200 && !existsSync(c.socket); i++) await pause(50);
     if (!existsSync(c.socket)) throw new Error(`containerd did not start:\n${c.log.slice(-3000)}`);
     const tar = buildImageTar(path.join(dir, 'image'));
-    execFileSync('ctr', ['-a', c.socket, '-n', 'k8s.io', 'images', 'import', '--no-unpack=false', tar], { stdio: 'pipe' });
-    const def = grpc.loadPackageDefinition(protoLoader.loadSync(PROTO, { keepCase: false, longs: String, enums: String, defaults: true })) as any;
+    execFileSync('ctr', ['-a', c.socket, '-n', 'k8s.io', 'images', 'import', '--no-unpack=false', tar], {
+      stdio: 'pipe',
+    });
+    const def = grpc.loadPackageDefinition(
+      protoLoader.loadSync(PROTO, { keepCase: false, longs: String, enums: String, defaults: true }),
+    ) as any;
     c.client = new def.runtime.v1.RuntimeService(`unix://${c.socket}`, grpc.credentials.createInsecure());
     return c;
   }
@@ -169,7 +199,9 @@ export class Containerd {
   call<T = any>(method: string, req: object): Promise<T> {
     const fn = this.client[method] as Unary;
     return new Promise((resolve, reject) =>
-      fn.call(this.client, req, { deadline: Date.now() + 30_000 }, (err, res) => (err ? reject(err) : resolve(res as T))),
+      fn.call(this.client, req, { deadline: Date.now() + 30_000 }, (err, res) =>
+        err ? reject(err) : resolve(res as T),
+      ),
     );
   }
 

@@ -55,13 +55,26 @@ export class FakeDataplane implements Dataplane {
   setRoute(prefix: string, gateway: string, dev: string, mtu: number | null): void {
     const oif = this.linkList.find((l) => l.name === dev)?.index ?? null;
     this.table.set(prefix, [
-      { key: { prefix, family: prefix.includes(':') ? 6 : 4, table: 254, priority: 0 }, nextHop: { dev, oif, gateway, mtu }, protocol: 3, scope: 0, type: 1, tos: 0, multipath: false, unmodelled: [] },
+      {
+        key: { prefix, family: prefix.includes(':') ? 6 : 4, table: 254, priority: 0 },
+        nextHop: { dev, oif, gateway, mtu },
+        protocol: 3,
+        scope: 0,
+        type: 1,
+        tos: 0,
+        multipath: false,
+        unmodelled: [],
+      },
     ]);
   }
 
   nextHopOf(prefix: string): string {
     const r = this.table.get(prefix) ?? [];
-    return r.map((x) => `via ${x.nextHop.gateway} dev ${x.nextHop.dev}${x.nextHop.mtu === null ? '' : ` mtu ${x.nextHop.mtu}`}`).join(' | ');
+    return r
+      .map(
+        (x) => `via ${x.nextHop.gateway} dev ${x.nextHop.dev}${x.nextHop.mtu === null ? '' : ` mtu ${x.nextHop.mtu}`}`,
+      )
+      .join(' | ');
   }
 
   inject(fault: Fault): void {
@@ -106,14 +119,19 @@ export class FakeDataplane implements Dataplane {
     this.replaces.push(r);
     if (this.take('replace-eperm')) throw new NetlinkError(1, `route replace ${r.key.prefix}`);
     if (r.key.family === 6 && this.take('replace-v6-eperm')) throw new NetlinkError(1, `route replace ${r.key.prefix}`);
-    if (r.key.family === 6 && this.take('replace-v6-unreachable')) throw new NetlinkError(113, `route replace ${r.key.prefix}`);
+    if (r.key.family === 6 && this.take('replace-v6-unreachable'))
+      throw new NetlinkError(113, `route replace ${r.key.prefix}`);
     if (this.take('replace-silently-ignored')) return;
-    const existing = (this.table.get(r.key.prefix) ?? []).find((x) => x.key.table === r.key.table && x.key.priority === r.key.priority);
+    const existing = (this.table.get(r.key.prefix) ?? []).find(
+      (x) => x.key.table === r.key.table && x.key.priority === r.key.priority,
+    );
     // Like the kernel without NLM_F_CREATE: no route with this key, no route made.
     if (!existing) throw new NetlinkError(2, `route replace ${r.key.prefix}`);
     existing.nextHop = { ...r.to, dev: this.linkList.find((l) => l.index === r.to.oif)?.name ?? null };
-    if (this.take('replace-answer-lost')) throw new NetlinkTimeoutError(`route replace ${r.key.prefix}: no answer from the kernel in 10000 ms`);
-    if (!this.take('replace-unannounced')) this.emit({ kind: 'route', op: 'new', family: r.key.family, prefix: r.key.prefix, table: r.key.table });
+    if (this.take('replace-answer-lost'))
+      throw new NetlinkTimeoutError(`route replace ${r.key.prefix}: no answer from the kernel in 10000 ms`);
+    if (!this.take('replace-unannounced'))
+      this.emit({ kind: 'route', op: 'new', family: r.key.family, prefix: r.key.prefix, table: r.key.table });
     const after = this.afterReplace;
     this.afterReplace = null;
     after?.(r);

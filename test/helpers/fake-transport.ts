@@ -122,7 +122,8 @@ class FakeSocket implements NetlinkSocket {
 
   recv(): Buffer | null {
     if (this.closed) throw errnoError(9, 'EBADF', 'recvmsg');
-    if (this.kernel.take(this.groups.size > 0 ? 'enobufs' : 'request-enobufs')) throw errnoError(ENOBUFS, 'ENOBUFS', 'recvmsg');
+    if (this.kernel.take(this.groups.size > 0 ? 'enobufs' : 'request-enobufs'))
+      throw errnoError(ENOBUFS, 'ENOBUFS', 'recvmsg');
     return this.queue.shift() ?? null;
   }
 
@@ -179,7 +180,12 @@ export class FakeKernel implements NetlinkTransport {
   private dropWaiters: Array<() => void> = [];
 
   open(options: NetlinkOpenOptions, onReadable: (status: number, rearm: number) => void): NetlinkSocket {
-    const socket = new FakeSocket(this, this.nextPort++, new Set([...(options.groups ?? []), ...(options.optionalGroups ?? [])]), onReadable);
+    const socket = new FakeSocket(
+      this,
+      this.nextPort++,
+      new Set([...(options.groups ?? []), ...(options.optionalGroups ?? [])]),
+      onReadable,
+    );
     this.sockets.add(socket);
     return socket;
   }
@@ -195,7 +201,11 @@ export class FakeKernel implements NetlinkTransport {
 
   /** Asserts that every armed fault was consumed. */
   assertAllConsumed(): void {
-    assert.deepEqual([...this.armed].filter(([, n]) => n > 0), [], 'every injected fault was consumed');
+    assert.deepEqual(
+      [...this.armed].filter(([, n]) => n > 0),
+      [],
+      'every injected fault was consumed',
+    );
   }
 
   take(fault: Fault): boolean {
@@ -256,7 +266,8 @@ export class FakeKernel implements NetlinkTransport {
     }
     let answer = this.answer(socket, msg, kind);
     if (this.take('truncated-reply')) answer = [answer[0]!.subarray(0, answer[0]!.length - 6), ...answer.slice(1)];
-    if (this.take('stale-reply')) answer = [encodeError(socket.portId, { ...msg, seq: msg.seq - 1 }, ENOENT), ...answer];
+    if (this.take('stale-reply'))
+      answer = [encodeError(socket.portId, { ...msg, seq: msg.seq - 1 }, ENOENT), ...answer];
     socket.deliver(answer);
   }
 
@@ -264,20 +275,25 @@ export class FakeKernel implements NetlinkTransport {
     const port = socket.portId;
     switch (kind) {
       case 'link-dump':
-        return this.dump(msg, port, this.links.map((l) => (flags: number) => encodeLink(RTM_NEWLINK, flags, msg.seq, port, l)));
+        return this.dump(
+          msg,
+          port,
+          this.links.map((l) => (flags: number) => encodeLink(RTM_NEWLINK, flags, msg.seq, port, l)),
+        );
       case 'address-dump':
         return this.dump(
           msg,
           port,
-          this.addresses.map((a) => (flags: number) =>
-            encodeAddress(RTM_NEWADDR, flags, msg.seq, port, {
-              family: a.family === 4 ? AF_INET : AF_INET6,
-              index: a.linkIndex,
-              prefixLength: a.prefixLength,
-              address: parseAddress(a.address).bytes,
-              tentative: a.tentative,
-              dadFailed: a.dadFailed,
-            }),
+          this.addresses.map(
+            (a) => (flags: number) =>
+              encodeAddress(RTM_NEWADDR, flags, msg.seq, port, {
+                family: a.family === 4 ? AF_INET : AF_INET6,
+                index: a.linkIndex,
+                prefixLength: a.prefixLength,
+                address: parseAddress(a.address).bytes,
+                tentative: a.tentative,
+                dadFailed: a.dadFailed,
+              }),
           ),
         );
       case 'route-dump': {
@@ -287,9 +303,15 @@ export class FakeKernel implements NetlinkTransport {
         this.beforeRouteDump?.();
         const request = decodeRoute(msg.data);
         const family: Family = request.family === AF_INET ? 4 : 6;
-        const rows = this.routes.filter((r) => familyOf(r.prefix) === family && r.table === request.table).map((r) => ({ ...r }));
+        const rows = this.routes
+          .filter((r) => familyOf(r.prefix) === family && r.table === request.table)
+          .map((r) => ({ ...r }));
         this.afterRouteDump?.();
-        return this.dump(msg, port, rows.map((r) => (flags: number) => encodeFakeRoute(RTM_NEWROUTE, flags, msg.seq, port, r)));
+        return this.dump(
+          msg,
+          port,
+          rows.map((r) => (flags: number) => encodeFakeRoute(RTM_NEWROUTE, flags, msg.seq, port, r)),
+        );
       }
       case 'replace':
         return [this.replace(msg, port)];
@@ -301,7 +323,10 @@ export class FakeKernel implements NetlinkTransport {
   /** Rows, two to a datagram (so datagrams carry several messages), then DONE. */
   private dump(request: NetlinkMessage, port: number, rows: Array<(flags: number) => Buffer>): Buffer[] {
     const flags = NLM_F_MULTI | (this.take('dump-interrupted') ? NLM_F_DUMP_INTR : 0);
-    const messages = [...rows.map((row) => row(flags)), encodeDone(request.seq, port, 0, undefined, flags & NLM_F_DUMP_INTR)];
+    const messages = [
+      ...rows.map((row) => row(flags)),
+      encodeDone(request.seq, port, 0, undefined, flags & NLM_F_DUMP_INTR),
+    ];
     const datagrams: Buffer[] = [];
     for (let i = 0; i < messages.length; i += 2) datagrams.push(Buffer.concat(messages.slice(i, i + 2)));
     return datagrams;
@@ -355,4 +380,3 @@ export function route(
 ): FakeRoute {
   return { prefix, table: 254, priority: 0, tos: 0, protocol: 3, scope: 0, type: 1, gateway, oif, mtu, ...extra };
 }
-

@@ -49,14 +49,21 @@ export function quietBody(dir: string): string {
  * With `args`, the child instead exec's the stand-in's binary again with those arguments
  * (a real child ovnkube, with another command line).
  */
-export async function withForkedOvnkube(fn: (parent: number, child: number) => Promise<void>, args?: string[]): Promise<void> {
+export async function withForkedOvnkube(
+  fn: (parent: number, child: number) => Promise<void>,
+  args?: string[],
+): Promise<void> {
   const dir = mkdtempSync(path.join(tmpdir(), 'gwmode-fork-'));
   const binary = path.join(dir, 'ovnkube');
   copyFileSync('/bin/sh', binary);
   chmodSync(binary, 0o755);
   const block = quietBody(dir);
   const forked = args === undefined ? `( ${block} ) &` : `'${binary}' -c "${block}" ${args.join(' ')} &`;
-  const parent = spawn(binary, ['-c', `${forked} ${block}`, 'ovnkube', '--init-node', 'node1', '--gateway-mode', 'local'], { stdio: 'ignore', detached: true });
+  const parent = spawn(
+    binary,
+    ['-c', `${forked} ${block}`, 'ovnkube', '--init-node', 'node1', '--gateway-mode', 'local'],
+    { stdio: 'ignore', detached: true },
+  );
   try {
     await new Promise((resolve, reject) => parent.once('spawn', resolve).once('error', reject));
     const child = await until(() => childOf(parent.pid!), `a child of the stand-in ${parent.pid}`);
@@ -65,7 +72,10 @@ export async function withForkedOvnkube(fn: (parent: number, child: number) => P
       assert.equal(readFileSync(`/proc/${child}/comm`, 'utf8'), 'ovnkube\n');
       assert.deepEqual(readFileSync(`/proc/${child}/cmdline`), readFileSync(`/proc/${parent.pid}/cmdline`));
     } else {
-      await until(() => (readFileSync(`/proc/${child}/cmdline`, 'utf8').includes(args.join('\0')) ? true : undefined), `the child ${child} exec'ing ${args.join(' ')}`);
+      await until(
+        () => (readFileSync(`/proc/${child}/cmdline`, 'utf8').includes(args.join('\0')) ? true : undefined),
+        `the child ${child} exec'ing ${args.join(' ')}`,
+      );
     }
     await fn(parent.pid!, child);
   } finally {

@@ -15,9 +15,54 @@ export interface HostileCase {
   abrupt: boolean;
 }
 
-const PATHS = ['/status', '/healthz', '/readyz', '/', '/metrics', '/../../etc/passwd', '/%2e%2e/%2e%2e/etc/shadow', '//etc/passwd', '/status/../../../proc/self/environ', '/__proto__', '/constructor', '/status%00.json', '/healthz?x=' + 'a'.repeat(100), '*', 'http://localhost/status', 'file:///etc/passwd'];
-const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS', 'TRACE', 'CONNECT', 'PROPFIND', 'get', 'G ET', 'GETT', '\x00GET', 'BREW', 'X'.repeat(300)];
-const VERSIONS = ['HTTP/1.1', 'HTTP/1.0', 'HTTP/0.9', 'HTTP/2.0', 'HTTP/9.9', 'HTTP/1.1x', 'http/1.1', '', 'HTTP/1.1 extra', 'HTTP/01.1'];
+const PATHS = [
+  '/status',
+  '/healthz',
+  '/readyz',
+  '/',
+  '/metrics',
+  '/../../etc/passwd',
+  '/%2e%2e/%2e%2e/etc/shadow',
+  '//etc/passwd',
+  '/status/../../../proc/self/environ',
+  '/__proto__',
+  '/constructor',
+  '/status%00.json',
+  '/healthz?x=' + 'a'.repeat(100),
+  '*',
+  'http://localhost/status',
+  'file:///etc/passwd',
+];
+const METHODS = [
+  'GET',
+  'HEAD',
+  'POST',
+  'PUT',
+  'DELETE',
+  'PATCH',
+  'OPTIONS',
+  'TRACE',
+  'CONNECT',
+  'PROPFIND',
+  'get',
+  'G ET',
+  'GETT',
+  '\x00GET',
+  'BREW',
+  'X'.repeat(300),
+];
+const VERSIONS = [
+  'HTTP/1.1',
+  'HTTP/1.0',
+  'HTTP/0.9',
+  'HTTP/2.0',
+  'HTTP/9.9',
+  'HTTP/1.1x',
+  'http/1.1',
+  '',
+  'HTTP/1.1 extra',
+  'HTTP/01.1',
+];
 
 const req = (method: string, path: string, headers: string[], body = ''): string =>
   `${method} ${path} HTTP/1.1\r\n${['Host: localhost', ...headers].join('\r\n')}\r\n\r\n${body}`;
@@ -45,19 +90,43 @@ const MAKERS: Record<string, Maker> = {
     const size = pick(rng, [8000, 9000, 16_384, 65_536, 262_144]);
     return { chunks: [b(req('GET', '/healthz', [`X-Big: ${'a'.repeat(size)}`]))], requests: 1 };
   },
-  'many headers': (rng) => ({ chunks: [b(req('GET', '/status', Array.from({ length: 100 + int(rng, 2000) }, (_, i) => `X-H${i}: v`)))], requests: 1 }),
-  'huge URL': (rng) => ({ chunks: [b(req('GET', '/' + 'a'.repeat(pick(rng, [1025, 4000, 9000, 100_000])), []))], requests: 1 }),
-  'bad header': (rng) =>
-    ({
-      chunks: [
-        b(
-          req('GET', '/healthz', [
-            pick(rng, ['Bad Header: x', ': empty-name', 'X-A:\x00nul', 'X-A: \r x', 'No-Colon', ' Folded: x', 'X-A: a\r\n continued', 'Host: a', 'Host: a\r\nHost: b', 'X-\x7f: y']),
-          ]),
+  'many headers': (rng) => ({
+    chunks: [
+      b(
+        req(
+          'GET',
+          '/status',
+          Array.from({ length: 100 + int(rng, 2000) }, (_, i) => `X-H${i}: v`),
         ),
-      ],
-      requests: 1,
-    }),
+      ),
+    ],
+    requests: 1,
+  }),
+  'huge URL': (rng) => ({
+    chunks: [b(req('GET', '/' + 'a'.repeat(pick(rng, [1025, 4000, 9000, 100_000])), []))],
+    requests: 1,
+  }),
+  'bad header': (rng) => ({
+    chunks: [
+      b(
+        req('GET', '/healthz', [
+          pick(rng, [
+            'Bad Header: x',
+            ': empty-name',
+            'X-A:\x00nul',
+            'X-A: \r x',
+            'No-Colon',
+            ' Folded: x',
+            'X-A: a\r\n continued',
+            'Host: a',
+            'Host: a\r\nHost: b',
+            'X-\x7f: y',
+          ]),
+        ]),
+      ),
+    ],
+    requests: 1,
+  }),
   smuggling: (rng) => {
     const v = pick(rng, [
       ['Content-Length: 5', 'Transfer-Encoding: chunked'],
@@ -72,13 +141,21 @@ const MAKERS: Record<string, Maker> = {
       ['Transfer-Encoding: chunked'],
     ]);
     const body = v.some((h) => /chunked/.test(h))
-      ? pick(rng, ['0\r\n\r\nGET /status HTTP/1.1\r\nHost: x\r\n\r\n', 'ffffffffffffffff\r\nx\r\n', '5;ext=' + 'e'.repeat(5000) + '\r\nhello\r\n0\r\n\r\n', 'zz\r\n', '1\nX\n0\n\n'])
+      ? pick(rng, [
+          '0\r\n\r\nGET /status HTTP/1.1\r\nHost: x\r\n\r\n',
+          'ffffffffffffffff\r\nx\r\n',
+          '5;ext=' + 'e'.repeat(5000) + '\r\nhello\r\n0\r\n\r\n',
+          'zz\r\n',
+          '1\nX\n0\n\n',
+        ])
       : 'GET /status HTTP/1.1\r\nHost: x\r\n\r\n';
     return { chunks: [b(req(pick(rng, ['GET', 'POST']), '/healthz', v, body))], requests: 2 };
   },
   pipelining: (rng) => {
     const n = 2 + int(rng, 30);
-    const text = Array.from({ length: n }, () => req(pick(rng, ['GET', 'HEAD', 'POST', 'GET']), pick(rng, PATHS.slice(0, 5)), [])).join('');
+    const text = Array.from({ length: n }, () =>
+      req(pick(rng, ['GET', 'HEAD', 'POST', 'GET']), pick(rng, PATHS.slice(0, 5)), []),
+    ).join('');
     return { chunks: [b(text)], requests: n };
   },
   'bare LF and split writes': (rng) => {
@@ -90,7 +167,11 @@ const MAKERS: Record<string, Maker> = {
     const text = req('GET', pick(rng, PATHS.slice(0, 3)), []);
     return { chunks: [b(text.slice(0, int(rng, text.length + 1)))], requests: 1, abrupt: true };
   },
-  'unread body': (rng) => ({ chunks: [b(req('GET', '/healthz', ['Content-Length: 100000'], 'x'.repeat(int(rng, 1000))))], requests: 1, abrupt: rng() < 0.5 }),
+  'unread body': (rng) => ({
+    chunks: [b(req('GET', '/healthz', ['Content-Length: 100000'], 'x'.repeat(int(rng, 1000))))],
+    requests: 1,
+    abrupt: rng() < 0.5,
+  }),
 };
 
 export const KINDS = Object.keys(MAKERS);

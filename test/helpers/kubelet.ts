@@ -4,7 +4,17 @@
 // projected the way kubelet's atomic writer does (..data swapped by rename), CRI log
 // lines, and a process's effective capabilities. Anything the translation does not
 // know fails loudly instead of being left out: the test must run what the manifest says.
-import { existsSync, mkdirSync, readFileSync, readlinkSync, renameSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  readFileSync,
+  readlinkSync,
+  renameSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import path from 'node:path';
 
 // Manifests are untyped YAML.
@@ -12,18 +22,55 @@ export type Manifest = Record<string, any>;
 
 /** Linux capability numbers (linux/capability.h), index = bit. */
 const CAPS = [
-  'CHOWN', 'DAC_OVERRIDE', 'DAC_READ_SEARCH', 'FOWNER', 'FSETID', 'KILL', 'SETGID', 'SETUID', 'SETPCAP',
-  'LINUX_IMMUTABLE', 'NET_BIND_SERVICE', 'NET_BROADCAST', 'NET_ADMIN', 'NET_RAW', 'IPC_LOCK', 'IPC_OWNER',
-  'SYS_MODULE', 'SYS_RAWIO', 'SYS_CHROOT', 'SYS_PTRACE', 'SYS_PACCT', 'SYS_ADMIN', 'SYS_BOOT', 'SYS_NICE',
-  'SYS_RESOURCE', 'SYS_TIME', 'SYS_TTY_CONFIG', 'MKNOD', 'LEASE', 'AUDIT_WRITE', 'AUDIT_CONTROL', 'SETFCAP',
-  'MAC_OVERRIDE', 'MAC_ADMIN', 'SYSLOG', 'WAKE_ALARM', 'BLOCK_SUSPEND', 'AUDIT_READ', 'PERFMON', 'BPF',
+  'CHOWN',
+  'DAC_OVERRIDE',
+  'DAC_READ_SEARCH',
+  'FOWNER',
+  'FSETID',
+  'KILL',
+  'SETGID',
+  'SETUID',
+  'SETPCAP',
+  'LINUX_IMMUTABLE',
+  'NET_BIND_SERVICE',
+  'NET_BROADCAST',
+  'NET_ADMIN',
+  'NET_RAW',
+  'IPC_LOCK',
+  'IPC_OWNER',
+  'SYS_MODULE',
+  'SYS_RAWIO',
+  'SYS_CHROOT',
+  'SYS_PTRACE',
+  'SYS_PACCT',
+  'SYS_ADMIN',
+  'SYS_BOOT',
+  'SYS_NICE',
+  'SYS_RESOURCE',
+  'SYS_TIME',
+  'SYS_TTY_CONFIG',
+  'MKNOD',
+  'LEASE',
+  'AUDIT_WRITE',
+  'AUDIT_CONTROL',
+  'SETFCAP',
+  'MAC_OVERRIDE',
+  'MAC_ADMIN',
+  'SYSLOG',
+  'WAKE_ALARM',
+  'BLOCK_SUSPEND',
+  'AUDIT_READ',
+  'PERFMON',
+  'BPF',
   'CHECKPOINT_RESTORE',
 ];
 
 /** The named set (CapEff, CapBnd, ...) of /proc/PID/status (or that file's path), as names without CAP_. */
 export function capabilities(pid: number | string, set = 'CapEff'): string[] {
   const file = typeof pid === 'number' ? `/proc/${pid}/status` : pid;
-  const line = readFileSync(file, 'utf8').split('\n').find((l) => l.startsWith(`${set}:`));
+  const line = readFileSync(file, 'utf8')
+    .split('\n')
+    .find((l) => l.startsWith(`${set}:`));
   if (!line) throw new Error(`no ${set} in ${file}`);
   const bits = BigInt(`0x${line.split(/\s+/)[1]}`);
   return CAPS.filter((_, i) => (bits >> BigInt(i)) & 1n).sort();
@@ -81,15 +128,37 @@ const NAMESPACE = { NODE: 'NODE', POD: 'POD', CONTAINER: 'CONTAINER' } as const;
 /** The sandbox config kubelet makes for the pod of a DaemonSet. */
 export function sandboxConfig(ds: Manifest, podName: string, logDirectory: string): Manifest {
   const spec = ds.spec.template.spec;
-  const known = new Set(['hostNetwork', 'hostPID', 'dnsPolicy', 'priorityClassName', 'tolerations', 'terminationGracePeriodSeconds', 'containers', 'volumes', 'serviceAccountName', 'automountServiceAccountToken', 'securityContext', 'nodeSelector', 'affinity']);
+  const known = new Set([
+    'hostNetwork',
+    'hostPID',
+    'dnsPolicy',
+    'priorityClassName',
+    'tolerations',
+    'terminationGracePeriodSeconds',
+    'containers',
+    'volumes',
+    'serviceAccountName',
+    'automountServiceAccountToken',
+    'securityContext',
+    'nodeSelector',
+    'affinity',
+  ]);
   const unknown = Object.keys(spec).filter((k) => !known.has(k));
   if (unknown.length) throw new Error(`the test's kubelet does not know pod fields ${unknown.join(', ')}`);
-  const namespaceOptions = { network: spec.hostNetwork ? NAMESPACE.NODE : NAMESPACE.POD, pid: spec.hostPID ? NAMESPACE.NODE : NAMESPACE.CONTAINER, ipc: NAMESPACE.POD };
+  const namespaceOptions = {
+    network: spec.hostNetwork ? NAMESPACE.NODE : NAMESPACE.POD,
+    pid: spec.hostPID ? NAMESPACE.NODE : NAMESPACE.CONTAINER,
+    ipc: NAMESPACE.POD,
+  };
   return {
     metadata: { name: podName, uid: `uid-${podName}`, namespace: ds.metadata.namespace, attempt: 0 },
     hostname: '',
     logDirectory,
-    labels: { ...ds.spec.template.metadata.labels, 'io.kubernetes.pod.namespace': ds.metadata.namespace, 'io.kubernetes.pod.name': podName },
+    labels: {
+      ...ds.spec.template.metadata.labels,
+      'io.kubernetes.pod.namespace': ds.metadata.namespace,
+      'io.kubernetes.pod.name': podName,
+    },
     linux: { securityContext: { namespaceOptions } },
   };
 }
@@ -106,7 +175,15 @@ export function containerConfig(
 ): Manifest {
   const spec = ds.spec.template.spec;
   const sc = container.securityContext ?? {};
-  const known = new Set(['capabilities', 'readOnlyRootFilesystem', 'runAsUser', 'runAsNonRoot', 'allowPrivilegeEscalation', 'seccompProfile', 'privileged']);
+  const known = new Set([
+    'capabilities',
+    'readOnlyRootFilesystem',
+    'runAsUser',
+    'runAsNonRoot',
+    'allowPrivilegeEscalation',
+    'seccompProfile',
+    'privileged',
+  ]);
   const unknown = Object.keys(sc).filter((k) => !known.has(k));
   if (unknown.length) throw new Error(`the test's kubelet does not know securityContext fields ${unknown.join(', ')}`);
   if (sc.privileged) throw new Error('a privileged container is not what the test runs');
@@ -122,7 +199,8 @@ export function containerConfig(
       const hostPath = opts.host.path(volume.hostPath.path);
       if (volume.hostPath.type === 'DirectoryOrCreate') mkdirSync(hostPath, { recursive: true, mode: 0o755 });
       // kubelet's check of type File (stat: a symlink to a file passes, as on RHCOS's /etc/os-release).
-      if (volume.hostPath.type === 'File' && !statSync(hostPath, { throwIfNoEntry: false })?.isFile()) throw new Error(`hostPath ${volume.hostPath.path}: not a file`);
+      if (volume.hostPath.type === 'File' && !statSync(hostPath, { throwIfNoEntry: false })?.isFile())
+        throw new Error(`hostPath ${volume.hostPath.path}: not a file`);
       return { containerPath: m.mountPath, hostPath, readonly: Boolean(m.readOnly) };
     }
     if (volume?.configMap) {
@@ -150,11 +228,27 @@ export function containerConfig(
     linux: {
       securityContext: {
         capabilities: { addCapabilities: sc.capabilities?.add ?? [], dropCapabilities: sc.capabilities?.drop ?? [] },
-        namespaceOptions: { network: spec.hostNetwork ? NAMESPACE.NODE : NAMESPACE.POD, pid: spec.hostPID ? NAMESPACE.NODE : NAMESPACE.CONTAINER, ipc: NAMESPACE.POD },
+        namespaceOptions: {
+          network: spec.hostNetwork ? NAMESPACE.NODE : NAMESPACE.POD,
+          pid: spec.hostPID ? NAMESPACE.NODE : NAMESPACE.CONTAINER,
+          ipc: NAMESPACE.POD,
+        },
         ...(sc.runAsUser !== undefined ? { runAsUser: { value: String(sc.runAsUser) } } : {}),
         readonlyRootfs: Boolean(sc.readOnlyRootFilesystem),
         noNewPrivs: sc.allowPrivilegeEscalation === false,
-        ...(seccomp ? { seccomp: { profileType: seccomp.type === 'Localhost' ? 'Localhost' : seccomp.type === 'Unconfined' ? 'Unconfined' : 'RuntimeDefault', localhostRef: seccomp.localhostProfile ?? '' } } : {}),
+        ...(seccomp
+          ? {
+              seccomp: {
+                profileType:
+                  seccomp.type === 'Localhost'
+                    ? 'Localhost'
+                    : seccomp.type === 'Unconfined'
+                      ? 'Unconfined'
+                      : 'RuntimeDefault',
+                localhostRef: seccomp.localhostProfile ?? '',
+              },
+            }
+          : {}),
       },
     },
   };

@@ -62,7 +62,10 @@ export class MemoryJournal {
     this.saves++;
     if (this.fail(this.saves)) {
       this.failed++;
-      throw new JournalWriteError('/state/migration-journal.json', Object.assign(new Error('ENOSPC: no space left on device, write'), { code: 'ENOSPC' }));
+      throw new JournalWriteError(
+        '/state/migration-journal.json',
+        Object.assign(new Error('ENOSPC: no space left on device, write'), { code: 'ENOSPC' }),
+      );
     }
     this.data = structuredClone(d);
   }
@@ -117,7 +120,10 @@ export function makeAgent(r: Rig, config = seedConfig()) {
       strategy: r.strategy,
       journal: r.journal,
       probe: async (hint) => ((r.probes ??= []).push(hint?.routeEventOnly ?? false), r.ovnkube),
-      log: pino({ level: 'info' }, { write: (line: string) => void logs.push(JSON.parse(line) as { level: number; msg: string }) }),
+      log: pino(
+        { level: 'info' },
+        { write: (line: string) => void logs.push(JSON.parse(line) as { level: number; msg: string }) },
+      ),
       readMode: async () => ((r.reads = (r.reads ?? 0) + 1), r.read),
       watchMode: () => ({ close: async () => undefined }),
       clock: { now: () => r.now, wall: () => r.now + (r.wallOffset ?? 0) },

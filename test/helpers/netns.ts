@@ -19,4 +19,3 @@ export function skipWithoutKernel(t: TestContext): boolean {
   t.skip(kernelSkipReason);
   return true;
 }
-

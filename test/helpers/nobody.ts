@@ -61,10 +61,32 @@ const MOUNT_THEN_EXEC = 'mount --bind "$1" "$2" && cd / && shift 2 && exec "$@"'
 export function asNobody(args: string[], groups: string[] = ['--clear-groups']): string[] {
   const at = checkoutView();
   const seen = args.map((a) => a.split(`${CHECKOUT}/`).join(`${at}/`));
-  return ['unshare', '--mount', '--propagation', 'private', 'sh', '-c', MOUNT_THEN_EXEC, 'sh', CHECKOUT, at, 'setpriv', '--reuid', String(NOBODY), '--regid', String(NOBODY), ...groups, ...seen];
+  return [
+    'unshare',
+    '--mount',
+    '--propagation',
+    'private',
+    'sh',
+    '-c',
+    MOUNT_THEN_EXEC,
+    'sh',
+    CHECKOUT,
+    at,
+    'setpriv',
+    '--reuid',
+    String(NOBODY),
+    '--regid',
+    String(NOBODY),
+    ...groups,
+    ...seen,
+  ];
 }
 
-export function runAsNobody(args: string[], options: Partial<SpawnSyncOptionsWithStringEncoding> = {}, groups?: string[]) {
+export function runAsNobody(
+  args: string[],
+  options: Partial<SpawnSyncOptionsWithStringEncoding> = {},
+  groups?: string[],
+) {
   const [command, ...rest] = asNobody(args, groups);
   const r = spawnSync(command!, rest, { encoding: 'utf8', timeout: 60_000, ...options });
   return { code: r.status, stdout: r.stdout, stderr: r.stderr };

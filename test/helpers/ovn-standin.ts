@@ -44,5 +44,7 @@ export function startBody(version: Version, mode: 'local' | 'shared', marks: str
           ...(mode === 'shared' ? [`ip route add ${serviceRouteOf('4.8', 'shared')} 2>/dev/null`] : []),
         ]
       : [`ip route add ${serviceRouteOf(version, mode)} 2>/dev/null`];
-  return [`t0=$(date +%s%N)`, ...startUp.map((c) => `${c} || :`), `echo "$t0 $(date +%s%N)" >> ${marks}`, IDLE].join('; ');
+  return [`t0=$(date +%s%N)`, ...startUp.map((c) => `${c} || :`), `echo "$t0 $(date +%s%N)" >> ${marks}`, IDLE].join(
+    '; ',
+  );
 }

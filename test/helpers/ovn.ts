@@ -33,13 +33,23 @@ export const BED = {
   masqNextHop: '169.254.169.4',
 } as const;
 
-const BINARIES = ['ovsdb-tool', 'ovsdb-server', 'ovs-vswitchd', 'ovs-vsctl', 'ovn-northd', 'ovn-controller', 'ovn-nbctl', 'ethtool'];
+const BINARIES = [
+  'ovsdb-tool',
+  'ovsdb-server',
+  'ovs-vswitchd',
+  'ovs-vsctl',
+  'ovn-northd',
+  'ovn-controller',
+  'ovn-nbctl',
+  'ethtool',
+];
 
 /** Why the OVN bed cannot run here, or undefined when it can. */
 export const ovnSkipReason: string | undefined = (() => {
   if (kernelSkipReason) return kernelSkipReason;
   const missing = BINARIES.filter((b) => spawnSync('sh', ['-c', `command -v ${b}`]).status !== 0);
-  if (missing.length > 0) return `${missing.join(', ')} not installed (apt-get install openvswitch-switch ovn-central ovn-host ethtool; .ci/run does)`;
+  if (missing.length > 0)
+    return `${missing.join(', ')} not installed (apt-get install openvswitch-switch ovn-central ovn-host ethtool; .ci/run does)`;
   if (!existsSync('/dev/net/tun')) return '/dev/net/tun is missing (userspace OVS internal ports are taps)';
   return undefined;
 })();
@@ -77,7 +87,9 @@ export class ServiceProbe {
   private readonly waiters: Array<() => void> = [];
 
   constructor(nodeNs: string) {
-    this.child = spawn('ip', ['netns', 'exec', nodeNs, process.execPath, PROBE, BED.vip, '80', '20', '500'], { stdio: ['ignore', 'pipe', 'inherit'] });
+    this.child = spawn('ip', ['netns', 'exec', nodeNs, process.execPath, PROBE, BED.vip, '80', '20', '500'], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
     this.child.stdout!.on('data', (d: Buffer) => {
       this.pending += d.toString();
       const lines = this.pending.split('\n');
@@ -123,7 +135,11 @@ export class OvnBed {
 
   static up(options: BedOptions = {}): OvnBed {
     const bed = new OvnBed(options);
-    const env = { ...bed.env, GATEWAY_ROUTER: options.gatewayRouter ? '1' : '0', SWITCH_LB: options.switchLb === false ? '0' : '1' };
+    const env = {
+      ...bed.env,
+      GATEWAY_ROUTER: options.gatewayRouter ? '1' : '0',
+      SWITCH_LB: options.switchLb === false ? '0' : '1',
+    };
     const r = spawnSync('bash', [path.join(BED_DIR, 'up.sh'), bed.name], { env, encoding: 'utf8' });
     if (r.status !== 0) {
       bed.down();
@@ -149,7 +165,9 @@ export class OvnBed {
   vswitchdRestarts(): number {
     const log = path.join(this.dir, 'run', this.name, 'log', 'ovs-vswitchd.log');
     if (!existsSync(log)) return 0;
-    return readFileSync(log, 'utf8').split('\n').filter((l) => /EMER|died, killed/.test(l)).length;
+    return readFileSync(log, 'utf8')
+      .split('\n')
+      .filter((l) => /EMER|died, killed/.test(l)).length;
   }
 
   probe(): ServiceProbe {
@@ -170,7 +188,11 @@ export class OvnBed {
  * restarted during it, the series is INVALID: it is said (t.diagnostic and stderr) and run
  * once more on a fresh bed; a second spoilt series fails the test.
  */
-export async function withOvnSeries(t: TestContext, options: BedOptions, series: (bed: OvnBed) => Promise<void>): Promise<void> {
+export async function withOvnSeries(
+  t: TestContext,
+  options: BedOptions,
+  series: (bed: OvnBed) => Promise<void>,
+): Promise<void> {
   for (let attempt = 1; ; attempt++) {
     const bed = OvnBed.up(options);
     let restarts = 0;
@@ -192,7 +214,8 @@ export async function withOvnSeries(t: TestContext, options: BedOptions, series:
 }
 
 /** Probes of `results` that failed and started in [from, to) (epoch ms). */
-export const failedIn = (results: ProbeResult[], from: number, to = Infinity): ProbeResult[] => results.filter((r) => !r.ok && r.start >= from && r.start < to);
+export const failedIn = (results: ProbeResult[], from: number, to = Infinity): ProbeResult[] =>
+  results.filter((r) => !r.ok && r.start >= from && r.start < to);
 
 /** Windows [start, end] (epoch ms) the stand-in wrote to its marks file (ns). */
 export function standinWindows(marks: string): Array<[number, number]> {

@@ -36,10 +36,46 @@ export const CLUSTER = {
  */
 export function ovnkubeArgv(release: Release, mode: 'local' | 'shared', binary = '/usr/bin/ovnkube'): string[] {
   const db = (port: number) => ['ssl:10.0.0.3', 'ssl:10.0.0.4', 'ssl:10.0.0.5'].map((h) => `${h}:${port}`).join(',');
-  const tls = (which: 'nb' | 'sb') => [`--${which}-client-privkey`, '/ovn-cert/tls.key', `--${which}-client-cert`, '/ovn-cert/tls.crt', `--${which}-client-cacert`, '/ovn-ca/ca-bundle.crt', `--${which}-cert-common-name`, 'ovn'];
-  const head = [binary, '--init-node', CLUSTER.node, '--nb-address', db(9641), '--sb-address', db(9642), ...tls('nb'), ...tls('sb'), '--config-file=/run/ovnkube-config/ovnkube.conf', '--loglevel', '4', '--inactivity-probe=180000', '--gateway-mode', mode, '--gateway-interface', 'br-ex'];
+  const tls = (which: 'nb' | 'sb') => [
+    `--${which}-client-privkey`,
+    '/ovn-cert/tls.key',
+    `--${which}-client-cert`,
+    '/ovn-cert/tls.crt',
+    `--${which}-client-cacert`,
+    '/ovn-ca/ca-bundle.crt',
+    `--${which}-cert-common-name`,
+    'ovn',
+  ];
+  const head = [
+    binary,
+    '--init-node',
+    CLUSTER.node,
+    '--nb-address',
+    db(9641),
+    '--sb-address',
+    db(9642),
+    ...tls('nb'),
+    ...tls('sb'),
+    '--config-file=/run/ovnkube-config/ovnkube.conf',
+    '--loglevel',
+    '4',
+    '--inactivity-probe=180000',
+    '--gateway-mode',
+    mode,
+    '--gateway-interface',
+    'br-ex',
+  ];
   if (isLegacy(release)) return [...head, '--metrics-bind-address', '127.0.0.1:29103', '--metrics-enable-pprof'];
-  return [...head, '--metrics-bind-address', '127.0.0.1:29103', '--ovn-metrics-bind-address', '127.0.0.1:29105', '--metrics-enable-pprof', '--export-ovs-metrics', '--disable-snat-multiple-gws'];
+  return [
+    ...head,
+    '--metrics-bind-address',
+    '127.0.0.1:29103',
+    '--ovn-metrics-bind-address',
+    '127.0.0.1:29105',
+    '--metrics-enable-pprof',
+    '--export-ovs-metrics',
+    '--disable-snat-multiple-gws',
+  ];
 }
 
 /**

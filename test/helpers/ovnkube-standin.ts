@@ -23,7 +23,11 @@ export function standinBinary(): string {
   const dir = mkdtempSync(path.join(tmpdir(), 'gwmode-standin-'));
   process.once('exit', () => rmSync(dir, { recursive: true, force: true }));
   const binary = path.join(dir, 'ovnkube');
-  const cc = spawnSync('cc', ['-O2', '-Wall', '-Wextra', '-Werror', '-o', binary, path.join(FIXTURES, 'ovnkube-standin.c')], { encoding: 'utf8' });
+  const cc = spawnSync(
+    'cc',
+    ['-O2', '-Wall', '-Wextra', '-Werror', '-o', binary, path.join(FIXTURES, 'ovnkube-standin.c')],
+    { encoding: 'utf8' },
+  );
   if (cc.status !== 0) throw new Error(`building the ovnkube stand-in failed: ${cc.stderr}`);
   compiled = binary;
   return binary;
@@ -112,6 +116,8 @@ export class StandinOvnkube {
       if ((log.match(/standin: started/g) ?? []).length >= count) return;
       await new Promise((r) => setTimeout(r, 50));
     }
-    throw new Error(`the ovnkube stand-in (${this.release}) never finished its start ${count}; its log:\n${this.log()}`);
+    throw new Error(
+      `the ovnkube stand-in (${this.release}) never finished its start ${count}; its log:\n${this.log()}`,
+    );
   }
 }

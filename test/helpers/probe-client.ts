@@ -46,7 +46,15 @@ export class Probe {
 
   constructor(ns: Netns, options: ProbeOptions = {}) {
     const config = JSON.stringify({ subscriptionBuffer: options.subscriptionBuffer });
-    this.child = spawn('ip', ['netns', 'exec', ns.name, ...(options.prefix ?? []), process.execPath, probePath, config]);
+    this.child = spawn('ip', [
+      'netns',
+      'exec',
+      ns.name,
+      ...(options.prefix ?? []),
+      process.execPath,
+      probePath,
+      config,
+    ]);
     this.child.stderr.on('data', (d: Buffer) => (this.stderr += d.toString()));
     readline.createInterface({ input: this.child.stdout }).on('line', (line) => this.onLine(line));
     this.child.on('exit', () => {
@@ -56,7 +64,12 @@ export class Probe {
   }
 
   private onLine(line: string): void {
-    const msg = JSON.parse(line) as { id?: number; result?: unknown; error?: Record<string, unknown>; event?: ProbeEvent };
+    const msg = JSON.parse(line) as {
+      id?: number;
+      result?: unknown;
+      error?: Record<string, unknown>;
+      event?: ProbeEvent;
+    };
     if (msg.event) {
       this.events.push(msg.event);
       for (const w of this.eventWaiters.splice(0)) w();
@@ -102,7 +115,8 @@ export class Probe {
       const found = this.events.slice(from).find(pred);
       if (found) return found;
       const left = deadline - Date.now();
-      if (left <= 0) throw new Error(`no matching event in ${limitMs} ms; got ${JSON.stringify(this.events.slice(from))}`);
+      if (left <= 0)
+        throw new Error(`no matching event in ${limitMs} ms; got ${JSON.stringify(this.events.slice(from))}`);
       await new Promise<void>((resolve) => {
         const timer = setTimeout(resolve, left);
         this.eventWaiters.push(() => {

@@ -43,7 +43,16 @@ export class PrometheusServer {
     );
     this.child = spawn(
       'ip',
-      ['netns', 'exec', ns.name, 'prometheus', `--config.file=${config}`, `--storage.tsdb.path=${data}`, `--web.listen-address=${LISTEN}`, '--log.level=warn'],
+      [
+        'netns',
+        'exec',
+        ns.name,
+        'prometheus',
+        `--config.file=${config}`,
+        `--storage.tsdb.path=${data}`,
+        `--web.listen-address=${LISTEN}`,
+        '--log.level=warn',
+      ],
       { stdio: ['ignore', 'pipe', 'pipe'] },
     );
     this.child.stdout!.on('data', (d: Buffer) => (this.output += d.toString()));
@@ -52,7 +61,19 @@ export class PrometheusServer {
   }
 
   private get(urlPath: string, params: Record<string, string> = {}): { code: number; body: string } {
-    const args = ['netns', 'exec', this.ns.name, 'curl', '-s', '--max-time', '5', '-w', '\n%{http_code}', '-G', `http://${LISTEN}${urlPath}`];
+    const args = [
+      'netns',
+      'exec',
+      this.ns.name,
+      'curl',
+      '-s',
+      '--max-time',
+      '5',
+      '-w',
+      '\n%{http_code}',
+      '-G',
+      `http://${LISTEN}${urlPath}`,
+    ];
     for (const [k, v] of Object.entries(params)) args.push('--data-urlencode', `${k}=${v}`);
     const r = spawnSync('ip', args, { encoding: 'utf8' });
     const lines = (r.stdout ?? '').trimEnd().split('\n');
@@ -64,7 +85,9 @@ export class PrometheusServer {
   query(promql: string): Sample[] {
     const r = this.get('/api/v1/query', { query: promql });
     if (r.code !== 200) throw new Error(`query ${promql}: HTTP ${r.code}: ${r.body}`);
-    const body = JSON.parse(r.body) as { data: { resultType: string; result: Array<{ metric: Record<string, string>; value: [number, string] }> } };
+    const body = JSON.parse(r.body) as {
+      data: { resultType: string; result: Array<{ metric: Record<string, string>; value: [number, string] }> };
+    };
     return body.data.result.map((s) => ({ metric: s.metric, value: Number(s.value[1]) }));
   }
 
@@ -86,7 +109,9 @@ export class PrometheusServer {
       if (pred(last)) return last;
       await pause(250);
     }
-    throw new Error(`Prometheus never showed ${what}; ${promql} gave ${JSON.stringify(last)}\nprometheus output:\n${this.output.slice(-2000)}`);
+    throw new Error(
+      `Prometheus never showed ${what}; ${promql} gave ${JSON.stringify(last)}\nprometheus output:\n${this.output.slice(-2000)}`,
+    );
   }
 
   async stop(): Promise<void> {

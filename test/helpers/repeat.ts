@@ -15,7 +15,8 @@
 // sd_notify, metrics), grpc-js (CRI, containerd, chaos), chokidar and fs watching, timers.
 import type { TestContext } from 'node:test';
 
-export const REPEAT_SKIP_REASON = 'runtime-independent: ran under the first runtime of this CI run (GWMODE_SUITE_REPEAT=1)';
+export const REPEAT_SKIP_REASON =
+  'runtime-independent: ran under the first runtime of this CI run (GWMODE_SUITE_REPEAT=1)';
 
 /** Skips the test loudly on the suite's repeat under a second runtime. Returns true when skipped. */
 export function skipOnRepeat(t: TestContext): boolean {

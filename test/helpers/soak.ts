@@ -114,8 +114,11 @@ const fdTargets = (pid: number): string[] =>
 const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /** A gauge's series by their `type` label, from a scrape. */
 const byType = (text: string, name: string): Record<string, number> =>
-  Object.fromEntries([...text.matchAll(new RegExp(`^${name}\\{type="([^"]*)"\\} (\\S+)$`, 'gm'))].map((m) => [m[1]!, Number(m[2])]));
-const sum = (o: Record<string, number>): number | null => (Object.keys(o).length === 0 ? null : Object.values(o).reduce((a, b) => a + b, 0));
+  Object.fromEntries(
+    [...text.matchAll(new RegExp(`^${name}\\{type="([^"]*)"\\} (\\S+)$`, 'gm'))].map((m) => [m[1]!, Number(m[2])]),
+  );
+const sum = (o: Record<string, number>): number | null =>
+  Object.keys(o).length === 0 ? null : Object.values(o).reduce((a, b) => a + b, 0);
 const metric = (text: string, name: string) => {
   const m = new RegExp(`^${name} (\\S+)$`, 'm').exec(text);
   return m ? Number(m[1]) : null;
@@ -140,10 +143,35 @@ export async function soak(o: SoakOptions): Promise<SoakResult> {
     const writeMode = (mode: string) => volume.update({ mode });
     writeMode('local');
     ovnkube.start('local');
-    const args = ['--mode-file', volume.dir, '--service-cidr', '10.96.0.0/16', '--mtu', '1400', '--log-level', 'error', '--restart', 'none', '--ovnkube-mode-check', 'off', '--resync-interval', '1', '--restart-min-interval', '0', '--restart-max-per-hour', '1000000'];
+    const args = [
+      '--mode-file',
+      volume.dir,
+      '--service-cidr',
+      '10.96.0.0/16',
+      '--mtu',
+      '1400',
+      '--log-level',
+      'error',
+      '--restart',
+      'none',
+      '--ovnkube-mode-check',
+      'off',
+      '--resync-interval',
+      '1',
+      '--restart-min-interval',
+      '0',
+      '--restart-max-per-hour',
+      '1000000',
+    ];
     // Node's flags as the launchers give them (the systemd unit, the image, the .deb's unit;
     // test/packaging/launch-flags.test.ts); SOAK_NODE_OPTIONS='' runs without.
-    agent = new AgentProcess(ns, scratch, args, { NODE_OPTIONS: process.env.SOAK_NODE_OPTIONS ?? SHIPPED_NODE_FLAGS.join(' ') }, MEASURED);
+    agent = new AgentProcess(
+      ns,
+      scratch,
+      args,
+      { NODE_OPTIONS: process.env.SOAK_NODE_OPTIONS ?? SHIPPED_NODE_FLAGS.join(' ') },
+      MEASURED,
+    );
     const a = agent;
     await waitForStatus(a, (s) => s.routes[0]?.inSync === true, 'the first migration');
     const pid = a.child.pid!;
@@ -159,7 +187,16 @@ export async function soak(o: SoakOptions): Promise<SoakResult> {
     const sample = (flips: number) => {
       const lag = /.*"soakEventLoopP99Ms":([0-9.e+-]+)/s.exec(a.output);
       lagP99Ms = lag ? Number(lag[1]) : null;
-      const s = { flips, rssKb: rssKb(pid), fds: fds(pid), lagP99Ms, idleP99Ms, handles: sum(handleTypes), resources: sum(resourceTypes), resourceTypes };
+      const s = {
+        flips,
+        rssKb: rssKb(pid),
+        fds: fds(pid),
+        lagP99Ms,
+        idleP99Ms,
+        handles: sum(handleTypes),
+        resources: sum(resourceTypes),
+        resourceTypes,
+      };
       samples.push(s);
       return s;
     };
@@ -192,7 +229,7 @@ export async function soak(o: SoakOptions): Promise<SoakResult> {
     let flaps = 0;
     let mode = 'local';
     let warm: Sample | undefined;
-    for (let i = 0; i < o.flips; ) {
+    for (let i = 0; i < o.flips;) {
       for (let k = 0; k < o.flipsPerTurn && i < o.flips; k++, i++) {
         mode = mode === 'local' ? 'shared' : 'local';
         writeMode(mode);
@@ -207,7 +244,9 @@ export async function soak(o: SoakOptions): Promise<SoakResult> {
       if (Date.now() - lastSample >= o.sampleEveryMs) {
         lastSample = Date.now();
         const s = sample(i);
-        log(`${i} flips, ${flaps} flaps, ${requests} requests: RSS ${s.rssKb} kB, ${s.fds} fds, ${s.handles} handles, ${s.resources} resources ${JSON.stringify(s.resourceTypes)}, event-loop p99 ${s.lagP99Ms?.toFixed(1)} ms (an idle process beside it: ${s.idleP99Ms?.toFixed(1)} ms)`);
+        log(
+          `${i} flips, ${flaps} flaps, ${requests} requests: RSS ${s.rssKb} kB, ${s.fds} fds, ${s.handles} handles, ${s.resources} resources ${JSON.stringify(s.resourceTypes)}, event-loop p99 ${s.lagP99Ms?.toFixed(1)} ms (an idle process beside it: ${s.idleP99Ms?.toFixed(1)} ms)`,
+        );
       }
     }
     const seconds = (Date.now() - t0) / 1000;
@@ -225,10 +264,21 @@ export async function soak(o: SoakOptions): Promise<SoakResult> {
     // The end: a last mode, taken in (a migration to it may start only now); then the
     // new ovnkube-node that the last migration waits for, and that lifts a suspension.
     writeMode('local');
-    await waitForStatus(a, (s) => s.desiredMode === 'local' && s.lastError === null && (s.routes[0]?.inSync === true || s.routes[0]?.repairsSuspended != null), 'the last mode taken in').catch(() => undefined);
+    await waitForStatus(
+      a,
+      (s) =>
+        s.desiredMode === 'local' &&
+        s.lastError === null &&
+        (s.routes[0]?.inSync === true || s.routes[0]?.repairsSuspended != null),
+      'the last mode taken in',
+    ).catch(() => undefined);
     ovnkube.start('local');
     let endError = '';
-    const last = await waitForStatus(a, (s) => s.phase === 'Converged' && s.desiredMode === 'local', 'Converged at the end').catch((err: Error) => {
+    const last = await waitForStatus(
+      a,
+      (s) => s.phase === 'Converged' && s.desiredMode === 'local',
+      'Converged at the end',
+    ).catch((err: Error) => {
       endError = err.message.slice(0, 3000);
       return undefined;
     });
@@ -238,7 +288,11 @@ export async function soak(o: SoakOptions): Promise<SoakResult> {
     await poller;
     const metrics = await get(scratch.socket, '/metrics').catch(() => ({ code: 0, body: '' }));
     const modeChanges = metric(metrics.body, 'ovn_gwmode_desired_mode_changes_total') ?? -1;
-    const replaces = [...metrics.body.matchAll(/^ovn_gwmode_route_replaces_total\{direction="to_(?:local|shared)",result="done"\} (\d+)$/gm)].reduce((n, m) => n + Number(m[1]), 0);
+    const replaces = [
+      ...metrics.body.matchAll(
+        /^ovn_gwmode_route_replaces_total\{direction="to_(?:local|shared)",result="done"\} (\d+)$/gm,
+      ),
+    ].reduce((n, m) => n + Number(m[1]), 0);
     // The end's handles are those of the last scrape, made after the poller stopped.
     handleTypes = byType(metrics.body, 'nodejs_active_handles');
     resourceTypes = byType(metrics.body, 'nodejs_active_resources');

@@ -4,7 +4,17 @@
 // is never written and this checkout is visible at its own path. It enables none of
 // the host's units: the bed is a node with only what the test installs.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmdirSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import path from 'node:path';
@@ -95,7 +105,15 @@ export class SystemdBed {
     mkdirSync(path.join(this.dir, 'bed'));
     this.launcher = spawn(
       'bash',
-      ['-c', 'echo $$ > "$1/cgroup.procs" && exec nsenter --net="/run/netns/$2" unshare --mount --pid --fork --cgroup --uts --ipc --kill-child bash "$3/inner.sh" "$3/bed" "$4"', 'launcher', this.cgroup, ns.name, this.dir, CHECKOUT],
+      [
+        '-c',
+        'echo $$ > "$1/cgroup.procs" && exec nsenter --net="/run/netns/$2" unshare --mount --pid --fork --cgroup --uts --ipc --kill-child bash "$3/inner.sh" "$3/bed" "$4"',
+        'launcher',
+        this.cgroup,
+        ns.name,
+        this.dir,
+        CHECKOUT,
+      ],
       { stdio: ['ignore', 'pipe', 'pipe'], detached: true },
     );
     this.launcher.stdout!.on('data', (d: Buffer) => (this.output += d.toString()));
@@ -116,7 +134,8 @@ export class SystemdBed {
       // Until its private bus socket exists, systemctl cannot connect.
       for (let i = 0; i < 200 && !existsSync(bed.path('/run/systemd/private')); i++) await pause(50);
       const r = await bed.runAsync(['systemctl', 'is-system-running', '--wait'], 60_000);
-      if (!['running', 'degraded'].includes(r.stdout.trim())) throw new Error(`systemd is ${r.stdout.trim()}: ${r.stderr}\n${bed.output}`);
+      if (!['running', 'degraded'].includes(r.stdout.trim()))
+        throw new Error(`systemd is ${r.stdout.trim()}: ${r.stderr}\n${bed.output}`);
       return bed;
     } catch (err) {
       await bed.shutdown();
@@ -131,14 +150,19 @@ export class SystemdBed {
 
   /** Runs a command in the bed's namespaces. */
   run(cmd: string[]): { status: number | null; stdout: string; stderr: string } {
-    const r = spawnSync('nsenter', ['-t', String(this.pid), '-m', '-p', '-u', '-i', '-n', '-C', '--', ...cmd], { encoding: 'utf8', timeout: 60_000 });
+    const r = spawnSync('nsenter', ['-t', String(this.pid), '-m', '-p', '-u', '-i', '-n', '-C', '--', ...cmd], {
+      encoding: 'utf8',
+      timeout: 60_000,
+    });
     return { status: r.status, stdout: r.stdout ?? '', stderr: r.stderr ?? '' };
   }
 
   /** Like run, without blocking the event loop (for commands that wait). */
   runAsync(cmd: string[], timeoutMs: number): Promise<{ status: number | null; stdout: string; stderr: string }> {
     return new Promise((resolve) => {
-      const child = spawn('nsenter', ['-t', String(this.pid), '-m', '-p', '-u', '-i', '-n', '-C', '--', ...cmd], { stdio: ['ignore', 'pipe', 'pipe'] });
+      const child = spawn('nsenter', ['-t', String(this.pid), '-m', '-p', '-u', '-i', '-n', '-C', '--', ...cmd], {
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
       let stdout = '';
       let stderr = '';
       child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
@@ -164,7 +188,9 @@ export class SystemdBed {
 
   async shutdown(): Promise<void> {
     if (this.pid) this.run(['systemctl', 'poweroff', '--no-block']);
-    const exited = new Promise((r) => (this.launcher.exitCode !== null || this.launcher.signalCode !== null ? r(null) : this.launcher.once('exit', r)));
+    const exited = new Promise((r) =>
+      this.launcher.exitCode !== null || this.launcher.signalCode !== null ? r(null) : this.launcher.once('exit', r),
+    );
     await Promise.race([exited, bound(15_000)]);
     if (this.launcher.exitCode === null && this.launcher.signalCode === null) {
       process.kill(this.launcher.pid!, 'SIGKILL');

@@ -12,7 +12,10 @@ export interface Tool {
 
 /** `binary` looked up on PATH once; `install` says how to get it (e.g. "apt-get install prometheus"). */
 export function tool(binary: string, install: string): Tool {
-  const skipReason = spawnSync('sh', ['-c', `command -v ${binary}`]).status === 0 ? undefined : `${binary} is not installed (${install}; .ci/run does)`;
+  const skipReason =
+    spawnSync('sh', ['-c', `command -v ${binary}`]).status === 0
+      ? undefined
+      : `${binary} is not installed (${install}; .ci/run does)`;
   return {
     skipReason,
     skipWithout(t) {

@@ -41,17 +41,21 @@ interface Case {
   conf: boolean;
 }
 
-const nameOf = (c: Case) => `${c.release} ${c.start} desired=${c.desired} --layout ${c.layout} ${c.conf ? 'with' : 'without'} ovnkube.conf`;
+const nameOf = (c: Case) =>
+  `${c.release} ${c.start} desired=${c.desired} --layout ${c.layout} ${c.conf ? 'with' : 'without'} ovnkube.conf`;
 
 /** The host's os-release is there on every RHCOS node; the legacy-layout rows of 4.8/4.9 play a node with no evidence. */
 const hasOsRelease = (c: Case) => !(isLegacy(c.release) && c.layout === 'legacy');
-const converges = (c: Case) => isLegacy(c.release) && !c.release.endsWith('-fixed') && c.start === 'local-bug' && c.desired === 'local';
+const converges = (c: Case) =>
+  isLegacy(c.release) && !c.release.endsWith('-fixed') && c.start === 'local-bug' && c.desired === 'local';
 
 /** The agent can be told where the host's os-release is (branch `platform`). */
 const OS_RELEASE_FLAG = Object.hasOwn(COMMAND_OPTIONS.apply, 'os-release');
 /** Rows that only os-release can identify as 4.8/4.9 wait for that flag. */
 const skipReason = (c: Case) =>
-  !OS_RELEASE_FLAG && isLegacy(c.release) && c.layout === 'auto' ? 'the agent has no --os-release yet (branch platform): a 4.8/4.9 node with --layout auto has no other evidence' : undefined;
+  !OS_RELEASE_FLAG && isLegacy(c.release) && c.layout === 'auto'
+    ? 'the agent has no --os-release yet (branch platform): a 4.8/4.9 node with --layout auto has no other evidence'
+    : undefined;
 
 const ovnkubeModeOf = (start: Start): Mode => (start === 'shared' ? 'shared' : 'local');
 
@@ -80,7 +84,8 @@ type Node = Awaited<ReturnType<typeof makeNode>>;
 
 function agentArgs(c: Case, node: Node): string[] {
   return [
-    '--layout', c.layout,
+    '--layout',
+    c.layout,
     ...(c.conf ? ['--ovnkube-config', node.standin.confPath] : ['--service-cidr', '10.96.0.0/16']),
     ...(OS_RELEASE_FLAG && hasOsRelease(c) ? ['--os-release', node.osReleasePath] : []),
   ];
@@ -90,7 +95,9 @@ function agentArgs(c: Case, node: Node): string[] {
 function ipBatch(ns: Netns, commands: string[]): Promise<string> {
   return new Promise((resolve, reject) => {
     const child = execFile('ip', ['-4', '-n', ns.name, '-batch', '-'], { encoding: 'utf8' }, (err, stdout, stderr) =>
-      err ? reject(new Error(`ip -4 -n ${ns.name} -batch (${commands.join('; ')}): ${stderr || err.message}`)) : resolve(stdout),
+      err
+        ? reject(new Error(`ip -4 -n ${ns.name} -batch (${commands.join('; ')}): ${stderr || err.message}`))
+        : resolve(stdout),
     );
     child.stdin!.end(commands.join('\n') + '\n');
   });
@@ -111,7 +118,8 @@ async function kernelView(ns: Netns): Promise<string> {
   const table = lines.slice(0, firstLink);
   let i = firstLink;
   const links: string[] = [];
-  for (; i < lines.length && (isLink(lines[i]!) || /^\s/.test(lines[i]!)); i++) if (isLink(lines[i]!)) links.push(lines[i]!.split(':')[1]!.trim());
+  for (; i < lines.length && (isLink(lines[i]!) || /^\s/.test(lines[i]!)); i++)
+    if (isLink(lines[i]!)) links.push(lines[i]!.split(':')[1]!.trim());
   const lookup = lines[i];
   if (!lookup) throw new Error(`no route lookup in the kernel's answer:\n${lines.join('\n')}`);
   return [table.join('\n'), links.sort().join(' '), lookup].join('\n');
@@ -122,8 +130,25 @@ async function expectNothing(c: Case, node: Node): Promise<void> {
   const before = await kernelView(node.ns);
   const starts = node.standin.starts;
   node.scratch.writeMode(c.desired);
-  const args = ['netns', 'exec', node.ns.name, process.execPath, CLI, 'apply', '--json', '--mode-file', node.scratch.modeFile, '--state-dir', node.scratch.stateDir, ...agentArgs(c, node)];
-  const r = await run('ip', args).catch((err: { stdout?: string; stderr?: string; code?: number }) => ({ stdout: err.stdout ?? '', stderr: err.stderr ?? '', code: err.code }));
+  const args = [
+    'netns',
+    'exec',
+    node.ns.name,
+    process.execPath,
+    CLI,
+    'apply',
+    '--json',
+    '--mode-file',
+    node.scratch.modeFile,
+    '--state-dir',
+    node.scratch.stateDir,
+    ...agentArgs(c, node),
+  ];
+  const r = await run('ip', args).catch((err: { stdout?: string; stderr?: string; code?: number }) => ({
+    stdout: err.stdout ?? '',
+    stderr: err.stderr ?? '',
+    code: err.code,
+  }));
   let plan: { layout: string; reasonCodes: string[]; applied: number };
   try {
     plan = JSON.parse(r.stdout) as typeof plan;
@@ -150,14 +175,23 @@ async function expectConvergence(c: Case): Promise<void> {
   try {
     node.scratch.writeMode(c.desired);
     const agent = new AgentProcess(node.ns, node.scratch, agentArgs(c, node));
-    const standin = () => `\nthe stand-in: ${node.standin.starts} start(s), exits ${JSON.stringify(node.standin.exits)}; its log:\n${node.standin.log()}`;
+    const standin = () =>
+      `\nthe stand-in: ${node.standin.starts} start(s), exits ${JSON.stringify(node.standin.exits)}; its log:\n${node.standin.log()}`;
     try {
-      await waitForStatus(agent, (s) => s.phase === 'Converged' && s.restart?.count === 1, 'Converged after one restart').catch((err: Error) => {
+      await waitForStatus(
+        agent,
+        (s) => s.phase === 'Converged' && s.restart?.count === 1,
+        'Converged after one restart',
+      ).catch((err: Error) => {
         throw new Error(err.message.slice(0, 3000) + standin());
       });
       // The new ovnkube-node's start flushed mp0 and put the route back there itself.
       await node.standin.ready(2);
-      const s = await waitForStatus(agent, (s) => s.phase === 'Converged' && s.routes.every((r) => r.inSync), 'Converged after the new ovnkube-node');
+      const s = await waitForStatus(
+        agent,
+        (s) => s.phase === 'Converged' && s.routes.every((r) => r.inSync),
+        'Converged after the new ovnkube-node',
+      );
       assert.equal(s.restart?.count, 1);
       assert.equal(node.standin.starts, 2, 'one restart: the first ovnkube-node and its successor');
       assert.deepEqual(node.ns.routes('10.96.0.0/16'), ['10.96.0.0/16 via 10.244.1.1 dev ovn-k8s-mp0']);
@@ -172,7 +206,12 @@ async function expectConvergence(c: Case): Promise<void> {
 }
 
 /** The apply cases of one node, one after another; a case that changed the node gets it rebuilt for the next. */
-async function runGroup(release: Release, start: Start, cases: Case[], results: Map<Case, Error | null>): Promise<void> {
+async function runGroup(
+  release: Release,
+  start: Start,
+  cases: Case[],
+  results: Map<Case, Error | null>,
+): Promise<void> {
   let node = await makeNode(release, start);
   try {
     for (const c of cases) {
@@ -193,9 +232,11 @@ async function runGroup(release: Release, start: Start, cases: Case[], results: 
 /** Runs the jobs, `width` at a time. */
 async function pool(jobs: Array<() => Promise<void>>, width: number): Promise<void> {
   let next = 0;
-  await Promise.all(Array.from({ length: width }, async () => {
-    while (next < jobs.length) await jobs[next++]!();
-  }));
+  await Promise.all(
+    Array.from({ length: width }, async () => {
+      while (next < jobs.length) await jobs[next++]!();
+    }),
+  );
 }
 
 test('the matrix: 4.8/4.9 shared -> local converges with one restart; every other case changes and restarts nothing', async (t: TestContext) => {
@@ -206,15 +247,28 @@ test('the matrix: 4.8/4.9 shared -> local converges with one restart; every othe
     return;
   }
   const cases: Case[] = [];
-  for (const release of RELEASES) for (const start of STARTS) for (const desired of ['local', 'shared'] as const) for (const layout of LAYOUTS) for (const conf of [true, false]) cases.push({ release, start, desired, layout, conf });
+  for (const release of RELEASES)
+    for (const start of STARTS)
+      for (const desired of ['local', 'shared'] as const)
+        for (const layout of LAYOUTS)
+          for (const conf of [true, false]) cases.push({ release, start, desired, layout, conf });
   const runnable = cases.filter((c) => skipReason(c) === undefined);
-  if (runnable.length < cases.length) process.stderr.write(`MATRIX: ${cases.length - runnable.length} rows SKIPPED: ${skipReason(cases.find((c) => skipReason(c))!)}\n`);
+  if (runnable.length < cases.length)
+    process.stderr.write(
+      `MATRIX: ${cases.length - runnable.length} rows SKIPPED: ${skipReason(cases.find((c) => skipReason(c))!)}\n`,
+    );
 
   const results = new Map<Case, Error | null>();
   // The daemon cases first, by themselves: beside the apply groups' processes, a
   // restarted stand-in was once seen not reaped for 30 s (to be understood; see the report).
   const daemons = runnable.filter(converges).map((c) => async () => {
-    results.set(c, await expectConvergence(c).then(() => null, (err: Error) => err));
+    results.set(
+      c,
+      await expectConvergence(c).then(
+        () => null,
+        (err: Error) => err,
+      ),
+    );
   });
   await pool(daemons, 2);
   const groups: Array<() => Promise<void>> = [];
@@ -227,7 +281,9 @@ test('the matrix: 4.8/4.9 shared -> local converges with one restart; every othe
   await pool(groups, 3);
 
   const failed = runnable.filter((c) => results.get(c) !== null);
-  t.diagnostic(`matrix: ${cases.length} cases, ${runnable.length} run (${runnable.filter(converges).length} converging, by the daemon), ${cases.length - runnable.length} skipped, ${failed.length} failed`);
+  t.diagnostic(
+    `matrix: ${cases.length} cases, ${runnable.length} run (${runnable.filter(converges).length} converging, by the daemon), ${cases.length - runnable.length} skipped, ${failed.length} failed`,
+  );
   for (const c of cases) {
     const reason = skipReason(c);
     await t.test(nameOf(c), reason ? { skip: reason } : {}, () => {
@@ -237,7 +293,7 @@ test('the matrix: 4.8/4.9 shared -> local converges with one restart; every othe
   }
 });
 
-test("mid-upgrade 4.9 -> 4.10: ovnkube-node 4.10 runs local over its br-ex route on a node whose os-release still says 4.9: the daemon changes nothing and restarts nothing", async (t: TestContext) => {
+test('mid-upgrade 4.9 -> 4.10: ovnkube-node 4.10 runs local over its br-ex route on a node whose os-release still says 4.9: the daemon changes nothing and restarts nothing', async (t: TestContext) => {
   if (skipOnRepeat(t)) return;
   if (kernelSkipReason) {
     process.stderr.write(`SKIPPED (${kernelSkipReason}): ${t.name}\n`);
@@ -250,15 +306,33 @@ test("mid-upgrade 4.9 -> 4.10: ovnkube-node 4.10 runs local over its br-ex route
   try {
     const before = await kernelView(node.ns);
     node.scratch.writeMode('local');
-    const agent = new AgentProcess(node.ns, node.scratch, ['--layout', 'auto', '--service-cidr', '10.96.0.0/16', '--os-release', node.osReleasePath]);
+    const agent = new AgentProcess(node.ns, node.scratch, [
+      '--layout',
+      'auto',
+      '--service-cidr',
+      '10.96.0.0/16',
+      '--os-release',
+      node.osReleasePath,
+    ]);
     try {
-      const first = await waitForStatus(agent, (s) => s.lastReconcile !== null && s.phase !== 'Waiting', 'a first decision');
+      const first = await waitForStatus(
+        agent,
+        (s) => s.lastReconcile !== null && s.phase !== 'Waiting',
+        'a first decision',
+      );
       assert.equal(first.phase, 'Converged', JSON.stringify(first.reasons));
       assert.equal(first.reasonCodes[0], 'RoutingViaHostLayout', JSON.stringify(first.reasons));
       assert.equal(first.platform.release, '4.10+');
-      assert.match(first.platform.evidence, /^ovnkube-node's command line has --export-ovs-metrics \(pid \d+\), rendered by the 4\.10\+ network operator only$/);
+      assert.match(
+        first.platform.evidence,
+        /^ovnkube-node's command line has --export-ovs-metrics \(pid \d+\), rendered by the 4\.10\+ network operator only$/,
+      );
       // A later pass (the periodic resync) decides the same: still nothing.
-      await waitForStatus(agent, (s) => s.lastReconcile !== null && s.lastReconcile !== first.lastReconcile, 'a later pass');
+      await waitForStatus(
+        agent,
+        (s) => s.lastReconcile !== null && s.lastReconcile !== first.lastReconcile,
+        'a later pass',
+      );
       assert.equal(await kernelView(node.ns), before, 'the kernel changed');
       assert.equal(node.standin.starts, 1, 'ovnkube-node restarted');
       assert.equal(agent.logs().filter((l) => String(l.msg).startsWith('replaced route')).length, 0);

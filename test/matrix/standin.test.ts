@@ -50,7 +50,10 @@ test("is a process named ovnkube whose argv is CNO's, word for word, and which t
     const argv = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').slice(0, -1);
     assert.deepEqual(argv, ovnkubeArgv('4.9', 'local', standinBinary()));
     assert.deepEqual(parseOvnkubeCmdline(argv), { modeFlag: 'local', release410Plus: null });
-    assert.deepEqual(parseOvnkubeCmdline(ovnkubeArgv('4.10', 'local')), { modeFlag: 'local', release410Plus: '--export-ovs-metrics' });
+    assert.deepEqual(parseOvnkubeCmdline(ovnkubeArgv('4.10', 'local')), {
+      modeFlag: 'local',
+      release410Plus: '--export-ovs-metrics',
+    });
   });
 });
 
@@ -63,7 +66,10 @@ test('4.8 and 4.9 local mode after shared: the br-ex route stays, the add fails 
       await standin.ready();
       while (count(standin.log(), MISSING) < 3) await new Promise((r) => setTimeout(r, 50));
       assert.deepEqual(ns.routes('10.96.0.0/16'), [SHARED], release);
-      assert.match(standin.log(), /Ignoring error RTNETLINK answers: File exists from 'route add 10\.96\.0\.0\/16 via 10\.244\.1\.1'/);
+      assert.match(
+        standin.log(),
+        /Ignoring error RTNETLINK answers: File exists from 'route add 10\.96\.0\.0\/16 via 10\.244\.1\.1'/,
+      );
       // br-local and ovn-k8s-gw0 169.254.0.1/20: local mode's node access bridge.
       assert.match(ns.ip('-4 addr show dev ovn-k8s-gw0'), /inet 169\.254\.0\.1\/20 /);
       assert.match(ns.ip('link show ovn-k8s-gw0'), /master br-local/);
@@ -145,7 +151,11 @@ test('4.12 routes services via the masquerade next hop 169.254.169.4 in both mod
 test('in an upgrade window ovnkube-node routes services via mp0: 4.8/4.9 in shared mode, 4.10+ in both modes', async (t) => {
   if (skipOnRepeat(t)) return;
   if (skipWithoutKernel(t)) return;
-  const cases: Array<[Release, 'local' | 'shared']> = [['4.8', 'shared'], ['4.10', 'local'], ['4.10', 'shared']];
+  const cases: Array<[Release, 'local' | 'shared']> = [
+    ['4.8', 'shared'],
+    ['4.10', 'local'],
+    ['4.10', 'shared'],
+  ];
   for (const [release, mode] of cases) {
     await withStandin(release, { seed: 'local', topology: 'old' }, async (ns, standin) => {
       standin.start(mode);

@@ -14,7 +14,9 @@ import { within } from '../helpers/wait.js';
 const ARGS = ['--service-cidr', '10.96.0.0/16', '--mtu', '1400'];
 
 function scrape(socket: string): string {
-  const r = spawnSync('curl', ['-sf', '--max-time', '10', '--unix-socket', socket, 'http://localhost/metrics'], { encoding: 'utf8' });
+  const r = spawnSync('curl', ['-sf', '--max-time', '10', '--unix-socket', socket, 'http://localhost/metrics'], {
+    encoding: 'utf8',
+  });
   assert.equal(r.status, 0, `curl /metrics: ${r.stderr}`);
   return r.stdout;
 }
@@ -53,7 +55,11 @@ test('a real Prometheus scraping the agent sees the phase move and the replace c
       const one = (s: Sample[]) => s.length === 1 && s[0]!.value === 1;
       await prom.until('up{job="ovn-gwmode-agent"}', one, 'the agent up');
       await prom.until('ovn_gwmode_phase{phase="Converged"}', one, 'Converged in shared mode');
-      await prom.until('ovn_gwmode_route_replaces_total{direction="to_local",result="done"}', (s) => s.length === 1 && s[0]!.value === 0, 'no replace yet');
+      await prom.until(
+        'ovn_gwmode_route_replaces_total{direction="to_local",result="done"}',
+        (s) => s.length === 1 && s[0]!.value === 0,
+        'no replace yet',
+      );
 
       // Desired local while ovnkube-node still runs shared: the agent waits; then the
       // operator's rollout (the stand-in) runs local, and the agent migrates.
@@ -63,14 +69,31 @@ test('a real Prometheus scraping the agent sees the phase move and the replace c
       await prom.until('ovn_gwmode_status_reason{code="OvnkubeOtherMode"}', one, 'the reason code');
       ovnkube.start('local', { respawn: true });
       await waitForStatus(agent, (s) => s.phase === 'Converged' && s.desiredMode === 'local', 'local Converged');
-      await prom.until('ovn_gwmode_phase{phase="Converged"} and on() ovn_gwmode_desired_mode{mode="local"} == 1', one, 'Converged in local mode');
-      await prom.until('ovn_gwmode_route_replaces_total{direction="to_local",result="done"}', one, 'the replace counted');
+      await prom.until(
+        'ovn_gwmode_phase{phase="Converged"} and on() ovn_gwmode_desired_mode{mode="local"} == 1',
+        one,
+        'Converged in local mode',
+      );
+      await prom.until(
+        'ovn_gwmode_route_replaces_total{direction="to_local",result="done"}',
+        one,
+        'the replace counted',
+      );
 
       // The history Prometheus kept: the phase moved away and back, the counter rose from 0.
       assert.ok(one(prom.query('max_over_time(ovn_gwmode_phase{phase="Waiting"}[10m])')), 'Waiting was scraped');
-      assert.ok(prom.query('changes(ovn_gwmode_phase{phase="Converged"}[10m])')[0]!.value >= 2, 'Converged, then not, then again');
-      assert.equal(prom.query('min_over_time(ovn_gwmode_route_replaces_total{direction="to_local",result="done"}[10m])')[0]?.value, 0);
-      assert.ok(prom.query('increase(ovn_gwmode_ovnkube_restarts_total{result="completed"}[10m])')[0]!.value > 0, 'the restart completed');
+      assert.ok(
+        prom.query('changes(ovn_gwmode_phase{phase="Converged"}[10m])')[0]!.value >= 2,
+        'Converged, then not, then again',
+      );
+      assert.equal(
+        prom.query('min_over_time(ovn_gwmode_route_replaces_total{direction="to_local",result="done"}[10m])')[0]?.value,
+        0,
+      );
+      assert.ok(
+        prom.query('increase(ovn_gwmode_ovnkube_restarts_total{result="completed"}[10m])')[0]!.value > 0,
+        'the restart completed',
+      );
       assert.equal(prom.query('ovn_gwmode_route_in_sync{cidr="10.96.0.0/16"}')[0]?.value, 1);
     } finally {
       await prom.stop();
@@ -82,13 +105,27 @@ test('a --metrics-address that cannot be listened on: run exits 2 naming it, and
   if (skipWithoutKernel(t)) return;
   const ns = seedNode({ gw0: true });
   const scratch = new Scratch();
-  const blocker = spawn('ip', ['netns', 'exec', ns.name, process.execPath, '-e', "require('net').createServer().listen(9464, '127.0.0.1', () => console.log('listening')); setTimeout(() => {}, 60000)"], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const blocker = spawn(
+    'ip',
+    [
+      'netns',
+      'exec',
+      ns.name,
+      process.execPath,
+      '-e',
+      "require('net').createServer().listen(9464, '127.0.0.1', () => console.log('listening')); setTimeout(() => {}, 60000)",
+    ],
+    { stdio: ['ignore', 'pipe', 'inherit'] },
+  );
   try {
     await within(new Promise((resolve) => blocker.stdout.once('data', resolve)), 10_000, 'the blocker listening');
     scratch.writeMode('local');
     const agent = new AgentProcess(ns, scratch, [...ARGS, '--metrics-address', '127.0.0.1:9464']);
     assert.equal(await within(agent.exited, 30_000, 'the agent exits'), 2, agent.output);
-    assert.match(agent.output, /^ovn-gwmode-agent: --metrics-address 127\.0\.0\.1:9464: cannot listen \(EADDRINUSE\)$/m);
+    assert.match(
+      agent.output,
+      /^ovn-gwmode-agent: --metrics-address 127\.0\.0\.1:9464: cannot listen \(EADDRINUSE\)$/m,
+    );
     assert.equal(existsSync(scratch.socket), false);
   } finally {
     blocker.kill('SIGKILL');

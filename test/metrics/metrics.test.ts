@@ -25,7 +25,14 @@ function report(over: Partial<StatusReport> = {}): StatusReport {
     reasonCodes: ['InSync'],
     routes: [
       { cidr: '10.96.0.0/16', family: 4, observed: null, expected: null, inSync: true, repairsSuspended: null },
-      { cidr: 'fd00:10:96::/112', family: 6, observed: null, expected: null, inSync: false, repairsSuspended: 'route set back 3 times' },
+      {
+        cidr: 'fd00:10:96::/112',
+        family: 6,
+        observed: null,
+        expected: null,
+        inSync: false,
+        repairsSuspended: 'route set back 3 times',
+      },
     ],
     restart: { strategy: 'cri', required: true, migration: null, last: null, count: 1 },
     dryRun: false,
@@ -50,7 +57,8 @@ test('every closed label set is exported at zero before anything happened, and p
     assert.equal(value(text, `ovn_gwmode_route_replaces_total{direction="to_local",result="${result}"}`), 0);
     assert.equal(value(text, `ovn_gwmode_route_replaces_total{direction="to_shared",result="${result}"}`), 0);
   }
-  for (const result of ['stopped', 'failed', 'completed']) assert.equal(value(text, `ovn_gwmode_ovnkube_restarts_total{strategy="cri",result="${result}"}`), 0);
+  for (const result of ['stopped', 'failed', 'completed'])
+    assert.equal(value(text, `ovn_gwmode_ovnkube_restarts_total{strategy="cri",result="${result}"}`), 0);
   assert.equal(value(text, 'ovn_gwmode_netlink_lost_resyncs_total'), 0);
   assert.equal(value(text, 'ovn_gwmode_mode_file_errors_total'), 0);
   assert.equal(value(text, 'ovn_gwmode_ovnkube_restart_pending'), 0);
@@ -60,7 +68,8 @@ test('every closed label set is exported at zero before anything happened, and p
   assert.equal(value(text, 'ovn_gwmode_reconcile_failures_total'), 0);
   assert.equal(value(text, 'ovn_gwmode_status_reason{code="ReconcileFailed"}'), 0);
   // No phase and no mode before the first status report: every series there, at zero.
-  for (const phase of ['Converged', 'Waiting', 'Progressing', 'Degraded']) assert.equal(value(text, `ovn_gwmode_phase{phase="${phase}"}`), 0);
+  for (const phase of ['Converged', 'Waiting', 'Progressing', 'Degraded'])
+    assert.equal(value(text, `ovn_gwmode_phase{phase="${phase}"}`), 0);
   for (const mode of ['local', 'shared', 'none']) {
     assert.equal(value(text, `ovn_gwmode_desired_mode{mode="${mode}"}`), 0);
     assert.equal(value(text, `ovn_gwmode_ovnkube_mode{mode="${mode}"}`), 0);
@@ -79,7 +88,8 @@ test('a status report sets one phase, one desired mode, the reason codes and eac
   m.onStatus(report());
   let text = await m.expose();
   assert.equal(value(text, 'ovn_gwmode_phase{phase="Converged"}'), 1);
-  for (const p of ['Waiting', 'Progressing', 'Degraded']) assert.equal(value(text, `ovn_gwmode_phase{phase="${p}"}`), 0);
+  for (const p of ['Waiting', 'Progressing', 'Degraded'])
+    assert.equal(value(text, `ovn_gwmode_phase{phase="${p}"}`), 0);
   assert.equal(value(text, 'ovn_gwmode_desired_mode{mode="local"}'), 1);
   assert.equal(value(text, 'ovn_gwmode_desired_mode{mode="shared"}'), 0);
   assert.equal(value(text, 'ovn_gwmode_status_reason{code="InSync"}'), 1);
@@ -88,16 +98,31 @@ test('a status report sets one phase, one desired mode, the reason codes and eac
   assert.equal(value(text, 'ovn_gwmode_route_in_sync{cidr="fd00:10:96::/112",family="ipv6"}'), 0);
   assert.equal(value(text, 'ovn_gwmode_route_repairs_suspended{cidr="fd00:10:96::/112"}'), 1);
   assert.equal(value(text, 'ovn_gwmode_ovnkube_restart_pending'), 1);
-  assert.equal(value(text, 'ovn_gwmode_last_reconcile_timestamp_seconds'), Date.parse('2026-12-02T11:53:31.541Z') / 1000);
+  assert.equal(
+    value(text, 'ovn_gwmode_last_reconcile_timestamp_seconds'),
+    Date.parse('2026-12-02T11:53:31.541Z') / 1000,
+  );
 
-  m.onStatus(report({ desiredMode: null, phase: 'Degraded', reasonCodes: ['ModeFileInvalid', 'ReconcileFailed'], modeSource: { path: '/etc/mode', error: 'garbled', detail: null }, routes: [report().routes[0]!] }));
+  m.onStatus(
+    report({
+      desiredMode: null,
+      phase: 'Degraded',
+      reasonCodes: ['ModeFileInvalid', 'ReconcileFailed'],
+      modeSource: { path: '/etc/mode', error: 'garbled', detail: null },
+      routes: [report().routes[0]!],
+    }),
+  );
   text = await m.expose();
   assert.equal(value(text, 'ovn_gwmode_phase{phase="Degraded"}'), 1);
   assert.equal(value(text, 'ovn_gwmode_phase{phase="Converged"}'), 0);
   assert.equal(value(text, 'ovn_gwmode_desired_mode{mode="none"}'), 1);
   assert.equal(value(text, 'ovn_gwmode_mode_file_invalid'), 1);
   assert.equal(value(text, 'ovn_gwmode_status_reason{code="ReconcileFailed"}'), 1);
-  assert.equal(value(text, 'ovn_gwmode_route_in_sync{cidr="fd00:10:96::/112",family="ipv6"}'), undefined, 'a CIDR no longer watched is gone');
+  assert.equal(
+    value(text, 'ovn_gwmode_route_in_sync{cidr="fd00:10:96::/112",family="ipv6"}'),
+    undefined,
+    'a CIDR no longer watched is gone',
+  );
 });
 
 test('the hooks count replaces by direction and result, kernel and reconcile errors by code, restarts by strategy and result, and time passes', async () => {
@@ -144,7 +169,15 @@ test('--metrics-address takes a literal HOST:PORT, IPv6 in brackets, and refuses
   assert.deepEqual(parseListenAddress('127.0.0.1:9464'), { host: '127.0.0.1', port: 9464 });
   assert.deepEqual(parseListenAddress('[::1]:9464'), { host: '::1', port: 9464 });
   assert.deepEqual(parseListenAddress('0.0.0.0:1'), { host: '0.0.0.0', port: 1 });
-  for (const bad of ['localhost:9464', '127.0.0.1', '127.0.0.1:0', '127.0.0.1:65536', '::1:9464', '[127.0.0.1]:80', ':9464']) {
+  for (const bad of [
+    'localhost:9464',
+    '127.0.0.1',
+    '127.0.0.1:0',
+    '127.0.0.1:65536',
+    '::1:9464',
+    '[127.0.0.1]:80',
+    ':9464',
+  ]) {
     assert.throws(() => parseListenAddress(bad), Error, bad);
   }
 });
@@ -182,7 +215,9 @@ test('the TCP listener serves /metrics in the text format and nothing else', asy
 
 test("docs/metrics.md's metrics table names exactly the agent's own metrics, each with its type", async () => {
   const page = readFileSync(fileURLToPath(new URL('../../../docs/metrics.md', import.meta.url)), 'utf8');
-  const rows = [...page.matchAll(/^\| `(ovn_gwmode_[a-z_]+)` \| (gauge|counter|histogram) \|/gm)].map((m) => `${m[1]} ${m[2]}`);
+  const rows = [...page.matchAll(/^\| `(ovn_gwmode_[a-z_]+)` \| (gauge|counter|histogram) \|/gm)].map(
+    (m) => `${m[1]} ${m[2]}`,
+  );
   const text = await new AgentMetrics({ version: '0.1.0', strategy: 'cri', processMetrics: false }).expose();
   const exposed = [...text.matchAll(/^# TYPE (ovn_gwmode_\S+) (\S+)$/gm)].map((m) => `${m[1]} ${m[2]}`);
   assert.deepEqual([...rows].sort(), [...exposed].sort());

@@ -32,7 +32,8 @@ test('2,400 generated mode files: each read is a mode or an error, never a throw
       const ms = performance.now() - started;
       if (ms > slowest.ms) slowest = { ms, kind: c.kind };
       assert.ok((read.mode === 'local' || read.mode === 'shared') === (read.error === null), what);
-      if (read.error !== null) assert.ok(typeof read.error === 'string' && read.error.length > 0 && read.error.length < 400, what);
+      if (read.error !== null)
+        assert.ok(typeof read.error === 'string' && read.error.length > 0 && read.error.length < 400, what);
       if (c.expect === 'error') assert.equal(read.mode, null, what);
       else if (c.expect === 'not local') assert.notEqual(read.mode, 'local', what);
       else if (c.expect !== 'any') assert.equal(read.mode, c.expect, `${what}: ${read.error}`);
@@ -64,7 +65,19 @@ test('ConfigMap volumes mid-swap, dangling ..data, loops, FIFOs, devices and dir
   const root = mkdtempSync(path.join(tmpdir(), 'gwmode-volumes-'));
   try {
     const cases: Array<[string, string, string | RegExp]> = [
-      ['a volume', volume(root, 'ok', (v) => (tsDir(v, '..2026_12_02_01', 'local'), symlinkSync('..2026_12_02_01', path.join(v, '..data')), symlinkSync('..data/mode', path.join(v, 'mode')))), 'local'],
+      [
+        'a volume',
+        volume(
+          root,
+          'ok',
+          (v) => (
+            tsDir(v, '..2026_12_02_01', 'local'),
+            symlinkSync('..2026_12_02_01', path.join(v, '..data')),
+            symlinkSync('..data/mode', path.join(v, 'mode'))
+          ),
+        ),
+        'local',
+      ],
       [
         'mid-swap: the new timestamp half written, ..data still on the old one',
         volume(root, 'swap1', (v) => {
@@ -78,23 +91,69 @@ test('ConfigMap volumes mid-swap, dangling ..data, loops, FIFOs, devices and dir
       ],
       [
         'mid-swap: ..data moved on, the old timestamp not removed yet',
-        volume(root, 'swap2', (v) => (tsDir(v, '..2026_12_02_01', 'shared'), tsDir(v, '..2026_12_02_02', 'local'), symlinkSync('..2026_12_02_02', path.join(v, '..data')), symlinkSync('..data/mode', path.join(v, 'mode')))),
+        volume(
+          root,
+          'swap2',
+          (v) => (
+            tsDir(v, '..2026_12_02_01', 'shared'),
+            tsDir(v, '..2026_12_02_02', 'local'),
+            symlinkSync('..2026_12_02_02', path.join(v, '..data')),
+            symlinkSync('..data/mode', path.join(v, 'mode'))
+          ),
+        ),
         'local',
       ],
-      ['a dangling ..data', volume(root, 'dangling', (v) => (symlinkSync('..2026_gone', path.join(v, '..data')), symlinkSync('..data/mode', path.join(v, 'mode')))), /mode does not exist$/],
+      [
+        'a dangling ..data',
+        volume(
+          root,
+          'dangling',
+          (v) => (symlinkSync('..2026_gone', path.join(v, '..data')), symlinkSync('..data/mode', path.join(v, 'mode'))),
+        ),
+        /mode does not exist$/,
+      ],
       // No key: what the cluster network operator makes of a ConfigMap without it, or of none.
-      ['no mode key', volume(root, 'nokey', (v) => (tsDir(v, '..2026_12_02_01', null), symlinkSync('..2026_12_02_01', path.join(v, '..data')))), 'shared'],
-      ['the key a symlink loop', volume(root, 'loop', (v) => (symlinkSync('mode2', path.join(v, 'mode')), symlinkSync('mode', path.join(v, 'mode2')))), /: ELOOP$/],
-      ['the key a directory', volume(root, 'keydir', (v) => mkdirSync(path.join(v, 'mode'))), /mode is not a regular file$/],
-      ['the key a FIFO', volume(root, 'fifo', (v) => execFileSync('mkfifo', [path.join(v, 'mode')])), /mode is not a regular file$/],
-      ['the key a device', volume(root, 'dev', (v) => symlinkSync('/dev/zero', path.join(v, 'mode'))), /mode is not a regular file$/],
+      [
+        'no mode key',
+        volume(
+          root,
+          'nokey',
+          (v) => (tsDir(v, '..2026_12_02_01', null), symlinkSync('..2026_12_02_01', path.join(v, '..data'))),
+        ),
+        'shared',
+      ],
+      [
+        'the key a symlink loop',
+        volume(
+          root,
+          'loop',
+          (v) => (symlinkSync('mode2', path.join(v, 'mode')), symlinkSync('mode', path.join(v, 'mode2'))),
+        ),
+        /: ELOOP$/,
+      ],
+      [
+        'the key a directory',
+        volume(root, 'keydir', (v) => mkdirSync(path.join(v, 'mode'))),
+        /mode is not a regular file$/,
+      ],
+      [
+        'the key a FIFO',
+        volume(root, 'fifo', (v) => execFileSync('mkfifo', [path.join(v, 'mode')])),
+        /mode is not a regular file$/,
+      ],
+      [
+        'the key a device',
+        volume(root, 'dev', (v) => symlinkSync('/dev/zero', path.join(v, 'mode'))),
+        /mode is not a regular file$/,
+      ],
     ];
     const loop = path.join(root, 'self');
     symlinkSync('self', loop);
     cases.push(['the source a symlink loop', loop, /: ELOOP$/]);
     for (const [what, source, expected] of cases) {
       const read = await readModeSource(source);
-      if (typeof expected === 'string') assert.deepEqual({ mode: read.mode, error: read.error }, { mode: expected, error: null }, what);
+      if (typeof expected === 'string')
+        assert.deepEqual({ mode: read.mode, error: read.error }, { mode: expected, error: null }, what);
       else {
         assert.equal(read.mode, null, what);
         assert.match(read.error!, expected, what);

@@ -10,8 +10,16 @@ const ok: Array<[string, string, string]> = [
   ['a bare word', 'local', 'local'],
   ['a bare word with whitespace', '  shared\n\n', 'shared'],
   ['a bare word with a line break (the host case: `echo local > mode`)', 'local\n', 'local'],
-  ['the ConfigMap as YAML', 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: gateway-mode-config\n  namespace: openshift-network-operator\ndata:\n  mode: "local"\n', 'local'],
-  ['the ConfigMap as JSON', '{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"gateway-mode-config"},"data":{"mode":"shared"}}', 'shared'],
+  [
+    'the ConfigMap as YAML',
+    'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: gateway-mode-config\n  namespace: openshift-network-operator\ndata:\n  mode: "local"\n',
+    'local',
+  ],
+  [
+    'the ConfigMap as JSON',
+    '{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"gateway-mode-config"},"data":{"mode":"shared"}}',
+    'shared',
+  ],
 ];
 for (const [name, content, mode] of ok) {
   test(`mode file: ${name} gives ${mode}`, () => assert.deepEqual(parseModeContent(content), { mode }));
@@ -33,32 +41,72 @@ const CONFIGMAP: Array<[string | undefined, 'local' | 'shared', string | undefin
 ];
 
 test('a ConfigMap value is read as the cluster network operator reads it: exactly local or shared, anything else (and no key) shared, saying why', () => {
-  for (const [value, mode, detail] of CONFIGMAP) assert.deepEqual(configMapMode(value), detail === undefined ? { mode } : { mode, detail }, JSON.stringify(value));
+  for (const [value, mode, detail] of CONFIGMAP)
+    assert.deepEqual(configMapMode(value), detail === undefined ? { mode } : { mode, detail }, JSON.stringify(value));
 });
 
 test('a ConfigMap manifest holding each value reads the same, as YAML (a block scalar keeps its line break) and as JSON; other keys play no part', () => {
-  const manifest = (data: Record<string, string>) => ({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'gateway-mode-config', namespace: 'openshift-network-operator' }, data });
+  const manifest = (data: Record<string, string>) => ({
+    apiVersion: 'v1',
+    kind: 'ConfigMap',
+    metadata: { name: 'gateway-mode-config', namespace: 'openshift-network-operator' },
+    data,
+  });
   for (const [value, mode, detail] of CONFIGMAP) {
-    const data: Record<string, string> = { 'disable-snat-multiple-gws': 'true', other: 'local', ...(value === undefined ? {} : { mode: value }) };
+    const data: Record<string, string> = {
+      'disable-snat-multiple-gws': 'true',
+      other: 'local',
+      ...(value === undefined ? {} : { mode: value }),
+    };
     const expected = detail === undefined ? { mode } : { mode, detail };
-    assert.deepEqual(parseModeContent(JSON.stringify(manifest(data), null, 2)), expected, `JSON ${JSON.stringify(value)}`);
+    assert.deepEqual(
+      parseModeContent(JSON.stringify(manifest(data), null, 2)),
+      expected,
+      `JSON ${JSON.stringify(value)}`,
+    );
     assert.deepEqual(parseModeContent(stringify(manifest(data))), expected, `YAML ${JSON.stringify(value)}`);
   }
   // What `kubectl create configmap --from-file=mode` makes of a file ending in a line break.
-  assert.deepEqual(parseModeContent('apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: gateway-mode-config\ndata:\n  mode: |\n    local\n'), { mode: 'shared', detail: `"local\\n" is not exactly "local": ${AS_CNO}` });
+  assert.deepEqual(
+    parseModeContent(
+      'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: gateway-mode-config\ndata:\n  mode: |\n    local\n',
+    ),
+    { mode: 'shared', detail: `"local\\n" is not exactly "local": ${AS_CNO}` },
+  );
   assert.deepEqual(parseModeContent('kind: ConfigMap\n'), { mode: 'shared', detail: `no key "mode": ${AS_CNO}` });
-  assert.deepEqual(parseModeContent('kind: ConfigMap\nbinaryData:\n  mode: bG9jYWw=\n'), { mode: 'shared', detail: `no key "mode": ${AS_CNO}` }, 'CNO reads data only');
+  assert.deepEqual(
+    parseModeContent('kind: ConfigMap\nbinaryData:\n  mode: bG9jYWw=\n'),
+    { mode: 'shared', detail: `no key "mode": ${AS_CNO}` },
+    'CNO reads data only',
+  );
 });
 
-const NETWORK = /^a Network manifest is not read: spec\.defaultNetwork\.ovnKubernetesConfig\.gatewayConfig\.routingViaHost exists only from OpenShift 4\.10, where the agent never acts; on 4\.8\/4\.9 the mode is the ConfigMap gateway-mode-config \(namespace openshift-network-operator, key mode\)$/;
+const NETWORK =
+  /^a Network manifest is not read: spec\.defaultNetwork\.ovnKubernetesConfig\.gatewayConfig\.routingViaHost exists only from OpenShift 4\.10, where the agent never acts; on 4\.8\/4\.9 the mode is the ConfigMap gateway-mode-config \(namespace openshift-network-operator, key mode\)$/;
 
 const bad: Array<[string, string, RegExp]> = [
   ['an empty file', '   \n', /empty/],
-  ['another word (a host file: no operator reads it)', 'Local', /^the mode is "Local"; expected exactly "local" or "shared"$/],
+  [
+    'another word (a host file: no operator reads it)',
+    'Local',
+    /^the mode is "Local"; expected exactly "local" or "shared"$/,
+  ],
   ['garbage', '{{{ not yaml', /neither a mode word nor valid YAML/],
-  ['a ConfigMap of another name', 'kind: ConfigMap\nmetadata:\n  name: other\ndata:\n  mode: local\n', /is not gateway-mode-config/],
-  ['a ConfigMap whose mode is no string (the API server refuses it)', 'kind: ConfigMap\ndata:\n  mode: 1\n', /data\.mode is 1, not a string/],
-  ['a Network with routingViaHost true', 'apiVersion: operator.openshift.io/v1\nkind: Network\nspec:\n  defaultNetwork:\n    ovnKubernetesConfig:\n      gatewayConfig:\n        routingViaHost: true\n', NETWORK],
+  [
+    'a ConfigMap of another name',
+    'kind: ConfigMap\nmetadata:\n  name: other\ndata:\n  mode: local\n',
+    /is not gateway-mode-config/,
+  ],
+  [
+    'a ConfigMap whose mode is no string (the API server refuses it)',
+    'kind: ConfigMap\ndata:\n  mode: 1\n',
+    /data\.mode is 1, not a string/,
+  ],
+  [
+    'a Network with routingViaHost true',
+    'apiVersion: operator.openshift.io/v1\nkind: Network\nspec:\n  defaultNetwork:\n    ovnKubernetesConfig:\n      gatewayConfig:\n        routingViaHost: true\n',
+    NETWORK,
+  ],
   ['a Network without gatewayConfig', 'apiVersion: operator.openshift.io/v1\nkind: Network\nspec: {}\n', NETWORK],
   ['the config.openshift.io Network', 'apiVersion: config.openshift.io/v1\nkind: Network\nspec: {}\n', NETWORK],
   ['another kind', 'kind: Pod\n', /^a Pod manifest \(kind "Pod"\), not a ConfigMap: expected /],
@@ -68,7 +116,11 @@ const bad: Array<[string, string, RegExp]> = [
     'mode: local\n',
     /^a YAML map without kind \(keys: mode\): expected "local" or "shared" alone, a ConfigMap named gateway-mode-config \(kind: ConfigMap, data\.mode\) as YAML or JSON, or a ConfigMap volume directory; for local mode, the file may say just: local$/,
   ],
-  ['a ConfigMap without its kind', 'metadata:\n  name: gateway-mode-config\ndata:\n  mode: local\n', /^a YAML map without kind \(keys: metadata, data\): expected .*ConfigMap named gateway-mode-config \(kind: ConfigMap, data\.mode\)/],
+  [
+    'a ConfigMap without its kind',
+    'metadata:\n  name: gateway-mode-config\ndata:\n  mode: local\n',
+    /^a YAML map without kind \(keys: metadata, data\): expected .*ConfigMap named gateway-mode-config \(kind: ConfigMap, data\.mode\)/,
+  ],
   ['a YAML list', '- local\n', /^a YAML list of 1: expected "local" or "shared" alone/],
   ['two words', 'local shared\n', /^a YAML string "local shared", not a mode word: expected "local" or "shared" alone/],
   ['a number', '42\n', /^a YAML number 42, not a mode word: expected/],
@@ -88,7 +140,9 @@ test('durations: plain seconds or with a unit', () => {
 });
 
 test('ovnkube.conf: service CIDRs, MTU and next hop', () => {
-  const conf = parseOvnkubeConf('[default]\nmtu="1400"\n[kubernetes]\nservice-cidrs="10.96.0.0/16,fd00:10:96::/112"\n[gateway]\nmode=local\nnext-hop="172.18.0.1"\n');
+  const conf = parseOvnkubeConf(
+    '[default]\nmtu="1400"\n[kubernetes]\nservice-cidrs="10.96.0.0/16,fd00:10:96::/112"\n[gateway]\nmode=local\nnext-hop="172.18.0.1"\n',
+  );
   assert.deepEqual(conf, {
     serviceCidrs: ['10.96.0.0/16', 'fd00:10:96::/112'],
     mtu: 1400,
@@ -101,7 +155,9 @@ test('ovnkube.conf: service CIDRs, MTU and next hop', () => {
 });
 
 test('ovnkube.conf: routable-mtu is the cluster MTU when set; the masquerade subnets of 4.10+', () => {
-  const conf = parseOvnkubeConf('[default]\nmtu="1500"\nroutable-mtu="1400"\n[gateway]\nv4-masquerade-subnet="169.254.64.0/18"\nv6-masquerade-subnet="fd69::/112"\n');
+  const conf = parseOvnkubeConf(
+    '[default]\nmtu="1500"\nroutable-mtu="1400"\n[gateway]\nv4-masquerade-subnet="169.254.64.0/18"\nv6-masquerade-subnet="fd69::/112"\n',
+  );
   assert.equal(conf.mtu, 1400);
   assert.deepEqual(conf.masqueradeSubnets, ['169.254.64.0/18', 'fd69::/112']);
 });

@@ -4,15 +4,26 @@ import { test } from 'node:test';
 import { nextFirstSeen, QUIET_MS, verdictOf, type ReadFacts } from '../../src/mode/settled.js';
 
 const NOW = 1_000_000;
-const plain = (mtimeMs: number, key = 'k1'): ReadFacts => ({ atomic: false, stamp: { key, mtimeMs }, changedDuringRead: false });
+const plain = (mtimeMs: number, key = 'k1'): ReadFacts => ({
+  atomic: false,
+  stamp: { key, mtimeMs },
+  changedDuringRead: false,
+});
 
 test('a ConfigMap volume read after its swap is taken at once, however new its file', () => {
-  assert.deepEqual(verdictOf({ atomic: true, stamp: { key: 'k', mtimeMs: NOW }, changedDuringRead: false }, null, NOW), { take: true });
+  assert.deepEqual(
+    verdictOf({ atomic: true, stamp: { key: 'k', mtimeMs: NOW }, changedDuringRead: false }, null, NOW),
+    { take: true },
+  );
 });
 
 test('a file that changed while it was read is never taken, ConfigMap volume or not', () => {
   for (const atomic of [true, false]) {
-    const v = verdictOf({ atomic, stamp: { key: 'k', mtimeMs: NOW - 10 * QUIET_MS }, changedDuringRead: true }, null, NOW);
+    const v = verdictOf(
+      { atomic, stamp: { key: 'k', mtimeMs: NOW - 10 * QUIET_MS }, changedDuringRead: true },
+      null,
+      NOW,
+    );
     assert.equal(v.take, false);
   }
 });

@@ -1,7 +1,19 @@
 // Reading and watching the mode file on the real file system.
 import { strict as assert } from 'node:assert';
 import { spawnSync } from 'node:child_process';
-import { closeSync, constants, mkdirSync, mkdtempSync, openSync, renameSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
+import {
+  closeSync,
+  constants,
+  mkdirSync,
+  mkdtempSync,
+  openSync,
+  renameSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  utimesSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
@@ -16,7 +28,10 @@ test('a FIFO as the mode file (or as the mode key of a directory) is refused at 
   assert.equal(mkfifo.status, 0, String(mkfifo.stderr));
   try {
     for (const source of [fifo, dir]) {
-      assert.deepEqual(await within(readModeSource(source), 10_000, `reading ${source}`), { mode: null, error: `${fifo} is not a regular file` });
+      assert.deepEqual(await within(readModeSource(source), 10_000, `reading ${source}`), {
+        mode: null,
+        error: `${fifo} is not a regular file`,
+      });
     }
   } finally {
     // A reader stuck in open() would keep this test's process alive: a writer frees it.
@@ -106,14 +121,27 @@ test('a ConfigMap volume swap is reported at once and its new mode taken by the 
 test('a host file written in place is not taken half-written: half a ConfigMap manifest (valid YAML saying shared: no key) waits, the whole one is taken', async () => {
   const root = mkdtempSync(path.join(tmpdir(), 'gwmode-inplace-'));
   const file = path.join(root, 'mode');
-  const whole = ['apiVersion: v1', 'kind: ConfigMap', 'metadata:', '  name: gateway-mode-config', '  namespace: openshift-network-operator', 'data:', '  mode: local', ''].join('\n');
+  const whole = [
+    'apiVersion: v1',
+    'kind: ConfigMap',
+    'metadata:',
+    '  name: gateway-mode-config',
+    '  namespace: openshift-network-operator',
+    'data:',
+    '  mode: local',
+    '',
+  ].join('\n');
   const half = whole.slice(0, whole.indexOf('\ndata:') + 1);
   let now = 0;
   const reader = new ModeReader(file, () => now);
   try {
     writeFileSync(file, half);
     // Read at once, as an in-place write's event brings it: half the manifest is "shared" to a parser.
-    assert.deepEqual(await readModeSource(file), { mode: 'shared', error: null, detail: 'no key "mode": shared, as the cluster network operator reads it' });
+    assert.deepEqual(await readModeSource(file), {
+      mode: 'shared',
+      error: null,
+      detail: 'no key "mode": shared, as the cluster network operator reads it',
+    });
     now = statSync(file).mtimeMs;
     const first = await reader.read();
     assert.ok('pending' in first, JSON.stringify(first));
@@ -141,7 +169,10 @@ test('a host file left alone is read as it is: a valid mode taken, garbage an er
     writeFileSync(file, 'local\n');
     assert.deepEqual(await reader.read(), { mode: 'local', error: null });
     writeFileSync(file, 'garbage');
-    assert.deepEqual(await reader.read(), { mode: null, error: 'the mode is "garbage"; expected exactly "local" or "shared"' });
+    assert.deepEqual(await reader.read(), {
+      mode: null,
+      error: 'the mode is "garbage"; expected exactly "local" or "shared"',
+    });
   } finally {
     rmSync(root, { recursive: true, force: true });
   }
@@ -179,7 +210,11 @@ test('a second write within 50 ms of the first (which chokidar passes over) is s
     // machine maybe not: then chokidar reports it itself). Only a call after it counts.
     let written = false;
     let afterWrite: () => void = () => undefined;
-    const second = within(new Promise<void>((resolve) => (afterWrite = resolve)), 15_000, 'a call after the second write');
+    const second = within(
+      new Promise<void>((resolve) => (afterWrite = resolve)),
+      15_000,
+      'a call after the second write',
+    );
     wake = () => {
       if (written) afterWrite();
     };
@@ -237,12 +272,29 @@ test('a ConfigMap volume is read as the cluster network operator reads gateway-m
     const cases: Array<[string, Record<string, string>, 'local' | 'shared', string | undefined]> = [
       ['local', { mode: 'local' }, 'local', undefined],
       ['shared', { mode: 'shared' }, 'shared', undefined],
-      ['local\\n (kubectl create configmap --from-file)', { mode: 'local\n' }, 'shared', `"local\\n" is not exactly "local": ${AS_CNO}`],
+      [
+        'local\\n (kubectl create configmap --from-file)',
+        { mode: 'local\n' },
+        'shared',
+        `"local\\n" is not exactly "local": ${AS_CNO}`,
+      ],
       ['space local', { mode: ' local' }, 'shared', `" local" is not exactly "local": ${AS_CNO}`],
       ['Local', { mode: 'Local' }, 'shared', `"Local" is not exactly "local": ${AS_CNO}`],
       ['other keys beside local', { mode: 'local', 'disable-snat-multiple-gws': 'true' }, 'local', undefined],
-      ['other keys, no mode', { other: 'local' }, 'shared', 'no key "mode" in the ConfigMap volume DIR (an optional ConfigMap that does not exist, or one without the key): ' + AS_CNO],
-      ['empty (an optional volume of a ConfigMap that does not exist)', {}, 'shared', 'no key "mode" in the ConfigMap volume DIR (an optional ConfigMap that does not exist, or one without the key): ' + AS_CNO],
+      [
+        'other keys, no mode',
+        { other: 'local' },
+        'shared',
+        'no key "mode" in the ConfigMap volume DIR (an optional ConfigMap that does not exist, or one without the key): ' +
+          AS_CNO,
+      ],
+      [
+        'empty (an optional volume of a ConfigMap that does not exist)',
+        {},
+        'shared',
+        'no key "mode" in the ConfigMap volume DIR (an optional ConfigMap that does not exist, or one without the key): ' +
+          AS_CNO,
+      ],
     ];
     for (const [i, [what, data, mode, detail]] of cases.entries()) {
       const dir = configMapVolume(root, `v${i}`, data);
@@ -250,7 +302,11 @@ test('a ConfigMap volume is read as the cluster network operator reads gateway-m
       assert.deepEqual(await readModeSource(dir), expected, `${what}: the volume directory`);
       if ('mode' in data) assert.deepEqual(await readModeSource(path.join(dir, 'mode')), expected, `${what}: its key`);
       // The running agent's reader takes a volume at once, written this very millisecond or not.
-      assert.deepEqual(await new ModeReader(dir, () => statSync(path.join(dir, '..data')).mtimeMs).read(), expected, `${what}: the agent's reader`);
+      assert.deepEqual(
+        await new ModeReader(dir, () => statSync(path.join(dir, '..data')).mtimeMs).read(),
+        expected,
+        `${what}: the agent's reader`,
+      );
     }
   } finally {
     rmSync(root, { recursive: true, force: true });
@@ -266,13 +322,19 @@ test('a plain host file keeps its reading: local\\n is local, a stray word an er
     // A directory without ..data is no ConfigMap volume: its mode file is read as a host file.
     assert.deepEqual(await readModeSource(root), { mode: 'local', error: null });
     writeFileSync(file, 'Local\n');
-    assert.deepEqual(await readModeSource(file), { mode: null, error: 'the mode is "Local"; expected exactly "local" or "shared"' });
+    assert.deepEqual(await readModeSource(file), {
+      mode: null,
+      error: 'the mode is "Local"; expected exactly "local" or "shared"',
+    });
     const unmounted = path.join(root, 'not-mounted-yet');
     assert.deepEqual(await readModeSource(unmounted), { mode: null, error: `${unmounted} does not exist` });
     mkdirSync(unmounted);
     assert.deepEqual(
       await readModeSource(unmounted),
-      { mode: null, error: `${unmounted} is a directory with no file "mode" and no ConfigMap volume (no ..data): expected one of the two` },
+      {
+        mode: null,
+        error: `${unmounted} is a directory with no file "mode" and no ConfigMap volume (no ..data): expected one of the two`,
+      },
       'an empty directory without ..data is not a volume, and the error says what the directory is',
     );
   } finally {

@@ -10,7 +10,15 @@ import path from 'node:path';
 import { test, type TestContext } from 'node:test';
 import type { StatusReport } from '../../src/status/report.js';
 import { AgentProcess, FakeOvnkube, Scratch, waitForStatus } from '../helpers/agent.js';
-import { BED, failedIn, skipWithoutOvn, standinWindows, withOvnSeries, type OvnBed, type ProbeResult } from '../helpers/ovn.js';
+import {
+  BED,
+  failedIn,
+  skipWithoutOvn,
+  standinWindows,
+  withOvnSeries,
+  type OvnBed,
+  type ProbeResult,
+} from '../helpers/ovn.js';
 import { serviceRouteOf, startBody, type Version } from '../helpers/ovn-standin.js';
 import { within } from '../helpers/wait.js';
 import { skipOnRepeat } from '../helpers/repeat.js';
@@ -20,7 +28,10 @@ const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Epoch ms of the agent's log lines whose message starts with `prefix`. */
 const logTimes = (agent: AgentProcess, prefix: string): number[] =>
-  agent.logs().filter((l) => String(l.msg).startsWith(prefix)).map((l) => Date.parse(String(l.time)));
+  agent
+    .logs()
+    .filter((l) => String(l.msg).startsWith(prefix))
+    .map((l) => Date.parse(String(l.time)));
 
 /**
  * Failed probes that do not overlap the stand-in's own start-up windows (its flush of mp0, or its
@@ -44,12 +55,25 @@ async function marksAtLeast(marks: string, n: number): Promise<void> {
 }
 
 /** A node with a stand-in ovnkube-node and an agent on the bed; all stopped after fn. */
-async function onBed(bed: OvnBed, fn: (c: { scratch: Scratch; ovnkube: FakeOvnkube; marks: string; startAgent: (args: string[]) => AgentProcess }) => Promise<void>): Promise<void> {
+async function onBed(
+  bed: OvnBed,
+  fn: (c: {
+    scratch: Scratch;
+    ovnkube: FakeOvnkube;
+    marks: string;
+    startAgent: (args: string[]) => AgentProcess;
+  }) => Promise<void>,
+): Promise<void> {
   const scratch = new Scratch();
   const ovnkube = new FakeOvnkube(bed.node, scratch.dir);
   const agents: AgentProcess[] = [];
   try {
-    await fn({ scratch, ovnkube, marks: path.join(scratch.dir, 'marks'), startAgent: (args) => agents[agents.push(new AgentProcess(bed.node, scratch, args)) - 1]! });
+    await fn({
+      scratch,
+      ovnkube,
+      marks: path.join(scratch.dir, 'marks'),
+      startAgent: (args) => agents[agents.push(new AgentProcess(bed.node, scratch, args)) - 1]!,
+    });
   } finally {
     for (const a of agents) await a.stop();
     ovnkube.stop();
@@ -60,7 +84,7 @@ async function onBed(bed: OvnBed, fn: (c: { scratch: Scratch; ovnkube: FakeOvnku
 const summary = (t: TestContext, what: string, results: ProbeResult[]) =>
   t.diagnostic(`${what}: ${results.length} probes, ${results.filter((r) => !r.ok).length} failed`);
 
-test('4.8/4.9 shared -> local on a real OVN: service traffic broken by the stale route is back with the agent\'s replace and no probe fails through its restart of ovnkube-node', async (t) => {
+test("4.8/4.9 shared -> local on a real OVN: service traffic broken by the stale route is back with the agent's replace and no probe fails through its restart of ovnkube-node", async (t) => {
   if (skipOnRepeat(t)) return;
   if (skipWithoutOvn(t)) return;
   await withOvnSeries(t, {}, async (bed) => {
@@ -84,11 +108,25 @@ test('4.8/4.9 shared -> local on a real OVN: service traffic broken by the stale
       assert.ok(broken.start < replacedAt!);
       const before = failedIn(results, 0, replacedAt!);
       const after = failedIn(results, replacedAt! + 1);
-      summary(t, 'before the replace', results.filter((r) => r.start < replacedAt!));
-      summary(t, 'after the replace', results.filter((r) => r.start > replacedAt!));
-      t.diagnostic(`failed after the replace inside ovnkube-node's own start-up (flush of mp0): ${after.length - outsideStandin(after, marks).length}`);
+      summary(
+        t,
+        'before the replace',
+        results.filter((r) => r.start < replacedAt!),
+      );
+      summary(
+        t,
+        'after the replace',
+        results.filter((r) => r.start > replacedAt!),
+      );
+      t.diagnostic(
+        `failed after the replace inside ovnkube-node's own start-up (flush of mp0): ${after.length - outsideStandin(after, marks).length}`,
+      );
       assert.ok(before.length > 0, 'the stale route broke service traffic');
-      assert.deepEqual(outsideStandin(after, marks), [], 'no probe fails after the replace but inside the restarted ovnkube-node\'s own flush of mp0');
+      assert.deepEqual(
+        outsideStandin(after, marks),
+        [],
+        "no probe fails after the replace but inside the restarted ovnkube-node's own flush of mp0",
+      );
       assert.ok(results.some((r) => r.ok && r.start > replacedAt!));
       assert.deepEqual(bed.node.routes(BED.svc), [serviceRouteOf('4.8', 'local')]);
       assert.equal(ovnkube.starts, 2, 'exactly one restart of ovnkube-node');
@@ -97,7 +135,7 @@ test('4.8/4.9 shared -> local on a real OVN: service traffic broken by the stale
   });
 });
 
-test('4.8/4.9 local -> shared on a real OVN: the agent writes nothing, ovnkube-node\'s restart in shared mode restores the br-ex route, and service traffic holds but for that restart\'s own flush', async (t) => {
+test("4.8/4.9 local -> shared on a real OVN: the agent writes nothing, ovnkube-node's restart in shared mode restores the br-ex route, and service traffic holds but for that restart's own flush", async (t) => {
   if (skipOnRepeat(t)) return;
   if (skipWithoutOvn(t)) return;
   // Both paths lead to the service: mp0 to the node switch's load balancer, br-ex to the gateway router's.
@@ -109,18 +147,28 @@ test('4.8/4.9 local -> shared on a real OVN: the agent writes nothing, ovnkube-n
       const probe = bed.probe();
       scratch.writeMode('shared');
       const agent = startAgent([...ARGS, '--layout', 'legacy']);
-      await waitForStatus(agent, (s) => s.desiredMode === 'shared' && s.ovnkubeMode === 'local', 'waiting for the rollout');
+      await waitForStatus(
+        agent,
+        (s) => s.desiredMode === 'shared' && s.ovnkubeMode === 'local',
+        'waiting for the rollout',
+      );
       // The operator's rollout: ovnkube-node again, in shared mode.
       const rollout = Date.now();
       ovnkube.start('shared', { respawn: true, body: startBody('4.8', 'shared', marks) });
       await marksAtLeast(marks, 2);
-      const s = await waitForStatus(agent, (s) => s.phase === 'Converged' && s.ovnkubeMode === 'shared', 'Converged in shared');
+      const s = await waitForStatus(
+        agent,
+        (s) => s.phase === 'Converged' && s.ovnkubeMode === 'shared',
+        'Converged in shared',
+      );
       await probe.until((r) => r.ok, Date.now() + 300);
       const results = await probe.stop();
 
       const failed = failedIn(results, 0);
-      summary(t, 'through the agent\'s start and the rollout', results);
-      t.diagnostic(`failed inside the new ovnkube-node's own start-up (flush of mp0, br-ex route added): ${failed.length - outsideStandin(failed, marks).length}`);
+      summary(t, "through the agent's start and the rollout", results);
+      t.diagnostic(
+        `failed inside the new ovnkube-node's own start-up (flush of mp0, br-ex route added): ${failed.length - outsideStandin(failed, marks).length}`,
+      );
       assert.deepEqual(outsideStandin(failed, marks), []);
       assert.ok(results.some((r) => r.ok && r.start > rollout));
       assert.deepEqual(bed.node.routes(BED.svc), [serviceRouteOf('4.8', 'shared')]);
@@ -136,7 +184,9 @@ const OS_RELEASE = (v: string) =>
   `NAME="Red Hat Enterprise Linux CoreOS"\nVERSION="${v.replace('.', '')}.84.202210041459-0"\nID="rhcos"\nID_LIKE="rhel fedora"\nVERSION_ID="${v}"\nOPENSHIFT_VERSION="${v}"\nRHEL_VERSION="8.6"\n`;
 
 /** Whether one connection to the ClusterIP answers within 0.5 s from the node. */
-const serviceAnswers = (bed: OvnBed) => spawnSync('ip', ['netns', 'exec', bed.node.name, 'curl', '-sf', '-o', '/dev/null', '-m', '0.5', `http://${BED.vip}/`]).status === 0;
+const serviceAnswers = (bed: OvnBed) =>
+  spawnSync('ip', ['netns', 'exec', bed.node.name, 'curl', '-sf', '-o', '/dev/null', '-m', '0.5', `http://${BED.vip}/`])
+    .status === 0;
 
 for (const version of ['4.10', '4.11', '4.12'] as Version[]) {
   test(`${version}${version === '4.12' ? '+' : ''} on a real OVN (routingViaHost, --layout legacy said wrongly): the agent changes nothing and restarts nothing, and no probe fails through its start and a rollout`, async (t) => {
@@ -163,7 +213,7 @@ for (const version of ['4.10', '4.11', '4.12'] as Version[]) {
             while (!serviceAnswers(bed)) await pause(50);
           })(),
           10_000,
-          'the service answering on ovnkube-node\'s route before the agent starts',
+          "the service answering on ovnkube-node's route before the agent starts",
         );
         const osRelease = path.join(scratch.dir, 'os-release');
         writeFileSync(osRelease, OS_RELEASE(version));
@@ -175,10 +225,14 @@ for (const version of ['4.10', '4.11', '4.12'] as Version[]) {
         const rollout = Date.now();
         ovnkube.start('local', { respawn: true, body: startBody(version, 'local', marks) });
         await marksAtLeast(marks, 2);
-        const s = await waitForStatus(agent, (s) => Date.parse(s.lastReconcile ?? '') > rollout + 50, 'a pass after the rollout');
+        const s = await waitForStatus(
+          agent,
+          (s) => Date.parse(s.lastReconcile ?? '') > rollout + 50,
+          'a pass after the rollout',
+        );
         const results = await probe.stop();
 
-        summary(t, 'through the agent\'s start and a rollout', results);
+        summary(t, "through the agent's start and a rollout", results);
         assert.deepEqual(failedIn(results, 0), [], 'no probe failed');
         assert.deepEqual(bed.node.routes(BED.svc), initial, 'the route is exactly as ovnkube-node made it');
         assert.deepEqual(logTimes(agent, 'replaced route'), []);
@@ -186,7 +240,10 @@ for (const version of ['4.10', '4.11', '4.12'] as Version[]) {
         assert.equal(ovnkube.starts, 2, 'only the rollout restarted ovnkube-node');
         assert.equal(s.layout, 'routing-via-host');
         assert.equal(s.phase, 'Converged');
-        assert.ok(s.reasonCodes.includes('RoutingViaHostLayout' as StatusReport['reasonCodes'][number]), s.reasonCodes.join(', '));
+        assert.ok(
+          s.reasonCodes.includes('RoutingViaHostLayout' as StatusReport['reasonCodes'][number]),
+          s.reasonCodes.join(', '),
+        );
         assert.equal((s as unknown as { platform?: { release: string } }).platform?.release, '4.10+');
       });
     });

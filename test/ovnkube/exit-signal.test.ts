@@ -4,12 +4,20 @@ import { strict as assert } from 'node:assert';
 import { spawn } from 'node:child_process';
 import { test } from 'node:test';
 import { addon } from '../../src/native/addon.js';
-import { LOOK_FOR_MS, OvnkubeExitSignal, QUICK_FOR_MS, QUICK_MS, SLOW_MS, type ExitWatcher, type Timers } from '../../src/ovnkube/exit-signal.js';
+import {
+  LOOK_FOR_MS,
+  OvnkubeExitSignal,
+  QUICK_FOR_MS,
+  QUICK_MS,
+  SLOW_MS,
+  type ExitWatcher,
+  type Timers,
+} from '../../src/ovnkube/exit-signal.js';
 import { within } from '../helpers/wait.js';
 
 const quiet = { warn: () => undefined, debug: () => undefined };
 
-test('a pidfd watch calls back once when the process exits, though the watcher is not its parent\'s waiter', async () => {
+test("a pidfd watch calls back once when the process exits, though the watcher is not its parent's waiter", async () => {
   const child = spawn('sleep', ['30'], { stdio: 'ignore' });
   let calls = 0;
   let resolve!: () => void;
@@ -36,7 +44,7 @@ test('a pidfd watch closed before the exit never calls back', async () => {
   assert.equal(calls, 0);
 });
 
-test('a throw of the exit callback reaches process \'uncaughtException\', as a throw of any event\'s callback does', async () => {
+test("a throw of the exit callback reaches process 'uncaughtException', as a throw of any event's callback does", async () => {
   // In a process of its own: node:test would take the uncaught exception for this test's failure.
   const addonUrl = new URL('../../src/native/addon.js', import.meta.url).href;
   const script = `
@@ -50,7 +58,11 @@ test('a throw of the exit callback reaches process \'uncaughtException\', as a t
   const run = spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
   let out = '';
   run.stdout.on('data', (d: Buffer) => (out += d.toString()));
-  const code = await within(new Promise<number | null>((resolve) => run.on('exit', resolve)), 15_000, 'the child process ends');
+  const code = await within(
+    new Promise<number | null>((resolve) => run.on('exit', resolve)),
+    15_000,
+    'the child process ends',
+  );
   assert.deepEqual([code, out.trim()], [0, 'caught: boom']);
 });
 
@@ -165,7 +177,12 @@ test('a watcher that cannot work (an old kernel) is said once and leaves the per
       throw Object.assign(new Error('pidfd_open ENOSYS'), { code: 'ENOSYS' });
     },
   };
-  const signal = new OvnkubeExitSignal(() => assert.fail('no wake-up'), { warn: (o: unknown) => warned.push(o), debug: () => undefined } as never, broken, fakeTimers());
+  const signal = new OvnkubeExitSignal(
+    () => assert.fail('no wake-up'),
+    { warn: (o: unknown) => warned.push(o), debug: () => undefined } as never,
+    broken,
+    fakeTimers(),
+  );
   signal.follow(1);
   signal.follow(2);
   assert.equal(warned.length, 1);
@@ -182,7 +199,10 @@ test('a pass that still sees the exited ovnkube-node neither ends the look for i
   signal.follow(100); // /proc still lists it
   timers.advance(5 * QUICK_MS);
   assert.deepEqual(watcher.watched, [100]);
-  assert.deepEqual(wakes, ['ovnkube-node exited', ...Array<string>(5).fill('looking for the successor of ovnkube-node')]);
+  assert.deepEqual(wakes, [
+    'ovnkube-node exited',
+    ...Array<string>(5).fill('looking for the successor of ovnkube-node'),
+  ]);
   signal.close();
 });
 
@@ -195,7 +215,12 @@ test('a pidfd refused by a seccomp profile (EPERM) is said once and leaves the p
       throw Object.assign(new Error('pidfd_open EPERM'), { code: 'EPERM' });
     },
   };
-  const signal = new OvnkubeExitSignal(() => assert.fail('no wake-up'), { warn: (o: unknown) => warned.push(o), debug: () => undefined } as never, refused, fakeTimers());
+  const signal = new OvnkubeExitSignal(
+    () => assert.fail('no wake-up'),
+    { warn: (o: unknown) => warned.push(o), debug: () => undefined } as never,
+    refused,
+    fakeTimers(),
+  );
   signal.follow(1);
   signal.follow(2);
   assert.deepEqual([tries, warned.length], [1, 1]);
@@ -212,7 +237,12 @@ test('a passing failure to watch (EMFILE) is tried again at the next pass, for t
     },
   };
   const wakes: string[] = [];
-  const signal = new OvnkubeExitSignal((why) => wakes.push(why), { warn: (o: unknown) => warned.push(o), debug: () => undefined } as never, flaky, fakeTimers());
+  const signal = new OvnkubeExitSignal(
+    (why) => wakes.push(why),
+    { warn: (o: unknown) => warned.push(o), debug: () => undefined } as never,
+    flaky,
+    fakeTimers(),
+  );
   signal.follow(100);
   signal.follow(100);
   assert.deepEqual(watcher.watched, []);

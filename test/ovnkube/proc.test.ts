@@ -8,20 +8,31 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
 import { pathToFileURL } from 'node:url';
-import { MAX_COPY_AGE_MS, OvnkubeScanner, scanOvnkubeProcesses, startTimeOf, summarise, type OvnkubeScan } from '../../src/ovnkube/proc.js';
+import {
+  MAX_COPY_AGE_MS,
+  OvnkubeScanner,
+  scanOvnkubeProcesses,
+  startTimeOf,
+  summarise,
+  type OvnkubeScan,
+} from '../../src/ovnkube/proc.js';
 import { CLI, FakeOvnkube, RHCOS_49_OS_RELEASE, Scratch } from '../helpers/agent.js';
 import { withForkedOvnkube } from '../helpers/forked-ovnkube.js';
 import { seedNode, skipWithoutKernel } from '../helpers/netns.js';
 import { asNobody, runAsNobody, skipWithoutSetpriv } from '../helpers/nobody.js';
 import { IDLE } from '../../src/demo/fake-ovnkube.js';
 
-const PROC = pathToFileURL(path.resolve(path.dirname(new URL(import.meta.url).pathname), '../../src/ovnkube/proc.js')).href;
+const PROC = pathToFileURL(
+  path.resolve(path.dirname(new URL(import.meta.url).pathname), '../../src/ovnkube/proc.js'),
+).href;
 /**
  * The refusal as the detail gives it. Every root-owned ovnkube process on the machine
  * is closed to uid 65534, stand-ins of other test runs included: ours is one of them.
  */
 const denied = (pid: number) =>
-  new RegExp(`^cannot read the network namespace of ovnkube pids? (\\d+, )*${pid}(, \\d+)* \\(/proc/PID/ns/net: EACCES\\): the agent needs root or CAP_SYS_PTRACE$`);
+  new RegExp(
+    `^cannot read the network namespace of ovnkube pids? (\\d+, )*${pid}(, \\d+)* \\(/proc/PID/ns/net: EACCES\\): the agent needs root or CAP_SYS_PTRACE$`,
+  );
 
 /** A root-owned stand-in ovnkube-node in this network namespace, for the length of fn; `flags` follow --gateway-mode local. */
 async function withOvnkube(fn: (pid: number) => Promise<void>, flags: string[] = []): Promise<void> {
@@ -29,7 +40,9 @@ async function withOvnkube(fn: (pid: number) => Promise<void>, flags: string[] =
   const binary = path.join(dir, 'ovnkube');
   copyFileSync('/bin/sh', binary);
   chmodSync(binary, 0o755);
-  const child = spawn(binary, ['-c', IDLE, 'ovnkube', '--init-node', 'node1', '--gateway-mode', 'local', ...flags], { stdio: 'ignore' });
+  const child = spawn(binary, ['-c', IDLE, 'ovnkube', '--init-node', 'node1', '--gateway-mode', 'local', ...flags], {
+    stdio: 'ignore',
+  });
   try {
     await new Promise((resolve, reject) => child.once('spawn', resolve).once('error', reject));
     await fn(child.pid!);
@@ -46,7 +59,10 @@ test('proc: only a process whose comm is ovnkube has its command line read (read
   const other = path.join(dir, 'not-ovnkube');
   copyFileSync('/bin/sh', other);
   chmodSync(other, 0o755);
-  const disguised = spawn(other, ['-c', IDLE, 'ovnkube', '--init-node', 'node1', '--gateway-mode', 'shared'], { stdio: 'ignore', argv0: '/usr/bin/ovnkube' });
+  const disguised = spawn(other, ['-c', IDLE, 'ovnkube', '--init-node', 'node1', '--gateway-mode', 'shared'], {
+    stdio: 'ignore',
+    argv0: '/usr/bin/ovnkube',
+  });
   try {
     await new Promise((resolve, reject) => disguised.once('spawn', resolve).once('error', reject));
     assert.match(readFileSync(`/proc/${disguised.pid}/cmdline`, 'utf8'), /^\/usr\/bin\/ovnkube\0/);
@@ -72,22 +88,42 @@ test('proc: only a process whose comm is ovnkube has its command line read (read
 });
 
 test("proc: ovnkube-node's command line from CNO 4.10+ (--ovn-metrics-bind-address, --export-ovs-metrics) is 4.10+ evidence; 4.9's is none", async () => {
-  const only = (scan: OvnkubeScan, pid: number): OvnkubeScan => ({ processes: scan.processes.filter((p) => p.pid === pid), unreadable: [] });
+  const only = (scan: OvnkubeScan, pid: number): OvnkubeScan => ({
+    processes: scan.processes.filter((p) => p.pid === pid),
+    unreadable: [],
+  });
   // CNO release-4.10 c7855f10e bindata/network/ovn-kubernetes/ovnkube-node.yaml:376-379.
-  const cno410 = ['--metrics-bind-address', '127.0.0.1:29103', '--ovn-metrics-bind-address', '127.0.0.1:29105', '--metrics-enable-pprof', '--export-ovs-metrics', '--disable-snat-multiple-gws'];
+  const cno410 = [
+    '--metrics-bind-address',
+    '127.0.0.1:29103',
+    '--ovn-metrics-bind-address',
+    '127.0.0.1:29105',
+    '--metrics-enable-pprof',
+    '--export-ovs-metrics',
+    '--disable-snat-multiple-gws',
+  ];
   await withOvnkube(async (pid) => {
     const seen = summarise(only(await scanOvnkubeProcesses(), pid), null);
     assert.equal(seen.mode, 'local');
     assert.equal(seen.release410Plus, `--export-ovs-metrics (pid ${pid})`);
   }, cno410);
-  await withOvnkube(async (pid) => {
-    assert.equal(summarise(only(await scanOvnkubeProcesses(), pid), null).release410Plus, `--ovn-metrics-bind-address (pid ${pid})`);
-  }, ['-ovn-metrics-bind-address=127.0.0.1:29105']);
-  await withOvnkube(async (pid) => {
-    const seen = summarise(only(await scanOvnkubeProcesses(), pid), null);
-    assert.equal(seen.mode, 'local');
-    assert.equal(seen.release410Plus, null, 'CNO 4.9 renders neither flag');
-  }, ['--metrics-bind-address', '127.0.0.1:29103', '--metrics-enable-pprof']);
+  await withOvnkube(
+    async (pid) => {
+      assert.equal(
+        summarise(only(await scanOvnkubeProcesses(), pid), null).release410Plus,
+        `--ovn-metrics-bind-address (pid ${pid})`,
+      );
+    },
+    ['-ovn-metrics-bind-address=127.0.0.1:29105'],
+  );
+  await withOvnkube(
+    async (pid) => {
+      const seen = summarise(only(await scanOvnkubeProcesses(), pid), null);
+      assert.equal(seen.mode, 'local');
+      assert.equal(seen.release410Plus, null, 'CNO 4.9 renders neither flag');
+    },
+    ['--metrics-bind-address', '127.0.0.1:29103', '--metrics-enable-pprof'],
+  );
 });
 
 test('proc: an ovnkube-node whose namespace cannot be read is named, with what is missing, not taken for absent', async (t) => {
@@ -102,23 +138,32 @@ test('proc: an ovnkube-node whose namespace cannot be read is named, with what i
     assert.equal(r.code, 0, r.stderr);
     const { scan, summary } = JSON.parse(r.stdout);
     assert.deepEqual(scan.processes, []);
-    assert.ok(scan.unreadable.some((u: { pid: number; code: string }) => u.pid === pid && u.code === 'EACCES'), JSON.stringify(scan));
+    assert.ok(
+      scan.unreadable.some((u: { pid: number; code: string }) => u.pid === pid && u.code === 'EACCES'),
+      JSON.stringify(scan),
+    );
     assert.equal(summary.mode, null);
     assert.equal(summary.pid, null);
     assert.match(summary.detail, denied(pid));
   });
 });
 
-test('proc: a fork of ovnkube-node that has not exec\'d (same comm, same command line) is not a second ovnkube-node', async () => {
+test("proc: a fork of ovnkube-node that has not exec'd (same comm, same command line) is not a second ovnkube-node", async () => {
   await withForkedOvnkube(async (parent, child) => {
     const scan = await scanOvnkubeProcesses();
-    assert.ok(scan.processes.some((p) => p.pid === parent), JSON.stringify(scan));
+    assert.ok(
+      scan.processes.some((p) => p.pid === parent),
+      JSON.stringify(scan),
+    );
     assert.ok(!scan.processes.some((p) => p.pid === child), JSON.stringify(scan));
     // The scanner's full scan too, and the reuse that follows it.
     const scanner = new OvnkubeScanner('/proc', undefined, () => 0);
     for (const reuse of [false, true]) {
       const s = scanner.scan(reuse);
-      assert.ok(s.processes.some((p) => p.pid === parent) && !s.processes.some((p) => p.pid === child), JSON.stringify(s));
+      assert.ok(
+        s.processes.some((p) => p.pid === parent) && !s.processes.some((p) => p.pid === child),
+        JSON.stringify(s),
+      );
     }
   });
 });
@@ -129,7 +174,13 @@ test(`proc: a fork of ovnkube-node older than ${MAX_COPY_AGE_MS} ms by /proc/upt
     // /proc/uptime as it will read MAX_COPY_AGE_MS and one tick after the fork started.
     const later = Buffer.from(`${((start + MAX_COPY_AGE_MS / 10 + 1) / 100).toFixed(2)} 0.00\n`);
     const scan = await scanOvnkubeProcesses('/proc', (file) => (file === '/proc/uptime' ? later : readFileSync(file)));
-    assert.deepEqual(scan.processes.filter((p) => p.pid === parent || p.pid === child).map((p) => p.pid).sort(), [parent, child].sort());
+    assert.deepEqual(
+      scan.processes
+        .filter((p) => p.pid === parent || p.pid === child)
+        .map((p) => p.pid)
+        .sort(),
+      [parent, child].sort(),
+    );
   });
 });
 
@@ -138,7 +189,13 @@ test('proc: a child ovnkube --init-node with another command line still counts, 
     async (parent, child) => {
       const scan = await scanOvnkubeProcesses();
       const ours = { processes: scan.processes.filter((p) => p.pid === parent || p.pid === child), unreadable: [] };
-      assert.deepEqual(ours.processes.map((p) => [p.pid, p.mode]).sort(), [[parent, 'local'], [child, 'shared']].sort());
+      assert.deepEqual(
+        ours.processes.map((p) => [p.pid, p.mode]).sort(),
+        [
+          [parent, 'local'],
+          [child, 'shared'],
+        ].sort(),
+      );
       const summary = summarise(ours, null);
       assert.equal(summary.mode, null);
       assert.match(summary.detail ?? '', /^ovnkube processes disagree: /);
@@ -147,7 +204,7 @@ test('proc: a child ovnkube --init-node with another command line still counts, 
   );
 });
 
-test('plan as non-root says it cannot read ovnkube-node\'s namespace, and what it needs', async (t) => {
+test("plan as non-root says it cannot read ovnkube-node's namespace, and what it needs", async (t) => {
   if (skipWithoutKernel(t) || skipWithoutSetpriv(t)) return;
   const ns = seedNode({ gw0: true });
   const scratch = new Scratch();
@@ -156,10 +213,23 @@ test('plan as non-root says it cannot read ovnkube-node\'s namespace, and what i
     chmodSync(scratch.dir, 0o755);
     scratch.writeMode('local');
     ovnkube.start('local');
-    const args = ['plan', '--mode-file', scratch.modeFile, '--service-cidr', '10.96.0.0/16', '--mtu', '1400', '--os-release', RHCOS_49_OS_RELEASE];
+    const args = [
+      'plan',
+      '--mode-file',
+      scratch.modeFile,
+      '--service-cidr',
+      '10.96.0.0/16',
+      '--mtu',
+      '1400',
+      '--os-release',
+      RHCOS_49_OS_RELEASE,
+    ];
     const asRoot = spawnSync('ip', ['netns', 'exec', ns.name, process.execPath, CLI, ...args], { encoding: 'utf8' });
     assert.match(asRoot.stdout, /replace 10\.96\.0\.0\/16/, asRoot.stderr);
-    const r = spawnSync('ip', ['netns', 'exec', ns.name, ...asNobody([process.execPath, CLI, ...args])], { encoding: 'utf8', timeout: 60_000 });
+    const r = spawnSync('ip', ['netns', 'exec', ns.name, ...asNobody([process.execPath, CLI, ...args])], {
+      encoding: 'utf8',
+      timeout: 60_000,
+    });
     assert.equal(r.status, 1, r.stderr);
     assert.match(r.stdout, /^actions: none$/m);
     const reason = /^ {2}- ovnkube-node's gateway mode is unknown: (.*?)(?: \[\w+\])?$/m.exec(r.stdout);
@@ -200,7 +270,8 @@ class Reuse {
   /** A line on its stdin, then waits until /proc/PID/cmdline says `until`. */
   async release(child: ChildProcess, until: RegExp): Promise<void> {
     child.stdin!.write('go\n');
-    for (let i = 0; i < 500 && !until.test(readFileSync(`/proc/${child.pid}/cmdline`, 'utf8')); i++) await new Promise((r) => setTimeout(r, 10));
+    for (let i = 0; i < 500 && !until.test(readFileSync(`/proc/${child.pid}/cmdline`, 'utf8')); i++)
+      await new Promise((r) => setTimeout(r, 10));
     assert.match(readFileSync(`/proc/${child.pid}/cmdline`, 'utf8'), until);
   }
 
@@ -223,7 +294,7 @@ class Reuse {
 
 const modeOf = (scan: OvnkubeScan, pid: number | undefined) => scan.processes.find((p) => p.pid === pid)?.mode;
 
-test('proc reuse: a process started after the full scan, seen as not ovnkube by a repair pass, then exec\'ing ovnkube beside the known one, is found by the next (real exec)', async () => {
+test("proc reuse: a process started after the full scan, seen as not ovnkube by a repair pass, then exec'ing ovnkube beside the known one, is found by the next (real exec)", async () => {
   const r = new Reuse();
   try {
     const known = await r.start(r.binary, IDLE, 'ovnkube', '--init-node', 'node1', '--gateway-mode', 'local');
@@ -242,10 +313,18 @@ test('proc reuse: a process started after the full scan, seen as not ovnkube by 
   }
 });
 
-test('proc reuse: the known ovnkube-node exec\'ing ovnkube with another --gateway-mode (same comm, same start time) is read anew (real exec)', async () => {
+test("proc reuse: the known ovnkube-node exec'ing ovnkube with another --gateway-mode (same comm, same start time) is read anew (real exec)", async () => {
   const r = new Reuse();
   try {
-    const known = await r.start(r.binary, r.execOvnkube('shared'), 'ovnkube', '--init-node', 'node1', '--gateway-mode', 'local');
+    const known = await r.start(
+      r.binary,
+      r.execOvnkube('shared'),
+      'ovnkube',
+      '--init-node',
+      'node1',
+      '--gateway-mode',
+      'local',
+    );
     assert.equal(modeOf(r.full(), known.pid), 'local');
     assert.equal(modeOf(r.scanner.scan(true), known.pid), 'local');
     if (r.alone) assert.deepEqual(r.scanner.counts, { full: 1, reused: 1 });

@@ -27,7 +27,10 @@ class FakeProc {
     writeFileSync(path.join(dir, 'comm'), `${comm}\n`);
     writeFileSync(path.join(dir, 'cmdline'), argv.map((a) => `${a}\0`).join(''));
     // pid (comm) state, ppid (4), then fields 5..21, then starttime (22).
-    writeFileSync(path.join(dir, 'stat'), `${pid} (${comm}) S ${ppid} ${Array.from({ length: 17 }, () => '0').join(' ')} ${start} 0 0\n`);
+    writeFileSync(
+      path.join(dir, 'stat'),
+      `${pid} (${comm}) S ${ppid} ${Array.from({ length: 17 }, () => '0').join(' ')} ${start} 0 0\n`,
+    );
     symlinkSync(net, path.join(dir, 'ns', 'net'));
   }
 
@@ -78,9 +81,10 @@ function withProc(fn: (proc: FakeProc) => void): void {
   }
 }
 
-const pids = (scanner: OvnkubeScanner, reuse: boolean) => scanner.scan(reuse).processes.map((p) => `${p.pid}/${p.startTime}`);
+const pids = (scanner: OvnkubeScanner, reuse: boolean) =>
+  scanner.scan(reuse).processes.map((p) => `${p.pid}/${p.startTime}`);
 
-test('scanner: a pass woken by a route event reuses the last scan, reading only the known ovnkube-node\'s stat and command line', () => {
+test("scanner: a pass woken by a route event reuses the last scan, reading only the known ovnkube-node's stat and command line", () => {
   withProc((proc) => {
     const scanner = proc.scanner();
     assert.deepEqual(pids(scanner, false), ['100/1000']);
@@ -105,8 +109,15 @@ test('scanner: a process that was not in the last full scan has its comm read at
     const scanner = proc.scanner();
     pids(scanner, false);
     proc.add(3, ['/bin/sleep', '5'], 30);
-    assert.deepEqual(proc.readsOf(() => pids(scanner, true)), ['100/stat', '100/cmdline', '3/comm']);
-    assert.deepEqual(proc.readsOf(() => pids(scanner, true)), ['100/stat', '100/cmdline', '3/comm'], 'read again: it may exec ovnkube');
+    assert.deepEqual(
+      proc.readsOf(() => pids(scanner, true)),
+      ['100/stat', '100/cmdline', '3/comm'],
+    );
+    assert.deepEqual(
+      proc.readsOf(() => pids(scanner, true)),
+      ['100/stat', '100/cmdline', '3/comm'],
+      'read again: it may exec ovnkube',
+    );
     proc.add(4, ['/usr/bin/ovnkube', '--init-node', 'node1', '--gateway-mode', 'shared'], 40);
     assert.deepEqual(pids(scanner, true), ['100/1000', '4/40']);
     assert.deepEqual(scanner.counts, { full: 2, reused: 2 });
@@ -125,7 +136,7 @@ test('scanner: a new process seen as not ovnkube by one reuse that then execs ov
   });
 });
 
-test('scanner: the known ovnkube-node exec\'d ovnkube with another --gateway-mode (same comm and start time): a full scan reads the new mode', () => {
+test("scanner: the known ovnkube-node exec'd ovnkube with another --gateway-mode (same comm and start time): a full scan reads the new mode", () => {
   withProc((proc) => {
     const scanner = proc.scanner();
     assert.equal(scanner.scan(false).processes[0]!.mode, 'local');
@@ -167,7 +178,11 @@ test('scanner: the known ovnkube-node gone, its PID reused, an exec, or another 
     ['gone', (proc) => proc.remove(100), []],
     ['PID reused (another start time)', (proc) => proc.add(100, OVNKUBE_ARGV, 1001), ['100/1001']],
     ['exec (comm changed)', (proc) => proc.add(100, ['/bin/sh'], 1000), []],
-    ['moved to another network namespace', (proc) => proc.add(100, OVNKUBE_ARGV, 1000, 'ovnkube', 'net:[4026532000]'), []],
+    [
+      'moved to another network namespace',
+      (proc) => proc.add(100, OVNKUBE_ARGV, 1000, 'ovnkube', 'net:[4026532000]'),
+      [],
+    ],
   ];
   for (const [what, change, found] of changes) {
     withProc((proc) => {
@@ -203,8 +218,16 @@ test('scanner: a young fork of ovnkube-node with its command line is not a secon
       proc.uptime(5000);
       proc.add(pid, OVNKUBE_ARGV, 5000 - COPY_AGE_TICKS, 'ovnkube', OWN_NET, 100);
       const scan = proc.scanner().scan(false);
-      assert.deepEqual(scan.processes.map((p) => p.pid), [100], `fork ${pid}`);
-      assert.deepEqual(summarise(scan, null), { mode: 'local', pid: 100, id: 'pid 100 start 1000', detail: null, release410Plus: null }, `fork ${pid}`);
+      assert.deepEqual(
+        scan.processes.map((p) => p.pid),
+        [100],
+        `fork ${pid}`,
+      );
+      assert.deepEqual(
+        summarise(scan, null),
+        { mode: 'local', pid: 100, id: 'pid 100 start 1000', detail: null, release410Plus: null },
+        `fork ${pid}`,
+      );
     });
   }
 });
@@ -212,8 +235,16 @@ test('scanner: a young fork of ovnkube-node with its command line is not a secon
 test('scanner: what is not surely a young fork of ovnkube-node counts as a second process', () => {
   const OLD = 5000 - COPY_AGE_TICKS - 1;
   const cases: Array<[string, (proc: FakeProc) => void, string]> = [
-    ['older than the limit (stuck before its exec, or ovnkube run again alike)', (proc) => proc.add(150, OVNKUBE_ARGV, OLD, 'ovnkube', OWN_NET, 100), `150/${OLD}`],
-    ['another command line', (proc) => proc.add(150, [...OVNKUBE_ARGV, '--v=5'], 5000, 'ovnkube', OWN_NET, 100), '150/5000'],
+    [
+      'older than the limit (stuck before its exec, or ovnkube run again alike)',
+      (proc) => proc.add(150, OVNKUBE_ARGV, OLD, 'ovnkube', OWN_NET, 100),
+      `150/${OLD}`,
+    ],
+    [
+      'another command line',
+      (proc) => proc.add(150, [...OVNKUBE_ARGV, '--v=5'], 5000, 'ovnkube', OWN_NET, 100),
+      '150/5000',
+    ],
     ['another parent', (proc) => proc.add(150, OVNKUBE_ARGV, 5000, 'ovnkube', OWN_NET, 2), '150/5000'],
     ['its parent exited (reparented)', (proc) => proc.add(150, OVNKUBE_ARGV, 5000, 'ovnkube', OWN_NET, 1), '150/5000'],
     [
@@ -234,7 +265,7 @@ test('scanner: what is not surely a young fork of ovnkube-node counts as a secon
   }
 });
 
-test('scanner: a fork left out of a full scan is read again by a reuse: exec\'ing an ovnkube of the other mode, it is found at once', () => {
+test("scanner: a fork left out of a full scan is read again by a reuse: exec'ing an ovnkube of the other mode, it is found at once", () => {
   withProc((proc) => {
     proc.uptime(5000);
     proc.add(150, OVNKUBE_ARGV, 5000, 'ovnkube', OWN_NET, 100);
@@ -243,9 +274,19 @@ test('scanner: a fork left out of a full scan is read again by a reuse: exec\'in
     // While it is still the same copy, a reuse reads its comm and scans in full, leaving it out again.
     assert.ok(proc.readsOf(() => assert.deepEqual(pids(scanner, true), ['100/1000'])).includes('150/comm'));
     // It execs ovnkube-node in the other mode: same comm, same start time.
-    proc.add(150, ['/usr/bin/ovnkube', '--init-node', 'node1', '--gateway-mode', 'shared'], 5000, 'ovnkube', OWN_NET, 100);
+    proc.add(
+      150,
+      ['/usr/bin/ovnkube', '--init-node', 'node1', '--gateway-mode', 'shared'],
+      5000,
+      'ovnkube',
+      OWN_NET,
+      100,
+    );
     const scan = scanner.scan(true);
-    assert.deepEqual(scan.processes.map((p) => `${p.pid} ${p.mode}`), ['100 local', '150 shared']);
+    assert.deepEqual(
+      scan.processes.map((p) => `${p.pid} ${p.mode}`),
+      ['100 local', '150 shared'],
+    );
     assert.match(summarise(scan, null).detail ?? '', /^ovnkube processes disagree: /);
     assert.deepEqual(scanner.counts, { full: 3, reused: 0 });
   });

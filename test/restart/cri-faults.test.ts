@@ -20,7 +20,10 @@ import { NotifyReceiver } from '../helpers/notify-receiver.js';
 import { skipWithoutKernel } from '../helpers/netns.js';
 import { within } from '../helpers/wait.js';
 
-const LABELS = { 'io.kubernetes.pod.namespace': 'openshift-ovn-kubernetes', 'io.kubernetes.container.name': 'ovnkube-node' };
+const LABELS = {
+  'io.kubernetes.pod.namespace': 'openshift-ovn-kubernetes',
+  'io.kubernetes.container.name': 'ovnkube-node',
+};
 
 /** A listener that accepts every connection and never says a word; close() drops them all. */
 async function hanging(socket: string): Promise<{ close: () => void }> {
@@ -60,11 +63,14 @@ test('CRI client: gone, refusing and hanging runtimes each end the call by its d
       const client = new CriClient(socket, 300);
       try {
         // The bound only keeps a hang from hanging the suite; the client's own deadline must end it.
-        await assert.rejects(within(client.runningContainers(LABELS), 30_000, `ListContainers on ${socket} ends`), (err: Error & { code?: string }) => {
-          assert.equal(err.code, 'ERR_GWMODE_CRI');
-          assert.match(err.message, expected);
-          return true;
-        });
+        await assert.rejects(
+          within(client.runningContainers(LABELS), 30_000, `ListContainers on ${socket} ends`),
+          (err: Error & { code?: string }) => {
+            assert.equal(err.code, 'ERR_GWMODE_CRI');
+            assert.match(err.message, expected);
+            return true;
+          },
+        );
       } finally {
         client.close();
       }
@@ -72,12 +78,21 @@ test('CRI client: gone, refusing and hanging runtimes each end the call by its d
     // StopContainer's deadline is the grace period on top: it too ends on a hanging runtime.
     const client = new CriClient(hang, 300);
     try {
-      await assert.rejects(within(client.stopContainer('abc', 0), 30_000, 'StopContainer ends'), /^Error: CRI StopContainer on .*: Deadline exceeded/);
+      await assert.rejects(
+        within(client.stopContainer('abc', 0), 30_000, 'StopContainer ends'),
+        /^Error: CRI StopContainer on .*: Deadline exceeded/,
+      );
     } finally {
       client.close();
     }
     // The strategy turns the failure into a reason, never a throw.
-    const strategy = new CriRestart({ endpoint: refused, namespace: LABELS['io.kubernetes.pod.namespace'], container: 'ovnkube-node', graceSeconds: 1, deadlineMs: 300 });
+    const strategy = new CriRestart({
+      endpoint: refused,
+      namespace: LABELS['io.kubernetes.pod.namespace'],
+      container: 'ovnkube-node',
+      graceSeconds: 1,
+      deadlineMs: 300,
+    });
     const found = await strategy.find();
     strategy.close();
     assert.ok('error' in found && /^CRI ListContainers on /.test(found.error), JSON.stringify(found));
@@ -106,14 +121,28 @@ describe('the agent beside a runtime that hangs', { concurrency: 2 }, () => {
     const server = await hanging(socket);
     try {
       await withAgent(
-        { mode: 'local', args: ['--service-cidr', '10.96.0.0/16', '--mtu', '1400', '--restart', 'cri', '--cri-endpoint', socket] },
+        {
+          mode: 'local',
+          args: ['--service-cidr', '10.96.0.0/16', '--mtu', '1400', '--restart', 'cri', '--cri-endpoint', socket],
+        },
         async ({ ns, ovnkube, agent }) => {
           // While the first pass waits on the runtime the socket answers (the pass has not ended yet).
-          await waitForStatus(agent, () => curl(agent.scratch.socket, '/healthz').code === 200, '/healthz while the pass waits on CRI');
+          await waitForStatus(
+            agent,
+            () => curl(agent.scratch.socket, '/healthz').code === 200,
+            '/healthz while the pass waits on CRI',
+          );
           const s = await waitForStatus(agent, (s) => s.reasonCodes[0] === 'RestartPathBroken', 'RestartPathBroken');
           assert.equal(s.phase, 'Waiting');
-          assert.match(s.reasons[0]!, /^not starting the migration to local: ovnkube-node could not be restarted afterwards: CRI ListContainers on .*hanging\.sock: Deadline exceeded/);
-          assert.deepEqual(ns.routes('10.96.0.0/16'), ['10.96.0.0/16 via 172.18.0.1 dev br-ex mtu 1400'], 'no migration started');
+          assert.match(
+            s.reasons[0]!,
+            /^not starting the migration to local: ovnkube-node could not be restarted afterwards: CRI ListContainers on .*hanging\.sock: Deadline exceeded/,
+          );
+          assert.deepEqual(
+            ns.routes('10.96.0.0/16'),
+            ['10.96.0.0/16 via 172.18.0.1 dev br-ex mtu 1400'],
+            'no migration started',
+          );
           assert.equal(ovnkube.starts, 1);
           // The next pass waits on the runtime again: /healthz and /status still answer, and SIGTERM stops it.
           assert.equal(curl(agent.scratch.socket, '/healthz').code, 200);
@@ -131,21 +160,37 @@ describe('the agent beside a runtime that hangs', { concurrency: 2 }, () => {
   /** A runtime that lists one running ovnkube-node and never answers StopContainer. */
   async function stopHanging(socket: string): Promise<{ stops: () => number; close: () => void }> {
     const proto = fileURLToPath(new URL('../../../src/cri/runtime.proto', import.meta.url));
-    const pkg = grpc.loadPackageDefinition(protoLoader.loadSync(proto, { keepCase: false, longs: String, enums: String, defaults: true }));
-    const service = ((pkg.runtime as grpc.GrpcObject).v1 as grpc.GrpcObject).RuntimeService as unknown as { service: grpc.ServiceDefinition };
+    const pkg = grpc.loadPackageDefinition(
+      protoLoader.loadSync(proto, { keepCase: false, longs: String, enums: String, defaults: true }),
+    );
+    const service = ((pkg.runtime as grpc.GrpcObject).v1 as grpc.GrpcObject).RuntimeService as unknown as {
+      service: grpc.ServiceDefinition;
+    };
     const server = new grpc.Server();
     let stops = 0;
-    const container = { id: 'c0ffee0000000000000001', podSandboxId: 'p1', metadata: { name: 'ovnkube-node', attempt: 0 }, state: 'CONTAINER_RUNNING', labels: { ...LABELS, 'io.kubernetes.pod.name': 'ovnkube-node-x' } };
+    const container = {
+      id: 'c0ffee0000000000000001',
+      podSandboxId: 'p1',
+      metadata: { name: 'ovnkube-node', attempt: 0 },
+      state: 'CONTAINER_RUNNING',
+      labels: { ...LABELS, 'io.kubernetes.pod.name': 'ovnkube-node-x' },
+    };
     server.addService(service.service, {
       ListContainers: (_call: unknown, cb: grpc.sendUnaryData<unknown>) => cb(null, { containers: [container] }),
       StopContainer: () => void stops++,
     });
-    await new Promise<void>((resolve, reject) => server.bindAsync(`unix://${socket}`, grpc.ServerCredentials.createInsecure(), (err) => (err ? reject(err) : resolve())));
+    await new Promise<void>((resolve, reject) =>
+      server.bindAsync(`unix://${socket}`, grpc.ServerCredentials.createInsecure(), (err) =>
+        err ? reject(err) : resolve(),
+      ),
+    );
     return { stops: () => stops, close: () => server.forceShutdown() };
   }
 
   /** A scratch directory and, on its runtime.sock, a runtime whose StopContainer never answers; both gone after fn. */
-  async function withStopHanging(fn: (c: { dir: string; socket: string; runtime: { stops: () => number } }) => Promise<void>): Promise<void> {
+  async function withStopHanging(
+    fn: (c: { dir: string; socket: string; runtime: { stops: () => number } }) => Promise<void>,
+  ): Promise<void> {
     const dir = mkdtempSync(path.join(tmpdir(), 'gwmode-cri-'));
     const socket = path.join(dir, 'runtime.sock');
     const runtime = await stopHanging(socket);
@@ -165,19 +210,46 @@ describe('the agent beside a runtime that hangs', { concurrency: 2 }, () => {
       await withAgent(
         {
           mode: 'local',
-          args: ['--service-cidr', '10.96.0.0/16', '--restart', 'cri', '--cri-endpoint', socket, '--restart-grace', '3', '--restart-timeout', '1s', '--restart-min-interval', '1s'],
+          args: [
+            '--service-cidr',
+            '10.96.0.0/16',
+            '--restart',
+            'cri',
+            '--cri-endpoint',
+            socket,
+            '--restart-grace',
+            '3',
+            '--restart-timeout',
+            '1s',
+            '--restart-min-interval',
+            '1s',
+          ],
         },
         async ({ agent }) => {
-          const held = await waitForStatus(agent, (s) => /^a restart request is under way/.test(s.reasons[0] ?? ''), 'the request said to be under way past the restart timeout');
+          const held = await waitForStatus(
+            agent,
+            (s) => /^a restart request is under way/.test(s.reasons[0] ?? ''),
+            'the request said to be under way past the restart timeout',
+          );
           assert.equal(held.phase, 'Progressing');
           assert.equal(runtime.stops(), 1, 'no second request while the first is under way');
-          assert.ok(!agent.logs().some((l) => l.msg === 'a restart request is still under way: not requesting another'), 'decide never asked for a second one');
+          assert.ok(
+            !agent.logs().some((l) => l.msg === 'a restart request is still under way: not requesting another'),
+            'decide never asked for a second one',
+          );
           // SIGTERM during the stop: no pass runs, the request is what is still under way, and it is said.
           await agent.stop();
           const msgs = agent.logs().map((l) => String(l.msg));
-          assert.ok(msgs.some((m) => m.startsWith('a restart request is still under way: exiting cancels the call')), msgs.slice(-5).join('\n'));
+          assert.ok(
+            msgs.some((m) => m.startsWith('a restart request is still under way: exiting cancels the call')),
+            msgs.slice(-5).join('\n'),
+          );
           assert.ok(!msgs.includes('the pass under way did not finish: abandoning it'));
-          assert.equal(JSON.parse(readFileSync(path.join(agent.scratch.stateDir, 'migration-journal.json'), 'utf8')).migration.restart, 'requested');
+          assert.equal(
+            JSON.parse(readFileSync(path.join(agent.scratch.stateDir, 'migration-journal.json'), 'utf8')).migration
+              .restart,
+            'requested',
+          );
         },
       );
     });
@@ -194,11 +266,24 @@ describe('the agent beside a runtime that hangs', { concurrency: 2 }, () => {
         await withAgent(
           {
             mode: 'local',
-            args: ['--service-cidr', '10.96.0.0/16', '--restart', 'cri', '--cri-endpoint', socket, '--restart-grace', '3'],
+            args: [
+              '--service-cidr',
+              '10.96.0.0/16',
+              '--restart',
+              'cri',
+              '--cri-endpoint',
+              socket,
+              '--restart-grace',
+              '3',
+            ],
             env: { NOTIFY_SOCKET: receiver.address, WATCHDOG_USEC: '2000000' },
           },
           async ({ ns, agent }) => {
-            const requested = await waitForStatus(agent, (s) => s.reasonCodes[0] === 'RestartAwaited' && /^restarted ovnkube-node/.test(s.reasons[0]!), 'the restart requested');
+            const requested = await waitForStatus(
+              agent,
+              (s) => s.reasonCodes[0] === 'RestartAwaited' && /^restarted ovnkube-node/.test(s.reasons[0]!),
+              'the restart requested',
+            );
             assert.equal(requested.phase, 'Progressing');
             assert.equal(runtime.stops(), 1);
             assert.deepEqual(ns.routes('10.96.0.0/16'), ['10.96.0.0/16 via 10.244.1.1 dev ovn-k8s-mp0']);
@@ -206,10 +291,18 @@ describe('the agent beside a runtime that hangs', { concurrency: 2 }, () => {
             // While StopContainer hangs: the loop pings the watchdog and /healthz says alive.
             await receiver.waitFor((m) => m === 'WATCHDOG=1', mark, 'a watchdog ping while the stop hangs');
             assert.equal(curl(agent.scratch.socket, '/healthz').code, 200);
-            const failed = await waitForStatus(agent, (s) => s.reasonCodes[0] === 'RestartFailed', 'the stop ends by its deadline');
+            const failed = await waitForStatus(
+              agent,
+              (s) => s.reasonCodes[0] === 'RestartFailed',
+              'the stop ends by its deadline',
+            );
             assert.match(failed.reasons[0]!, /CRI StopContainer on .*runtime\.sock: Deadline exceeded/);
             assert.equal(runtime.stops(), 1, 'one request, failed by its deadline');
-            assert.deepEqual(receiver.messages.filter((m) => /reconcile loop stuck/.test(m)), [], 'never a stuck loop');
+            assert.deepEqual(
+              receiver.messages.filter((m) => /reconcile loop stuck/.test(m)),
+              [],
+              'never a stuck loop',
+            );
             assert.ok(!agent.logs().some((l) => l.msg === 'reconcile loop stuck: withholding the watchdog ping'));
           },
         );

@@ -25,7 +25,11 @@ test('journal: saved in a directory it creates, read back as written', async () 
     const data = { ...EMPTY_JOURNAL, restarts: [1, 2, 3] };
     await j.save(data);
     assert.deepEqual(await j.load(), data);
-    assert.deepEqual(readdirSync(path.join(dir, 'state', 'deep')), ['migration-journal.json'], 'no temporary file left');
+    assert.deepEqual(
+      readdirSync(path.join(dir, 'state', 'deep')),
+      ['migration-journal.json'],
+      'no temporary file left',
+    );
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
@@ -36,7 +40,10 @@ test('journal: a corrupt file is an error with a code, and is set aside, not del
   try {
     const j = new Journal(dir);
     writeFileSync(j.file, '{"version": 2, "migra');
-    await assert.rejects(j.load(), (err: JournalError) => err.code === 'ERR_GWMODE_JOURNAL' && /is corrupt/.test(err.message));
+    await assert.rejects(
+      j.load(),
+      (err: JournalError) => err.code === 'ERR_GWMODE_JOURNAL' && /is corrupt/.test(err.message),
+    );
     const aside = await j.setAside(42);
     assert.equal(readFileSync(aside, 'utf8'), '{"version": 2, "migra');
     assert.equal(existsSync(j.file), false);
@@ -60,7 +67,15 @@ test('journal: a migration missing its fields is not trusted', async () => {
 test('journal: the journal of version 0.1 is read on upgrade: its restarts still count, its last mode is done', async () => {
   const dir = scratch();
   try {
-    writeFileSync(path.join(dir, 'restart-journal.json'), JSON.stringify({ restarts: [{ mode: 'shared', at: 10, target: 'pid 1', result: 'stopped', error: null }, { mode: 'local', at: 20, target: 'pid 2', result: 'stopped', error: null }] }));
+    writeFileSync(
+      path.join(dir, 'restart-journal.json'),
+      JSON.stringify({
+        restarts: [
+          { mode: 'shared', at: 10, target: 'pid 1', result: 'stopped', error: null },
+          { mode: 'local', at: 20, target: 'pid 2', result: 'stopped', error: null },
+        ],
+      }),
+    );
     const data = await new Journal(dir).load();
     assert.deepEqual(data.restarts, [10, 20]);
     assert.deepEqual([data.migration?.mode, data.migration?.restart], ['local', 'done']);
@@ -90,17 +105,32 @@ test('an agent whose journal is corrupt keeps going: the journal is kept aside a
         config: seedConfig(),
         modePath: '/etc/mode',
         resyncIntervalMs: 3_600_000,
-        restart: { strategy: 'none', limit: { minIntervalMs: 0, maxPerHour: 3 }, timeoutMs: 1000, settleMs: 0, retryBaseMs: 1000, retryMaxMs: 1000, modeChecked: true },
+        restart: {
+          strategy: 'none',
+          limit: { minIntervalMs: 0, maxPerHour: 3 },
+          timeoutMs: 1000,
+          settleMs: 0,
+          retryBaseMs: 1000,
+          retryMaxMs: 1000,
+          modeChecked: true,
+        },
       },
     );
     await agent.init();
     const s = agent.status();
-    assert.ok(s.warnings.some((w) => /is corrupt: .*kept as .*\.corrupt-1000000/.test(w)), JSON.stringify(s.warnings));
+    assert.ok(
+      s.warnings.some((w) => /is corrupt: .*kept as .*\.corrupt-1000000/.test(w)),
+      JSON.stringify(s.warnings),
+    );
     assert.ok(existsSync(`${journal.file}.corrupt-1000000`));
     await agent.settle();
     await agent.stop();
     assert.equal(agent.status().routes[0]?.observed?.dev, 'ovn-k8s-mp0', 'the routes are still managed');
-    assert.equal(JSON.parse(readFileSync(journal.file, 'utf8')).migration.mode, 'local', 'a fresh journal records the migration');
+    assert.equal(
+      JSON.parse(readFileSync(journal.file, 'utf8')).migration.mode,
+      'local',
+      'a fresh journal records the migration',
+    );
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
@@ -123,15 +153,42 @@ test('journal: the note of how its times were written (boot id, wall minus monot
 });
 
 test('journal times: the same boot reads them back with the offset they were written with, another boot (or none noted) with the offset of now, and none after now', () => {
-  const m = { mode: 'local' as const, startedAt: 5000, identity: 'process' as const, ovnkubeBefore: null, routes: [], restart: 'done' as const, attempts: 1, lastAttemptAt: 6000, lastError: null, stopped: null, stoppedAs: null, outcome: null, doneAt: 7000, rollback: { startedAt: 8000, doneAt: null } };
+  const m = {
+    mode: 'local' as const,
+    startedAt: 5000,
+    identity: 'process' as const,
+    ovnkubeBefore: null,
+    routes: [],
+    restart: 'done' as const,
+    attempts: 1,
+    lastAttemptAt: 6000,
+    lastError: null,
+    stopped: null,
+    stoppedAs: null,
+    outcome: null,
+    doneAt: 7000,
+    rollback: { startedAt: 8000, doneAt: null },
+  };
   const mono = { ...EMPTY_JOURNAL, migration: m, restarts: [6000] };
   const disk = toWall(mono, 1_000_000, 'b1');
-  assert.deepEqual([disk.migration?.startedAt, disk.migration?.doneAt, disk.migration?.rollback, disk.restarts, disk.clock], [1_005_000, 1_007_000, { startedAt: 1_008_000, doneAt: null }, [1_006_000], { bootId: 'b1', wallMinusMonotonicMs: 1_000_000 }]);
+  assert.deepEqual(
+    [disk.migration?.startedAt, disk.migration?.doneAt, disk.migration?.rollback, disk.restarts, disk.clock],
+    [
+      1_005_000,
+      1_007_000,
+      { startedAt: 1_008_000, doneAt: null },
+      [1_006_000],
+      { bootId: 'b1', wallMinusMonotonicMs: 1_000_000 },
+    ],
+  );
   // Same boot, the wall clock stepped since (the offset of now is 999_000_000): exact.
   assert.deepEqual(toMonotonic(disk, loadOffset(disk, 'b1', 999_000_000), 10_000), mono);
   // Another boot: the offset of now; times after now (10_000) are now.
   const other = toMonotonic(disk, loadOffset(disk, 'b2', 1_000_000 - 2000), 10_000);
-  assert.deepEqual([other.migration?.startedAt, other.migration?.doneAt, other.migration?.rollback?.startedAt, other.restarts], [7000, 9000, 10_000, [8000]]);
+  assert.deepEqual(
+    [other.migration?.startedAt, other.migration?.doneAt, other.migration?.rollback?.startedAt, other.restarts],
+    [7000, 9000, 10_000, [8000]],
+  );
   assert.equal(toWall(mono, 0, null).clock, undefined, 'no boot id, no note');
 });
 
@@ -140,7 +197,11 @@ test('journal times: an offset within the jitter of the noted one is kept, so a 
   assert.equal(stableOffset(1_000_000, 999_999), 1_000_000);
   assert.equal(stableOffset(1_000_000, 1_000_000 + 120_000), 1_120_000, 'a 2-minute step forward renews it');
   assert.equal(stableOffset(null, 42), 42);
-  const data = { ...EMPTY_JOURNAL, restarts: [1_699_000_004_123], clock: { bootId: 'b', wallMinusMonotonicMs: 1_699_000_000_000 } };
+  const data = {
+    ...EMPTY_JOURNAL,
+    restarts: [1_699_000_004_123],
+    clock: { bootId: 'b', wallMinusMonotonicMs: 1_699_000_000_000 },
+  };
   // Read back and written again a moment later, the two clocks read a millisecond apart.
   const again = underFreshNote(data, 'b', { now: () => 5_000.4, wall: () => 1_699_000_005_001 });
   assert.deepEqual(again.restarts, [1_699_000_004_123]);

@@ -16,7 +16,9 @@ test('signal: SIGTERM reaches the one ovnkube --init-node process, after its sta
   const dir = mkdtempSync(path.join(tmpdir(), 'gwmode-signal-'));
   const binary = path.join(dir, 'ovnkube');
   copyFileSync('/bin/sh', binary);
-  const child = spawn(binary, ['-c', quietBody(dir), 'ovnkube', '--init-node', 'n1', '--gateway-mode', 'local'], { stdio: 'ignore' });
+  const child = spawn(binary, ['-c', quietBody(dir), 'ovnkube', '--init-node', 'n1', '--gateway-mode', 'local'], {
+    stdio: 'ignore',
+  });
   const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
   try {
     const strategy = new SignalRestart();
@@ -45,7 +47,9 @@ test('signal: none or two ovnkube-node processes mean no target, with the count'
   const binary = path.join(dir, 'ovnkube');
   copyFileSync('/bin/sh', binary);
   const body = quietBody(dir);
-  const two = [1, 2].map(() => spawn(binary, ['-c', body, 'ovnkube', '--init-node', 'n1', '--gateway-mode', 'local'], { stdio: 'ignore' }));
+  const two = [1, 2].map(() =>
+    spawn(binary, ['-c', body, 'ovnkube', '--init-node', 'n1', '--gateway-mode', 'local'], { stdio: 'ignore' }),
+  );
   try {
     // Both must be visible in /proc before asking: a bounded number of looks, not a clock.
     let found = await strategy.find();
@@ -53,15 +57,21 @@ test('signal: none or two ovnkube-node processes mean no target, with the count'
       await new Promise((r) => setImmediate(r));
       found = await strategy.find();
     }
-    assert.deepEqual(found, { error: '2 ovnkube --init-node processes in this network namespace (expected exactly 1)' });
-    assert.deepEqual(two.map((c) => c.exitCode), [null, null], 'neither was signalled');
+    assert.deepEqual(found, {
+      error: '2 ovnkube --init-node processes in this network namespace (expected exactly 1)',
+    });
+    assert.deepEqual(
+      two.map((c) => c.exitCode),
+      [null, null],
+      'neither was signalled',
+    );
   } finally {
     for (const c of two) c.kill('SIGKILL');
     rmSync(dir, { recursive: true, force: true });
   }
 });
 
-test('signal: a fork of ovnkube-node that has not exec\'d is not a second process: the target is ovnkube-node', async () => {
+test("signal: a fork of ovnkube-node that has not exec'd is not a second process: the target is ovnkube-node", async () => {
   await withForkedOvnkube(async (parent) => {
     const found = await new SignalRestart().find();
     assert.ok('target' in found, JSON.stringify(found));
@@ -79,8 +89,14 @@ test('signal: a pidfd names the process, not its PID: once that process is reape
     child.kill('SIGKILL');
     await exited;
     // Reaped by Node: the PID is free for the next process; the pidfd still names the dead one.
-    assert.throws(() => addon.pidfdSendSignal(fd, 15), (err: Error & { code?: string; syscall?: string }) => err.code === 'ESRCH' && err.syscall === 'pidfd_send_signal');
-    assert.throws(() => addon.pidfdOpen(child.pid!), (err: Error & { code?: string }) => err.code === 'ESRCH');
+    assert.throws(
+      () => addon.pidfdSendSignal(fd, 15),
+      (err: Error & { code?: string; syscall?: string }) => err.code === 'ESRCH' && err.syscall === 'pidfd_send_signal',
+    );
+    assert.throws(
+      () => addon.pidfdOpen(child.pid!),
+      (err: Error & { code?: string }) => err.code === 'ESRCH',
+    );
   } finally {
     closeSync(fd);
   }
@@ -94,7 +110,10 @@ test('signal: the restart of a target that exited meanwhile says it is gone, and
   const exited = new Promise((r) => child.once('exit', r));
   child.kill('SIGKILL');
   await exited;
-  await assert.rejects(new SignalRestart().restart({ id: `pid ${child.pid} start ${start}`, describe: `pid ${child.pid}` }), /is gone/);
+  await assert.rejects(
+    new SignalRestart().restart({ id: `pid ${child.pid} start ${start}`, describe: `pid ${child.pid}` }),
+    /is gone/,
+  );
 });
 
 test('signal: where pidfd_open is refused (ENOSYS, EPERM from a seccomp profile, EINVAL), the start time check and kill() still restart it; any other error fails the attempt', async () => {
@@ -112,7 +131,11 @@ test('signal: where pidfd_open is refused (ENOSYS, EPERM from a seccomp profile,
       const exited = new Promise<NodeJS.Signals | null>((r) => child.once('exit', (_code, signal) => r(signal)));
       const start = startTimeOf(readFileSync(`/proc/${child.pid}/stat`, 'utf8'));
       const strategy = new SignalRestart('/proc', refusing(code));
-      await assert.rejects(strategy.restart({ id: `pid ${child.pid} start 1`, describe: 'reused' }), /now belongs to another process/, `${code}: the start time is still checked`);
+      await assert.rejects(
+        strategy.restart({ id: `pid ${child.pid} start 1`, describe: 'reused' }),
+        /now belongs to another process/,
+        `${code}: the start time is still checked`,
+      );
       await strategy.restart({ id: `pid ${child.pid} start ${start}`, describe: `pid ${child.pid}` });
       assert.equal(await exited, 'SIGTERM', code);
     } finally {
@@ -123,7 +146,13 @@ test('signal: where pidfd_open is refused (ENOSYS, EPERM from a seccomp profile,
   try {
     await new Promise((resolve, reject) => child.once('spawn', resolve).once('error', reject));
     const start = startTimeOf(readFileSync(`/proc/${child.pid}/stat`, 'utf8'));
-    await assert.rejects(new SignalRestart('/proc', refusing('EMFILE')).restart({ id: `pid ${child.pid} start ${start}`, describe: `pid ${child.pid}` }), /EMFILE/);
+    await assert.rejects(
+      new SignalRestart('/proc', refusing('EMFILE')).restart({
+        id: `pid ${child.pid} start ${start}`,
+        describe: `pid ${child.pid}`,
+      }),
+      /EMFILE/,
+    );
     assert.equal(child.exitCode, null, 'not signalled');
     assert.equal(child.signalCode, null, 'not signalled');
   } finally {

@@ -17,7 +17,11 @@ import { within } from '../helpers/wait.js';
 async function withServer(fn: (socket: string) => Promise<void>): Promise<void> {
   const dir = mkdtempSync(path.join(tmpdir(), 'gwmode-abuse-'));
   const socket = path.join(dir, 'run', 'agent.sock');
-  const server = await StatusServer.listen(socket, { status: () => ({ phase: 'Converged' }) as unknown as StatusReport, alive: () => true, ready: () => true });
+  const server = await StatusServer.listen(socket, {
+    status: () => ({ phase: 'Converged' }) as unknown as StatusReport,
+    alive: () => true,
+    ready: () => true,
+  });
   try {
     await fn(socket);
   } finally {
@@ -48,20 +52,40 @@ test('every method but GET and HEAD is 405 with Allow on every path, and the con
   await withServer(async (socket) => {
     for (const method of ['POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS', 'TRACE', 'PROPFIND']) {
       for (const p of ['/status', '/healthz', '/nope']) {
-        const answer = await raw(socket, `${method} ${p} HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabcGET /status HTTP/1.1\r\nHost: x\r\n\r\n`);
+        const answer = await raw(
+          socket,
+          `${method} ${p} HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabcGET /status HTTP/1.1\r\nHost: x\r\n\r\n`,
+        );
         assert.equal(statusLine(answer), 'HTTP/1.1 405 Method Not Allowed', `${method} ${p}`);
         assert.match(answer, /\r\nallow: GET, HEAD\r\n/i);
         // The smuggled GET behind the body is never answered: the connection closed.
         assert.equal(answer.match(/HTTP\/1\.1 /g)?.length, 1, `${method} ${p}: one answer only`);
       }
     }
-    assert.equal(statusLine(await raw(socket, 'HEAD /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n')), 'HTTP/1.1 200 OK');
+    assert.equal(
+      statusLine(await raw(socket, 'HEAD /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n')),
+      'HTTP/1.1 200 OK',
+    );
   });
 });
 
 test('no path reads a file: traversal, encoded, absolute-form and prototype names are 404 and echo no file', async () => {
   await withServer(async (socket) => {
-    for (const p of ['/../../etc/passwd', '/%2e%2e/%2e%2e/etc/passwd', '//etc/passwd', '/status/../../../etc/passwd', '/__proto__', '/constructor', '/hasOwnProperty', '/toString', '/status%00', '/STATUS', '/status/', 'http://localhost/etc/passwd', '*']) {
+    for (const p of [
+      '/../../etc/passwd',
+      '/%2e%2e/%2e%2e/etc/passwd',
+      '//etc/passwd',
+      '/status/../../../etc/passwd',
+      '/__proto__',
+      '/constructor',
+      '/hasOwnProperty',
+      '/toString',
+      '/status%00',
+      '/STATUS',
+      '/status/',
+      'http://localhost/etc/passwd',
+      '*',
+    ]) {
       const answer = await raw(socket, `GET ${p} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`);
       assert.equal(statusLine(answer), 'HTTP/1.1 404 Not Found', p);
       assert.doesNotMatch(answer, /root:x?:0:0/, p);
@@ -71,9 +95,18 @@ test('no path reads a file: traversal, encoded, absolute-form and prototype name
 
 test('a URL over the limit is 414, headers over 8 KiB are 431, a garbled request line is 400', async () => {
   await withServer(async (socket) => {
-    assert.equal(statusLine(await raw(socket, `GET /${'a'.repeat(MAX_URL_BYTES)} HTTP/1.1\r\nHost: x\r\n\r\n`)), 'HTTP/1.1 414 URI Too Long');
-    assert.equal(statusLine(await raw(socket, `GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(9000)}\r\n\r\n`)), 'HTTP/1.1 431 Request Header Fields Too Large');
-    assert.equal(statusLine(await raw(socket, `GET /${'a'.repeat(20_000)} HTTP/1.1\r\nHost: x\r\n\r\n`)), 'HTTP/1.1 431 Request Header Fields Too Large');
+    assert.equal(
+      statusLine(await raw(socket, `GET /${'a'.repeat(MAX_URL_BYTES)} HTTP/1.1\r\nHost: x\r\n\r\n`)),
+      'HTTP/1.1 414 URI Too Long',
+    );
+    assert.equal(
+      statusLine(await raw(socket, `GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(9000)}\r\n\r\n`)),
+      'HTTP/1.1 431 Request Header Fields Too Large',
+    );
+    assert.equal(
+      statusLine(await raw(socket, `GET /${'a'.repeat(20_000)} HTTP/1.1\r\nHost: x\r\n\r\n`)),
+      'HTTP/1.1 431 Request Header Fields Too Large',
+    );
     assert.equal(statusLine(await raw(socket, 'GET /healthz HTTP/1.1 junk\r\n\r\n')), 'HTTP/1.1 400 Bad Request');
     assert.equal((await get(socket, '/healthz')).code, 200);
   });
@@ -116,9 +149,15 @@ test('GET /status is the report as of its last change: built once per change, wh
   let version = 1;
   let built = 0;
   const report = () => ({ phase: version === 1 ? 'Converged' : 'Waiting' }) as unknown as StatusReport;
-  const server = await StatusServer.listen(socket, { status: () => (built++, report()), statusVersion: () => version, alive: () => true, ready: () => true });
+  const server = await StatusServer.listen(socket, {
+    status: () => (built++, report()),
+    statusVersion: () => version,
+    alive: () => true,
+    ready: () => true,
+  });
   try {
-    for (let i = 0; i < 5; i++) assert.deepEqual(JSON.parse((await get(socket, '/status')).body), { phase: 'Converged' });
+    for (let i = 0; i < 5; i++)
+      assert.deepEqual(JSON.parse((await get(socket, '/status')).body), { phase: 'Converged' });
     assert.equal(built, 1);
     version = 2;
     assert.deepEqual(JSON.parse((await get(socket, '/status')).body), { phase: 'Waiting' });
@@ -153,7 +192,11 @@ test('slow clients past the connection cap do not keep /healthz out; the oldest 
       // Cut by the cap, without a word: the headers timeout (3 s) would have answered 408.
       // (The batches above take a small part of those 3 s.)
       const answered = heard.slice(0, SLOW - MAX_CONNECTIONS).filter((h) => h() !== '');
-      assert.deepEqual(answered.map((h) => h().split('\r\n')[0]), [], 'the oldest were evicted, not timed out');
+      assert.deepEqual(
+        answered.map((h) => h().split('\r\n')[0]),
+        [],
+        'the oldest were evicted, not timed out',
+      );
     } finally {
       for (const c of slow) c.destroy();
     }
@@ -164,7 +207,24 @@ test('--socket-group takes a gid or a name of /etc/group; anything else exits 2 
   const dir = mkdtempSync(path.join(tmpdir(), 'gwmode-group-'));
   try {
     const run = (group: string) =>
-      spawnSync(process.execPath, [CLI, 'run', '--mode-file', path.join(dir, 'mode'), '--service-cidr', '10.96.0.0/16', '--socket', path.join(dir, 'agent.sock'), '--state-dir', dir, '--socket-group', group], { encoding: 'utf8', timeout: 60_000 });
+      spawnSync(
+        process.execPath,
+        [
+          CLI,
+          'run',
+          '--mode-file',
+          path.join(dir, 'mode'),
+          '--service-cidr',
+          '10.96.0.0/16',
+          '--socket',
+          path.join(dir, 'agent.sock'),
+          '--state-dir',
+          dir,
+          '--socket-group',
+          group,
+        ],
+        { encoding: 'utf8', timeout: 60_000 },
+      );
     const unknown = run('no-such-group-here');
     assert.equal(unknown.status, 2);
     assert.equal(unknown.stderr, 'ovn-gwmode-agent: --socket-group: no group "no-such-group-here" in /etc/group\n');

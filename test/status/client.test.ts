@@ -11,13 +11,33 @@ import { mock, test } from 'node:test';
 import { AgentUnreachableError, fetchPath, MAX_ANSWER_BYTES, parseAnswer } from '../../src/status/client.js';
 
 test('an answer with a Content-Length, a chunked one, or one read to its end gives its code and body', () => {
-  assert.deepEqual(parseAnswer(Buffer.from('HTTP/1.1 200 OK\r\ncontent-length: 4\r\n\r\n{}\n\nextra')), { code: 200, text: '{}\n\n' });
-  assert.deepEqual(parseAnswer(Buffer.from('HTTP/1.1 503 Service Unavailable\r\nTransfer-Encoding: chunked\r\n\r\n3\r\n{"a\r\n5\r\n":1}\n\r\n0\r\n\r\n')), { code: 503, text: '{"a":1}\n' });
-  assert.deepEqual(parseAnswer(Buffer.from('HTTP/1.0 404 Not Found\r\n\r\n{"x":"é"}')), { code: 404, text: '{"x":"é"}' });
+  assert.deepEqual(parseAnswer(Buffer.from('HTTP/1.1 200 OK\r\ncontent-length: 4\r\n\r\n{}\n\nextra')), {
+    code: 200,
+    text: '{}\n\n',
+  });
+  assert.deepEqual(
+    parseAnswer(
+      Buffer.from(
+        'HTTP/1.1 503 Service Unavailable\r\nTransfer-Encoding: chunked\r\n\r\n3\r\n{"a\r\n5\r\n":1}\n\r\n0\r\n\r\n',
+      ),
+    ),
+    { code: 503, text: '{"a":1}\n' },
+  );
+  assert.deepEqual(parseAnswer(Buffer.from('HTTP/1.0 404 Not Found\r\n\r\n{"x":"é"}')), {
+    code: 404,
+    text: '{"x":"é"}',
+  });
 });
 
 test('an answer cut short or not HTTP at all is refused', () => {
-  for (const raw of ['', 'HTTP/1.1 200 OK\r\ncontent-length: 10\r\n', 'HTTP/1.1 200 OK\r\ncontent-length: 10\r\n\r\n{}', 'HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n5\r\n{}', 'SSH-2.0-OpenSSH\r\n\r\n', 'HTTP/1.1 2000 OK\r\n\r\n']) {
+  for (const raw of [
+    '',
+    'HTTP/1.1 200 OK\r\ncontent-length: 10\r\n',
+    'HTTP/1.1 200 OK\r\ncontent-length: 10\r\n\r\n{}',
+    'HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n5\r\n{}',
+    'SSH-2.0-OpenSSH\r\n\r\n',
+    'HTTP/1.1 2000 OK\r\n\r\n',
+  ]) {
     assert.throws(() => parseAnswer(Buffer.from(raw)), Error, JSON.stringify(raw));
   }
 });
@@ -59,7 +79,10 @@ test('fetchPath stops reading an answer that goes past the cap', async () => {
   try {
     const sock = path.join(dir, 'endless.sock');
     await new Promise<void>((resolve) => endless.listen(sock, resolve));
-    await assert.rejects(fetchPath(sock, '/status', 60_000), (err: Error) => err instanceof AgentUnreachableError && /longer than \d+ bytes/.test(err.message));
+    await assert.rejects(
+      fetchPath(sock, '/status', 60_000),
+      (err: Error) => err instanceof AgentUnreachableError && /longer than \d+ bytes/.test(err.message),
+    );
   } finally {
     endless.close();
     rmSync(dir, { recursive: true, force: true });
@@ -152,7 +175,8 @@ test('fetchPath keeps retrying for its whole timeout when the wall clock is step
 test('fetchPath reads node:http answers of either framing over a UNIX socket, and says so when the other end is not HTTP', async () => {
   const dir = mkdtempSync(path.join(tmpdir(), 'gwmode-client-'));
   const servers: Array<http.Server | net.Server> = [];
-  const listen = (s: http.Server | net.Server, name: string) => new Promise<string>((resolve) => s.listen(path.join(dir, name), () => resolve(path.join(dir, name))));
+  const listen = (s: http.Server | net.Server, name: string) =>
+    new Promise<string>((resolve) => s.listen(path.join(dir, name), () => resolve(path.join(dir, name))));
   try {
     const plain = http.createServer((req, res) => {
       const text = JSON.stringify({ path: req.url, many: 'x'.repeat(100_000) });
@@ -177,8 +201,15 @@ test('fetchPath reads node:http answers of either framing over a UNIX socket, an
     const rude = net.createServer((c) => c.end('nonsense\r\n\r\n'));
     servers.push(rude);
     const rudeSock = await listen(rude, 'rude.sock');
-    await assert.rejects(fetchPath(rudeSock, '/status'), (err: Error) => err instanceof AgentUnreachableError && /^bad answer on .*rude\.sock: not an HTTP answer/.test(err.message));
-    await assert.rejects(fetchPath(path.join(dir, 'none.sock'), '/status'), /cannot reach the agent on .*none\.sock \(ENOENT\): is the agent running\?/);
+    await assert.rejects(
+      fetchPath(rudeSock, '/status'),
+      (err: Error) =>
+        err instanceof AgentUnreachableError && /^bad answer on .*rude\.sock: not an HTTP answer/.test(err.message),
+    );
+    await assert.rejects(
+      fetchPath(path.join(dir, 'none.sock'), '/status'),
+      /cannot reach the agent on .*none\.sock \(ENOENT\): is the agent running\?/,
+    );
   } finally {
     for (const s of servers) s.close();
     rmSync(dir, { recursive: true, force: true });

@@ -8,10 +8,20 @@ import http from 'node:http';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
-import { CONNECTIONS_CHECK_SYMBOL, findConnectionsCheck, PausableConnectionsCheck } from '../../src/status/node-private.js';
+import {
+  CONNECTIONS_CHECK_SYMBOL,
+  findConnectionsCheck,
+  PausableConnectionsCheck,
+} from '../../src/status/node-private.js';
 import { StatusServer } from '../../src/status/server.js';
 
-const handlers = { status: () => { throw new Error('not asked'); }, alive: () => true, ready: () => true };
+const handlers = {
+  status: () => {
+    throw new Error('not asked');
+  },
+  alive: () => true,
+  ready: () => true,
+};
 
 function scratchSocket(): { socket: string; remove: () => void } {
   const dir = mkdtempSync(path.join(tmpdir(), 'gwmode-private-'));
@@ -20,16 +30,31 @@ function scratchSocket(): { socket: string; remove: () => void } {
 
 const get = (socket: string, urlPath: string) =>
   new Promise<number>((resolve, reject) => {
-    http.get({ socketPath: socket, path: urlPath, agent: false }, (res) => {
-      res.resume();
-      res.once('end', () => resolve(res.statusCode ?? 0));
-    }).once('error', reject);
+    http
+      .get({ socketPath: socket, path: urlPath, agent: false }, (res) => {
+        res.resume();
+        res.once('end', () => resolve(res.statusCode ?? 0));
+      })
+      .once('error', reject);
   });
 
 test("this Node's lib/_http_server.js still names its connection-check symbol as the agent looks for it", () => {
   // The internal module itself, not a listening server: a rename fails here whatever else moved.
-  const description = execFileSync(process.execPath, ['--expose-internals', '--no-warnings', '-e', "process.stdout.write(String(require('_http_server').kConnectionsCheckingInterval?.description))"], { encoding: 'utf8' });
-  assert.equal(description, CONNECTIONS_CHECK_SYMBOL, `Node ${process.version} moved or renamed kConnectionsCheckingInterval`);
+  const description = execFileSync(
+    process.execPath,
+    [
+      '--expose-internals',
+      '--no-warnings',
+      '-e',
+      "process.stdout.write(String(require('_http_server').kConnectionsCheckingInterval?.description))",
+    ],
+    { encoding: 'utf8' },
+  );
+  assert.equal(
+    description,
+    CONNECTIONS_CHECK_SYMBOL,
+    `Node ${process.version} moved or renamed kConnectionsCheckingInterval`,
+  );
 });
 
 test("a listening server holds Node's connection-check timer under that symbol, with its callback in _onTimeout; pausing and resuming puts a timer back there", async () => {
@@ -44,7 +69,10 @@ test("a listening server holds Node's connection-check timer under that symbol, 
     assert.ok('missing' in findConnectionsCheck(server), 'paused: the timer was cleared, its callback dropped');
     checks.resume();
     const resumed = findConnectionsCheck(server);
-    assert.ok(!('missing' in resumed) && resumed.check === found.check, "resumed: Node's own callback is back under Node's symbol");
+    assert.ok(
+      !('missing' in resumed) && resumed.check === found.check,
+      "resumed: Node's own callback is back under Node's symbol",
+    );
   } finally {
     server.close();
     remove();
@@ -52,17 +80,23 @@ test("a listening server holds Node's connection-check timer under that symbol, 
 });
 
 test('a server whose Node keeps no timer where expected is not paused, and pausing says why', () => {
-  const listening = Object.defineProperty(Object.create(http.Server.prototype) as http.Server, 'listening', { value: true });
+  const listening = Object.defineProperty(Object.create(http.Server.prototype) as http.Server, 'listening', {
+    value: true,
+  });
   const checks = new PausableConnectionsCheck(listening, 500);
   assert.equal(checks.pause(), `the server has no symbol '${CONNECTIONS_CHECK_SYMBOL}'`);
   checks.resume();
-  assert.deepEqual(findConnectionsCheck({ [Symbol(CONNECTIONS_CHECK_SYMBOL)]: {} }), { missing: `'${CONNECTIONS_CHECK_SYMBOL}' holds no timer with an _onTimeout callback` });
+  assert.deepEqual(findConnectionsCheck({ [Symbol(CONNECTIONS_CHECK_SYMBOL)]: {} }), {
+    missing: `'${CONNECTIONS_CHECK_SYMBOL}' holds no timer with an _onTimeout callback`,
+  });
 });
 
 test('the status server on a Node whose check is not where expected serves as before and logs it once', async () => {
   const { socket, remove } = scratchSocket();
   const warned: Array<{ obj: object; msg: string }> = [];
-  const server = await StatusServer.listen(socket, handlers, { log: { warn: (obj, msg) => warned.push({ obj, msg }) } });
+  const server = await StatusServer.listen(socket, handlers, {
+    log: { warn: (obj, msg) => warned.push({ obj, msg }) },
+  });
   try {
     assert.equal(warned.length, 0, `Node ${process.version} keeps the check where expected: nothing to say`);
     // The check is resumed while a connection is open; taken away meanwhile, the next
@@ -82,7 +116,10 @@ test('the status server on a Node whose check is not where expected serves as be
     assert.equal(await get(socket, '/readyz'), 200);
     assert.equal(warned.length, 1, JSON.stringify(warned));
     assert.deepEqual(warned[0]!.obj, { code: 'GWMODE_NODE_PRIVATE' });
-    assert.match(warned[0]!.msg, /^Node's connection check of the status socket cannot be paused \(the server has no symbol 'http\.server\.connectionsCheckingInterval'\): it runs every 500 ms, connections or not$/);
+    assert.match(
+      warned[0]!.msg,
+      /^Node's connection check of the status socket cannot be paused \(the server has no symbol 'http\.server\.connectionsCheckingInterval'\): it runs every 500 ms, connections or not$/,
+    );
   } finally {
     await server.close();
     remove();

@@ -57,14 +57,28 @@ test('a socket file whose listener has a full backlog (EAGAIN) is not taken for 
   const dir = mkdtempSync(path.join(tmpdir(), 'gwmode-sock-'));
   const socket = path.join(dir, 'agent.sock');
   // A listener that never accepts, with a backlog of one: a second connect gets EAGAIN.
-  const listener = spawn('python3', ['-c', 'import socket,sys,time\ns=socket.socket(socket.AF_UNIX)\ns.bind(sys.argv[1])\ns.listen(0)\nprint("ready",flush=True)\ntime.sleep(600)', socket], {
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
+  const listener = spawn(
+    'python3',
+    [
+      '-c',
+      'import socket,sys,time\ns=socket.socket(socket.AF_UNIX)\ns.bind(sys.argv[1])\ns.listen(0)\nprint("ready",flush=True)\ntime.sleep(600)',
+      socket,
+    ],
+    {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    },
+  );
   const clients: net.Socket[] = [];
   try {
     await within(new Promise((resolve) => listener.stdout.once('data', resolve)), 10_000, 'the listener');
     clients.push(await connect(socket));
-    const handlers = { status: () => { throw new Error('not asked'); }, alive: () => true, ready: () => true };
+    const handlers = {
+      status: () => {
+        throw new Error('not asked');
+      },
+      alive: () => true,
+      ready: () => true,
+    };
     // A server that did listen is closed again, so that a failure cannot hold the test open.
     const refusal = await within(
       StatusServer.listen(socket, handlers).then(
@@ -74,7 +88,10 @@ test('a socket file whose listener has a full backlog (EAGAIN) is not taken for 
       10_000,
       'listen decides',
     );
-    assert.ok(refusal instanceof SocketInUseError, `listen took over the socket, or failed otherwise: ${String(refusal)}`);
+    assert.ok(
+      refusal instanceof SocketInUseError,
+      `listen took over the socket, or failed otherwise: ${String(refusal)}`,
+    );
     assert.equal(refusal.message, `cannot tell whether ${socket} is in use (EAGAIN): not removing it`);
     assert.ok(existsSync(socket), 'the live socket file is left alone');
   } finally {

@@ -33,11 +33,23 @@ test('the agent under 10,000 seeded hostile requests stays up, answers after eac
     // Warm-up: the first requests grow the heap to its working size. Node 20's settles near
     // 150 MB within 2,000 requests, Node 24's near 300 MB only after 20,000 to 30,000
     // (bench/socket-abuse.ts: 266, 295, 301, 302, 303 MB at each 10,000, then flat).
-    await flood(scratch.socket, prng(seed ^ 0x5a5a), { count: 25_000, concurrency: 50, burst: 1000, afterBurst: answers });
+    await flood(scratch.socket, prng(seed ^ 0x5a5a), {
+      count: 25_000,
+      concurrency: 50,
+      burst: 1000,
+      afterBurst: answers,
+    });
     const before = rssKb(pid);
-    const result = await flood(scratch.socket, prng(seed), { count: 10_000, concurrency: 50, burst: 500, afterBurst: answers });
+    const result = await flood(scratch.socket, prng(seed), {
+      count: 10_000,
+      concurrency: 50,
+      burst: 500,
+      afterBurst: answers,
+    });
     const after = rssKb(pid);
-    t.diagnostic(`seed ${seed}: ${result.cases} connections, ${result.requests} requests, RSS ${before} kB -> ${after} kB; ${JSON.stringify(result.byKind)}`);
+    t.diagnostic(
+      `seed ${seed}: ${result.cases} connections, ${result.requests} requests, RSS ${before} kB -> ${after} kB; ${JSON.stringify(result.byKind)}`,
+    );
     // Settled, the heap stays flat whatever the count (bench/socket-abuse.ts: flat from 30,000 to
     // 100,000 requests); a leak of 8 KiB a connection would pass this bound.
     assert.ok(after - before < 64 * 1024, `RSS grew from ${before} kB to ${after} kB (seed ${seed})`);
@@ -69,7 +81,11 @@ const GROUP = 4242;
 test('--socket-group: socket 0660 in a 0750 directory of that group; a member may ask, a non-member is denied', async (t) => {
   if (skipWithoutKernel(t) || skipWithoutSetpriv(t)) return;
   await withAgent(
-    { mode: 'local', args: ['--service-cidr', '10.96.0.0/16', '--mtu', '1400', '--socket-group', String(GROUP)], setup: (_ns, scratch) => chmodSync(scratch.dir, 0o755) },
+    {
+      mode: 'local',
+      args: ['--service-cidr', '10.96.0.0/16', '--mtu', '1400', '--socket-group', String(GROUP)],
+      setup: (_ns, scratch) => chmodSync(scratch.dir, 0o755),
+    },
     async ({ scratch, agent }) => {
       await waitForStatus(agent, (s) => s.lastReconcile !== null, 'a pass');
       const dir = statSync(path.dirname(scratch.socket));
@@ -85,7 +101,10 @@ test('--socket-group: socket 0660 in a 0750 directory of that group; a member ma
       assert.equal(member.stdout, '{"ok":true}\n');
       const outsider = as(['--clear-groups']);
       assert.equal(outsider.code, 2, outsider.stdout);
-      assert.equal(outsider.stderr, `ovn-gwmode-agent: permission denied on ${scratch.socket} (EACCES): the caller must be root or in the socket's group\n`);
+      assert.equal(
+        outsider.stderr,
+        `ovn-gwmode-agent: permission denied on ${scratch.socket} (EACCES): the caller must be root or in the socket's group\n`,
+      );
     },
   );
 });

@@ -38,12 +38,15 @@ test('sd_notify reaches a receiver on an abstract name written @name', async () 
 });
 
 test('sd_notify errors carry errno and code; an unset NOTIFY_SOCKET sends nothing', () => {
-  assert.throws(() => addon.sdNotify('/nonexistent/notify.sock', 'READY=1'), (err: NodeJS.ErrnoException) => {
-    assert.equal(err.code, 'ENOENT');
-    assert.equal(err.errno, 2);
-    assert.equal(err.syscall, 'sendto');
-    return true;
-  });
+  assert.throws(
+    () => addon.sdNotify('/nonexistent/notify.sock', 'READY=1'),
+    (err: NodeJS.ErrnoException) => {
+      assert.equal(err.code, 'ENOENT');
+      assert.equal(err.errno, 2);
+      assert.equal(err.syscall, 'sendto');
+      return true;
+    },
+  );
   assert.throws(() => addon.sdNotify('relative.sock', 'READY=1'), { code: 'EINVAL' });
   const quiet = systemdNotifier({});
   assert.equal(quiet.enabled, false);
@@ -72,11 +75,17 @@ test('a running agent tells systemd READY, STATUS, WATCHDOG, RELOADING and STOPP
     // In Converged a stopped ovnkube-node, and after SIGUSR2 the wedged link dump, come with
     // the periodic resync: the shortest one allowed (1 s). A 1.5 s watchdog: pings every
     // 0.75 s, and only a pass held past 1.5 s is stuck (room for a slow pass on a busy machine).
-    agent = new AgentProcess(ns, scratch, ['--service-cidr', '10.96.0.0/16', '--resync-interval', '1'], {
-      NOTIFY_SOCKET: receiver.address,
-      WATCHDOG_USEC: '1500000',
-      GWMODE_FAULT: 'wedge-on-sigusr2',
-    }, FAULTY);
+    agent = new AgentProcess(
+      ns,
+      scratch,
+      ['--service-cidr', '10.96.0.0/16', '--resync-interval', '1'],
+      {
+        NOTIFY_SOCKET: receiver.address,
+        WATCHDOG_USEC: '1500000',
+        GWMODE_FAULT: 'wedge-on-sigusr2',
+      },
+      FAULTY,
+    );
     const ready = await receiver.waitFor((m) => m.startsWith('READY=1\n'), 0, 'READY=1');
     assert.match(receiver.messages[ready]!, /\nSTATUS=\w+ desired=local/);
     // STATUS= follows the agent as it moves on (the migration's restart, then Converged),
@@ -87,7 +96,11 @@ test('a running agent tells systemd READY, STATUS, WATCHDOG, RELOADING and STOPP
     await receiver.waitFor((m) => m === 'WATCHDOG=1', ready, 'WATCHDOG=1');
 
     ovnkube.stop();
-    await receiver.waitFor((m) => /^STATUS=Waiting .*no ovnkube --init-node process/.test(m), ready, 'STATUS on a phase change');
+    await receiver.waitFor(
+      (m) => /^STATUS=Waiting .*no ovnkube --init-node process/.test(m),
+      ready,
+      'STATUS on a phase change',
+    );
     ovnkube.start('local');
 
     const mark = receiver.messages.length;
@@ -98,10 +111,18 @@ test('a running agent tells systemd READY, STATUS, WATCHDOG, RELOADING and STOPP
 
     const wedged = receiver.messages.length;
     process.kill(agent.child.pid!, 'SIGUSR2');
-    const stuck = await receiver.waitFor((m) => /^STATUS=Degraded: reconcile loop stuck/.test(m), wedged, 'stuck status');
+    const stuck = await receiver.waitFor(
+      (m) => /^STATUS=Degraded: reconcile loop stuck/.test(m),
+      wedged,
+      'stuck status',
+    );
     let third = stuck;
-    for (let i = 0; i < 2; i++) third = await receiver.waitFor((m) => /^STATUS=Degraded: reconcile loop stuck/.test(m), third + 1, 'stuck again');
-    assert.deepEqual(receiver.messages.slice(stuck, third + 1).filter((m) => m === 'WATCHDOG=1'), []);
+    for (let i = 0; i < 2; i++)
+      third = await receiver.waitFor((m) => /^STATUS=Degraded: reconcile loop stuck/.test(m), third + 1, 'stuck again');
+    assert.deepEqual(
+      receiver.messages.slice(stuck, third + 1).filter((m) => m === 'WATCHDOG=1'),
+      [],
+    );
     assert.equal(curl(scratch.socket, '/healthz').code, 503);
 
     process.kill(agent.child.pid!, 'SIGTERM');
@@ -140,7 +161,8 @@ test('SIGHUP re-reads ovnkube.conf: a service CIDR added there is watched after 
   const scratch = new Scratch();
   const ovnkube = new FakeOvnkube(ns, scratch.dir);
   const conf = path.join(scratch.dir, 'ovnkube.conf');
-  const writeConf = (cidrs: string) => writeFileSync(conf, `[default]\nmtu="1400"\n[kubernetes]\nservice-cidrs="${cidrs}"\n`);
+  const writeConf = (cidrs: string) =>
+    writeFileSync(conf, `[default]\nmtu="1400"\n[kubernetes]\nservice-cidrs="${cidrs}"\n`);
   let agent: AgentProcess | undefined;
   try {
     writeConf('10.96.0.0/16');
@@ -148,12 +170,19 @@ test('SIGHUP re-reads ovnkube.conf: a service CIDR added there is watched after 
     scratch.writeMode('local');
     agent = new AgentProcess(ns, scratch, ['--ovnkube-config', conf]);
     let s = await waitForStatus(agent, (s) => s.phase === 'Converged', 'Converged on the IPv4 CIDR');
-    assert.deepEqual(s.routes.map((r) => r.cidr), ['10.96.0.0/16']);
+    assert.deepEqual(
+      s.routes.map((r) => r.cidr),
+      ['10.96.0.0/16'],
+    );
     assert.match(ns.routes('fd00:10:96::/112')[0] ?? '', /dev br-ex/);
 
     writeConf('10.96.0.0/16,fd00:10:96::/112');
     process.kill(agent.child.pid!, 'SIGHUP');
-    s = await waitForStatus(agent, (s) => s.phase === 'Converged' && s.routes.length === 2, 'both CIDRs after the reload');
+    s = await waitForStatus(
+      agent,
+      (s) => s.phase === 'Converged' && s.routes.length === 2,
+      'both CIDRs after the reload',
+    );
     assert.match(ns.routes('fd00:10:96::/112')[0] ?? '', /^fd00:10:96::\/112 via fd00:10:244:1::1 dev ovn-k8s-mp0 /);
   } finally {
     await agent?.stop();

@@ -8,9 +8,28 @@ import type { StatusReport } from '../../src/status/report.js';
 import { Supervisor, type Supervised } from '../../src/systemd/supervisor.js';
 
 test('stuck means a pass running longer than the threshold on the monotonic clock, whatever the wall clock does', () => {
-  const clock = { mono: 5_000_000, wallMs: 1_700_000_000_000, now() { return this.mono; }, wall() { return this.wallMs; } };
-  const agent: Supervised = { isReady: () => true, isBusy: () => true, lastProgressAt: () => 5_000_000, status: () => ({}) as StatusReport };
-  const supervisor = new Supervisor({ enabled: true, notify: () => undefined }, pino({ level: 'silent' }), 10_000_000, clock);
+  const clock = {
+    mono: 5_000_000,
+    wallMs: 1_700_000_000_000,
+    now() {
+      return this.mono;
+    },
+    wall() {
+      return this.wallMs;
+    },
+  };
+  const agent: Supervised = {
+    isReady: () => true,
+    isBusy: () => true,
+    lastProgressAt: () => 5_000_000,
+    status: () => ({}) as StatusReport,
+  };
+  const supervisor = new Supervisor(
+    { enabled: true, notify: () => undefined },
+    pino({ level: 'silent' }),
+    10_000_000,
+    clock,
+  );
   assert.equal(supervisor.stuckAfterMs(), 10_000);
   clock.wallMs += 86_400_000;
   clock.mono += 9_000;
