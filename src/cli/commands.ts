@@ -346,14 +346,15 @@ async function rollback(raw: RollbackOptions, stop: Interruption, wrap: OnceWrap
       log,
       clock: systemClock,
       config: plannerConfig(settings),
+      probe: ovnkubeProbe(settings),
       cidrsFrom:
         given.serviceCidr && given.serviceCidr.length > 0 ? '--service-cidr' : `--ovnkube-config's service-cidrs`,
       carryOut: given.yes,
       beginChanges: () => stop.beginChanges(),
       stopRequested: stop.requested,
     });
-    // Refused before anything was journaled: what taking the lock made goes again.
-    if (outcome.kind === 'refused') lock?.release();
+    // Refused, or nothing to do, before anything was journaled: what taking the lock made goes again.
+    if (outcome.kind === 'refused' || outcome.kind === 'nothing') lock?.release();
     return {
       code: outcome.kind === 'refused' || outcome.kind === 'not-journaled' || outcome.kind === 'interrupted' ? 1 : 0,
       ...renderRollback(outcome),

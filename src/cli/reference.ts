@@ -239,9 +239,9 @@ const DAEMON = [
 ] as const satisfies readonly Flag[];
 
 /**
- * rollback reads the journal and the kernel, not the desired mode nor ovnkube-node; the
- * route it puts back is the journal's (next hop and MTU as they were), so neither --mtu
- * nor --gateway-nexthop would change anything.
+ * rollback reads the journal, the kernel and ovnkube-node (always from /proc: its 4.10+
+ * flags refuse it), not the desired mode; the route it puts back is the journal's (next hop
+ * and MTU as they were), so neither --mtu nor --gateway-nexthop would change anything.
  */
 const NOT_ROLLBACK: readonly Flag[] = ['mode-file', 'ovnkube-mode-check', 'mtu', 'gateway-nexthop'];
 
@@ -316,8 +316,8 @@ export const COMMAND_SPECS: Readonly<Record<Command, CommandSpec>> = {
     summary: "print how the journal's last migration would be put back; with --yes, put it back",
     flags: [...PLANNER.filter((f) => !NOT_ROLLBACK.includes(f)), 'state-dir', 'yes'],
     exits: {
-      0: 'put back (without --yes: the plan may be carried out)',
-      1: 'refused (the reason and its code are printed), failed or interrupted; or an agent holds the node',
+      0: 'put back (without --yes: the plan may be carried out), or nothing to roll back (NothingToRollBack)',
+      1: 'refused (the reason and its code are printed: LayoutUnknown on a node of unknown release unless --layout legacy states it), failed or interrupted; or an agent holds the node',
       2: `${BAD_USAGE}, a --service-cidr that does not name every CIDR of the migration, or a journal it cannot read`,
     },
   },

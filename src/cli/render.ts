@@ -100,6 +100,8 @@ export function renderRollback(o: RollbackOutcome): { stdout: string; stderr?: s
     lines.push('refused:', ...o.refusals.map((r) => `  - ${r.message} [${r.code}]`));
     return { stdout: lines.join('\n') + '\n' };
   }
+  if (o.kind === 'nothing')
+    return { stdout: [...lines, 'nothing to roll back:', `  - ${o.why.message} [${o.why.code}]`].join('\n') + '\n' };
   lines.push('actions:', ...o.actions.map((a) => `  replace ${change(a)}`));
   switch (o.kind) {
     case 'planned':

@@ -209,7 +209,7 @@ function perFamily<T>(find: (family: Family) => T): (family: Family) => T {
   };
 }
 
-function layoutUnknown(input: PlanInput, platform: Platform): string {
+export function layoutUnknown(input: PlanInput, platform: Platform): string {
   const { config, observed } = input;
   // Hints only: a 4.10 node may keep ovn-k8s-gw0 from 4.9 (its removal, ovn-kubernetes
   // ed422b840, is best effort) and routes services via ovn-k8s-mp0 in upgrade windows.

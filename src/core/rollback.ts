@@ -4,8 +4,9 @@
 // creates a route.
 //
 // The old route is put back only where the layout rules still hold it right:
-//  1. Never on a routing-via-host (4.10+) node: a br-ex service route there is right
-//     in both modes, and the planner refuses such a node too (RoutingViaHostLayout).
+//  1. Only on a node the planner would act on: never on a routing-via-host (4.10+) node,
+//     where a br-ex service route is right in both modes (RoutingViaHostLayout), nor on
+//     one whose release is unknown unless --layout legacy states it (LayoutUnknown).
 //  2. Each recorded route must still be there in the shape the migration left it
 //     (same key, the one route of its prefix, ours by the planner's rules, the next
 //     hop the migration set): one changed since was changed by someone else, and
@@ -20,7 +21,7 @@
 // One refusal refuses all: a rollback of half a migration leaves the families in
 // different modes, which no ovnkube-node runs.
 import type { Migration } from './migration.js';
-import { detectLayout, managementNexthop, ownedRoute } from './planner.js';
+import { detectLayout, layoutUnknown, managementNexthop, ownedRoute } from './planner.js';
 import { reason, type Reason } from './reasons.js';
 import { renderNextHop, sameNextHop, type NextHop } from './route.js';
 import type { Observation, PlannerConfig, ReplaceAction } from './types.js';
@@ -45,11 +46,10 @@ export function planRollback(migration: Migration | null, observed: Observation,
       ],
     };
   }
-  const layout = detectLayout({
-    desired: { mode: migration.mode, source: { path: '', error: null } },
-    config,
-    observed,
-  });
+  const input = { desired: { mode: migration.mode, source: { path: '', error: null } }, config, observed };
+  const layout = detectLayout(input);
+  if (layout.layout === 'unknown')
+    return { actions: [], refusals: [reason('LayoutUnknown', layoutUnknown(input, layout))] };
   if (layout.layout === 'routing-via-host') {
     return {
       actions: [],

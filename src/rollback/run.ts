@@ -38,6 +38,8 @@ export interface RollbackDeps {
   log: Logger;
   clock: Clock;
   config: PlannerConfig;
+  /** ovnkube-node from /proc, as plan and run read it: its 4.10+ flags refuse the rollback (core/platform.ts). */
+  probe: OvnkubeProbe;
   /** Where the service CIDRs came from, to name it when they fall short (`--service-cidr`). */
   cidrsFrom: string;
   /** Put back (--yes); otherwise only say what would be put back. */
@@ -49,6 +51,8 @@ export interface RollbackDeps {
 
 export type RollbackOutcome = { migration: Migration | null } & (
   | { kind: 'refused'; refusals: Reason[] }
+  /** Nothing on record to put back (NothingToRollBack): nothing to do. */
+  | { kind: 'nothing'; why: Reason }
   | { kind: 'planned'; actions: ReplaceAction[] }
   /** The rollback could not be journaled: nothing put back. */
   | { kind: 'not-journaled'; actions: ReplaceAction[]; error: Error }
@@ -56,14 +60,6 @@ export type RollbackOutcome = { migration: Migration | null } & (
   /** unrecorded: why the journal still says the rollback is under way, or null. */
   | { kind: 'done'; actions: ReplaceAction[]; unrecorded: Error | null }
 );
-
-const noProbe: OvnkubeProbe = async () => ({
-  mode: null,
-  pid: null,
-  id: null,
-  detail: 'not looked at by rollback',
-  release410Plus: null,
-});
 
 /** Only the given service CIDRs are looked at: a migration route outside them would read as "no route" while it is there. */
 function assertNamed(migration: Migration | null, config: PlannerConfig, from: string): void {
@@ -83,7 +79,9 @@ export async function runRollback(deps: RollbackDeps): Promise<RollbackOutcome> 
   const migration = journal.migration;
   assertNamed(migration, config, deps.cidrsFrom);
   const watched = watchedOf(config);
-  const rb = planRollback(migration, await observe(dataplane, watched, noProbe), config);
+  const rb = planRollback(migration, await observe(dataplane, watched, deps.probe), config);
+  const nothing = rb.refusals.find((r) => r.code === 'NothingToRollBack');
+  if (nothing) return { migration, kind: 'nothing', why: nothing };
   if (rb.refusals.length > 0) return { migration, kind: 'refused', refusals: rb.refusals };
   const actions = rb.actions;
   if (!deps.carryOut) return { migration, kind: 'planned', actions };
@@ -107,7 +105,7 @@ export async function runRollback(deps: RollbackDeps): Promise<RollbackOutcome> 
     if (!(err instanceof InterruptedError)) throw err;
     return { migration, kind: 'interrupted', actions, signal: err.signal, done: err.done, left: err.left };
   }
-  const after = await observe(dataplane, watched, noProbe);
+  const after = await observe(dataplane, watched, deps.probe);
   const wrong = actions.filter(
     (a) => !(after.routes.get(a.key.prefix) ?? []).some((r) => sameNextHop(r.nextHop, a.to)),
   );

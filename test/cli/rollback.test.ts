@@ -5,8 +5,9 @@ import { strict as assert } from 'node:assert';
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
-import { cli, waitForStatus, withAgent } from '../helpers/agent.js';
-import { skipWithoutKernel } from '../helpers/netns.js';
+import { cli, Scratch, waitForStatus, withAgent } from '../helpers/agent.js';
+import { seedNode, skipWithoutKernel } from '../helpers/netns.js';
+import { StandinOvnkube } from '../helpers/ovnkube-standin.js';
 
 const STALE = '10.96.0.0/16 via 172.18.0.1 dev br-ex mtu 1400';
 const LOCAL = '10.96.0.0/16 via 10.244.1.1 dev ovn-k8s-mp0';
@@ -84,12 +85,13 @@ test('rollback puts back the shared-mode route a real migration replaced: plan w
     );
     assert.deepEqual(ns.routes('10.96.0.0/16'), [STALE]);
 
-    // Done once: the routes stay on record, marked rolled back; a second run finds them put back already.
+    // Done once: the routes stay on record, marked rolled back; a second run finds them put
+    // back already: nothing to do, exit 0 (a fleet script counts it as done, not failed).
     const again = rollback('--yes');
-    assert.equal(again.code, 1);
+    assert.equal(again.code, 0, again.stderr);
     assert.match(
       again.stdout,
-      /^migration: to local, started \S+, 1 route\(s\) replaced; rolled back at \S+\nrefused:\n {2}- the routes the local migration replaced are as they were before it \[NothingToRollBack\]\n$/,
+      /^migration: to local, started \S+, 1 route\(s\) replaced; rolled back at \S+\nnothing to roll back:\n {2}- the routes the local migration replaced are as they were before it \[NothingToRollBack\]\n$/,
     );
     assert.deepEqual(ns.routes('10.96.0.0/16'), [STALE]);
 
@@ -103,16 +105,78 @@ test('rollback puts back the shared-mode route a real migration replaced: plan w
   });
 });
 
-test('rollback with no migration on record refuses, and says so', async (t) => {
+test('rollback with no migration on record has nothing to do: it says so, exit 0', async (t) => {
   if (skipWithoutKernel(t)) return;
   await withAgent({ mode: 'local', ovnkube: null }, async ({ ns, scratch, agent }) => {
     await agent.stop();
     const r = cli(ns, ['rollback', '--state-dir', scratch.stateDir, '--service-cidr', '10.96.0.0/16', '--yes']);
-    assert.equal(r.code, 1, r.stderr);
+    assert.equal(r.code, 0, r.stderr);
     assert.equal(
       r.stdout,
-      'migration: none on record\nrefused:\n  - the journal records no migration [NothingToRollBack]\n',
+      'migration: none on record\nnothing to roll back:\n  - the journal records no migration [NothingToRollBack]\n',
     );
+    assert.deepEqual(ns.routes('10.96.0.0/16'), [STALE]);
+  });
+});
+
+test("rollback --yes on a 4.9 host whose ovnkube-node runs 4.10's command line (mid-upgrade) refuses: RoutingViaHostLayout, exit 1, route untouched", async (t) => {
+  if (skipWithoutKernel(t)) return;
+  const ns = seedNode({ gw0: true });
+  const scratch = new Scratch();
+  const old = new StandinOvnkube(ns, path.join(scratch.dir, '4.9'), '4.9');
+  // 4.10's ovnkube-node in the 4.9 -> 4.10 upgrade window routes services via ovn-k8s-mp0 itself.
+  const next = new StandinOvnkube(ns, path.join(scratch.dir, '4.10'), '4.10', { topology: 'old' });
+  try {
+    // The bug on a 4.9 node, migrated by apply (the host's os-release says 4.9: cli's default).
+    old.start('shared');
+    await old.ready();
+    old.start('local');
+    await old.ready(2);
+    scratch.writeMode('local');
+    const args = ['--service-cidr', '10.96.0.0/16', '--state-dir', scratch.stateDir];
+    const applied = cli(ns, ['apply', '--mode-file', scratch.modeFile, ...args]);
+    assert.equal(applied.code, 0, applied.stderr + applied.stdout);
+    assert.deepEqual(ns.routes('10.96.0.0/16'), [LOCAL]);
+    // CNO rolls out 4.10's ovnkube-node before the node reboots into 4.10's RHCOS.
+    old.stop();
+    next.start('local');
+    await next.ready();
+    assert.deepEqual(ns.routes('10.96.0.0/16'), [LOCAL]);
+    const plan = cli(ns, ['plan', '--mode-file', scratch.modeFile, '--service-cidr', '10.96.0.0/16', '--json']);
+    assert.deepEqual((JSON.parse(plan.stdout) as { reasonCodes: string[] }).reasonCodes, ['RoutingViaHostLayout']);
+    for (const extra of [[], ['--yes']]) {
+      const r = cli(ns, ['rollback', ...args, ...extra]);
+      assert.equal(r.code, 1, r.stderr + r.stdout);
+      assert.match(
+        r.stdout,
+        /\nrefused:\n {2}- routing-via-host layout \(ovnkube-node's command line has --export-ovs-metrics \(pid \d+\), rendered by the 4\.10\+ network operator only\): .* \[RoutingViaHostLayout\]\n$/,
+      );
+      assert.deepEqual(ns.routes('10.96.0.0/16'), [LOCAL], 'the route is untouched');
+    }
+  } finally {
+    old.stop();
+    next.stop();
+    ns.destroy();
+    scratch.remove();
+  }
+});
+
+test('rollback --yes on a node of unknown release refuses with LayoutUnknown, as plan and run wait; --layout legacy states it', async (t) => {
+  if (skipWithoutKernel(t)) return;
+  await withAgent({ mode: 'local' }, async ({ ns, scratch, agent }) => {
+    await waitForStatus(agent, (s) => s.phase === 'Converged', 'the migration to local');
+    await agent.stop();
+    const osRelease = path.join(scratch.dir, 'os-release');
+    writeFileSync(osRelease, 'NAME="Fedora Linux"\nID=fedora\nVERSION_ID=39\n');
+    const env = { OVN_GWMODE_OS_RELEASE: osRelease };
+    const args = ['rollback', '--state-dir', scratch.stateDir, '--service-cidr', '10.96.0.0/16', '--yes'];
+    const refused = cli(ns, args, env);
+    assert.equal(refused.code, 1, refused.stderr + refused.stdout);
+    assert.match(refused.stdout, /\nrefused:\n {2}- cannot tell the OpenShift release \(.*\[LayoutUnknown\]\n$/);
+    assert.deepEqual(ns.routes('10.96.0.0/16'), [LOCAL], 'the route is untouched');
+    const stated = cli(ns, [...args, '--layout', 'legacy'], env);
+    assert.equal(stated.code, 0, stated.stderr + stated.stdout);
+    assert.match(stated.stdout, /\nput back: 1 route\(s\)\n/);
     assert.deepEqual(ns.routes('10.96.0.0/16'), [STALE]);
   });
 });
