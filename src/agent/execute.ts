@@ -22,6 +22,11 @@ export function outcomeUnknown(err: unknown): boolean {
   return !(err instanceof NetlinkError) || e.syscall === 'recvmsg';
 }
 
+/** After the replaces the kernel does not show what they set. */
+export class VerifyError extends Error {
+  readonly code = 'ERR_GWMODE_VERIFY';
+}
+
 export class PutBackError extends Error {
   readonly code = 'ERR_GWMODE_PUT_BACK';
 }

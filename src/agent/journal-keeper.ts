@@ -55,14 +55,18 @@ export class JournalKeeper {
     return this.deps.clock.wall() - this.deps.clock.now();
   }
 
-  /** Reads the journal; an unreadable one is set aside and reported, never fatal. */
-  async load(): Promise<void> {
+  /**
+   * Reads the journal; an unreadable one is set aside and reported, never fatal, unless
+   * `strict` (rollback: its target is the journal's migration): then the error goes up.
+   */
+  async load(strict = false): Promise<void> {
     try {
       const loaded = await this.deps.journal.load();
       const offset = loadOffset(loaded, this.deps.bootId, this.wallOffset());
       this.notedOffset = offset;
       this.record = toMonotonic(loaded, offset, this.deps.clock.now());
     } catch (err) {
+      if (strict) throw err;
       let where = 'left in place';
       try {
         where = `kept as ${await this.deps.journal.setAside(this.deps.clock.wall())}`;

@@ -9,13 +9,14 @@ import { errorCode, type AgentRecorder } from '../core/recorder.js';
 import { renderNextHop } from '../core/route.js';
 import type { GatewayMode, ReplaceAction } from '../core/types.js';
 import type { Dataplane } from '../dataplane/types.js';
-import { applyReplaces, outcomeUnknown } from './execute.js';
+import { applyReplaces, InterruptedError, outcomeUnknown, type StopRequested } from './execute.js';
 import type { JournalKeeper } from './journal-keeper.js';
 import type { RestartRunner } from './restart-runner.js';
 
 export interface ExecuteParts {
   journal: JournalKeeper;
-  restarts: RestartRunner;
+  /** None for a one-shot command (once.ts): its decisions hold no restart step. */
+  restarts?: RestartRunner;
   /** The dataplane's replace, each write's echo expected (inputs.ts). */
   writes: Pick<Dataplane, 'replaceRoute'>;
   recorder: AgentRecorder;
@@ -26,6 +27,8 @@ export interface ExecuteParts {
    * the agent itself, and why (core/fights.ts, point 5).
    */
   applied: (actions: ReplaceAction[], note?: string) => void;
+  /** A one-shot command told to stop (SIGTERM, SIGINT): asked before each replace (execute.ts). */
+  stopRequested?: StopRequested;
 }
 
 export async function execute(
@@ -68,21 +71,27 @@ async function carryOut(parts: ExecuteParts, steps: Step[], mode: GatewayMode | 
       await journal.before({ ...journal.data, migration: step.migration });
       log.info({ mode: step.migration.mode }, 'migration journaled: replacing the routes');
     }
-    if (step.kind === 'restart') await parts.restarts.request(step);
+    if (step.kind === 'restart') await parts.restarts!.request(step);
   }
   if (replaces.length === 0) return;
   try {
-    await applyReplaces(parts.writes, log, replaces, (a, result, err) => {
-      if (result === 'done') done.push(a);
-      recorder.replace({
-        cidr: a.key.prefix,
-        mode,
-        before: renderNextHop(a.from),
-        after: renderNextHop(a.to),
-        result,
-        code: err === null ? null : errorCode(err),
-      });
-    });
+    await applyReplaces(
+      parts.writes,
+      log,
+      replaces,
+      (a, result, err) => {
+        if (result === 'done') done.push(a);
+        recorder.replace({
+          cidr: a.key.prefix,
+          mode,
+          before: renderNextHop(a.from),
+          after: renderNextHop(a.to),
+          result,
+          code: err === null ? null : errorCode(err),
+        });
+      },
+      parts.stopRequested,
+    );
   } catch (err) {
     // What was replaced and then put back is a flap of that route: it counts as a
     // set-back when the next pass finds it put back (core/fights.ts, point 5).
@@ -91,10 +100,11 @@ async function carryOut(parts: ExecuteParts, steps: Step[], mode: GatewayMode | 
         done,
         `the agent put it back itself each time another replace of the same change failed (${(err as Error).message})`,
       );
-    // Refused by the kernel: nothing was migrated (what had changed was put back),
-    // so the migration is off the record. A replace whose answer was lost may have
-    // happened: the record stays, and the next observation tells.
-    if (journal.data !== before && !outcomeUnknown(err))
+    // Refused by the kernel (what had changed was put back), or stopped before the first
+    // replace: nothing was migrated, so the migration is off the record. A replace whose
+    // answer was lost may have happened: the record stays, and the next observation tells.
+    const nothingDone = err instanceof InterruptedError ? err.done.length === 0 : !outcomeUnknown(err);
+    if (journal.data !== before && nothingDone)
       await journal.after(before, 'taking the migration the kernel refused off the record', err);
     throw err;
   }

@@ -1,12 +1,14 @@
 // What the commands that touch the kernel do (run, plan, apply, rollback), given parsed
 // flags; the socket clients are in ask.ts. Each returns its result (exit-codes.ts says
-// what each code means) and never ends the process: main.ts does. The kernel and journal
-// work of rollback is src/rollback/run.ts; what is printed, render.ts.
+// what each code means) and never ends the process: main.ts does. `plan`, `apply` and
+// `rollback` are one pass of the agent's pipeline (src/agent/once.ts), each with its own
+// target; what is printed is render.ts's.
 import { addon } from '../native/addon.js';
 import { runDaemon } from '../agent/daemon.js';
-import { InterruptedError, outcomeUnknown } from '../agent/execute.js';
+import { InterruptedError } from '../agent/execute.js';
+import { JournalKeeper } from '../agent/journal-keeper.js';
 import type { OvnkubeProbe } from '../agent/observe.js';
-import { reconcile } from '../agent/reconcile.js';
+import { once, type OnceResult, type Target } from '../agent/once.js';
 import {
   lastWins,
   resolvePlanSettings,
@@ -15,24 +17,23 @@ import {
   type RawPlanOptions,
   type RawRunOptions,
 } from '../config/settings.js';
-import { applyMigration, summarize } from '../core/decide.js';
+import { summarize } from '../core/decide.js';
 import type { Migration } from '../core/migration.js';
 import { systemClock } from '../clock.js';
-import type { Observation, Plan, PlannerConfig } from '../core/types.js';
+import type { Plan, PlannerConfig } from '../core/types.js';
 import { KernelDataplane } from '../dataplane/kernel.js';
 import type { Dataplane } from '../dataplane/types.js';
-import { EMPTY_JOURNAL, Journal, JournalError, type JournalData } from '../restart/journal.js';
-import { readBootId, underFreshNote } from '../restart/journal-time.js';
+import { Journal } from '../restart/journal.js';
+import { readBootId } from '../restart/journal-time.js';
 import { createLogger } from '../log.js';
 import type { Logger } from 'pino';
 import { readModeSource } from '../mode/source.js';
-import { runRollback } from '../rollback/run.js';
 import { systemdNotifier, watchdogUsec } from '../systemd/notify.js';
 import { OvnkubeScanner, summarise } from '../ovnkube/proc.js';
-import { CommandError, failure, failureOf, type CommandResult, type ExitCode } from './exit-codes.js';
+import { failure, failureOf, type CommandResult, type ExitCode } from './exit-codes.js';
 import { Interruption } from './interrupt.js';
 import { assertStateDirWritable, lockStateDir, type StateDirLock } from './lock.js';
-import { prefixes, renderApplied, renderPreview, renderRollback } from './render.js';
+import { prefixes, renderApplied, renderPreview, renderRollback, type RollbackOutcome } from './render.js';
 
 /** The planner's part of the settings, and nothing else. */
 export function plannerConfig(s: PlanSettings): PlannerConfig {
@@ -165,6 +166,33 @@ const asJson = (shown: Plan, applied: number) =>
     2,
   ) + '\n';
 
+/** The node's journal as the agent keeps it (agent/journal-keeper.ts), not read yet. */
+const journalOf = (stateDir: string, log: Logger) =>
+  new JournalKeeper({ journal: new Journal(stateDir), clock: systemClock, bootId: readBootId(), log });
+
+/**
+ * The one pass of a one-shot command (src/agent/once.ts), on the kernel: the target, the
+ * journal (none for `plan`), whether it may act, and what stops it are the command's.
+ */
+async function pass(
+  settings: PlanSettings,
+  target: Target,
+  journal: JournalKeeper | null,
+  wrap: OnceWrappers,
+  log: Logger,
+  stop: Interruption | null,
+): Promise<OnceResult> {
+  const real = new KernelDataplane();
+  const dataplane = wrap.dataplane?.(real) ?? real;
+  try {
+    const acting = stop ? { act: true, beginChanges: () => stop.beginChanges(), stopRequested: stop.requested } : null;
+    const deps = { dataplane, probe: ovnkubeProbe(settings), log, clock: systemClock, journal, act: false };
+    return await once({ ...deps, ...acting }, plannerConfig(settings), target);
+  } finally {
+    dataplane.close();
+  }
+}
+
 /**
  * `plan`, and `apply --dry-run`: observe once and print what would be done. It only
  * looks: no lock, no journal, no kernel change. Exit 0 when nothing is to do.
@@ -174,23 +202,14 @@ async function preview(raw: PlanOptions, dryRunApply: boolean, wrap: OnceWrapper
   // Logs go to stderr here: stdout carries the plan.
   const log = createLogger(settings.logLevel === 'info' ? 'warn' : settings.logLevel, process.stderr);
   const desired = await readDesired(settings.modeFile, log);
-  const real = new KernelDataplane();
-  const dataplane = wrap.dataplane?.(real) ?? real;
   try {
-    const { planned } = await reconcile(
-      { dataplane, probe: ovnkubeProbe(settings), log },
-      desired,
-      plannerConfig(settings),
-      false,
-    );
+    const planned = (await pass(settings, { mode: desired }, null, wrap, log, null)).planned!;
     return {
       code: converged(planned),
       stdout: raw.json ? asJson(planned, 0) : renderPreview(planned, dryRunApply) + '\n',
     };
   } catch (err) {
     return { code: 1, stderr: `ovn-gwmode-agent: ${(err as Error).message}\n` };
-  } finally {
-    dataplane.close();
   }
 }
 
@@ -200,36 +219,16 @@ export const planCommand = (raw: PlanOptions, wrap: OnceWrappers = {}): Promise<
 
 /**
  * `apply`: one pass that acts, under the agent lock, so never beside a running agent.
- * Its migration goes to the agent's journal before the first replace (src/core/decide.ts,
- * applyMigration): `rollback` undoes it, and an agent started after it, even after an
- * apply killed midway, finishes it (the replaces left, then the restart it owes) and
- * never starts it again. With --dry-run (OVN_GWMODE_DRY_RUN) it is a plan that says so:
- * no lock, no journal, no kernel change.
+ * Its migration goes to the agent's journal before the first replace, as the agent's
+ * does: `rollback` undoes it, and an agent started after it, even after an apply killed
+ * midway, finishes it (the replaces left, then the restart it owes) and never starts it
+ * again. With --dry-run (OVN_GWMODE_DRY_RUN) it is a plan that says so: no lock, no
+ * journal, no kernel change.
  */
 export function applyCommand(raw: PlanOptions & { stateDir: string }, wrap: OnceWrappers = {}): Promise<CommandResult> {
   if (lastWins(raw).dryRun === true) return preview(raw, true, wrap);
   const stop = new Interruption('apply');
   return stop.run(() => apply(raw, lastWins(raw).stateDir, stop, wrap));
-}
-
-/** The journal, for a command about to change the kernel; an unreadable one is set aside, as the agent does. */
-async function loadJournal(journal: Journal, log: Logger, what: string): Promise<JournalData> {
-  try {
-    return await journal.load();
-  } catch (err) {
-    if (!(err instanceof JournalError)) throw err;
-    let where: string;
-    try {
-      where = `kept as ${await journal.setAside(systemClock.wall())}`;
-    } catch (asideErr) {
-      throw new CommandError(
-        `${what}: ${err.message}, and it cannot be set aside (${(asideErr as Error).message}); changing nothing`,
-        2,
-      );
-    }
-    log.warn({ err }, `${err.message} (${where}); ${what} goes on without it`);
-    return EMPTY_JOURNAL;
-  }
 }
 
 async function apply(
@@ -253,56 +252,32 @@ async function apply(
     return failure(err, { what: 'apply' });
   }
   const log = createLogger(settings.logLevel, process.stderr);
-  const journal = new Journal(stateDir);
-  const onRecord = await loadJournal(journal, log, 'apply');
+  const journal = journalOf(stateDir, log);
+  await journal.load();
   const desired = await readDesired(settings.modeFile, log);
-  const real = new KernelDataplane();
-  const dataplane = wrap.dataplane?.(real) ?? real;
-  let journaled: Migration | null = null;
-  const beforeReplaces = async (planned: Plan, observed: Observation): Promise<void> => {
-    stop.beginChanges();
-    const m = applyMigration(planned, desired.mode, onRecord.migration, observed.ovnkube, systemClock.wall());
-    if (m === null) return;
-    await journal.save({ ...underFreshNote(onRecord, readBootId(), systemClock), migration: m });
-    journaled = m;
-    log.info({ mode: m.mode, routes: m.routes.length }, 'migration journaled: replacing the routes');
-  };
-  /** Takes the migration off the record again (nothing of it was carried out); says so when that fails. */
-  const unjournal = async (): Promise<string> => {
-    if (journaled === null) return '';
-    try {
-      await journal.save(onRecord);
-      return '';
-    } catch (err) {
-      return `; the journal still records the migration to ${journaled.mode} (${(err as Error).message}): an agent started next finds its routes already as they are`;
-    }
-  };
   try {
-    const deps = { dataplane, probe: ovnkubeProbe(settings), log, beforeReplaces, stopRequested: stop.requested };
-    const result = await reconcile(deps, desired, plannerConfig(settings), true);
-    const replaced = result.applied > 0 ? result.planned.actions : [];
-    const code = converged(result.final);
+    const r = await pass(settings, { mode: desired }, journal, wrap, log, stop);
+    const final = r.final!;
+    const replaced = r.applied ? r.actions : [];
+    const code = converged(final);
     const out = raw.json
-      ? asJson(result.final, result.applied)
-      : renderApplied(result.final, replaced, journaled ?? onRecord.migration, desired.mode, stateDir, code === 0) +
-        '\n';
+      ? asJson(final, replaced.length)
+      : renderApplied(final, replaced, journal.data.migration, desired.mode, stateDir, code === 0) + '\n';
     return { code, stdout: out };
   } catch (err) {
+    // The migration taken off the record again (nothing of it was carried out), but not on disk.
+    const kept = journal.lag
+      ? `; the journal still records the migration to ${desired.mode} (${journal.lag.error}): an agent started next finds its routes already as they are`
+      : '';
     if (err instanceof InterruptedError) {
       const line =
         err.done.length === 0
-          ? `apply: interrupted by ${err.signal} before the first replace; nothing changed${await unjournal()}`
+          ? `apply: interrupted by ${err.signal} before the first replace; nothing changed${kept}`
           : `apply: interrupted by ${err.signal} after ${err.done.length} of ${err.done.length + err.left.length} replace(s): replaced ${prefixes(err.done)}; not replaced ${prefixes(err.left)}; ` +
             `the journal records the migration to ${desired.mode}: the agent completes it when it runs, \`rollback --yes\` puts back what was replaced`;
       return { code: 1, stderr: `ovn-gwmode-agent: ${line}\n` };
     }
-    // Refused by the kernel: what had changed was put back, so the migration is off the
-    // record. A replace whose answer was lost (or a put-back that failed) may have
-    // happened: the record stays, as the agent's does.
-    const kept = !outcomeUnknown(err) ? await unjournal() : '';
     return { code: 1, stderr: `ovn-gwmode-agent: ${(err as Error).message}${kept}\n` };
-  } finally {
-    dataplane.close();
   }
 }
 
@@ -312,12 +287,12 @@ export type RollbackOptions = Omit<PlanOptions, 'modeFile' | 'ovnkubeModeCheck' 
 };
 
 /**
- * `rollback`: puts back the routes the journal's migration replaced (src/rollback/run.ts
- * carries it out, src/core/rollback.ts decides). Without --yes it prints the plan and
- * changes nothing; with it, it takes the node's lock (so never beside a running agent),
- * replaces all or none, and verifies. Exit 0 when done (or, without --yes, when the plan
- * may be carried out), 1 when refused, failed or interrupted, 2 for a bad flag or a
- * journal it cannot read.
+ * `rollback`: the same pass with the journal's migration put back as its target
+ * (src/core/rollback.ts decides). Without --yes it prints the plan and changes nothing;
+ * with it, it takes the node's lock (so never beside a running agent), replaces all or
+ * none, and verifies. Exit 0 when done, when nothing is left to roll back, or (without
+ * --yes) when the plan may be carried out; 1 when refused, failed or interrupted; 2 for a
+ * bad flag or a journal it cannot read.
  */
 export function rollbackCommand(raw: RollbackOptions, wrap: OnceWrappers = {}): Promise<CommandResult> {
   const stop = new Interruption('rollback');
@@ -337,31 +312,35 @@ async function rollback(raw: RollbackOptions, stop: Interruption, wrap: OnceWrap
     }
   }
   const log = createLogger(settings.logLevel, process.stderr);
-  const real = new KernelDataplane();
-  const dataplane = wrap.dataplane?.(real) ?? real;
+  const journal = journalOf(given.stateDir, log);
+  const cidrsFrom =
+    given.serviceCidr && given.serviceCidr.length > 0 ? '--service-cidr' : `--ovnkube-config's service-cidrs`;
+  let outcome: RollbackOutcome;
+  let before: Migration | null = null;
   try {
-    const outcome = await runRollback({
-      dataplane,
-      journal: new Journal(given.stateDir),
-      log,
-      clock: systemClock,
-      config: plannerConfig(settings),
-      probe: ovnkubeProbe(settings),
-      cidrsFrom:
-        given.serviceCidr && given.serviceCidr.length > 0 ? '--service-cidr' : `--ovnkube-config's service-cidrs`,
-      carryOut: given.yes,
-      beginChanges: () => stop.beginChanges(),
-      stopRequested: stop.requested,
-    });
-    // Refused, or nothing to do, before anything was journaled: what taking the lock made goes again.
-    if (outcome.kind === 'refused' || outcome.kind === 'nothing') lock?.release();
-    return {
-      code: outcome.kind === 'refused' || outcome.kind === 'not-journaled' || outcome.kind === 'interrupted' ? 1 : 0,
-      ...renderRollback(outcome),
-    };
+    await journal.load(true);
+    before = journal.data.migration;
+    const r = await pass(settings, { rollback: { cidrsFrom } }, journal, wrap, log, given.yes ? stop : null);
+    const { migration, actions, refusals } = r;
+    const nothing = refusals.find((x) => x.code === 'NothingToRollBack');
+    outcome = nothing
+      ? { migration, kind: 'nothing', why: nothing }
+      : refusals.length > 0
+        ? { migration, kind: 'refused', refusals }
+        : !r.applied
+          ? { migration, kind: 'planned', actions }
+          : { migration, kind: 'done', actions, unrecorded: journal.lag?.error ?? null };
   } catch (err) {
-    return failureOf(err) ?? { code: 1, stderr: `ovn-gwmode-agent: ${(err as Error).message}\n` };
-  } finally {
-    dataplane.close();
+    const migration = before;
+    if (err instanceof InterruptedError)
+      outcome = { migration, kind: 'interrupted', signal: err.signal, done: err.done, left: err.left };
+    // The write before the first put-back failed: nothing was put back.
+    else if ((err as { code?: string }).code === 'ERR_GWMODE_JOURNAL_WRITE')
+      outcome = { migration, kind: 'not-journaled', error: err as Error };
+    else return failureOf(err) ?? { code: 1, stderr: `ovn-gwmode-agent: ${(err as Error).message}\n` };
   }
+  // Refused, or nothing to do, before anything was journaled: what taking the lock made goes again.
+  if (outcome.kind === 'refused' || outcome.kind === 'nothing') lock?.release();
+  const failed = outcome.kind === 'refused' || outcome.kind === 'not-journaled' || outcome.kind === 'interrupted';
+  return { code: failed ? 1 : 0, ...renderRollback(outcome, journal.wallOffset()) };
 }

@@ -36,7 +36,7 @@
 //     shared migration owing one (shared is ovnkube-node's: the agent restarts nothing for it).
 import type { IdentityKind, Migration, RestartTarget } from './migration.js';
 import { reason, type Reason } from './reasons.js';
-import type { GatewayMode, OvnkubeObservation, Phase, Plan } from './types.js';
+import type { GatewayMode, Phase, Plan } from './types.js';
 import { restartAllowed } from './rate-limit.js';
 
 export const POLL_MS = 1000;
@@ -249,33 +249,6 @@ function decideSteps(i: DecideInput, frame: Frame): Core {
   const owed = r.migration !== null && r.migration.restart !== 'done' && r.migration.restart !== 'none';
   const wake = owed ? Math.min(POLL_MS, r.wakeInMs ?? POLL_MS) : (r.wakeInMs ?? pollIf(waitingOnOvnkube));
   return { ...r, wakeInMs: wake };
-}
-
-/**
- * The migration a one-shot `apply` journals before its first replace, or null when its
- * replaces are a repair within the migration on record (as for the agent: rule 1). Its
- * restart is owed as any migration's: apply requests none, so the agent that runs next
- * requests it, or finds that someone else restarted ovnkube-node meanwhile. apply has no
- * restart strategy: ovnkube-node is identified by its process (/proc), which the agent
- * compares whatever its own --restart (see restartView).
- */
-export function applyMigration(
-  plan: Plan,
-  desired: GatewayMode | null,
-  m: Migration | null,
-  ovnkube: OvnkubeObservation,
-  now: number,
-): Migration | null {
-  if (plan.blocked || plan.dryRun || !startsMigration(plan, desired, m)) return null;
-  return {
-    ...FRESH,
-    mode: desired!,
-    startedAt: now,
-    identity: 'process',
-    ovnkubeBefore: ovnkube.id,
-    routes: plan.actions.map((a) => ({ key: a.key, from: a.from, to: a.to })),
-    restart: 'owed',
-  };
 }
 
 /**

@@ -3,7 +3,6 @@
 import { strict as assert } from 'node:assert';
 import { test } from 'node:test';
 import {
-  applyMigration,
   decide,
   needsTarget,
   summarize,
@@ -623,22 +622,22 @@ test('decide: a local migration owing its restart, desired shared, ovnkube-node 
   assert.deepEqual([d.migration?.mode, d.migration?.restart, d.restart.phase], ['shared', 'none', null]);
 });
 
-test("applyMigration: apply's migration is journaled, restart owed, with ovnkube-node's process; a repair within the migration on record, a blocked or dry-run plan journal nothing", () => {
-  const ovnkube = { mode: 'local' as const, pid: 42, id: 'pid 42 start 1', detail: null, release410Plus: null };
-  const m = applyMigration(toLocal, 'local', null, ovnkube, T);
+test("decide under --restart none (the one-shot commands', src/agent/once.ts): the migration is journaled, restart owed, with ovnkube-node's process; a repair within the migration on record, a blocked or dry-run plan journal nothing", () => {
+  const none = (over: Partial<DecideInput>) =>
+    decide(input({ settings: { ...settings, strategy: 'none' }, target: null, ...over }));
+  const journaled = (d: ReturnType<typeof decide>) => d.steps.find((s) => s.kind === 'journal')?.migration ?? null;
+  const m = journaled(none({ plan: toLocal }));
   assert.deepEqual(
     [m?.mode, m?.restart, m?.identity, m?.ovnkubeBefore, m?.startedAt, m?.routes],
     ['local', 'owed', 'process', 'pid 42 start 1', T, [{ key: action.key, from: BR, to: MP }]],
   );
-  assert.equal(applyMigration(toLocal, 'local', migration({ restart: 'done', doneAt: T - 1 }), ovnkube, T), null);
-  assert.equal(applyMigration({ ...toLocal, blocked: true }, 'local', null, ovnkube, T), null);
+  const repair = none({ plan: toLocal, migration: migration({ restart: 'done', doneAt: T - 1 }) });
+  assert.deepEqual([journaled(repair), repair.steps.map((s) => s.kind)], [null, ['replace']]);
+  assert.deepEqual(none({ plan: { ...toLocal, blocked: true } }).steps, []);
+  assert.deepEqual(none({ plan: { ...toLocal, dryRun: true, reasons: [reason('DryRun', 'dry run')] } }).steps, []);
+  assert.deepEqual(none({ plan: inSync }).steps, []);
   assert.equal(
-    applyMigration({ ...toLocal, dryRun: true, reasons: [reason('DryRun', 'dry run')] }, 'local', null, ovnkube, T),
-    null,
-  );
-  assert.equal(applyMigration(inSync, 'local', null, ovnkube, T), null);
-  assert.deepEqual(
-    applyMigration(toLocal, 'local', migration({ mode: 'shared', restart: 'done', doneAt: T - 1 }), ovnkube, T)?.mode,
+    journaled(none({ plan: toLocal, migration: migration({ mode: 'shared', restart: 'done', doneAt: T - 1 }) }))?.mode,
     'local',
   );
 });
