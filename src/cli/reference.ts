@@ -47,7 +47,7 @@ export const FLAGS = flags({
     repeatable: true,
     value: 'CIDR',
     defaultText: "--ovnkube-config's service-cidrs",
-    describe: 'service CIDR (repeatable, comma lists allowed; IPv4 and IPv6)',
+    describe: 'service CIDR (repeatable, comma lists allowed; IPv4 and IPv6; a /0, the default route, is refused)',
   },
   'ovnkube-config': {
     type: 'string',
