@@ -34,6 +34,8 @@
 //     then `run --dry-run`, a node that showed 4.10+ evidence since (a restart there is no
 //     repair of anything), a release no longer known, or a journal of an older agent with a
 //     shared migration owing one (shared is ovnkube-node's: the agent restarts nothing for it).
+// 11. Whatever --ovnkube-mode-check says, an ovnkube-node seen running another mode than the
+//     migration's is never stopped (it would come back in that mode) nor taken for the proof.
 import type { IdentityKind, Migration, RestartTarget } from './migration.js';
 import { reason, type Reason } from './reasons.js';
 import type { GatewayMode, OvnkubeObservation, Phase, Plan } from './types.js';
@@ -335,7 +337,9 @@ function restartView(i: DecideInput): Core {
       POLL_MS,
     );
   const current = currentIdentity(i);
-  const modeOk = !s.modeChecked || i.ovnkube.mode === m.mode;
+  // --ovnkube-mode-check off takes an ovnkube-node whose mode is not seen for one in the
+  // migration's; one seen running the other mode is never the proof.
+  const modeOk = i.ovnkube.mode === m.mode || (!s.modeChecked && i.ovnkube.mode === null);
   // A migration that identified ovnkube-node by its process (`apply`, or the agent
   // under --restart signal or none): /proc is read whatever the strategy, so another
   // process than the one the migration began with, and than the one stopped, is the
@@ -462,6 +466,13 @@ function restartView(i: DecideInput): Core {
   }
   // Owed, or failed before: request it, within backoff and the rate limit.
   if (i.restartInFlight) return underWay();
+  if (i.ovnkube.mode !== null && i.ovnkube.mode !== m.mode) {
+    // Whatever --ovnkube-mode-check says: stopped, it would come back in the mode the operator
+    // renders, not the migration's, and undo the migration at its start. Said after the plan's
+    // OvnkubeOtherMode, like any held restart.
+    const why = `ovnkube-node (pid ${i.ovnkube.pid}) runs --gateway-mode ${i.ovnkube.mode}, not ${m.mode}: the restart owed by the migration to ${m.mode} waits for the cluster network operator's rollout`;
+    return { steps: [], migration: m, restart: { phase: null, reason: reason('RestartHeld', why) }, wakeInMs: POLL_MS };
+  }
   if (m.restart === 'failed' && m.lastAttemptAt !== null) {
     const retryAt = m.lastAttemptAt + backoffMs(m.attempts, s.retryBaseMs, s.retryMaxMs);
     if (now < retryAt) {
