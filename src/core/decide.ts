@@ -178,6 +178,7 @@ function decideSteps(i: DecideInput, frame: Frame): Core {
               'RestartPathBroken',
               `not starting the migration to ${desired}: ovnkube-node could not be restarted afterwards: ${why}`,
             ),
+            error: why,
           },
           wakeInMs: 10 * POLL_MS,
         };
@@ -310,10 +311,10 @@ function restartView(i: DecideInput): Core {
   const { now, settings: s } = i;
   if (m.restart === 'none')
     return { steps: [], migration: m, restart: { phase: null, reason: null }, wakeInMs: undefined };
-  const keep = (phase: Phase, r: Reason, wakeInMs: number | undefined, migration: Migration = m) => ({
+  const keep = (phase: Phase, r: Reason, wakeInMs: number | undefined, migration: Migration = m, error?: string) => ({
     steps: [] as Step[],
     migration,
-    restart: { phase, reason: r },
+    restart: { phase, reason: r, ...(error === undefined ? {} : { error }) },
     wakeInMs,
   });
   if (m.restart === 'done') {
@@ -483,6 +484,8 @@ function restartView(i: DecideInput): Core {
           `restart of ovnkube-node for the migration to ${m.mode} failed (attempt ${m.attempts}): ${m.lastError}; retrying at ${isoAt(i, retryAt)}`,
         ),
         retryAt - now,
+        m,
+        m.lastError ?? undefined,
       );
     }
   }
@@ -507,6 +510,8 @@ function restartView(i: DecideInput): Core {
         `cannot restart ovnkube-node for the migration to ${m.mode}: ${t ? t.error : 'not looked up'}`,
       ),
       5 * POLL_MS,
+      m,
+      t ? t.error : 'not looked up',
     );
   }
   if (cannotCompare(i))
@@ -562,7 +567,9 @@ export function summarize(
     const listed = held.length > 0 ? held : [...suspensions.values()].map((why) => reason('RepairsSuspended', why));
     return { phase: 'Degraded', reasons: rest([...listed, ...(restart.reason ? [restart.reason] : [])]) };
   }
-  if (restart.phase === 'Waiting') return { phase: 'Waiting', reasons: rest([restart.reason!]) };
+  // Waiting on the restart (its path broken, or held in a dry run): none of the plan's replaces is being made.
+  if (restart.phase === 'Waiting')
+    return { phase: 'Waiting', reasons: [restart.reason!, ...planReasons.filter((r) => r.code !== 'Replacing')] };
   if (restart.phase === 'Progressing') return { phase: 'Progressing', reasons: rest([restart.reason!]) };
   // A restart reason with no phase of its own (RestartHeld) is said after the plan's.
   const reasons = restart.reason ? [...planReasons, restart.reason] : planReasons;
