@@ -4,6 +4,7 @@
 import { strict as assert } from 'node:assert';
 import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { spawnSync } from 'node:child_process';
+import { isDeepStrictEqual } from 'node:util';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { test, type TestContext } from 'node:test';
@@ -64,13 +65,27 @@ function target(l: string): { namespace: string; name: string } {
 
 /** Step 1's overlay as written. */
 const OVERLAY = () => block('my-agent/kustomization.yaml');
-/** Step 3: the four dry-run lines deleted. */
+/** The entries step 3 deletes: each `- name:` line after step 1's dry-run comment, with its `value:` line. */
+const DRY_RUN_ENTRIES = () =>
+  [
+    ...OVERLAY()
+      .split(/^.*Step 2's dry run.*\n/m)[1]!
+      .matchAll(/^\s*- name: OVN_GWMODE_\w+\n\s*value: .*\n/gm),
+  ].map((m) => m[0]);
+/** Step 3: the dry-run lines deleted. */
 const ARMED = () => {
-  const armed = OVERLAY()
-    .replace(/^.*Step 2's dry run.*\n/m, '')
-    .replace(/^\s*- name: OVN_GWMODE_(DRY_RUN|OVNKUBE_MODE_CHECK)\n\s*value: .*\n/gm, '');
-  assert.equal(OVERLAY().split('\n').length - armed.split('\n').length, 5, 'the comment and the four lines');
+  const armed = DRY_RUN_ENTRIES()
+    .reduce((text, entry) => text.replace(entry, ''), OVERLAY())
+    .replace(/^.*Step 2's dry run.*\n/m, '');
+  assert.equal(OVERLAY().split('\n').length - armed.split('\n').length, 3, 'the comment and the two lines');
   return armed;
+};
+/** Step 1's overlay with any part of step 3 done: every subset of its dry-run entries deleted. */
+const PARTIALLY_ARMED = () => {
+  const entries = DRY_RUN_ENTRIES();
+  return Array.from({ length: 2 ** entries.length }, (_, mask) =>
+    entries.reduce((text, entry, i) => (mask & (1 << i) ? text.replace(entry, '') : text), OVERLAY()),
+  );
 };
 
 /** Renders a my-agent/kustomization.yaml in a directory beside a checkout called ovn-gwmode-agent, as step 1 lays it out. */
@@ -126,7 +141,7 @@ test("the guide's overlay renders the OpenShift DaemonSet with your image, on th
   // No --layout legacy set blind: the release comes from the host's os-release, which the DaemonSet mounts.
   assert.deepEqual(
     [dry.env.OVN_GWMODE_DRY_RUN, dry.env.OVN_GWMODE_OVNKUBE_MODE_CHECK, dry.env.OVN_GWMODE_LAYOUT],
-    ['true', 'off', undefined],
+    ['true', undefined, undefined],
   );
   const osRelease = ds.spec.template.spec.containers[0].volumeMounts.find(
     (m: Manifest) => m.mountPath === dry.env.OVN_GWMODE_OS_RELEASE,
@@ -299,7 +314,7 @@ test("the operator's guide on a shared-mode 4.8/4.9 node: dry-run plan, armed an
     // No gateway-mode-config yet: an optional volume of a missing ConfigMap is empty.
     volume.update({});
 
-    // Step 2: the overlay as written: dry run, mode check off; the operator's (missing) ConfigMap says shared; the host an RHCOS 4.9 node.
+    // Step 2: the overlay as written, in dry run; the operator's (missing) ConfigMap says shared; the host an RHCOS 4.9 node.
     agent = deploy(dry);
     await waitForStatus(
       agent,
@@ -395,6 +410,52 @@ test("the operator's guide on a shared-mode 4.8/4.9 node: dry-run plan, armed an
     ovnkube.stop();
     ns.destroy();
     scratch.remove();
+  }
+});
+
+test('the guide followed in part, or with OVN_GWMODE_OVNKUBE_MODE_CHECK=off added: while ovnkube-node still runs shared, the switch to local changes nothing', async (t) => {
+  if (skipWithoutKernel(t)) return;
+  const local = operatorConfigMap(t, line('create configmap gateway-mode-config'));
+  if (local === undefined) return;
+  const envs = new Map<string, NodeJS.ProcessEnv>();
+  for (const overlay of PARTIALLY_ARMED()) {
+    const docs = renderOverlay(t, overlay);
+    if (docs === undefined) return;
+    const { env } = deployed(docs);
+    for (const e of [env, { ...env, OVN_GWMODE_OVNKUBE_MODE_CHECK: 'off' }]) envs.set(JSON.stringify(e), e);
+  }
+  // Step 4 done, the operator's rollout not yet here: ovnkube-node runs shared on a 4.8/4.9 node.
+  const ns = guideNode({ gw0: false });
+  const first = new Scratch();
+  const ovnkube = new FakeOvnkube(ns, first.dir);
+  const volume = new ConfigMapVolume(path.join(first.dir, 'volume'));
+  let agent: AgentProcess | undefined;
+  const scratches = [first];
+  const wrong: string[] = [];
+  try {
+    ovnkube.start('shared', { respawn: true });
+    volume.update(local);
+    for (const env of envs.values()) {
+      // Each rendering on the node as step 4 finds it, whatever an earlier one did.
+      ns.ip(`route replace ${SHARED_ROUTE}`);
+      const starts = ovnkube.starts;
+      const scratch = new Scratch();
+      scratches.push(scratch);
+      agent = new AgentProcess(ns, scratch, ['--mode-file', volume.dir], env);
+      const s = await waitForStatus(agent, (s) => s.lastReconcile !== null && s.desiredMode === 'local', 'a pass');
+      const seen = [s.reasonCodes[0], ns.routes(SVC), ovnkube.starts - starts];
+      if (!isDeepStrictEqual(seen, ['OvnkubeOtherMode', [SHARED_ROUTE], 0]))
+        wrong.push(`${JSON.stringify(env)}: ${s.phase} ${s.reasonCodes.join(',')}, ${JSON.stringify(seen)}`);
+      await agent.stop();
+    }
+    agent = undefined;
+    // Each as [first reason, the route, ovnkube-node's new starts]: waiting for the rollout, the route as it was, never stopped.
+    assert.deepEqual(wrong, []);
+  } finally {
+    await agent?.stop();
+    ovnkube.stop();
+    ns.destroy();
+    for (const s of scratches) s.remove();
   }
 });
 

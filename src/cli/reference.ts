@@ -47,7 +47,7 @@ export const FLAGS = flags({
     repeatable: true,
     value: 'CIDR',
     defaultText: "--ovnkube-config's service-cidrs",
-    describe: 'service CIDR (repeatable, comma lists allowed; IPv4 and IPv6)',
+    describe: 'service CIDR (repeatable, comma lists allowed; IPv4 and IPv6; a /0, the default route, is refused)',
   },
   'ovnkube-config': {
     type: 'string',
@@ -85,7 +85,10 @@ export const FLAGS = flags({
   'ovnkube-mode-check': {
     type: 'string',
     default: 'proc',
-    choices: { proc: 'act only when ovnkube-node runs the desired mode', off: 'trust the mode file' },
+    choices: {
+      proc: 'act only when ovnkube-node is seen running the desired mode',
+      off: 'also act when its mode cannot be seen; one seen running the other mode is waited for all the same',
+    },
     describe: "how ovnkube-node's gateway mode is checked",
   },
   mtu: {

@@ -146,12 +146,16 @@ export async function resolvePlanSettings(given: RawPlanOptions): Promise<PlanSe
     );
   }
   const serviceCidrs: Cidr[] = [];
+  const from = cidrFlag === 'service-cidr' ? '' : `${raw.ovnkubeConfig}: [kubernetes] service-cidrs: `;
   for (const text of cidrTexts) {
     try {
       const cidr = parseCidr(text);
+      // A /0 is the default route, which every node has via br-ex's gateway: the very shape of a
+      // shared-mode service route, so the node's way out would be moved into ovn-k8s-mp0.
+      if (cidr.length === 0) throw new Error(`"${text}" is a default route, never a service network`);
       if (!serviceCidrs.some((c) => c.text === cidr.text)) serviceCidrs.push(cidr);
     } catch (err) {
-      throw new ConfigError(cidrFlag, (err as Error).message);
+      throw new ConfigError(cidrFlag, `${from}${(err as Error).message}`);
     }
   }
 

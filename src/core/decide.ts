@@ -34,6 +34,8 @@
 //     then `run --dry-run`, a node that showed 4.10+ evidence since (a restart there is no
 //     repair of anything), a release no longer known, or a journal of an older agent with a
 //     shared migration owing one (shared is ovnkube-node's: the agent restarts nothing for it).
+// 11. Whatever --ovnkube-mode-check says, an ovnkube-node seen running another mode than the
+//     migration's is never stopped (it would come back in that mode) nor taken for the proof.
 import type { IdentityKind, Migration, RestartTarget } from './migration.js';
 import { reason, type Reason } from './reasons.js';
 import type { GatewayMode, Phase, Plan } from './types.js';
@@ -176,6 +178,7 @@ function decideSteps(i: DecideInput, frame: Frame): Core {
               'RestartPathBroken',
               `not starting the migration to ${desired}: ovnkube-node could not be restarted afterwards: ${why}`,
             ),
+            error: why,
           },
           wakeInMs: 10 * POLL_MS,
         };
@@ -281,10 +284,10 @@ function restartView(i: DecideInput): Core {
   const { now, settings: s } = i;
   if (m.restart === 'none')
     return { steps: [], migration: m, restart: { phase: null, reason: null }, wakeInMs: undefined };
-  const keep = (phase: Phase, r: Reason, wakeInMs: number | undefined, migration: Migration = m) => ({
+  const keep = (phase: Phase, r: Reason, wakeInMs: number | undefined, migration: Migration = m, error?: string) => ({
     steps: [] as Step[],
     migration,
-    restart: { phase, reason: r },
+    restart: { phase, reason: r, ...(error === undefined ? {} : { error }) },
     wakeInMs,
   });
   if (m.restart === 'done') {
@@ -308,7 +311,9 @@ function restartView(i: DecideInput): Core {
       POLL_MS,
     );
   const current = currentIdentity(i);
-  const modeOk = !s.modeChecked || i.ovnkube.mode === m.mode;
+  // --ovnkube-mode-check off takes an ovnkube-node whose mode is not seen for one in the
+  // migration's; one seen running the other mode is never the proof.
+  const modeOk = i.ovnkube.mode === m.mode || (!s.modeChecked && i.ovnkube.mode === null);
   // A migration that identified ovnkube-node by its process (`apply`, or the agent
   // under --restart signal or none): /proc is read whatever the strategy, so another
   // process than the one the migration began with, and than the one stopped, is the
@@ -435,6 +440,13 @@ function restartView(i: DecideInput): Core {
   }
   // Owed, or failed before: request it, within backoff and the rate limit.
   if (i.restartInFlight) return underWay();
+  if (i.ovnkube.mode !== null && i.ovnkube.mode !== m.mode) {
+    // Whatever --ovnkube-mode-check says: stopped, it would come back in the mode the operator
+    // renders, not the migration's, and undo the migration at its start. Said after the plan's
+    // OvnkubeOtherMode, like any held restart.
+    const why = `ovnkube-node (pid ${i.ovnkube.pid}) runs --gateway-mode ${i.ovnkube.mode}, not ${m.mode}: the restart owed by the migration to ${m.mode} waits for the cluster network operator's rollout`;
+    return { steps: [], migration: m, restart: { phase: null, reason: reason('RestartHeld', why) }, wakeInMs: POLL_MS };
+  }
   if (m.restart === 'failed' && m.lastAttemptAt !== null) {
     const retryAt = m.lastAttemptAt + backoffMs(m.attempts, s.retryBaseMs, s.retryMaxMs);
     if (now < retryAt) {
@@ -445,6 +457,8 @@ function restartView(i: DecideInput): Core {
           `restart of ovnkube-node for the migration to ${m.mode} failed (attempt ${m.attempts}): ${m.lastError}; retrying at ${isoAt(i, retryAt)}`,
         ),
         retryAt - now,
+        m,
+        m.lastError ?? undefined,
       );
     }
   }
@@ -469,6 +483,8 @@ function restartView(i: DecideInput): Core {
         `cannot restart ovnkube-node for the migration to ${m.mode}: ${t ? t.error : 'not looked up'}`,
       ),
       5 * POLL_MS,
+      m,
+      t ? t.error : 'not looked up',
     );
   }
   if (cannotCompare(i))
@@ -524,7 +540,9 @@ export function summarize(
     const listed = held.length > 0 ? held : [...suspensions.values()].map((why) => reason('RepairsSuspended', why));
     return { phase: 'Degraded', reasons: rest([...listed, ...(restart.reason ? [restart.reason] : [])]) };
   }
-  if (restart.phase === 'Waiting') return { phase: 'Waiting', reasons: rest([restart.reason!]) };
+  // Waiting on the restart (its path broken, or held in a dry run): none of the plan's replaces is being made.
+  if (restart.phase === 'Waiting')
+    return { phase: 'Waiting', reasons: [restart.reason!, ...planReasons.filter((r) => r.code !== 'Replacing')] };
   if (restart.phase === 'Progressing') return { phase: 'Progressing', reasons: rest([restart.reason!]) };
   // A restart reason with no phase of its own (RestartHeld) is said after the plan's.
   const reasons = restart.reason ? [...planReasons, restart.reason] : planReasons;

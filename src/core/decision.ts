@@ -56,6 +56,8 @@ export type Step =
 export interface RestartView {
   phase: Phase | null;
   reason: Reason | null;
+  /** What failed on the restart path, in words: the status's lastError when the pass itself did not fail. */
+  error?: string;
 }
 
 export type RestartStep = Extract<Step, { kind: 'restart' }>;

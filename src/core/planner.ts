@@ -20,12 +20,23 @@
 //     and keeps a route via ovn-k8s-mp0 on purpose while the cluster's topology version is
 //     old (ovn-kubernetes node.go: "System may be upgrading, falling back to legacy K8S
 //     Service via mp0"). With shared desired the plan only says where the node stands.
+//  7. It never acts while ovnkube-node is seen running the other mode, whatever
+//     --ovnkube-mode-check says: `off` only lets it act where ovnkube-node's mode is not seen
+//     (no ovnkube --init-node process in the agent's view of /proc).
 import { parseCidr, type Cidr, type Family } from '../net/cidr.js';
 import { DEFAULT_ROUTE, expectedNexthop, findLink, ownedRoute } from './nexthop.js';
 import { identifyPlatform, type Platform } from './platform.js';
 import { reason, type Reason } from './reasons.js';
 import { renderNextHop, sameNextHop, type Link, type NextHop, type Route, type Watched } from './route.js';
-import type { DesiredMode, Observation, Plan, PlannerConfig, ReplaceAction, RouteStatus } from './types.js';
+import type {
+  DesiredMode,
+  Observation,
+  OvnkubeObservation,
+  Plan,
+  PlannerConfig,
+  ReplaceAction,
+  RouteStatus,
+} from './types.js';
 
 export { DEFAULT_ROUTE, managementNexthop, ownedRoute } from './nexthop.js';
 
@@ -109,24 +120,16 @@ export function plan(input: PlanInput): Plan {
 
   const blocked: Reason[] = [];
   // ovnkube-node in the other mode first: it is the reason that passes by itself (the rollout).
-  if (config.ovnkubeModeCheck === 'proc') {
-    const o = observed.ovnkube;
-    if (o.mode === null)
-      blocked.push(
-        reason(
-          'OvnkubeModeUnknown',
-          `ovnkube-node's gateway mode is unknown: ${o.detail ?? 'no ovnkube --init-node process'}`,
-        ),
-      );
-    else if (o.mode !== desired.mode) {
-      blocked.push(
-        reason(
-          'OvnkubeOtherMode',
-          `ovnkube-node (pid ${o.pid}) runs --gateway-mode ${o.mode}, desired ${desired.mode}: waiting for the cluster network operator to roll ovnkube-node out`,
-        ),
-      );
-    }
-  }
+  // Seen in the other mode it is waited for whatever --ovnkube-mode-check says (guarantee 7).
+  const o = observed.ovnkube;
+  if (o.mode !== null && o.mode !== desired.mode) {
+    blocked.push(
+      reason(
+        'OvnkubeOtherMode',
+        `ovnkube-node (pid ${o.pid}) runs --gateway-mode ${o.mode}, desired ${desired.mode}: waiting for the cluster network operator to roll ovnkube-node out`,
+      ),
+    );
+  } else if (o.mode === null && config.ovnkubeModeCheck === 'proc') blocked.push(modeUnknown(o));
 
   const awaitsOvnkube = blocked.length > 0;
   if (layout === 'unknown') blocked.push(reason('LayoutUnknown', layoutUnknown(input, platform)));
@@ -193,6 +196,12 @@ export function plan(input: PlanInput): Plan {
   return { ...base, actions, blocked: false, reasons: [...reasons, ...actions.map((a) => a.reason)] };
 }
 
+const modeUnknown = (o: OvnkubeObservation): Reason =>
+  reason(
+    'OvnkubeModeUnknown',
+    `ovnkube-node's gateway mode is unknown: ${o.detail ?? 'no ovnkube --init-node process'}`,
+  );
+
 function statusOf(observed: Observation, cidr: Cidr, expected: NextHop | null, ok: boolean): RouteStatus {
   const routes = observed.routes.get(cidr.text) ?? [];
   const multipath = routes.length === 1 && routes[0]!.multipath;
@@ -239,25 +248,15 @@ function planShared(input: PlanInput, base: Pick<Plan, 'layout' | 'platform' | '
   const { layout, platform, reasons, warnings } = base;
   const blocked: Reason[] = [];
   const o = observed.ovnkube;
-  let ovnkubeLocal = false;
-  if (config.ovnkubeModeCheck === 'proc') {
-    if (o.mode === null)
-      blocked.push(
-        reason(
-          'OvnkubeModeUnknown',
-          `ovnkube-node's gateway mode is unknown: ${o.detail ?? 'no ovnkube --init-node process'}`,
-        ),
-      );
-    else if (o.mode === 'local') {
-      ovnkubeLocal = true;
-      blocked.push(
-        reason(
-          'OvnkubeOtherMode',
-          `ovnkube-node (pid ${o.pid}) runs --gateway-mode local, desired shared: the cluster network operator's rollout restarts it in shared mode, which flushes its ${config.managementInterface} routes and adds the ${config.gatewayInterface} route itself; the agent writes nothing in shared mode`,
-        ),
-      );
-    }
-  }
+  const ovnkubeLocal = o.mode === 'local';
+  if (ovnkubeLocal) {
+    blocked.push(
+      reason(
+        'OvnkubeOtherMode',
+        `ovnkube-node (pid ${o.pid}) runs --gateway-mode local, desired shared: the cluster network operator's rollout restarts it in shared mode, which flushes its ${config.managementInterface} routes and adds the ${config.gatewayInterface} route itself; the agent writes nothing in shared mode`,
+      ),
+    );
+  } else if (o.mode === null && config.ovnkubeModeCheck === 'proc') blocked.push(modeUnknown(o));
   const awaitsOvnkube = blocked.length > 0;
   const fallbacks: Reason[] = [];
   const statuses: RouteStatus[] = [];

@@ -32,7 +32,7 @@ export const REASON_CODES = [
   // The restart owed by a migration
   'RestartPathBroken', // checked before the first replace: no runtime, not one container
   'RestartAwaited', // --restart none, or a restart requested: waiting for a new ovnkube-node
-  'RestartHeld', // a restart is owed, but the plan forbids it: a dry run, a 4.10+ or unknown release, shared mode
+  'RestartHeld', // a restart is owed, but held: a dry run, a 4.10+ or unknown release, shared mode, ovnkube-node seen in the other mode
   'RestartRateLimited',
   'RestartFailed',
   'RestartTimedOut',

@@ -38,7 +38,7 @@ export interface DesiredMode {
 
 /** ovnkube-node as seen from /proc. */
 export interface OvnkubeObservation {
-  /** null when not looked at (check 'off'), no process, no flag, or processes disagree. */
+  /** null with no process, no flag, or processes that disagree (/proc is read whatever --ovnkube-mode-check says). */
   mode: GatewayMode | null;
   pid: number | null;
   /** The process's identity across PID reuse ("pid N start T"); null without one process. */

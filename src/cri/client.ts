@@ -31,6 +31,17 @@ export function pickEndpoint(candidates: string[] = DEFAULT_CRI_ENDPOINTS): stri
   return candidates.find((p) => existsSync(p));
 }
 
+/**
+ * A failed call in words. gRPC's text for a runtime it cannot reach is its resolver's ("No
+ * connection established. Last error: Error: connect ENOENT <path>. Resolution note: "): only
+ * the errno of the connect is kept.
+ */
+function describe(err: Grpc.ServiceError): string {
+  if (err.code !== grpc.status.UNAVAILABLE) return err.details || err.message;
+  const errno = /\bconnect (E[A-Z]+)\b/.exec(err.details ?? '')?.[1];
+  return `cannot connect${errno ? ` (${errno})` : ''}: is the container runtime running, with its socket there?`;
+}
+
 type Unary<Req, Res> = (
   req: Req,
   opts: Grpc.CallOptions,
@@ -68,7 +79,7 @@ export class CriClient {
   private call<Req, Res>(name: string, fn: Unary<Req, Res>, req: Req, extraMs = 0): Promise<Res> {
     return new Promise((resolve, reject) => {
       fn.call(this.client, req, { deadline: Date.now() + this.deadlineMs + extraMs }, (err, res) => {
-        if (err) reject(new CriError(`CRI ${name} on ${this.endpoint}: ${err.details || err.message}`, { cause: err }));
+        if (err) reject(new CriError(`CRI ${name} on ${this.endpoint}: ${describe(err)}`, { cause: err }));
         else resolve(res);
       });
     });

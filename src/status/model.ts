@@ -103,7 +103,7 @@ export function statusReport(i: StatusInput): StatusReport {
     restart: restartStatus(i),
     dryRun: i.config.dryRun,
     lastReconcile: i.lastReconcile === null ? null : new Date(i.lastReconcile).toISOString(),
-    lastError: i.error?.message ?? null,
+    lastError: i.error?.message ?? i.outcome?.restart.error ?? null,
     warnings: [...(p?.warnings ?? []), ...i.warnings],
     version: VERSION,
   };

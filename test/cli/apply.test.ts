@@ -135,6 +135,43 @@ test('plan says what it would replace and that it changed nothing, never that a 
   });
 });
 
+test('a default route (0.0.0.0/0, ::/0) named as a service CIDR by flag, variable or ovnkube.conf: exit 2 naming it, nothing changed', async (t) => {
+  if (skipWithoutKernel(t)) return;
+  await withNode({ gw0: true, ipv6: true }, async ({ ns, scratch }) => {
+    scratch.writeMode('local');
+    const conf = path.join(scratch.dir, 'ovnkube.conf');
+    writeFileSync(conf, '[default]\nmtu="1400"\n[kubernetes]\nservice-cidrs="10.96.0.0/16,::/0"\n');
+    const routes = () => [ns.ip('-4 route show table all'), ns.ip('-6 route show table all')];
+    const before = routes();
+    const planFlags = ['--mode-file', scratch.modeFile, '--ovnkube-mode-check', 'off'];
+    const state = ['--state-dir', scratch.stateDir];
+    const flagsOf: Record<string, string[]> = {
+      apply: [...planFlags, ...state],
+      plan: planFlags,
+      rollback: [...state, '--yes'],
+    };
+    const cases: Array<[string[], NodeJS.ProcessEnv, string]> = [
+      [['--service-cidr', '10.96.0.0/16,0.0.0.0/0'], {}, '--service-cidr: "0.0.0.0/0"'],
+      [['--service-cidr', '10.96.0.0/16', '--service-cidr', '::/0'], {}, '--service-cidr: "::/0"'],
+      [[], { OVN_GWMODE_SERVICE_CIDR: 'fd00:10:96::/112, ::/0' }, '--service-cidr: "::/0"'],
+      [['--ovnkube-config', conf], {}, `--ovnkube-config: ${conf}: [kubernetes] service-cidrs: "::/0"`],
+    ];
+    for (const [command, flags] of Object.entries(flagsOf)) {
+      for (const [args, env, named] of cases) {
+        const r = cli(ns, [command, ...flags, ...args], env);
+        assert.equal(r.code, 2, `${command} ${args.join(' ')}: ${r.stdout}${r.stderr}`);
+        assert.equal(
+          r.stderr,
+          `ovn-gwmode-agent: ${named} is a default route, never a service network\n`,
+          `${command} ${args.join(' ')}`,
+        );
+      }
+    }
+    assert.deepEqual(routes(), before, 'no route changed');
+    assert.equal(existsSync(path.join(scratch.stateDir, 'migration-journal.json')), false, 'nothing journaled');
+  });
+});
+
 test('apply in dry run, OVN_GWMODE_DRY_RUN=1 or --dry-run=yes: the replace is planned and shown, nothing changes, nothing is journaled, exit 1', async (t) => {
   if (skipWithoutKernel(t)) return;
   await withNode({ gw0: true }, async ({ ns, scratch }) => {

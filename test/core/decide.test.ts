@@ -509,6 +509,44 @@ const restartRows: Array<{
     code: 'RestartHeld',
     restart: 'owed',
   },
+  {
+    name: 'owed, the very ovnkube-node it began with now seen running the other mode, mode check off: held, never stopped',
+    in: {
+      migration: migration(),
+      settings: { ...settings, modeChecked: false },
+      ovnkube: { mode: 'shared', pid: 42, id: 'pid 42 start 1', detail: null, release410Plus: null },
+    },
+    steps: [],
+    phase: null,
+    code: 'RestartHeld',
+    restart: 'owed',
+  },
+  {
+    name: 'mode check off: a new ovnkube-node seen running the other mode is not the proof',
+    in: {
+      migration: migration({ restart: 'requested', stopped: 'c-old', lastAttemptAt: T - 1000, attempts: 1 }),
+      settings: { ...settings, modeChecked: false },
+      target: NEW,
+      ovnkube: { mode: 'shared', pid: 43, id: 'x', detail: null, release410Plus: null },
+    },
+    steps: [],
+    phase: 'Progressing',
+    code: 'RestartAwaited',
+    restart: 'requested',
+  },
+  {
+    name: 'mode check off: a new ovnkube-node whose mode is not seen is the proof',
+    in: {
+      migration: migration({ restart: 'requested', stopped: 'c-old', lastAttemptAt: T - 1000, attempts: 1 }),
+      settings: { ...settings, modeChecked: false },
+      target: NEW,
+      ovnkube: { mode: null, pid: null, id: null, detail: 'no ovnkube --init-node process', release410Plus: null },
+    },
+    steps: [],
+    phase: 'Progressing',
+    code: 'Settling',
+    restart: 'done',
+  },
 ];
 
 for (const r of restartRows) {

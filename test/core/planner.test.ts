@@ -232,11 +232,23 @@ const cases: Array<{ name: string; in: PlanInput; phase: string; code: ReasonCod
     code: 'OvnkubeOtherMode',
   },
   {
-    name: 'mode check off trusts the mode file',
+    name: "mode check off: an ovnkube-node whose mode is not seen is taken to run the mode file's",
     in: input({ ovnkube: null, config: { ovnkubeModeCheck: 'off' } }),
     phase: 'Progressing',
     code: 'Replacing',
     to: ['via 10.244.1.1 dev ovn-k8s-mp0'],
+  },
+  {
+    name: 'mode check off, ovnkube-node seen in the other mode: wait all the same',
+    in: input({ ovnkube: 'shared', config: { ovnkubeModeCheck: 'off' } }),
+    phase: 'Waiting',
+    code: 'OvnkubeOtherMode',
+  },
+  {
+    name: 'shared desired, mode check off, ovnkube-node seen still local: wait all the same',
+    in: input({ mode: 'shared', ovnkube: 'local', service: [LOCAL], config: { ovnkubeModeCheck: 'off' } }),
+    phase: 'Waiting',
+    code: 'OvnkubeOtherMode',
   },
   { name: 'mp0 missing: wait', in: input({ links: [BR_EX, GW0] }), phase: 'Waiting', code: 'ManagementLinkMissing' },
   {

@@ -5,6 +5,7 @@
 // answers StopContainer holds no pass: the loop stays live for systemd's watchdog and
 // the liveness probe while the stop waits out its deadline.
 import { strict as assert } from 'node:assert';
+import { spawnSync } from 'node:child_process';
 import { linkSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
@@ -56,8 +57,15 @@ test('CRI client: gone, refusing and hanging runtimes each end the call by its d
     const hang = path.join(dir, 'hanging.sock');
     servers.push(await hanging(hang));
     for (const [socket, expected] of [
-      [gone, /^CRI ListContainers on .*gone\.sock: /],
-      [refused, /^CRI ListContainers on .*refusing\.sock: /],
+      // gRPC's resolver text ("... Resolution note: ") is not passed on: the connect's errno is.
+      [
+        gone,
+        /^CRI ListContainers on .*gone\.sock: cannot connect \(ENOENT\): is the container runtime running, with its socket there\?$/,
+      ],
+      [
+        refused,
+        /^CRI ListContainers on .*refusing\.sock: cannot connect \(ECONNREFUSED\): is the container runtime running, with its socket there\?$/,
+      ],
       [hang, /^CRI ListContainers on .*hanging\.sock: Deadline exceeded/],
     ] as const) {
       const client = new CriClient(socket, 300);
@@ -106,6 +114,38 @@ test('CRI deadlines: 10 s, or a quarter of the watchdog when shorter', () => {
   assert.equal(criDeadlineMs(120_000), 10_000);
   assert.equal(criDeadlineMs(30_000), 7_500);
   assert.equal(criDeadlineMs(2_000), 500);
+});
+
+test('agent: the CRI socket missing: Waiting on RestartPathBroken alone (no replace is made), lastError says why in words, and /metrics agrees', async (t) => {
+  if (skipWithoutKernel(t)) return;
+  const dir = mkdtempSync(path.join(tmpdir(), 'gwmode-cri-'));
+  const socket = path.join(dir, 'crio.sock');
+  try {
+    await withAgent(
+      {
+        mode: 'local',
+        args: ['--service-cidr', '10.96.0.0/16', '--mtu', '1400', '--restart', 'cri', '--cri-endpoint', socket],
+      },
+      async ({ ns, ovnkube, agent }) => {
+        const s = await waitForStatus(agent, (s) => s.reasonCodes[0] === 'RestartPathBroken', 'RestartPathBroken');
+        const error = `CRI ListContainers on ${socket}: cannot connect (ENOENT): is the container runtime running, with its socket there?`;
+        assert.deepEqual([s.phase, s.reasonCodes, s.lastError], ['Waiting', ['RestartPathBroken'], error]);
+        assert.equal(
+          s.reasons[0],
+          `not starting the migration to local: ovnkube-node could not be restarted afterwards: ${error}`,
+        );
+        assert.deepEqual(ns.routes('10.96.0.0/16'), ['10.96.0.0/16 via 172.18.0.1 dev br-ex mtu 1400']);
+        assert.equal(ovnkube.starts, 1);
+        const metrics = spawnSync('curl', ['-sf', '--unix-socket', agent.scratch.socket, 'http://localhost/metrics'], {
+          encoding: 'utf8',
+        }).stdout;
+        const codes = [...metrics.matchAll(/^ovn_gwmode_status_reason\{code="(\w+)"\} 1$/gm)].map((m) => m[1]);
+        assert.deepEqual(codes, ['RestartPathBroken']);
+      },
+    );
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
 
 // The agent's tests below wait out CRI deadlines (seconds each, the agent idle meanwhile), each
@@ -297,6 +337,7 @@ describe('the agent beside a runtime that hangs', { concurrency: 2 }, () => {
               'the stop ends by its deadline',
             );
             assert.match(failed.reasons[0]!, /CRI StopContainer on .*runtime\.sock: Deadline exceeded/);
+            assert.match(failed.lastError ?? '', /^CRI StopContainer on .*runtime\.sock: Deadline exceeded/);
             assert.equal(runtime.stops(), 1, 'one request, failed by its deadline');
             assert.deepEqual(
               receiver.messages.filter((m) => /reconcile loop stuck/.test(m)),
