@@ -115,7 +115,16 @@ test("OpenShift overlay: the agent runs in the cluster network operator's namesp
   assert.equal(env.OVN_GWMODE_SERVICE_CIDR, '172.30.0.0/16');
   assert.equal(env.OVN_GWMODE_MTU, '1400');
   assert.equal(env.OVN_GWMODE_CRI_ENDPOINT, '/var/run/crio/crio.sock');
-  assert.ok(pod.volumes.some((v: any) => v.hostPath?.path === path.dirname(env.OVN_GWMODE_CRI_ENDPOINT)), 'the CRI-O socket directory is mounted');
+  const crio = pod.volumes.find((v: any) => v.hostPath?.path === path.dirname(env.OVN_GWMODE_CRI_ENDPOINT));
+  assert.ok(crio, 'the CRI-O socket directory is mounted');
+  // Read-only, as the containerd Component mounts containerd's: a socket is connected to all the same.
+  assert.deepEqual(c.volumeMounts.filter((m: any) => m.name === crio.name).map((m: any) => [m.mountPath, m.readOnly]), [['/var/run/crio', true]]);
+
+  // It tolerates every taint: without a node selector it would land on Windows nodes too.
+  assert.deepEqual(pod.tolerations, [{ operator: 'Exists' }]);
+  assert.deepEqual(pod.nodeSelector, { 'kubernetes.io/os': 'linux' });
+  // A container that exits before writing a termination message shows its last log lines in `oc describe pod`.
+  assert.equal(c.terminationMessagePolicy, 'FallbackToLogsOnError');
 });
 
 test('the base is made for CRI-O: its socket\'s directory is mounted from the host at the same path, and must exist (docs/install.md, "Kubernetes: the DaemonSet")', (t) => {
