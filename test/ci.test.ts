@@ -39,7 +39,12 @@ test('npm test builds incrementally and runs the test files two at a time, as do
     compilerOptions: Record<string, unknown>;
   };
   const develop = readFileSync(new URL('../../docs/develop.md', import.meta.url), 'utf8').replace(/\s+/g, ' ');
-  assert.match(pkg.scripts.test!, /^tsc -p tsconfig\.json && node --test --test-concurrency=2 /);
+  assert.match(
+    pkg.scripts.test!,
+    /^tsc -p tsconfig\.json && node dist\/test\/tree-guard\.js record && node --test --test-concurrency=2 /,
+  );
+  // After the files ran: the tree is what it was before they ran (test/tree-guard.ts).
+  assert.equal(pkg.scripts.posttest, 'node dist/test/tree-guard.js check');
   // Incremental: a second tsc with no source changed writes no file, so the tests' own
   // `npm run deb` and `npm pack` (whose prepare is tsc) leave dist/ alone for the other file running.
   assert.equal(tsconfig.compilerOptions.incremental, true);
@@ -50,6 +55,7 @@ test('npm test builds incrementally and runs the test files two at a time, as do
   );
   assert.match(develop, /builds again \(incrementally: `tsc` rewrites nothing when no source changed/);
   assert.match(develop, /runs every test file, two at a time/);
+  assert.match(develop, /`posttest` fails, naming the files, if the suite changed it/);
 });
 
 test('tsc run again with no source changed writes no file under dist/', () => {

@@ -170,7 +170,11 @@ async function listenMetrics(
 ): Promise<MetricsListener | undefined> {
   if (s.metricsAddress === null) return undefined;
   try {
-    const listener = await MetricsListener.listen(parseListenAddress(s.metricsAddress), views.metrics);
+    const listener = await MetricsListener.listen(
+      parseListenAddress(s.metricsAddress),
+      views.metrics,
+      log.child({ component: 'metrics' }),
+    );
     log.info({ address: s.metricsAddress }, 'serving /metrics over TCP');
     return listener;
   } catch (err) {

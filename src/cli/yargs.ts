@@ -47,8 +47,9 @@ const exitStatus = (exits: Partial<Record<ExitCode, string>>) =>
     .map(([code, meaning]) => `${code} ${meaning}`)
     .join('; ')}`;
 
-/** What --help ends with besides the exit codes: where the rest is. */
-const MORE = 'every command and flag: man ovn-gwmode-agent (docs/cli.md in the source)';
+/** What --help ends with besides the exit codes: where the rest is, also from a clone, where `man NAME` finds nothing. */
+const MORE =
+  'every command and flag: man ovn-gwmode-agent\nfrom a clone: man ./packaging/man/ovn-gwmode-agent.8 (or docs/cli.md)';
 
 /** Parses args with yargs and runs the command's handler; --help and --version are exit 0. */
 export async function parseWithYargs(args: string[], handlers: Record<Command, Handler>): Promise<CommandResult> {

@@ -4,8 +4,7 @@
 // always says local), and for what tells the platform's version: the masquerade subnets
 // and [kubernetes] platform-type. A conf gcfg refuses is one ovnkube-node does not start
 // with: an error here, never a guess.
-import { constants } from 'node:fs';
-import { open } from 'node:fs/promises';
+import { readRegularFile } from '../read-regular.js';
 import { foldName, gcfgInt, gcfgString, parseGcfg } from './gcfg.js';
 
 /** A real ovnkube.conf is about 1 KiB; more is not one (and /dev/zero has no end). */
@@ -62,25 +61,16 @@ export function parseOvnkubeConf(text: string): OvnkubeConf {
 }
 
 /**
- * Reads and parses ovnkube.conf. Opened non-blocking and refused unless a regular file
- * (a FIFO would hold a thread-pool worker forever), and read one byte past the limit.
- * Bytes that are not UTF-8 are refused, as gcfg's scanner refuses them.
+ * Reads and parses ovnkube.conf, as src/read-regular.ts reads (non-blocking, regular
+ * files only, bounded). Bytes that are not UTF-8 are refused, as gcfg's scanner refuses them.
  */
 export async function readOvnkubeConf(file: string): Promise<OvnkubeConf> {
-  const handle = await open(file, constants.O_RDONLY | constants.O_NONBLOCK);
+  const bytes = await readRegularFile(file, MAX_OVNKUBE_CONF_BYTES);
+  let text: string;
   try {
-    if (!(await handle.stat()).isFile()) throw new Error('not a regular file');
-    const buffer = Buffer.alloc(MAX_OVNKUBE_CONF_BYTES + 1);
-    const { bytesRead } = await handle.read(buffer, 0, buffer.length, 0);
-    if (bytesRead > MAX_OVNKUBE_CONF_BYTES) throw new Error(`larger than ${MAX_OVNKUBE_CONF_BYTES} bytes`);
-    let text: string;
-    try {
-      text = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true }).decode(buffer.subarray(0, bytesRead));
-    } catch {
-      throw new Error('illegal UTF-8 encoding');
-    }
-    return parseOvnkubeConf(text);
-  } finally {
-    await handle.close();
+    text = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true }).decode(bytes);
+  } catch {
+    throw new Error('illegal UTF-8 encoding');
   }
+  return parseOvnkubeConf(text);
 }

@@ -1,13 +1,13 @@
 // /metrics over HTTP: the answer both on the status socket and, with
 // --metrics-address, on a TCP listener that serves nothing else (the status socket
-// stays the only way to read the status). Scrapes are read-only and small; a client
-// that stalls is cut off like on the socket.
+// stays the only way to read the status). Scrapes are read-only and small. The
+// listener is on the node IP, open to anyone who can reach it: the same guarded server
+// as the socket's (status/guarded-http.ts) cuts a client that stalls, and a new one evicts
+// an idle one past the cap, so Prometheus gets in however many stalled clients come and go.
 import type http from 'node:http';
-import { requireModule } from '../require.js';
+import { createGuardedServer } from '../status/guarded-http.js';
 import type { ListenAddress } from './address.js';
 import { CONTENT_TYPE, type AgentMetrics } from './metrics.js';
-
-const { createServer } = requireModule('node:http') as typeof http;
 
 export function serveMetrics(metrics: AgentMetrics, req: http.IncomingMessage, res: http.ServerResponse): void {
   if (req.method !== 'GET' && req.method !== 'HEAD') {
@@ -36,16 +36,18 @@ export class MetricsListener {
     readonly address: ListenAddress,
   ) {}
 
-  static async listen(at: ListenAddress, metrics: AgentMetrics): Promise<MetricsListener> {
-    const server = createServer({ headersTimeout: 5000, requestTimeout: 10_000 }, (req, res) => {
+  static async listen(
+    at: ListenAddress,
+    metrics: AgentMetrics,
+    log?: { warn(obj: object, msg: string): void },
+  ): Promise<MetricsListener> {
+    const server = createGuardedServer({ name: 'the metrics listener', log }, (req, res) => {
       if ((req.url ?? '/').split('?')[0] !== '/metrics') {
         res.writeHead(404, { 'content-type': 'text/plain' }).end('only /metrics is served here\n');
         return;
       }
       serveMetrics(metrics, req, res);
     });
-    // A scraper or two, not the world: few connections, kept short.
-    server.maxConnections = 16;
     await new Promise<void>((resolve, reject) => {
       server.once('error', (err: NodeJS.ErrnoException) =>
         reject(

@@ -5,11 +5,14 @@
 //
 // Writes are atomic: a temporary file, fsync, rename, fsync of the directory (and of
 // its parent when the directory had to be created). A journal that cannot be parsed
-// is moved aside and reported, never a crash loop.
-import { mkdir, open, readFile, rename, unlink } from 'node:fs/promises';
+// is moved aside and reported, never a crash loop; so is anything but a regular file of
+// at most MAX_JOURNAL_BYTES, read without blocking (src/read-regular.ts): a FIFO there
+// would otherwise hold the start for ever.
+import { mkdir, open, rename, unlink } from 'node:fs/promises';
 import path from 'node:path';
 import type { Migration } from '../core/migration.js';
 import type { GatewayMode } from '../core/types.js';
+import { readRegularFile } from '../read-regular.js';
 
 export interface JournalData {
   version: 2;
@@ -57,6 +60,8 @@ export class JournalWriteError extends Error {
 }
 
 const FILE = 'migration-journal.json';
+/** A journal holds one migration and at most KEEP_RESTARTS times: a few kB. */
+export const MAX_JOURNAL_BYTES = 1024 * 1024;
 const PREVIOUS_FILE = 'restart-journal.json';
 const RESTART_STATES = ['owed', 'requested', 'failed', 'done', 'none'];
 
@@ -117,7 +122,7 @@ export class Journal {
 
   private async read(file: string): Promise<string | null> {
     try {
-      return await readFile(file, 'utf8');
+      return (await readRegularFile(file, MAX_JOURNAL_BYTES)).toString('utf8');
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
       throw new JournalError(`journal ${file} is unreadable: ${(err as Error).message}`, { cause: err });

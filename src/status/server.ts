@@ -8,27 +8,15 @@
 //  1. Every answer comes from the route table, in memory: no path reads a file, and a
 //     name such as `__proto__` is no route (own keys only).
 //  2. Only GET and HEAD; any other method is 405 whatever the path, before routing.
-//  3. The request line and headers together are capped (431); the URL alone too (414).
-//     Node answers a malformed request 400 (431, 408) and closes the connection.
-//  4. Headers must arrive within HEADERS_TIMEOUT_MS and the whole request within
-//     REQUEST_TIMEOUT_MS, checked every CHECK_INTERVAL_MS (Node's default is 30 s).
-//     Node runs that check on an interval from listen to close, connections or not:
-//     a wake-up every CHECK_INTERVAL_MS of an agent at rest. Here it runs only while a
-//     connection is open (node-private.ts); the check itself stays Node's.
-//  5. At most MAX_CONNECTIONS are open. Past that the oldest connection with no request
-//     in hand (a slow client still sending headers, an idle keep-alive) is cut, else
-//     the oldest: a new caller (kubelet's probe) gets in once accepted, however many
-//     slow clients hold the socket. Node's own maxConnections would refuse the newcomer
-//     instead. Before accept the kernel's backlog decides (BACKLOG).
+//  3. The URL is capped (414); the request line and headers, their timeouts and the
+//     connection cap with eviction are the guarded server's (guarded-http.ts). Before
+//     accept the kernel's backlog decides (BACKLOG).
 import { chmod, chown, lstat, mkdir, unlink } from 'node:fs/promises';
 import type http from 'node:http';
 import net from 'node:net';
 import path from 'node:path';
-import { requireModule } from '../require.js';
-import { PausableConnectionsCheck } from './node-private.js';
+import { createGuardedServer, MAX_CONNECTIONS } from './guarded-http.js';
 import type { StatusReport } from './report.js';
-
-const { createServer } = requireModule('node:http') as typeof http;
 
 export class SocketInUseError extends Error {
   readonly code = 'ERR_GWMODE_SOCKET_IN_USE';
@@ -39,26 +27,8 @@ export class SocketPermissionError extends Error {
   readonly code = 'ERR_GWMODE_SOCKET_PERMISSION';
 }
 
-/**
- * Slow clients are cut off rather than waited for: the CLI and curl send a request in
- * one write, and a stop must not wait on a client that sent half of one.
- */
-const HEADERS_TIMEOUT_MS = 3000;
-const REQUEST_TIMEOUT_MS = 5000;
-const CHECK_INTERVAL_MS = 500;
 const PROBE_TIMEOUT_MS = 2000;
-/** Request line and headers, bytes: a real request here is a few hundred. */
-export const MAX_HEADER_BYTES = 8192;
 export const MAX_URL_BYTES = 1024;
-export const MAX_HEADERS = 64;
-/**
- * Above the 200 slow clients the issue names, with room: under a cap below the clients'
- * number each one cut comes back and is cut again, and that churn (accept, cut, the
- * garbage of both) was most of the agent's work under bench:socket's reconnecting
- * clients. An idle connection costs an fd (Node raises the soft limit to the hard one)
- * and a few kB.
- */
-export const MAX_CONNECTIONS = 512;
 /**
  * Connections the kernel queues before the agent accepts them; it caps this at
  * net.core.somaxconn (128 before Linux 5.4, so on RHCOS 4.8/4.9). Past it a UNIX-socket
@@ -159,19 +129,11 @@ function sendText(res: http.ServerResponse, code: number, text: string, headers:
 
 export class StatusServer {
   private readonly server: http.Server;
-  /** Node's check of the connections' timeouts, paused while no connection is open (node-private.ts). */
-  private readonly checks: PausableConnectionsCheck;
-  /** Set once this Node's check was found elsewhere than expected, and said. */
-  private checksUnpaused = false;
-  /** Open connections, oldest first (a Set keeps insertion order). */
-  private readonly open = new Set<net.Socket>();
-  /** Connections with a request in hand: cut only when every connection has one. */
-  private readonly busy = new WeakSet<net.Socket>();
 
   private constructor(
     readonly socket: string,
     handlers: StatusHandlers,
-    private readonly log: ListenOptions['log'],
+    log: ListenOptions['log'],
   ) {
     let cached: { version: number; text: string } | undefined;
     const statusText = (): string => {
@@ -199,67 +161,23 @@ export class StatusServer {
       ],
       ...Object.entries(handlers.extra ?? {}),
     ]);
-    this.server = createServer(
-      {
-        headersTimeout: HEADERS_TIMEOUT_MS,
-        requestTimeout: REQUEST_TIMEOUT_MS,
-        connectionsCheckingInterval: CHECK_INTERVAL_MS,
-        maxHeaderSize: MAX_HEADER_BYTES,
-      },
-      (req, res) => {
-        this.busy.add(req.socket);
-        res.once('close', () => this.busy.delete(req.socket));
-        const url = (req.url ?? '/').split('?')[0] ?? '/';
-        if (req.method !== 'GET' && req.method !== 'HEAD') {
-          // Closed after: the body we never read must not be parsed as the next request.
-          return send(
-            res,
-            405,
-            { error: `method ${req.method} not allowed` },
-            { allow: 'GET, HEAD', connection: 'close' },
-          );
-        }
-        if (Buffer.byteLength(url) > MAX_URL_BYTES)
-          return send(res, 414, { error: `URL longer than ${MAX_URL_BYTES} bytes` }, { connection: 'close' });
-        const route = routes.get(url);
-        if (!route) return send(res, 404, { error: `no such path: ${url}`, paths: [...routes.keys()] });
-        route(req, res);
-      },
-    );
-    this.server.maxHeadersCount = MAX_HEADERS;
-    this.checks = new PausableConnectionsCheck(this.server, CHECK_INTERVAL_MS);
-    this.server.on('connection', (conn: net.Socket) => {
-      this.open.add(conn);
-      this.checks.resume();
-      conn.once('close', () => {
-        this.open.delete(conn);
-        if (this.open.size === 0) this.pauseChecks();
-      });
-      if (this.open.size > MAX_CONNECTIONS) this.evict(conn);
-    });
-  }
-
-  /** No connection open: nothing to check until one comes (a Node without the timer where expected keeps its own, and it is said once). */
-  private pauseChecks(): void {
-    const missing = this.checks.pause();
-    if (missing === undefined || this.checksUnpaused) return;
-    this.checksUnpaused = true;
-    const why = `Node's connection check of the status socket cannot be paused (${missing}): it runs every ${CHECK_INTERVAL_MS} ms, connections or not`;
-    if (this.log) this.log.warn({ code: 'GWMODE_NODE_PRIVATE' }, why);
-    else process.emitWarning(why, { code: 'GWMODE_NODE_PRIVATE' });
-  }
-
-  private evict(newcomer: net.Socket): void {
-    let victim: net.Socket | undefined;
-    for (const conn of this.open) {
-      if (conn === newcomer) continue;
-      if (!this.busy.has(conn)) {
-        victim = conn;
-        break;
+    this.server = createGuardedServer({ name: 'the status socket', log }, (req, res) => {
+      const url = (req.url ?? '/').split('?')[0] ?? '/';
+      if (req.method !== 'GET' && req.method !== 'HEAD') {
+        // Closed after: the body we never read must not be parsed as the next request.
+        return send(
+          res,
+          405,
+          { error: `method ${req.method} not allowed` },
+          { allow: 'GET, HEAD', connection: 'close' },
+        );
       }
-      victim ??= conn;
-    }
-    victim?.destroy();
+      if (Buffer.byteLength(url) > MAX_URL_BYTES)
+        return send(res, 414, { error: `URL longer than ${MAX_URL_BYTES} bytes` }, { connection: 'close' });
+      const route = routes.get(url);
+      if (!route) return send(res, 404, { error: `no such path: ${url}`, paths: [...routes.keys()] });
+      route(req, res);
+    });
   }
 
   static async listen(socket: string, handlers: StatusHandlers, options: ListenOptions = {}): Promise<StatusServer> {
@@ -296,7 +214,6 @@ export class StatusServer {
       );
       s.server.listen({ path: socket, backlog: BACKLOG }, () => resolve());
     });
-    s.pauseChecks();
     if (group !== null) await chown(socket, process.getuid?.() ?? 0, group);
     await chmod(socket, 0o660);
     return s;

@@ -57,6 +57,22 @@ function section(text: string, start: RegExp, end: RegExp): string {
   return to < 0 ? rest : rest.slice(0, to);
 }
 
+test("--help ends with where the manual is: `man ovn-gwmode-agent` once installed, and the page's path in a clone, which `man` opens there", (t) => {
+  assert.deepEqual(help().trimEnd().split('\n').slice(-2), [
+    'every command and flag: man ovn-gwmode-agent',
+    'from a clone: man ./packaging/man/ovn-gwmode-agent.8 (or docs/cli.md)',
+  ]);
+  if (!has(t, 'man')) return;
+  // man-db opens a path given with a slash as that file: the page as `man ovn-gwmode-agent` shows it.
+  const r = spawnSync('man', ['./packaging/man/ovn-gwmode-agent.8'], {
+    cwd: ROOT,
+    encoding: 'utf8',
+    env: { ...process.env, MANPAGER: 'cat', PAGER: 'cat', MANWIDTH: '100' },
+  });
+  assert.equal(r.status, 0, r.stderr);
+  assert.match(flat(r.stdout), /ovn-gwmode-agent - move OVN-Kubernetes service routes/);
+});
+
 test('docs/cli.md and the manual page are exactly what `npm run docs:cli` makes from the reference', () => {
   for (const [file, render] of Object.entries(OUTPUTS)) {
     assert.equal(read(file), render(), `${file} is stale: run npm run docs:cli`);

@@ -4,6 +4,7 @@ import { strict as assert } from 'node:assert';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import http from 'node:http';
+import net from 'node:net';
 import { test } from 'node:test';
 import { errorCode } from '../../src/core/recorder.js';
 import { parseListenAddress } from '../../src/metrics/address.js';
@@ -209,6 +210,48 @@ test('the TCP listener serves /metrics in the text format and nothing else', asy
     assert.equal((await get(l.address.port, '/status')).code, 404, 'the status stays on the socket');
     assert.equal((await get(l.address.port, '/metrics', 'POST')).code, 405);
   } finally {
+    await l.close();
+  }
+});
+
+test('stalled clients do not lock Prometheus out of the TCP listener: each is cut, and scrapes get through while they come and go', async () => {
+  const m = new AgentMetrics({ version: '0.1.0', strategy: 'cri', processMetrics: false });
+  const l = await MetricsListener.listen({ host: '127.0.0.1', port: 0 }, m);
+  // Each sends half a request and waits; cut, it comes straight back (until the test ends).
+  let stopping = false;
+  let cuts = 0;
+  const stalled = new Set<net.Socket>();
+  const stall = (): Promise<void> =>
+    new Promise((resolve) => {
+      const c = net.connect(l.address.port, '127.0.0.1', () => {
+        c.write('GET /metrics HTTP/1.1\r\nHost: x');
+        resolve();
+      });
+      stalled.add(c);
+      // Read (and drop) the server's answer: a paused socket never sees its close.
+      c.resume();
+      c.on('error', () => undefined).on('close', () => {
+        stalled.delete(c);
+        if (stopping) return;
+        cuts++;
+        void stall();
+      });
+    });
+  try {
+    await Promise.all(Array.from({ length: 40 }, stall));
+    for (let i = 0; i < 5; i++) assert.equal((await get(l.address.port, '/metrics')).code, 200, `scrape ${i}`);
+    await within(
+      new Promise<void>((resolve) => {
+        const poll = setInterval(() => cuts >= 40 && (clearInterval(poll), resolve()), 50);
+      }),
+      30_000,
+      'every stalled client is cut',
+    );
+    for (let i = 0; i < 5; i++)
+      assert.equal((await get(l.address.port, '/metrics')).code, 200, `scrape ${i} after cuts`);
+  } finally {
+    stopping = true;
+    for (const c of stalled) c.destroy();
     await l.close();
   }
 });

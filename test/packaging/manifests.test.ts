@@ -3,12 +3,14 @@
 // network operator, on its ConfigMap, rendering nothing of the operator's.
 import { strict as assert } from 'node:assert';
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { parseAllDocuments, stringify } from 'yaml';
+import { RHCOS_49_OS_RELEASE } from '../helpers/agent.js';
+import { seedNode, skipWithoutKernel } from '../helpers/netns.js';
 import { validateObject, type K8sObject } from '../helpers/schemas.js';
 
 const ROOT = fileURLToPath(new URL('../../..', import.meta.url));
@@ -46,6 +48,8 @@ function renderOverlay(resources: string[], components: string[]): K8sObject[] {
 
 /** An operator's overlay of the OpenShift overlay with both monitoring Components. */
 const renderOpenShiftWithMonitoring = () => renderOverlay([OPENSHIFT], [path.join(BASE, 'monitoring'), path.join(BASE, 'monitoring/openshift')]);
+/** The OpenShift overlay with the canary Component (docs/operate.md, "A canary, node by node"). */
+const renderOpenShiftCanary = () => renderOverlay([OPENSHIFT], [path.join(BASE, 'canary')]);
 /** The base on a containerd node (docs/install.md, "Kubernetes: the DaemonSet"). */
 const renderContainerd = () => renderOverlay([BASE], [path.join(BASE, 'containerd')]);
 
@@ -58,6 +62,7 @@ test('every rendered object validates against its schema: the base, the OpenShif
     ['packaging/openshift', render(OPENSHIFT)],
     ['packaging/openshift + monitoring', renderOpenShiftWithMonitoring()],
     ['packaging/kubernetes + containerd', renderContainerd()],
+    ['packaging/openshift + canary', renderOpenShiftCanary()],
   ];
   for (const [what, docs] of renders) {
     for (const o of docs) await validateObject(o).catch((err: Error) => assert.fail(`${what}: ${err.message}`));
@@ -67,6 +72,7 @@ test('every rendered object validates against its schema: the base, the OpenShif
   assert.deepEqual(kinds(renders[1]![1]), ['DaemonSet', 'ServiceAccount']);
   assert.deepEqual(kinds(renders[2]![1]), ['DaemonSet', 'PodMonitor', 'PrometheusRule', 'ServiceAccount']);
   assert.deepEqual(kinds(renders[3]![1]), kinds(renders[0]![1]));
+  assert.deepEqual(kinds(renders[4]![1]), kinds(renders[1]![1]));
 });
 
 test('the validators refuse what the API server would: wrong types, a missing required field, an unknown kind', async (t) => {
@@ -115,7 +121,16 @@ test("OpenShift overlay: the agent runs in the cluster network operator's namesp
   assert.equal(env.OVN_GWMODE_SERVICE_CIDR, '172.30.0.0/16');
   assert.equal(env.OVN_GWMODE_MTU, '1400');
   assert.equal(env.OVN_GWMODE_CRI_ENDPOINT, '/var/run/crio/crio.sock');
-  assert.ok(pod.volumes.some((v: any) => v.hostPath?.path === path.dirname(env.OVN_GWMODE_CRI_ENDPOINT)), 'the CRI-O socket directory is mounted');
+  const crio = pod.volumes.find((v: any) => v.hostPath?.path === path.dirname(env.OVN_GWMODE_CRI_ENDPOINT));
+  assert.ok(crio, 'the CRI-O socket directory is mounted');
+  // Read-only, as the containerd Component mounts containerd's: a socket is connected to all the same.
+  assert.deepEqual(c.volumeMounts.filter((m: any) => m.name === crio.name).map((m: any) => [m.mountPath, m.readOnly]), [['/var/run/crio', true]]);
+
+  // It tolerates every taint: without a node selector it would land on Windows nodes too.
+  assert.deepEqual(pod.tolerations, [{ operator: 'Exists' }]);
+  assert.deepEqual(pod.nodeSelector, { 'kubernetes.io/os': 'linux' });
+  // A container that exits before writing a termination message shows its last log lines in `oc describe pod`.
+  assert.equal(c.terminationMessagePolicy, 'FallbackToLogsOnError');
 });
 
 test('the base is made for CRI-O: its socket\'s directory is mounted from the host at the same path, and must exist (docs/install.md, "Kubernetes: the DaemonSet")', (t) => {
@@ -167,4 +182,64 @@ test('the probes give Node.js time to start: a startup probe of at least 60 s be
   assert.ok(c.startupProbe.periodSeconds * c.startupProbe.failureThreshold >= 60);
   for (const p of [c.startupProbe, c.livenessProbe, c.readinessProbe]) assert.ok(p.timeoutSeconds >= 10, `timeoutSeconds ${p.timeoutSeconds}`);
   assert.deepEqual(c.readinessProbe.exec.command, ['ovn-gwmode-agent', 'health', '--ready']);
+});
+
+const OPERATE = readFileSync(path.join(ROOT, 'docs/operate.md'), 'utf8');
+
+test('the canary Component: the DaemonSet runs only on Linux nodes labelled ovn-gwmode-agent/enabled=true, as docs/operate.md labels them; nothing else changed', (t) => {
+  if (skipWithoutKubectl(t)) return;
+  const plain = find(render(OPENSHIFT), 'DaemonSet');
+  const canary = find(renderOpenShiftCanary(), 'DaemonSet');
+  assert.deepEqual(canary.spec.template.spec.nodeSelector, { 'kubernetes.io/os': 'linux', 'ovn-gwmode-agent/enabled': 'true' });
+  assert.ok(OPERATE.includes('kubectl label node worker-0.example.com ovn-gwmode-agent/enabled=true\n'));
+  assert.ok(OPERATE.includes('kubectl label node "$node" ovn-gwmode-agent/enabled-\n'));
+  delete canary.spec.template.spec.nodeSelector['ovn-gwmode-agent/enabled'];
+  assert.deepEqual(canary, plain);
+});
+
+test("docs/operate.md's one-node rollback: its jq program makes, from the DaemonSet, a valid Pod pinned to the node with the same image, settings, volumes and rights, running rollback --yes, which the image's entrypoint takes", async (t) => {
+  if (skipWithoutKubectl(t)) return;
+  const program = /jq --arg node "\$node" '([^']*)'/.exec(OPERATE)?.[1];
+  assert.ok(program, 'the jq program of "Rolling one node back on OpenShift"');
+  const ds = find(renderOpenShiftCanary(), 'DaemonSet');
+  const jq = spawnSync('jq', ['--arg', 'node', 'worker-0.example.com', program], { input: JSON.stringify(ds), encoding: 'utf8' });
+  if (jq.error) {
+    process.stderr.write(`SKIPPED (jq not installed): ${t.name}\n`);
+    t.skip('jq not installed');
+    return;
+  }
+  assert.equal(jq.status, 0, jq.stderr);
+  const pod = JSON.parse(jq.stdout);
+  await validateObject(pod);
+  assert.deepEqual([pod.kind, pod.metadata.namespace, pod.spec.nodeName, pod.spec.restartPolicy], ['Pod', 'openshift-network-operator', 'worker-0.example.com', 'Never']);
+  // A label of its own: a pod matching the DaemonSet's selector would be adopted (and deleted) by its controller.
+  for (const [k, v] of Object.entries(ds.spec.selector.matchLabels)) assert.notEqual(pod.metadata.labels[k], v, k);
+  // The DaemonSet's template but for the node selector, the probes and the arguments.
+  const template = structuredClone(ds.spec.template.spec);
+  delete template.nodeSelector;
+  const [agent] = template.containers;
+  for (const probe of ['startupProbe', 'livenessProbe', 'readinessProbe']) delete agent[probe];
+  agent.args = ['rollback', '--yes'];
+  assert.deepEqual(pod.spec, { ...template, nodeName: 'worker-0.example.com', restartPolicy: 'Never' });
+  assert.deepEqual([pod.spec.hostNetwork, pod.spec.hostPID], [true, true]);
+
+  // The image's entrypoint (the checkout's main.js for the image's) with the pod's arguments and settings, on a
+  // node in a network namespace, its state directory a scratch one: taken, and answered from the (empty) journal.
+  if (skipWithoutKernel(t)) return;
+  const entrypoint = JSON.parse(/^ENTRYPOINT (\[.*\])$/m.exec(readFileSync(path.join(ROOT, 'packaging/container/Containerfile'), 'utf8'))![1]!) as string[];
+  const argv = entrypoint.map((a) => a.replace('/opt/ovn-gwmode-agent/', ROOT).replace('/usr/local/bin/node', process.execPath));
+  const env = Object.fromEntries(pod.spec.containers[0].env.map((e: { name: string; value: string }) => [e.name, e.value]));
+  const ns = seedNode();
+  const state = mkdtempSync(path.join(tmpdir(), 'gwmode-rollback-pod-'));
+  try {
+    const run = spawnSync('ip', ['netns', 'exec', ns.name, ...argv, ...pod.spec.containers[0].args], {
+      encoding: 'utf8',
+      env: { PATH: process.env.PATH, ...env, OVN_GWMODE_OS_RELEASE: RHCOS_49_OS_RELEASE, OVN_GWMODE_STATE_DIR: state },
+    });
+    assert.notEqual(run.status, 2, `a bad flag or setting: ${run.stderr}`);
+    assert.match(run.stdout + run.stderr, /NothingToRollBack/);
+  } finally {
+    ns.destroy();
+    rmSync(state, { recursive: true, force: true });
+  }
 });

@@ -1,17 +1,30 @@
 // The migration journal on a real file system: atomic writes, and a corrupt journal
 // kept aside and reported rather than a crash loop.
 import { strict as assert } from 'node:assert';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import {
+  closeSync,
+  constants,
+  existsSync,
+  lstatSync,
+  mkdtempSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
 import { pino } from 'pino';
 import { Agent } from '../../src/agent/agent.js';
-import { Journal, JournalError, EMPTY_JOURNAL } from '../../src/restart/journal.js';
+import { Journal, JournalError, EMPTY_JOURNAL, MAX_JOURNAL_BYTES } from '../../src/restart/journal.js';
 import { NoRestart } from '../../src/restart/strategy.js';
 import { loadOffset, stableOffset, toMonotonic, toWall, underFreshNote } from '../../src/restart/journal-time.js';
 import { seedConfig } from '../helpers/config.js';
 import { FakeDataplane } from '../helpers/fake-dataplane.js';
+import { within } from '../helpers/wait.js';
 
 function scratch(): string {
   return mkdtempSync(path.join(tmpdir(), 'gwmode-journal-'));
@@ -49,6 +62,34 @@ test('journal: a corrupt file is an error with a code, and is set aside, not del
     assert.equal(existsSync(j.file), false);
     assert.deepEqual(await j.load(), EMPTY_JOURNAL);
   } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('journal: a FIFO at its path is refused at once, not waited on, and set aside; so is one past the size bound', async () => {
+  const dir = scratch();
+  const j = new Journal(dir);
+  const mkfifo = spawnSync('mkfifo', [j.file]);
+  assert.equal(mkfifo.status, 0, String(mkfifo.stderr));
+  try {
+    await assert.rejects(
+      within(j.load(), 10_000, 'loading a journal that is a FIFO'),
+      (err: JournalError) => err.code === 'ERR_GWMODE_JOURNAL' && /is unreadable: not a regular file/.test(err.message),
+    );
+    const aside = await j.setAside(7);
+    assert.ok(lstatSync(aside).isFIFO());
+    assert.deepEqual(await j.load(), EMPTY_JOURNAL);
+    writeFileSync(j.file, JSON.stringify({ ...EMPTY_JOURNAL, pad: ' '.repeat(MAX_JOURNAL_BYTES) }));
+    await assert.rejects(j.load(), new RegExp(`is unreadable: larger than ${MAX_JOURNAL_BYTES} bytes`));
+  } finally {
+    // A reader stuck in open() would keep this test's process alive: a writer frees it.
+    for (const fifo of [j.file, `${j.file}.corrupt-7`]) {
+      try {
+        closeSync(openSync(fifo, constants.O_WRONLY | constants.O_NONBLOCK));
+      } catch {
+        // ENXIO (no reader waiting, as it should be) or not a FIFO (any more).
+      }
+    }
     rmSync(dir, { recursive: true, force: true });
   }
 });

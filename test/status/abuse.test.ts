@@ -8,7 +8,8 @@ import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
-import { MAX_CONNECTIONS, MAX_URL_BYTES, StatusServer } from '../../src/status/server.js';
+import { MAX_CONNECTIONS } from '../../src/status/guarded-http.js';
+import { MAX_URL_BYTES, StatusServer } from '../../src/status/server.js';
 import type { StatusReport } from '../../src/status/report.js';
 import { CLI } from '../helpers/agent.js';
 import { get, slowClients } from '../helpers/hostile-http.js';
@@ -189,8 +190,8 @@ test('slow clients past the connection cap do not keep /healthz out; the oldest 
       // The first ones were cut to make room, and at most the cap are still held.
       await within(Promise.all(closed.slice(0, SLOW - MAX_CONNECTIONS)), 10_000, 'the oldest slow clients are cut');
       assert.ok(slow.filter((c) => !c.destroyed).length <= MAX_CONNECTIONS);
-      // Cut by the cap, without a word: the headers timeout (3 s) would have answered 408.
-      // (The batches above take a small part of those 3 s.)
+      // Cut by the cap, without a word: the headers timeout (2 s) would have answered 408.
+      // (The batches above take a small part of those 2 s.)
       const answered = heard.slice(0, SLOW - MAX_CONNECTIONS).filter((h) => h() !== '');
       assert.deepEqual(
         answered.map((h) => h().split('\r\n')[0]),

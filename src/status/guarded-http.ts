@@ -1,0 +1,105 @@
+// The HTTP server under both listeners, the status socket and --metrics-address: one
+// mechanism, so that a caller who stalls cannot keep out the one who matters (kubelet's
+// probe on the socket, Prometheus on the node IP).
+//
+//  1. The request line and headers together are capped (431), at most MAX_HEADERS of them.
+//     Node answers a malformed request 400 (431, 408) and closes the connection.
+//  2. Headers must arrive within HEADERS_TIMEOUT_MS and the whole request within
+//     REQUEST_TIMEOUT_MS, checked every CHECK_INTERVAL_MS (Node's default is 30 s: a
+//     stalled client would be cut after half a minute). Node runs that check on an
+//     interval from listen to close, connections or not: a wake-up every
+//     CHECK_INTERVAL_MS of an agent at rest. Here it runs only while a connection is open
+//     (node-private.ts); the check itself stays Node's.
+//  3. At most MAX_CONNECTIONS are open. Past that the oldest connection with no request
+//     in hand (a slow client still sending headers, an idle keep-alive) is cut, else the
+//     oldest: a new caller gets in once accepted, however many slow clients hold the
+//     listener. Node's own maxConnections would refuse the newcomer instead.
+import type http from 'node:http';
+import type net from 'node:net';
+import { requireModule } from '../require.js';
+import { PausableConnectionsCheck } from './node-private.js';
+
+const { createServer } = requireModule('node:http') as typeof http;
+
+/**
+ * Slow clients are cut off rather than waited for: the CLI, curl and Prometheus send a
+ * request in one write, and a stop must not wait on a client that sent half of one.
+ */
+const HEADERS_TIMEOUT_MS = 2000;
+const REQUEST_TIMEOUT_MS = 5000;
+const CHECK_INTERVAL_MS = 500;
+/** Request line and headers, bytes: a real request here is a few hundred. */
+const MAX_HEADER_BYTES = 8192;
+const MAX_HEADERS = 64;
+/**
+ * Above the 200 slow clients the issue names, with room: under a cap below the clients'
+ * number each one cut comes back and is cut again, and that churn (accept, cut, the
+ * garbage of both) was most of the agent's work under bench:socket's reconnecting
+ * clients. An idle connection costs an fd (Node raises the soft limit to the hard one)
+ * and a few kB.
+ */
+export const MAX_CONNECTIONS = 512;
+
+export interface Guard {
+  /** The listener's name in the one warning below ("the status socket"). */
+  name: string;
+  /** Where it is said, once, that this Node's check could not be paused (it then runs as Node's); a process warning (stderr) when none is given. */
+  log?: { warn(obj: object, msg: string): void } | undefined;
+}
+
+export function createGuardedServer(guard: Guard, handler: http.RequestListener): http.Server {
+  /** Open connections, oldest first (a Set keeps insertion order). */
+  const open = new Set<net.Socket>();
+  /** Connections with a request in hand: cut only when every connection has one. */
+  const busy = new WeakSet<net.Socket>();
+  const server = createServer(
+    {
+      headersTimeout: HEADERS_TIMEOUT_MS,
+      requestTimeout: REQUEST_TIMEOUT_MS,
+      connectionsCheckingInterval: CHECK_INTERVAL_MS,
+      maxHeaderSize: MAX_HEADER_BYTES,
+    },
+    (req, res) => {
+      busy.add(req.socket);
+      res.once('close', () => busy.delete(req.socket));
+      handler(req, res);
+    },
+  );
+  server.maxHeadersCount = MAX_HEADERS;
+
+  const checks = new PausableConnectionsCheck(server, CHECK_INTERVAL_MS);
+  let warned = false;
+  const pause = (): void => {
+    const missing = checks.pause();
+    if (missing === undefined || warned) return;
+    warned = true;
+    const why = `Node's connection check of ${guard.name} cannot be paused (${missing}): it runs every ${CHECK_INTERVAL_MS} ms, connections or not`;
+    if (guard.log) guard.log.warn({ code: 'GWMODE_NODE_PRIVATE' }, why);
+    else process.emitWarning(why, { code: 'GWMODE_NODE_PRIVATE' });
+  };
+  // After Node's own 'listening' listener (added by its constructor), which starts the check.
+  server.on('listening', pause);
+
+  const evict = (newcomer: net.Socket): void => {
+    let victim: net.Socket | undefined;
+    for (const conn of open) {
+      if (conn === newcomer) continue;
+      if (!busy.has(conn)) {
+        victim = conn;
+        break;
+      }
+      victim ??= conn;
+    }
+    victim?.destroy();
+  };
+  server.on('connection', (conn: net.Socket) => {
+    open.add(conn);
+    checks.resume();
+    conn.once('close', () => {
+      open.delete(conn);
+      if (open.size === 0) pause();
+    });
+    if (open.size > MAX_CONNECTIONS) evict(conn);
+  });
+  return server;
+}
