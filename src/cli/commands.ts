@@ -2,7 +2,6 @@
 // flags; the socket clients are in ask.ts. Each returns its result (exit-codes.ts says
 // what each code means) and never ends the process: main.ts does. The kernel and journal
 // work of rollback is src/rollback/run.ts; what is printed, render.ts.
-import { addon } from '../native/addon.js';
 import { runDaemon } from '../agent/daemon.js';
 import { InterruptedError, outcomeUnknown } from '../agent/execute.js';
 import type { OvnkubeProbe } from '../agent/observe.js';
@@ -113,7 +112,6 @@ export async function runCommand(raw: RawRunOptions, wrap: RunWrappers = {}): Pr
       plannerConfig,
       probeFor: ovnkubeProbe,
       clock: systemClock,
-      trimMemory: () => addon.mallocTrim(),
       exit: (code) => resolve({ code: code === 0 ? 0 : 1 }),
     }).catch((err: unknown) => {
       // Refused (a typed error: exit 1 or 2, one line) or a bug (logged, exit 1): either

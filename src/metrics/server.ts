@@ -2,12 +2,9 @@
 // --metrics-address, on a TCP listener that serves nothing else (the status socket
 // stays the only way to read the status). Scrapes are read-only and small; a client
 // that stalls is cut off like on the socket.
-import type http from 'node:http';
-import { requireModule } from '../require.js';
+import http, { createServer } from 'node:http';
 import type { ListenAddress } from './address.js';
 import { CONTENT_TYPE, type AgentMetrics } from './metrics.js';
-
-const { createServer } = requireModule('node:http') as typeof http;
 
 export function serveMetrics(metrics: AgentMetrics, req: http.IncomingMessage, res: http.ServerResponse): void {
   if (req.method !== 'GET' && req.method !== 'HEAD') {

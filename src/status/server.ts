@@ -12,23 +12,16 @@
 //     Node answers a malformed request 400 (431, 408) and closes the connection.
 //  4. Headers must arrive within HEADERS_TIMEOUT_MS and the whole request within
 //     REQUEST_TIMEOUT_MS, checked every CHECK_INTERVAL_MS (Node's default is 30 s).
-//     Node runs that check on an interval from listen to close, connections or not:
-//     a wake-up every CHECK_INTERVAL_MS of an agent at rest. Here it runs only while a
-//     connection is open (node-private.ts); the check itself stays Node's.
 //  5. At most MAX_CONNECTIONS are open. Past that the oldest connection with no request
 //     in hand (a slow client still sending headers, an idle keep-alive) is cut, else
 //     the oldest: a new caller (kubelet's probe) gets in once accepted, however many
 //     slow clients hold the socket. Node's own maxConnections would refuse the newcomer
 //     instead. Before accept the kernel's backlog decides (BACKLOG).
 import { chmod, chown, lstat, mkdir, unlink } from 'node:fs/promises';
-import type http from 'node:http';
+import http, { createServer } from 'node:http';
 import net from 'node:net';
 import path from 'node:path';
-import { requireModule } from '../require.js';
-import { PausableConnectionsCheck } from './node-private.js';
 import type { StatusReport } from './report.js';
-
-const { createServer } = requireModule('node:http') as typeof http;
 
 export class SocketInUseError extends Error {
   readonly code = 'ERR_GWMODE_SOCKET_IN_USE';
@@ -70,8 +63,6 @@ const BACKLOG = MAX_CONNECTIONS;
 export interface ListenOptions {
   /** The gid the socket (and a directory we create) belongs to; root's when null. */
   group?: number | null;
-  /** Where a degraded start is said; a process warning (stderr) when none is given. */
-  log?: { warn(obj: object, msg: string): void };
 }
 
 export interface StatusHandlers {
@@ -159,10 +150,6 @@ function sendText(res: http.ServerResponse, code: number, text: string, headers:
 
 export class StatusServer {
   private readonly server: http.Server;
-  /** Node's check of the connections' timeouts, paused while no connection is open (node-private.ts). */
-  private readonly checks: PausableConnectionsCheck;
-  /** Set once this Node's check was found elsewhere than expected, and said. */
-  private checksUnpaused = false;
   /** Open connections, oldest first (a Set keeps insertion order). */
   private readonly open = new Set<net.Socket>();
   /** Connections with a request in hand: cut only when every connection has one. */
@@ -171,7 +158,6 @@ export class StatusServer {
   private constructor(
     readonly socket: string,
     handlers: StatusHandlers,
-    private readonly log: ListenOptions['log'],
   ) {
     let cached: { version: number; text: string } | undefined;
     const statusText = (): string => {
@@ -227,26 +213,11 @@ export class StatusServer {
       },
     );
     this.server.maxHeadersCount = MAX_HEADERS;
-    this.checks = new PausableConnectionsCheck(this.server, CHECK_INTERVAL_MS);
     this.server.on('connection', (conn: net.Socket) => {
       this.open.add(conn);
-      this.checks.resume();
-      conn.once('close', () => {
-        this.open.delete(conn);
-        if (this.open.size === 0) this.pauseChecks();
-      });
+      conn.once('close', () => this.open.delete(conn));
       if (this.open.size > MAX_CONNECTIONS) this.evict(conn);
     });
-  }
-
-  /** No connection open: nothing to check until one comes (a Node without the timer where expected keeps its own, and it is said once). */
-  private pauseChecks(): void {
-    const missing = this.checks.pause();
-    if (missing === undefined || this.checksUnpaused) return;
-    this.checksUnpaused = true;
-    const why = `Node's connection check of the status socket cannot be paused (${missing}): it runs every ${CHECK_INTERVAL_MS} ms, connections or not`;
-    if (this.log) this.log.warn({ code: 'GWMODE_NODE_PRIVATE' }, why);
-    else process.emitWarning(why, { code: 'GWMODE_NODE_PRIVATE' });
   }
 
   private evict(newcomer: net.Socket): void {
@@ -289,14 +260,13 @@ export class StatusServer {
       await chmod(dir, 0o750);
     }
     await clearStale(socket);
-    const s = new StatusServer(socket, handlers, options.log);
+    const s = new StatusServer(socket, handlers);
     await new Promise<void>((resolve, reject) => {
       s.server.once('error', (err: NodeJS.ErrnoException) =>
         reject(err.code === 'EADDRINUSE' ? new SocketInUseError(`another agent is serving on ${socket}`) : err),
       );
       s.server.listen({ path: socket, backlog: BACKLOG }, () => resolve());
     });
-    s.pauseChecks();
     if (group !== null) await chown(socket, process.getuid?.() ?? 0, group);
     await chmod(socket, 0o660);
     return s;
