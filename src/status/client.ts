@@ -24,7 +24,9 @@ export function connectError(socket: string, err: NodeJS.ErrnoException): Error 
       `permission denied on ${socket} (${err.code}): the caller must be root or in the socket's group`,
     );
   if (err.code?.startsWith('HPE_')) return new AgentUnreachableError(`bad answer on ${socket}: not an HTTP answer`);
-  return new AgentUnreachableError(`cannot reach the agent on ${socket} (${err.code ?? err.message}): is the agent running?`);
+  return new AgentUnreachableError(
+    `cannot reach the agent on ${socket} (${err.code ?? err.message}): is the agent running?`,
+  );
 }
 
 /**
