@@ -2,13 +2,15 @@
 // events (GET /v1/watch), never by polling. On a terminal the screen is redrawn in
 // place (phase, routes, pending restart, the last events); otherwise one line per
 // change: the brief status line when it changed, each event as it happens.
-import http from 'node:http';
 import type { AgentEvent } from '../events/history.js';
 import { connectError } from '../status/client.js';
 import { renderBrief, renderHuman, type StatusReport } from '../status/report.js';
 import { askAgent } from './ask.js';
 import type { CommandResult, ExitCode } from './exit-codes.js';
 import { renderEvent } from './events.js';
+
+// Not imported: on Node 24 an import of node:http loads its bundled undici, 14 MB of RSS (docs/benchmarks.md).
+const http = process.getBuiltinModule('node:http');
 
 /** Three missed heartbeats: the connection is dead even if no one said so. */
 const IDLE_MS = 45_000;

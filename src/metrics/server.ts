@@ -2,9 +2,12 @@
 // --metrics-address, on a TCP listener that serves nothing else (the status socket
 // stays the only way to read the status). Scrapes are read-only and small; a client
 // that stalls is cut off like on the socket.
-import http, { createServer } from 'node:http';
+import type http from 'node:http';
 import type { ListenAddress } from './address.js';
 import { CONTENT_TYPE, type AgentMetrics } from './metrics.js';
+
+// Not imported: on Node 24 an import of node:http loads its bundled undici, 14 MB of RSS (docs/benchmarks.md).
+const { createServer } = process.getBuiltinModule('node:http');
 
 export function serveMetrics(metrics: AgentMetrics, req: http.IncomingMessage, res: http.ServerResponse): void {
   if (req.method !== 'GET' && req.method !== 'HEAD') {

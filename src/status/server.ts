@@ -18,10 +18,13 @@
 //     slow clients hold the socket. Node's own maxConnections would refuse the newcomer
 //     instead. Before accept the kernel's backlog decides (BACKLOG).
 import { chmod, chown, lstat, mkdir, unlink } from 'node:fs/promises';
-import http, { createServer } from 'node:http';
+import type http from 'node:http';
 import net from 'node:net';
 import path from 'node:path';
 import type { StatusReport } from './report.js';
+
+// Not imported: on Node 24 an import of node:http loads its bundled undici, 14 MB of RSS (docs/benchmarks.md).
+const { createServer } = process.getBuiltinModule('node:http');
 
 export class SocketInUseError extends Error {
   readonly code = 'ERR_GWMODE_SOCKET_IN_USE';
