@@ -25,22 +25,47 @@ test('the import graph of src/ has no cycle, and src/core imports nothing but sr
   }
 });
 
+// Imports that cost the daemon and each probe RSS for life (docs/benchmarks.md): a CommonJS
+// package (on Node 20, the first such import sets up Node's export lexer; src/require.ts
+// loads them) and node:http (on Node 24, its namespace loads undici; process.getBuiltinModule
+// takes it).
+test('src/ imports no CommonJS package and not node:http (type-only imports aside)', () => {
+  const files = readdirSync(`${root}src`, { recursive: true, encoding: 'utf8' }).filter((f) => f.endsWith('.ts'));
+  assert.ok(files.length > 50, `${files.length} modules`);
+  const offenders: string[] = [];
+  for (const file of files) {
+    const text = readFileSync(`${root}src/${file}`, 'utf8');
+    // Static imports and re-exports (not type-only), bare imports, and dynamic import(), either quote.
+    const specs = [
+      ...text.matchAll(/^\s*(?:import|export)\s+(?!type\b)[^;]*?\sfrom\s+(['"])([^'"]+)\1/gms),
+      ...text.matchAll(/^\s*import\s+(['"])([^'"]+)\1/gm),
+      // import() in a type (typeof import(...), import(...).Name, a `type` alias) loads nothing.
+      ...text
+        .split('\n')
+        .filter((line) => !/^\s*(?:export\s+)?type\s/.test(line))
+        .join('\n')
+        .matchAll(/(?<!typeof\s+)\bimport\(\s*(['"])([^'"]+)\1\s*\)(?!\.)/g),
+    ].map((m) => m[2]!);
+    for (const spec of specs) {
+      if (spec === 'node:http') {
+        offenders.push(`${file}: ${spec}`);
+        continue;
+      }
+      if (spec.startsWith('.') || spec.startsWith('node:')) continue;
+      const name = spec.startsWith('@') ? spec.split('/').slice(0, 2).join('/') : spec.split('/')[0]!;
+      const pkg = JSON.parse(readFileSync(`${root}node_modules/${name}/package.json`, 'utf8')) as { type?: string };
+      if (pkg.type !== 'module') offenders.push(`${file}: ${spec} (CommonJS)`);
+    }
+  }
+  assert.deepEqual(offenders, []);
+});
+
 /** Every TypeScript file under src/, by its path below src/. */
 function sourceFiles(): Array<{ file: string; text: string }> {
   return readdirSync(`${root}src`, { recursive: true, encoding: 'utf8' })
     .filter((f) => f.endsWith('.ts'))
     .map((file) => ({ file, text: readFileSync(`${root}src/${file}`, 'utf8') }));
 }
-
-// On Node 24 (the image's) an import of node:http builds its ESM namespace, whose getters
-// load Node's bundled undici: 14 MB more RSS for the daemon and each probe. The agent takes
-// it with process.getBuiltinModule instead.
-test('src/ never imports node:http but for its types', () => {
-  const offenders = sourceFiles()
-    .filter((f) => /^\s*(?:import|export)\s+(?!type\b)[^;]*?\sfrom\s+['"]node:http['"]/m.test(f.text))
-    .map((f) => f.file);
-  assert.deepEqual(offenders, []);
-});
 
 /** Known offenders, each to leave this list with the change that ends its offence (issue 24). */
 const OVERSIZE_EXCEPTIONS = new Set<string>([]);

@@ -1,10 +1,13 @@
 // A CRI runtime.v1 client over the runtime's UNIX socket (containerd, CRI-O), with
 // the two calls the agent makes. Calls carry deadlines: a runtime that hangs must
 // not hang the owner loop.
-import * as grpc from '@grpc/grpc-js';
-import * as protoLoader from '@grpc/proto-loader';
+import type * as Grpc from '@grpc/grpc-js';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import { requireModule } from '../require.js';
+
+const grpc = requireModule('@grpc/grpc-js') as typeof Grpc;
+const protoLoader = requireModule('@grpc/proto-loader') as typeof import('@grpc/proto-loader');
 
 const PROTO = fileURLToPath(new URL('../../../src/cri/runtime.proto', import.meta.url));
 
@@ -30,17 +33,17 @@ export function pickEndpoint(candidates: string[] = DEFAULT_CRI_ENDPOINTS): stri
 
 type Unary<Req, Res> = (
   req: Req,
-  opts: grpc.CallOptions,
-  cb: (err: grpc.ServiceError | null, res: Res) => void,
+  opts: Grpc.CallOptions,
+  cb: (err: Grpc.ServiceError | null, res: Res) => void,
 ) => void;
 
-interface RuntimeServiceClient extends grpc.Client {
+interface RuntimeServiceClient extends Grpc.Client {
   ListContainers: Unary<object, { containers: Array<Record<string, unknown>> }>;
   StopContainer: Unary<object, object>;
 }
 
-let definition: grpc.GrpcObject | undefined;
-function load(): grpc.GrpcObject {
+let definition: Grpc.GrpcObject | undefined;
+function load(): Grpc.GrpcObject {
   definition ??= grpc.loadPackageDefinition(
     protoLoader.loadSync(PROTO, { keepCase: false, longs: String, enums: String, defaults: true }),
   );
@@ -54,10 +57,10 @@ export class CriClient {
     readonly endpoint: string,
     private readonly deadlineMs = 10_000,
   ) {
-    const runtime = (load().runtime as grpc.GrpcObject).v1 as grpc.GrpcObject;
+    const runtime = (load().runtime as Grpc.GrpcObject).v1 as Grpc.GrpcObject;
     const Service = runtime.RuntimeService as unknown as new (
       address: string,
-      creds: grpc.ChannelCredentials,
+      creds: Grpc.ChannelCredentials,
     ) => RuntimeServiceClient;
     this.client = new Service(`unix://${endpoint}`, grpc.credentials.createInsecure());
   }

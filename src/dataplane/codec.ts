@@ -8,12 +8,14 @@
 // 45 ms and 13 MB of a start that needs none of them.
 import { endianness } from 'node:os';
 import type { NetlinkMessage } from 'netlink';
-import * as structs from 'netlink/dist/structs.js';
-import * as rt from 'netlink/dist/rt/structs.js';
+import { requireModule } from '../require.js';
 
 // Route messages are decoded in route-decode.ts, without the package (see there why).
 export { decodeRoute, type DecodedNextHop, type DecodedRoute, type RouteMessage } from './route-decode.js';
 import type { RouteMessage } from './route-decode.js';
+
+const structs = requireModule('netlink/dist/structs.js') as typeof import('netlink/dist/structs.js');
+const rt = requireModule('netlink/dist/rt/structs.js') as typeof import('netlink/dist/rt/structs.js');
 
 export const NLMSG_ERROR = 2;
 export const NLMSG_DONE = 3;

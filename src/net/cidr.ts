@@ -1,7 +1,10 @@
 // IP addresses and CIDRs as the kernel sees them: family plus network-order bytes.
 // Parsing is ipaddr.js's; this module only fixes the rules the agent needs
 // (dotted-quad IPv4 only, no host bits in a CIDR) and the canonical text form.
-import ipaddr, { type IPv4, type IPv6 } from 'ipaddr.js';
+import type { IPv4, IPv6 } from 'ipaddr.js';
+import { requireModule } from '../require.js';
+
+const ipaddr = requireModule('ipaddr.js') as typeof import('ipaddr.js');
 
 export type Family = 4 | 6;
 
