@@ -11,7 +11,9 @@
 //  3. The request line and headers together are capped (431); the URL alone too (414).
 //     Node answers a malformed request 400 (431, 408) and closes the connection.
 //  4. Headers must arrive within HEADERS_TIMEOUT_MS and the whole request within
-//     REQUEST_TIMEOUT_MS, checked every CHECK_INTERVAL_MS (Node's default is 30 s).
+//     REQUEST_TIMEOUT_MS, checked every CHECK_INTERVAL_MS (Node's default is 30 s). Node
+//     runs that check from listen to close, connections or not: two wake-ups a second of
+//     an agent at rest, about 2 ms of CPU a second (docs/benchmarks.md, section 11).
 //  5. At most MAX_CONNECTIONS are open. Past that the oldest connection with no request
 //     in hand (a slow client still sending headers, an idle keep-alive) is cut, else
 //     the oldest: a new caller (kubelet's probe) gets in once accepted, however many
