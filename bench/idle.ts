@@ -99,6 +99,9 @@ try {
       '1400',
       '--settle',
       '0',
+      // The seed's node is no RHCOS host: state its layout.
+      '--layout',
+      'legacy',
       '--restart',
       'signal',
       '--socket',

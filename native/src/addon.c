@@ -1,10 +1,9 @@
-/* The native addon: a netlink socket, sd_notify, flock, malloc_trim, pidfds and a pidfd watch, nothing else.
+/* The native addon: a netlink socket, sd_notify, flock, pidfds and a pidfd watch, nothing else.
  * Everything above the socket (message encoding, decoding) is done in
  * TypeScript with the npm `netlink` package's codec. */
 #include <node_api.h>
 
 #include "lock.h"
-#include "memory.h"
 #include "netlink_socket.h"
 #include "pidfd.h"
 #include "pidfd_watch.h"
@@ -22,7 +21,6 @@ static napi_value init(napi_env env, napi_value exports) {
       {"netlinkClose", NULL, netlink_close, NULL, NULL, NULL, napi_enumerable, NULL},
       {"sdNotify", NULL, sd_notify_send, NULL, NULL, NULL, napi_enumerable, NULL},
       {"lockFile", NULL, lock_file, NULL, NULL, NULL, napi_enumerable, NULL},
-      {"mallocTrim", NULL, malloc_trim_all, NULL, NULL, NULL, napi_enumerable, NULL},
       {"pidfdOpen", NULL, pidfd_open_js, NULL, NULL, NULL, napi_enumerable, NULL},
       {"pidfdSendSignal", NULL, pidfd_send_signal_js, NULL, NULL, NULL, napi_enumerable, NULL},
       {"pidfdWatch", NULL, pidfd_watch, NULL, NULL, NULL, napi_enumerable, NULL},

@@ -83,12 +83,6 @@ export interface AgentDeps {
   /** Told of each step carried out (metrics, the event history); none by default. */
   recorder?: AgentRecorder;
   /**
-   * Called once per periodic resync, when the pass loop it woke or joined has ended
-   * (the daemon trims malloc's arenas there, off the event loop). Never inside a pass;
-   * a throw is logged, and the loop goes on.
-   */
-  atRest?: () => void;
-  /**
    * A prompt signal of ovnkube-node's exit (src/ovnkube/exit-signal.ts), made with the
    * agent's wake-up; told after each pass which ovnkube-node it saw. None by default.
    */
@@ -135,7 +129,6 @@ export class Agent {
       clock,
       random: deps.random,
       pass: () => this.pass(),
-      ...(deps.atRest ? { atRest: deps.atRest } : {}),
     });
     const wake = (why: string, readMode?: boolean, routeEvent?: boolean) =>
       this.scheduler.kick(why, readMode, routeEvent);

@@ -1,5 +1,5 @@
 // The parts the daemon (daemon.ts) is composed of, each owning what used to be a mutable
-// variable of one long function: the settings in force, the memory trim, the views.
+// variable of one long function: the settings in force and the views.
 import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';
 import type { PlannerConfig } from '../core/types.js';
@@ -117,42 +117,6 @@ export class LiveSettings {
       () => this.deps.clock.now(),
     );
   }
-}
-
-/**
- * Memory freed after a burst of work (V8's compile jobs on its worker thread above all)
- * stays in malloc's arenas until trimmed (native/src/memory.c): once per periodic resync,
- * after its pass, off the event loop (libuv's pool), one trim at a time.
- */
-export class MemoryTrim {
-  private trimming = false;
-
-  constructor(
-    private readonly trim: (() => Promise<boolean | null>) | undefined,
-    private readonly log: Logger,
-  ) {}
-
-  readonly atRest = (): void => {
-    const trim = this.trim;
-    if (!trim || this.trimming) return;
-    this.trimming = true;
-    const started = performance.now();
-    // A throw of the call itself becomes a rejection: the flag is always cleared.
-    void Promise.resolve()
-      .then(() => trim())
-      .then(
-        (released) => {
-          if (released !== null)
-            this.log.debug(
-              { released, ms: Math.round((performance.now() - started) * 100) / 100 },
-              'malloc arenas trimmed',
-            );
-        },
-        (err: unknown) => this.log.error({ err }, 'malloc_trim failed'),
-      )
-      .finally(() => (this.trimming = false))
-      .catch(() => undefined);
-  };
 }
 
 /** What watches the agent: metrics, the event history and its watchers, and the version of what GET /status serves. */

@@ -14,7 +14,7 @@ import { StatusServer } from '../status/server.js';
 import { Supervisor } from '../systemd/supervisor.js';
 import type { Notifier } from '../systemd/notify.js';
 import { Agent } from './agent.js';
-import { LiveSettings, MemoryTrim, Views } from './daemon-parts.js';
+import { LiveSettings, Views } from './daemon-parts.js';
 import { OvnkubeExitSignal } from '../ovnkube/exit-signal.js';
 import { missingCapabilities } from './capabilities.js';
 import type { OvnkubeProbe } from './observe.js';
@@ -58,8 +58,6 @@ export interface DaemonDeps {
   clock: Clock;
   /** The journal in the state directory; tests wrap it to inject crashes. */
   journal?: (dir: string) => Journal;
-  /** Gives freed memory back to the kernel (the addon's malloc_trim): true, false, or null where not glibc. */
-  trimMemory?: () => Promise<boolean | null>;
   exit: (code: number) => void;
 }
 
@@ -92,8 +90,6 @@ export async function runDaemon(raw: RawRunOptions, initial: Settings, deps: Dae
       recorder: recorders([views.metrics, views.history], (err) => log.error({ err }, 'a recorder failed')),
       // A rollout's new ovnkube-node is acted on within tens of ms, not at the next look.
       ovnkubeExit: (wake) => new OvnkubeExitSignal(wake, log.child({ component: 'ovnkube-exit' })),
-      // Once per periodic resync, after its pass, and with no wake-up of its own.
-      atRest: new MemoryTrim(deps.trimMemory, log).atRest,
     },
     live.agentOptions(),
   );
@@ -113,7 +109,7 @@ export async function runDaemon(raw: RawRunOptions, initial: Settings, deps: Dae
         '/v1/watch': (req, res) => views.watch.serve(req, res),
       },
     },
-    { group: initial.socketGroup, log: log.child({ component: 'status' }) },
+    { group: initial.socketGroup },
   );
   agent.onStatus((s) => views.onStatus(s, log));
   const metricsListener = await listenMetrics(initial, views, server, log);
@@ -170,11 +166,7 @@ async function listenMetrics(
 ): Promise<MetricsListener | undefined> {
   if (s.metricsAddress === null) return undefined;
   try {
-    const listener = await MetricsListener.listen(
-      parseListenAddress(s.metricsAddress),
-      views.metrics,
-      log.child({ component: 'metrics' }),
-    );
+    const listener = await MetricsListener.listen(parseListenAddress(s.metricsAddress), views.metrics);
     log.info({ address: s.metricsAddress }, 'serving /metrics over TCP');
     return listener;
   } catch (err) {

@@ -33,8 +33,6 @@ export interface SchedulerDeps {
   random: () => number;
   /** One pass; a throw is a bug of the caller (failures are reported through failed()). */
   pass: () => Promise<PassEnd>;
-  /** Called once per periodic resync, after the passes it woke or joined; a throw is logged. */
-  atRest?: () => void;
 }
 
 export interface Failure {
@@ -51,8 +49,6 @@ export class Scheduler {
   private timers = new Map<'resync' | 'retry' | 'wake' | 'mode', NodeJS.Timeout>();
   /** A failed pass's retry is set: it is the full pass a periodic resync would ask for. */
   private retryPending = false;
-  /** A periodic resync woke a pass (or will): atRest is due when the loop has caught up. */
-  private resyncDue = false;
   private failures = 0;
   private modeStale = true;
   private probeStale = true;
@@ -196,7 +192,6 @@ export class Scheduler {
 
   private resync(): void {
     this.deps.log.debug('periodic resync');
-    this.resyncDue = true;
     if (this.retryPending) return;
     this.kick('periodic resync');
   }
@@ -210,13 +205,6 @@ export class Scheduler {
       } while (this.dirty && !this.stopped);
     } finally {
       this.running = false;
-    }
-    if (!this.resyncDue || this.stopped) return;
-    this.resyncDue = false;
-    try {
-      this.deps.atRest?.();
-    } catch (err) {
-      this.deps.log.error({ err }, 'the at-rest hook failed');
     }
   }
 

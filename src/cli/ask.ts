@@ -1,7 +1,6 @@
 // The commands that ask a running agent over its socket: `status`, `health`, `events`.
-// Probes and people run them often, so this module loads only the socket client and the
-// renderers: no kernel, no logger, no yargs, not even node:http (src/cli/dispatch.ts decides
-// what loads; `status --watch`, a stream, is in watch.ts).
+// They load the socket client and the renderers, never the kernel's code (`status --watch`,
+// a stream, is in watch.ts).
 import { systemClock } from '../clock.js';
 import { fetchPath, fetchStatus } from '../status/client.js';
 import { exitCodeOf, renderBrief, renderHuman } from '../status/report.js';

@@ -3,7 +3,6 @@
 // what each code means) and never ends the process: main.ts does. `plan`, `apply` and
 // `rollback` are one pass of the agent's pipeline (src/agent/once.ts), each with its own
 // target; what is printed is render.ts's.
-import { addon } from '../native/addon.js';
 import { runDaemon } from '../agent/daemon.js';
 import { InterruptedError } from '../agent/execute.js';
 import { JournalKeeper } from '../agent/journal-keeper.js';
@@ -114,7 +113,6 @@ export async function runCommand(raw: RawRunOptions, wrap: RunWrappers = {}): Pr
       plannerConfig,
       probeFor: ovnkubeProbe,
       clock: systemClock,
-      trimMemory: () => addon.mallocTrim(),
       exit: (code) => resolve({ code: code === 0 ? 0 : 1 }),
     }).catch((err: unknown) => {
       // Refused (a typed error: exit 1 or 2, one line) or a bug (logged, exit 1): either

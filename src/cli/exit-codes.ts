@@ -1,9 +1,8 @@
 // What a command returns, and the one table from typed errors to exit codes. Commands
 // return a CommandResult and never end the process; main.ts writes the result and exits
 // with its code, and is the only place that does. The table goes by each error's stable
-// `code` (never its class): importing the classes would load the metrics server, the
-// status server and the journal into every `status` probe (dispatch.ts says why that
-// matters).
+// `code` (never its class): the code is the error's contract, and so this module imports
+// none of the modules that raise them.
 //   0 done, converged, or nothing to do
 //   1 not converged, refused, failed or interrupted, or another agent holds the node
 //   2 bad usage or configuration, a permission or a writable directory missing, the

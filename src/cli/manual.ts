@@ -39,14 +39,6 @@ const ENVIRONMENT = [
   `Every \`run\` flag can come from \`${ENV_PREFIX}<FLAG_IN_UPPER_SNAKE_CASE>\`; a flag on the command line wins. The other commands read the variables of the flags they have and leave the rest alone, so one environment (the unit's /etc/default/${NAME}, a DaemonSet container's) serves \`run\` and its probes. An ${ENV_PREFIX}* variable that names no \`run\` flag is refused (exit 2), naming it.`,
 ];
 
-const NODE_ENVIRONMENT: ReadonlyArray<readonly [string, string]> = [
-  ['NODE_DISABLE_COMPILE_CACHE', `keeps Node's compile cache (${DEFAULT_STATE_DIR}/compile-cache) off.`],
-  [
-    'NODE_COMPILE_CACHE',
-    "Node's own switch, taken as the operator's choice: set it only to a directory no one else can write.",
-  ],
-];
-
 const FILES: ReadonlyArray<readonly [string, string]> = [
   [
     DEFAULT_SOCKET,
@@ -60,7 +52,6 @@ const FILES: ReadonlyArray<readonly [string, string]> = [
     `${DEFAULT_STATE_DIR}/migration-journal.json`,
     'the restart journal: the last migration, the restart it owes, a rollback under way.',
   ],
-  [`${DEFAULT_STATE_DIR}/compile-cache`, "Node's compile cache, where the state directory is the caller's own."],
   [`/etc/default/${NAME}`, `the unit's settings, ${ENV_PREFIX}* variables (the Debian package's conffile).`],
   ['/etc/os-release', 'RHCOS names the OpenShift release in it (`--os-release`).'],
 ];
@@ -162,7 +153,6 @@ export function renderMarkdown(): string {
   out.push(...Object.entries(BUILTIN_FLAGS).map(([f, t]) => `| ${code(`--${f}`)} | | | all | ${t} |`), '');
 
   out.push('## Environment', '', ...ENVIRONMENT.flatMap((p) => [p, '']));
-  out.push(...NODE_ENVIRONMENT.map(([v, t]) => `- ${code(v)}: ${t}`), '');
 
   out.push(
     '## Exit status',
@@ -258,8 +248,6 @@ export function renderRoff(): string {
   // A line each, broken at the space when the page is narrow.
   out.push('.PP');
   for (const f of SETTINGS_FLAGS) out.push(`\\fB${roff(variableFor(f)!)}\\fR (${flagRoff(f, undefined)})`, '.br');
-  out.push('.PP');
-  for (const [v, t] of NODE_ENVIRONMENT) out.push('.TP', `.B ${roff(v)}`, roff(t[0]!.toUpperCase() + t.slice(1)));
 
   out.push('.SH "EXIT STATUS"');
   for (const [n, t] of Object.entries(EXIT_STATUS))

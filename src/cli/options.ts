@@ -1,4 +1,4 @@
-// The flags of each command as yargs and the quick parser take them, made from
+// The flags of each command as yargs takes them, made from
 // reference.ts, and the OVN_GWMODE_* variables that stand for them.
 //
 // Each command declares only the flags it uses, so that its --help is true and yargs'
@@ -54,7 +54,7 @@ export const COMMAND_OPTIONS = Object.fromEntries(
 /** The flags that settings variables can stand for: exactly `run`'s. */
 const SETTINGS: OptionSet = optionSet(SETTINGS_FLAGS);
 
-/** Flags that must not be given together (yargs' `conflicts`; the quick parser of dispatch.ts leaves such lines to it). */
+/** Flags that must not be given together (yargs' `conflicts`). */
 export const CONFLICTS: Partial<Record<Command, Array<[string, string]>>> = Object.fromEntries(
   COMMANDS.flatMap((c) => {
     const pairs = COMMAND_SPECS[c].conflicts;
@@ -97,7 +97,7 @@ const kebab = (flag: string) => flag.replace(/[A-Z]/g, (c) => `-${c.toLowerCase(
 
 /**
  * The command line with each value of a boolean flag (`--dry-run=1`, `--json yes`) spelt
- * `--flag=true` or `--flag=false`, which both parsers read right; a value that is no
+ * `--flag=true` or `--flag=false`, which yargs reads right; a value that is no
  * boolean is a FlagValueError naming the flag. No command takes a positional argument,
  * so a boolean word after a boolean flag can only be its value.
  */

@@ -4,9 +4,8 @@
 // Everything that describes the command line is made from this and nothing else: the
 // yargs setup and so --help (options.ts, yargs.ts), docs/cli.md and the manual page
 // ovn-gwmode-agent(8) (manual.ts; `npm run docs:cli` writes both, and
-// test/cli/reference.test.ts fails when they, or --help, differ from it). The quick
-// parser (dispatch.ts) reads the same flags through options.ts. Every command line loads
-// this module, so it holds data only, no prose pages.
+// test/cli/reference.test.ts fails when they, or --help, differ from it). Every command
+// line loads this module, so it holds data only, no prose pages.
 //
 // The environment variables are not declared flag by flag: every `run` flag, and only
 // those, has one, OVN_GWMODE_<FLAG_IN_UPPER_SNAKE_CASE> (variableOf, options.ts says why).

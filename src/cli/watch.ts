@@ -3,14 +3,14 @@
 // place (phase, routes, pending restart, the last events); otherwise one line per
 // change: the brief status line when it changed, each event as it happens.
 import type { AgentEvent } from '../events/history.js';
-import { requireModule } from '../require.js';
-import { AgentDeniedError, AgentUnreachableError } from '../status/client.js';
+import { connectError } from '../status/client.js';
 import { renderBrief, renderHuman, type StatusReport } from '../status/report.js';
 import { askAgent } from './ask.js';
 import type { CommandResult, ExitCode } from './exit-codes.js';
 import { renderEvent } from './events.js';
 
-const http = requireModule('node:http') as typeof import('node:http');
+// Not imported: on Node 24 an import of node:http loads its bundled undici, 14 MB of RSS (docs/benchmarks.md).
+const http = process.getBuiltinModule('node:http');
 
 /** Three missed heartbeats: the connection is dead even if no one said so. */
 const IDLE_MS = 45_000;
@@ -93,15 +93,7 @@ export function watchStatus(socket: string, out: WatchOutput, err: (text: string
         err(`ovn-gwmode-agent: lost the agent on ${socket}: ${e.message}\n`);
         return resolve(2);
       }
-      reject(
-        e.code === 'EACCES' || e.code === 'EPERM'
-          ? new AgentDeniedError(
-              `permission denied on ${socket} (${e.code}): the caller must be root or in the socket's group`,
-            )
-          : new AgentUnreachableError(
-              `cannot reach the agent on ${socket} (${e.code ?? e.message}): is the agent running?`,
-            ),
-      );
+      reject(connectError(socket, e));
     });
   });
 }

@@ -1,12 +1,54 @@
-// The whole command line, read by yargs: every command's flags and --help, and one-line
-// usage errors. dispatch.ts sends here every line its quick parser does not take.
+// The whole command line, read by yargs: every command's flags and --help, one-line usage
+// errors, and the handler each command runs.
 import yargs, { type Argv } from 'yargs';
+import type { RawRunOptions } from '../config/settings.js';
 import { VERSION } from '../version.js';
-import type { CommandResult } from './exit-codes.js';
-import { COMMANDS, CONFLICTS, EnvError, envValues, usageError, withOptions, type Command } from './options.js';
+import type { PlanOptions, RollbackOptions } from './commands.js';
+import { failure, UsageError, type CommandResult } from './exit-codes.js';
+import {
+  COMMANDS,
+  CONFLICTS,
+  EnvError,
+  envValues,
+  FlagValueError,
+  normalizeBooleanFlags,
+  usageError,
+  withOptions,
+  type Command,
+} from './options.js';
 import { BUILTIN_FLAGS, COMMAND_SPECS, EXIT_STATUS, type ExitCode } from './reference.js';
 
 export type Handler = (argv: Record<string, unknown>) => Promise<CommandResult>;
+
+const text = (v: unknown) => v as string;
+
+/**
+ * Each command's handler. The commands that touch the kernel are imported when they run:
+ * the probes (`health`, `status`) load neither the addon nor netlink nor the logger.
+ */
+export const HANDLERS: Record<Command, Handler> = {
+  run: async (argv) => (await import('./commands.js')).runCommand(argv as unknown as RawRunOptions),
+  status: async (argv) =>
+    argv.watch === true
+      ? (await import('./watch.js')).watchCommand({ socket: text(argv.socket) })
+      : (await import('./ask.js')).statusCommand({
+          socket: text(argv.socket),
+          json: argv.json === true,
+          brief: argv.brief === true,
+        }),
+  health: async (argv) =>
+    (await import('./ask.js')).healthCommand({ socket: text(argv.socket), ready: argv.ready === true }),
+  plan: async (argv) => (await import('./commands.js')).planCommand(argv as unknown as PlanOptions),
+  apply: async (argv) =>
+    (await import('./commands.js')).applyCommand(argv as unknown as PlanOptions & { stateDir: string }),
+  rollback: async (argv) => (await import('./commands.js')).rollbackCommand(argv as unknown as RollbackOptions),
+  events: async (argv) =>
+    (await import('./ask.js')).eventsCommand({
+      socket: text(argv.socket),
+      json: argv.json === true,
+      since: argv.since as string | undefined,
+    }),
+};
 
 const NAMED = `name a command: ${COMMANDS.slice(0, -1).join(', ')} or ${COMMANDS.at(-1)}`;
 
@@ -51,8 +93,22 @@ const exitStatus = (exits: Partial<Record<ExitCode, string>>) =>
 const MORE =
   'every command and flag: man ovn-gwmode-agent\nfrom a clone: man ./packaging/man/ovn-gwmode-agent.8 (or docs/cli.md)';
 
-/** Parses args with yargs and runs the command's handler; --help and --version are exit 0. */
-export async function parseWithYargs(args: string[], handlers: Record<Command, Handler>): Promise<CommandResult> {
+/**
+ * Parses args with yargs and runs the command's handler; --help and --version are exit 0.
+ * Boolean values are spelt out first (normalizeBooleanFlags): yargs takes `--dry-run=1`
+ * silently as false.
+ */
+export async function parseWithYargs(
+  given: string[],
+  handlers: Record<Command, Handler> = HANDLERS,
+): Promise<CommandResult> {
+  let args: string[];
+  try {
+    args = normalizeBooleanFlags(given);
+  } catch (err) {
+    if (err instanceof FlagValueError) throw new UsageError(err.message);
+    throw err;
+  }
   let result: CommandResult = { code: 0 };
   let y = yargs(args).scriptName('ovn-gwmode-agent');
   for (const command of COMMANDS)
@@ -74,4 +130,9 @@ export async function parseWithYargs(args: string[], handlers: Record<Command, H
     })
     .parseAsync();
   return result;
+}
+
+/** The command line's result: a typed error that escaped the command is mapped here (exit-codes.ts); any other is a bug and thrown. */
+export function commandLine(args: string[]): Promise<CommandResult> {
+  return parseWithYargs(args).catch((err: unknown) => failure(err));
 }

@@ -39,9 +39,8 @@ export class MetricsListener {
   static async listen(
     at: ListenAddress,
     metrics: AgentMetrics,
-    log?: { warn(obj: object, msg: string): void },
   ): Promise<MetricsListener> {
-    const server = createGuardedServer({ name: 'the metrics listener', log }, (req, res) => {
+    const server = createGuardedServer((req, res) => {
       if ((req.url ?? '/').split('?')[0] !== '/metrics') {
         res.writeHead(404, { 'content-type': 'text/plain' }).end('only /metrics is served here\n');
         return;

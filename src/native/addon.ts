@@ -1,5 +1,5 @@
 // The only module that loads the native addon (native/): a netlink socket,
-// sd_notify, flock, malloc_trim, pidfds and a pidfd watch. Everything else imports from here, so a missing or stale build shows
+// sd_notify, flock, pidfds and a pidfd watch. Everything else imports from here, so a missing or stale build shows
 // up as one clear error instead of a stack trace in the middle of the agent.
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
@@ -54,13 +54,6 @@ export interface NativeAddon {
    * file system an existing file is opened read-only (readOnly: true) and locked all the same.
    */
   lockFile(path: string): { fd: number; readOnly: boolean };
-  /**
-   * malloc_trim(0) on a thread of libuv's pool: the free pages of every malloc arena
-   * given back to the kernel (native/src/memory.c says why). A promise of glibc's
-   * answer: true when it gave any page back, false when none; null where the C library
-   * is not glibc (nothing done).
-   */
-  mallocTrim(): Promise<boolean | null>;
   /** A close-on-exec pidfd of the process with this PID now (the caller closes it); throws ESRCH, or ENOSYS before Linux 5.3. */
   pidfdOpen(pid: number): number;
   /** Sends a signal (its number) to the process a pidfd names; throws ESRCH when it is gone. */
@@ -96,7 +89,6 @@ const FUNCTIONS = [
   'netlinkClose',
   'sdNotify',
   'lockFile',
-  'mallocTrim',
   'pidfdOpen',
   'pidfdSendSignal',
   'pidfdWatch',

@@ -1,23 +1,11 @@
-// The CLI's side of the status socket.
-//
-// One GET per process, written over node:net rather than node:http: the probes run this
-// every few seconds, and on Node 24 (the image's) loading node:http alone costs about
-// 50 ms and 15 MB, more than the rest of the command. The answer is read to the end
-// (`Connection: close`), with its Content-Length or chunked body as the agent sends it.
+// The CLI's side of the status socket: one GET per call, over node:http's socketPath.
 import type { StatusReport } from './report.js';
-import { requireModule } from '../require.js';
 
-const net = requireModule('node:net') as typeof import('node:net');
+// Not imported: on Node 24 an import of node:http loads its bundled undici, 14 MB of RSS (docs/benchmarks.md).
+const http = process.getBuiltinModule('node:http');
 
 export class AgentUnreachableError extends Error {
   readonly code = 'ERR_GWMODE_UNREACHABLE';
-  /** errno: the system error's code when the connection failed (ECONNREFUSED, ENOENT, EAGAIN). */
-  constructor(
-    message: string,
-    readonly errno?: string,
-  ) {
-    super(message);
-  }
 }
 
 /** The agent may well be running: the socket (or its directory) is closed to this caller. */
@@ -26,59 +14,21 @@ export class AgentDeniedError extends Error {
 }
 
 /**
- * The most the client reads of an answer, header and body: the agent's answers are a few
- * kilobytes (a status report, 256 events), so anything past this is not the agent.
+ * The most the client reads of an answer's body: the agent's answers are a few kilobytes
+ * (a status report, 256 events), so anything past this is not the agent.
  */
 export const MAX_ANSWER_BYTES = 16 * 1024 * 1024;
 
-/** A chunk-size line: hex digits, then perhaps extensions. */
-const CHUNK_SIZE = /^([0-9a-fA-F]+)(;.*)?$/;
-
-/** A chunked body, decoded; throws when it is cut short or malformed. */
-function dechunk(body: Buffer): Buffer {
-  const parts: Buffer[] = [];
-  let total = 0;
-  let at = 0;
-  for (;;) {
-    const eol = body.indexOf('\r\n', at);
-    if (eol < 0) throw new Error('chunked body cut short');
-    const line = CHUNK_SIZE.exec(body.subarray(at, eol).toString('latin1'));
-    if (!line) throw new Error('bad chunk size');
-    // Leading zeros aside, more than 8 hex digits is past any cap: refuse before parseInt loses precision.
-    const digits = line[1]!.replace(/^0+(?=.)/, '');
-    const size = digits.length > 8 ? Infinity : parseInt(digits, 16);
-    if (size > MAX_ANSWER_BYTES - total) throw new Error(`chunked body longer than ${MAX_ANSWER_BYTES} bytes`);
-    if (size === 0) return Buffer.concat(parts);
-    const data = eol + 2;
-    if (data + size + 2 > body.length) throw new Error('chunked body cut short');
-    if (body[data + size] !== 0x0d || body[data + size + 1] !== 0x0a)
-      throw new Error('chunk data not followed by CRLF');
-    parts.push(body.subarray(data, data + size));
-    total += size;
-    at = data + size + 2;
-  }
-}
-
-/** The status code and body text of a whole HTTP/1.1 answer; throws when it is not one. */
-export function parseAnswer(raw: Buffer): { code: number; text: string } {
-  const end = raw.indexOf('\r\n\r\n');
-  if (end < 0) throw new Error('the answer ended inside its header');
-  const [status = '', ...lines] = raw.subarray(0, end).toString('latin1').split('\r\n');
-  const m = /^HTTP\/1\.[01] (\d{3})(?: |$)/.exec(status);
-  if (!m) throw new Error(`not an HTTP answer: ${JSON.stringify(status.slice(0, 40))}`);
-  const header = (name: string) =>
-    lines
-      .find((l) => l.slice(0, l.indexOf(':')).trim().toLowerCase() === name)
-      ?.slice(name.length + 1)
-      .trim();
-  let body = raw.subarray(end + 4);
-  const length = header('content-length');
-  if (/\bchunked\b/i.test(header('transfer-encoding') ?? '')) body = dechunk(body);
-  else if (length !== undefined) {
-    if (!/^\d+$/.test(length) || Number(length) > body.length) throw new Error('the answer ended inside its body');
-    body = body.subarray(0, Number(length));
-  }
-  return { code: Number(m[1]), text: body.toString('utf8') };
+/** What a failed connection (or request) to the socket means for the caller: denied, or no agent there. */
+export function connectError(socket: string, err: NodeJS.ErrnoException): Error {
+  if (err.code === 'EACCES' || err.code === 'EPERM')
+    return new AgentDeniedError(
+      `permission denied on ${socket} (${err.code}): the caller must be root or in the socket's group`,
+    );
+  if (err.code?.startsWith('HPE_')) return new AgentUnreachableError(`bad answer on ${socket}: not an HTTP answer`);
+  return new AgentUnreachableError(
+    `cannot reach the agent on ${socket} (${err.code ?? err.message}): is the agent running?`,
+  );
 }
 
 /**
@@ -96,49 +46,41 @@ export async function fetchPath(
   const deadline = performance.now() + timeoutMs;
   for (let wait = 5; ; wait = Math.min(wait * 2, 100)) {
     try {
-      return await fetchOnce(socket, urlPath, Math.max(1, Math.ceil(deadline - performance.now())));
+      return await getOnce(socket, urlPath, Math.max(1, Math.ceil(deadline - performance.now())));
     } catch (err) {
-      if ((err as { errno?: string }).errno !== 'EAGAIN' || performance.now() + wait >= deadline) throw err;
+      const e = err as NodeJS.ErrnoException;
+      if (err instanceof AgentUnreachableError) throw err;
+      if (e.code !== 'EAGAIN' || performance.now() + wait >= deadline) throw connectError(socket, e);
       await new Promise((resolve) => setTimeout(resolve, wait));
     }
   }
 }
 
-function fetchOnce(socket: string, urlPath: string, timeoutMs: number): Promise<{ code: number; body: unknown }> {
+/** One GET; rejects with node:http's error as it is, or with an AgentUnreachableError for a bad answer. */
+function getOnce(socket: string, urlPath: string, timeoutMs: number): Promise<{ code: number; body: unknown }> {
   return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    const conn = net.connect(socket, () =>
-      conn.write(`GET ${urlPath} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n`),
-    );
-    conn.setTimeout(timeoutMs, () => conn.destroy(new Error('timed out')));
-    let received = 0;
-    conn.on('data', (d: Buffer) => {
-      received += d.length;
-      if (received <= MAX_ANSWER_BYTES) return void chunks.push(d);
-      conn.destroy();
-      reject(new AgentUnreachableError(`bad answer on ${socket}: longer than ${MAX_ANSWER_BYTES} bytes`));
+    const bad = (why: string) => new AgentUnreachableError(`bad answer on ${socket}: ${why}`);
+    // agent: false, a connection of its own, closed after the answer.
+    const req = http.get({ socketPath: socket, path: urlPath, timeout: timeoutMs, agent: false }, (res) => {
+      const chunks: Buffer[] = [];
+      let received = 0;
+      res.on('data', (d: Buffer) => {
+        received += d.length;
+        if (received <= MAX_ANSWER_BYTES) return void chunks.push(d);
+        reject(bad(`longer than ${MAX_ANSWER_BYTES} bytes`));
+        req.destroy();
+      });
+      res.on('end', () => {
+        try {
+          resolve({ code: res.statusCode!, body: JSON.parse(Buffer.concat(chunks).toString('utf8')) as unknown });
+        } catch (err) {
+          reject(bad((err as Error).message));
+        }
+      });
+      res.on('error', (err) => reject(bad(err.message)));
     });
-    conn.on('end', () => {
-      conn.destroy();
-      try {
-        const { code, text } = parseAnswer(Buffer.concat(chunks));
-        resolve({ code, body: JSON.parse(text) as unknown });
-      } catch (err) {
-        reject(new AgentUnreachableError(`bad answer on ${socket}: ${(err as Error).message}`));
-      }
-    });
-    conn.on('error', (err: NodeJS.ErrnoException) =>
-      reject(
-        err.code === 'EACCES' || err.code === 'EPERM'
-          ? new AgentDeniedError(
-              `permission denied on ${socket} (${err.code}): the caller must be root or in the socket's group`,
-            )
-          : new AgentUnreachableError(
-              `cannot reach the agent on ${socket} (${err.code ?? err.message}): is the agent running?`,
-              err.code,
-            ),
-      ),
-    );
+    req.on('timeout', () => req.destroy(new Error('timed out')));
+    req.on('error', reject);
   });
 }
 

@@ -8,18 +8,16 @@
 //     REQUEST_TIMEOUT_MS, checked every CHECK_INTERVAL_MS (Node's default is 30 s: a
 //     stalled client would be cut after half a minute). Node runs that check on an
 //     interval from listen to close, connections or not: a wake-up every
-//     CHECK_INTERVAL_MS of an agent at rest. Here it runs only while a connection is open
-//     (node-private.ts); the check itself stays Node's.
+//     CHECK_INTERVAL_MS of an agent at rest (about 2 ms of CPU a second: docs/benchmarks.md).
 //  3. At most MAX_CONNECTIONS are open. Past that the oldest connection with no request
 //     in hand (a slow client still sending headers, an idle keep-alive) is cut, else the
 //     oldest: a new caller gets in once accepted, however many slow clients hold the
 //     listener. Node's own maxConnections would refuse the newcomer instead.
 import type http from 'node:http';
 import type net from 'node:net';
-import { requireModule } from '../require.js';
-import { PausableConnectionsCheck } from './node-private.js';
 
-const { createServer } = requireModule('node:http') as typeof http;
+// Not imported: on Node 24 an import of node:http loads its bundled undici, 14 MB of RSS (docs/benchmarks.md).
+const { createServer } = process.getBuiltinModule('node:http');
 
 /**
  * Slow clients are cut off rather than waited for: the CLI, curl and Prometheus send a
@@ -40,14 +38,7 @@ const MAX_HEADERS = 64;
  */
 export const MAX_CONNECTIONS = 512;
 
-export interface Guard {
-  /** The listener's name in the one warning below ("the status socket"). */
-  name: string;
-  /** Where it is said, once, that this Node's check could not be paused (it then runs as Node's); a process warning (stderr) when none is given. */
-  log?: { warn(obj: object, msg: string): void } | undefined;
-}
-
-export function createGuardedServer(guard: Guard, handler: http.RequestListener): http.Server {
+export function createGuardedServer(handler: http.RequestListener): http.Server {
   /** Open connections, oldest first (a Set keeps insertion order). */
   const open = new Set<net.Socket>();
   /** Connections with a request in hand: cut only when every connection has one. */
@@ -67,19 +58,6 @@ export function createGuardedServer(guard: Guard, handler: http.RequestListener)
   );
   server.maxHeadersCount = MAX_HEADERS;
 
-  const checks = new PausableConnectionsCheck(server, CHECK_INTERVAL_MS);
-  let warned = false;
-  const pause = (): void => {
-    const missing = checks.pause();
-    if (missing === undefined || warned) return;
-    warned = true;
-    const why = `Node's connection check of ${guard.name} cannot be paused (${missing}): it runs every ${CHECK_INTERVAL_MS} ms, connections or not`;
-    if (guard.log) guard.log.warn({ code: 'GWMODE_NODE_PRIVATE' }, why);
-    else process.emitWarning(why, { code: 'GWMODE_NODE_PRIVATE' });
-  };
-  // After Node's own 'listening' listener (added by its constructor), which starts the check.
-  server.on('listening', pause);
-
   const evict = (newcomer: net.Socket): void => {
     let victim: net.Socket | undefined;
     for (const conn of open) {
@@ -94,11 +72,7 @@ export function createGuardedServer(guard: Guard, handler: http.RequestListener)
   };
   server.on('connection', (conn: net.Socket) => {
     open.add(conn);
-    checks.resume();
-    conn.once('close', () => {
-      open.delete(conn);
-      if (open.size === 0) pause();
-    });
+    conn.once('close', () => open.delete(conn));
     if (open.size > MAX_CONNECTIONS) evict(conn);
   });
   return server;

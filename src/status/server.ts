@@ -40,8 +40,6 @@ const BACKLOG = MAX_CONNECTIONS;
 export interface ListenOptions {
   /** The gid the socket (and a directory we create) belongs to; root's when null. */
   group?: number | null;
-  /** Where a degraded start is said; a process warning (stderr) when none is given. */
-  log?: { warn(obj: object, msg: string): void };
 }
 
 export interface StatusHandlers {
@@ -133,7 +131,6 @@ export class StatusServer {
   private constructor(
     readonly socket: string,
     handlers: StatusHandlers,
-    log: ListenOptions['log'],
   ) {
     let cached: { version: number; text: string } | undefined;
     const statusText = (): string => {
@@ -161,7 +158,7 @@ export class StatusServer {
       ],
       ...Object.entries(handlers.extra ?? {}),
     ]);
-    this.server = createGuardedServer({ name: 'the status socket', log }, (req, res) => {
+    this.server = createGuardedServer((req, res) => {
       const url = (req.url ?? '/').split('?')[0] ?? '/';
       if (req.method !== 'GET' && req.method !== 'HEAD') {
         // Closed after: the body we never read must not be parsed as the next request.
@@ -207,7 +204,7 @@ export class StatusServer {
       await chmod(dir, 0o750);
     }
     await clearStale(socket);
-    const s = new StatusServer(socket, handlers, options.log);
+    const s = new StatusServer(socket, handlers);
     await new Promise<void>((resolve, reject) => {
       s.server.once('error', (err: NodeJS.ErrnoException) =>
         reject(err.code === 'EADDRINUSE' ? new SocketInUseError(`another agent is serving on ${socket}`) : err),

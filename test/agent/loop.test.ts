@@ -704,45 +704,6 @@ test('a replace that failed with ENOENT in a pass woken by a route event is retr
   });
 });
 
-test('at rest: the hook runs once after each pass a periodic resync woke, never after passes events woke, and a throw of it stops nothing', async () => {
-  let calls = 0;
-  let fail = false;
-  const r = rig({ resyncIntervalMs: 10_000 });
-  r.atRest = () => {
-    calls++;
-    if (fail) throw new Error('hook broke');
-  };
-  const h = makeAgent(r);
-  h.agent.start();
-  try {
-    // The start, the migration and its restart: passes, none of them a resync's.
-    await h.until((s) => s.reasonCodes[0] === 'Settling', 'Settling');
-    assert.equal(calls, 0);
-    await h.advance(10_000);
-    assert.equal(calls, 1, 'one resync, one call');
-    // A set-back announced by the kernel: its repair pass calls nothing.
-    const from = h.seen.length;
-    setBack(r, '10.96.0.0/16');
-    await h.until((s) => s.routes[0]?.inSync === true, 'the repair', from);
-    assert.equal(calls, 1);
-    // The next resync: the next call.
-    await h.advance(10_000);
-    assert.equal(calls, 2);
-    // A hook that throws: logged, and the loop goes on (the next set-back repaired, the next resync calls again).
-    fail = true;
-    await h.advance(10_000);
-    assert.equal(calls, 3);
-    assert.ok(h.logs.some((l) => l.msg === 'the at-rest hook failed'));
-    const after = h.seen.length;
-    setBack(r, '10.96.0.0/16');
-    await h.until((s) => s.routes[0]?.inSync === true, 'the repair after the throw', after);
-    await h.advance(10_000);
-    assert.equal(calls, 4);
-  } finally {
-    await h.agent.stop();
-  }
-});
-
 test('a dual-stack replace the kernel refuses every time: one pass per backoff step whatever its own replaces and put-backs announce (or the periodic resync asks), each flap counted, and the third suspends the repairs', async () => {
   // A resync every second: within a backoff it asks for nothing the retry will not do.
   const r = rig({ resyncIntervalMs: 1000 });

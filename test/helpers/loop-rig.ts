@@ -88,8 +88,6 @@ export interface Rig {
   now: number;
   /** How far the wall clock is off the monotonic one (a test steps it); 0 by default. */
   wallOffset?: number;
-  /** The agent's atRest hook; none by default. */
-  atRest?: () => void;
   /** The periodic resync (default an hour: none in most tests). */
   resyncIntervalMs?: number;
   /** The exit signal the agent is given (none by default): what it follows, and its wake-up. */
@@ -129,7 +127,6 @@ export function makeAgent(r: Rig, config = seedConfig()) {
       clock: { now: () => r.now, wall: () => r.now + (r.wallOffset ?? 0) },
       random: () => 1,
       ...(r.bootId !== undefined ? { bootId: r.bootId } : {}),
-      ...(r.atRest ? { atRest: () => r.atRest!() } : {}),
       ...(r.exit
         ? {
             ovnkubeExit: (wake: (why: string) => void) => {

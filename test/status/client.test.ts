@@ -1,5 +1,5 @@
-// The CLI's socket client speaks just enough HTTP/1.1 for the agent's answers, whatever
-// their framing, and calls anything else a bad answer rather than guessing.
+// The CLI's socket client (node:http over the agent's UNIX socket): the answer's code and
+// body, and each way of failing said as what it means for the caller.
 import { strict as assert } from 'node:assert';
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -8,61 +8,7 @@ import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { mock, test } from 'node:test';
-import { AgentUnreachableError, fetchPath, MAX_ANSWER_BYTES, parseAnswer } from '../../src/status/client.js';
-
-test('an answer with a Content-Length, a chunked one, or one read to its end gives its code and body', () => {
-  assert.deepEqual(parseAnswer(Buffer.from('HTTP/1.1 200 OK\r\ncontent-length: 4\r\n\r\n{}\n\nextra')), {
-    code: 200,
-    text: '{}\n\n',
-  });
-  assert.deepEqual(
-    parseAnswer(
-      Buffer.from(
-        'HTTP/1.1 503 Service Unavailable\r\nTransfer-Encoding: chunked\r\n\r\n3\r\n{"a\r\n5\r\n":1}\n\r\n0\r\n\r\n',
-      ),
-    ),
-    { code: 503, text: '{"a":1}\n' },
-  );
-  assert.deepEqual(parseAnswer(Buffer.from('HTTP/1.0 404 Not Found\r\n\r\n{"x":"é"}')), {
-    code: 404,
-    text: '{"x":"é"}',
-  });
-});
-
-test('an answer cut short or not HTTP at all is refused', () => {
-  for (const raw of [
-    '',
-    'HTTP/1.1 200 OK\r\ncontent-length: 10\r\n',
-    'HTTP/1.1 200 OK\r\ncontent-length: 10\r\n\r\n{}',
-    'HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n5\r\n{}',
-    'SSH-2.0-OpenSSH\r\n\r\n',
-    'HTTP/1.1 2000 OK\r\n\r\n',
-  ]) {
-    assert.throws(() => parseAnswer(Buffer.from(raw)), Error, JSON.stringify(raw));
-  }
-});
-
-test('a chunked answer with a size that is not hex, a chunk not closed by CRLF, or a body past the cap is refused, not looped on', () => {
-  const head = 'HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n';
-  for (const body of [
-    '-6\r\nabcdef',
-    '-6\r\nabcdef\r\n0\r\n\r\n',
-    '-0\r\n\r\n',
-    '+2\r\n{}\r\n0\r\n\r\n',
-    ' 2\r\n{}\r\n0\r\n\r\n',
-    '0x2\r\n{}\r\n0\r\n\r\n',
-    'zz\r\n{}\r\n0\r\n\r\n',
-    '\r\n{}\r\n0\r\n\r\n',
-    '2\r\n{}XX0\r\n\r\n',
-    '1\r\n{}\r\n0\r\n\r\n',
-    `${(MAX_ANSWER_BYTES + 1).toString(16)}\r\n{}\r\n0\r\n\r\n`,
-    'ffffffffffffffffffff\r\n{}\r\n0\r\n\r\n',
-  ]) {
-    assert.throws(() => parseAnswer(Buffer.from(head + body)), Error, JSON.stringify(body));
-  }
-  // Extensions and leading zeros are still read.
-  assert.deepEqual(parseAnswer(Buffer.from(`${head}0002;name=value\r\n{}\r\n0\r\n\r\n`)), { code: 200, text: '{}' });
-});
+import { AgentUnreachableError, fetchPath } from '../../src/status/client.js';
 
 test('fetchPath stops reading an answer that goes past the cap', async () => {
   const dir = mkdtempSync(path.join(tmpdir(), 'gwmode-client-'));
@@ -212,6 +158,26 @@ test('fetchPath reads node:http answers of either framing over a UNIX socket, an
     );
   } finally {
     for (const s of servers) s.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('a socket that accepts but never answers is given up on at the timeout: the agent unreachable, not a crash', async () => {
+  const dir = mkdtempSync(path.join(tmpdir(), 'gwmode-client-'));
+  const open: net.Socket[] = [];
+  const mute = net.createServer((c) => void open.push(c));
+  try {
+    const sock = path.join(dir, 'mute.sock');
+    await new Promise<void>((resolve) => mute.listen(sock, resolve));
+    await assert.rejects(
+      fetchPath(sock, '/healthz', 200),
+      (err: Error) =>
+        err instanceof AgentUnreachableError &&
+        /^cannot reach the agent on .*mute\.sock \(timed out\): is the agent running\?$/.test(err.message),
+    );
+  } finally {
+    for (const c of open) c.destroy();
+    mute.close();
     rmSync(dir, { recursive: true, force: true });
   }
 });
