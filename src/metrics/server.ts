@@ -36,10 +36,7 @@ export class MetricsListener {
     readonly address: ListenAddress,
   ) {}
 
-  static async listen(
-    at: ListenAddress,
-    metrics: AgentMetrics,
-  ): Promise<MetricsListener> {
+  static async listen(at: ListenAddress, metrics: AgentMetrics): Promise<MetricsListener> {
     const server = createGuardedServer((req, res) => {
       if ((req.url ?? '/').split('?')[0] !== '/metrics') {
         res.writeHead(404, { 'content-type': 'text/plain' }).end('only /metrics is served here\n');
