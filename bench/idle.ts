@@ -99,6 +99,8 @@ try {
       '1400',
       '--settle',
       '0',
+      '--layout',
+      'legacy',
       '--restart',
       'signal',
       '--socket',

@@ -243,6 +243,9 @@ async function main(): Promise<void> {
       '1400',
       '--settle',
       '0',
+      // The demo node is no RHCOS host: the operator states its layout.
+      '--layout',
+      'legacy',
     ];
     const first = agent(ns.name, [
       ...common,

@@ -340,6 +340,8 @@ async function main(): Promise<void> {
           '1400',
           '--settle',
           '0',
+          '--layout',
+          'legacy',
           '--restart',
           'signal',
           '--socket',
