@@ -3,8 +3,9 @@
 // (RUNS=100 by default; AGENT_ROOT and AGENT_NODE_OPTIONS below). COMPARE_FLAGS='--max-semi-space-size=1
 // --v8-pool-size=1': the whole bench twice, one after the other, the agent without and then with
 // those flags (AGENT_NODE_OPTIONS), printed together.
-//  - reaction: a ConfigMap-style `..data` swap (the rename of kubelet's atomic writer)
-//    until the kernel holds the service route of the new mode; the agent runs with
+//  - reaction: a ConfigMap-style `..data` swap to local (the rename of kubelet's atomic
+//    writer) until the kernel holds the local-mode service route; before each, a swap to
+//    shared and the br-ex route put back as ovnkube-node would; the agent runs with
 //    `--ovnkube-mode-check off --restart none`, so that every swap is a migration;
 //  - repair: an outside replace of a service route until the agent has put it back,
 //    each run on a CIDR not yet fought over (RUNS CIDRs 10.97.N.0/24, already in local
@@ -95,20 +96,27 @@ async function inside(phase: string, volume: string): Promise<void> {
     const inotify = watch(volume, () => seen());
     const reaction: number[] = [];
     const notified: number[] = [];
-    let mode = 'local';
-    for (let i = 0; i < RUNS; i++) {
-      mode = mode === 'local' ? 'shared' : 'local';
-      const dir = path.join(volume, `..bench_${i}`);
+    const swap = (i: number, mode: string) => {
+      const dir = path.join(volume, `..bench_${i}_${mode}`);
       mkdirSync(dir);
       writeFileSync(path.join(dir, 'mode'), mode);
       symlinkSync(path.basename(dir), path.join(volume, '..data_tmp'));
-      const kernel = routes.next('10.96.0.0/16', mode === 'local' ? LOCAL_GW : SHARED_GW, `swap ${i} to ${mode}`);
+      renameSync(path.join(volume, '..data_tmp'), path.join(volume, '..data'));
+    };
+    for (let i = 0; i < RUNS; i++) {
+      // Back to shared: the agent never writes a route towards shared mode, ovnkube-node
+      // does (here, the bench); then the timed swap to local.
+      swap(i, 'shared');
+      await sleep(30);
+      const r = spawnSync('ip', ['route', 'replace', '10.96.0.0/16', 'via', SHARED_GW, 'dev', 'br-ex', 'mtu', '1400']);
+      if (r.status !== 0) throw new Error(`ip route replace: ${r.stderr}`);
+      await sleep(30 + (i % 7) * 10);
+      const kernel = routes.next('10.96.0.0/16', LOCAL_GW, `swap ${i} to local`);
       const fsEvent = new Promise<number>((r) => (seen = () => r(performance.now())));
       const t0 = performance.now();
-      renameSync(path.join(volume, '..data_tmp'), path.join(volume, '..data'));
+      swap(i, 'local');
       notified.push((await fsEvent) - t0);
       reaction.push((await kernel) - t0);
-      await sleep(50 + (i % 7) * 10);
     }
     inotify.close();
     out.reaction = summary(reaction);

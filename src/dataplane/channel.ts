@@ -17,17 +17,6 @@
 //     native/src/netlink_socket.c) and drain() reads the error from recv(). ENOBUFS
 //     on the subscription is `lost` and reading goes on; on the request socket it
 //     fails the pending request, whose answer may be gone.
-//  5. drain() of a subscription may be called at any time (KernelDataplane does, so
-//     that a notification the kernel queued before an ACK or before an outside
-//     command returned is applied before it reads its cache); a nested call, from
-//     inside a notification handler, returns at once so messages stay in order.
-//  6. A route dump may ask the native socket to drop, before JavaScript sees them, the
-//     route messages that cannot be one of its prefixes (native/src/netlink_socket.c,
-//     point 8): set for that exchange only, taken off when it ends. The reader's own
-//     checks stay as they are; the filter only spares it work. A subscription may keep
-//     one for its life, and with it a kernel-side program built from the same prefixes
-//     (dataplane/socket-filter.ts) that keeps the other route notifications out of its
-//     receive buffer, so that unrelated churn cannot overflow it.
 import {
   decodeDone,
   decodeError,
@@ -46,7 +35,6 @@ const ENOBUFS = 105;
 
 interface Pending {
   seq: number;
-  filtered: boolean;
   what: string;
   onMessage: (msg: NetlinkMessage) => void;
   resolve: (result: { interrupted: boolean }) => void;
@@ -103,9 +91,8 @@ export class RequestChannel {
     what: string,
     build: (seq: number, port: number) => Buffer,
     onMessage: (msg: NetlinkMessage) => void,
-    routeFilter?: Buffer,
   ): Promise<{ interrupted: boolean }> {
-    const run = () => this.start(what, build, onMessage, routeFilter);
+    const run = () => this.start(what, build, onMessage);
     const result = this.queue.then(run, run);
     this.queue = result.catch(() => undefined);
     return result;
@@ -115,7 +102,6 @@ export class RequestChannel {
     what: string,
     build: (seq: number, port: number) => Buffer,
     onMessage: (msg: NetlinkMessage) => void,
-    routeFilter: Buffer | undefined,
   ): Promise<{ interrupted: boolean }> {
     if (this.closed) return Promise.reject(new NetlinkError(EBADF, what));
     if (this.broken) return Promise.reject(this.broken);
@@ -126,14 +112,9 @@ export class RequestChannel {
         this.finish();
         reject(new NetlinkTimeoutError(`${what}: no answer from the kernel in ${this.timeoutMs} ms`));
       }, this.timeoutMs);
-      this.pending = { seq, what, onMessage, resolve, reject, interrupted: false, timer, filtered: false };
+      this.pending = { seq, what, onMessage, resolve, reject, interrupted: false, timer };
       this.socket.setRef(true);
       try {
-        // Guarantee 6: only for this exchange; finish() takes it off.
-        if (routeFilter && this.socket.setRouteFilter) {
-          this.socket.setRouteFilter(routeFilter);
-          this.pending.filtered = true;
-        }
         this.socket.send(build(seq, this.socket.portId));
       } catch (err) {
         this.finish();
@@ -146,13 +127,6 @@ export class RequestChannel {
     const p = this.pending;
     if (p) clearTimeout(p.timer);
     this.pending = undefined;
-    if (p?.filtered && !this.closed) {
-      try {
-        this.socket.setRouteFilter?.(null);
-      } catch {
-        // A closed socket has no filter left to take off.
-      }
-    }
     if (!this.closed) this.socket.setRef(false);
     return p;
   }
@@ -233,68 +207,23 @@ export interface SubscriptionHandlers {
 export class SubscriptionChannel {
   private readonly socket: NetlinkSocket;
   private closed = false;
-  private draining = false;
-  /** Polling could not be re-armed after a socket error: no notification will come. */
-  deaf = false;
-  /**
-   * Why the kernel-side filter given is not attached (the kernel refused it: ENOMEM past
-   * net.core.optmem_max). The subscription works without it, as it did before there was
-   * one: only unrelated churn takes room in its buffer again.
-   */
-  readonly unfiltered: Error | undefined;
 
   constructor(
     transport: NetlinkTransport,
     groups: { required: number[]; optional: number[] },
     private readonly handlers: SubscriptionHandlers,
     rcvbuf = 1 << 20,
-    routeFilter?: Buffer,
-    socketFilter?: Buffer | null,
   ) {
     this.socket = transport.open(
       { groups: groups.required, optionalGroups: groups.optional, rcvbuf },
       (_status, rearm) => {
-        if (rearm < 0) {
-          this.deaf = true;
-          this.handlers.onLost(new NetlinkError(-rearm, 'uv_poll_start (subscription socket)'));
-        }
+        if (rearm < 0) this.handlers.onLost(new NetlinkError(-rearm, 'uv_poll_start (subscription socket)'));
         this.drain();
       },
     );
-    // Guarantee 6; read only in drain(), so it covers every notification from the first.
-    if (routeFilter) {
-      try {
-        this.socket.setRouteFilter?.(routeFilter);
-      } catch (err) {
-        // Not a socket left open and polled behind a constructor that threw.
-        this.closed = true;
-        this.socket.close();
-        throw err;
-      }
-    }
-    let unfiltered: Error | undefined;
-    if (socketFilter) {
-      try {
-        this.socket.attachFilter?.(socketFilter);
-      } catch (err) {
-        unfiltered = toNetlinkError(err, 'setsockopt(SO_ATTACH_FILTER)');
-      }
-    }
-    this.unfiltered = unfiltered;
   }
 
-  /** Reads and handles every queued datagram now (guarantee 5). */
-  drain(): void {
-    if (this.draining) return;
-    this.draining = true;
-    try {
-      this.drainAll();
-    } finally {
-      this.draining = false;
-    }
-  }
-
-  private drainAll(): void {
+  private drain(): void {
     while (!this.closed) {
       let datagram: Buffer | null;
       try {

@@ -27,8 +27,6 @@ export function countingTransport(): {
           socket.send(datagram);
         },
         recv: () => socket.recv(),
-        setRouteFilter: (filter) => socket.setRouteFilter?.(filter),
-        attachFilter: (program) => socket.attachFilter?.(program),
         setRef: (ref) => socket.setRef(ref),
         close: () => socket.close(),
       };
