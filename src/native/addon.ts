@@ -28,20 +28,8 @@ export interface NativeAddon {
    */
   netlinkOpen(options: NetlinkOpenOptions, onReadable: (status: number, rearm: number) => void): NativeNetlinkHandle;
   netlinkSend(handle: NativeNetlinkHandle, data: Buffer): number;
-  /** One whole datagram from the kernel, or null when nothing is queued. */
+  /** One whole datagram from the kernel, or null when nothing is queued; throws ENOBUFS after an overflow. */
   netlinkRecv(handle: NativeNetlinkHandle): Buffer | null;
-  /**
-   * Drops, in C, route messages that cannot be one of these prefixes in this table
-   * (native/src/netlink_socket.c, point 8); null removes the filter. The filter is
-   * codec.ts's encodeRouteFilter().
-   */
-  netlinkSetRouteFilter(handle: NativeNetlinkHandle, filter: Buffer | null): void;
-  /**
-   * Attaches a classic BPF program to the socket (SO_ATTACH_FILTER; native/src/netlink_socket.c,
-   * point 9), or detaches it with null. The program is dataplane/socket-filter.ts's
-   * routeSocketFilter(); the kernel refuses an invalid one (EINVAL).
-   */
-  netlinkAttachFilter(handle: NativeNetlinkHandle, program: Buffer | null): void;
   netlinkPortId(handle: NativeNetlinkHandle): number;
   netlinkSetRef(handle: NativeNetlinkHandle, ref: boolean): void;
   netlinkClose(handle: NativeNetlinkHandle): void;
@@ -89,8 +77,6 @@ const FUNCTIONS = [
   'netlinkOpen',
   'netlinkSend',
   'netlinkRecv',
-  'netlinkSetRouteFilter',
-  'netlinkAttachFilter',
   'netlinkPortId',
   'netlinkSetRef',
   'netlinkClose',
