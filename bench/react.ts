@@ -48,14 +48,14 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Route notifications of the namespace, as (prefix, gateway) with the time they were read. */
 async function routeWatcher() {
-  const { addon } = await import('../src/native/addon.js');
+  const { nativeTransport } = await import('../src/dataplane/transport.js');
   const { parseDatagram, decodeRoute, RTM_NEWROUTE, RTNLGRP_IPV4_ROUTE } = await import('../src/dataplane/codec.js');
   const { addressFromBytes } = await import('../src/net/cidr.js');
   // Every notification is kept: the agent's answer may come in the same read as the change it answers.
   const seen = new Map<string, number[]>();
   let waiter: { key: string; after: number; resolve: (t: number) => void } | undefined;
-  const handle = addon.netlinkOpen({ groups: [RTNLGRP_IPV4_ROUTE], rcvbuf: 8 << 20 }, () => {
-    for (let d = addon.netlinkRecv(handle); d !== null; d = addon.netlinkRecv(handle)) {
+  const socket = nativeTransport.open({ groups: [RTNLGRP_IPV4_ROUTE], rcvbuf: 8 << 20 }, () => {
+    for (let d = socket.recv(); d !== null; d = socket.recv()) {
       const t = performance.now();
       for (const msg of parseDatagram(d)) {
         if (msg.type !== RTM_NEWROUTE) continue;
@@ -82,7 +82,7 @@ async function routeWatcher() {
         waiter = { key, after, resolve: (t) => (clearTimeout(timer), resolve(t)) };
       });
     },
-    close: () => addon.netlinkClose(handle),
+    close: () => socket.close(),
   };
 }
 

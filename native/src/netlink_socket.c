@@ -25,11 +25,10 @@
  *     or the negative libuv error when polling could not be started again.
  *  6. errno is saved right after the call that failed, before any other call
  *     (N-API, close) can overwrite it.
- *  7. Reads go through a per-socket buffer of at least SCRATCH_SIZE bytes (the datagram
- *     is then copied into a Buffer of its own length): a recvmsg() that offers 32 KiB or
- *     more makes the kernel build dump replies of 32 KiB instead of one page, as `ip`
- *     does, so a dump of a large table takes fewer datagrams. The buffer grows to fit a
- *     longer datagram (possible in a link dump).
+ *  7. recv() reads into the caller's buffer, which JavaScript keeps per socket: a
+ *     recvmsg() that offers 32 KiB or more makes the kernel build dump replies of 32 KiB
+ *     instead of one page, as `ip` does, so a dump of a large table takes fewer
+ *     datagrams, and no datagram costs an allocation.
  */
 #include "netlink_socket.h"
 
@@ -54,13 +53,8 @@
 #define NETLINK_GET_STRICT_CHK 12
 #endif
 
-/* Point 7: at least 32 KiB, the kernel's cap on a dump reply it sizes from our reads. */
-#define SCRATCH_SIZE (64 * 1024)
-
 typedef struct {
   int fd;
-  unsigned char *scratch;
-  size_t scratch_size;
   bool closed;     /* close() was called: fd is being or has been released */
   bool finalized;  /* the JavaScript object is gone */
   bool polling;
@@ -70,17 +64,12 @@ typedef struct {
   napi_async_context async_context;
 } nl_socket;
 
-static void free_socket(nl_socket *s) {
-  free(s->scratch);
-  free(s);
-}
-
 static void on_poll_closed(uv_handle_t *handle) {
   nl_socket *s = handle->data;
   close(s->fd);
   s->fd = -1;
   s->polling = false;
-  if (s->finalized) free_socket(s);
+  if (s->finalized) free(s);
 }
 
 static void release(nl_socket *s) {
@@ -111,7 +100,7 @@ static void finalize(napi_env env, void *data, void *hint) {
   bool close_pending = s->polling;
   release(s);
   /* With a poll handle, on_poll_closed frees once libuv is done with it. */
-  if (!close_pending) free_socket(s);
+  if (!close_pending) free(s);
 }
 
 static void on_poll(uv_poll_t *handle, int status, int events) {
@@ -319,31 +308,32 @@ napi_value netlink_send(napi_env env, napi_callback_info info) {
   return result;
 }
 
-/* recv(handle): one whole datagram from the kernel as a Buffer, or null when
- * nothing is queued. Throws ENOBUFS when the kernel dropped messages (point 3). */
+/* recv(handle, buffer): reads one whole datagram from the kernel into buffer and returns
+ * its length; null when nothing is queued; -size, reading nothing, when the datagram is
+ * longer than buffer (call again with one of that size). Throws ENOBUFS when the kernel
+ * dropped messages (point 3). */
 napi_value netlink_recv(napi_env env, napi_callback_info info) {
-  size_t argc = 1;
-  napi_value argv[1], result;
+  size_t argc = 2;
+  napi_value argv[2], result;
   nl_socket *s = socket_call(env, info, &argc, argv);
   if (s == NULL) return NULL;
+  void *data;
+  size_t capacity;
+  if (napi_get_buffer_info(env, argv[1], &data, &capacity) != napi_ok) {
+    throw_type_error(env, "recv(handle, buffer) expects a Buffer");
+    return NULL;
+  }
   for (;;) {
     ssize_t n;
     do {
       n = recv(s->fd, NULL, 0, MSG_PEEK | MSG_TRUNC | MSG_DONTWAIT);
     } while (n < 0 && errno == EINTR);
-    if (n >= 0 && (size_t)n > s->scratch_size) {
-      /* Point 7: never less than SCRATCH_SIZE, whatever the datagram's size. */
-      size_t size = (size_t)n > SCRATCH_SIZE ? (size_t)n : SCRATCH_SIZE;
-      unsigned char *bigger = realloc(s->scratch, size);
-      if (bigger == NULL) {
-        throw_errno(env, ENOMEM, "realloc");
-        return NULL;
-      }
-      s->scratch = bigger;
-      s->scratch_size = size;
+    if (n >= 0 && (size_t)n > capacity) {
+      napi_create_int64(env, -n, &result);
+      return result;
     }
     struct sockaddr_nl from;
-    struct iovec iov = {.iov_base = s->scratch, .iov_len = s->scratch_size};
+    struct iovec iov = {.iov_base = data, .iov_len = capacity};
     struct msghdr mh = {.msg_name = &from, .msg_namelen = sizeof from, .msg_iov = &iov, .msg_iovlen = 1};
     if (n >= 0) {
       do {
@@ -363,11 +353,7 @@ napi_value netlink_recv(napi_env env, napi_callback_info info) {
       return NULL;
     }
     if (from.nl_pid != 0) continue;
-    void *copy;
-    if (napi_create_buffer_copy(env, (size_t)n, s->scratch, &copy, &result) != napi_ok) {
-      napi_throw_error(env, "ERR_NAPI", "napi_create_buffer_copy failed");
-      return NULL;
-    }
+    napi_create_int64(env, n, &result);
     return result;
   }
 }

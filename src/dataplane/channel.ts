@@ -33,9 +33,13 @@ import type { NetlinkSocket, NetlinkTransport } from './transport.js';
 const EBADF = 9;
 const ENOBUFS = 105;
 
+/** Messages of a reply not worth a message object (parseDatagram). */
+type Skip = (type: number, datagram: Buffer, payload: number) => boolean;
+
 interface Pending {
   seq: number;
   what: string;
+  skip: Skip | undefined;
   onMessage: (msg: NetlinkMessage) => void;
   resolve: (result: { interrupted: boolean }) => void;
   reject: (err: Error) => void;
@@ -91,8 +95,9 @@ export class RequestChannel {
     what: string,
     build: (seq: number, port: number) => Buffer,
     onMessage: (msg: NetlinkMessage) => void,
+    skip?: Skip,
   ): Promise<{ interrupted: boolean }> {
-    const run = () => this.start(what, build, onMessage);
+    const run = () => this.start(what, build, onMessage, skip);
     const result = this.queue.then(run, run);
     this.queue = result.catch(() => undefined);
     return result;
@@ -102,6 +107,7 @@ export class RequestChannel {
     what: string,
     build: (seq: number, port: number) => Buffer,
     onMessage: (msg: NetlinkMessage) => void,
+    skip: Skip | undefined,
   ): Promise<{ interrupted: boolean }> {
     if (this.closed) return Promise.reject(new NetlinkError(EBADF, what));
     if (this.broken) return Promise.reject(this.broken);
@@ -112,7 +118,7 @@ export class RequestChannel {
         this.finish();
         reject(new NetlinkTimeoutError(`${what}: no answer from the kernel in ${this.timeoutMs} ms`));
       }, this.timeoutMs);
-      this.pending = { seq, what, onMessage, resolve, reject, interrupted: false, timer };
+      this.pending = { seq, what, skip, onMessage, resolve, reject, interrupted: false, timer };
       this.socket.setRef(true);
       try {
         this.socket.send(build(seq, this.socket.portId));
@@ -154,7 +160,7 @@ export class RequestChannel {
       if (datagram === null) return;
       let messages: NetlinkMessage[];
       try {
-        messages = parseDatagram(datagram);
+        messages = parseDatagram(datagram, this.pending?.skip);
       } catch (err) {
         const p = this.finish();
         p?.reject(decodeFailure(p.what, err));

@@ -88,9 +88,32 @@ export interface DecodedError {
   extAck: string | undefined;
 }
 
-/** Splits one datagram into its netlink messages; throws when a length is wrong. */
-export function parseDatagram(datagram: Buffer): NetlinkMessage[] {
-  return structs.parseMessages(datagram);
+/**
+ * Splits one datagram into its netlink messages, each a copy; throws when a length is wrong. `skip`
+ * sees each message's type and payload offset before it is cut out: a dump of a million
+ * routes then costs no object per row it does not want. A message marked
+ * NLM_F_DUMP_INTR is never skipped: the dump's consistency flag must reach the reader.
+ */
+export function parseDatagram(
+  datagram: Buffer,
+  skip?: (type: number, datagram: Buffer, payload: number) => boolean,
+): NetlinkMessage[] {
+  const messages: NetlinkMessage[] = [];
+  for (let at = 0; at < datagram.length;) {
+    const length = datagram.length - at >= NLMSG_HDRLEN ? datagram.readUInt32LE(at) : 0;
+    if (length < NLMSG_HDRLEN || length > datagram.length - at) throw new Error(`Invalid header length (${length})`);
+    const type = datagram.readUInt16LE(at + 4);
+    const flags = datagram.readUInt16LE(at + 6);
+    if (!skip?.(type, datagram, at + NLMSG_HDRLEN) || flags & NLM_F_DUMP_INTR) {
+      const seq = datagram.readUInt32LE(at + 8);
+      const port = datagram.readUInt32LE(at + 12);
+      // A copy: the transport reads the next datagram into the same memory.
+      const data = Buffer.from(datagram.subarray(at + NLMSG_HDRLEN, at + length));
+      messages.push({ type, flags, seq, port, data });
+    }
+    at += (length + 3) & ~3;
+  }
+  return messages;
 }
 
 function encode(type: number, flags: number, seq: number, port: number, payload: Uint8Array[]): Buffer {

@@ -26,6 +26,11 @@ export class PrefixFilter {
     }
   }
 
+  /** Whether a route message of this family and destination length (its first two bytes) may match. */
+  mayMatch(family: number, dstLength: number): boolean {
+    return this.byFamilyAndLength.has((family << 8) | dstLength);
+  }
+
   /** The Cidr.text of the prefix this main-table route message is for, exactly; else undefined. */
   match(payload: Buffer): string | undefined {
     if (payload.length < 12) return undefined;

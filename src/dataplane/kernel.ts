@@ -71,10 +71,11 @@ export class KernelDataplane implements Dataplane {
     build: (seq: number, port: number) => Buffer,
     onMessage: (msg: NetlinkMessage) => void,
     reset: () => void,
+    skip?: (type: number, datagram: Buffer, payload: number) => boolean,
   ): Promise<void> {
     for (let attempt = 1; ; attempt++) {
       reset();
-      const { interrupted } = await this.requests.exchange(what, build, onMessage);
+      const { interrupted } = await this.requests.exchange(what, build, onMessage, skip);
       if (!interrupted) return;
       if (attempt >= MAX_DUMP_ATTEMPTS)
         throw new NetlinkError(EINTR, `${what} (interrupted ${attempt} times in a row)`);
@@ -128,6 +129,7 @@ export class KernelDataplane implements Dataplane {
           if (prefix !== undefined) found.get(prefix)?.push(decodeRoute(msg.data));
         },
         () => mine.forEach((p) => found.set(p.text, [])),
+        (type, d, at) => type === RTM_NEWROUTE && !filter.mayMatch(d[at]!, d[at + 1]!),
       );
     }
     for (const sub of this.subscriptions) for (const [prefix, rows] of found) sub.learnRoutes(prefix, rows);

@@ -17,7 +17,10 @@ export interface NetlinkSocket {
   readonly portId: number;
   /** Sends one datagram to the kernel; throws an errno-shaped Error. */
   send(datagram: Buffer): void;
-  /** One whole datagram, or null when none is queued; throws an errno-shaped Error (ENOBUFS). */
+  /**
+   * One whole datagram, or null when none is queued; throws an errno-shaped Error (ENOBUFS).
+   * It may share its memory with the next datagram: read it before the next recv().
+   */
   recv(): Buffer | null;
   /** Whether the socket keeps the process alive. */
   setRef(ref: boolean): void;
@@ -41,10 +44,18 @@ export const nativeTransport: NetlinkTransport = {
       addon.netlinkClose(handle);
       throw err;
     }
+    // One buffer per socket, reused by every read (native/src/netlink_socket.c, point 7).
+    let buffer = Buffer.allocUnsafe(64 << 10);
     return {
       portId,
       send: (datagram) => void addon.netlinkSend(handle, datagram),
-      recv: () => addon.netlinkRecv(handle),
+      recv() {
+        for (;;) {
+          const n = addon.netlinkRecv(handle, buffer);
+          if (n === null || n >= 0) return n === null ? null : buffer.subarray(0, n);
+          buffer = Buffer.allocUnsafe(-n);
+        }
+      },
       setRef: (ref) => addon.netlinkSetRef(handle, ref),
       close: () => addon.netlinkClose(handle),
     };

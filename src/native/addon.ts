@@ -28,8 +28,12 @@ export interface NativeAddon {
    */
   netlinkOpen(options: NetlinkOpenOptions, onReadable: (status: number, rearm: number) => void): NativeNetlinkHandle;
   netlinkSend(handle: NativeNetlinkHandle, data: Buffer): number;
-  /** One whole datagram from the kernel, or null when nothing is queued; throws ENOBUFS after an overflow. */
-  netlinkRecv(handle: NativeNetlinkHandle): Buffer | null;
+  /**
+   * Reads one whole datagram from the kernel into `into` and returns its length; null when
+   * nothing is queued; -size (nothing read) when it needs a larger buffer. Throws ENOBUFS
+   * after an overflow. A buffer of 32 KiB or more gets dump replies of 32 KiB.
+   */
+  netlinkRecv(handle: NativeNetlinkHandle, into: Buffer): number | null;
   netlinkPortId(handle: NativeNetlinkHandle): number;
   netlinkSetRef(handle: NativeNetlinkHandle, ref: boolean): void;
   netlinkClose(handle: NativeNetlinkHandle): void;
