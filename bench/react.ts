@@ -103,11 +103,24 @@ async function inside(phase: string, volume: string): Promise<void> {
       symlinkSync(path.basename(dir), path.join(volume, '..data_tmp'));
       renameSync(path.join(volume, '..data_tmp'), path.join(volume, '..data'));
     };
+    const socket = path.join(volume, '..', 'run', 'agent.sock');
+    /** Until the agent's status says it has read this desired mode. */
+    const desired = async (mode: string) => {
+      for (let t = 0; t < 200; t++) {
+        const r = spawnSync('curl', ['-s', '-m', '2', '--unix-socket', socket, 'http://localhost/status'], {
+          encoding: 'utf8',
+        });
+        if (new RegExp(`"desiredMode":\\s*"${mode}"`).test(r.stdout)) return;
+        await sleep(10);
+      }
+      throw new Error(`the agent never read desired mode ${mode}`);
+    };
     for (let i = 0; i < RUNS; i++) {
       // Back to shared: the agent never writes a route towards shared mode, ovnkube-node
-      // does (here, the bench); then the timed swap to local.
+      // does (here, the bench), once the agent has read the mode (else it would repair
+      // the change); then the timed swap to local.
       swap(i, 'shared');
-      await sleep(30);
+      await desired('shared');
       const r = spawnSync('ip', ['route', 'replace', '10.96.0.0/16', 'via', SHARED_GW, 'dev', 'br-ex', 'mtu', '1400']);
       if (r.status !== 0) throw new Error(`ip route replace: ${r.stderr}`);
       await sleep(30 + (i % 7) * 10);
@@ -309,7 +322,11 @@ async function main(): Promise<void> {
     ]);
     a = second;
     await waitFor('the local route', () => ns.routes('10.96.0.0/16')[0]?.includes(LOCAL_GW) === true, second.output);
-    Object.assign(result, measure(ns.name, 'reaction', volume));
+    try {
+      Object.assign(result, measure(ns.name, 'reaction', volume));
+    } catch (err) {
+      throw new Error(`${(err as Error).message}\nthe agent's last output:\n${second.output().slice(-3000)}`);
+    }
     process.stdout.write(JSON.stringify(result, null, 2) + '\n');
   } finally {
     if (a) await stop(a.child);

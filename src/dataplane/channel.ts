@@ -17,6 +17,8 @@
 //     native/src/netlink_socket.c) and drain() reads the error from recv(). ENOBUFS
 //     on the subscription is `lost` and reading goes on; on the request socket it
 //     fails the pending request, whose answer may be gone.
+//  5. A request's answer is read right after its send: the kernel has usually queued
+//     it by then; what it has not is read when the socket becomes readable.
 import {
   decodeDone,
   decodeError,
@@ -125,7 +127,12 @@ export class RequestChannel {
       } catch (err) {
         this.finish();
         reject(toNetlinkError(err, `${what} (sendto)`));
+        return;
       }
+      // Guarantee 5: the kernel answers most requests inside the send (an ACK, a dump's
+      // first datagram, and the next ones inside each read): read them now, not one turn
+      // of the event loop later.
+      this.drain();
     });
   }
 

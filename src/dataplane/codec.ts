@@ -18,15 +18,13 @@ const rt = requireModule('netlink/dist/rt/structs.js') as typeof import('netlink
 export const NLMSG_ERROR = 2;
 export const NLMSG_DONE = 3;
 
-export const NLM_F_REQUEST = 0x1;
+const NLM_F_REQUEST = 0x1;
 export const NLM_F_MULTI = 0x2;
-export const NLM_F_ACK = 0x4;
+const NLM_F_ACK = 0x4;
 export const NLM_F_DUMP_INTR = 0x10;
 export const NLM_F_DUMP = 0x300;
 export const NLM_F_REPLACE = 0x100;
-export const NLM_F_EXCL = 0x200;
 export const NLM_F_CREATE = 0x400;
-export const NLM_F_APPEND = 0x800;
 /** In an NLMSG_ERROR header: the original request's payload was left out. */
 const NLM_F_CAPPED = 0x100;
 /** In an NLMSG_ERROR or NLMSG_DONE header: extended-ack attributes follow. */
@@ -46,6 +44,8 @@ export const RTM_GETROUTE = 26;
 export const RTM_NEWNEXTHOP = 104;
 export const RTM_DELNEXTHOP = 105;
 
+/** In a dump request: every family. */
+export const AF_UNSPEC = 0;
 export const AF_INET = 2;
 export const AF_INET6 = 10;
 export const RT_TABLE_MAIN = 254;
@@ -143,8 +143,8 @@ export function encodeAddressDump(seq: number, port: number): Buffer {
 }
 
 /**
- * A route dump of one table and family. With NETLINK_GET_STRICT_CHK on the socket
- * the kernel applies the table filter itself and sends only that table's routes;
+ * A route dump of one table and family (AF_UNSPEC: all). With NETLINK_GET_STRICT_CHK on
+ * the socket the kernel applies the table filter itself and sends only that table's routes;
  * the kernel never filters a dump by destination, so callers pick their prefixes
  * out of the raw bytes (PrefixFilter) and decode only those.
  */

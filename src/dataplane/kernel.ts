@@ -2,8 +2,8 @@
 //
 // What routes() answers: every main-table route whose destination is exactly the
 // prefix, whatever its metric, type or protocol: the kernel's own rows, decoded field by
-// field. One strict-check dump per family and call (the kernel applies the table filter,
-// never a destination filter); rows are matched on family, length and RTA_DST from the
+// field. One strict-check dump of both families per call (the kernel applies the table
+// filter, never a destination filter); rows are matched on family, length and RTA_DST from the
 // raw bytes (PrefixFilter, convert.ts) and only matches are decoded. Nothing is cached:
 // a notification only wakes a pass (subscription.ts), and the pass reads the kernel, so
 // no notification is ever replayed, merged or lost into a stale answer.
@@ -24,6 +24,7 @@ import { RequestChannel } from './channel.js';
 import {
   decodeAddress,
   decodeLink,
+  AF_UNSPEC,
   decodeRoute,
   encodeAddressDump,
   encodeLinkDump,
@@ -117,18 +118,16 @@ export class KernelDataplane implements Dataplane {
   async routes(prefixes: Cidr[], links: Link[]): Promise<Map<string, Route[]>> {
     const unique = [...new Map(prefixes.map((p) => [p.text, p])).values()];
     const found = new Map<string, DecodedRoute[]>(unique.map((p) => [p.text, []]));
-    for (const family of [4, 6] as const) {
-      const mine = unique.filter((p) => p.family === family);
-      if (mine.length === 0) continue;
-      const filter = new PrefixFilter(mine);
+    const filter = new PrefixFilter(unique);
+    if (unique.length > 0) {
       await this.dump(
-        `dump main-table IPv${family} routes for ${mine.map((p) => p.text).join(', ')}`,
-        (seq, port) => encodeRouteDump(seq, port, afOf(family), RT_TABLE_MAIN),
+        `dump main-table routes for ${unique.map((p) => p.text).join(', ')}`,
+        (seq, port) => encodeRouteDump(seq, port, AF_UNSPEC, RT_TABLE_MAIN),
         (msg) => {
           const prefix = msg.type === RTM_NEWROUTE ? filter.match(msg.data) : undefined;
           if (prefix !== undefined) found.get(prefix)?.push(decodeRoute(msg.data));
         },
-        () => mine.forEach((p) => found.set(p.text, [])),
+        () => unique.forEach((p) => found.set(p.text, [])),
         (type, d, at) => type === RTM_NEWROUTE && !filter.mayMatch(d[at]!, d[at + 1]!),
       );
     }

@@ -76,10 +76,6 @@ export class WatchedSubscription implements Subscription {
     );
   }
 
-  watches(prefix: string): boolean {
-    return this.families.has(prefix);
-  }
-
   learnLinks(links: Link[]): void {
     for (const link of links) if (this.linkNames.has(link.name)) this.watchedIndexes.set(link.index, link.name);
   }

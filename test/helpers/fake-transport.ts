@@ -294,9 +294,11 @@ export class FakeKernel implements NetlinkTransport {
           return [encodeDone(msg.seq, port, EINVAL, 'Invalid values in header for FIB dump request')];
         }
         const request = decodeRoute(msg.data);
-        const family: Family = request.family === AF_INET ? 4 : 6;
+        // AF_UNSPEC (0) asks for every family.
+        const family: Family | undefined =
+          request.family === AF_INET ? 4 : request.family === AF_INET6 ? 6 : undefined;
         const rows = this.routes
-          .filter((r) => familyOf(r.prefix) === family && r.table === request.table)
+          .filter((r) => (family === undefined || familyOf(r.prefix) === family) && r.table === request.table)
           .map((r) => ({ ...r }));
         return this.dump(
           msg,
