@@ -6,7 +6,8 @@
 // switches summed over /proc/PID/task/*/status: every thread that slept and woke).
 // Twice: after start, and after REQUESTS `GET /status` over the socket (keep-alive
 // connections closed by the client). Beside it, in the same run: `node` idling on a
-// timer (`setInterval(() => {}, 3600000)`), the floor of a Node.js process at rest.
+// timer (`setInterval(() => {}, 3600000)`), the floor of a Node.js process at rest. Then
+// the VmRSS of both (idle RSS).
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
@@ -125,9 +126,18 @@ try {
   keepAlive.destroy();
   await sleep(1000);
   const afterRequests = await over(pidOf(agent), SECONDS);
+  // Idle RSS: the agent's resident memory at the end, beside a node process idling on a timer.
+  const vmRssMb = (pid: number) =>
+    Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024;
+  const rss = { agentMb: vmRssMb(pidOf(agent)), nodeOnATimerMb: vmRssMb(pidOf(floor)) };
   console.log(
     JSON.stringify(
-      { agentQuiet: quiet, agentAfterRequests: { requests: REQUESTS, ...afterRequests }, nodeIdlingOnATimer: node },
+      {
+        agentQuiet: quiet,
+        agentAfterRequests: { requests: REQUESTS, ...afterRequests },
+        nodeIdlingOnATimer: node,
+        rss,
+      },
       null,
       2,
     ),

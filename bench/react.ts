@@ -3,8 +3,9 @@
 // (RUNS=100 by default; AGENT_ROOT and AGENT_NODE_OPTIONS below). COMPARE_FLAGS='--max-semi-space-size=1
 // --v8-pool-size=1': the whole bench twice, one after the other, the agent without and then with
 // those flags (AGENT_NODE_OPTIONS), printed together.
-//  - reaction: a ConfigMap-style `..data` swap (the rename of kubelet's atomic writer)
-//    until the kernel holds the service route of the new mode; the agent runs with
+//  - reaction: a ConfigMap-style `..data` swap to local (the rename of kubelet's atomic
+//    writer) until the kernel holds the local-mode service route; before each, a swap to
+//    shared and the br-ex route put back as ovnkube-node would; the agent runs with
 //    `--ovnkube-mode-check off --restart none`, so that every swap is a migration;
 //  - repair: an outside replace of a service route until the agent has put it back,
 //    each run on a CIDR not yet fought over (RUNS CIDRs 10.97.N.0/24, already in local
@@ -47,14 +48,14 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Route notifications of the namespace, as (prefix, gateway) with the time they were read. */
 async function routeWatcher() {
-  const { addon } = await import('../src/native/addon.js');
+  const { nativeTransport } = await import('../src/dataplane/transport.js');
   const { parseDatagram, decodeRoute, RTM_NEWROUTE, RTNLGRP_IPV4_ROUTE } = await import('../src/dataplane/codec.js');
   const { addressFromBytes } = await import('../src/net/cidr.js');
   // Every notification is kept: the agent's answer may come in the same read as the change it answers.
   const seen = new Map<string, number[]>();
   let waiter: { key: string; after: number; resolve: (t: number) => void } | undefined;
-  const handle = addon.netlinkOpen({ groups: [RTNLGRP_IPV4_ROUTE], rcvbuf: 8 << 20 }, () => {
-    for (let d = addon.netlinkRecv(handle); d !== null; d = addon.netlinkRecv(handle)) {
+  const socket = nativeTransport.open({ groups: [RTNLGRP_IPV4_ROUTE], rcvbuf: 8 << 20 }, () => {
+    for (let d = socket.recv(); d !== null; d = socket.recv()) {
       const t = performance.now();
       for (const msg of parseDatagram(d)) {
         if (msg.type !== RTM_NEWROUTE) continue;
@@ -81,7 +82,7 @@ async function routeWatcher() {
         waiter = { key, after, resolve: (t) => (clearTimeout(timer), resolve(t)) };
       });
     },
-    close: () => addon.netlinkClose(handle),
+    close: () => socket.close(),
   };
 }
 
@@ -95,20 +96,40 @@ async function inside(phase: string, volume: string): Promise<void> {
     const inotify = watch(volume, () => seen());
     const reaction: number[] = [];
     const notified: number[] = [];
-    let mode = 'local';
-    for (let i = 0; i < RUNS; i++) {
-      mode = mode === 'local' ? 'shared' : 'local';
-      const dir = path.join(volume, `..bench_${i}`);
+    const swap = (i: number, mode: string) => {
+      const dir = path.join(volume, `..bench_${i}_${mode}`);
       mkdirSync(dir);
       writeFileSync(path.join(dir, 'mode'), mode);
       symlinkSync(path.basename(dir), path.join(volume, '..data_tmp'));
-      const kernel = routes.next('10.96.0.0/16', mode === 'local' ? LOCAL_GW : SHARED_GW, `swap ${i} to ${mode}`);
+      renameSync(path.join(volume, '..data_tmp'), path.join(volume, '..data'));
+    };
+    const socket = path.join(volume, '..', 'run', 'agent.sock');
+    /** Until the agent's status says it has read this desired mode. */
+    const desired = async (mode: string) => {
+      for (let t = 0; t < 200; t++) {
+        const r = spawnSync('curl', ['-s', '-m', '2', '--unix-socket', socket, 'http://localhost/status'], {
+          encoding: 'utf8',
+        });
+        if (new RegExp(`"desiredMode":\\s*"${mode}"`).test(r.stdout)) return;
+        await sleep(10);
+      }
+      throw new Error(`the agent never read desired mode ${mode}`);
+    };
+    for (let i = 0; i < RUNS; i++) {
+      // Back to shared: the agent never writes a route towards shared mode, ovnkube-node
+      // does (here, the bench), once the agent has read the mode (else it would repair
+      // the change); then the timed swap to local.
+      swap(i, 'shared');
+      await desired('shared');
+      const r = spawnSync('ip', ['route', 'replace', '10.96.0.0/16', 'via', SHARED_GW, 'dev', 'br-ex', 'mtu', '1400']);
+      if (r.status !== 0) throw new Error(`ip route replace: ${r.stderr}`);
+      await sleep(30 + (i % 7) * 10);
+      const kernel = routes.next('10.96.0.0/16', LOCAL_GW, `swap ${i} to local`);
       const fsEvent = new Promise<number>((r) => (seen = () => r(performance.now())));
       const t0 = performance.now();
-      renameSync(path.join(volume, '..data_tmp'), path.join(volume, '..data'));
+      swap(i, 'local');
       notified.push((await fsEvent) - t0);
       reaction.push((await kernel) - t0);
-      await sleep(50 + (i % 7) * 10);
     }
     inotify.close();
     out.reaction = summary(reaction);
@@ -243,6 +264,9 @@ async function main(): Promise<void> {
       '1400',
       '--settle',
       '0',
+      // The demo node is no RHCOS host: the operator states its layout.
+      '--layout',
+      'legacy',
     ];
     const first = agent(ns.name, [
       ...common,
@@ -298,7 +322,11 @@ async function main(): Promise<void> {
     ]);
     a = second;
     await waitFor('the local route', () => ns.routes('10.96.0.0/16')[0]?.includes(LOCAL_GW) === true, second.output);
-    Object.assign(result, measure(ns.name, 'reaction', volume));
+    try {
+      Object.assign(result, measure(ns.name, 'reaction', volume));
+    } catch (err) {
+      throw new Error(`${(err as Error).message}\nthe agent's last output:\n${second.output().slice(-3000)}`);
+    }
     process.stdout.write(JSON.stringify(result, null, 2) + '\n');
   } finally {
     if (a) await stop(a.child);

@@ -1,22 +1,22 @@
 // Benchmark: the agent on a main table of 1,000,000 routes (issue 12, item 5). Run as
-// root: `npm run bench:scale` (ROUTES=1000000, CHURN=100000, PASSES=200, REPAIRS=20).
+// root: `npm run bench:scale` (ROUTES=1000000, CHURN=100000, PASSES=20, REPAIRS=20).
 // A throwaway namespace with the seed's node and ROUTES unrelated /32 routes (ip -batch).
 //  1. A full reconcile pass in process: the owner loop (src/agent/agent.ts) with the
 //     real kernel dataplane, /proc probe and journal, a pass forced by settle()
-//     (reads the mode file, observes, plans, decides): the first (which seeds the route
-//     cache with one dump), then the median of PASSES. Beside it: `ip route show table
+//     (reads the mode file, observes, plans, decides; each one dump of the table): the
+//     first, then the median of PASSES. Beside it: `ip route show table
 //     main exact 10.96.0.0/16` as a whole process, on the same table.
 //  2. Churn: the real agent converged (local); REPAIRS outside changes of a service
 //     route, each on a CIDR not yet fought over (CIDRS extra service CIDRs 10.97.N.0/24,
 //     in local shape), each timed to its repair from this process's route notifications,
 //     first on the quiet table, then while `ip -batch` replaces CHURN unrelated routes,
 //     each by another next hop (the real changes are counted from their notifications);
-//     how many times the agent lost notifications meanwhile (each costs a re-dump) and
+//     how many times the agent lost notifications meanwhile (each costs a full pass) and
 //     its failed passes (their log lines: a failed pass is retried after a backoff);
 //     its subscription socket's fill (the most bytes queued, sampled every 10 ms from
 //     /proc/PID/net/netlink: a lower bound) and the notifications the kernel dropped on
 //     it (Drops, the kernel's own count);
-//     the agent's VmRSS once converged (after its seeding dump) and after the churn.
+//     the agent's VmRSS once converged and after the churn.
 // COMPARE_FLAGS='--max-semi-space-size=1 --v8-pool-size=1' (Node or V8 flags) runs 1 and 2
 // twice on the same table, without and then with those flags (the in-process passes'
 // process and the agent alike), so that the flags' cost is read from one run.
@@ -36,7 +36,7 @@ import { rhcosOsRelease } from '../src/demo/os-release.js';
 
 const ROUTES = Number(process.env.ROUTES ?? 1_000_000);
 const CHURN = Number(process.env.CHURN ?? 100_000);
-const PASSES = Number(process.env.PASSES ?? 200);
+const PASSES = Number(process.env.PASSES ?? 20);
 const REPAIRS = Number(process.env.REPAIRS ?? 20);
 const CIDRS = REPAIRS + 80;
 const COMPARE_FLAGS = (process.env.COMPARE_FLAGS ?? '').split(' ').filter(Boolean);
@@ -126,7 +126,7 @@ async function passes(dir: string): Promise<void> {
 
 /** Inside the namespace: repairs of the service route, quiet then under churn. */
 async function repairs(ns: string, round: number): Promise<void> {
-  const { addon } = await import('../src/native/addon.js');
+  const { nativeTransport } = await import('../src/dataplane/transport.js');
   const { parseDatagram, decodeRoute, RTM_NEWROUTE, RTNLGRP_IPV4_ROUTE } = await import('../src/dataplane/codec.js');
   const { addressFromBytes } = await import('../src/net/cidr.js');
   const { KernelDataplane } = await import('../src/dataplane/kernel.js');
@@ -141,7 +141,7 @@ async function repairs(ns: string, round: number): Promise<void> {
     for (;;) {
       let d: Buffer | null;
       try {
-        d = addon.netlinkRecv(handle);
+        d = socket.recv();
       } catch {
         benchLost++;
         continue; // The service route's messages may be lost too: the waiter's timeout tells.
@@ -164,7 +164,7 @@ async function repairs(ns: string, round: number): Promise<void> {
       }
     }
   };
-  const handle = addon.netlinkOpen({ groups: [RTNLGRP_IPV4_ROUTE], rcvbuf: 256 << 20 }, drain);
+  const socket = nativeTransport.open({ groups: [RTNLGRP_IPV4_ROUTE], rcvbuf: 256 << 20 }, drain);
   const next = (prefix: string, gateway: string, after = performance.now()) => {
     const key = `${prefix} via ${gateway}`;
     const already = (seen.get(key) ?? []).find((t) => t >= after);
@@ -226,7 +226,7 @@ async function repairs(ns: string, round: number): Promise<void> {
   const churnMs = (await churnDone) - t0;
   // The kernel queued every notification before ip exited: read what is left.
   drain();
-  addon.netlinkClose(handle);
+  socket.close();
   dp.close();
   process.stdout.write(
     JSON.stringify({
@@ -340,6 +340,8 @@ async function main(): Promise<void> {
           '1400',
           '--settle',
           '0',
+          '--layout',
+          'legacy',
           '--restart',
           'signal',
           '--socket',

@@ -14,8 +14,6 @@ static napi_value init(napi_env env, napi_value exports) {
       {"netlinkOpen", NULL, netlink_open, NULL, NULL, NULL, napi_enumerable, NULL},
       {"netlinkSend", NULL, netlink_send, NULL, NULL, NULL, napi_enumerable, NULL},
       {"netlinkRecv", NULL, netlink_recv, NULL, NULL, NULL, napi_enumerable, NULL},
-      {"netlinkSetRouteFilter", NULL, netlink_set_route_filter, NULL, NULL, NULL, napi_enumerable, NULL},
-      {"netlinkAttachFilter", NULL, netlink_attach_filter, NULL, NULL, NULL, napi_enumerable, NULL},
       {"netlinkPortId", NULL, netlink_port_id, NULL, NULL, NULL, napi_enumerable, NULL},
       {"netlinkSetRef", NULL, netlink_set_ref, NULL, NULL, NULL, napi_enumerable, NULL},
       {"netlinkClose", NULL, netlink_close, NULL, NULL, NULL, napi_enumerable, NULL},

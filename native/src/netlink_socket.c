@@ -6,17 +6,15 @@
  * NETLINK_EXT_ACK, and its errors carry no errno. Here:
  *  1. The socket is non-blocking; libuv tells JavaScript when it is readable and
  *     JavaScript drains it with recv() until recv() returns null.
- *  2. recv() returns the messages of one whole datagram: it peeks at the datagram's
- *     real length (MSG_PEEK|MSG_TRUNC) and reads it whole, so a datagram is never cut
- *     (a truncated read is still reported, EMSGSIZE). With a route filter (point 8)
- *     the Buffer holds what the filter left of that datagram; a datagram the filter
- *     leaves empty, or one not sent by the kernel (point 4), is read and skipped, and
- *     the next one read, within the same call.
+ *  2. recv() returns one whole datagram: it peeks at the datagram's real length
+ *     (MSG_PEEK|MSG_TRUNC) and reads it whole, so a datagram is never cut (a truncated
+ *     read is still reported, EMSGSIZE). EINTR is retried; EAGAIN is "nothing queued".
  *  3. ENOBUFS ("the kernel dropped notifications for this socket") is thrown as an
  *     ordinary Error with code 'ENOBUFS'; the socket stays usable. Callers treat it
  *     as "resync", never as fatal.
- *  4. Datagrams not sent by the kernel (nl_pid != 0) are dropped: any local process
- *     may unicast to our port id, and only the kernel speaks for the routing table.
+ *  4. Datagrams not sent by the kernel (nl_pid != 0) are skipped, and the next one read
+ *     within the same call: any local process may unicast to our port id, and only the
+ *     kernel speaks for the routing table.
  *  5. Polling survives a socket error. An overflow sets the socket's error, poll()
  *     reports POLLERR, and libuv then stops the handle for good and calls back with
  *     a negative status (UV_EBADF). Left alone, no event would ever be read again.
@@ -27,40 +25,18 @@
  *     or the negative libuv error when polling could not be started again.
  *  6. errno is saved right after the call that failed, before any other call
  *     (N-API, close) can overwrite it.
- *  7. Reads go through a per-socket buffer of SCRATCH_SIZE bytes (the datagram is then
- *     copied into a Buffer of its own length): a recvmsg() that offers 32 KiB or more
- *     makes the kernel build dump replies of 32 KiB instead of one page, as `ip` does,
- *     so a dump of a large table takes fewer datagrams (up to the ratio of the sizes,
- *     eight; the count was not measured). A datagram
- *     longer than the buffer (possible in a link dump) is read into one of its size.
- *  8. setRouteFilter(handle, filter) drops, in C, route messages (RTM_NEWROUTE,
- *     RTM_DELROUTE) that cannot be one of the filter's prefixes in its table, read from
- *     the raw header only: family and destination length, the RTA_DST bytes, and the
- *     table (RTA_TABLE, else rtm_table). Everything else is passed on untouched: other
- *     message types (DONE, ERROR, links, addresses), a message marked NLM_F_DUMP_INTR
- *     (the dump's consistency flag must reach the reader), and a message whose header
- *     does not parse, or whose attributes do not when its family and destination length
- *     are a prefix's (the reader reports it; one of another length it ignores unread, as
- *     the filter does: those two header bytes are checked first). A datagram left empty is not
- *     returned; the next one is read. The reader still checks every message it gets:
- *     the filter only spares it the messages it would drop anyway, which on a table of
- *     1,000,000 routes is nearly all of a dump.
- *  9. attachFilter(handle, program) attaches a classic BPF program (SO_ATTACH_FILTER)
- *     that the kernel runs before it queues a datagram on the socket; null detaches it.
- *     The program is built and explained in src/dataplane/socket-filter.ts; here it is
- *     only handed over (an array of struct sock_filter, 8 bytes each). The kernel
- *     checks it and refuses one that is not valid (EINVAL), leaving the one in force.
+ *  7. recv() reads into the caller's buffer, which JavaScript keeps per socket: a
+ *     recvmsg() that offers 32 KiB or more makes the kernel build dump replies of 32 KiB
+ *     instead of one page, as `ip` does, so a dump of a large table takes fewer
+ *     datagrams, and no datagram costs an allocation.
  */
 #include "netlink_socket.h"
 
 #include <errno.h>
-#include <linux/filter.h>
 #include <linux/netlink.h>
-#include <linux/rtnetlink.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
-#include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
 #include <uv.h>
@@ -77,26 +53,8 @@
 #define NETLINK_GET_STRICT_CHK 12
 #endif
 
-/* Point 7: at least 32 KiB, the kernel's cap on a dump reply it sizes from our reads. */
-#define SCRATCH_SIZE (64 * 1024)
-
-/* Point 8: one prefix of a route filter. */
-typedef struct {
-  uint8_t family;
-  uint8_t dst_len;
-  uint8_t dst[16];
-} route_prefix;
-
-typedef struct {
-  uint32_t table;
-  uint32_t count;
-  route_prefix *prefixes;
-} route_filter;
-
 typedef struct {
   int fd;
-  unsigned char *scratch;
-  route_filter filter;
   bool closed;     /* close() was called: fd is being or has been released */
   bool finalized;  /* the JavaScript object is gone */
   bool polling;
@@ -106,18 +64,12 @@ typedef struct {
   napi_async_context async_context;
 } nl_socket;
 
-static void free_socket(nl_socket *s) {
-  free(s->scratch);
-  free(s->filter.prefixes);
-  free(s);
-}
-
 static void on_poll_closed(uv_handle_t *handle) {
   nl_socket *s = handle->data;
   close(s->fd);
   s->fd = -1;
   s->polling = false;
-  if (s->finalized) free_socket(s);
+  if (s->finalized) free(s);
 }
 
 static void release(nl_socket *s) {
@@ -148,7 +100,7 @@ static void finalize(napi_env env, void *data, void *hint) {
   bool close_pending = s->polling;
   release(s);
   /* With a poll handle, on_poll_closed frees once libuv is done with it. */
-  if (!close_pending) free_socket(s);
+  if (!close_pending) free(s);
 }
 
 static void on_poll(uv_poll_t *handle, int status, int events) {
@@ -356,96 +308,39 @@ napi_value netlink_send(napi_env env, napi_callback_info info) {
   return result;
 }
 
-/* Point 8: whether a route message (its payload: rtmsg, then attributes) may be one
- * of the filter's prefixes in its table. Anything that does not parse: kept. */
-static bool route_may_match(const route_filter *f, const unsigned char *payload, size_t len) {
-  if (len < sizeof(struct rtmsg)) return true;
-  const struct rtmsg *rtm = (const struct rtmsg *)payload;
-  /* First what the header alone tells: no prefix of this family and length, no match,
-   * whatever the attributes say (the reader matches on the same two bytes). On a dump of
-   * a million routes of other lengths this is all the work done per message. */
-  bool pair = false;
-  for (uint32_t i = 0; i < f->count && !pair; i++)
-    pair = f->prefixes[i].family == rtm->rtm_family && f->prefixes[i].dst_len == rtm->rtm_dst_len;
-  if (!pair) return false;
-  uint32_t table = rtm->rtm_table;
-  const unsigned char *dst = NULL;
-  size_t dst_len_bytes = 0;
-  size_t offset = NLMSG_ALIGN(sizeof(struct rtmsg));
-  while (offset + sizeof(struct rtattr) <= len) {
-    const struct rtattr *rta = (const struct rtattr *)(payload + offset);
-    if (rta->rta_len < sizeof(struct rtattr) || offset + rta->rta_len > len) return true;
-    size_t data_len = rta->rta_len - sizeof(struct rtattr);
-    const unsigned char *data = payload + offset + sizeof(struct rtattr);
-    unsigned short type = rta->rta_type & NLA_TYPE_MASK;
-    if (type == RTA_TABLE) {
-      if (data_len < 4) return true;
-      memcpy(&table, data, 4);
-    } else if (type == RTA_DST) {
-      dst = data;
-      dst_len_bytes = data_len;
-    }
-    offset += RTA_ALIGN(rta->rta_len);
-  }
-  if (table != f->table) return false;
-  for (uint32_t i = 0; i < f->count; i++) {
-    const route_prefix *p = &f->prefixes[i];
-    if (p->family != rtm->rtm_family || p->dst_len != rtm->rtm_dst_len) continue;
-    /* A default route carries no RTA_DST; any other, the address of its family. */
-    if (p->dst_len == 0) {
-      if (dst == NULL) return true;
-      continue;
-    }
-    size_t bytes = p->family == AF_INET ? 4 : 16;
-    if (dst != NULL && dst_len_bytes == bytes && memcmp(dst, p->dst, bytes) == 0) return true;
-  }
-  return false;
-}
-
-/* Point 8: drops the filtered-out route messages of a datagram in place; returns the
- * length left. A datagram whose message lengths do not parse is left whole. */
-static size_t filter_datagram(const route_filter *f, unsigned char *data, size_t len) {
-  size_t offset = 0;
-  while (offset < len) {
-    if (len - offset < sizeof(struct nlmsghdr)) return len;
-    const struct nlmsghdr *h = (const struct nlmsghdr *)(data + offset);
-    if (h->nlmsg_len < sizeof(struct nlmsghdr) || h->nlmsg_len > len - offset) return len;
-    offset += NLMSG_ALIGN(h->nlmsg_len) < len - offset ? NLMSG_ALIGN(h->nlmsg_len) : len - offset;
-  }
-  size_t out = 0;
-  offset = 0;
-  while (offset < len) {
-    const struct nlmsghdr *h = (const struct nlmsghdr *)(data + offset);
-    size_t step = NLMSG_ALIGN(h->nlmsg_len) < len - offset ? NLMSG_ALIGN(h->nlmsg_len) : len - offset;
-    bool route = h->nlmsg_type == RTM_NEWROUTE || h->nlmsg_type == RTM_DELROUTE;
-    bool keep = !route || (h->nlmsg_flags & NLM_F_DUMP_INTR) ||
-                route_may_match(f, data + offset + NLMSG_HDRLEN, h->nlmsg_len - NLMSG_HDRLEN);
-    if (keep) {
-      if (out != offset) memmove(data + out, data + offset, step);
-      out += step;
-    }
-    offset += step;
-  }
-  return out;
-}
-
-/* recv(handle): one whole datagram from the kernel as a Buffer, or null when
- * nothing is queued. Throws ENOBUFS when the kernel dropped messages. */
+/* recv(handle, buffer): reads one whole datagram from the kernel into buffer and returns
+ * its length; null when nothing is queued; -size, reading nothing, when the datagram is
+ * longer than buffer (call again with one of that size). Throws ENOBUFS when the kernel
+ * dropped messages (point 3). */
 napi_value netlink_recv(napi_env env, napi_callback_info info) {
-  size_t argc = 1;
-  napi_value argv[1], result;
+  size_t argc = 2;
+  napi_value argv[2], result;
   nl_socket *s = socket_call(env, info, &argc, argv);
   if (s == NULL) return NULL;
-  if (s->scratch == NULL && (s->scratch = malloc(SCRATCH_SIZE)) == NULL) {
-    throw_errno(env, ENOMEM, "malloc");
+  void *data;
+  size_t capacity;
+  if (napi_get_buffer_info(env, argv[1], &data, &capacity) != napi_ok) {
+    throw_type_error(env, "recv(handle, buffer) expects a Buffer");
     return NULL;
   }
   for (;;) {
-    ssize_t size;
+    ssize_t n;
     do {
-      size = recv(s->fd, NULL, 0, MSG_PEEK | MSG_TRUNC | MSG_DONTWAIT);
-    } while (size < 0 && errno == EINTR);
-    if (size < 0) {
+      n = recv(s->fd, NULL, 0, MSG_PEEK | MSG_TRUNC | MSG_DONTWAIT);
+    } while (n < 0 && errno == EINTR);
+    if (n >= 0 && (size_t)n > capacity) {
+      napi_create_int64(env, -n, &result);
+      return result;
+    }
+    struct sockaddr_nl from;
+    struct iovec iov = {.iov_base = data, .iov_len = capacity};
+    struct msghdr mh = {.msg_name = &from, .msg_namelen = sizeof from, .msg_iov = &iov, .msg_iovlen = 1};
+    if (n >= 0) {
+      do {
+        n = recvmsg(s->fd, &mh, MSG_DONTWAIT);
+      } while (n < 0 && errno == EINTR);
+    }
+    if (n < 0) {
       if (errno == EAGAIN || errno == EWOULDBLOCK) {
         napi_get_null(env, &result);
         return result;
@@ -453,109 +348,14 @@ napi_value netlink_recv(napi_env env, napi_callback_info info) {
       throw_errno(env, errno, "recvmsg");
       return NULL;
     }
-    /* Point 7: the whole scratch buffer is offered, whatever the datagram's size. */
-    bool big = (size_t)size > SCRATCH_SIZE;
-    unsigned char *data = big ? malloc((size_t)size) : s->scratch;
-    if (data == NULL) {
-      throw_errno(env, ENOMEM, "malloc");
-      return NULL;
-    }
-    struct sockaddr_nl from;
-    struct iovec iov = {.iov_base = data, .iov_len = big ? (size_t)size : SCRATCH_SIZE};
-    struct msghdr mh = {.msg_name = &from, .msg_namelen = sizeof from, .msg_iov = &iov, .msg_iovlen = 1};
-    ssize_t n;
-    do {
-      n = recvmsg(s->fd, &mh, MSG_DONTWAIT);
-    } while (n < 0 && errno == EINTR);
-    if (n < 0) {
-      int err = errno;
-      if (big) free(data);
-      if (err == EAGAIN || err == EWOULDBLOCK) {
-        napi_get_null(env, &result);
-        return result;
-      }
-      throw_errno(env, err, "recvmsg");
-      return NULL;
-    }
     if (mh.msg_flags & MSG_TRUNC) {
-      if (big) free(data);
       throw_errno(env, EMSGSIZE, "recvmsg");
       return NULL;
     }
-    if (from.nl_pid != 0) {
-      if (big) free(data);
-      continue;
-    }
-    size_t kept = s->filter.prefixes != NULL ? filter_datagram(&s->filter, data, (size_t)n) : (size_t)n;
-    if (kept == 0) {
-      if (big) free(data);
-      continue;
-    }
-    void *copy;
-    napi_status st = napi_create_buffer_copy(env, kept, data, &copy, &result);
-    if (big) free(data);
-    if (st != napi_ok) {
-      napi_throw_error(env, "ERR_NAPI", "napi_create_buffer_copy failed");
-      return NULL;
-    }
+    if (from.nl_pid != 0) continue;
+    napi_create_int64(env, n, &result);
     return result;
   }
-}
-
-/* The calls that take (handle, Buffer | null): the socket, and the second argument in
- * *arg, or NULL in *arg when it is null or undefined. NULL when the handle is not a socket
- * (an exception is pending). */
-static nl_socket *socket_and_optional(napi_env env, napi_callback_info info, napi_value *arg) {
-  size_t argc = 2;
-  napi_value argv[2];
-  nl_socket *s = socket_call(env, info, &argc, argv);
-  if (s == NULL) return NULL;
-  napi_valuetype t = napi_undefined;
-  napi_typeof(env, argv[1], &t);
-  *arg = t == napi_null || t == napi_undefined ? NULL : argv[1];
-  return s;
-}
-
-/* setRouteFilter(handle, filter | null): point 8. The filter is a Buffer: u32 table,
- * u32 count, then count entries of 20 bytes (u8 family, u8 dst_len, 2 bytes of padding,
- * 16 bytes of destination, the address first), all in host byte order but the address. */
-napi_value netlink_set_route_filter(napi_env env, napi_callback_info info) {
-  napi_value arg;
-  nl_socket *s = socket_and_optional(env, info, &arg);
-  if (s == NULL) return NULL;
-  if (arg == NULL) {
-    free(s->filter.prefixes);
-    s->filter = (route_filter){0};
-    return NULL;
-  }
-  /* A filter that is refused leaves the one in force as it was. */
-  unsigned char *data;
-  size_t length;
-  if (napi_get_buffer_info(env, arg, (void **)&data, &length) != napi_ok || length < 8) {
-    throw_type_error(env, "setRouteFilter(handle, filter) expects a Buffer or null");
-    return NULL;
-  }
-  uint32_t table, count;
-  memcpy(&table, data, 4);
-  memcpy(&count, data + 4, 4);
-  if (count == 0 || length != 8 + (size_t)count * 20) {
-    throw_type_error(env, "setRouteFilter: malformed filter");
-    return NULL;
-  }
-  route_prefix *prefixes = calloc(count, sizeof *prefixes);
-  if (prefixes == NULL) {
-    throw_errno(env, ENOMEM, "calloc");
-    return NULL;
-  }
-  for (uint32_t i = 0; i < count; i++) {
-    const unsigned char *e = data + 8 + (size_t)i * 20;
-    prefixes[i].family = e[0];
-    prefixes[i].dst_len = e[1];
-    memcpy(prefixes[i].dst, e + 4, 16);
-  }
-  free(s->filter.prefixes);
-  s->filter = (route_filter){.table = table, .count = count, .prefixes = prefixes};
-  return NULL;
 }
 
 /* portId(handle): the port id the kernel assigned at bind. */
@@ -602,39 +402,5 @@ napi_value netlink_close(napi_env env, napi_callback_info info) {
     return NULL;
   }
   release(s);
-  return NULL;
-}
-
-/* attachFilter(handle, program | null): point 9. */
-napi_value netlink_attach_filter(napi_env env, napi_callback_info info) {
-  napi_value arg;
-  nl_socket *s = socket_and_optional(env, info, &arg);
-  if (s == NULL) return NULL;
-  if (arg == NULL) {
-    int unused = 0;
-    /* ENOENT: no filter was attached, which is what was asked. */
-    if (setsockopt(s->fd, SOL_SOCKET, SO_DETACH_FILTER, &unused, sizeof unused) < 0 && errno != ENOENT)
-      throw_errno(env, errno, "setsockopt(SO_DETACH_FILTER)");
-    return NULL;
-  }
-  unsigned char *data;
-  size_t length;
-  if (napi_get_buffer_info(env, arg, (void **)&data, &length) != napi_ok || length == 0 ||
-      length % sizeof(struct sock_filter) != 0 || length / sizeof(struct sock_filter) > BPF_MAXINSNS) {
-    throw_type_error(env, "attachFilter(handle, program) expects a Buffer of sock_filter instructions, or null");
-    return NULL;
-  }
-  /* The Buffer's bytes may not be aligned for struct sock_filter: copied. */
-  struct sock_filter *insns = malloc(length);
-  if (insns == NULL) {
-    throw_errno(env, ENOMEM, "malloc");
-    return NULL;
-  }
-  memcpy(insns, data, length);
-  struct sock_fprog program = {.len = (unsigned short)(length / sizeof(struct sock_filter)), .filter = insns};
-  int rc = setsockopt(s->fd, SOL_SOCKET, SO_ATTACH_FILTER, &program, sizeof program);
-  int err = errno;
-  free(insns);
-  if (rc < 0) throw_errno(env, err, "setsockopt(SO_ATTACH_FILTER)");
   return NULL;
 }

@@ -140,13 +140,6 @@ export class Inputs {
       this.deps.wake('netlink notifications lost');
       return;
     }
-    if (e.kind === 'unfiltered') {
-      log.warn(
-        { err: e.error },
-        'netlink: the kernel-side notification filter was not attached: changes of other routes take room in the receive buffer, and a burst of them can force a full resync',
-      );
-      return;
-    }
     if (e.kind === 'route' && e.op === 'new') {
       const expected = this.echoes.get(e.prefix);
       if (expected !== undefined && this.deps.clock.now() > expected.until) this.echoes.delete(e.prefix);

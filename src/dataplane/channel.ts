@@ -17,17 +17,8 @@
 //     native/src/netlink_socket.c) and drain() reads the error from recv(). ENOBUFS
 //     on the subscription is `lost` and reading goes on; on the request socket it
 //     fails the pending request, whose answer may be gone.
-//  5. drain() of a subscription may be called at any time (KernelDataplane does, so
-//     that a notification the kernel queued before an ACK or before an outside
-//     command returned is applied before it reads its cache); a nested call, from
-//     inside a notification handler, returns at once so messages stay in order.
-//  6. A route dump may ask the native socket to drop, before JavaScript sees them, the
-//     route messages that cannot be one of its prefixes (native/src/netlink_socket.c,
-//     point 8): set for that exchange only, taken off when it ends. The reader's own
-//     checks stay as they are; the filter only spares it work. A subscription may keep
-//     one for its life, and with it a kernel-side program built from the same prefixes
-//     (dataplane/socket-filter.ts) that keeps the other route notifications out of its
-//     receive buffer, so that unrelated churn cannot overflow it.
+//  5. A request's answer is read right after its send: the kernel has usually queued
+//     it by then; what it has not is read when the socket becomes readable.
 import {
   decodeDone,
   decodeError,
@@ -44,10 +35,13 @@ import type { NetlinkSocket, NetlinkTransport } from './transport.js';
 const EBADF = 9;
 const ENOBUFS = 105;
 
+/** Messages of a reply not worth a message object (parseDatagram). */
+type Skip = (type: number, datagram: Buffer, payload: number) => boolean;
+
 interface Pending {
   seq: number;
-  filtered: boolean;
   what: string;
+  skip: Skip | undefined;
   onMessage: (msg: NetlinkMessage) => void;
   resolve: (result: { interrupted: boolean }) => void;
   reject: (err: Error) => void;
@@ -103,9 +97,9 @@ export class RequestChannel {
     what: string,
     build: (seq: number, port: number) => Buffer,
     onMessage: (msg: NetlinkMessage) => void,
-    routeFilter?: Buffer,
+    skip?: Skip,
   ): Promise<{ interrupted: boolean }> {
-    const run = () => this.start(what, build, onMessage, routeFilter);
+    const run = () => this.start(what, build, onMessage, skip);
     const result = this.queue.then(run, run);
     this.queue = result.catch(() => undefined);
     return result;
@@ -115,7 +109,7 @@ export class RequestChannel {
     what: string,
     build: (seq: number, port: number) => Buffer,
     onMessage: (msg: NetlinkMessage) => void,
-    routeFilter: Buffer | undefined,
+    skip: Skip | undefined,
   ): Promise<{ interrupted: boolean }> {
     if (this.closed) return Promise.reject(new NetlinkError(EBADF, what));
     if (this.broken) return Promise.reject(this.broken);
@@ -126,19 +120,19 @@ export class RequestChannel {
         this.finish();
         reject(new NetlinkTimeoutError(`${what}: no answer from the kernel in ${this.timeoutMs} ms`));
       }, this.timeoutMs);
-      this.pending = { seq, what, onMessage, resolve, reject, interrupted: false, timer, filtered: false };
+      this.pending = { seq, what, skip, onMessage, resolve, reject, interrupted: false, timer };
       this.socket.setRef(true);
       try {
-        // Guarantee 6: only for this exchange; finish() takes it off.
-        if (routeFilter && this.socket.setRouteFilter) {
-          this.socket.setRouteFilter(routeFilter);
-          this.pending.filtered = true;
-        }
         this.socket.send(build(seq, this.socket.portId));
       } catch (err) {
         this.finish();
         reject(toNetlinkError(err, `${what} (sendto)`));
+        return;
       }
+      // Guarantee 5: the kernel answers most requests inside the send (an ACK, a dump's
+      // first datagram, and the next ones inside each read): read them now, not one turn
+      // of the event loop later.
+      this.drain();
     });
   }
 
@@ -146,13 +140,6 @@ export class RequestChannel {
     const p = this.pending;
     if (p) clearTimeout(p.timer);
     this.pending = undefined;
-    if (p?.filtered && !this.closed) {
-      try {
-        this.socket.setRouteFilter?.(null);
-      } catch {
-        // A closed socket has no filter left to take off.
-      }
-    }
     if (!this.closed) this.socket.setRef(false);
     return p;
   }
@@ -180,7 +167,7 @@ export class RequestChannel {
       if (datagram === null) return;
       let messages: NetlinkMessage[];
       try {
-        messages = parseDatagram(datagram);
+        messages = parseDatagram(datagram, this.pending?.skip);
       } catch (err) {
         const p = this.finish();
         p?.reject(decodeFailure(p.what, err));
@@ -233,68 +220,23 @@ export interface SubscriptionHandlers {
 export class SubscriptionChannel {
   private readonly socket: NetlinkSocket;
   private closed = false;
-  private draining = false;
-  /** Polling could not be re-armed after a socket error: no notification will come. */
-  deaf = false;
-  /**
-   * Why the kernel-side filter given is not attached (the kernel refused it: ENOMEM past
-   * net.core.optmem_max). The subscription works without it, as it did before there was
-   * one: only unrelated churn takes room in its buffer again.
-   */
-  readonly unfiltered: Error | undefined;
 
   constructor(
     transport: NetlinkTransport,
     groups: { required: number[]; optional: number[] },
     private readonly handlers: SubscriptionHandlers,
     rcvbuf = 1 << 20,
-    routeFilter?: Buffer,
-    socketFilter?: Buffer | null,
   ) {
     this.socket = transport.open(
       { groups: groups.required, optionalGroups: groups.optional, rcvbuf },
       (_status, rearm) => {
-        if (rearm < 0) {
-          this.deaf = true;
-          this.handlers.onLost(new NetlinkError(-rearm, 'uv_poll_start (subscription socket)'));
-        }
+        if (rearm < 0) this.handlers.onLost(new NetlinkError(-rearm, 'uv_poll_start (subscription socket)'));
         this.drain();
       },
     );
-    // Guarantee 6; read only in drain(), so it covers every notification from the first.
-    if (routeFilter) {
-      try {
-        this.socket.setRouteFilter?.(routeFilter);
-      } catch (err) {
-        // Not a socket left open and polled behind a constructor that threw.
-        this.closed = true;
-        this.socket.close();
-        throw err;
-      }
-    }
-    let unfiltered: Error | undefined;
-    if (socketFilter) {
-      try {
-        this.socket.attachFilter?.(socketFilter);
-      } catch (err) {
-        unfiltered = toNetlinkError(err, 'setsockopt(SO_ATTACH_FILTER)');
-      }
-    }
-    this.unfiltered = unfiltered;
   }
 
-  /** Reads and handles every queued datagram now (guarantee 5). */
-  drain(): void {
-    if (this.draining) return;
-    this.draining = true;
-    try {
-      this.drainAll();
-    } finally {
-      this.draining = false;
-    }
-  }
-
-  private drainAll(): void {
+  private drain(): void {
     while (!this.closed) {
       let datagram: Buffer | null;
       try {

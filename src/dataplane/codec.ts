@@ -1,12 +1,10 @@
 // The only module that imports the npm `netlink` package, and only for its
 // message codec: its socket is not used (see native/src/netlink_socket.c).
-// Besides decoding what the kernel sends and encoding what the agent asks, it
-// encodes kernel-shaped replies and notifications: the fake kernel of the tests
-// (test/helpers/fake-transport.ts) answers with the very bytes this module decodes.
+// It decodes what the kernel sends and encodes what the agent asks; the fake kernel of
+// the tests (test/helpers/kernel-encode.ts) writes its answers with the same package.
 // Two files of the package, not its index: the index also loads its socket, its native
 // binding and the nl80211, WireGuard and genl codecs (240 KB of generated code), about
 // 45 ms and 13 MB of a start that needs none of them.
-import { endianness } from 'node:os';
 import type { NetlinkMessage } from 'netlink';
 import { requireModule } from '../require.js';
 
@@ -20,15 +18,13 @@ const rt = requireModule('netlink/dist/rt/structs.js') as typeof import('netlink
 export const NLMSG_ERROR = 2;
 export const NLMSG_DONE = 3;
 
-export const NLM_F_REQUEST = 0x1;
+const NLM_F_REQUEST = 0x1;
 export const NLM_F_MULTI = 0x2;
-export const NLM_F_ACK = 0x4;
+const NLM_F_ACK = 0x4;
 export const NLM_F_DUMP_INTR = 0x10;
 export const NLM_F_DUMP = 0x300;
 export const NLM_F_REPLACE = 0x100;
-export const NLM_F_EXCL = 0x200;
 export const NLM_F_CREATE = 0x400;
-export const NLM_F_APPEND = 0x800;
 /** In an NLMSG_ERROR header: the original request's payload was left out. */
 const NLM_F_CAPPED = 0x100;
 /** In an NLMSG_ERROR or NLMSG_DONE header: extended-ack attributes follow. */
@@ -48,6 +44,8 @@ export const RTM_GETROUTE = 26;
 export const RTM_NEWNEXTHOP = 104;
 export const RTM_DELNEXTHOP = 105;
 
+/** In a dump request: every family. */
+export const AF_UNSPEC = 0;
 export const AF_INET = 2;
 export const AF_INET6 = 10;
 export const RT_TABLE_MAIN = 254;
@@ -90,9 +88,32 @@ export interface DecodedError {
   extAck: string | undefined;
 }
 
-/** Splits one datagram into its netlink messages; throws when a length is wrong. */
-export function parseDatagram(datagram: Buffer): NetlinkMessage[] {
-  return structs.parseMessages(datagram);
+/**
+ * Splits one datagram into its netlink messages, each a copy; throws when a length is wrong. `skip`
+ * sees each message's type and payload offset before it is cut out: a dump of a million
+ * routes then costs no object per row it does not want. A message marked
+ * NLM_F_DUMP_INTR is never skipped: the dump's consistency flag must reach the reader.
+ */
+export function parseDatagram(
+  datagram: Buffer,
+  skip?: (type: number, datagram: Buffer, payload: number) => boolean,
+): NetlinkMessage[] {
+  const messages: NetlinkMessage[] = [];
+  for (let at = 0; at < datagram.length;) {
+    const length = datagram.length - at >= NLMSG_HDRLEN ? datagram.readUInt32LE(at) : 0;
+    if (length < NLMSG_HDRLEN || length > datagram.length - at) throw new Error(`Invalid header length (${length})`);
+    const type = datagram.readUInt16LE(at + 4);
+    const flags = datagram.readUInt16LE(at + 6);
+    if (!skip?.(type, datagram, at + NLMSG_HDRLEN) || flags & NLM_F_DUMP_INTR) {
+      const seq = datagram.readUInt32LE(at + 8);
+      const port = datagram.readUInt32LE(at + 12);
+      // A copy: the transport reads the next datagram into the same memory.
+      const data = Buffer.from(datagram.subarray(at + NLMSG_HDRLEN, at + length));
+      messages.push({ type, flags, seq, port, data });
+    }
+    at += (length + 3) & ~3;
+  }
+  return messages;
 }
 
 function encode(type: number, flags: number, seq: number, port: number, payload: Uint8Array[]): Buffer {
@@ -122,8 +143,8 @@ export function encodeAddressDump(seq: number, port: number): Buffer {
 }
 
 /**
- * A route dump of one table and family. With NETLINK_GET_STRICT_CHK on the socket
- * the kernel applies the table filter itself and sends only that table's routes;
+ * A route dump of one table and family (AF_UNSPEC: all). With NETLINK_GET_STRICT_CHK on
+ * the socket the kernel applies the table filter itself and sends only that table's routes;
  * the kernel never filters a dump by destination, so callers pick their prefixes
  * out of the raw bytes (PrefixFilter) and decode only those.
  */
@@ -173,79 +194,6 @@ export function encodeRouteReplace(seq: number, port: number, r: RouteMessage): 
   return encodeRoute(RTM_NEWROUTE, NLM_F_REQUEST | NLM_F_ACK | NLM_F_REPLACE, seq, port, r);
 }
 
-export function encodeLink(type: number, flags: number, seq: number, port: number, link: DecodedLink): Buffer {
-  const payload = streamOf((out) =>
-    rt.formatLinkMessage(
-      {
-        kind: 'link',
-        data: { index: link.index, flags: link.up ? { up: true } : {} },
-        attrs: { ifname: link.name, ...(link.mtu === null ? {} : { mtu: link.mtu }) },
-      },
-      out,
-    ),
-  );
-  return encode(type, flags, seq, port, payload);
-}
-
-export function encodeAddress(type: number, flags: number, seq: number, port: number, a: DecodedAddress): Buffer {
-  const addressFlags = {
-    ...(a.tentative ? { tentative: true as const } : {}),
-    ...(a.dadFailed ? { dadfailed: true as const } : {}),
-  };
-  const payload = streamOf((out) =>
-    rt.formatAddressMessage(
-      {
-        kind: 'address',
-        data: { family: a.family, prefixlen: a.prefixLength, index: a.index, flags: addressFlags },
-        attrs: a.address ? { address: a.address, local: a.address, flags: addressFlags } : { flags: addressFlags },
-      },
-      out,
-    ),
-  );
-  return encode(type, flags, seq, port, payload);
-}
-
-function extAckAttribute(extAck: string | undefined): Buffer[] {
-  if (extAck === undefined) return [];
-  const text = Buffer.from(`${extAck}\0`);
-  const header = Buffer.alloc(4);
-  header.writeUInt16LE(4 + text.length, 0);
-  header.writeUInt16LE(NLMSGERR_ATTR_MSG, 2);
-  return [header, text, Buffer.alloc((4 - (text.length % 4)) % 4)];
-}
-
-function errnoField(errno: number): Buffer {
-  const b = Buffer.alloc(4);
-  b.writeInt32LE(-errno, 0);
-  return b;
-}
-
-/** The end of a dump as the kernel writes it: an int error, then (NLM_F_ACK_TLVS) ext-ack attributes. */
-export function encodeDone(seq: number, port: number, errno = 0, extAck?: string, flags = 0): Buffer {
-  const tlvs = extAckAttribute(extAck);
-  return encode(NLMSG_DONE, NLM_F_MULTI | flags | (tlvs.length ? NLM_F_ACK_TLVS : 0), seq, port, [
-    errnoField(errno),
-    ...tlvs,
-  ]);
-}
-
-/**
- * An acknowledgement (errno 0: the request's header only, NLM_F_CAPPED) or an error
- * (the whole request echoed, then ext-ack attributes), as the kernel writes them.
- */
-export function encodeError(port: number, request: NetlinkMessage, errno: number, extAck?: string): Buffer {
-  const header = Buffer.alloc(NLMSG_HDRLEN);
-  header.writeUInt32LE(NLMSG_HDRLEN + request.data.length, 0);
-  header.writeUInt16LE(request.type, 4);
-  header.writeUInt16LE(request.flags, 6);
-  header.writeUInt32LE(request.seq, 8);
-  header.writeUInt32LE(request.port, 12);
-  const echoed = errno === 0 ? [header] : [header, request.data];
-  const tlvs = extAckAttribute(extAck);
-  const flags = (errno === 0 ? NLM_F_CAPPED : 0) | (tlvs.length ? NLM_F_ACK_TLVS : 0);
-  return encode(NLMSG_ERROR, flags, request.seq, port, [errnoField(errno), ...echoed, ...tlvs]);
-}
-
 function extAckText(tlvs: Buffer): string | undefined {
   let text: string | undefined;
   structs.parseAttributes(tlvs, (attr) => {
@@ -275,83 +223,24 @@ export function decodeDone(msg: NetlinkMessage): DecodedError {
   return { errno, extAck };
 }
 
-/** The table a route message belongs to (RTA_TABLE wins over the 8-bit header field). */
-export function routeTable(payload: Buffer): number {
-  let offset = RTMSG_LENGTH;
-  while (offset + 4 <= payload.length) {
+/**
+ * The destination (RTA_DST's bytes as hex; '' for none: a default route) and the table
+ * (RTA_TABLE, which wins over the 8-bit header field) of a route message, from its raw
+ * attributes: on a dump of a million routes this is most of the work, and only the rows
+ * of a wanted prefix are decoded.
+ */
+export function routeKey(payload: Buffer): { dst: string; table: number } {
+  let dst = '';
+  let table = payload[4] ?? 0;
+  for (let offset = RTMSG_LENGTH; offset + 4 <= payload.length;) {
     const attrLen = payload.readUInt16LE(offset);
     if (attrLen < 4) break;
-    if ((payload.readUInt16LE(offset + 2) & 0x3fff) === RTA_TABLE && attrLen >= 8)
-      return payload.readUInt32LE(offset + 4);
+    const type = payload.readUInt16LE(offset + 2) & 0x3fff;
+    if (type === RTA_DST) dst = payload.toString('hex', offset + 4, offset + attrLen);
+    else if (type === RTA_TABLE && attrLen >= 8) table = payload.readUInt32LE(offset + 4);
     offset += (attrLen + 3) & ~3;
   }
-  return payload[4] ?? 0;
-}
-
-function routeDestinationHex(payload: Buffer): string {
-  let offset = RTMSG_LENGTH;
-  while (offset + 4 <= payload.length) {
-    const attrLen = payload.readUInt16LE(offset);
-    if (attrLen < 4) break;
-    if ((payload.readUInt16LE(offset + 2) & 0x3fff) === RTA_DST)
-      return payload.toString('hex', offset + 4, offset + attrLen);
-    offset += (attrLen + 3) & ~3;
-  }
-  return '';
-}
-
-/** A prefix as the filter needs it: address family, length, network bytes, and a label to return. */
-export interface FilterPrefix {
-  af: number;
-  length: number;
-  bytes: Buffer;
-  label: string;
-}
-
-/**
- * Matches route messages to a set of prefixes from the raw rtmsg header and RTA_DST,
- * decoding nothing else: on a dump of a million routes this check is most of the
- * work, and a route whose family and length match no prefix costs two byte reads.
- */
-/**
- * The native socket's route filter (native/src/netlink_socket.c, point 8): u32 table,
- * u32 count, then per prefix u8 family, u8 length, 2 bytes of padding and 16 bytes of
- * destination (network order, zero-filled).
- */
-export function encodeRouteFilter(table: number, prefixes: readonly FilterPrefix[]): Buffer {
-  const out = Buffer.alloc(8 + prefixes.length * 20);
-  // The addon reads the two counts in host order.
-  const write = endianness() === 'LE' ? out.writeUInt32LE.bind(out) : out.writeUInt32BE.bind(out);
-  write(table, 0);
-  write(prefixes.length, 4);
-  prefixes.forEach((p, i) => {
-    const at = 8 + i * 20;
-    out[at] = p.af;
-    out[at + 1] = p.length;
-    if (p.length > 0) p.bytes.copy(out, at + 4, 0, Math.min(16, p.bytes.length));
-  });
-  return out;
-}
-
-export class PrefixFilter {
-  private readonly byFamilyAndLength = new Map<number, Map<string, string>>();
-
-  constructor(prefixes: FilterPrefix[]) {
-    for (const p of prefixes) {
-      const k = (p.af << 8) | p.length;
-      let byBytes = this.byFamilyAndLength.get(k);
-      if (!byBytes) this.byFamilyAndLength.set(k, (byBytes = new Map()));
-      // A default route carries no RTA_DST at all.
-      byBytes.set(p.length === 0 ? '' : p.bytes.toString('hex'), p.label);
-    }
-  }
-
-  /** The label of the prefix the route message's destination is, exactly; else undefined. */
-  match(payload: Buffer): string | undefined {
-    if (payload.length < RTMSG_LENGTH) return undefined;
-    const byBytes = this.byFamilyAndLength.get(((payload[0] ?? 0) << 8) | (payload[1] ?? 0));
-    return byBytes?.get(routeDestinationHex(payload));
-  }
+  return { dst, table };
 }
 
 export function decodeLink(payload: Buffer): DecodedLink {

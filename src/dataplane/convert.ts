@@ -1,18 +1,44 @@
-// Kernel rows as the core's values, and the core's prefixes as the codec's filters:
-// shared by the one-shot reads (kernel.ts) and the subscriptions (subscription.ts).
+// Kernel rows as the core's values, and the one prefix filter: shared by the reads
+// (kernel.ts) and the subscriptions (subscription.ts).
 import type { InterfaceAddress, Route } from '../core/route.js';
 import { addressFromBytes, type Cidr, type Family } from '../net/cidr.js';
-import { AF_INET, AF_INET6, PrefixFilter, type DecodedAddress, type DecodedRoute, type FilterPrefix } from './codec.js';
+import { AF_INET, AF_INET6, routeKey, RT_TABLE_MAIN, type DecodedAddress, type DecodedRoute } from './codec.js';
 
 export const afOf = (family: Family) => (family === 4 ? AF_INET : AF_INET6);
 const familyOf = (af: number): Family | undefined => (af === AF_INET ? 4 : af === AF_INET6 ? 6 : undefined);
 
-export function filterPrefixesOf(prefixes: readonly Cidr[]): FilterPrefix[] {
-  return prefixes.map((p) => ({ af: afOf(p.family), length: p.length, bytes: p.bytes, label: p.text }));
-}
+/**
+ * Picks the main-table route messages whose destination is exactly one of a set of
+ * prefixes, from the raw rtmsg header and attributes, decoding nothing else. The one
+ * route filter of the agent, for dumps and notifications alike: a message whose family
+ * and length match no prefix (nearly every row of a large table) costs two byte reads.
+ */
+export class PrefixFilter {
+  private readonly byFamilyAndLength = new Map<number, Map<string, string>>();
 
-export function prefixFilterOf(prefixes: readonly Cidr[]): PrefixFilter {
-  return new PrefixFilter(filterPrefixesOf(prefixes));
+  constructor(prefixes: readonly Cidr[]) {
+    for (const p of prefixes) {
+      const k = (afOf(p.family) << 8) | p.length;
+      let byBytes = this.byFamilyAndLength.get(k);
+      if (!byBytes) this.byFamilyAndLength.set(k, (byBytes = new Map()));
+      // A default route carries no RTA_DST at all.
+      byBytes.set(p.length === 0 ? '' : p.bytes.toString('hex'), p.text);
+    }
+  }
+
+  /** Whether a route message of this family and destination length (its first two bytes) may match. */
+  mayMatch(family: number, dstLength: number): boolean {
+    return this.byFamilyAndLength.has((family << 8) | dstLength);
+  }
+
+  /** The Cidr.text of the prefix this main-table route message is for, exactly; else undefined. */
+  match(payload: Buffer): string | undefined {
+    if (payload.length < 12) return undefined;
+    const byBytes = this.byFamilyAndLength.get((payload[0]! << 8) | payload[1]!);
+    if (!byBytes) return undefined;
+    const { dst, table } = routeKey(payload);
+    return table === RT_TABLE_MAIN ? byBytes.get(dst) : undefined;
+  }
 }
 
 export function toAddress(a: DecodedAddress): InterfaceAddress | undefined {

@@ -1,6 +1,6 @@
 // The seam under the dataplane: one netlink socket, datagrams in and out, exactly
 // what the native addon offers. Everything above it (sequence matching, DONE and
-// error decoding, dump retries, ENOBUFS handling, the route cache) is ours and runs
+// error decoding, dump retries, ENOBUFS handling, the prefix filter) is ours and runs
 // unchanged over a fake: tests put a scripted fake kernel here
 // (test/helpers/fake-transport.ts) and inject faults per call, Felix-style.
 //
@@ -17,20 +17,11 @@ export interface NetlinkSocket {
   readonly portId: number;
   /** Sends one datagram to the kernel; throws an errno-shaped Error. */
   send(datagram: Buffer): void;
-  /** One whole datagram, or null when none is queued; throws an errno-shaped Error (ENOBUFS). */
+  /**
+   * One whole datagram, or null when none is queued; throws an errno-shaped Error (ENOBUFS).
+   * It may share its memory with the next datagram: read it before the next recv().
+   */
   recv(): Buffer | null;
-  /**
-   * Lets only route messages that may be one of the filter's prefixes through (the
-   * native addon's point 8); null lets everything through. Optional: a socket without
-   * it passes every message, and the reader filters them all itself as it always does.
-   */
-  setRouteFilter?(filter: Buffer | null): void;
-  /**
-   * Attaches a classic BPF program the kernel runs before it queues a datagram (the
-   * native addon's point 9; dataplane/socket-filter.ts), or detaches it with null.
-   * Optional, as setRouteFilter: without it, every datagram is queued.
-   */
-  attachFilter?(program: Buffer | null): void;
   /** Whether the socket keeps the process alive. */
   setRef(ref: boolean): void;
   /** Idempotent. */
@@ -53,12 +44,18 @@ export const nativeTransport: NetlinkTransport = {
       addon.netlinkClose(handle);
       throw err;
     }
+    // One buffer per socket, reused by every read (native/src/netlink_socket.c, point 7).
+    let buffer = Buffer.allocUnsafe(64 << 10);
     return {
       portId,
       send: (datagram) => void addon.netlinkSend(handle, datagram),
-      recv: () => addon.netlinkRecv(handle),
-      setRouteFilter: (filter) => addon.netlinkSetRouteFilter(handle, filter),
-      attachFilter: (program) => addon.netlinkAttachFilter(handle, program),
+      recv() {
+        for (;;) {
+          const n = addon.netlinkRecv(handle, buffer);
+          if (n === null || n >= 0) return n === null ? null : buffer.subarray(0, n);
+          buffer = Buffer.allocUnsafe(-n);
+        }
+      },
       setRef: (ref) => addon.netlinkSetRef(handle, ref),
       close: () => addon.netlinkClose(handle),
     };

@@ -8,9 +8,8 @@ export type DataplaneEvent =
   | { kind: 'link'; op: 'new' | 'del'; link: Link }
   | { kind: 'address'; op: 'new' | 'del'; address: InterfaceAddress }
   | { kind: 'route'; op: 'new' | 'del'; family: Family; prefix: string; table: number }
-  | { kind: 'lost'; error: Error }
-  /** The subscription runs without its kernel-side filter (socket-filter.ts): why. Nothing is missed. */
-  | { kind: 'unfiltered'; error: Error };
+  /** Notifications were dropped (ENOBUFS) or could not be read: anything may have changed. */
+  | { kind: 'lost'; error: Error };
 
 export interface Subscription {
   close(): void;

@@ -28,20 +28,12 @@ export interface NativeAddon {
    */
   netlinkOpen(options: NetlinkOpenOptions, onReadable: (status: number, rearm: number) => void): NativeNetlinkHandle;
   netlinkSend(handle: NativeNetlinkHandle, data: Buffer): number;
-  /** One whole datagram from the kernel, or null when nothing is queued. */
-  netlinkRecv(handle: NativeNetlinkHandle): Buffer | null;
   /**
-   * Drops, in C, route messages that cannot be one of these prefixes in this table
-   * (native/src/netlink_socket.c, point 8); null removes the filter. The filter is
-   * codec.ts's encodeRouteFilter().
+   * Reads one whole datagram from the kernel into `into` and returns its length; null when
+   * nothing is queued; -size (nothing read) when it needs a larger buffer. Throws ENOBUFS
+   * after an overflow. A buffer of 32 KiB or more gets dump replies of 32 KiB.
    */
-  netlinkSetRouteFilter(handle: NativeNetlinkHandle, filter: Buffer | null): void;
-  /**
-   * Attaches a classic BPF program to the socket (SO_ATTACH_FILTER; native/src/netlink_socket.c,
-   * point 9), or detaches it with null. The program is dataplane/socket-filter.ts's
-   * routeSocketFilter(); the kernel refuses an invalid one (EINVAL).
-   */
-  netlinkAttachFilter(handle: NativeNetlinkHandle, program: Buffer | null): void;
+  netlinkRecv(handle: NativeNetlinkHandle, into: Buffer): number | null;
   netlinkPortId(handle: NativeNetlinkHandle): number;
   netlinkSetRef(handle: NativeNetlinkHandle, ref: boolean): void;
   netlinkClose(handle: NativeNetlinkHandle): void;
@@ -82,8 +74,6 @@ const FUNCTIONS = [
   'netlinkOpen',
   'netlinkSend',
   'netlinkRecv',
-  'netlinkSetRouteFilter',
-  'netlinkAttachFilter',
   'netlinkPortId',
   'netlinkSetRef',
   'netlinkClose',

@@ -441,20 +441,6 @@ test('a lost notification forces a full pass that repairs what no event announce
   }
 });
 
-test("a subscription without its kernel-side filter is logged once, as a warning, with the kernel's error", async () => {
-  const r = rig();
-  await whenSettling(r, async ({ logs }) => {
-    r.dp.emit({ kind: 'unfiltered', error: new Error('setsockopt(SO_ATTACH_FILTER) ENOMEM') });
-    const warned = logs.filter((l) => /kernel-side notification filter was not attached/.test(l.msg)) as Array<{
-      level: number;
-      err?: { message?: string };
-    }>;
-    assert.equal(warned.length, 1);
-    assert.equal(warned[0]!.level, 40);
-    assert.match(warned[0]!.err?.message ?? '', /ENOMEM/);
-  });
-});
-
 test('nothing is applied before the first valid mode, and a bad mode later keeps the last good one', async () => {
   const r = rig({ read: { mode: null, error: 'the file is empty' } });
   const { agent, until, seen } = makeAgent(r);

@@ -10,23 +10,20 @@ import {
   decodeError,
   decodeLink,
   decodeRoute,
-  encodeAddress,
-  encodeDone,
-  encodeError,
-  encodeLink,
   encodeRoute,
   encodeRouteReplace,
   NLM_F_CREATE,
   NLM_F_REPLACE,
   parseDatagram,
-  PrefixFilter,
-  routeTable,
+  routeKey,
   RTM_NEWADDR,
   RTM_NEWLINK,
   RTM_NEWROUTE,
   type RouteMessage,
 } from '../../src/dataplane/codec.js';
+import { PrefixFilter } from '../../src/dataplane/convert.js';
 import { parseAddress, parseCidr } from '../../src/net/cidr.js';
+import { encodeAddress, encodeDone, encodeError, encodeLink } from '../helpers/kernel-encode.js';
 
 function routeMessage(prefix: string, gateway: string, table: number, mtu: number | undefined): RouteMessage {
   const cidr = parseCidr(prefix);
@@ -51,14 +48,10 @@ function payloadOf(datagram: Buffer): Buffer {
 }
 
 function filterOf(...prefixes: string[]): PrefixFilter {
-  return new PrefixFilter(
-    prefixes
-      .map(parseCidr)
-      .map((c) => ({ af: c.family === 4 ? AF_INET : AF_INET6, length: c.length, bytes: c.bytes, label: c.text })),
-  );
+  return new PrefixFilter(prefixes.map(parseCidr));
 }
 
-test('PrefixFilter matches family, length and RTA_DST from the raw bytes, default routes included', () => {
+test('PrefixFilter matches family, length, RTA_DST and the main table from the raw bytes, default routes included', () => {
   const p = payloadOf(encodeRoute(RTM_NEWROUTE, 0, 1, 0, routeMessage('10.96.0.0/16', '10.244.1.1', 254, undefined)));
   assert.equal(filterOf('10.96.0.0/16').match(p), '10.96.0.0/16');
   assert.equal(filterOf('10.96.0.0/24').match(p), undefined);
@@ -68,14 +61,20 @@ test('PrefixFilter matches family, length and RTA_DST from the raw bytes, defaul
   const d6 = payloadOf(encodeRoute(RTM_NEWROUTE, 0, 1, 0, routeMessage('::/0', 'fd00::1', 254, undefined)));
   assert.equal(filterOf('0.0.0.0/0', '::/0').match(d4), '0.0.0.0/0');
   assert.equal(filterOf('0.0.0.0/0', '::/0').match(d6), '::/0');
-  assert.equal(routeTable(p), 254);
+  assert.equal(routeKey(p).table, 254);
+  for (const table of [100, 1000]) {
+    const other = payloadOf(
+      encodeRoute(RTM_NEWROUTE, 0, 1, 0, routeMessage('10.96.0.0/16', '10.244.1.1', table, undefined)),
+    );
+    assert.equal(filterOf('10.96.0.0/16').match(other), undefined, `table ${table}`);
+  }
 });
 
 test('a route with a table above 255 keeps it in RTA_TABLE; MTU and TOS survive the round trip', () => {
   const p = payloadOf(
     encodeRoute(RTM_NEWROUTE, 0, 1, 0, { ...routeMessage('fd00:10:96::/112', 'fd00:10:244:1::1', 1000, 1400), tos: 0 }),
   );
-  assert.equal(routeTable(p), 1000);
+  assert.equal(routeKey(p).table, 1000);
   const r = decodeRoute(p);
   assert.equal(r.mtu, 1400);
   assert.equal(r.dstLen, 112);

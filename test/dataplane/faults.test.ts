@@ -9,7 +9,7 @@ import { KernelDataplane, MAX_DUMP_ATTEMPTS } from '../../src/dataplane/kernel.j
 import type { DataplaneEvent } from '../../src/dataplane/types.js';
 import { parseCidr } from '../../src/net/cidr.js';
 import type { Route, RouteReplace, Watched } from '../../src/core/route.js';
-import { FakeKernel, route, type Fault, type FakeRoute } from '../helpers/fake-transport.js';
+import { FakeKernel, type Fault, type FakeRoute } from '../helpers/fake-transport.js';
 
 const TIMEOUT_MS = 1000;
 const WATCHED: Watched = {
@@ -122,6 +122,8 @@ for (const scenario of scenarios) {
           errors.map((e) => e.code),
           scenario.error ? [scenario.error] : [],
         );
+        // Notifications are read on a later turn of the loop (as libuv polls); a pass need not yield to one.
+        await new Promise((resolve) => setImmediate(resolve));
         assert.equal(kernel.consumed(scenario.fault), scenario.times);
         kernel.assertAllConsumed();
         if (scenario.lost)
@@ -174,61 +176,3 @@ test('a dump the kernel ends with an error reports its ext-ack text', LIMIT, asy
     dp.close();
   }
 });
-
-test(
-  'once subscribed and seeded, N calls of routes() send no dump; a loss costs exactly one re-seed',
-  LIMIT,
-  async () => {
-    const kernel = new FakeKernel();
-    const dp = new KernelDataplane({ transport: kernel });
-    const sub = dp.subscribe(WATCHED, () => undefined);
-    try {
-      await dp.routes(WATCHED.prefixes, kernel.links);
-      assert.equal(kernel.count('route-dump'), 2, 'one dump per family seeds the cache');
-      kernel.setRoute(route('10.96.0.0/16', '172.18.0.1', 2, 1400, { priority: 100 }));
-      kernel.setRoute(route('fd00:10:96::/112', 'fd00:10:244:1::1', 4, null, { priority: 1024 }));
-      kernel.deleteRoute('0.0.0.0/0');
-      for (let i = 0; i < 50; i++) {
-        const routes = await dp.routes(WATCHED.prefixes, kernel.links);
-        for (const p of WATCHED.prefixes) assert.deepEqual(routes.get(p.text), expected(kernel, p.text), p.text);
-      }
-      assert.equal(kernel.count('route-dump'), 2, 'no dump once seeded');
-      kernel.inject('enobufs');
-      await assertAnswersKernel(dp, kernel);
-      assert.equal(kernel.count('route-dump'), 4, 'a loss re-seeds both families once');
-      await assertAnswersKernel(dp, kernel);
-      assert.equal(kernel.count('route-dump'), 4);
-      kernel.assertAllConsumed();
-    } finally {
-      sub.close();
-      dp.close();
-    }
-  },
-);
-
-for (const moment of ['before', 'after'] as const) {
-  test(`a change made while the seeding dump is taken (${moment} its rows) is in the cache`, LIMIT, async () => {
-    const kernel = new FakeKernel();
-    const dp = new KernelDataplane({ transport: kernel });
-    const sub = dp.subscribe(WATCHED, () => undefined);
-    try {
-      let changed = false;
-      const change = () => {
-        if (changed) return;
-        changed = true;
-        kernel.setRoute(route('10.96.0.0/16', '10.244.1.1', 4, null));
-        kernel.setRoute(route('10.96.0.0/16', '172.18.0.1', 2, null, { priority: 50 }));
-        kernel.deleteRoute('0.0.0.0/0');
-      };
-      if (moment === 'before') kernel.beforeRouteDump = change;
-      else kernel.afterRouteDump = change;
-      await assertAnswersKernel(dp, kernel);
-      assert.ok(changed);
-      await assertAnswersKernel(dp, kernel);
-      assert.equal(kernel.count('route-dump'), 2);
-    } finally {
-      sub.close();
-      dp.close();
-    }
-  });
-}

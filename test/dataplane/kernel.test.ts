@@ -267,28 +267,37 @@ for (const family of [4, 6] as const) {
 
 test('sees only the exact prefix of the main table: not other lengths, not other tables', async (t) => {
   if (skipWithoutKernel(t)) return;
-  await withNode({}, async (ns, probe) => {
+  await withNode({ ipv6: true }, async (ns, probe) => {
     ns.ip('route add 10.96.0.0/24 via 172.18.0.1 dev br-ex');
     ns.ip('route add 10.96.0.0/16 via 10.244.1.1 dev ovn-k8s-mp0 table 100');
+    // Table 1000 is told apart only by RTA_TABLE: the header's 8-bit field says 252 (RT_TABLE_COMPAT).
+    ns.ip('route add 10.96.0.0/16 via 10.244.1.1 dev ovn-k8s-mp0 table 1000');
     ns.ip('route add 10.96.0.0/17 via 172.18.0.1 dev br-ex');
+    ns.ip('-6 route add fd00:10:96::/120 via fd00:172:18::1 dev br-ex');
+    ns.ip('-6 route add fd00:10:96::/112 via fd00:172:18::1 dev br-ex table 1000');
+    // 2,000 unrelated routes: a dump of several datagrams.
+    ns.batch(
+      Array.from({ length: 2000 }, (_, i) => `route add 100.64.${i >> 8}.${i & 255}/32 via 172.18.0.1 dev br-ex`),
+    );
     const routes = await routesOf(probe, SVC4);
     assert.deepEqual(
       routes.map((r) => [r.key.prefix, r.key.table, r.nextHop.dev]),
       [[SVC4, 254, 'br-ex']],
     );
     assert.deepEqual(await routesOf(probe, '10.97.0.0/16'), []);
+    assert.deepEqual(
+      (await routesOf(probe, SVC6)).map((r) => [r.key.prefix, r.key.table, r.nextHop.dev]),
+      [[SVC6, 254, 'br-ex']],
+    );
   });
 });
 
-test('once subscribed and seeded, routes() sends no dump, and still sees its own replaces and outside changes', async (t) => {
+test('a subscribed reader sees its own replaces and outside changes at once', async (t) => {
   if (skipWithoutKernel(t)) return;
   await withNode({ ipv6: true }, async (ns, probe) => {
     await probe.call('subscribe', WATCHED);
     await probe.call('routes', WATCHED.prefixes);
-    const seeded = await probe.call<number>('routeDumps');
-    assert.equal(seeded, 2, 'one dump per family seeds the cache');
     const mp0 = await linkIndex(probe, 'ovn-k8s-mp0');
-    for (let i = 0; i < 20; i++) await probe.call('routes', WATCHED.prefixes);
     await probe.call(
       'replaceRoute',
       replaceSpec(SVC4, { gateway: '10.244.1.1', dev: 'ovn-k8s-mp0', oif: mp0, mtu: null }),
@@ -298,49 +307,10 @@ test('once subscribed and seeded, routes() sends no dump, and still sees its own
     assert.deepEqual(nextHops(await routesOf(probe, SVC6)), [['fd00:10:244:1::1', 'ovn-k8s-mp0', null, 1024]]);
     ns.ip('route del default');
     assert.deepEqual(await routesOf(probe, '0.0.0.0/0'), []);
-    assert.equal(await probe.call<number>('routeDumps'), seeded);
   });
 });
 
-test('once subscribed, links() and addresses() send no dump until a link or address notification, and then see the change', async (t) => {
-  if (skipWithoutKernel(t)) return;
-  type Dumps = { links: number; addresses: number };
-  type Address = { address: string; prefixLength: number };
-  await withNode({}, async (ns, probe) => {
-    await probe.call('subscribe', WATCHED);
-    const mtuOf = async () => (await probe.call<Link[]>('links')).find((l) => l.name === 'ovn-k8s-mp0')?.mtu;
-    const hasAddress = async (address: string) =>
-      (await probe.call<Address[]>('addresses')).some((a) => a.address === address);
-    assert.equal(await mtuOf(), 1400);
-    assert.equal(await hasAddress('10.244.1.2'), true);
-    const kept = await probe.call<Dumps>('interfaceDumps');
-    assert.deepEqual(kept, { links: 1, addresses: 1 }, 'one dump each');
-    for (let i = 0; i < 10; i++) {
-      await probe.call('links');
-      await probe.call('addresses');
-      await probe.call('routes', WATCHED.prefixes);
-    }
-    // A route change is no reason to dump links or addresses.
-    ns.ip('route replace 10.96.0.0/16 via 10.244.1.1 dev ovn-k8s-mp0');
-    await probe.call('links');
-    await probe.call('addresses');
-    assert.deepEqual(await probe.call<Dumps>('interfaceDumps'), kept);
-    // Changes made by a command that has returned are seen by the next call.
-    ns.ip('link set ovn-k8s-mp0 mtu 1300');
-    assert.equal(await mtuOf(), 1300);
-    ns.ip('addr add 10.244.1.3/24 dev ovn-k8s-mp0');
-    assert.equal(await hasAddress('10.244.1.3'), true);
-    ns.ip('addr del 10.244.1.3/24 dev ovn-k8s-mp0');
-    assert.equal(await hasAddress('10.244.1.3'), false);
-    const after = await probe.call<Dumps>('interfaceDumps');
-    assert.ok(after.links > kept.links && after.addresses > kept.addresses, JSON.stringify(after));
-    await probe.call('links');
-    await probe.call('addresses');
-    assert.deepEqual(await probe.call<Dumps>('interfaceDumps'), after, 'kept again once nothing changed');
-  });
-});
-
-test('routes the kernel flushes silently (IPv4, link down) are gone from the cache, and reported as route events', async (t) => {
+test('routes the kernel flushes silently (IPv4, link down) are reported as route events, and gone from the next read', async (t) => {
   if (skipWithoutKernel(t)) return;
   await withNode({}, async (ns, probe) => {
     ns.ip('route replace 10.96.0.0/16 via 10.244.1.1 dev ovn-k8s-mp0');
@@ -354,7 +324,7 @@ test('routes the kernel flushes silently (IPv4, link down) are gone from the cac
   });
 });
 
-test('IPv4 routes through a deleted nexthop object, flushed silently, are gone from the cache too', async (t) => {
+test('IPv4 routes through a deleted nexthop object, flushed silently, are reported and gone too', async (t) => {
   if (skipWithoutKernel(t)) return;
   await withNode({}, async (ns, probe) => {
     ns.ip('nexthop add id 7 via 10.244.1.1 dev ovn-k8s-mp0');
@@ -427,6 +397,8 @@ test('delivers events for the watched prefixes and links, and every address; not
     ns.ip('route add 10.97.0.0/16 via 172.18.0.1 dev br-ex');
     ns.ip('route del 10.97.0.0/16');
     ns.ip('route add 10.96.0.0/16 via 172.18.0.1 dev br-ex table 100');
+    ns.ip('route add 10.96.0.0/16 via 172.18.0.1 dev br-ex table 1000');
+    ns.ip('route del 10.96.0.0/16 table 1000');
     ns.ip('link add other0 type veth peer name other1');
     ns.ip('addr add 192.0.2.1/24 dev other0');
     ns.ip('link set ovn-k8s-mp0 down');
@@ -451,7 +423,6 @@ test('a storm of 20,000 changes of a watched route while the loop is blocked yie
       await routesOf(probe, SVC4);
       const flag = path.join(dir, 'unblock');
       const blocked = probe.call('block', flag);
-      // Changes of a watched prefix pass the kernel-side filter: these fill the buffer.
       const flaps: string[] = [];
       for (let i = 0; i < 10_000; i++) {
         flaps.push(
@@ -476,14 +447,13 @@ test('a storm of 20,000 changes of a watched route while the loop is blocked yie
   }
 });
 
-test('a churn of 20,000 changes of other routes while the loop is blocked loses nothing: the kernel-side filter keeps them out of the buffer, and the watched change after them is seen', async (t) => {
+test('a churn of 20,000 changes of other routes while the loop is blocked: the watched change after them still wakes the reader (its event, or lost if the buffer overflowed), and the next read is right', async (t) => {
   if (skipWithoutKernel(t)) return;
   const dir = mkdtempSync(path.join(tmpdir(), 'gwmode-churn-'));
   try {
     await withNode({}, async (ns, probe) => {
       await probe.call('subscribe', WATCHED);
       await routesOf(probe, SVC4);
-      const dumps = await probe.call('routeDumps');
       const flag = path.join(dir, 'unblock');
       const blocked = probe.call('block', flag);
       // /24s, and /16s as the service CIDR, in the main table; and the service CIDR in another table.
@@ -498,13 +468,10 @@ test('a churn of 20,000 changes of other routes while the loop is blocked loses 
       ns.ip('route replace 10.96.0.0/16 via 10.244.1.1 dev ovn-k8s-mp0');
       writeFileSync(flag, '');
       await blocked;
-      await probe.waitForEvent((e) => e.kind === 'route' && e.op === 'new' && e.prefix === SVC4 && e.table === 254);
-      assert.deepEqual(
-        probe.events.filter((e) => e.kind === 'lost'),
-        [],
+      await probe.waitForEvent(
+        (e) => e.kind === 'lost' || (e.kind === 'route' && e.op === 'new' && e.prefix === SVC4 && e.table === 254),
       );
       assert.deepEqual(nextHops(await routesOf(probe, SVC4)), [['10.244.1.1', 'ovn-k8s-mp0', null, 0]]);
-      assert.equal(await probe.call('routeDumps'), dumps, 'read from the cache, no re-dump');
     });
   } finally {
     rmSync(dir, { recursive: true, force: true });

@@ -9,10 +9,6 @@ import {
   AF_INET,
   AF_INET6,
   decodeRoute,
-  encodeAddress,
-  encodeDone,
-  encodeError,
-  encodeLink,
   encodeRoute,
   NLM_F_CREATE,
   NLM_F_DUMP,
@@ -31,6 +27,7 @@ import {
   RTNLGRP_IPV6_ROUTE,
   type NetlinkMessage,
 } from '../../src/dataplane/codec.js';
+import { encodeAddress, encodeDone, encodeError, encodeLink } from './kernel-encode.js';
 import type { NetlinkOpenOptions, NetlinkSocket, NetlinkTransport } from '../../src/dataplane/transport.js';
 import { addressFromBytes, parseAddress, parseCidr, type Family } from '../../src/net/cidr.js';
 import type { InterfaceAddress, Link } from '../../src/core/route.js';
@@ -170,10 +167,6 @@ export class FakeKernel implements NetlinkTransport {
   readonly sockets = new Set<FakeSocket>();
   /** Requests received, by kind: 'route-dump', 'link-dump', 'address-dump', 'replace'. */
   readonly requests = new Map<string, number>();
-  /** Called when a route dump request arrives, before its rows are taken: a change made meanwhile. */
-  beforeRouteDump: (() => void) | undefined;
-  /** Called after a route dump's rows were taken, before they are sent. */
-  afterRouteDump: (() => void) | undefined;
   private readonly armed = new Map<Fault, number>();
   private readonly consumedCount = new Map<Fault, number>();
   private nextPort = 100;
@@ -300,13 +293,13 @@ export class FakeKernel implements NetlinkTransport {
         if (this.take('route-dump-einval')) {
           return [encodeDone(msg.seq, port, EINVAL, 'Invalid values in header for FIB dump request')];
         }
-        this.beforeRouteDump?.();
         const request = decodeRoute(msg.data);
-        const family: Family = request.family === AF_INET ? 4 : 6;
+        // AF_UNSPEC (0) asks for every family.
+        const family: Family | undefined =
+          request.family === AF_INET ? 4 : request.family === AF_INET6 ? 6 : undefined;
         const rows = this.routes
-          .filter((r) => familyOf(r.prefix) === family && r.table === request.table)
+          .filter((r) => (family === undefined || familyOf(r.prefix) === family) && r.table === request.table)
           .map((r) => ({ ...r }));
-        this.afterRouteDump?.();
         return this.dump(
           msg,
           port,
