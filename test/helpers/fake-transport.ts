@@ -295,8 +295,7 @@ export class FakeKernel implements NetlinkTransport {
         }
         const request = decodeRoute(msg.data);
         // AF_UNSPEC (0) asks for every family.
-        const family: Family | undefined =
-          request.family === AF_INET ? 4 : request.family === AF_INET6 ? 6 : undefined;
+        const family: Family | undefined = request.family === AF_INET ? 4 : request.family === AF_INET6 ? 6 : undefined;
         const rows = this.routes
           .filter((r) => (family === undefined || familyOf(r.prefix) === family) && r.table === request.table)
           .map((r) => ({ ...r }));
