@@ -227,7 +227,9 @@ napi_value netlink_open(napi_env env, napi_callback_info info) {
     err = errno;
     failed = "setsockopt(SO_RCVBUF)";
   }
-  if (!failed && strict && set_int_opt(fd, SOL_NETLINK, NETLINK_GET_STRICT_CHK, 1) < 0) {
+  /* NETLINK_GET_STRICT_CHK came with Linux 4.20; where it is missing (ENOPROTOOPT) a dump
+     holds every table and the caller keeps the main table's rows itself (PrefixFilter). */
+  if (!failed && strict && set_int_opt(fd, SOL_NETLINK, NETLINK_GET_STRICT_CHK, 1) < 0 && errno != ENOPROTOOPT) {
     err = errno;
     failed = "setsockopt(NETLINK_GET_STRICT_CHK)";
   }
