@@ -15,7 +15,6 @@ import { Supervisor } from '../systemd/supervisor.js';
 import type { Notifier } from '../systemd/notify.js';
 import { Agent } from './agent.js';
 import { LiveSettings, MemoryTrim, Views } from './daemon-parts.js';
-import { OvnkubeExitSignal } from '../ovnkube/exit-signal.js';
 import { missingCapabilities } from './capabilities.js';
 import type { OvnkubeProbe } from './observe.js';
 import type { PlannerConfig } from '../core/types.js';
@@ -90,8 +89,6 @@ export async function runDaemon(raw: RawRunOptions, initial: Settings, deps: Dae
       random: Math.random,
       missing,
       recorder: recorders([views.metrics, views.history], (err) => log.error({ err }, 'a recorder failed')),
-      // A rollout's new ovnkube-node is acted on within tens of ms, not at the next look.
-      ovnkubeExit: (wake) => new OvnkubeExitSignal(wake, log.child({ component: 'ovnkube-exit' })),
       // Once per periodic resync, after its pass, and with no wake-up of its own.
       atRest: new MemoryTrim(deps.trimMemory, log).atRest,
     },
