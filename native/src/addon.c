@@ -1,12 +1,10 @@
-/* The native addon: a netlink socket, sd_notify, flock, pidfds and a pidfd watch, nothing else.
+/* The native addon: a netlink socket, sd_notify and flock, nothing else.
  * Everything above the socket (message encoding, decoding) is done in
  * TypeScript with the npm `netlink` package's codec. */
 #include <node_api.h>
 
 #include "lock.h"
 #include "netlink_socket.h"
-#include "pidfd.h"
-#include "pidfd_watch.h"
 #include "sd_notify.h"
 
 static napi_value init(napi_env env, napi_value exports) {
@@ -19,10 +17,6 @@ static napi_value init(napi_env env, napi_value exports) {
       {"netlinkClose", NULL, netlink_close, NULL, NULL, NULL, napi_enumerable, NULL},
       {"sdNotify", NULL, sd_notify_send, NULL, NULL, NULL, napi_enumerable, NULL},
       {"lockFile", NULL, lock_file, NULL, NULL, NULL, napi_enumerable, NULL},
-      {"pidfdOpen", NULL, pidfd_open_js, NULL, NULL, NULL, napi_enumerable, NULL},
-      {"pidfdSendSignal", NULL, pidfd_send_signal_js, NULL, NULL, NULL, napi_enumerable, NULL},
-      {"pidfdWatch", NULL, pidfd_watch, NULL, NULL, NULL, napi_enumerable, NULL},
-      {"pidfdClose", NULL, pidfd_close, NULL, NULL, NULL, napi_enumerable, NULL},
   };
   if (napi_define_properties(env, exports, sizeof props / sizeof props[0], props) != napi_ok) return NULL;
   return exports;

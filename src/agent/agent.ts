@@ -82,11 +82,6 @@ export interface AgentDeps {
   missing?: string[];
   /** Told of each step carried out (metrics, the event history); none by default. */
   recorder?: AgentRecorder;
-  /**
-   * A prompt signal of ovnkube-node's exit (src/ovnkube/exit-signal.ts), made with the
-   * agent's wake-up; told after each pass which ovnkube-node it saw. None by default.
-   */
-  ovnkubeExit?: (wake: (why: string) => void) => { follow(pid: number | null): void; close(): void };
 }
 
 export interface AgentOptions {
@@ -109,7 +104,6 @@ export class Agent {
   private readonly restarts: RestartRunner;
   private readonly board: StatusBoard;
   private readonly recorder: AgentRecorder;
-  private readonly ovnkubeExit: ReturnType<NonNullable<AgentDeps['ovnkubeExit']>> | undefined;
   /** The last round's plan, decision and observation: what the status tells. */
   private outcome: (Outcome & { decision: Decision }) | undefined;
   private fights: FightState = NO_FIGHTS;
@@ -147,8 +141,6 @@ export class Agent {
     this.journal = new JournalKeeper({ journal: deps.journal, clock, bootId: deps.bootId ?? null, log });
     this.restarts = new RestartRunner({ strategy: deps.strategy, journal: this.journal, log, clock, wake });
     this.board = new StatusBoard(log, reason('ModeNotRead', 'starting'));
-    // Not a netlink wake-up: the pass reads the mode file; and it scans /proc in full.
-    this.ovnkubeExit = deps.ovnkubeExit?.(wake);
   }
 
   /** Reads the journal; an unreadable one is set aside and reported, never fatal. */
@@ -180,7 +172,6 @@ export class Agent {
   /** Stops waking up, waits for the pass under way and a restart request on its way (recording its answer), and releases everything. */
   async stop(): Promise<void> {
     const halted = this.scheduler.stop();
-    this.ovnkubeExit?.close();
     await this.inputs.close();
     await halted;
     // Its answer wakes no pass now: execute records it here (a journal write, no kernel
@@ -287,7 +278,6 @@ export class Agent {
         `the journal lags behind: ${lag.what} was carried out but could not be recorded (attempt ${lag.attempts}, retrying in ${delay} ms): ${lag.error}`,
       );
     }
-    this.ovnkubeExit?.follow(this.outcome?.observed.ovnkube.pid ?? null);
     this.recorder.reconciled(startedAt, this.scheduler.progressed(), failedWith);
     this.board.publish(
       summaryOf(this.outcome, this.error, this.board.summary.reasons),

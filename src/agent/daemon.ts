@@ -15,7 +15,6 @@ import { Supervisor } from '../systemd/supervisor.js';
 import type { Notifier } from '../systemd/notify.js';
 import { Agent } from './agent.js';
 import { LiveSettings, Views } from './daemon-parts.js';
-import { OvnkubeExitSignal } from '../ovnkube/exit-signal.js';
 import { missingCapabilities } from './capabilities.js';
 import type { OvnkubeProbe } from './observe.js';
 import type { PlannerConfig } from '../core/types.js';
@@ -88,8 +87,6 @@ export async function runDaemon(raw: RawRunOptions, initial: Settings, deps: Dae
       random: Math.random,
       missing,
       recorder: recorders([views.metrics, views.history], (err) => log.error({ err }, 'a recorder failed')),
-      // A rollout's new ovnkube-node is acted on within tens of ms, not at the next look.
-      ovnkubeExit: (wake) => new OvnkubeExitSignal(wake, log.child({ component: 'ovnkube-exit' })),
     },
     live.agentOptions(),
   );

@@ -150,6 +150,12 @@ export class Inputs {
         return;
       }
     }
+    // Every address event wakes a pass that scans /proc in full: that is how the operator's
+    // rollout wakes the agent, on every kernel. A new ovnkube-node's start flushes ovn-k8s-mp0's
+    // addresses and routes and adds them back before its service route (ovn-org/ovn-kubernetes
+    // d7252e0de1d6a85d7e929f982b884a4f5527ee05, go-controller/pkg/node/management-port_linux.go:
+    // createPlatformManagementPort -> tearDownManagementPortConfig, LinkAddrFlush, then LinkAddrAdd),
+    // and it is that process which flushes: the scan the notification asks for finds it.
     const what = e.kind === 'route' ? e.prefix : e.kind === 'link' ? e.link.name : e.address.address;
     this.deps.wake(`${e.kind} ${e.op} ${what}`, false, e.kind === 'route');
   }

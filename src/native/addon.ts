@@ -1,5 +1,5 @@
 // The only module that loads the native addon (native/): a netlink socket,
-// sd_notify, flock, pidfds and a pidfd watch. Everything else imports from here, so a missing or stale build shows
+// sd_notify and flock. Everything else imports from here, so a missing or stale build shows
 // up as one clear error instead of a stack trace in the middle of the agent.
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
@@ -46,22 +46,6 @@ export interface NativeAddon {
    * file system an existing file is opened read-only (readOnly: true) and locked all the same.
    */
   lockFile(path: string): { fd: number; readOnly: boolean };
-  /** A close-on-exec pidfd of the process with this PID now (the caller closes it); throws ESRCH, or ENOSYS before Linux 5.3. */
-  pidfdOpen(pid: number): number;
-  /** Sends a signal (its number) to the process a pidfd names; throws ESRCH when it is gone. */
-  pidfdSendSignal(fd: number, signal: number): void;
-  /**
-   * Watches a process through a pidfd (native/src/pidfd_watch.c): onExit() once, when it has
-   * exited, whoever its parent is. Throws code ESRCH when it is gone already.
-   */
-  pidfdWatch(pid: number, onExit: () => void): NativePidfdHandle;
-  /** Stops a watch; no onExit after it. */
-  pidfdClose(handle: NativePidfdHandle): void;
-}
-
-/** Opaque handle of a pidfd watch. */
-export interface NativePidfdHandle {
-  readonly __brand: 'NativePidfdHandle';
 }
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -79,10 +63,6 @@ const FUNCTIONS = [
   'netlinkClose',
   'sdNotify',
   'lockFile',
-  'pidfdOpen',
-  'pidfdSendSignal',
-  'pidfdWatch',
-  'pidfdClose',
 ] as const satisfies ReadonlyArray<keyof NativeAddon>;
 // Fails to compile when NativeAddon gains a function FUNCTIONS does not list.
 const listsAll: Exclude<keyof NativeAddon, (typeof FUNCTIONS)[number]> extends never ? true : never = true;

@@ -2,10 +2,7 @@
 // its process, or not at all. Each strategy finds exactly one target, or says why not.
 import type { CriClient } from '../cri/client.js';
 import { findOvnkubeProcesses, processIdentity, startTimeOf } from '../ovnkube/proc.js';
-import { closeSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
-import { constants } from 'node:os';
-import { addon } from '../native/addon.js';
 import type { RestartTarget, TargetLookup } from '../core/migration.js';
 
 export type RestartStrategyName = 'cri' | 'signal' | 'none';
@@ -110,34 +107,10 @@ export class CriRestart implements RestartStrategy {
   }
 }
 
-/** The pidfd calls of the signal strategy (the addon's; tests inject failures). */
-export interface PidfdCalls {
-  open(pid: number): number;
-  sendSignal(fd: number, signal: number): void;
-}
-
-const addonPidfd: PidfdCalls = {
-  open: (pid) => addon.pidfdOpen(pid),
-  sendSignal: (fd, signal) => addon.pidfdSendSignal(fd, signal),
-};
-
-/**
- * pidfd_open's errors that say the pidfd is not to be had here, whatever the process: the
- * start time check and kill(pid) do then. ENOSYS: a kernel before 5.3 (RHEL 8's 4.18 may
- * lack it), or a seccomp profile that answers unknown system calls so; EPERM: a seccomp
- * profile that denies it with EPERM (the OCI default action of older runtimes' profiles);
- * EINVAL: a kernel or a filter that refuses its arguments. Any other error (EMFILE, ENOMEM)
- * is this attempt's: it fails and is retried with backoff.
- */
-const NO_PIDFD = new Set(['ENOSYS', 'EPERM', 'EINVAL']);
-
 export class SignalRestart implements RestartStrategy {
   readonly name = 'signal';
 
-  constructor(
-    private readonly procRoot = '/proc',
-    private readonly pidfd: PidfdCalls = addonPidfd,
-  ) {}
+  constructor(private readonly procRoot = '/proc') {}
 
   async find(): Promise<Found> {
     const processes = await findOvnkubeProcesses(this.procRoot);
@@ -150,49 +123,31 @@ export class SignalRestart implements RestartStrategy {
   }
 
   /**
-   * SIGTERM to exactly the process identified (pid and start time), never to another
-   * that holds the PID now: a pidfd is opened first, the start time read after it (the
-   * process holding the PID then is the one the pidfd names, when its start time is the
-   * one observed), and the signal goes through the pidfd, so a process reaped in between
-   * is ESRCH, never its successor (native/src/pidfd.c). Where there is no pidfd to be had
-   * (NO_PIDFD), the start time check is followed by kill(pid): the window between the two
-   * is the only one left, as before pidfds.
+   * SIGTERM to the process identified (pid and start time): its start time is read again
+   * first, and a PID that another process holds now is not signalled. What is left is the
+   * moment between that read and kill(): the process would have to exit, be reaped and its
+   * PID be handed on within it. (A pidfd would close it, but pidfd_open is Linux 5.3+ and
+   * RHCOS 4.8/4.9 runs RHEL 8.4's 4.18: it would be a second path for the newer kernels only.)
    */
   async restart(target: Target): Promise<void> {
     const m = /^pid (\d+) start (\d+)$/.exec(target.id);
     if (!m) throw new Error(`not a process target: ${target.id}`);
     const pid = Number(m[1]);
-    let fd: number | null = null;
+    let now: string | null = null;
     try {
-      fd = this.pidfd.open(pid);
-    } catch (err) {
-      const code = (err as { code?: string }).code;
-      if (code === 'ESRCH') throw new Error(`pid ${pid} is gone`);
-      if (code === undefined || !NO_PIDFD.has(code)) throw err;
+      now = startTimeOf(await readFile(`${this.procRoot}/${pid}/stat`, 'utf8'));
+    } catch {
+      throw new Error(`pid ${pid} is gone`);
     }
+    if (now !== m[2])
+      throw new Error(
+        `pid ${pid} now belongs to another process (start time ${now}, expected ${m[2]}): not signalling it`,
+      );
     try {
-      let now: string | null = null;
-      try {
-        now = startTimeOf(await readFile(`${this.procRoot}/${pid}/stat`, 'utf8'));
-      } catch {
-        throw new Error(`pid ${pid} is gone`);
-      }
-      if (now !== m[2])
-        throw new Error(
-          `pid ${pid} now belongs to another process (start time ${now}, expected ${m[2]}): not signalling it`,
-        );
-      if (fd === null) {
-        process.kill(pid, 'SIGTERM');
-        return;
-      }
-      try {
-        this.pidfd.sendSignal(fd, constants.signals.SIGTERM);
-      } catch (err) {
-        if ((err as { code?: string }).code === 'ESRCH') throw new Error(`pid ${pid} is gone`);
-        throw err;
-      }
-    } finally {
-      if (fd !== null) closeSync(fd);
+      process.kill(pid, 'SIGTERM');
+    } catch (err) {
+      if ((err as { code?: string }).code === 'ESRCH') throw new Error(`pid ${pid} is gone`);
+      throw err;
     }
   }
 

@@ -10,16 +10,7 @@ import type { JournalData } from '../../src/restart/journal.js';
 import { parseCidr } from '../../src/net/cidr.js';
 import { seedConfig } from '../helpers/config.js';
 import type { Fault } from '../helpers/fake-dataplane.js';
-import {
-  FakeStrategy,
-  LOCAL,
-  makeAgent,
-  rig,
-  setBack,
-  whenConverged,
-  whenSettling,
-  type Rig,
-} from '../helpers/loop-rig.js';
+import { FakeStrategy, LOCAL, makeAgent, rig, setBack, whenConverged, whenSettling } from '../helpers/loop-rig.js';
 
 test.beforeEach(() => mock.timers.enable({ apis: ['setTimeout', 'setInterval'] }));
 test.afterEach(() => mock.timers.reset());
@@ -833,27 +824,24 @@ test('signal: a new ovnkube-node found as a migration would begin: nothing repla
   }
 });
 
-test("ovnkube-node's exit signal wakes the waiting agent: the rollout's new local ovnkube-node is acted on with no timer fired", async () => {
-  const exit: NonNullable<Rig['exit']> = { followed: [], closed: false };
-  const r = rig({
-    exit,
-    ovnkube: { mode: 'shared', pid: 42, id: 'pid 42 start 1', detail: null, release410Plus: null },
-  });
+test("the rollout's new ovnkube-node wakes the waiting agent by its flush of ovn-k8s-mp0 (an address notification): acted on with no timer fired", async () => {
+  const r = rig({ ovnkube: { mode: 'shared', pid: 42, id: 'pid 42 start 1', detail: null, release410Plus: null } });
   const { agent, until, seen } = makeAgent(r);
   agent.start();
   try {
     await until((s) => s.reasonCodes.includes('OvnkubeOtherMode'), 'waiting on the shared ovnkube-node');
-    assert.equal(exit.followed.at(-1), 42, 'told which ovnkube-node the pass saw');
-    // The rollout: the shared one exits, a local one starts; no timer is advanced.
+    // The rollout: a local ovnkube-node starts and, first thing (4.8/4.9's
+    // createPlatformManagementPort), flushes and re-adds mp0's address; no timer is advanced.
     r.ovnkube = { mode: 'local', pid: 43, id: 'pid 43 start 2', detail: null, release410Plus: null };
     const from = seen.length;
-    exit.wake!('ovnkube-node exited');
+    const probes = r.probes!.length;
+    const mp0 = r.dp.addressList[0]!;
+    r.dp.emit({ kind: 'address', op: 'new', address: mp0 });
     await until((s) => s.routes[0]?.observed?.dev === 'ovn-k8s-mp0', 'the route replaced', from);
-    assert.equal(exit.followed.at(-1), 43);
+    assert.equal(r.probes![probes], false, 'the pass it woke scanned /proc in full');
   } finally {
     await agent.stop();
   }
-  assert.equal(exit.closed, true);
 });
 
 test('a write the kernel took without a word (a no-op replace sends no notification) leaves no echo expected past its window: the next change by someone else of that prefix wakes a pass', async () => {

@@ -23,6 +23,22 @@ export const RHCOS_49_OS_RELEASE = fileURLToPath(
 /** The agent with faults wrapped around its parts (GWMODE_FAULT); see the fixture. */
 export const FAULTY = fileURLToPath(new URL('../fixtures/agent-with-faults.js', import.meta.url));
 
+let noPidfdBinary: string | undefined;
+
+/** The launcher under which pidfd_open fails ENOSYS (test/fixtures/no-pidfd.c), built on first use. */
+export function noPidfd(): string[] {
+  if (!noPidfdBinary) {
+    const dir = mkdtempSync(path.join(tmpdir(), 'gwmode-no-pidfd-'));
+    process.once('exit', () => rmSync(dir, { recursive: true, force: true }));
+    const binary = path.join(dir, 'no-pidfd');
+    const src = fileURLToPath(new URL('../../../test/fixtures/no-pidfd.c', import.meta.url));
+    const cc = spawnSync('cc', ['-O2', '-Wall', '-Wextra', '-Werror', '-o', binary, src], { encoding: 'utf8' });
+    if (cc.status !== 0) throw new Error(`building no-pidfd failed: ${cc.stderr}`);
+    noPidfdBinary = binary;
+  }
+  return [noPidfdBinary];
+}
+
 /** A scratch directory for one test: mode file, socket, state dir. */
 export class Scratch {
   readonly dir = mkdtempSync(path.join(tmpdir(), 'gwmode-test-'));
@@ -64,6 +80,8 @@ export class AgentProcess {
     args: string[],
     env: NodeJS.ProcessEnv = {},
     entry = CLI,
+    /** A command the agent runs under (e.g. noPidfd()'s launcher). */
+    launcher: string[] = [],
   ) {
     scratch.agentStarted = true;
     this.child = spawn(
@@ -72,6 +90,7 @@ export class AgentProcess {
         'netns',
         'exec',
         ns.name,
+        ...launcher,
         process.execPath,
         entry,
         'run',

@@ -90,8 +90,6 @@ export interface Rig {
   wallOffset?: number;
   /** The periodic resync (default an hour: none in most tests). */
   resyncIntervalMs?: number;
-  /** The exit signal the agent is given (none by default): what it follows, and its wake-up. */
-  exit?: { followed: Array<number | null>; wake?: (why: string) => void; closed: boolean };
   /** Restart settings over the rig's (settle 60 s, timeout 300 s, at most one restart per 300 s and 3 an hour). */
   restart?: Partial<RestartSettings>;
   /** The boot id the agent is told (journal-time.ts); none by default. */
@@ -127,15 +125,6 @@ export function makeAgent(r: Rig, config = seedConfig()) {
       clock: { now: () => r.now, wall: () => r.now + (r.wallOffset ?? 0) },
       random: () => 1,
       ...(r.bootId !== undefined ? { bootId: r.bootId } : {}),
-      ...(r.exit
-        ? {
-            ovnkubeExit: (wake: (why: string) => void) => {
-              const e = r.exit!;
-              e.wake = wake;
-              return { follow: (pid: number | null) => void e.followed.push(pid), close: () => void (e.closed = true) };
-            },
-          }
-        : {}),
     },
     {
       config,

@@ -16,8 +16,9 @@
 // 4.10+ (68cdb3891 "like in shared"; 5701be2df for the masquerade next hop): the service route
 // goes via br-ex in both modes, via the default gateway (4.10, 4.11) or 169.254.169.4 (4.12+).
 // The mp0 teardown does not touch it, and is left out.
-// The body writes "START_NS END_NS" (CLOCK_REALTIME, ns) of its start-up to MARKS: the window in
-// which it flushed mp0 (a service probe started inside it may fail, by ovnkube-node's design).
+// The body writes "START_NS END_NS [ADDRESS_NS]" (CLOCK_REALTIME, ns) of its start-up to MARKS: the
+// window in which it flushed mp0 (a service probe started inside it may fail, by ovnkube-node's
+// design), and for 4.8 when mp0's address was back (the first moment a mp0 route can be put).
 import { BED } from './ovn.js';
 import { IDLE } from '../../src/demo/fake-ovnkube.js';
 
@@ -39,12 +40,16 @@ export function startBody(version: Version, mode: 'local' | 'shared', marks: str
           'ip -4 addr flush dev ovn-k8s-mp0 scope global',
           'ip -4 route flush dev ovn-k8s-mp0',
           `ip addr add ${BED.mp0Ip}/24 dev ovn-k8s-mp0`,
+          't1=$(date +%s%N)',
           ...(mode === 'local' ? [`ip route add ${serviceRouteOf('4.8', 'local')} 2>/dev/null`] : []),
           `ip neigh replace ${BED.routerIp} lladdr ${BED.routerMac} dev ovn-k8s-mp0`,
           ...(mode === 'shared' ? [`ip route add ${serviceRouteOf('4.8', 'shared')} 2>/dev/null`] : []),
         ]
       : [`ip route add ${serviceRouteOf(version, mode)} 2>/dev/null`];
-  return [`t0=$(date +%s%N)`, ...startUp.map((c) => `${c} || :`), `echo "$t0 $(date +%s%N)" >> ${marks}`, IDLE].join(
-    '; ',
-  );
+  return [
+    `t0=$(date +%s%N)`,
+    ...startUp.map((c) => `${c} || :`),
+    `echo "$t0 $(date +%s%N) \${t1:-}" >> ${marks}`,
+    IDLE,
+  ].join('; ');
 }

@@ -218,10 +218,16 @@ export const failedIn = (results: ProbeResult[], from: number, to = Infinity): P
   results.filter((r) => !r.ok && r.start >= from && r.start < to);
 
 /** Windows [start, end] (epoch ms) the stand-in wrote to its marks file (ns). */
-export function standinWindows(marks: string): Array<[number, number]> {
+export function standinWindows(marks: string): Array<[number, number, number?]> {
   if (!existsSync(marks)) return [];
   return readFileSync(marks, 'utf8')
     .split('\n')
     .filter(Boolean)
-    .map((l) => l.split(' ').map((ns) => Number(BigInt(ns) / 1000n) / 1000) as [number, number]);
+    .map(
+      (l) =>
+        l
+          .split(' ')
+          .filter(Boolean)
+          .map((ns) => Number(BigInt(ns) / 1000n) / 1000) as [number, number, number?],
+    );
 }

@@ -297,7 +297,7 @@ export async function soak(o: SoakOptions): Promise<SoakResult> {
     handleTypes = byType(metrics.body, 'nodejs_active_handles');
     resourceTypes = byType(metrics.body, 'nodejs_active_resources');
     // At rest again: an fd of the end's own work (the last scrape's connection, closed by
-    // the client first; a pidfd or watch being swapped) may still be open a moment; a leak
+    // the client first; a watch being swapped) may still be open a moment; a leak
     // stays. Looks for up to 5 s (25 looks) for the count to come back to the warm one.
     for (let look = 0; look < 25 && warm !== undefined && fds(pid) > warm.fds; look++) await pause(200);
     const end = sample(o.flips);
