@@ -197,7 +197,7 @@ export class Agent {
     this.restarts.took(answer);
     await execute(
       this.parts(),
-      { records: heard(this.journal.data.migration, answer).records, steps: [] },
+      { records: heard(this.journal.data.migration, answer, this.deps.clock.now()).records, steps: [] },
       this.inputs.desired.mode,
     );
   }
@@ -377,7 +377,7 @@ export class Agent {
     }
     this.justReplaced = new Set();
     const migration = this.journal.data.migration;
-    const target = needsTarget(planned, desired.mode, heard(migration, answer).migration, restart.strategy)
+    const target = needsTarget(planned, desired.mode, heard(migration, answer, now).migration, restart.strategy)
       ? await this.deps.strategy.find()
       : null;
     this.restarts.took(answer);
