@@ -19,26 +19,8 @@
 // pass woken by route events alone may reuse the last scan of /proc where it is provably
 // current (src/ovnkube/proc.ts, OvnkubeScanner).
 //
-// Races this handles (and where):
-//  1. A route changed by someone else between observation and replace: a replace names
-//     the route's key and never creates, so it fails (ENOENT); the pass puts back what it
-//     changed (execute.ts) and the scheduler looks again at once.
-//  2. The mode file half-written or garbled: the last valid mode is kept (none at start);
-//     a file still being written is read again when settled (inputs.ts, mode/settled.ts).
-//  3. Netlink notifications lost under load: `lost` forces a full pass at once (inputs.ts).
-//  4. Something that keeps setting a route back: core/fights.ts suspends the repairs.
-//  5. The agent killed mid-migration: the journal says which migration was under way and
-//     which restart it owes; the next agent finishes it and restarts at most once.
-//  6. The journal unwritable: a change is refused before, and lags (retried) after
-//     (journal-keeper.ts); the status says JournalUnwritable.
-//  7. A restart request the runtime is slow to answer: not awaited by the pass; its answer
-//     wakes the pass that records it (restart-runner.ts). A pass longer than WatchdogSec
-//     is a stuck loop.
-//  8. The echo of the agent's own writes: expected once per write for ECHO_WINDOW_MS after
-//     the kernel's answer and swallowed (inputs.ts); a failed pass waits out its backoff
-//     unless someone else changed something, and the flap counts as a set-back (fights.ts).
-//  9. Time: durations and deadlines on the monotonic clock, wall time only for what is
-//     shown (src/clock.ts), every timer's delay clamped; the journal keeps wall times.
+// The races it handles, each with the code that handles it and the tests that prove it, are
+// listed once, in docs/design.md ("The races, in order").
 import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';
 import { decide, heard, needsTarget, type Decision, type RestartSettings } from '../core/decide.js';
@@ -139,7 +121,7 @@ export class Agent {
       options.modePath,
     );
     this.journal = new JournalKeeper({ journal: deps.journal, clock, bootId: deps.bootId ?? null, log });
-    this.restarts = new RestartRunner({ strategy: deps.strategy, journal: this.journal, log, clock, wake });
+    this.restarts = new RestartRunner({ strategy: deps.strategy, log, wake });
     this.board = new StatusBoard(log, reason('ModeNotRead', 'starting'));
   }
 
@@ -181,7 +163,7 @@ export class Agent {
     this.restarts.took(answer);
     await execute(
       this.parts(),
-      { records: heard(this.journal.data.migration, answer).records, steps: [] },
+      { records: heard(this.journal.data.migration, answer, this.deps.clock.now()).records, steps: [] },
       this.inputs.desired.mode,
     );
   }
@@ -237,7 +219,7 @@ export class Agent {
 
   private async pass(): Promise<PassEnd> {
     const startedAt = this.deps.clock.now();
-    // Race 8: an echo not seen by now comes late; this pass observes anyway.
+    // Race 4 (docs/design.md): an echo not seen by now comes late; this pass observes anyway.
     this.inputs.forgetEchoes();
     const routeEventOnly = !this.scheduler.takeFullScan();
     const end: PassEnd = {};
@@ -249,9 +231,13 @@ export class Agent {
         acted = await this.round(acted === 'replaced', routeEventOnly, round === 0);
         if (acted === 'nothing') break;
       }
-      // No replace is left unverified: after a last round that replaced, one more that
-      // only verifies (what else it finds is left to the next pass, which it asks for).
-      if (acted === 'replaced') end.again = await this.verifyOnly(routeEventOnly);
+      // No replace is left unverified: after a last round that replaced, one more that only
+      // verifies and decides (for the status), carrying out nothing: what else it finds, and a
+      // restart's answer heard meanwhile, are left to the next pass, which it asks for.
+      if (acted === 'replaced') {
+        const last = await this.look(true, routeEventOnly, false, false);
+        end.again = last.steps.length > 0 || last.records.length > 0;
+      }
       end.wakeInMs = this.outcome?.decision.wakeInMs;
       this.error = null;
       this.scheduler.succeeded();
@@ -317,16 +303,6 @@ export class Agent {
   }
 
   /**
-   * The round after the last that may act: it verifies and decides (for the status),
-   * carries out nothing, and says whether another pass is owed. A restart's answer heard
-   * meanwhile is left to that pass (the answer woke it).
-   */
-  private async verifyOnly(routeEventOnly: boolean): Promise<boolean> {
-    const decision = await this.look(true, routeEventOnly, false, false);
-    return decision.steps.length > 0 || decision.records.length > 0;
-  }
-
-  /**
    * Observe, track fights, plan, verify what the last round replaced, and decide. A pass's
    * first round also puts on record what the journal lags behind; a round that acts, a
    * restart's answer heard since the last decision.
@@ -360,7 +336,7 @@ export class Agent {
     }
     this.justReplaced = new Set();
     const migration = this.journal.data.migration;
-    const target = needsTarget(planned, desired.mode, heard(migration, answer).migration, restart.strategy)
+    const target = needsTarget(planned, desired.mode, heard(migration, answer, now).migration, restart.strategy)
       ? await this.deps.strategy.find()
       : null;
     this.restarts.took(answer);

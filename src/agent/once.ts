@@ -10,7 +10,7 @@
 import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';
 import { decide, type RestartSettings, type Step } from '../core/decide.js';
-import type { Migration } from '../core/migration.js';
+import { transition, type Migration } from '../core/migration.js';
 import { plan, watchedOf } from '../core/planner.js';
 import type { Reason } from '../core/reasons.js';
 import { NO_RECORDER } from '../core/recorder.js';
@@ -104,8 +104,7 @@ export async function once(deps: OnceDeps, config: PlannerConfig, target: Target
     d = { planned, actions: planned.actions, refusals: [], steps };
   } else {
     const rb = planRollback(migration, observed, config);
-    const m = migration!;
-    const mark = (rollback: NonNullable<Migration['rollback']>): Migration => ({ ...m, rollback });
+    const begun = transition(migration!, { kind: 'rollback-begun' }, now);
     d = {
       planned: null,
       ...rb,
@@ -113,10 +112,10 @@ export async function once(deps: OnceDeps, config: PlannerConfig, target: Target
         rb.actions.length === 0
           ? []
           : [
-              { kind: 'journal', migration: mark({ startedAt: now, doneAt: null }) },
+              { kind: 'journal', migration: begun },
               ...rb.actions.map((action) => ({ kind: 'replace' as const, action })),
             ],
-      done: (at) => mark({ startedAt: now, doneAt: at }),
+      done: (at) => transition(begun, { kind: 'rolled-back' }, at),
     };
   }
   const result = { planned: d.planned, final: d.planned, actions: d.actions, refusals: d.refusals, migration };

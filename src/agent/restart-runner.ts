@@ -1,5 +1,6 @@
-// The restart request in flight, its answer, and the stop (agent.ts, race 7).
-//  1. A request is journaled (synced) before it goes out: a restart is never requested twice.
+// The restart request in flight, its answer, and the stop (docs/design.md, race 7).
+//  1. A request is journaled (synced) before it goes out, by execute (steps.ts), the one
+//     writer of the journal: a restart is never requested twice.
 //  2. Its answer is not awaited by the pass that asked (a CRI stop waits out ovnkube-node's
 //     grace period): the answer, when it comes, wakes a pass whose decision records it
 //     (core/answer.ts) and execute carries that out; the runner writes nothing itself.
@@ -11,13 +12,10 @@ import type { Logger } from 'pino';
 import type { RestartAnswer, RestartStep } from '../core/decide.js';
 import { errorCode } from '../core/recorder.js';
 import type { RestartStrategy } from '../restart/strategy.js';
-import type { JournalKeeper } from './journal-keeper.js';
 
 export interface RestartRunnerDeps {
   strategy: RestartStrategy;
-  journal: JournalKeeper;
   log: Logger;
-  clock: { now(): number };
   /** Wakes a pass (the answer is in). */
   wake: (why: string) => void;
 }
@@ -44,15 +42,9 @@ export class RestartRunner {
     if (answer !== null && this.heard === answer) this.heard = null;
   }
 
-  /** Called by execute only: journals the request (point 1), then sends it without awaiting it. */
-  async request(step: RestartStep): Promise<void> {
-    const { journal, strategy, log } = this.deps;
-    if (this.pending) {
-      log.warn({ target: step.target.describe }, 'a restart request is still under way: not requesting another');
-      return;
-    }
-    const now = this.deps.clock.now();
-    await journal.before({ ...journal.data, migration: step.migration, restarts: [...journal.data.restarts, now] });
+  /** Called by execute only, once the request is journaled (point 1): sends it without awaiting it. */
+  request(step: RestartStep): void {
+    const { strategy, log } = this.deps;
     log.info(
       { strategy: strategy.name, target: step.target.describe, mode: step.migration.mode },
       `restarting ovnkube-node: ${step.target.describe}`,

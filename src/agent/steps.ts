@@ -71,7 +71,17 @@ async function carryOut(parts: ExecuteParts, steps: Step[], mode: GatewayMode | 
       await journal.before({ ...journal.data, migration: step.migration });
       log.info({ mode: step.migration.mode }, 'migration journaled: replacing the routes');
     }
-    if (step.kind === 'restart') await parts.restarts!.request(step);
+    if (step.kind === 'restart') {
+      // Point 4 of restart-runner.ts: never a second request while one is under way.
+      if (parts.restarts!.inFlight) {
+        log.warn({ target: step.target.describe }, 'a restart request is still under way: not requesting another');
+        continue;
+      }
+      // The rate limit counts the request at the time its migration records it (decide sets both).
+      const restarts = [...journal.data.restarts, step.migration.last!.at];
+      await journal.before({ ...journal.data, migration: step.migration, restarts });
+      parts.restarts!.request(step);
+    }
   }
   if (replaces.length === 0) return;
   try {

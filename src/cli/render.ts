@@ -2,7 +2,7 @@
 // left, and nothing it did not do: `plan` never says a route is being replaced (it says
 // "would replace" and "changed nothing"), and `apply` never calls a node done while the
 // restart of ovnkube-node its migration owes is still to come; it says who does it.
-import type { Migration } from '../core/migration.js';
+import { restartOwed, type Migration } from '../core/migration.js';
 import type { Reason } from '../core/reasons.js';
 import { renderNextHop } from '../core/route.js';
 import type { GatewayMode, Plan, ReplaceAction } from '../core/types.js';
@@ -63,10 +63,7 @@ export function renderPreview(p: Plan, dryRunApply: boolean): string {
  * by the agent once the node is in the desired shape (src/core/decide.ts), owing nothing.
  */
 const owesRestart = (m: Migration | null, desired: GatewayMode | null): m is Migration =>
-  m !== null &&
-  m.mode === desired &&
-  !m.rollback &&
-  (m.restart === 'owed' || m.restart === 'requested' || m.restart === 'failed');
+  m !== null && m.mode === desired && !m.rollback && restartOwed(m);
 
 /**
  * `apply`: the node after it, what it replaced, and what is left: the restart of

@@ -4,7 +4,7 @@
 // it was requested for: a migration since superseded (another mode, another attempt) is
 // told the event only. A failure after a new ovnkube-node was already seen (done) is moot.
 import type { RecordStep, RestartAnswer } from './decision.js';
-import type { Migration } from './migration.js';
+import { transition, type Migration } from './migration.js';
 
 export interface Heard {
   /** The migration on record once the answer is (what the decision goes on from). */
@@ -13,7 +13,7 @@ export interface Heard {
   records: RecordStep[];
 }
 
-export function heard(m: Migration | null, answer: RestartAnswer | null | undefined): Heard {
+export function heard(m: Migration | null, answer: RestartAnswer | null | undefined, now: number): Heard {
   if (!answer) return { migration: m, records: [] };
   const { step, error } = answer;
   const told: RecordStep = {
@@ -30,14 +30,9 @@ export function heard(m: Migration | null, answer: RestartAnswer | null | undefi
     m.startedAt === step.migration.startedAt &&
     m.attempts === step.migration.attempts;
   if (!same) return { migration: m, records: [told] };
-  if (error !== null) {
-    if (m.restart !== 'requested') return { migration: m, records: [told] };
-    const failed: Migration = { ...m, restart: 'failed', outcome: 'failed', lastError: error.message };
-    return {
-      migration: failed,
-      records: [told, { kind: 'record', migration: failed, what: 'a failed restart request' }],
-    };
-  }
-  const stopped: Migration = { ...m, outcome: 'stopped' };
-  return { migration: stopped, records: [{ kind: 'record', migration: stopped, what: 'the restart request' }, told] };
+  const after = transition(m, { kind: 'answered', error: error?.message ?? null }, now);
+  if (after === m) return { migration: m, records: [told] };
+  const what = error ? 'a failed restart request' : 'the restart request';
+  const record: RecordStep = { kind: 'record', migration: after, what };
+  return { migration: after, records: error ? [told, record] : [record, told] };
 }

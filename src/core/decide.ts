@@ -36,29 +36,19 @@
 //     shared migration owing one (shared is ovnkube-node's: the agent restarts nothing for it).
 // 11. Whatever --ovnkube-mode-check says, an ovnkube-node seen running another mode than the
 //     migration's is never stopped (it would come back in that mode) nor taken for the proof.
-import type { IdentityKind, Migration, RestartTarget } from './migration.js';
-import { reason, type Reason } from './reasons.js';
+import { restartOwed, transition, type IdentityKind, type Migration, type RestartTarget } from './migration.js';
+import { reason, type Reason, type ReasonCode } from './reasons.js';
 import type { GatewayMode, Phase, Plan } from './types.js';
 import { restartAllowed } from './rate-limit.js';
+import { heard } from './answer.js';
+import type { DecideInput, Decision, RecordStep, RestartSettings, RestartView } from './decision.js';
+export type * from './decision.js';
+export { heard } from './answer.js';
 
 export const POLL_MS = 1000;
 /** Right after a restart request the successor usually comes within a moment: look closely for a while. */
 export const QUICK_POLL_MS = 100;
 const QUICK_FOR_MS = 2000;
-
-import { heard } from './answer.js';
-import type { DecideInput, Decision, RecordStep, RestartSettings, RestartView, Step } from './decision.js';
-export type {
-  DecideInput,
-  Decision,
-  RecordStep,
-  RestartAnswer,
-  RestartSettings,
-  RestartStep,
-  RestartView,
-  Step,
-} from './decision.js';
-export { heard } from './answer.js';
 
 /** What decideSteps works out; decide adds what follows from it. */
 type Core = Omit<Decision, 'records' | 'dryRun' | 'waiting'>;
@@ -86,8 +76,6 @@ export function needsTarget(
   return m !== null && m.mode === desired && restartOwed(m) && restartHeld(plan, m, plan.dryRun) === null;
 }
 
-const restartOwed = (m: Migration): boolean => m.restart !== 'done' && m.restart !== 'none';
-
 /** Rule 10: why the restart owed by the migration on record (whose mode is the desired one) may not be requested, or null. */
 function restartHeld(plan: Plan, m: Migration, dryRun: boolean): string | null {
   if (m.mode !== 'local') return "shared mode is ovnkube-node's: the agent restarts nothing for it";
@@ -108,37 +96,52 @@ function currentIdentity(i: DecideInput): string | null {
 }
 
 /**
- * Rule 8: the target found is not the ovnkube-node observed (a signal target is a
- * process; the observation's id is the same "pid N start T"). Under CRI the container
- * found is itself what is compared with the migration's identity: never a mismatch.
+ * Rules 2 and 8: the ovnkube-node to restart, or why not now. `moved`: the target found is
+ * not the ovnkube-node observed (a signal target is a process; the observation's id is the
+ * same "pid N start T"; under CRI the container found is itself what is compared with the
+ * migration's identity: never moved). `uncompared`: under --restart signal with no one
+ * ovnkube-node observed (processes that disagree, one whose namespace cannot be read beside
+ * the one found) nothing is stopped; not "moved": a quick look again would find the same,
+ * every 100 ms for as long as it lasts, so the usual one-second look waits for it to clear.
  */
-function targetMoved(i: DecideInput, t: RestartTarget): boolean {
-  return i.settings.strategy === 'signal' && i.ovnkube.id !== null && t.id !== i.ovnkube.id;
+function targetOf(
+  i: DecideInput,
+): { target: RestartTarget } | { broken: string } | { uncompared: string } | { moved: Reason } {
+  const t = i.target;
+  if (!t || 'error' in t) return { broken: t ? t.error : 'the restart strategy was not asked' };
+  if (i.settings.strategy !== 'signal') return t;
+  if (i.ovnkube.id === null)
+    return {
+      uncompared: `the ovnkube-node observed has no identity to hold the restart target (${t.target.describe}) to (${i.ovnkube.detail ?? 'not one process'}): nothing is stopped`,
+    };
+  if (t.target.id === i.ovnkube.id) return t;
+  const why = `ovnkube-node changed while it was looked at (observed ${i.ovnkube.id}, then found ${t.target.describe}): looking again before anything is stopped`;
+  return { moved: reason('RestartAwaited', why) };
 }
 
-/**
- * Under --restart signal with no one ovnkube-node observed (processes that disagree, one
- * whose namespace cannot be read beside the one found): nothing to compare the target
- * with, so nothing is stopped. Not "moved": a quick look again would find the same, every
- * 100 ms for as long as it lasts; the usual one-second look waits for it to clear.
- */
-const cannotCompare = (i: DecideInput): boolean => i.settings.strategy === 'signal' && i.ovnkube.id === null;
-
-const noIdentity = (i: DecideInput, t: RestartTarget): string =>
-  `the ovnkube-node observed has no identity to hold the restart target (${t.describe}) to (${i.ovnkube.detail ?? 'not one process'}): nothing is stopped`;
-
-const lookAgain = (i: DecideInput, t: RestartTarget): Reason =>
-  reason(
-    'RestartAwaited',
-    `ovnkube-node changed while it was looked at (observed ${i.ovnkube.id ?? 'none'}, then found ${t.describe}): looking again before anything is stopped`,
-  );
-
 const isoAt = (i: DecideInput, t: number): string => new Date(t + (i.wallOffsetMs ?? 0)).toISOString();
+
+/** A round that only reports: the migration as given, the phase and reason, when to look again. */
+function report(
+  migration: Migration | null,
+  phase: Phase | null,
+  code: ReasonCode,
+  message: string,
+  wakeInMs: number | undefined,
+  error?: string,
+): Core {
+  return {
+    steps: [],
+    migration,
+    restart: { phase, reason: reason(code, message), ...(error ? { error } : {}) },
+    wakeInMs,
+  };
+}
 
 export function decide(i: DecideInput): Decision {
   const frame: Frame = { dryRun: i.plan.dryRun, waiting: i.plan.awaitsOvnkube };
   // What already happened goes on record first: the journal's catch-up, then the restart's answer.
-  const answer = heard(i.migration, i.answer);
+  const answer = heard(i.migration, i.answer, i.now);
   const before = answer.migration;
   const core = decideSteps({ ...i, migration: before }, frame);
   const records: RecordStep[] = [...(i.journalLags ? [{ kind: 'catch-up' } as const] : []), ...answer.records];
@@ -154,104 +157,68 @@ export function decide(i: DecideInput): Decision {
 function decideSteps(i: DecideInput, frame: Frame): Core {
   const { plan, desired, now } = i;
   const m = i.migration;
-  const waitingOnOvnkube = frame.waiting;
-  const pollIf = (cond: boolean) => (cond ? POLL_MS : undefined);
-  const none: RestartView = { phase: null, reason: null };
+  const idle = frame.waiting ? POLL_MS : undefined;
 
   if (plan.actions.length > 0 && !plan.blocked && !frame.dryRun) {
-    const replaces: Step[] = plan.actions.map((action) => ({ kind: 'replace', action }));
-    if (!startsMigration(plan, desired, m)) {
-      // A repair within the migration on record: it owes no new restart.
+    const replaces = plan.actions.map((action) => ({ kind: 'replace' as const, action }));
+    // A repair within the migration on record: it owes no new restart.
+    if (!startsMigration(plan, desired, m))
       return { steps: replaces, migration: m, restart: restartView(i).restart, wakeInMs: undefined };
-    }
-    let before: string | null = i.ovnkube.id;
+    let before = i.ovnkube.id;
     if (i.settings.strategy !== 'none') {
-      const t = i.target;
-      if (!t || 'error' in t) {
-        const why = t ? t.error : 'the restart strategy was not asked';
-        return {
-          steps: [],
-          migration: m,
-          restart: {
-            phase: 'Waiting',
-            reason: reason(
-              'RestartPathBroken',
-              `not starting the migration to ${desired}: ovnkube-node could not be restarted afterwards: ${why}`,
-            ),
-            error: why,
-          },
-          wakeInMs: 10 * POLL_MS,
-        };
-      }
-      if (cannotCompare(i)) {
-        return {
-          steps: [],
-          migration: m,
-          restart: {
-            phase: 'Waiting',
-            reason: reason('RestartPathBroken', `not starting the migration to ${desired}: ${noIdentity(i, t.target)}`),
-          },
-          wakeInMs: POLL_MS,
-        };
-      }
-      if (targetMoved(i, t.target)) {
-        // Rule 8: the ovnkube-node to restart afterwards is not the one observed; a
-        // migration is begun only with the one that will be restarted.
-        return {
-          steps: [],
-          migration: m,
-          restart: { phase: 'Progressing', reason: lookAgain(i, t.target) },
-          wakeInMs: QUICK_POLL_MS,
-        };
-      }
+      const t = targetOf(i);
+      const not = `not starting the migration to ${desired}`;
+      if ('broken' in t)
+        return report(
+          m,
+          'Waiting',
+          'RestartPathBroken',
+          `${not}: ovnkube-node could not be restarted afterwards: ${t.broken}`,
+          10 * POLL_MS,
+          t.broken,
+        );
+      if ('uncompared' in t) return report(m, 'Waiting', 'RestartPathBroken', `${not}: ${t.uncompared}`, POLL_MS);
+      // Rule 8: a migration is begun only with the ovnkube-node that will be restarted.
+      if ('moved' in t)
+        return { steps: [], migration: m, restart: { phase: 'Progressing', reason: t.moved }, wakeInMs: QUICK_POLL_MS };
       if (i.settings.strategy === 'cri') before = t.target.id;
     }
-    const migration: Migration = {
-      ...FRESH,
-      mode: desired!,
-      startedAt: now,
-      identity: identityKind(i.settings.strategy),
-      ovnkubeBefore: before,
-      routes: plan.actions.map((a) => ({ key: a.key, from: a.from, to: a.to })),
-      restart: 'owed',
-    };
+    const routes = plan.actions.map((a) => ({ key: a.key, from: a.from, to: a.to }));
+    const migration = transition(
+      null,
+      { kind: 'begun', mode: desired!, routes, identity: identityKind(i.settings.strategy), ovnkube: before },
+      now,
+    );
     return {
+      ...report(
+        migration,
+        'Progressing',
+        'RestartAwaited',
+        `migrating to ${desired}: ovnkube-node will be restarted`,
+        undefined,
+      ),
       steps: [{ kind: 'journal', migration }, ...replaces],
-      migration,
-      restart: {
-        phase: 'Progressing',
-        reason: reason('RestartAwaited', `migrating to ${desired}: ovnkube-node will be restarted`),
-      },
-      wakeInMs: undefined,
     };
   }
   if (m && desired !== null && m.mode !== desired && inDesiredShape(plan)) {
     // The node reached the desired mode without the agent (a new ovnkube-node flushed
     // the old routes): the record moves on, so that a return to m.mode is a new
     // migration that owes its restart again.
-    const reached: Migration = { ...FRESH, mode: desired, startedAt: now, identity: identityKind(i.settings.strategy) };
-    return { steps: [], migration: reached, restart: none, wakeInMs: pollIf(waitingOnOvnkube) };
+    const reached = transition(m, { kind: 'reached', mode: desired, identity: identityKind(i.settings.strategy) }, now);
+    return { steps: [], migration: reached, restart: { phase: null, reason: null }, wakeInMs: idle };
   }
-  if (!m || m.mode !== desired) return { steps: [], migration: m, restart: none, wakeInMs: pollIf(waitingOnOvnkube) };
+  if (!m || m.mode !== desired)
+    return { steps: [], migration: m, restart: { phase: null, reason: null }, wakeInMs: idle };
   const held = restartOwed(m) ? restartHeld(plan, m, frame.dryRun) : null;
   if (held !== null) {
     // The record keeps the restart owed: a later pass under a plan that allows it requests it.
-    const why = reason(
-      'RestartHeld',
-      `the restart of ovnkube-node owed by the migration to ${m.mode} (begun ${isoAt(i, m.startedAt)}) is held: ${held}`,
-    );
-    return {
-      steps: [],
-      migration: m,
-      restart: { phase: frame.dryRun ? 'Waiting' : null, reason: why },
-      wakeInMs: pollIf(waitingOnOvnkube),
-    };
+    const why = `the restart of ovnkube-node owed by the migration to ${m.mode} (begun ${isoAt(i, m.startedAt)}) is held: ${held}`;
+    return report(m, frame.dryRun ? 'Waiting' : null, 'RestartHeld', why, idle);
   }
   const r = restartView(i);
   // While a restart is owed, look every second: someone else's restart is noticed at once.
-  const owed = r.migration !== null && r.migration.restart !== 'done' && r.migration.restart !== 'none';
-  const wake = owed ? Math.min(POLL_MS, r.wakeInMs ?? POLL_MS) : (r.wakeInMs ?? pollIf(waitingOnOvnkube));
-  return { ...r, wakeInMs: wake };
+  const owed = r.migration !== null && restartOwed(r.migration);
+  return { ...r, wakeInMs: owed ? Math.min(POLL_MS, r.wakeInMs ?? POLL_MS) : (r.wakeInMs ?? idle) };
 }
 
 /**
@@ -264,179 +231,91 @@ const AT_REST = new Set(['InSync', 'AlreadyShared', 'OvnkubeFallbackRoute']);
 const inDesiredShape = (plan: Plan): boolean =>
   !plan.blocked && plan.actions.length === 0 && plan.reasons.some((r) => AT_REST.has(r.code));
 
-/** A migration record before anything happened to it; a node that got there by itself owes nothing. */
-const FRESH: Omit<Migration, 'mode' | 'startedAt' | 'identity'> = {
-  ovnkubeBefore: null,
-  routes: [],
-  restart: 'none',
-  attempts: 0,
-  lastAttemptAt: null,
-  lastError: null,
-  stopped: null,
-  stoppedAs: null,
-  outcome: null,
-  doneAt: null,
-};
-
 /** The restart owed by the migration on record (whose mode is the desired one). */
 function restartView(i: DecideInput): Core {
   let m = i.migration!;
   const { now, settings: s } = i;
-  if (m.restart === 'none')
+  if (m.restart === 'none' || (m.restart === 'done' && now >= m.doneAt + s.settleMs))
     return { steps: [], migration: m, restart: { phase: null, reason: null }, wakeInMs: undefined };
-  const keep = (phase: Phase, r: Reason, wakeInMs: number | undefined, migration: Migration = m, error?: string) => ({
-    steps: [] as Step[],
-    migration,
-    restart: { phase, reason: r, ...(error === undefined ? {} : { error }) },
-    wakeInMs,
-  });
   if (m.restart === 'done') {
-    const until = (m.doneAt ?? now) + s.settleMs;
-    if (now < until) {
-      return keep(
-        'Progressing',
-        reason('Settling', `a new ovnkube-node runs ${m.mode}; watching the service routes until ${isoAt(i, until)}`),
-        until - now,
-      );
-    }
-    return { steps: [], migration: m, restart: { phase: null, reason: null }, wakeInMs: undefined };
+    const until = m.doneAt + s.settleMs;
+    const why = `a new ovnkube-node runs ${m.mode}; watching the service routes until ${isoAt(i, until)}`;
+    return report(m, 'Progressing', 'Settling', why, until - now);
   }
-  const underWay = () =>
-    keep(
-      'Progressing',
-      reason(
-        'RestartAwaited',
-        `a restart request is under way (${m.stoppedAs ?? m.stopped ?? 'ovnkube-node'}): waiting for its answer before any other for the migration to ${m.mode}`,
-      ),
-      POLL_MS,
-    );
-  const current = currentIdentity(i);
+  const stoppedAs = m.last?.target.describe ?? 'ovnkube-node';
+  const underWay = () => {
+    const why = `a restart request is under way (${stoppedAs}): waiting for its answer before any other for the migration to ${m.mode}`;
+    return report(m, 'Progressing', 'RestartAwaited', why, POLL_MS);
+  };
   // --ovnkube-mode-check off takes an ovnkube-node whose mode is not seen for one in the
   // migration's; one seen running the other mode is never the proof.
   const modeOk = i.ovnkube.mode === m.mode || (!s.modeChecked && i.ovnkube.mode === null);
+  const stopped = m.last?.target.id ?? null;
   // A migration that identified ovnkube-node by its process (`apply`, or the agent
   // under --restart signal or none): /proc is read whatever the strategy, so another
   // process than the one the migration began with, and than the one stopped, is the
   // new ovnkube-node under CRI too. None running when it began (ovnkubeBefore null):
   // any one seen since started after it, as under --restart signal.
   const processMoved =
-    m.identity === 'process' && i.ovnkube.id !== null && i.ovnkube.id !== m.ovnkubeBefore && i.ovnkube.id !== m.stopped;
-  if (processMoved && s.strategy === 'cri') {
-    if (!modeOk) {
-      // As below: a new ovnkube-node in the other mode is neither the proof nor one to stop.
-      return keep(
-        'Progressing',
-        reason(
-          'RestartAwaited',
-          `a new ovnkube-node (${i.ovnkube.id}) runs ${i.ovnkube.mode ?? 'an unknown mode'}, not ${m.mode}: waiting for the operator's rollout`,
-        ),
-        POLL_MS,
-      );
-    }
-    const done: Migration = { ...m, restart: 'done', doneAt: now };
-    return keep(
-      'Progressing',
-      reason(
-        'Settling',
-        `a new ovnkube-node runs ${m.mode}; watching the service routes for ${Math.round(s.settleMs / 1000)}s`,
-      ),
-      s.settleMs,
-      done,
-    );
+    s.strategy === 'cri' &&
+    m.identity === 'process' &&
+    i.ovnkube.id !== null &&
+    i.ovnkube.id !== m.ovnkubeBefore &&
+    i.ovnkube.id !== stopped;
+  const current = currentIdentity(i);
+  // --restart changed between agent runs (or `apply` recorded the migration): a container
+  // id and a process identity cannot be compared. Count from what runs now; never call the
+  // restart done on that comparison.
+  if (!processMoved && m.identity !== identityKind(s.strategy))
+    m = transition(m, { kind: 'recounted', identity: identityKind(s.strategy), ovnkube: current }, now);
+  const successor = processMoved
+    ? i.ovnkube.id
+    : current !== null && current !== m.ovnkubeBefore && current !== stopped
+      ? current
+      : null;
+  if (successor !== null && modeOk) {
+    const why = `a new ovnkube-node runs ${m.mode}; watching the service routes for ${Math.round(s.settleMs / 1000)}s`;
+    return report(transition(m, { kind: 'restarted' }, now), 'Progressing', 'Settling', why, s.settleMs);
   }
-  if (m.identity !== identityKind(s.strategy)) {
-    // --restart changed between agent runs (or `apply` recorded the migration): a
-    // container id and a process identity cannot be compared. Count from what runs now;
-    // never call the restart done on that comparison.
-    m = { ...m, identity: identityKind(s.strategy), ovnkubeBefore: current, stopped: null, stoppedAs: null };
-  }
-  const isNew = current !== null && current !== m.ovnkubeBefore && current !== m.stopped;
-  if (isNew && modeOk) {
-    const done: Migration = { ...m, restart: 'done', doneAt: now };
-    return keep(
-      'Progressing',
-      reason(
-        'Settling',
-        `a new ovnkube-node runs ${m.mode}; watching the service routes for ${Math.round(s.settleMs / 1000)}s`,
-      ),
-      s.settleMs,
-      done,
-    );
-  }
-  const seen =
-    current === null ? 'no ovnkube-node running' : isNew ? `${current} not yet running ${m.mode}` : `still ${current}`;
-  if (isNew) {
+  if (successor !== null) {
     // A new ovnkube-node in the other mode: it is not the proof, and it is never the
     // one to stop (that would be a second restart for one migration).
-    return keep(
-      'Progressing',
-      reason(
-        'RestartAwaited',
-        `a new ovnkube-node (${current}) runs ${i.ovnkube.mode ?? 'an unknown mode'}, not ${m.mode}: waiting for the operator's rollout`,
-      ),
-      POLL_MS,
-    );
+    const why = `a new ovnkube-node (${successor}) runs ${i.ovnkube.mode ?? 'an unknown mode'}, not ${m.mode}: waiting for the operator's rollout`;
+    return report(m, 'Progressing', 'RestartAwaited', why, POLL_MS);
   }
+  const seen = current === null ? 'no ovnkube-node running' : `still ${current}`;
   if (s.strategy === 'none') {
-    return keep(
-      'Progressing',
-      reason(
-        'RestartAwaited',
-        `waiting for ovnkube-node to be restarted for the migration to ${m.mode} (--restart none: restart it by hand); ${seen}`,
-      ),
-      POLL_MS,
-    );
+    const why = `waiting for ovnkube-node to be restarted for the migration to ${m.mode} (--restart none: restart it by hand); ${seen}`;
+    return report(m, 'Progressing', 'RestartAwaited', why, POLL_MS);
   }
   if (m.restart === 'requested') {
-    const deadline = (m.lastAttemptAt ?? now) + s.timeoutMs;
+    const deadline = m.last.at + s.timeoutMs;
+    if (now < deadline) {
+      const quick = now - m.last.at < QUICK_FOR_MS;
+      const why = `restarted ovnkube-node (${stoppedAs}); waiting for a new one running ${m.mode}: ${seen}`;
+      return report(m, 'Progressing', 'RestartAwaited', why, quick ? QUICK_POLL_MS : POLL_MS);
+    }
+    if (i.restartInFlight) return underWay();
     // The very instance the agent meant to stop still runs after the timeout: the
     // request never took (an agent killed between journal and request). Asking again
     // stops that same instance, never a new one; it waits for the rate limit.
-    if (now >= deadline && i.restartInFlight) return underWay();
+    const t = i.target;
     if (
-      now >= deadline &&
-      current !== null &&
-      current === m.stopped &&
-      i.target &&
-      'target' in i.target &&
-      i.target.target.id === m.stopped
+      current === stopped &&
+      t &&
+      'target' in t &&
+      t.target.id === stopped &&
+      restartAllowed(i.restarts, now, s.limit).allowed
     ) {
-      const allowed = restartAllowed(i.restarts, now, s.limit);
-      if (allowed.allowed) {
-        const again: Migration = { ...m, attempts: m.attempts + 1, lastAttemptAt: now, outcome: null };
-        return {
-          steps: [{ kind: 'restart', target: i.target.target, migration: again }],
-          migration: again,
-          restart: {
-            phase: 'Progressing',
-            reason: reason(
-              'RestartAwaited',
-              `ovnkube-node ${m.stopped} still runs ${Math.round(s.timeoutMs / 1000)}s after its restart was requested: requesting it again`,
-            ),
-          },
-          wakeInMs: POLL_MS,
-        };
-      }
+      const again = transition(m, { kind: 'requested', target: t.target }, now);
+      const why = `ovnkube-node ${stopped} still runs ${Math.round(s.timeoutMs / 1000)}s after its restart was requested: requesting it again`;
+      return {
+        ...report(again, 'Progressing', 'RestartAwaited', why, POLL_MS),
+        steps: [{ kind: 'restart', target: t.target, migration: again }],
+      };
     }
-    if (now >= deadline) {
-      return keep(
-        'Degraded',
-        reason(
-          'RestartTimedOut',
-          `ovnkube-node did not come back running ${m.mode} within ${Math.round(s.timeoutMs / 1000)}s of its restart (${m.stoppedAs ?? m.stopped}); ${seen}`,
-        ),
-        POLL_MS,
-      );
-    }
-    const quick = m.lastAttemptAt !== null && now - m.lastAttemptAt < QUICK_FOR_MS;
-    return keep(
-      'Progressing',
-      reason(
-        'RestartAwaited',
-        `restarted ovnkube-node (${m.stoppedAs ?? m.stopped}); waiting for a new one running ${m.mode}: ${seen}`,
-      ),
-      quick ? QUICK_POLL_MS : POLL_MS,
-    );
+    const why = `ovnkube-node did not come back running ${m.mode} within ${Math.round(s.timeoutMs / 1000)}s of its restart (${stoppedAs}); ${seen}`;
+    return report(m, 'Degraded', 'RestartTimedOut', why, POLL_MS);
   }
   // Owed, or failed before: request it, within backoff and the rate limit.
   if (i.restartInFlight) return underWay();
@@ -445,76 +324,39 @@ function restartView(i: DecideInput): Core {
     // renders, not the migration's, and undo the migration at its start. Said after the plan's
     // OvnkubeOtherMode, like any held restart.
     const why = `ovnkube-node (pid ${i.ovnkube.pid}) runs --gateway-mode ${i.ovnkube.mode}, not ${m.mode}: the restart owed by the migration to ${m.mode} waits for the cluster network operator's rollout`;
-    return { steps: [], migration: m, restart: { phase: null, reason: reason('RestartHeld', why) }, wakeInMs: POLL_MS };
+    return report(m, null, 'RestartHeld', why, POLL_MS);
   }
-  if (m.restart === 'failed' && m.lastAttemptAt !== null) {
-    const retryAt = m.lastAttemptAt + backoffMs(m.attempts, s.retryBaseMs, s.retryMaxMs);
-    if (now < retryAt) {
-      return keep(
-        'Degraded',
-        reason(
-          'RestartFailed',
-          `restart of ovnkube-node for the migration to ${m.mode} failed (attempt ${m.attempts}): ${m.lastError}; retrying at ${isoAt(i, retryAt)}`,
-        ),
-        retryAt - now,
-        m,
-        m.lastError ?? undefined,
-      );
-    }
+  if (m.restart === 'failed') {
+    const retryAt = m.last.at + backoffMs(m.attempts, s.retryBaseMs, s.retryMaxMs);
+    const why = `restart of ovnkube-node for the migration to ${m.mode} failed (attempt ${m.attempts}): ${m.last.error}; retrying at ${isoAt(i, retryAt)}`;
+    if (now < retryAt) return report(m, 'Degraded', 'RestartFailed', why, retryAt - now, m.last.error);
   }
   const allowed = restartAllowed(i.restarts, now, s.limit);
   if (!allowed.allowed) {
     // A planned wait with a known end (a deliberate back-and-forth spends the limit), not a failure: Progressing.
-    return keep(
-      'Progressing',
-      reason(
-        'RestartRateLimited',
-        `waiting until ${isoAt(i, allowed.nextAllowedAt)} to restart ovnkube-node for the migration to ${m.mode} (the restart rate limit: ${allowed.reason})`,
-      ),
-      Math.max(POLL_MS, allowed.nextAllowedAt - now),
-    );
+    const why = `waiting until ${isoAt(i, allowed.nextAllowedAt)} to restart ovnkube-node for the migration to ${m.mode} (the restart rate limit: ${allowed.reason})`;
+    return report(m, 'Progressing', 'RestartRateLimited', why, Math.max(POLL_MS, allowed.nextAllowedAt - now));
   }
-  const t = i.target;
-  if (!t || 'error' in t) {
-    return keep(
-      'Degraded',
-      reason(
-        'RestartFailed',
-        `cannot restart ovnkube-node for the migration to ${m.mode}: ${t ? t.error : 'not looked up'}`,
-      ),
-      5 * POLL_MS,
-      m,
-      t ? t.error : 'not looked up',
-    );
+  const t = targetOf(i);
+  const what = `ovnkube-node for the migration to ${m.mode}`;
+  if ('broken' in t) {
+    const error = i.target ? t.broken : 'not looked up';
+    return report(m, 'Degraded', 'RestartFailed', `cannot restart ${what}: ${error}`, 5 * POLL_MS, error);
   }
-  if (cannotCompare(i))
-    return keep(
-      'Progressing',
-      reason(
-        'RestartAwaited',
-        `restart of ovnkube-node for the migration to ${m.mode} waits: ${noIdentity(i, t.target)}`,
-      ),
-      POLL_MS,
-    );
-  if (targetMoved(i, t.target)) return keep('Progressing', lookAgain(i, t.target), QUICK_POLL_MS);
-  const requested: Migration = {
-    ...m,
-    restart: 'requested',
-    attempts: m.attempts + 1,
-    lastAttemptAt: now,
-    stopped: t.target.id,
-    stoppedAs: t.target.describe,
-    outcome: null,
-    lastError: null,
-  };
+  if ('uncompared' in t)
+    return report(m, 'Progressing', 'RestartAwaited', `restart of ${what} waits: ${t.uncompared}`, POLL_MS);
+  if ('moved' in t)
+    return { steps: [], migration: m, restart: { phase: 'Progressing', reason: t.moved }, wakeInMs: QUICK_POLL_MS };
+  const requested = transition(m, { kind: 'requested', target: t.target }, now);
   return {
+    ...report(
+      requested,
+      'Progressing',
+      'RestartAwaited',
+      `restarting ovnkube-node (${t.target.describe}) for the migration to ${m.mode}`,
+      QUICK_POLL_MS,
+    ),
     steps: [{ kind: 'restart', target: t.target, migration: requested }],
-    migration: requested,
-    restart: {
-      phase: 'Progressing',
-      reason: reason('RestartAwaited', `restarting ovnkube-node (${t.target.describe}) for the migration to ${m.mode}`),
-    },
-    wakeInMs: QUICK_POLL_MS,
   };
 }
 

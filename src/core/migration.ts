@@ -1,5 +1,19 @@
-// A migration as the journal records it, and what a restart strategy finds: the
-// values the decision (decide.ts) reasons about.
+// A migration and the restart it owes, as one state machine: the states (a union on
+// `restart`), the events, and the one pure transition between them. Every change to the
+// record goes through `transition`; the journal (src/restart/journal.ts) stores the state,
+// and the agent, `apply` and `rollback` read and write it through the journal keeper.
+//
+//   (none) --begun--> owed --requested--> requested --answered(ok)--> requested (stopped)
+//                      ^                    |  ^ requested (the same one still runs, rule 8)
+//                      |                    |  `--answered(error)--> failed --requested--> ...
+//   any --recounted--> (same state, counted from what runs now)
+//   owed | requested | failed --restarted (a new ovnkube-node runs the mode)--> done
+//   any --reached (the node got to the desired mode by itself)--> none (owes nothing)
+//   any --rollback-begun--> (same state, rollback under way) --rolled-back--> (rollback done)
+//
+// A rollback is a mark beside the restart state, not a state of its own: putting routes
+// back changes nothing about ovnkube-node, and a migration rolled back before its restart
+// still owes it if the agent moves the routes again under the same desired mode.
 import type { NextHop, RouteKey } from './route.js';
 import type { GatewayMode } from './types.js';
 
@@ -14,31 +28,132 @@ export type TargetLookup = { target: RestartTarget } | { error: string };
 
 export type IdentityKind = 'container' | 'process';
 
-export interface Migration {
+export interface MigratedRoute {
+  key: RouteKey;
+  from: NextHop;
+  to: NextHop;
+}
+
+/** A restart request: when, of which ovnkube-node, and its answer (null while under way). */
+export interface Attempt {
+  at: number;
+  target: RestartTarget;
+  result: 'stopped' | 'failed' | null;
+  error: string | null;
+}
+
+interface Common {
   /** The desired mode the routes were moved to. */
   mode: GatewayMode;
   startedAt: number;
+  /** What was replaced, to report it and to put it back. */
+  routes: MigratedRoute[];
+  /** What kind of id ovnkubeBefore and the attempts' targets are: a CRI container, or a process (signal, none). */
+  identity: IdentityKind;
   /** The ovnkube-node running when the migration began; its successor is the proof. */
   ovnkubeBefore: string | null;
-  /** What was replaced, to report it and to put it back. */
-  routes: Array<{ key: RouteKey; from: NextHop; to: NextHop }>;
-  /** `none`: the node reached this mode without a migration by the agent, so no restart is owed. */
-  restart: 'owed' | 'requested' | 'failed' | 'done' | 'none';
-  /** What ovnkubeBefore and stopped identify: a CRI container, or a process (signal, none). */
-  identity: IdentityKind;
   attempts: number;
-  lastAttemptAt: number | null;
-  lastError: string | null;
-  /** The ovnkube-node the agent stopped last: its id, and how it reads. */
-  stopped: string | null;
-  stoppedAs: string | null;
-  /** How the last request went: null while it is under way (or the agent died in it). */
-  outcome: 'stopped' | 'failed' | null;
-  doneAt: number | null;
+  /** The last restart request, kept whatever came after it (the status shows it). */
+  last: Attempt | null;
   /**
    * A `rollback --yes` of this migration: journaled before its first put-back, done once
-   * all were put back and verified. The routes stay on record whatever it says: a
-   * rollback run again skips those already put back, and finds again any moved since.
+   * all were put back and verified. The routes stay on record: a rollback run again skips
+   * those already put back, and finds again any moved since.
    */
-  rollback?: { startedAt: number; doneAt: number | null } | null;
+  rollback: { startedAt: number; doneAt: number | null } | null;
+}
+
+export type Migration = Common &
+  (
+    | { restart: 'none' } // the node reached the mode without the agent: no restart owed
+    | { restart: 'owed' }
+    | { restart: 'requested'; last: Attempt }
+    | { restart: 'failed'; last: Attempt & { error: string } }
+    | { restart: 'done'; doneAt: number }
+  );
+
+export type MigrationEvent =
+  | { kind: 'begun'; mode: GatewayMode; routes: MigratedRoute[]; identity: IdentityKind; ovnkube: string | null }
+  | { kind: 'reached'; mode: GatewayMode; identity: IdentityKind }
+  | { kind: 'recounted'; identity: IdentityKind; ovnkube: string | null }
+  | { kind: 'requested'; target: RestartTarget }
+  | { kind: 'answered'; error: string | null }
+  | { kind: 'restarted' }
+  | { kind: 'rollback-begun' }
+  | { kind: 'rolled-back' };
+
+const FRESH = { attempts: 0, last: null, rollback: null } as const;
+
+/** The restart still to be made: not made yet, under way, or failed. */
+export const restartOwed = (m: Migration): boolean =>
+  m.restart === 'owed' || m.restart === 'requested' || m.restart === 'failed';
+
+/** The state after `e` at `now`; an event that does not apply to the state leaves it as it is. */
+export function transition(
+  m: Migration | null,
+  e: Extract<MigrationEvent, { kind: 'begun' | 'reached' }>,
+  now: number,
+): Migration;
+export function transition(m: Migration, e: MigrationEvent, now: number): Migration;
+export function transition(m: Migration | null, e: MigrationEvent, now: number): Migration | null;
+export function transition(m: Migration | null, e: MigrationEvent, now: number): Migration | null {
+  switch (e.kind) {
+    case 'begun':
+      return {
+        ...FRESH,
+        mode: e.mode,
+        startedAt: now,
+        routes: e.routes,
+        identity: e.identity,
+        ovnkubeBefore: e.ovnkube,
+        restart: 'owed',
+      };
+    case 'reached':
+      return {
+        ...FRESH,
+        mode: e.mode,
+        startedAt: now,
+        routes: [],
+        identity: e.identity,
+        ovnkubeBefore: null,
+        restart: 'none',
+      };
+  }
+  if (m === null) return null;
+  switch (e.kind) {
+    case 'recounted':
+      // --restart changed between agents: a container id and a process identity cannot be compared.
+      return { ...m, identity: e.identity, ovnkubeBefore: e.ovnkube };
+    case 'requested':
+      if (!restartOwed(m)) return m;
+      return {
+        ...m,
+        restart: 'requested',
+        attempts: m.attempts + 1,
+        last: { at: now, target: e.target, result: null, error: null },
+      };
+    case 'answered':
+      if (m.last === null) return m;
+      if (e.error === null) return m.restart === 'failed' ? m : { ...m, last: { ...m.last, result: 'stopped' } };
+      // A failure after a new ovnkube-node was already seen (done) is moot.
+      if (m.restart !== 'requested') return m;
+      return { ...m, restart: 'failed', last: { ...m.last, result: 'failed', error: e.error } };
+    case 'restarted':
+      return restartOwed(m) ? { ...m, restart: 'done', doneAt: now } : m;
+    case 'rollback-begun':
+      return { ...m, rollback: { startedAt: now, doneAt: null } };
+    case 'rolled-back':
+      return m.rollback ? { ...m, rollback: { ...m.rollback, doneAt: now } } : m;
+  }
+}
+
+/** Every time of the record through `f` (the journal's monotonic and wall times, src/restart/journal-time.ts). */
+export function mapTimes(m: Migration, f: (t: number) => number): Migration {
+  const last = m.last && { ...m.last, at: f(m.last.at) };
+  const rollback = m.rollback && {
+    startedAt: f(m.rollback.startedAt),
+    doneAt: m.rollback.doneAt === null ? null : f(m.rollback.doneAt),
+  };
+  const moved = { ...m, startedAt: f(m.startedAt), last, rollback } as Migration;
+  return moved.restart === 'done' ? { ...moved, doneAt: f(moved.doneAt) } : moved;
 }

@@ -1,5 +1,5 @@
 // The journal's times between the agent (monotonic ms, src/clock.ts) and the disk (wall
-// ms since epoch: what `status` and `rollback` show, and what `apply` writes).
+// ms since epoch: what `status` and `rollback` show).
 //
 // On save every time is written as wall time with the offset (wall minus monotonic) of
 // that moment, and the offset is written beside them with the boot id. On load:
@@ -17,7 +17,7 @@
 //  4. Within one boot, a journal saved again keeps the offset it was noted with while the
 //     wall clock has not stepped (see stableOffset): its times read and write back exactly.
 import { readFileSync } from 'node:fs';
-import type { Migration } from '../core/migration.js';
+import { mapTimes } from '../core/migration.js';
 import type { JournalData } from './journal.js';
 
 /**
@@ -42,17 +42,7 @@ export function loadOffset(data: JournalData, bootId: string | null, currentOffs
 /** Every time of the journal shifted by delta ms, and none after `latest`. */
 function shift(data: JournalData, delta: number, latest = Infinity): JournalData {
   const t = (x: number) => Math.min(latest, x + delta);
-  const tn = (x: number | null) => (x === null ? null : t(x));
-  const m: Migration | null = data.migration && {
-    ...data.migration,
-    startedAt: t(data.migration.startedAt),
-    lastAttemptAt: tn(data.migration.lastAttemptAt),
-    doneAt: tn(data.migration.doneAt),
-    ...(data.migration.rollback
-      ? { rollback: { startedAt: t(data.migration.rollback.startedAt), doneAt: tn(data.migration.rollback.doneAt) } }
-      : {}),
-  };
-  return { ...data, migration: m, restarts: data.restarts.map(t) };
+  return { ...data, migration: data.migration && mapTimes(data.migration, t), restarts: data.restarts.map(t) };
 }
 
 /** A loaded journal (wall times) in monotonic time, read with `offsetMs` (see loadOffset); none after `nowMs` (rule 3). */
@@ -65,23 +55,6 @@ export function toMonotonic(data: JournalData, offsetMs: number, nowMs: number):
 export function toWall(data: JournalData, offsetMs: number, bootId: string | null): JournalData {
   const { clock: _note, ...rest } = shift(data, offsetMs);
   return bootId === null ? rest : { ...rest, clock: { bootId, wallMinusMonotonicMs: offsetMs } };
-}
-
-/**
- * A loaded journal re-written under a note of this moment, for a one-shot command (`apply`,
- * `rollback`) that adds wall times of its own (Date.now()): under the note it was loaded with,
- * the next agent would read those with that older offset, off by any step of the wall clock
- * since. Its own times are carried over as instants (read with their note, rule 1 or 2).
- */
-export function underFreshNote(
-  data: JournalData,
-  bootId: string | null,
-  clock: { now(): number; wall(): number },
-): JournalData {
-  const now = clock.now();
-  const current = clock.wall() - now;
-  const loaded = loadOffset(data, bootId, current);
-  return toWall(toMonotonic(data, loaded, now), stableOffset(loaded, current), bootId);
 }
 
 /** This boot's id (/proc/sys/kernel/random/boot_id), or null where it cannot be read. */

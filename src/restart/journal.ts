@@ -8,6 +8,11 @@
 // is moved aside and reported, never a crash loop; so is anything but a regular file of
 // at most MAX_JOURNAL_BYTES, read without blocking (src/read-regular.ts): a FIFO there
 // would otherwise hold the start for ever.
+//
+// Version 3 stores the migration as its state (src/core/migration.ts). A journal of
+// version 2 (agents before it) is read into that state, and one that does not make a whole
+// state (a restart requested with no time of request) is refused, never guessed at; the
+// journal of version 0.1 (restart-journal.json) is read on upgrade too.
 import { mkdir, open, rename, unlink } from 'node:fs/promises';
 import path from 'node:path';
 import type { Migration } from '../core/migration.js';
@@ -15,14 +20,14 @@ import type { GatewayMode } from '../core/types.js';
 import { readRegularFile } from '../read-regular.js';
 
 export interface JournalData {
-  version: 2;
+  version: 3;
   /** The latest migration the agent started; null before the first. */
   migration: Migration | null;
   /** When restarts were requested (ms since epoch on disk), for the rate limit. */
   restarts: number[];
   /**
    * How the agent that wrote it turned its monotonic times into the wall times on disk
-   * (src/restart/journal-time.ts); absent in a journal written before, or by `apply`.
+   * (src/restart/journal-time.ts); absent in a journal of an older agent or `apply`.
    */
   clock?: JournalClock;
 }
@@ -39,7 +44,7 @@ const isJournalClock = (c: unknown): c is JournalClock =>
   typeof (c as JournalClock).bootId === 'string' &&
   Number.isFinite((c as JournalClock).wallMinusMonotonicMs);
 
-export const EMPTY_JOURNAL: JournalData = { version: 2, migration: null, restarts: [] };
+export const EMPTY_JOURNAL: JournalData = { version: 3, migration: null, restarts: [] };
 
 export class JournalError extends Error {
   readonly code = 'ERR_GWMODE_JOURNAL';
@@ -63,30 +68,64 @@ const FILE = 'migration-journal.json';
 /** A journal holds one migration and at most KEEP_RESTARTS times: a few kB. */
 export const MAX_JOURNAL_BYTES = 1024 * 1024;
 const PREVIOUS_FILE = 'restart-journal.json';
-const RESTART_STATES = ['owed', 'requested', 'failed', 'done', 'none'];
+const isTime = (t: unknown): t is number => typeof t === 'number' && Number.isFinite(t);
 
-/** A journal is trusted only whole: a partial migration could owe a restart nobody meant. */
+/** A whole migration state, or why not: a partial one could owe a restart nobody meant. */
+function wholeMigration(m: Migration): boolean {
+  const last = m.last as Migration['last'] | undefined;
+  const rollback = m.rollback as Migration['rollback'] | undefined;
+  return (
+    (m.mode === 'local' || m.mode === 'shared') &&
+    (m.identity === 'container' || m.identity === 'process') &&
+    isTime(m.startedAt) &&
+    typeof m.attempts === 'number' &&
+    Array.isArray(m.routes) &&
+    (m.ovnkubeBefore === null || typeof m.ovnkubeBefore === 'string') &&
+    (last === null || (typeof last === 'object' && isTime(last.at) && typeof last.target?.id === 'string')) &&
+    (rollback === null || (typeof rollback === 'object' && isTime(rollback.startedAt))) &&
+    (m.restart === 'none' ||
+      m.restart === 'owed' ||
+      (m.restart === 'requested' && last !== null) ||
+      (m.restart === 'failed' && last !== null && typeof last.error === 'string') ||
+      (m.restart === 'done' && isTime(m.doneAt)))
+  );
+}
+
+/** The flat record of version 2 (restart: owed|requested|failed|done|none and its loose fields) as a state. */
+function fromVersion2(m: Record<string, unknown>): unknown {
+  const { lastAttemptAt, stopped, stoppedAs, outcome, lastError, doneAt, rollback, ...rest } = m;
+  const last = isTime(lastAttemptAt)
+    ? {
+        at: lastAttemptAt,
+        // No id recorded (one cleared when --restart changed): it matches no ovnkube-node.
+        target: { id: stopped ?? '', describe: stoppedAs ?? stopped ?? 'ovnkube-node' },
+        result: outcome ?? null,
+        error: lastError ?? (m.restart === 'failed' ? 'not recorded' : null),
+      }
+    : null;
+  return { ...rest, last, rollback: rollback ?? null, ...(m.restart === 'done' ? { doneAt } : {}) };
+}
+
+/** A journal is trusted only whole. */
 function validate(data: unknown): JournalData {
-  const d = data as Partial<JournalData> | null;
-  if (!d || d.version !== 2 || !Array.isArray(d.restarts) || d.restarts.some((t) => typeof t !== 'number'))
-    throw new Error('not a version 2 journal');
-  const m = d.migration;
+  const d = data as Partial<Omit<JournalData, 'version'>> & { version?: unknown };
+  if (
+    !d ||
+    (d.version !== 2 && d.version !== 3) ||
+    !Array.isArray(d.restarts) ||
+    d.restarts.some((t) => typeof t !== 'number')
+  )
+    throw new Error('not a version 2 or 3 journal');
+  let m = d.migration ?? null;
   if (m !== null) {
-    const ok =
-      typeof m === 'object' &&
-      (m.mode === 'local' || m.mode === 'shared') &&
-      RESTART_STATES.includes(m.restart) &&
-      (m.identity === 'container' || m.identity === 'process') &&
-      typeof m.startedAt === 'number' &&
-      typeof m.attempts === 'number' &&
-      Array.isArray(m.routes) &&
-      (m.rollback == null || (typeof m.rollback === 'object' && typeof m.rollback.startedAt === 'number'));
-    if (!ok) throw new Error('its migration is incomplete');
+    if (typeof m !== 'object') throw new Error('its migration is incomplete');
+    if (d.version === 2) m = fromVersion2(m as unknown as Record<string, unknown>) as Migration;
+    if (!wholeMigration(m)) throw new Error('its migration is incomplete');
   }
   // A clock note that is not whole is dropped: the times are then read as plain wall times.
   return {
-    version: 2,
-    migration: m ?? null,
+    version: 3,
+    migration: m,
     restarts: d.restarts,
     ...(isJournalClock(d.clock) ? { clock: d.clock } : {}),
   };
@@ -152,15 +191,12 @@ export class Journal {
             routes: [],
             restart: 'done',
             attempts: 1,
-            lastAttemptAt: last.at as number,
-            lastError: null,
-            stopped: null,
-            stoppedAs: null,
-            outcome: null,
+            last: null,
+            rollback: null,
             doneAt: last.at as number,
           }
         : null;
-      return { version: 2, migration, restarts: records.map((r) => r.at as number) };
+      return { version: 3, migration, restarts: records.map((r) => r.at as number) };
     } catch (err) {
       throw new JournalError(
         `journal ${path.join(this.dir, PREVIOUS_FILE)} (of version 0.1) is corrupt: ${(err as Error).message}`,

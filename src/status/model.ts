@@ -3,7 +3,7 @@
 // desired mode and the pass's error. Time goes in (the wall offset, the last pass's wall
 // time): the same inputs give the same report.
 import { summarize, type RestartView, type Summary } from '../core/decide.js';
-import type { Migration } from '../core/migration.js';
+import { restartOwed, type Migration } from '../core/migration.js';
 import type { Reason } from '../core/reasons.js';
 import type { DesiredMode, Observation, Plan, PlannerConfig } from '../core/types.js';
 import { VERSION } from '../version.js';
@@ -48,24 +48,20 @@ export function summaryOf(outcome: Outcome | undefined, error: Reason | null, be
 
 function restartStatus(i: StatusInput): RestartStatus {
   const m = i.migration;
-  const owed =
-    m !== null &&
-    m.mode === i.desired.mode &&
-    (m.restart === 'owed' || m.restart === 'requested' || m.restart === 'failed');
+  const owed = m !== null && m.mode === i.desired.mode && restartOwed(m);
   const iso = (t: number) => new Date(t + i.wallOffsetMs).toISOString();
   return {
     strategy: i.strategy,
     required: owed,
     migration: m && { mode: m.mode, startedAt: iso(m.startedAt), restart: m.restart, attempts: m.attempts },
-    last:
-      m && m.lastAttemptAt !== null
-        ? {
-            at: iso(m.lastAttemptAt),
-            target: m.stoppedAs ?? m.stopped ?? '',
-            result: m.outcome ?? 'requested',
-            error: m.lastError,
-          }
-        : null,
+    last: m?.last
+      ? {
+          at: iso(m.last.at),
+          target: m.last.target.describe,
+          result: m.last.result ?? 'requested',
+          error: m.last.error,
+        }
+      : null,
     count: i.restarts,
   };
 }

@@ -151,7 +151,7 @@ test('a journal written while the wall clock ran a month ahead, read in another 
   // The agent before wrote doneAt by a wall clock 30 days ahead, in boot-1.
   const ahead = r.now + 30 * DAY_MS;
   r.journal.data = {
-    version: 2,
+    version: 3,
     clock: { bootId: 'boot-1', wallMinusMonotonicMs: 0 },
     restarts: [ahead],
     migration: {
@@ -162,11 +162,8 @@ test('a journal written while the wall clock ran a month ahead, read in another 
       routes: [],
       restart: 'done',
       attempts: 1,
-      lastAttemptAt: ahead,
-      lastError: null,
-      stopped: 'c0',
-      stoppedAs: 'container c0',
-      outcome: 'stopped',
+      last: { at: ahead, target: { id: 'c0', describe: 'container c0' }, result: 'stopped', error: null },
+      rollback: null,
       doneAt: ahead,
     },
   };
@@ -188,9 +185,12 @@ test('the journal on disk keeps wall times with the boot and offset; the next ag
   const r = rig({ bootId: 'boot-1', wallOffset: 1_700_000_000_000 - 1_000_000_000 });
   await whenSettling(r, async () => {
     assert.deepEqual(r.journal.data.clock, { bootId: 'boot-1', wallMinusMonotonicMs: r.wallOffset });
-    assert.ok(r.journal.data.migration!.doneAt! >= 1_700_000_000_000, 'wall time on disk');
+    const m = r.journal.data.migration;
+    assert.ok(m?.restart === 'done' && m.doneAt >= 1_700_000_000_000, 'wall time on disk');
   });
-  const doneAt = r.journal.data.migration!.doneAt! - r.wallOffset!;
+  const m = r.journal.data.migration;
+  assert.ok(m?.restart === 'done');
+  const doneAt = m.doneAt - r.wallOffset!;
   // The next agent, 30 s into the settle window: its 60 s end 30 s later, not a month later, not at once.
   const next = rig({
     bootId: 'boot-1',

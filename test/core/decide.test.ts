@@ -67,22 +67,44 @@ const UNKNOWN: Plan = {
 const settings: RestartSettings = RESTART_SETTINGS;
 const OLD = { target: { id: 'c-old', describe: 'container c-old' } };
 const NEW = { target: { id: 'c-new', describe: 'container c-new' } };
-const migration = (over: Partial<Migration> = {}): Migration => ({
-  mode: 'local',
-  startedAt: T,
-  ovnkubeBefore: 'c-old',
-  routes: [],
-  restart: 'owed',
-  identity: 'container',
-  attempts: 0,
-  lastAttemptAt: null,
-  lastError: null,
-  stopped: null,
-  stoppedAs: null,
-  outcome: null,
-  doneAt: null,
-  ...over,
-});
+/** A migration on record; the last restart request by its time, target id, answer and error. */
+type Over = Partial<Omit<Migration, 'restart' | 'last'>> & {
+  restart?: Migration['restart'];
+  lastAttemptAt?: number;
+  stopped?: string;
+  stoppedAs?: string;
+  outcome?: 'stopped' | 'failed';
+  lastError?: string;
+  doneAt?: number;
+};
+const migration = ({
+  lastAttemptAt,
+  stopped = 'c-old',
+  stoppedAs,
+  outcome,
+  lastError,
+  ...over
+}: Over = {}): Migration =>
+  ({
+    mode: 'local',
+    startedAt: T,
+    ovnkubeBefore: 'c-old',
+    routes: [],
+    restart: 'owed',
+    identity: 'container',
+    attempts: 0,
+    last:
+      lastAttemptAt === undefined
+        ? null
+        : {
+            at: lastAttemptAt,
+            target: { id: stopped, describe: stoppedAs ?? `container ${stopped}` },
+            result: outcome ?? null,
+            error: lastError ?? (over.restart === 'failed' ? 'EPERM' : null),
+          },
+    rollback: null,
+    ...over,
+  }) as Migration;
 const input = (over: Partial<DecideInput>): DecideInput => ({
   plan: inSync,
   desired: 'local',
@@ -148,14 +170,14 @@ test("decide: the journal's catch-up and a restart's answer are records of the d
   const onRecord = failed.records[2];
   assert.ok(onRecord?.kind === 'record');
   assert.deepEqual(
-    [onRecord.migration?.restart, onRecord.migration?.lastError, onRecord.what],
+    [onRecord.migration?.restart, onRecord.migration?.last?.error, onRecord.what],
     ['failed', 'rpc error: deadline exceeded', 'a failed restart request'],
   );
   assert.equal(failed.migration?.restart, 'failed', 'the decision goes on from the answer');
 
   const stopped = decide(input({ migration: requested, target: NEW, answer: { step, error: null } }));
   assert.deepEqual(
-    stopped.records.slice(0, 2).map((r) => (r.kind === 'record' ? [r.kind, r.migration?.outcome] : [r.kind])),
+    stopped.records.slice(0, 2).map((r) => (r.kind === 'record' ? [r.kind, r.migration?.last?.result] : [r.kind])),
     [['record', 'stopped'], ['answered']],
   );
   // An answer to a migration since superseded (another attempt) is told, not recorded into it.
@@ -681,9 +703,10 @@ test("decide under --restart none (the one-shot commands', src/agent/once.ts): t
 });
 
 test('decide: right after a restart request, look closely for the successor; later, every second', () => {
-  const requested = migration({ restart: 'requested', stopped: 'c-old', lastAttemptAt: T - 500, attempts: 1 });
-  assert.equal(decide(input({ migration: requested })).wakeInMs, QUICK_POLL_MS);
-  assert.equal(decide(input({ migration: { ...requested, lastAttemptAt: T - 5000 } })).wakeInMs, POLL_MS);
+  const requested = (at: number) =>
+    migration({ restart: 'requested', stopped: 'c-old', lastAttemptAt: at, attempts: 1 });
+  assert.equal(decide(input({ migration: requested(T - 500) })).wakeInMs, QUICK_POLL_MS);
+  assert.equal(decide(input({ migration: requested(T - 5000) })).wakeInMs, POLL_MS);
 });
 
 test('decide: while a restart is owed, look every second even behind the rate limit', () => {
@@ -865,7 +888,13 @@ test('decide (signal): the target is exactly the ovnkube-node observed, or nothi
     decide(
       input({
         settings: signal,
-        migration: { ...owed, restart: 'failed', attempts: 1, lastAttemptAt: T - 600_000 },
+        migration: migration({
+          identity: 'process',
+          ovnkubeBefore: A.id,
+          restart: 'failed',
+          attempts: 1,
+          lastAttemptAt: T - 600_000,
+        }),
         ovnkube: A,
         target: B,
       }),

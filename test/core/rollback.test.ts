@@ -53,11 +53,8 @@ const migration = (from: NextHop, to: NextHop, mode: 'local' | 'shared' = 'local
   restart: 'done',
   identity: 'process',
   attempts: 1,
-  lastAttemptAt: 0,
-  lastError: null,
-  stopped: null,
-  stoppedAs: null,
-  outcome: 'stopped',
+  last: { at: 0, target: { id: 'pid 1 start 1', describe: 'pid 1' }, result: 'stopped', error: null },
+  rollback: null,
   doneAt: 0,
 });
 

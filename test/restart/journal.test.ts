@@ -5,6 +5,7 @@ import { spawnSync } from 'node:child_process';
 import {
   closeSync,
   constants,
+  copyFileSync,
   existsSync,
   lstatSync,
   mkdtempSync,
@@ -14,6 +15,7 @@ import {
   rmSync,
   writeFileSync,
 } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
@@ -21,7 +23,9 @@ import { pino } from 'pino';
 import { Agent } from '../../src/agent/agent.js';
 import { Journal, JournalError, EMPTY_JOURNAL, MAX_JOURNAL_BYTES } from '../../src/restart/journal.js';
 import { NoRestart } from '../../src/restart/strategy.js';
-import { loadOffset, stableOffset, toMonotonic, toWall, underFreshNote } from '../../src/restart/journal-time.js';
+import { loadOffset, stableOffset, toMonotonic, toWall } from '../../src/restart/journal-time.js';
+import { JournalKeeper } from '../../src/agent/journal-keeper.js';
+import type { Migration } from '../../src/core/migration.js';
 import { seedConfig } from '../helpers/config.js';
 import { FakeDataplane } from '../helpers/fake-dataplane.js';
 import { within } from '../helpers/wait.js';
@@ -194,42 +198,31 @@ test('journal: the note of how its times were written (boot id, wall minus monot
 });
 
 test('journal times: the same boot reads them back with the offset they were written with, another boot (or none noted) with the offset of now, and none after now', () => {
-  const m = {
-    mode: 'local' as const,
+  const m: Migration = {
+    mode: 'local',
     startedAt: 5000,
-    identity: 'process' as const,
+    identity: 'process',
     ovnkubeBefore: null,
     routes: [],
-    restart: 'done' as const,
+    restart: 'done',
     attempts: 1,
-    lastAttemptAt: 6000,
-    lastError: null,
-    stopped: null,
-    stoppedAs: null,
-    outcome: null,
+    last: { at: 6000, target: { id: 'pid 1 start 1', describe: 'pid 1' }, result: 'stopped', error: null },
     doneAt: 7000,
     rollback: { startedAt: 8000, doneAt: null },
   };
+  const times = (d: { migration: Migration | null; restarts: number[] }) => {
+    const x = d.migration!;
+    return [x.startedAt, x.last?.at, x.restart === 'done' ? x.doneAt : null, x.rollback, d.restarts];
+  };
   const mono = { ...EMPTY_JOURNAL, migration: m, restarts: [6000] };
   const disk = toWall(mono, 1_000_000, 'b1');
-  assert.deepEqual(
-    [disk.migration?.startedAt, disk.migration?.doneAt, disk.migration?.rollback, disk.restarts, disk.clock],
-    [
-      1_005_000,
-      1_007_000,
-      { startedAt: 1_008_000, doneAt: null },
-      [1_006_000],
-      { bootId: 'b1', wallMinusMonotonicMs: 1_000_000 },
-    ],
-  );
+  assert.deepEqual(times(disk), [1_005_000, 1_006_000, 1_007_000, { startedAt: 1_008_000, doneAt: null }, [1_006_000]]);
+  assert.deepEqual(disk.clock, { bootId: 'b1', wallMinusMonotonicMs: 1_000_000 });
   // Same boot, the wall clock stepped since (the offset of now is 999_000_000): exact.
   assert.deepEqual(toMonotonic(disk, loadOffset(disk, 'b1', 999_000_000), 10_000), mono);
   // Another boot: the offset of now; times after now (10_000) are now.
   const other = toMonotonic(disk, loadOffset(disk, 'b2', 1_000_000 - 2000), 10_000);
-  assert.deepEqual(
-    [other.migration?.startedAt, other.migration?.doneAt, other.migration?.rollback?.startedAt, other.restarts],
-    [7000, 9000, 10_000, [8000]],
-  );
+  assert.deepEqual(times(other), [7000, 8000, 9000, { startedAt: 10_000, doneAt: null }, [8000]]);
   assert.equal(toWall(mono, 0, null).clock, undefined, 'no boot id, no note');
 });
 
@@ -238,12 +231,138 @@ test('journal times: an offset within the jitter of the noted one is kept, so a 
   assert.equal(stableOffset(1_000_000, 999_999), 1_000_000);
   assert.equal(stableOffset(1_000_000, 1_000_000 + 120_000), 1_120_000, 'a 2-minute step forward renews it');
   assert.equal(stableOffset(null, 42), 42);
-  const data = {
-    ...EMPTY_JOURNAL,
-    restarts: [1_699_000_004_123],
-    clock: { bootId: 'b', wallMinusMonotonicMs: 1_699_000_000_000 },
+});
+
+// test/fixtures/journal-main/: journals exactly as the agent, `apply` and `rollback` of
+// version 2 wrote them (through their journal keeper, generated with that code). Each is
+// read, in the same boot, into the state it recorded, to the millisecond; saved again it is
+// version 3 and reads back the same.
+const FIXTURES = fileURLToPath(new URL('../../../test/fixtures/journal-main/', import.meta.url));
+const BOOT = '6f1b2c3d-1111-4222-8333-944455556666';
+const OFFSET = 1_709_289_400_000;
+
+/** The journal keeper of `dir`, in the boot the fixtures were written in, its wall clock stepped a minute since. */
+const keeperOf = (dir: string) =>
+  new JournalKeeper({
+    journal: new Journal(dir),
+    clock: { now: () => 5_000_000, wall: () => 5_000_000 + OFFSET + 60_000 },
+    bootId: BOOT,
+    log: pino({ level: 'silent' }),
+  });
+
+async function readFixture(name: string): Promise<{ m: Migration | null; restarts: number[]; dir: string }> {
+  const dir = scratch();
+  copyFileSync(path.join(FIXTURES, name), path.join(dir, 'migration-journal.json'));
+  const keeper = keeperOf(dir);
+  await keeper.load(true);
+  return { m: keeper.data.migration, restarts: keeper.data.restarts, dir };
+}
+
+test('journal: every journal version 2 wrote is read into the state it recorded (same boot: times exact), and written back as version 3 that reads the same', async () => {
+  const routes = (await readFixture('owed.json')).m!.routes;
+  assert.deepEqual(
+    routes.map((r) => [r.key.prefix, r.key.priority, r.from.dev, r.to.gateway]),
+    [
+      ['172.30.0.0/16', 0, 'br-ex', '10.128.2.1'],
+      ['fd02::/112', 1024, 'br-ex', 'fd01:0:0:1::1'],
+    ],
+  );
+  const target = { id: 'c-0a1b2c', describe: 'container c-0a1b2c (pod ovnkube-node-x7k2p)' };
+  const common = { mode: 'local', startedAt: 4_000_000, routes, identity: 'container', ovnkubeBefore: 'c-0a1b2c' };
+  const expected: Record<string, Migration> = {
+    'owed.json': { ...common, restart: 'owed', attempts: 0, last: null, rollback: null } as Migration,
+    'requested.json': {
+      ...common,
+      restart: 'requested',
+      attempts: 1,
+      last: { at: 4_100_000, target, result: 'stopped', error: null },
+      rollback: null,
+    } as Migration,
+    'failed.json': {
+      ...common,
+      restart: 'failed',
+      attempts: 2,
+      last: { at: 4_200_000, target, result: 'failed', error: 'rpc error: code = Unavailable' },
+      rollback: null,
+    } as Migration,
+    'done.json': {
+      ...common,
+      restart: 'done',
+      attempts: 1,
+      last: { at: 4_100_000, target, result: 'stopped', error: null },
+      doneAt: 4_150_000,
+      rollback: null,
+    } as Migration,
+    'reached.json': {
+      ...common,
+      mode: 'shared',
+      routes: [],
+      identity: 'process',
+      ovnkubeBefore: null,
+      restart: 'none',
+      attempts: 0,
+      last: null,
+      rollback: null,
+    } as Migration,
+    'rolled-back.json': {
+      ...common,
+      identity: 'process',
+      ovnkubeBefore: 'pid 4242 start 998877',
+      restart: 'owed',
+      attempts: 0,
+      last: null,
+      rollback: { startedAt: 4_300_000, doneAt: 4_300_050 },
+    } as Migration,
+    'rollback-unfinished.json': {
+      ...common,
+      identity: 'process',
+      ovnkubeBefore: 'pid 4242 start 998877',
+      restart: 'owed',
+      attempts: 0,
+      last: null,
+      rollback: { startedAt: 4_300_000, doneAt: null },
+    } as Migration,
   };
-  // Read back and written again a moment later, the two clocks read a millisecond apart.
-  const again = underFreshNote(data, 'b', { now: () => 5_000.4, wall: () => 1_699_000_005_001 });
-  assert.deepEqual(again.restarts, [1_699_000_004_123]);
+  assert.deepEqual(readdirSync(FIXTURES).sort(), Object.keys(expected).sort(), 'every fixture is checked');
+  for (const [name, want] of Object.entries(expected)) {
+    const { m, restarts, dir } = await readFixture(name);
+    try {
+      assert.deepEqual(m, want, name);
+      assert.deepEqual(restarts, [4_100_000, 4_200_000].slice(0, want.attempts), name);
+      // Saved again, as the agent does after any change: version 3, the same state.
+      const keeper = keeperOf(dir);
+      await keeper.load(true);
+      await keeper.before(keeper.data);
+      assert.equal(JSON.parse(readFileSync(path.join(dir, 'migration-journal.json'), 'utf8')).version, 3);
+      const again = keeperOf(dir);
+      await again.load(true);
+      assert.deepEqual(again.data.migration, want, `${name}, saved again`);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }
+});
+
+test('journal: a version 2 journal that does not make a whole state (a restart requested with no time of request, one done with no time) is refused with a message, never guessed at', async () => {
+  const dir = scratch();
+  try {
+    const j = new Journal(dir);
+    const v2 = JSON.parse(readFileSync(path.join(FIXTURES, 'requested.json'), 'utf8'));
+    for (const broken of [
+      { ...v2.migration, lastAttemptAt: null },
+      { ...v2.migration, restart: 'done', doneAt: null },
+      { ...v2.migration, restart: 'later' },
+    ]) {
+      writeFileSync(j.file, JSON.stringify({ ...v2, migration: broken }));
+      await assert.rejects(
+        j.load(),
+        (err: JournalError) =>
+          err.code === 'ERR_GWMODE_JOURNAL' && /is corrupt: its migration is incomplete/.test(err.message),
+      );
+    }
+    writeFileSync(j.file, JSON.stringify({ ...v2, version: 4 }));
+    await assert.rejects(j.load(), /is corrupt: not a version 2 or 3 journal/);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
