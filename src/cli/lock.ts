@@ -23,6 +23,7 @@ import {
 import { chmod, mkdir, open, unlink } from 'node:fs/promises';
 import path from 'node:path';
 import { addon } from '../native/addon.js';
+import { CREATE_NEW } from '../restart/journal.js';
 
 export class LockHeldError extends Error {
   readonly code = 'ERR_GWMODE_LOCK_HELD';
@@ -191,7 +192,8 @@ export async function lockStateDir(stateDir: string): Promise<StateDirLock> {
 export async function assertStateDirWritable(stateDir: string): Promise<void> {
   const probe = path.join(stateDir, `.write-probe-${process.pid}`);
   try {
-    const handle = await open(probe, 'w', 0o600);
+    await unlink(probe).catch(() => undefined);
+    const handle = await open(probe, CREATE_NEW, 0o600);
     try {
       await handle.writeFile('x');
       await handle.sync();

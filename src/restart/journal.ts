@@ -13,6 +13,7 @@
 // version 2 (agents before it) is read into that state, and one that does not make a whole
 // state (a restart requested with no time of request) is refused, never guessed at; the
 // journal of version 0.1 (restart-journal.json) is read on upgrade too.
+import { constants } from 'node:fs';
 import { mkdir, open, rename, unlink } from 'node:fs/promises';
 import path from 'node:path';
 import type { Migration } from '../core/migration.js';
@@ -65,6 +66,8 @@ export class JournalWriteError extends Error {
 }
 
 const FILE = 'migration-journal.json';
+/** A new regular file or an error (EEXIST): no FIFO, device or symlink is ever opened for a write. */
+export const CREATE_NEW = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW;
 /** A journal holds one migration and at most KEEP_RESTARTS times: a few kB. */
 export const MAX_JOURNAL_BYTES = 1024 * 1024;
 const PREVIOUS_FILE = 'restart-journal.json';
@@ -226,7 +229,11 @@ export class Journal {
     const created = await mkdir(this.dir, { recursive: true, mode: 0o750 });
     const tmp = `${this.file}.tmp`;
     const trimmed: JournalData = { ...data, restarts: data.restarts.slice(-KEEP_RESTARTS) };
-    const handle = await open(tmp, 'w', 0o640);
+    // Made anew, never opened where it stands: a FIFO left at that path would block the open.
+    await unlink(tmp).catch((err: NodeJS.ErrnoException) => {
+      if (err.code !== 'ENOENT') throw err;
+    });
+    const handle = await open(tmp, CREATE_NEW, 0o640);
     try {
       await handle.writeFile(JSON.stringify(trimmed, null, 2) + '\n');
       await handle.sync();

@@ -98,6 +98,26 @@ test('journal: a FIFO at its path is refused at once, not waited on, and set asi
   }
 });
 
+test('journal: a FIFO left at its temporary path is not opened: the save makes a new file and completes', async () => {
+  const dir = scratch();
+  const j = new Journal(dir);
+  const tmp = `${j.file}.tmp`;
+  assert.equal(spawnSync('mkfifo', [tmp]).status, 0);
+  try {
+    await within(j.save({ ...EMPTY_JOURNAL, restarts: [5] }), 10_000, 'saving beside a FIFO at the temporary path');
+    assert.deepEqual((await j.load()).restarts, [5]);
+    assert.equal(existsSync(tmp), false);
+  } finally {
+    // A writer stuck in open() would keep this test's process alive: a reader frees it.
+    try {
+      closeSync(openSync(tmp, constants.O_RDONLY | constants.O_NONBLOCK));
+    } catch {
+      // Gone, as it should be.
+    }
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
 test('journal: a migration missing its fields is not trusted', async () => {
   const dir = scratch();
   try {
