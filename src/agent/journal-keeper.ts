@@ -58,23 +58,29 @@ export class JournalKeeper {
   /**
    * Reads the journal; an unreadable one is set aside and reported, never fatal, unless
    * `strict` (rollback: its target is the journal's migration): then the error goes up.
+   * False when an unreadable journal could not be moved aside: still in place, a save would
+   * write over it (`apply` refuses then; the agent goes on, saying so).
    */
-  async load(strict = false): Promise<void> {
+  async load(strict = false): Promise<boolean> {
     try {
       const loaded = await this.deps.journal.load();
       const offset = loadOffset(loaded, this.deps.bootId, this.wallOffset());
       this.notedOffset = offset;
       this.record = toMonotonic(loaded, offset, this.deps.clock.now());
+      return true;
     } catch (err) {
       if (strict) throw err;
-      let where = 'left in place';
+      let where: string;
+      let moved = false;
       try {
         where = `kept as ${await this.deps.journal.setAside(this.deps.clock.wall())}`;
+        moved = true;
       } catch (moveErr) {
         where = `could not be moved aside: ${(moveErr as Error).message}`;
       }
       this.unreadable = `${(err as Error).message} (${where}); a migration it recorded will not be finished by this agent`;
       this.deps.log.error({ err }, this.unreadable);
+      return moved;
     }
   }
 

@@ -251,7 +251,10 @@ async function apply(
   }
   const log = createLogger(settings.logLevel, process.stderr);
   const journal = journalOf(stateDir, log);
-  await journal.load();
+  if (!(await journal.load())) {
+    lock.release();
+    return { code: 2, stderr: `ovn-gwmode-agent: apply: ${journal.warning}; changing nothing\n` };
+  }
   const desired = await readDesired(settings.modeFile, log);
   try {
     const r = await pass(settings, { mode: desired }, journal, wrap, log, stop);

@@ -4,7 +4,7 @@
 // finishes it, replaces left and restart owed, without starting it again. A SIGTERM or
 // SIGINT finishes the replace in flight and makes no further change.
 import { strict as assert } from 'node:assert';
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
@@ -497,5 +497,29 @@ test('apply on a journal an agent noted before the wall clock was stepped by a d
       read.migration!.startedAt >= before - 1 && read.migration!.startedAt <= after + 1,
       `started at ${read.migration!.startedAt}, apply ran from ${before} to ${after}`,
     );
+  });
+});
+
+test('an unreadable journal that cannot be moved aside: apply refuses, exit 2 naming it, nothing changed and the file kept', async (t) => {
+  if (skipWithoutKernel(t)) return;
+  await withNode({ gw0: true }, async ({ ns, scratch }) => {
+    mkdirSync(scratch.stateDir, { recursive: true });
+    const file = path.join(scratch.stateDir, 'migration-journal.json');
+    writeFileSync(file, '{"version": 2, "restarts": [');
+    // Immutable: readable, but no rename moves it (EPERM).
+    const chattr = spawnSync('chattr', ['+i', file], { encoding: 'utf8' });
+    if (chattr.status !== 0) {
+      process.stderr.write(`SKIPPED (chattr +i does not work here: ${chattr.stderr.trim()}): ${t.name}\n`);
+      return t.skip('chattr +i does not work here');
+    }
+    try {
+      const r = applyLocal(ns, scratch);
+      assert.equal(r.code, 2, r.stderr);
+      assert.match(r.stderr, /migration-journal\.json is corrupt.*could not be moved aside.*changing nothing/);
+      assert.deepEqual(ns.routes('10.96.0.0/16'), [STALE]);
+      assert.equal(readFileSync(file, 'utf8'), '{"version": 2, "restarts": [');
+    } finally {
+      spawnSync('chattr', ['-i', file]);
+    }
   });
 });
