@@ -1,44 +1,7 @@
 // The daemon's owner loop: one owner of the state, everything else only wakes it, and
-// every decision is taken by pure functions (core/). docs/design.md draws the parts.
-//
-// A pass, in rounds: observe -> fights -> plan -> decide -> execute. A round that
-// replaced routes is followed by another (the verification: the plan must then hold
-// nothing for the routes just replaced, and the restart the migration owes is decided
-// there; another service route changed by someone else meanwhile is planned and carried
-// out there like in any round, and verified by the next; after the last round that may
-// act, one more only verifies, and leaves what else it finds to the next pass, which it
-// asks for). The parts, each owning its state:
-//  - scheduler.ts: wake-ups, coalescing, timers, backoff, settle (knows nothing of routes);
-//  - inputs.ts: the kernel's notifications, the mode file, the echoes of own writes;
-//  - journal-keeper.ts: the record, written before a change or after one (with catch-up);
-//  - restart-runner.ts: the restart request in flight, its answer, the stop;
-//  - steps.ts: execute, the one place the decision's effects happen (the journal's
-//    catch-up and a restart's answer are records of the decision too);
-//  - status-board.ts and src/status/model.ts: the report of the last finished pass.
-// The mode file is read by a pass that any wake-up but a netlink event asked for, and a
-// pass woken by route events alone may reuse the last scan of /proc where it is provably
-// current (src/ovnkube/proc.ts, OvnkubeScanner).
-//
-// Races this handles (and where):
-//  1. A route changed by someone else between observation and replace: a replace names
-//     the route's key and never creates, so it fails (ENOENT); the pass puts back what it
-//     changed (execute.ts) and the scheduler looks again at once.
-//  2. The mode file half-written or garbled: the last valid mode is kept (none at start);
-//     a file still being written is read again when settled (inputs.ts, mode/settled.ts).
-//  3. Netlink notifications lost under load: `lost` forces a full pass at once (inputs.ts).
-//  4. Something that keeps setting a route back: core/fights.ts suspends the repairs.
-//  5. The agent killed mid-migration: the journal says which migration was under way and
-//     which restart it owes; the next agent finishes it and restarts at most once.
-//  6. The journal unwritable: a change is refused before, and lags (retried) after
-//     (journal-keeper.ts); the status says JournalUnwritable.
-//  7. A restart request the runtime is slow to answer: not awaited by the pass; its answer
-//     wakes the pass that records it (restart-runner.ts). A pass longer than WatchdogSec
-//     is a stuck loop.
-//  8. The echo of the agent's own writes: expected once per write for ECHO_WINDOW_MS after
-//     the kernel's answer and swallowed (inputs.ts); a failed pass waits out its backoff
-//     unless someone else changed something, and the flap counts as a set-back (fights.ts).
-//  9. Time: durations and deadlines on the monotonic clock, wall time only for what is
-//     shown (src/clock.ts), every timer's delay clamped; the journal keeps wall times.
+// every decision is taken by pure functions (core/). Its pipeline, its parts (scheduler.ts,
+// inputs.ts, journal-keeper.ts, restart-runner.ts, steps.ts, status-board.ts) and the races
+// it handles, each with its code and tests: docs/design.md.
 import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';
 import { decide, heard, needsTarget, type Decision, type RestartSettings } from '../core/decide.js';
