@@ -119,6 +119,9 @@ try {
       'none',
       '--ovnkube-mode-check',
       'off',
+      // The seed's node is no RHCOS host: the operator states its layout.
+      '--layout',
+      'legacy',
       '--socket',
       socket,
       '--state-dir',

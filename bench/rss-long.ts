@@ -1,5 +1,6 @@
-// Benchmark: the daemon's footprint as a long-running process serves its probes (issue 12,
-// item 4; docs/benchmarks.md section 10). Run as root: `npm run bench:rss` (STEPS, default
+// Benchmark: the daemon's footprint as a long-running process serves its probes
+// (docs/benchmarks.md, "The footprint after serving probes for a while"). Run as root:
+// `npm run bench:rss` (STEPS, default
 // 200,1000,3000,10000,20000; AGENT_ROOT, another build to measure beside this one, its runs
 // interleaved; RUNS, default 2).
 // A converged agent on the seed's node in a throwaway namespace, with the shipped node flags

@@ -9,7 +9,7 @@
 //    --ready) as whole processes against the running agent, with their peak RSS, beside
 //    `node -e 0`.
 // RUNS (default 10) sets the repetitions; BENCH_EACH=1 prints each start's figures too (Node 24
-// starts in two modes, docs/benchmarks.md section 7); AGENT_NODE_FLAGS, Node or V8 flags for the agent's
+// starts in two modes); AGENT_NODE_FLAGS, Node or V8 flags for the agent's
 // runs; COMPARE_FLAGS, a second set of flags timed beside the first in the same run;
 // AGENT_ROOT, another build of the agent to time (a directory holding
 // dist/src/cli/main.js, e.g. a copy of main for the "before" figures); COMPARE_ROOT, a

@@ -1,26 +1,7 @@
 // The daemon's owner loop: one owner of the state, everything else only wakes it, and
-// every decision is taken by pure functions (core/). docs/design.md draws the parts.
-//
-// A pass, in rounds: observe -> fights -> plan -> decide -> execute. A round that
-// replaced routes is followed by another (the verification: the plan must then hold
-// nothing for the routes just replaced, and the restart the migration owes is decided
-// there; another service route changed by someone else meanwhile is planned and carried
-// out there like in any round, and verified by the next; after the last round that may
-// act, one more only verifies, and leaves what else it finds to the next pass, which it
-// asks for). The parts, each owning its state:
-//  - scheduler.ts: wake-ups, coalescing, timers, backoff, settle (knows nothing of routes);
-//  - inputs.ts: the kernel's notifications, the mode file, the echoes of own writes;
-//  - journal-keeper.ts: the record, written before a change or after one (with catch-up);
-//  - restart-runner.ts: the restart request in flight, its answer, the stop;
-//  - steps.ts: execute, the one place the decision's effects happen (the journal's
-//    catch-up and a restart's answer are records of the decision too);
-//  - status-board.ts and src/status/model.ts: the report of the last finished pass.
-// The mode file is read by a pass that any wake-up but a netlink event asked for, and a
-// pass woken by route events alone may reuse the last scan of /proc where it is provably
-// current (src/ovnkube/proc.ts, OvnkubeScanner).
-//
-// The races it handles, each with the code that handles it and the tests that prove it, are
-// listed once, in docs/design.md ("The races, in order").
+// every decision is taken by pure functions (core/). Its pipeline, its parts (scheduler.ts,
+// inputs.ts, journal-keeper.ts, restart-runner.ts, steps.ts, status-board.ts) and the races
+// it handles, each with its code and tests: docs/design.md.
 import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';
 import { decide, heard, needsTarget, type Decision, type RestartSettings } from '../core/decide.js';
@@ -219,7 +200,7 @@ export class Agent {
 
   private async pass(): Promise<PassEnd> {
     const startedAt = this.deps.clock.now();
-    // Race 4 (docs/design.md): an echo not seen by now comes late; this pass observes anyway.
+    // docs/design.md, "The echo window": an echo not seen by now comes late; this pass observes anyway.
     this.inputs.forgetEchoes();
     const routeEventOnly = !this.scheduler.takeFullScan();
     const end: PassEnd = {};

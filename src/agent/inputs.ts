@@ -1,7 +1,7 @@
 // What wakes the owner loop and what it reads first: the kernel's notifications about
 // what is watched, the mode file, and the desired mode read from it. Owns the
 // subscription, the mode watch, the desired mode and the echoes of the agent's own
-// writes (docs/design.md, race 4).
+// writes (docs/design.md, race "The echo window").
 //
 // Echoes: each write the kernel took is expected back once, by prefix (a notification
 // does not say the next hop), and its notification wakes nothing. Expected before the
@@ -18,7 +18,10 @@ import type { DesiredMode } from '../core/types.js';
 import type { Dataplane, DataplaneEvent, Subscription } from '../dataplane/types.js';
 import type { ModePending, ModeRead, ModeWatch } from '../mode/source.js';
 
-/** How long the echo of an own write is waited for (docs/design.md, race 4): the kernel sends it within the write's own round trip. */
+/**
+ * How long the echo of an own write is waited for (docs/design.md, "The echo window"): the kernel
+ * sends it within the write's own round trip.
+ */
 export const ECHO_WINDOW_MS = 500;
 
 export interface InputsDeps {
@@ -94,7 +97,10 @@ export class Inputs {
     };
   }
 
-  /** Reads the mode file (docs/design.md, race 1): a garbled one keeps the last valid mode, one being written is read later. */
+  /**
+   * Reads the mode file (docs/design.md, "The half-written mode file"): a garbled one keeps the last
+   * valid mode, one being written is read later.
+   */
   async readDesired(): Promise<void> {
     const { log, recorder } = this.deps;
     const read = await this.deps.readMode();

@@ -1,5 +1,6 @@
 // The journal as the owner loop keeps it: the record in memory (monotonic times), and
-// the disk behind it (wall times, journal-time.ts). Two kinds of write (docs/design.md, race 3):
+// the disk behind it (wall times, journal-time.ts). Two kinds of write (docs/design.md,
+// "The journal unwritable"):
 //  1. Before a change (the start of a migration, a restart request): written, or the
 //     change is not made (the error propagates and the pass fails).
 //  2. After a change (a restart's answer, the new ovnkube-node seen, a migration taken

@@ -1,4 +1,5 @@
-// The restart request in flight, its answer, and the stop (docs/design.md, race 7).
+// The restart request in flight, its answer, and the stop (docs/design.md, "A restart request
+// slow to answer").
 //  1. A request is journaled (synced) before it goes out, by execute (steps.ts), the one
 //     writer of the journal: a restart is never requested twice.
 //  2. Its answer is not awaited by the pass that asked (a CRI stop waits out ovnkube-node's

@@ -11,7 +11,7 @@
 //  4. A failed pass is retried with capped, jittered backoff; the first failure after a
 //     route changed under a replace (ENOENT) looks again at once. While a retry is set the
 //     periodic resync does not wake a pass of its own: the retry is that full pass, and an
-//     earlier one would repeat the failure before its time (docs/design.md, race 4).
+//     earlier one would repeat the failure before its time (docs/design.md, "Backoff").
 //  5. settle() resolves after a pass that started after the call has ended; stop() stops
 //     every timer and wake-up and waits for the pass under way.
 //  6. Every delay goes through src/clock.ts's clamp (a delay beyond 2^31-1 ms fired after 1 ms).

@@ -31,7 +31,7 @@ export interface CriOptions {
  * The CRI call deadline: 10 s, or a quarter of the loop's stuck threshold (WatchdogSec,
  * which /healthz and so the liveness probe share) when that is shorter. A pass asks the
  * runtime at most once per round (ListContainers, three rounds at most) and never waits
- * for StopContainer (docs/design.md, race 7), so a runtime that accepts and never
+ * for StopContainer (docs/design.md, "A restart request slow to answer"), so a runtime that accepts and never
  * answers holds a pass under the threshold: no watchdog kill, no failed probe.
  */
 export function criDeadlineMs(stuckAfterMs: number): number {

@@ -1,5 +1,5 @@
-// Every launcher of the daemon passes Node the same memory settings (docs/benchmarks.md, "Idle
-// RSS: the node flags, measured and shipped"): the repository's systemd unit, the Debian package's unit built
+// Every launcher of the daemon passes Node the same memory settings (docs/benchmarks.md, "The
+// shipped Node flags"): the repository's systemd unit, the Debian package's unit built
 // from it, and the container image's entrypoint. The image test also reads them from the
 // running container's /proc/PID/cmdline; the Debian package test, from the installed unit.
 import { strict as assert } from 'node:assert';
