@@ -208,11 +208,21 @@ export class Journal {
     }
   }
 
-  /** Moves an unreadable journal aside (kept for the operator) and returns where. */
+  /**
+   * Moves an unreadable journal aside (kept for the operator) and returns where: the
+   * journal, or where there is none (load read only then) the one of version 0.1.
+   */
   async setAside(now: number): Promise<string> {
-    const aside = `${this.file}.corrupt-${now}`;
-    await rename(this.file, aside);
-    return aside;
+    const moveAside = async (file: string) => {
+      await rename(file, `${file}.corrupt-${now}`);
+      return `${file}.corrupt-${now}`;
+    };
+    try {
+      return await moveAside(this.file);
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+      return moveAside(path.join(this.dir, PREVIOUS_FILE));
+    }
   }
 
   /** Throws JournalWriteError, leaving no temporary file behind (on a full disk it holds what space there was). */

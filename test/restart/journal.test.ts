@@ -118,6 +118,19 @@ test('journal: a FIFO left at its temporary path is not opened: the save makes a
   }
 });
 
+test('journal: an unreadable journal of version 0.1 is the one set aside, and the next load finds none', async () => {
+  const dir = scratch();
+  try {
+    const j = new Journal(dir);
+    writeFileSync(path.join(dir, 'restart-journal.json'), '{"restarts": [');
+    await assert.rejects(j.load(), /of version 0\.1\) is corrupt/);
+    assert.equal(await j.setAside(9), path.join(dir, 'restart-journal.json.corrupt-9'));
+    assert.deepEqual(await j.load(), EMPTY_JOURNAL);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
 test('journal: a migration missing its fields is not trusted', async () => {
   const dir = scratch();
   try {
