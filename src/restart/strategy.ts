@@ -2,7 +2,7 @@
 // its process, or not at all. Each strategy finds exactly one target, or says why not.
 import type { CriClient } from '../cri/client.js';
 import { findOvnkubeProcesses, processIdentity, startTimeOf } from '../ovnkube/proc.js';
-import { readFile } from 'node:fs/promises';
+import { readFileSync } from 'node:fs';
 import type { RestartTarget, TargetLookup } from '../core/migration.js';
 
 export type RestartStrategyName = 'cri' | 'signal' | 'none';
@@ -124,9 +124,10 @@ export class SignalRestart implements RestartStrategy {
 
   /**
    * SIGTERM to the process identified (pid and start time): its start time is read again
-   * first, and a PID that another process holds now is not signalled. What is left is the
-   * moment between that read and kill(): the process would have to exit, be reaped and its
-   * PID be handed on within it. (A pidfd would close it, but pidfd_open is Linux 5.3+ and
+   * first, and a PID that another process holds now is not signalled. The read is
+   * synchronous, so read and kill() are one turn of the event loop: what is left is the
+   * microseconds between them, in which the process would have to exit, be reaped and its
+   * PID be handed on. (A pidfd would close it, but pidfd_open is Linux 5.3+ and
    * RHCOS 4.8/4.9 runs RHEL 8.4's 4.18: it would be a second path for the newer kernels only.)
    */
   async restart(target: Target): Promise<void> {
@@ -135,7 +136,7 @@ export class SignalRestart implements RestartStrategy {
     const pid = Number(m[1]);
     let now: string | null = null;
     try {
-      now = startTimeOf(await readFile(`${this.procRoot}/${pid}/stat`, 'utf8'));
+      now = startTimeOf(readFileSync(`${this.procRoot}/${pid}/stat`, 'utf8'));
     } catch {
       throw new Error(`pid ${pid} is gone`);
     }
