@@ -2,7 +2,9 @@
 // ovnkube-node's start flushes and re-adds ovn-k8s-mp0's address (ovn-org/ovn-kubernetes
 // d7252e0de, go-controller/pkg/node/management-port_linux.go: createPlatformManagementPort ->
 // tearDownManagementPortConfig, LinkAddrFlush and LinkRoutesDel, then LinkAddrAdd), and every
-// address notification wakes a pass that scans /proc in full (src/agent/inputs.ts). Proven here
+// address notification wakes a pass that scans /proc in full (src/agent/inputs.ts); a local start
+// also sets up ovn-k8s-gw0, whose link notification wakes it too, whichever comes first (the
+// address path alone: test/agent/loop.test.ts, "the rollout's new ovnkube-node wakes"). Proven here
 // with pidfd_open failing ENOSYS (test/fixtures/no-pidfd.c, as on a kernel before 5.3) and no
 // timer of the agent able to fire (GWMODE_FAULT=no-timers): only the notification can wake it.
 import { strict as assert } from 'node:assert';
