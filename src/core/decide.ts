@@ -177,7 +177,8 @@ function decideSteps(i: DecideInput, frame: Frame): Core {
           10 * POLL_MS,
           t.broken,
         );
-      if ('uncompared' in t) return report(m, 'Waiting', 'RestartPathBroken', `${not}: ${t.uncompared}`, POLL_MS);
+      if ('uncompared' in t)
+        return report(m, 'Waiting', 'RestartPathBroken', `${not}: ${t.uncompared}`, POLL_MS, t.uncompared);
       // Rule 8: a migration is begun only with the ovnkube-node that will be restarted.
       if ('moved' in t)
         return { steps: [], migration: m, restart: { phase: 'Progressing', reason: t.moved }, wakeInMs: QUICK_POLL_MS };

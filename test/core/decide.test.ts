@@ -686,6 +686,8 @@ test('decide: under --restart signal, an observation with no one ovnkube-node (o
     [start.steps, start.restart.phase, start.restart.reason?.code, start.wakeInMs],
     [[], 'Waiting', 'RestartPathBroken', POLL_MS],
   );
+  // lastError says it too, as for every RestartPathBroken (docs/status.md points to it).
+  assert.match(start.restart.error ?? '', /^the ovnkube-node observed has no identity .*: nothing is stopped$/);
 });
 
 test('decide: while a restart request is under way, the pass ends there: no step, looked at again in a second, the reason says so', () => {
