@@ -177,7 +177,8 @@ function decideSteps(i: DecideInput, frame: Frame): Core {
           10 * POLL_MS,
           t.broken,
         );
-      if ('uncompared' in t) return report(m, 'Waiting', 'RestartPathBroken', `${not}: ${t.uncompared}`, POLL_MS);
+      if ('uncompared' in t)
+        return report(m, 'Waiting', 'RestartPathBroken', `${not}: ${t.uncompared}`, POLL_MS, t.uncompared);
       // Rule 8: a migration is begun only with the ovnkube-node that will be restarted.
       if ('moved' in t)
         return { steps: [], migration: m, restart: { phase: 'Progressing', reason: t.moved }, wakeInMs: QUICK_POLL_MS };
@@ -247,9 +248,11 @@ function restartView(i: DecideInput): Core {
     const why = `a restart request is under way (${stoppedAs}): waiting for its answer before any other for the migration to ${m.mode}`;
     return report(m, 'Progressing', 'RestartAwaited', why, POLL_MS);
   };
-  // --ovnkube-mode-check off takes an ovnkube-node whose mode is not seen for one in the
-  // migration's; one seen running the other mode is never the proof.
-  const modeOk = i.ovnkube.mode === m.mode || (!s.modeChecked && i.ovnkube.mode === null);
+  // Rule 11: an ovnkube-node seen running the other mode (unsure which, or beside others
+  // included) is never the proof; --ovnkube-mode-check off takes one whose mode is not seen
+  // for one in the migration's.
+  const otherMode = i.ovnkube.modes.find((x) => x !== m.mode) ?? null;
+  const modeOk = otherMode === null && (i.ovnkube.mode !== null || !s.modeChecked);
   const stopped = m.last?.target.id ?? null;
   // A migration that identified ovnkube-node by its process (`apply`, or the agent
   // under --restart signal or none): /proc is read whatever the strategy, so another
@@ -280,13 +283,22 @@ function restartView(i: DecideInput): Core {
   if (successor !== null) {
     // A new ovnkube-node in the other mode: it is not the proof, and it is never the
     // one to stop (that would be a second restart for one migration).
-    const why = `a new ovnkube-node (${successor}) runs ${i.ovnkube.mode ?? 'an unknown mode'}, not ${m.mode}: waiting for the operator's rollout`;
+    const why = `a new ovnkube-node (${successor}) runs ${otherMode ?? 'an unknown mode'}, not ${m.mode}: waiting for the operator's rollout`;
     return report(m, 'Progressing', 'RestartAwaited', why, POLL_MS);
   }
   const seen = current === null ? 'no ovnkube-node running' : `still ${current}`;
   if (s.strategy === 'none') {
     const why = `waiting for ovnkube-node to be restarted for the migration to ${m.mode} (--restart none: restart it by hand); ${seen}`;
     return report(m, 'Progressing', 'RestartAwaited', why, POLL_MS);
+  }
+  if (otherMode !== null) {
+    // Whatever --ovnkube-mode-check says, and a request that never took included: stopped, it
+    // would come back in the mode the operator renders, not the migration's, and undo the
+    // migration at its start. Said after the plan's OvnkubeOtherMode, like any held restart.
+    const who =
+      i.ovnkube.mode !== null ? `ovnkube-node (pid ${i.ovnkube.pid})` : `an ovnkube-node (${i.ovnkube.detail})`;
+    const why = `${who} runs --gateway-mode ${otherMode}, not ${m.mode}: the restart owed by the migration to ${m.mode} waits for the cluster network operator's rollout`;
+    return report(m, null, 'RestartHeld', why, POLL_MS);
   }
   if (m.restart === 'requested') {
     const deadline = m.last.at + s.timeoutMs;
@@ -319,13 +331,6 @@ function restartView(i: DecideInput): Core {
   }
   // Owed, or failed before: request it, within backoff and the rate limit.
   if (i.restartInFlight) return underWay();
-  if (i.ovnkube.mode !== null && i.ovnkube.mode !== m.mode) {
-    // Whatever --ovnkube-mode-check says: stopped, it would come back in the mode the operator
-    // renders, not the migration's, and undo the migration at its start. Said after the plan's
-    // OvnkubeOtherMode, like any held restart.
-    const why = `ovnkube-node (pid ${i.ovnkube.pid}) runs --gateway-mode ${i.ovnkube.mode}, not ${m.mode}: the restart owed by the migration to ${m.mode} waits for the cluster network operator's rollout`;
-    return report(m, null, 'RestartHeld', why, POLL_MS);
-  }
   if (m.restart === 'failed') {
     const retryAt = m.last.at + backoffMs(m.attempts, s.retryBaseMs, s.retryMaxMs);
     const why = `restart of ovnkube-node for the migration to ${m.mode} failed (attempt ${m.attempts}): ${m.last.error}; retrying at ${isoAt(i, retryAt)}`;

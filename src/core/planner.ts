@@ -121,12 +121,15 @@ export function plan(input: PlanInput): Plan {
   const blocked: Reason[] = [];
   // ovnkube-node in the other mode first: it is the reason that passes by itself (the rollout).
   // Seen in the other mode it is waited for whatever --ovnkube-mode-check says (guarantee 7).
+  // So is one whose namespace cannot be read, or one of several that disagree: either may be
+  // this node's (guarantee 7).
   const o = observed.ovnkube;
-  if (o.mode !== null && o.mode !== desired.mode) {
+  const other = o.modes.find((m) => m !== desired.mode);
+  if (other) {
     blocked.push(
       reason(
         'OvnkubeOtherMode',
-        `ovnkube-node (pid ${o.pid}) runs --gateway-mode ${o.mode}, desired ${desired.mode}: waiting for the cluster network operator to roll ovnkube-node out`,
+        `${runner(o)} runs --gateway-mode ${other}, desired ${desired.mode}: waiting for the cluster network operator to roll ovnkube-node out`,
       ),
     );
   } else if (o.mode === null && config.ovnkubeModeCheck === 'proc') blocked.push(modeUnknown(o));
@@ -196,6 +199,10 @@ export function plan(input: PlanInput): Plan {
   return { ...base, actions, blocked: false, reasons: [...reasons, ...actions.map((a) => a.reason)] };
 }
 
+/** Who runs the other mode: the one ovnkube-node, or one of those /proc leaves unsure. */
+const runner = (o: OvnkubeObservation): string =>
+  o.mode !== null ? `ovnkube-node (pid ${o.pid})` : `an ovnkube-node (${o.detail})`;
+
 const modeUnknown = (o: OvnkubeObservation): Reason =>
   reason(
     'OvnkubeModeUnknown',
@@ -248,12 +255,12 @@ function planShared(input: PlanInput, base: Pick<Plan, 'layout' | 'platform' | '
   const { layout, platform, reasons, warnings } = base;
   const blocked: Reason[] = [];
   const o = observed.ovnkube;
-  const ovnkubeLocal = o.mode === 'local';
+  const ovnkubeLocal = o.modes.includes('local');
   if (ovnkubeLocal) {
     blocked.push(
       reason(
         'OvnkubeOtherMode',
-        `ovnkube-node (pid ${o.pid}) runs --gateway-mode local, desired shared: the cluster network operator's rollout restarts it in shared mode, which flushes its ${config.managementInterface} routes and adds the ${config.gatewayInterface} route itself; the agent writes nothing in shared mode`,
+        `${runner(o)} runs --gateway-mode local, desired shared: the cluster network operator's rollout restarts it in shared mode, which flushes its ${config.managementInterface} routes and adds the ${config.gatewayInterface} route itself; the agent writes nothing in shared mode`,
       ),
     );
   } else if (o.mode === null && config.ovnkubeModeCheck === 'proc') blocked.push(modeUnknown(o));

@@ -40,6 +40,12 @@ export interface DesiredMode {
 export interface OvnkubeObservation {
   /** null with no process, no flag, or processes that disagree (/proc is read whatever --ovnkube-mode-check says). */
   mode: GatewayMode | null;
+  /**
+   * Every mode on the command line (else ovnkube.conf's) of an ovnkube --init-node process that
+   * may be this node's, those whose namespace cannot be read and those that disagree included:
+   * one other than the desired mode holds every change whatever --ovnkube-mode-check says.
+   */
+  modes: GatewayMode[];
   pid: number | null;
   /** The process's identity across PID reuse ("pid N start T"); null without one process. */
   id: string | null;

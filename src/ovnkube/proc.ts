@@ -26,55 +26,42 @@ export const processIdentity = (p: OvnkubeProcess): string => `pid ${p.pid} star
 /** Summarises what /proc shows into the planner's view. */
 export function summarise(scan: OvnkubeScan, confMode: GatewayMode | null): OvnkubeObservation {
   const { processes, unreadable } = scan;
-  // 4.10+ evidence from any ovnkube-node that may be this node's, whatever else is unsure:
-  // it only ever turns changes off.
-  const seen = [...processes, ...unreadable].find((p) => p.release410Plus !== null);
-  const release410Plus = seen ? `${seen.release410Plus} (pid ${seen.pid})` : null;
+  const modeOf = ({ modeFlag: m }: { modeFlag: string | null }): GatewayMode | null =>
+    m === 'local' || m === 'shared' ? m : m === null ? confMode : null;
+  // Evidence from any ovnkube-node that may be this node's, whatever else is unsure: a
+  // 4.10+ flag, or a mode other than the desired one; either only ever turns changes off.
+  const all = [...processes, ...unreadable];
+  const modes = [...new Set(all.map(modeOf).filter((m) => m !== null))];
+  const seen = all.find((p) => p.release410Plus !== null);
+  const evidence = { modes, release410Plus: seen ? `${seen.release410Plus} (pid ${seen.pid})` : null };
+  const unsure = (detail: string, p?: OvnkubeProcess) => ({
+    mode: null,
+    pid: p?.pid ?? null,
+    id: p ? processIdentity(p) : null,
+    detail,
+    ...evidence,
+  });
   // Any process we cannot place might be the ovnkube-node of this node: guessing
   // would act on a mode nobody checked.
   if (unreadable.length > 0) {
     const pids = `pid${unreadable.length > 1 ? 's' : ''} ${unreadable.map((u) => u.pid).join(', ')}`;
-    return {
-      mode: null,
-      pid: null,
-      id: null,
-      detail: `cannot read the network namespace of ovnkube ${pids} (/proc/PID/ns/net: ${unreadable[0]!.code}): the agent needs root or CAP_SYS_PTRACE`,
-      release410Plus,
-    };
+    return unsure(
+      `cannot read the network namespace of ovnkube ${pids} (/proc/PID/ns/net: ${unreadable[0]!.code}): the agent needs root or CAP_SYS_PTRACE`,
+    );
   }
-  if (processes.length === 0) {
-    return {
-      mode: null,
-      pid: null,
-      id: null,
-      detail: 'no ovnkube --init-node process in this network namespace',
-      release410Plus,
-    };
-  }
-  const modes = new Set(processes.map((p) => p.modeFlag ?? confMode));
-  if (modes.size > 1) {
-    return {
-      mode: null,
-      pid: null,
-      id: null,
-      detail: `ovnkube processes disagree: ${processes.map((p) => `pid ${p.pid} ${p.modeFlag ?? '(no flag)'}`).join(', ')}`,
-      release410Plus,
-    };
-  }
+  if (processes.length === 0) return unsure('no ovnkube --init-node process in this network namespace');
+  if (new Set(processes.map((p) => p.modeFlag ?? confMode)).size > 1)
+    return unsure(
+      `ovnkube processes disagree: ${processes.map((p) => `pid ${p.pid} ${p.modeFlag ?? '(no flag)'}`).join(', ')}`,
+    );
   const p = processes[0]!;
-  const id = processIdentity(p);
-  const mode = p.mode ?? (p.modeFlag === null ? confMode : null);
-  if (mode === null) {
-    return {
-      mode: null,
-      pid: p.pid,
-      id,
-      detail:
-        p.modeFlag === null
-          ? `pid ${p.pid} has no --gateway-mode flag and --ovnkube-config gives no [gateway] mode`
-          : `pid ${p.pid} runs --gateway-mode ${p.modeFlag}`,
-      release410Plus,
-    };
-  }
-  return { mode, pid: p.pid, id, detail: null, release410Plus };
+  const mode = modeOf(p);
+  if (mode === null)
+    return unsure(
+      p.modeFlag === null
+        ? `pid ${p.pid} has no --gateway-mode flag and --ovnkube-config gives no [gateway] mode`
+        : `pid ${p.pid} runs --gateway-mode ${p.modeFlag}`,
+      p,
+    );
+  return { mode, pid: p.pid, id: processIdentity(p), detail: null, ...evidence };
 }

@@ -77,7 +77,8 @@ function forkedCopies(found: Found[], now: () => number | null): Set<number> {
 export interface UnreadableProcess {
   pid: number;
   code: string;
-  /** As OvnkubeProcess's: it may be this node's ovnkube-node, and the evidence can only turn changes off. */
+  /** As OvnkubeProcess's: it may be this node's ovnkube-node, and this evidence can only turn changes off. */
+  modeFlag: string | null;
   release410Plus: string | null;
 }
 
@@ -128,7 +129,7 @@ export function scanOvnkubeProcessesSync(
       } catch (err) {
         const code = (err as NodeJS.ErrnoException).code;
         if (code === 'EACCES' || code === 'EPERM') {
-          scan.unreadable.push({ pid: Number(entry), code, release410Plus: parsed.release410Plus });
+          scan.unreadable.push({ pid: Number(entry), code, ...parsed });
           continue;
         }
         throw err;

@@ -12,6 +12,7 @@ import {
   CLI,
   cli,
   curl,
+  DROP_PTRACE,
   FakeOvnkube,
   Scratch,
   status,
@@ -620,6 +621,36 @@ test('status --brief, --json and the exit codes', async (t) => {
     const gone = cli(ns, ['status', '--socket', path.join(scratch.dir, 'nowhere.sock')]);
     assert.equal(gone.code, 2);
     assert.match(gone.stderr, /is the agent running\?\n$/);
+  });
+});
+
+test('--ovnkube-mode-check off, no CAP_SYS_PTRACE: an ovnkube-node running shared holds the agent (OvnkubeOtherMode) and the restart an apply left owed; it is never stopped', async (t) => {
+  if (skipWithoutKernel(t)) return;
+  await withNode({ gw0: true }, async ({ ns, scratch, ovnkube }) => {
+    scratch.writeMode('local');
+    const args = ['--service-cidr', '10.96.0.0/16', '--ovnkube-mode-check', 'off'];
+    // A migration journaled with its restart owed, made while no ovnkube-node ran.
+    const applied = cli(ns, ['apply', '--mode-file', scratch.modeFile, ...args, '--state-dir', scratch.stateDir]);
+    assert.equal(applied.code, 0, applied.stdout + applied.stderr);
+    ovnkube.start('shared', { respawn: true });
+    const held = new AgentProcess(ns, scratch, [...args, '--mtu', '1400'], {}, CLI, DROP_PTRACE);
+    try {
+      const s = await waitForStatus(
+        held,
+        (s) => s.lastReconcile !== null && s.reasonCodes.includes('OvnkubeOtherMode'),
+        'Waiting on ovnkube-node',
+      );
+      assert.equal(s.phase, 'Waiting', JSON.stringify(s));
+      assert.match(s.reasons.join('\n'), /cannot read the network namespace of ovnkube pid/);
+      assert.deepEqual(
+        s.reasonCodes.filter((c) => c.startsWith('Restart')),
+        ['RestartHeld'],
+        JSON.stringify(s),
+      );
+      assert.equal(ovnkube.starts, 1, 'ovnkube-node never stopped');
+    } finally {
+      await held.stop();
+    }
   });
 });
 

@@ -325,7 +325,14 @@ test("local, shared, local: each migration to local gets its restart; shared is 
     await advance(3_600_000);
     r.read = { mode: 'shared', error: null };
     // The rollout's new ovnkube-node in shared mode drops its mp0 route and adds the br-ex one.
-    r.ovnkube = { mode: 'shared', pid: 43, id: 'pid 43 start 2', detail: null, release410Plus: null };
+    r.ovnkube = {
+      mode: 'shared',
+      pid: 43,
+      id: 'pid 43 start 2',
+      detail: null,
+      release410Plus: null,
+      modes: ['shared'],
+    };
     r.dp.setRoute('10.96.0.0/16', '172.18.0.1', 'br-ex', 1400);
     let from = seen.length;
     agent.kick('mode file changed');
@@ -340,7 +347,7 @@ test("local, shared, local: each migration to local gets its restart; shared is 
     );
     await advance(3_600_000);
     r.read = { mode: 'local', error: null };
-    r.ovnkube = { mode: 'local', pid: 44, id: 'pid 44 start 3', detail: null, release410Plus: null };
+    r.ovnkube = { mode: 'local', pid: 44, id: 'pid 44 start 3', detail: null, release410Plus: null, modes: ['local'] };
     from = seen.length;
     agent.kick('mode file changed');
     await until((s) => s.desiredMode === 'local' && s.reasonCodes[0] === 'Settling', 'Settling for local', from);
@@ -359,7 +366,7 @@ test('the mode turns shared while the restart request of the local migration is 
   try {
     await until((s) => s.reasonCodes[0] === 'RestartAwaited' && r.strategy.calls === 1, 'the first request made');
     r.read = { mode: 'shared', error: null };
-    r.ovnkube = { ...r.ovnkube, mode: 'shared' };
+    r.ovnkube = { ...r.ovnkube, mode: 'shared', modes: ['shared'] };
     const from = seen.length;
     agent.kick('mode file changed');
     // The mp0 route stays (ovnkube-node's to move): the agent writes nothing towards shared.
@@ -566,7 +573,14 @@ test('the status asked for in the middle of a pass is the last finished pass, ne
       return save(d);
     };
     r.read = { mode: 'shared', error: null };
-    r.ovnkube = { mode: 'shared', pid: 43, id: 'pid 43 start 2', detail: null, release410Plus: null };
+    r.ovnkube = {
+      mode: 'shared',
+      pid: 43,
+      id: 'pid 43 start 2',
+      detail: null,
+      release410Plus: null,
+      modes: ['shared'],
+    };
     agent.kick('test');
     for (let i = 0; i < 200 && !reached; i++) await new Promise((resolve) => setImmediate(resolve));
     assert.ok(reached, 'the pass reached the journal');
@@ -590,7 +604,7 @@ test('a mode file still being written is neither a mode nor an error: the mode i
     await advance(60_000);
     await until((s) => s.phase === 'Converged', 'Converged');
     r.read = { pending: 'written 0 ms ago', retryInMs: 200 };
-    r.ovnkube = { ...r.ovnkube, mode: 'shared' };
+    r.ovnkube = { ...r.ovnkube, mode: 'shared', modes: ['shared'] };
     const from = seen.length;
     agent.kick('mode file changed');
     await agent.settle();
@@ -770,7 +784,14 @@ test('signal: kubelet restarts ovnkube-node between the observation and the look
   const r = rig();
   const stub = new SignalStub(r);
   r.strategy = stub;
-  const B: OvnkubeObservation = { mode: 'local', pid: 43, id: 'pid 43 start 2', detail: null, release410Plus: null };
+  const B: OvnkubeObservation = {
+    mode: 'local',
+    pid: 43,
+    id: 'pid 43 start 2',
+    detail: null,
+    release410Plus: null,
+    modes: ['local'],
+  };
   let finds = 0;
   const find = stub.find.bind(stub);
   stub.find = async () => {
@@ -806,7 +827,14 @@ test('signal: a new ovnkube-node found as a migration would begin: nothing repla
   const stub = new SignalStub(r);
   r.strategy = stub;
   // B started before the routes were replaced: it owes its restart like A did.
-  const B: OvnkubeObservation = { mode: 'local', pid: 43, id: 'pid 43 start 2', detail: null, release410Plus: null };
+  const B: OvnkubeObservation = {
+    mode: 'local',
+    pid: 43,
+    id: 'pid 43 start 2',
+    detail: null,
+    release410Plus: null,
+    modes: ['local'],
+  };
   stub.beforeFind = () => (r.ovnkube = B);
   const h = makeAgent(r);
   h.agent.start();
@@ -826,14 +854,16 @@ test('signal: a new ovnkube-node found as a migration would begin: nothing repla
 });
 
 test("the rollout's new ovnkube-node wakes the waiting agent by its flush of ovn-k8s-mp0 (an address notification): acted on with no timer fired", async () => {
-  const r = rig({ ovnkube: { mode: 'shared', pid: 42, id: 'pid 42 start 1', detail: null, release410Plus: null } });
+  const r = rig({
+    ovnkube: { mode: 'shared', pid: 42, id: 'pid 42 start 1', detail: null, release410Plus: null, modes: ['shared'] },
+  });
   const { agent, until, seen } = makeAgent(r);
   agent.start();
   try {
     await until((s) => s.reasonCodes.includes('OvnkubeOtherMode'), 'waiting on the shared ovnkube-node');
     // The rollout: a local ovnkube-node starts and, first thing (4.8/4.9's
     // createPlatformManagementPort), flushes and re-adds mp0's address; no timer is advanced.
-    r.ovnkube = { mode: 'local', pid: 43, id: 'pid 43 start 2', detail: null, release410Plus: null };
+    r.ovnkube = { mode: 'local', pid: 43, id: 'pid 43 start 2', detail: null, release410Plus: null, modes: ['local'] };
     const from = seen.length;
     const probes = r.probes!.length;
     const mp0 = r.dp.addressList[0]!;

@@ -8,12 +8,22 @@ import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
-import { AgentProcess, cli, FAULTY, RHCOS_49_OS_RELEASE, Scratch, waitForStatus, withNode } from '../helpers/agent.js';
+import {
+  AgentProcess,
+  cli,
+  DROP_PTRACE,
+  FAULTY,
+  FakeOvnkube,
+  RHCOS_49_OS_RELEASE,
+  Scratch,
+  waitForStatus,
+  withNode,
+} from '../helpers/agent.js';
 import { seedNode, skipWithoutKernel, type Netns } from '../helpers/netns.js';
 import { within } from '../helpers/wait.js';
 import { systemClock } from '../../src/clock.js';
 import { loadOffset, readBootId, toMonotonic } from '../../src/restart/journal-time.js';
-import { writeFileSync, mkdirSync } from 'node:fs';
+import { writeFileSync, mkdirSync, mkdtempSync } from 'node:fs';
 
 const STALE = '10.96.0.0/16 via 172.18.0.1 dev br-ex mtu 1400';
 const LOCAL = '10.96.0.0/16 via 10.244.1.1 dev ovn-k8s-mp0';
@@ -132,6 +142,37 @@ test('plan says what it would replace and that it changed nothing, never that a 
     const done = cli(ns, ['plan', ...args]);
     assert.equal(done.code, 0, done.stderr);
     assert.match(done.stdout, /\nactions: none\n[\s\S]*\nplan: nothing to replace; changed nothing\n$/);
+  });
+});
+
+test('--ovnkube-mode-check off: an ovnkube-node running shared whose namespace cannot be read (no CAP_SYS_PTRACE), or two that disagree, hold plan and apply to local (OvnkubeOtherMode), nothing changed', async (t) => {
+  if (skipWithoutKernel(t)) return;
+  await withNode({ gw0: true }, async ({ ns, scratch, ovnkube }) => {
+    scratch.writeMode('local');
+    ovnkube.start('shared');
+    const args = ['--mode-file', scratch.modeFile, '--service-cidr', '10.96.0.0/16', '--ovnkube-mode-check', 'off'];
+    const held = (r: ReturnType<typeof cli>) => {
+      assert.equal(r.code, 1, r.stdout + r.stderr);
+      assert.match(r.stdout, /runs --gateway-mode shared, desired local: .* \[OvnkubeOtherMode\]\n/);
+      assert.deepEqual(ns.routes('10.96.0.0/16'), [STALE]);
+    };
+    const unplaced = cli(ns, ['plan', ...args], {}, DROP_PTRACE);
+    assert.match(
+      unplaced.stdout,
+      /cannot read the network namespace of ovnkube pids? [\d, ]*\(\/proc\/PID\/ns\/net: EACCES\)/,
+    );
+    held(unplaced);
+    held(cli(ns, ['apply', ...args, '--state-dir', scratch.stateDir], {}, DROP_PTRACE));
+    // Both read, one local beside the shared one: they disagree.
+    const second = new FakeOvnkube(ns, mkdtempSync(path.join(scratch.dir, 'second-')));
+    try {
+      second.start('local');
+      held(cli(ns, ['plan', ...args]));
+      held(cli(ns, ['apply', ...args, '--state-dir', scratch.stateDir]));
+    } finally {
+      second.stop();
+    }
+    assert.equal(existsSync(path.join(scratch.stateDir, 'migration-journal.json')), false, 'nothing journaled');
   });
 });
 

@@ -110,7 +110,7 @@ const input = (over: Partial<DecideInput>): DecideInput => ({
   desired: 'local',
   migration: null,
   restarts: [],
-  ovnkube: { mode: 'local', pid: 42, id: 'pid 42 start 1', detail: null, release410Plus: null },
+  ovnkube: { mode: 'local', pid: 42, id: 'pid 42 start 1', detail: null, release410Plus: null, modes: ['local'] },
   target: OLD,
   settings,
   now: T,
@@ -294,7 +294,7 @@ const restartRows: Array<{
     in: {
       migration: migration({ restart: 'requested', stopped: 'c-old', lastAttemptAt: T - 1000, attempts: 1 }),
       target: NEW,
-      ovnkube: { mode: 'shared', pid: 43, id: 'x', detail: null, release410Plus: null },
+      ovnkube: { mode: 'shared', pid: 43, id: 'x', detail: null, release410Plus: null, modes: ['shared'] },
     },
     steps: [],
     phase: 'Progressing',
@@ -305,7 +305,7 @@ const restartRows: Array<{
     in: {
       migration: migration(),
       target: NEW,
-      ovnkube: { mode: 'shared', pid: 43, id: 'x', detail: null, release410Plus: null },
+      ovnkube: { mode: 'shared', pid: 43, id: 'x', detail: null, release410Plus: null, modes: ['shared'] },
     },
     steps: [],
     phase: 'Progressing',
@@ -322,7 +322,7 @@ const restartRows: Array<{
         lastError: 'timeout',
       }),
       target: NEW,
-      ovnkube: { mode: 'shared', pid: 43, id: 'x', detail: null, release410Plus: null },
+      ovnkube: { mode: 'shared', pid: 43, id: 'x', detail: null, release410Plus: null, modes: ['shared'] },
     },
     steps: [],
     phase: 'Progressing',
@@ -367,7 +367,7 @@ const restartRows: Array<{
     name: "apply's migration (by process) under CRI, no ovnkube-node then nor now: the owed restart waits for one (nothing stopped)",
     in: {
       migration: migration({ ovnkubeBefore: null, identity: 'process' }),
-      ovnkube: { mode: null, pid: null, id: null, detail: 'none', release410Plus: null },
+      ovnkube: { mode: null, pid: null, id: null, detail: 'none', release410Plus: null, modes: [] },
       target: { error: '0 running containers' },
     },
     steps: [],
@@ -378,7 +378,7 @@ const restartRows: Array<{
     name: "apply's migration (by process) under CRI, restarted since but in the other mode: not the proof",
     in: {
       migration: migration({ ovnkubeBefore: 'pid 41 start 0', identity: 'process' }),
-      ovnkube: { mode: 'shared', pid: 43, id: 'pid 43 start 2', detail: null, release410Plus: null },
+      ovnkube: { mode: 'shared', pid: 43, id: 'pid 43 start 2', detail: null, release410Plus: null, modes: ['shared'] },
       target: NEW,
     },
     steps: [],
@@ -536,7 +536,7 @@ const restartRows: Array<{
     in: {
       migration: migration(),
       settings: { ...settings, modeChecked: false },
-      ovnkube: { mode: 'shared', pid: 42, id: 'pid 42 start 1', detail: null, release410Plus: null },
+      ovnkube: { mode: 'shared', pid: 42, id: 'pid 42 start 1', detail: null, release410Plus: null, modes: ['shared'] },
     },
     steps: [],
     phase: null,
@@ -549,7 +549,7 @@ const restartRows: Array<{
       migration: migration({ restart: 'requested', stopped: 'c-old', lastAttemptAt: T - 1000, attempts: 1 }),
       settings: { ...settings, modeChecked: false },
       target: NEW,
-      ovnkube: { mode: 'shared', pid: 43, id: 'x', detail: null, release410Plus: null },
+      ovnkube: { mode: 'shared', pid: 43, id: 'x', detail: null, release410Plus: null, modes: ['shared'] },
     },
     steps: [],
     phase: 'Progressing',
@@ -562,12 +562,70 @@ const restartRows: Array<{
       migration: migration({ restart: 'requested', stopped: 'c-old', lastAttemptAt: T - 1000, attempts: 1 }),
       settings: { ...settings, modeChecked: false },
       target: NEW,
-      ovnkube: { mode: null, pid: null, id: null, detail: 'no ovnkube --init-node process', release410Plus: null },
+      ovnkube: {
+        mode: null,
+        pid: null,
+        id: null,
+        detail: 'no ovnkube --init-node process',
+        release410Plus: null,
+        modes: [],
+      },
     },
     steps: [],
     phase: 'Progressing',
     code: 'Settling',
     restart: 'done',
+  },
+  {
+    name: 'mode check off: an ovnkube-node running the other mode whose namespace cannot be read is not the proof, and not stopped',
+    in: {
+      migration: migration({ restart: 'requested', stopped: 'c-old', lastAttemptAt: T - 1000, attempts: 1 }),
+      settings: { ...settings, modeChecked: false },
+      target: NEW,
+      ovnkube: {
+        mode: null,
+        pid: null,
+        id: null,
+        detail: 'cannot read the network namespace of ovnkube pid 43',
+        release410Plus: null,
+        modes: ['shared'],
+      },
+    },
+    steps: [],
+    phase: 'Progressing',
+    code: 'RestartAwaited',
+    restart: 'requested',
+  },
+  {
+    name: 'owed, mode check off: ovnkube processes that disagree, one running the other mode: held, never stopped',
+    in: {
+      migration: migration(),
+      settings: { ...settings, modeChecked: false },
+      ovnkube: {
+        mode: null,
+        pid: null,
+        id: null,
+        detail: 'ovnkube processes disagree',
+        release410Plus: null,
+        modes: ['local', 'shared'],
+      },
+    },
+    steps: [],
+    phase: null,
+    code: 'RestartHeld',
+    restart: 'owed',
+  },
+  {
+    name: 'requested, the very same instance still runs after the timeout but now seen running the other mode: held, never asked again',
+    in: {
+      migration: migration({ restart: 'requested', stopped: 'c-old', lastAttemptAt: T - 300_000, attempts: 1 }),
+      restarts: [T - 300_000],
+      ovnkube: { mode: 'shared', pid: 42, id: 'pid 42 start 1', detail: null, release410Plus: null, modes: ['shared'] },
+    },
+    steps: [],
+    phase: null,
+    code: 'RestartHeld',
+    restart: 'requested',
   },
 ];
 
@@ -604,6 +662,7 @@ test('decide: under --restart signal, an observation with no one ovnkube-node (o
     id: null,
     detail: 'cannot read the network namespace of ovnkube pid 77',
     release410Plus: null,
+    modes: [],
   };
   const found = { target: { id: 'pid 42 start 1', describe: 'pid 42' } };
   const owed = decide(
@@ -627,6 +686,8 @@ test('decide: under --restart signal, an observation with no one ovnkube-node (o
     [start.steps, start.restart.phase, start.restart.reason?.code, start.wakeInMs],
     [[], 'Waiting', 'RestartPathBroken', POLL_MS],
   );
+  // lastError says it too, as for every RestartPathBroken (docs/status.md points to it).
+  assert.match(start.restart.error ?? '', /^the ovnkube-node observed has no identity .*: nothing is stopped$/);
 });
 
 test('decide: while a restart request is under way, the pass ends there: no step, looked at again in a second, the reason says so', () => {
@@ -656,7 +717,7 @@ test('decide: local, then shared reached without the agent, then local again: a 
     input({
       desired: 'shared',
       migration: done,
-      ovnkube: { mode: 'shared', pid: 43, id: 'p43', detail: null, release410Plus: null },
+      ovnkube: { mode: 'shared', pid: 43, id: 'p43', detail: null, release410Plus: null, modes: ['shared'] },
     }),
   );
   assert.deepEqual([reached.migration?.mode, reached.migration?.restart], ['shared', 'none']);
@@ -675,7 +736,7 @@ test('decide: a local migration owing its restart, desired shared, ovnkube-node 
       plan: fallback,
       desired: 'shared',
       migration: migration(),
-      ovnkube: { mode: 'shared', pid: 43, id: 'p43', detail: null, release410Plus: null },
+      ovnkube: { mode: 'shared', pid: 43, id: 'p43', detail: null, release410Plus: null, modes: ['shared'] },
     }),
   );
   assert.deepEqual(d.steps, []);
@@ -873,7 +934,14 @@ test('fights: set-backs further apart than the window never suspend', () => {
 
 test('decide (signal): the target is exactly the ovnkube-node observed, or nothing; another one found means "look again" at once, never a stop of it', () => {
   const signal: RestartSettings = { ...settings, strategy: 'signal' };
-  const A = { mode: 'local' as const, pid: 42, id: 'pid 42 start 1', detail: null, release410Plus: null };
+  const A = {
+    mode: 'local' as const,
+    pid: 42,
+    id: 'pid 42 start 1',
+    detail: null,
+    release410Plus: null,
+    modes: ['local' as const],
+  };
   const B = { target: { id: 'pid 43 start 2', describe: 'pid 43' } };
   const owed = migration({ identity: 'process', ovnkubeBefore: A.id });
   // The restart owed: the observation saw A, the lookup found B (kubelet restarted A in between).
@@ -929,7 +997,7 @@ test('decide: times in messages are shown in wall time (wallOffsetMs), the durat
   const d = decide(
     input({
       migration: done,
-      ovnkube: { mode: 'local', pid: 43, id: 'p43', detail: null, release410Plus: null },
+      ovnkube: { mode: 'local', pid: 43, id: 'p43', detail: null, release410Plus: null, modes: ['local'] },
       target: NEW,
       wallOffsetMs: 1_700_000_000_000,
     }),

@@ -75,6 +75,8 @@ function input(o: {
   suspended?: Map<string, string>;
   /** A 4.10+ flag seen on ovnkube-node's command line (OvnkubeObservation.release410Plus). */
   cmdline410?: string;
+  /** ovnkube-node not placed (its namespace unreadable, or several that disagree), these modes on their command lines. */
+  unplaced?: GatewayMode[];
 }): PlanInput {
   const observed: Observation = {
     links: o.links ?? [BR_EX, MP0, GW0],
@@ -90,14 +92,16 @@ function input(o: {
       ['fd00:10:96::/112', o.v6 ?? []],
       ['::/0', [route('::/0', 'fd00:18::1', 'br-ex', null)]],
     ]),
-    ovnkube:
-      o.ovnkube === null
+    ovnkube: o.unplaced
+      ? { mode: null, pid: null, id: null, detail: 'pid 43 unreadable', release410Plus: null, modes: o.unplaced }
+      : o.ovnkube === null
         ? {
             mode: null,
             pid: null,
             id: null,
             detail: 'no ovnkube --init-node process in this network namespace',
             release410Plus: o.cmdline410 ?? null,
+            modes: [],
           }
         : {
             mode: o.ovnkube ?? 'local',
@@ -105,6 +109,7 @@ function input(o: {
             id: 'pid 42 start 1',
             detail: null,
             release410Plus: o.cmdline410 ?? null,
+            modes: [o.ovnkube ?? 'local'],
           },
   };
   const mode = o.mode === undefined ? 'local' : o.mode;
@@ -241,6 +246,31 @@ const cases: Array<{ name: string; in: PlanInput; phase: string; code: ReasonCod
   {
     name: 'mode check off, ovnkube-node seen in the other mode: wait all the same',
     in: input({ ovnkube: 'shared', config: { ovnkubeModeCheck: 'off' } }),
+    phase: 'Waiting',
+    code: 'OvnkubeOtherMode',
+  },
+  {
+    name: 'mode check off, an ovnkube-node not placed (namespace unreadable) running the other mode: wait all the same',
+    in: input({ unplaced: ['shared'], config: { ovnkubeModeCheck: 'off' } }),
+    phase: 'Waiting',
+    code: 'OvnkubeOtherMode',
+  },
+  {
+    name: 'mode check off, ovnkube processes that disagree, one in the other mode: wait all the same',
+    in: input({ unplaced: ['local', 'shared'], config: { ovnkubeModeCheck: 'off' } }),
+    phase: 'Waiting',
+    code: 'OvnkubeOtherMode',
+  },
+  {
+    name: "mode check off, ovnkube-node not placed but every mode seen the mode file's: replace",
+    in: input({ unplaced: ['local'], config: { ovnkubeModeCheck: 'off' } }),
+    phase: 'Progressing',
+    code: 'Replacing',
+    to: ['via 10.244.1.1 dev ovn-k8s-mp0'],
+  },
+  {
+    name: 'shared desired, mode check off, an ovnkube-node not placed running local: wait all the same',
+    in: input({ mode: 'shared', unplaced: ['local'], service: [LOCAL], config: { ovnkubeModeCheck: 'off' } }),
     phase: 'Waiting',
     code: 'OvnkubeOtherMode',
   },

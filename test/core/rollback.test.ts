@@ -41,7 +41,7 @@ function observed(o: { routes?: Route[]; links?: Link[]; addresses?: InterfaceAd
       ['10.96.0.0/16', o.routes ?? [route(LOCAL)]],
       ['0.0.0.0/0', [route({ ...SHARED, mtu: null })]],
     ]),
-    ovnkube: { mode: null, pid: null, id: null, detail: 'not looked at', release410Plus: null },
+    ovnkube: { mode: null, pid: null, id: null, detail: 'not looked at', release410Plus: null, modes: [] },
   };
 }
 

@@ -23,6 +23,9 @@ export const RHCOS_49_OS_RELEASE = fileURLToPath(
 /** The agent with faults wrapped around its parts (GWMODE_FAULT); see the fixture. */
 export const FAULTY = fileURLToPath(new URL('../fixtures/agent-with-faults.js', import.meta.url));
 
+/** Root without CAP_SYS_PTRACE: /proc/PID/ns/net of a process with more capabilities is refused (EACCES). */
+export const DROP_PTRACE = ['setpriv', '--bounding-set=-sys_ptrace', '--inh-caps=-sys_ptrace', '--'];
+
 let noPidfdBinary: string | undefined;
 
 /** The launcher under which pidfd_open fails ENOSYS (test/fixtures/no-pidfd.c), built on first use. */
@@ -178,9 +181,11 @@ export function cli(
   ns: Netns,
   args: string[],
   env: NodeJS.ProcessEnv = {},
+  /** A command the CLI runs under (e.g. DROP_PTRACE). */
+  launcher: string[] = [],
 ): { code: number | null; stdout: string; stderr: string } {
   const full = { OVN_GWMODE_OS_RELEASE: RHCOS_49_OS_RELEASE, ...process.env, ...env };
-  const r = spawnSync('ip', ['netns', 'exec', ns.name, process.execPath, CLI, ...args], {
+  const r = spawnSync('ip', ['netns', 'exec', ns.name, ...launcher, process.execPath, CLI, ...args], {
     encoding: 'utf8',
     env: full,
   });

@@ -101,7 +101,7 @@ export function rig(over: Partial<Rig> = {}): Rig {
     dp: new FakeDataplane(),
     strategy: new FakeStrategy(),
     journal: new MemoryJournal(),
-    ovnkube: { mode: 'local', pid: 42, id: 'pid 42 start 1', detail: null, release410Plus: null },
+    ovnkube: { mode: 'local', pid: 42, id: 'pid 42 start 1', detail: null, release410Plus: null, modes: ['local'] },
     read: { mode: 'local', error: null },
     now: 1_000_000_000,
     ...over,

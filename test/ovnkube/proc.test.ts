@@ -199,9 +199,21 @@ test('proc: a child ovnkube --init-node with another command line still counts, 
       const summary = summarise(ours, null);
       assert.equal(summary.mode, null);
       assert.match(summary.detail ?? '', /^ovnkube processes disagree: /);
+      assert.deepEqual(summary.modes.sort(), ['local', 'shared'], 'both modes kept: either holds a change');
     },
     ['ovnkube', '--init-node', 'node1', '--gateway-mode', 'shared'],
   );
+});
+
+test('summarise: the mode of a process whose namespace cannot be read is kept, from its flag or else ovnkube.conf', () => {
+  const unreadable = [
+    { pid: 7, code: 'EACCES', modeFlag: 'shared', release410Plus: null },
+    { pid: 8, code: 'EACCES', modeFlag: null, release410Plus: null },
+    { pid: 9, code: 'EACCES', modeFlag: 'bogus', release410Plus: null },
+  ];
+  const summary = summarise({ processes: [], unreadable }, 'local');
+  assert.deepEqual([summary.mode, summary.pid, summary.modes], [null, null, ['shared', 'local']]);
+  assert.deepEqual(summarise({ processes: [], unreadable: [] }, 'local').modes, []);
 });
 
 test("plan as non-root says it cannot read ovnkube-node's namespace, and what it needs", async (t) => {

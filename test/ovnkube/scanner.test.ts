@@ -225,7 +225,7 @@ test('scanner: a young fork of ovnkube-node with its command line is not a secon
       );
       assert.deepEqual(
         summarise(scan, null),
-        { mode: 'local', pid: 100, id: 'pid 100 start 1000', detail: null, release410Plus: null },
+        { mode: 'local', pid: 100, id: 'pid 100 start 1000', detail: null, release410Plus: null, modes: ['local'] },
         `fork ${pid}`,
       );
     });
