@@ -319,7 +319,7 @@ export const COMMAND_SPECS: Readonly<Record<Command, CommandSpec>> = {
     flags: [...PLANNER.filter((f) => !NOT_ROLLBACK.includes(f)), 'state-dir', 'yes'],
     exits: {
       0: 'put back (without --yes: the plan may be carried out), or nothing to roll back (NothingToRollBack)',
-      1: 'refused (the reason and its code are printed: LayoutUnknown on a node of unknown release unless --layout legacy states it), failed or interrupted; or an agent holds the node',
+      1: "refused (the reason and its code are printed: LayoutUnknown on a node of unknown release unless --layout legacy states it, OvnkubeOtherMode while ovnkube-node runs the migration's mode), failed or interrupted; or an agent holds the node",
       2: `${BAD_USAGE}, a --service-cidr that does not name every CIDR of the migration, or a journal it cannot read`,
     },
   },

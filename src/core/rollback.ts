@@ -18,6 +18,7 @@
 //     replaced (an `apply` interrupted, or killed, before it got there; the journal
 //     records a migration's routes before the first replace) or it is back already
 //     (a rollback interrupted after putting it back). Nothing left: NothingToRollBack.
+//  6. Never while ovnkube-node is seen running the migration's mode (OvnkubeOtherMode).
 // One refusal refuses all: a rollback of half a migration leaves the families in
 // different modes, which no ovnkube-node runs.
 import type { Migration } from './migration.js';
@@ -117,6 +118,16 @@ export function planRollback(migration: Migration | null, observed: Observation,
         reason('NothingToRollBack', `the routes the ${migration.mode} migration replaced are as they were before it`),
       ],
     };
+  }
+  // Rule 6: never under an ovnkube-node that runs the migration's mode (as every door waits on
+  // one running the other mode): its routes are the migrated ones, and the old route put back
+  // under it is the stale one it cannot replace itself. A rollout to the old mode rewrites the
+  // route itself and leaves nothing to roll back.
+  const running = observed.ovnkube.modes.find((m) => m === migration.mode);
+  if (running) {
+    const detail = observed.ovnkube.pid !== null ? ` (pid ${observed.ovnkube.pid})` : '';
+    const refusal = `ovnkube-node${detail} runs --gateway-mode ${running}, the mode the migration moved to: putting the old routes back under it leaves the stale route it cannot replace; switch the cluster's gateway mode back instead (its rollout rewrites the route itself)`;
+    return { actions: [], refusals: [reason('OvnkubeOtherMode', refusal)] };
   }
   return { actions, refusals };
 }

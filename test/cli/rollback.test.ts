@@ -14,7 +14,7 @@ const LOCAL = '10.96.0.0/16 via 10.244.1.1 dev ovn-k8s-mp0';
 
 test('rollback puts back the shared-mode route a real migration replaced: plan without --yes, refusals with their reason, then done', async (t) => {
   if (skipWithoutKernel(t)) return;
-  await withAgent({ mode: 'local' }, async ({ ns, scratch, agent }) => {
+  await withAgent({ mode: 'local' }, async ({ ns, scratch, agent, ovnkube }) => {
     await waitForStatus(agent, (s) => s.phase === 'Converged', 'the migration to local');
     assert.deepEqual(ns.routes('10.96.0.0/16'), [LOCAL]);
     const rollback = (...extra: string[]) =>
@@ -29,6 +29,18 @@ test('rollback puts back the shared-mode route a real migration replaced: plan w
     );
     assert.deepEqual(ns.routes('10.96.0.0/16'), [LOCAL]);
     await agent.stop();
+
+    // Under the local ovnkube-node the migration's restart brought: refused, as every door waits
+    // on an ovnkube-node of the other mode; the old route would be the stale one it cannot replace.
+    const underLocal = rollback('--yes');
+    assert.equal(underLocal.code, 1, underLocal.stderr);
+    assert.match(
+      underLocal.stdout,
+      /refused:\n {2}- ovnkube-node \(pid \d+\) runs --gateway-mode local, the mode the migration moved to: .* \[OvnkubeOtherMode\]\n$/,
+    );
+    assert.deepEqual(ns.routes('10.96.0.0/16'), [LOCAL]);
+    // ovnkube-node gone (down, or its pod deleted): what follows acts.
+    ovnkube.stop();
 
     const dry = rollback();
     assert.equal(dry.code, 0, dry.stderr);
@@ -163,9 +175,10 @@ test("rollback --yes on a 4.9 host whose ovnkube-node runs 4.10's command line (
 
 test('rollback --yes on a node of unknown release refuses with LayoutUnknown, as plan and run wait; --layout legacy states it', async (t) => {
   if (skipWithoutKernel(t)) return;
-  await withAgent({ mode: 'local' }, async ({ ns, scratch, agent }) => {
+  await withAgent({ mode: 'local' }, async ({ ns, scratch, agent, ovnkube }) => {
     await waitForStatus(agent, (s) => s.phase === 'Converged', 'the migration to local');
     await agent.stop();
+    ovnkube.stop();
     const osRelease = path.join(scratch.dir, 'os-release');
     writeFileSync(osRelease, 'NAME="Fedora Linux"\nID=fedora\nVERSION_ID=39\n');
     const env = { OVN_GWMODE_OS_RELEASE: osRelease };
