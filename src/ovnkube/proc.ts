@@ -32,17 +32,19 @@ export function summarise(scan: OvnkubeScan, confMode: GatewayMode | null): Ovnk
   const release410Plus = seen ? `${seen.release410Plus} (pid ${seen.pid})` : null;
   // Any process we cannot place might be the ovnkube-node of this node: guessing
   // would act on a mode nobody checked.
-  if (unreadable.length > 0) {
+  const [blind] = unreadable;
+  if (blind !== undefined) {
     const pids = `pid${unreadable.length > 1 ? 's' : ''} ${unreadable.map((u) => u.pid).join(', ')}`;
     return {
       mode: null,
       pid: null,
       id: null,
-      detail: `cannot read the network namespace of ovnkube ${pids} (/proc/PID/ns/net: ${unreadable[0]!.code}): the agent needs root or CAP_SYS_PTRACE`,
+      detail: `cannot read the network namespace of ovnkube ${pids} (/proc/PID/ns/net: ${blind.code}): the agent needs root or CAP_SYS_PTRACE`,
       release410Plus,
     };
   }
-  if (processes.length === 0) {
+  const [p] = processes;
+  if (p === undefined) {
     return {
       mode: null,
       pid: null,
@@ -61,7 +63,6 @@ export function summarise(scan: OvnkubeScan, confMode: GatewayMode | null): Ovnk
       release410Plus,
     };
   }
-  const p = processes[0]!;
   const id = processIdentity(p);
   const mode = p.mode ?? (p.modeFlag === null ? confMode : null);
   if (mode === null) {
