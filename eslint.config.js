@@ -13,12 +13,19 @@ export default tseslint.config(
       '@typescript-eslint/no-floating-promises': [
         'error',
         // node:test runs a test whether or not its promise is awaited.
-        { allowForKnownSafeCalls: [{ from: 'package', package: 'node:test', name: ['test', 'describe', 'it', 'suite'] }] },
+        {
+          allowForKnownSafeCalls: [
+            { from: 'package', package: 'node:test', name: ['test', 'describe', 'it', 'suite'] },
+          ],
+        },
       ],
       '@typescript-eslint/no-misused-promises': 'error',
       '@typescript-eslint/await-thenable': 'error',
       '@typescript-eslint/no-unnecessary-type-assertion': 'error',
       '@typescript-eslint/switch-exhaustiveness-check': 'error',
+      // tsc's noUnusedParameters already takes `_name` as "unused on purpose" (an interface's argument
+      // this implementation ignores); `const { key: _, ...rest } = o` is how we drop a key without `delete`.
+      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', ignoreRestSiblings: true }],
     },
   },
   // Tests and benches index fixtures they built themselves: a `!` there is the assertion.

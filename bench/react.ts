@@ -197,8 +197,8 @@ function agent(ns: string, args: string[]): { child: ChildProcess; output: () =>
     ['netns', 'exec', ns, process.execPath, ...nodeArgs, CLI, 'run', '--log-level', 'info', ...args],
     { stdio: ['ignore', 'pipe', 'pipe'] },
   );
-  child.stdout!.on('data', (d: Buffer) => (output = (output + d.toString()).slice(-20_000)));
-  child.stderr!.on('data', (d: Buffer) => (output = (output + d.toString()).slice(-20_000)));
+  child.stdout.on('data', (d: Buffer) => (output = (output + d.toString()).slice(-20_000)));
+  child.stderr.on('data', (d: Buffer) => (output = (output + d.toString()).slice(-20_000)));
   return { child, output: () => output };
 }
 

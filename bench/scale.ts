@@ -215,7 +215,7 @@ async function repairs(ns: string, round: number): Promise<void> {
   const churn = spawn('ip', ['-batch', '-'], { stdio: ['pipe', 'ignore', 'inherit'] });
   const churnDone = new Promise<number>((r) => churn.once('exit', () => r(performance.now())));
   const t0 = performance.now();
-  churn.stdin!.end(lines.join('\n') + '\n');
+  churn.stdin.end(lines.join('\n') + '\n');
   const busy: number[] = [];
   let running = true;
   void churnDone.then(() => (running = false));

@@ -104,7 +104,7 @@ process.on('SIGTERM', () => { server.closeAllConnections(); server.close(() => p
 
 async function plainServer(socket: string): Promise<ChildProcess> {
   const child = spawn(process.execPath, ['-e', PLAIN_SERVER, socket], { stdio: ['ignore', 'pipe', 'inherit'] });
-  await new Promise<void>((resolve) => child.stdout!.once('data', () => resolve()));
+  await new Promise<void>((resolve) => child.stdout.once('data', () => resolve()));
   return child;
 }
 

@@ -31,6 +31,21 @@ test(".ci/run runs the README's test command under the machine's Node.js, then u
   assert.match(ci, /^set -euo pipefail$/m);
 });
 
+test('.ci/run lints once, before the suites: prettier then eslint, as docs/develop.md says', () => {
+  const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
+    scripts: Record<string, string>;
+  };
+  assert.equal(pkg.scripts.lint, 'prettier --check . && eslint .');
+  assert.equal(pkg.scripts.format, 'prettier --write .');
+  const lines = ci.split('\n');
+  const lint = lines.flatMap((l, i) => (l === 'npm run lint' ? [i] : []));
+  assert.equal(lint.length, 1, 'npm run lint, once');
+  assert.equal(lines[lint[0]! - 1], 'npm ci --ignore-scripts', 'after the dependencies are installed');
+  assert.ok(lint[0]! < lines.indexOf('suite'), 'before the first suite');
+  const develop = readFileSync(new URL('../../docs/develop.md', import.meta.url), 'utf8').replace(/\s+/g, ' ');
+  assert.match(develop, /CI runs `npm run lint` once, before the suites/);
+});
+
 test('npm test builds incrementally and runs the test files two at a time, as docs/develop.md says', () => {
   const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
     scripts: Record<string, string>;

@@ -92,14 +92,14 @@ for (const { signals, exitCode } of [
       const [code, stopped] = await exited;
       assert.deepEqual([code, stopped], [exitCode, null], out);
       // Nothing left holding the demo's output open, so all of it can be read.
-      assert.deepEqual(processesNaming(dir!), [], `no agent or stand-in left running: ${out}`);
+      assert.deepEqual(processesNaming(dir), [], `no agent or stand-in left running: ${out}`);
       await closed;
       assert.match(out, new RegExp(`^=== ${signals[0]}: tearing down$`, 'm'));
       const torn = /^=== torn down: namespace (\S+) and (\S+) are gone$/m.exec(out);
       assert.ok(torn, out);
       assert.deepEqual([torn[1], torn[2]], [ns, dir]);
       assert.ok(!existsSync(`/run/netns/${ns}`), 'the namespace is gone');
-      assert.ok(!existsSync(dir!), 'the scratch directory is gone');
+      assert.ok(!existsSync(dir), 'the scratch directory is gone');
     } finally {
       clearTimeout(deadline);
       // On a failure, what the demo left (the agent holds the demo's stdout open: the test would hang).

@@ -33,35 +33,35 @@ export class CommandError extends Error {
   }
 }
 
-const EXIT_CODES: Readonly<Record<string, ExitCode>> = {
-  ERR_GWMODE_USAGE: 2,
-  ERR_GWMODE_ENV: 2,
-  ERR_GWMODE_FLAG_VALUE: 2,
-  ERR_GWMODE_CONFIG: 2,
-  ERR_GWMODE_LOCK: 2,
-  ERR_GWMODE_STATE_DIR_UNWRITABLE: 2,
-  ERR_GWMODE_SOCKET_PERMISSION: 2,
-  ERR_GWMODE_METRICS_ADDRESS: 2,
-  ERR_GWMODE_UNREACHABLE: 2,
-  ERR_GWMODE_SOCKET_DENIED: 2,
-  ERR_GWMODE_JOURNAL: 2,
-  ERR_GWMODE_ROLLBACK_CIDRS: 2,
+const EXIT_CODES = new Map<string, ExitCode>([
+  ['ERR_GWMODE_USAGE', 2],
+  ['ERR_GWMODE_ENV', 2],
+  ['ERR_GWMODE_FLAG_VALUE', 2],
+  ['ERR_GWMODE_CONFIG', 2],
+  ['ERR_GWMODE_LOCK', 2],
+  ['ERR_GWMODE_STATE_DIR_UNWRITABLE', 2],
+  ['ERR_GWMODE_SOCKET_PERMISSION', 2],
+  ['ERR_GWMODE_METRICS_ADDRESS', 2],
+  ['ERR_GWMODE_UNREACHABLE', 2],
+  ['ERR_GWMODE_SOCKET_DENIED', 2],
+  ['ERR_GWMODE_JOURNAL', 2],
+  ['ERR_GWMODE_ROLLBACK_CIDRS', 2],
   // Another agent has the node: not this machine's fault, and not ours to fix.
-  ERR_GWMODE_LOCK_HELD: 1,
-  ERR_GWMODE_SOCKET_IN_USE: 1,
-};
+  ['ERR_GWMODE_LOCK_HELD', 1],
+  ['ERR_GWMODE_SOCKET_IN_USE', 1],
+]);
 
 /** Refusals because another agent has the node: their line says why this command does not go on. */
 const ANOTHER_AGENT = new Set(['ERR_GWMODE_LOCK_HELD', 'ERR_GWMODE_SOCKET_IN_USE']);
 
-const codeOf = (err: unknown): string | undefined =>
-  (err instanceof Error ? (err as { code?: unknown }).code : undefined) as string | undefined;
+/** An error with a stable `code`: the only kind the table reads. */
+const isTyped = (err: unknown): err is Error & { code: string } =>
+  err instanceof Error && typeof (err as { code?: unknown }).code === 'string';
 
 /** The exit code a typed error means, or null for an error no table names (a bug: let it surface). */
 export function exitCodeOf(err: unknown): ExitCode | null {
   if (err instanceof CommandError) return err.exitCode;
-  const code = codeOf(err);
-  return code !== undefined && Object.hasOwn(EXIT_CODES, code) ? EXIT_CODES[code]! : null;
+  return isTyped(err) ? (EXIT_CODES.get(err.code) ?? null) : null;
 }
 
 export interface FailureNotes {
@@ -74,13 +74,13 @@ export interface FailureNotes {
 /** The result a typed error means: its exit code and one line; null for an untyped one. */
 export function failureOf(err: unknown, notes: FailureNotes = {}): CommandResult | null {
   const code = exitCodeOf(err);
-  if (code === null) return null;
-  const typed = codeOf(err)!;
+  if (code === null || !isTyped(err)) return null;
+  const typed = err.code;
   const held = notes.held !== undefined && ANOTHER_AGENT.has(typed) ? `; ${notes.held}` : '';
   const help = typed === 'ERR_GWMODE_USAGE' ? '; see --help' : '';
   return {
     code,
-    stderr: `ovn-gwmode-agent: ${notes.what ? `${notes.what}: ` : ''}${(err as Error).message}${held}${help}\n`,
+    stderr: `ovn-gwmode-agent: ${notes.what ? `${notes.what}: ` : ''}${err.message}${held}${help}\n`,
   };
 }
 

@@ -56,12 +56,14 @@ export function flockHolderIn(procLocks: string, major: number, minor: number, i
   for (const line of procLocks.split('\n')) {
     const f = line.trim().split(/\s+/);
     if (f[1] !== 'FLOCK' || f.includes('->')) continue;
-    const id = /^([0-9a-f]+):([0-9a-f]+):(\d+)$/i.exec(f[5] ?? '');
+    const [, maj, min, inode] = /^([0-9a-f]+):([0-9a-f]+):(\d+)$/i.exec(f[5] ?? '') ?? [];
     const pid = Number(f[4]);
-    if (!id || parseInt(id[1]!, 16) !== major || parseInt(id[2]!, 16) !== minor || BigInt(id[3]!) !== ino) continue;
+    if (maj === undefined || min === undefined || inode === undefined) continue;
+    if (parseInt(maj, 16) !== major || parseInt(min, 16) !== minor || BigInt(inode) !== ino) continue;
     if (Number.isInteger(pid) && pid > 0) holders.add(pid);
   }
-  return holders.size === 1 ? [...holders][0]! : null;
+  const [holder, ...others] = holders;
+  return others.length === 0 ? (holder ?? null) : null;
 }
 
 /** Who holds the lock, as the kernel says (the file's own pid may be an earlier holder's). */
@@ -106,9 +108,10 @@ export interface StateDirLock {
 /** The directories mkdir -p made for dir: from dir up to the first one it created. */
 function madeDirs(dir: string, first: string | undefined): string[] {
   if (first === undefined) return [];
-  const made = [path.resolve(dir)];
-  first = path.resolve(first);
-  while (made.at(-1) !== first && path.dirname(made.at(-1)!) !== made.at(-1)) made.push(path.dirname(made.at(-1)!));
+  const top = path.resolve(first);
+  let at = path.resolve(dir);
+  const made = [at];
+  while (at !== top && path.dirname(at) !== at) made.push((at = path.dirname(at)));
   return made;
 }
 

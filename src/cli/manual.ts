@@ -16,6 +16,7 @@ import {
   FLAGS,
   SETTINGS_FLAGS,
   variableFor,
+  variableOf,
   type Command,
   type ExitCode,
   type Flag,
@@ -86,6 +87,8 @@ const conflictsOf = (c: Command): string[] =>
 const exitsOf = (c: Command): Array<[ExitCode, string]> =>
   Object.entries(COMMAND_SPECS[c].exits).map(([code, text]) => [Number(code) as ExitCode, text]);
 
+const capitalized = (text: string) => text.charAt(0).toUpperCase() + text.slice(1);
+
 // ---------------------------------------------------------------------------------------
 // docs/cli.md
 
@@ -125,7 +128,7 @@ export function renderMarkdown(): string {
   out.push('## Commands', '');
   for (const c of COMMANDS) {
     const spec = COMMAND_SPECS[c];
-    out.push(`### ${c}`, '', `${spec.summary[0]!.toUpperCase()}${spec.summary.slice(1)}.`, '');
+    out.push(`### ${c}`, '', `${capitalized(spec.summary)}.`, '');
     out.push(
       `Flags: ${spec.flags.map((f) => code(`--${f}`)).join(', ')}.${conflictsOf(c)
         .map((t) => ` ${t.replace(/--[a-z-]+/g, (m) => code(m))}.`)
@@ -210,9 +213,9 @@ export function renderRoff(): string {
   out.push('.SH COMMANDS');
   for (const c of COMMANDS) {
     const spec = COMMAND_SPECS[c];
-    out.push('.TP', `.B ${roff(c)}`, `${roff(spec.summary[0]!.toUpperCase() + spec.summary.slice(1))}.`);
+    out.push('.TP', `.B ${roff(c)}`, `${roff(capitalized(spec.summary))}.`);
     out.push('.br', `Flags: ${spec.flags.map((f) => flagRoff(f, undefined)).join(', ')}.`);
-    for (const t of conflictsOf(c)) out.push(`${roff(t[0]!.toUpperCase() + t.slice(1))}.`);
+    for (const t of conflictsOf(c)) out.push(`${roff(capitalized(t))}.`);
     out.push(
       '.br',
       `Exit status: ${exitsOf(c)
@@ -242,25 +245,24 @@ export function renderRoff(): string {
     out.push(`Commands: ${commandsOf(f).map(roff).join(', ')}.`);
   }
   for (const [f, t] of Object.entries(BUILTIN_FLAGS))
-    out.push('.TP', flagRoff(f, undefined), `${roff(t[0]!.toUpperCase() + t.slice(1))}.`);
+    out.push('.TP', flagRoff(f, undefined), `${roff(capitalized(t))}.`);
 
   out.push('.SH ENVIRONMENT', ...ENVIRONMENT.flatMap(sentences));
   // A line each, broken at the space when the page is narrow.
   out.push('.PP');
-  for (const f of SETTINGS_FLAGS) out.push(`\\fB${roff(variableFor(f)!)}\\fR (${flagRoff(f, undefined)})`, '.br');
+  for (const f of SETTINGS_FLAGS) out.push(`\\fB${roff(variableOf(f))}\\fR (${flagRoff(f, undefined)})`, '.br');
 
   out.push('.SH "EXIT STATUS"');
-  for (const [n, t] of Object.entries(EXIT_STATUS))
-    out.push('.TP', `.B ${n}`, `${roff(t[0]!.toUpperCase() + t.slice(1))}.`);
+  for (const [n, t] of Object.entries(EXIT_STATUS)) out.push('.TP', `.B ${n}`, `${roff(capitalized(t))}.`);
   out.push('.PP', 'Each command says what its codes mean under', '.BR COMMANDS .');
 
   out.push('.SH FILES');
-  for (const [p, t] of FILES) out.push('.TP', `.I ${roff(p)}`, roff(t[0]!.toUpperCase() + t.slice(1)));
+  for (const [p, t] of FILES) out.push('.TP', `.I ${roff(p)}`, roff(capitalized(t)));
 
   out.push('.SH "SEE ALSO"');
   SEE_ALSO.forEach((ref, i) => {
-    const [page, section] = ref.split('(');
-    out.push(`.BR ${roff(page!)} (${section}${i < SEE_ALSO.length - 1 ? ',' : ''}`);
+    const open = ref.indexOf('(');
+    out.push(`.BR ${roff(ref.slice(0, open))} (${ref.slice(open + 1)}${i < SEE_ALSO.length - 1 ? ',' : ''}`);
   });
   out.push('.PP', ...sentences(SEE_ALSO_DOCS));
   return out.join('\n') + '\n';

@@ -105,28 +105,29 @@ export function normalizeBooleanFlags(args: readonly string[]): string[] {
   const command = COMMANDS.find((c) => c === args.find((a) => !a.startsWith('-')));
   if (command === undefined) return [...args];
   const out: string[] = [];
-  for (let i = 0; i < args.length; i++) {
-    const arg = args[i]!;
+  const rest = [...args];
+  for (let arg = rest.shift(); arg !== undefined; arg = rest.shift()) {
     const m = /^--([^=]+)(?:=(.*))?$/s.exec(arg);
-    const flag = m ? kebab(m[1]!) : undefined;
-    if (m === null || flag === undefined || !isBooleanFlag(command, flag)) {
+    const name = m?.[1];
+    if (m === null || name === undefined || !isBooleanFlag(command, kebab(name))) {
       out.push(arg);
       continue;
     }
+    const flag = kebab(name);
     let text = m[2];
     if (text === undefined) {
-      const next = args[i + 1];
+      const next = rest[0];
       if (next === undefined || parseBoolean(next) === undefined) {
         out.push(arg);
         continue;
       }
       text = next;
-      i++;
+      rest.shift();
     }
     const value = parseBoolean(text);
     if (value === undefined)
       throw new FlagValueError(`--${flag}: ${show(text)} is not a boolean (${BOOLEAN_SPELLINGS})`);
-    out.push(`--${m[1]}=${value}`);
+    out.push(`--${name}=${value}`);
   }
   return out;
 }

@@ -71,10 +71,9 @@ const options = (command: Command) => (y: Argv) => {
  * from a stray word, so the words are looked up in what was typed.
  */
 function explain(args: string[], message: string): string {
-  const m = /^Unknown arguments?: (.*)$/.exec(message);
-  if (!m) return message;
+  const names = /^Unknown arguments?: (.*)$/.exec(message)?.[1]?.split(', ');
+  if (names === undefined) return message;
   const typed = new Set(args.filter((a) => a.startsWith('-')).map((a) => a.replace(/^-+/, '').split('=')[0]));
-  const names = m[1]!.split(', ');
   const flags = names.filter((n) => typed.has(n)).map((n) => (n.length === 1 ? `-${n}` : `--${n}`));
   if (flags.length > 0) return `unknown flag${flags.length > 1 ? 's' : ''} ${flags.join(', ')}`;
   const command = args.find((a) => !a.startsWith('-'));

@@ -15,8 +15,10 @@ export function parseDuration(text: string | number): number {
     ms = text * 1000;
   } else {
     const m = /^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$/.exec(text);
-    if (!m) throw new Error(`"${text}" is not a duration (plain seconds, or a number with ms, s, m or h)`);
-    ms = Math.round(Number(m[1]) * UNITS[m[2] ?? 's']!);
+    const unit = m ? UNITS[m[2] ?? 's'] : undefined;
+    if (!m || unit === undefined)
+      throw new Error(`"${text}" is not a duration (plain seconds, or a number with ms, s, m or h)`);
+    ms = Math.round(Number(m[1]) * unit);
   }
   if (ms > MAX_DURATION_MS) throw new Error(`"${text}" is too long (at most 24 days)`);
   return ms;

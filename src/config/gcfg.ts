@@ -94,12 +94,13 @@ class Scanner {
       this.lineStart = this.next;
     }
     this.offset = this.next;
-    if (this.next >= this.src.length) {
+    const ch = this.src.codePointAt(this.next);
+    if (ch === undefined) {
       this.ch = EOF;
       return;
     }
-    this.ch = this.src.codePointAt(this.next)!;
-    this.next += this.ch > 0xffff ? 2 : 1;
+    this.ch = ch;
+    this.next += ch > 0xffff ? 2 : 1;
   }
 
   fail(reason: string, line = this.tokenLine, column = this.tokenColumn): never {
@@ -202,15 +203,14 @@ const UNESCAPE: Record<string, string> = { '\\': '\\', '"': '"', n: '\n', t: '\t
 /** read.go unquote: the scanner has already refused every escape this does not know. */
 function unquote(raw: string): string {
   let out = '';
-  let quoted = false;
-  for (let i = 0; i < raw.length; i++) {
-    const c = raw[i]!;
-    if (c === '\\') {
-      const e = raw[++i]!;
-      if (e !== '\n') out += UNESCAPE[e];
-    } else if (c === '"') {
-      quoted = !quoted;
-    } else {
+  let escaped = false;
+  for (const c of raw) {
+    if (escaped) {
+      if (c !== '\n') out += UNESCAPE[c];
+      escaped = false;
+    } else if (c === '\\') {
+      escaped = true;
+    } else if (c !== '"') {
       out += c;
     }
   }
@@ -274,7 +274,9 @@ export function parseGcfg(text: string): Gcfg {
         variables.push({ section, subsection, name, blank, value, line });
         break;
       }
-      default:
+      case 'ASSIGN':
+      case 'RBRACK':
+      case 'STRING':
         s.fail(section === '' ? 'expected section header' : 'expected section header or variable declaration');
     }
   }
@@ -323,9 +325,9 @@ export function gcfgInt(doc: Gcfg, section: string, name: string): number | null
   for (const v of assignments(doc, section, name)) {
     if (v.blank) fatal(v, 'blank value not supported for type');
     const text = v.value.replace(TRIM, '');
-    const hex = /^(-?)0x((?:_?[0-9a-fA-F])+)$/.exec(text);
+    const [, sign, hex] = /^(-?)0x((?:_?[0-9a-fA-F])+)$/.exec(text) ?? [];
     let n: bigint | null = null;
-    if (hex) n = BigInt(`0x${hex[2]!.replace(/_/g, '')}`) * (hex[1] === '-' ? -1n : 1n);
+    if (hex !== undefined) n = BigInt(`0x${hex.replace(/_/g, '')}`) * (sign === '-' ? -1n : 1n);
     else if (/^[+-]?[0-9]+$/.test(text)) n = BigInt(text);
     if (n === null || n < INT64.min || n > INT64.max) fatal(v, `failed to parse ${JSON.stringify(v.value)} as int`);
     last = Number(n);

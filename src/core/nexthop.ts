@@ -62,12 +62,12 @@ export function managementNexthop(
   const unusable = (why: string) => ({
     blocked: reason('ManagementAddressUnusable', `management interface ${name}: ${why}`),
   });
-  if (mine.length === 0) return unusable(`no IPv${family} address`);
+  const [a] = mine;
+  if (a === undefined) return unusable(`no IPv${family} address`);
   if (mine.length > 1)
     return unusable(
       `${mine.length} IPv${family} addresses (${mine.map((a) => `${a.address}/${a.prefixLength}`).join(', ')}): cannot tell the node subnet`,
     );
-  const a = mine[0]!;
   if (a.tentative) return unusable(`${a.address} is tentative (IPv6 duplicate address detection still running)`);
   if (a.dadFailed) return unusable(`${a.address} failed duplicate address detection`);
   const bits = family === 4 ? 32 : 128;
@@ -136,7 +136,8 @@ export function expectedNexthop(
 
 /** Why the routes of a CIDR may not be touched, or the one route the agent owns. */
 export function ownedRoute(cidr: Cidr, routes: Route[], config: PlannerConfig): { route: Route } | { blocked: Reason } {
-  if (routes.length === 0) {
+  const [r] = routes;
+  if (r === undefined) {
     return {
       blocked: reason(
         'NoRoute',
@@ -153,7 +154,6 @@ export function ownedRoute(cidr: Cidr, routes: Route[], config: PlannerConfig): 
       ),
     };
   }
-  const r = routes[0]!;
   const notOurs = (why: string) => ({ blocked: reason('NotOurRoute', `${cidr.text} ${why}: not one the agent owns`) });
   if (r.key.table !== RT_TABLE_MAIN) return notOurs(`is in table ${r.key.table}`);
   if (r.multipath) return notOurs('is a multipath route');

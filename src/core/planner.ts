@@ -211,17 +211,19 @@ const modeUnknown = (o: OvnkubeObservation): Reason =>
 
 function statusOf(observed: Observation, cidr: Cidr, expected: NextHop | null, ok: boolean): RouteStatus {
   const routes = observed.routes.get(cidr.text) ?? [];
-  const multipath = routes.length === 1 && routes[0]!.multipath;
-  const one = routes.length === 1 && !multipath ? routes[0]!.nextHop : null;
+  const only = routes.length === 1 ? routes[0] : undefined;
+  const multipath = only?.multipath ?? false;
+  const one = only && !multipath ? only.nextHop : null;
   return { cidr: cidr.text, family: cidr.family, observed: one, multipath, expected, inSync: ok };
 }
 
 /** One answer per family: it depends on the links, addresses and default routes only. */
 function perFamily<T>(find: (family: Family) => T): (family: Family) => T {
-  const known = new Map<Family, T>();
+  const known = new Map<Family, { answer: T }>();
   return (family) => {
-    if (!known.has(family)) known.set(family, find(family));
-    return known.get(family)!;
+    let hit = known.get(family);
+    if (hit === undefined) known.set(family, (hit = { answer: find(family) }));
+    return hit.answer;
   };
 }
 

@@ -51,12 +51,12 @@ export const ROUTING_VIA_HOST_NEXTHOPS = ['169.254.169.4', '169.254.0.4', 'fd69:
 export function parseOsRelease(text: string, path: string): OsRelease {
   const fields = new Map<string, string>();
   for (const line of text.split('\n')) {
-    const m = /^\s*([A-Z0-9_]+)=(.*)$/.exec(line);
-    if (!m) continue;
-    let value = m[2]!.trim();
+    const [, key, raw] = /^\s*([A-Z0-9_]+)=(.*)$/.exec(line) ?? [];
+    if (key === undefined || raw === undefined) continue;
+    let value = raw.trim();
     const q = value[0];
     if ((q === '"' || q === "'") && value.endsWith(q) && value.length >= 2) value = value.slice(1, -1);
-    fields.set(m[1]!, value.replace(/\\(["'$`\\])/g, '$1'));
+    fields.set(key, value.replace(/\\(["'$`\\])/g, '$1'));
   }
   const get = (k: string) => (fields.get(k) ?? '') || null;
   return {

@@ -21,11 +21,11 @@ export function restartAllowed(
       reason: `the last restart was less than ${Math.round(limit.minIntervalMs / 1000)}s ago`,
     };
   }
-  const lastHour = history.filter((t) => now - t < HOUR_MS).sort((a, b) => a - b);
+  const lastHour = history.filter((t) => now - t < HOUR_MS);
   if (lastHour.length >= limit.maxPerHour) {
     return {
       allowed: false,
-      nextAllowedAt: lastHour[0]! + HOUR_MS,
+      nextAllowedAt: Math.min(...lastHour) + HOUR_MS,
       reason: `${lastHour.length} restarts in the last hour (at most ${limit.maxPerHour})`,
     };
   }

@@ -26,15 +26,18 @@ export class PrefixFilter {
     }
   }
 
-  /** Whether a route message of this family and destination length (its first two bytes) may match. */
-  mayMatch(family: number, dstLength: number): boolean {
-    return this.byFamilyAndLength.has((family << 8) | dstLength);
+  /** Whether the route message at `at` of a datagram may match: by family and destination length, its first two bytes. */
+  mayMatch(datagram: Buffer, at: number): boolean {
+    return (
+      datagram.length - at >= 2 &&
+      this.byFamilyAndLength.has((datagram.readUInt8(at) << 8) | datagram.readUInt8(at + 1))
+    );
   }
 
   /** The Cidr.text of the prefix this main-table route message is for, exactly; else undefined. */
   match(payload: Buffer): string | undefined {
     if (payload.length < 12) return undefined;
-    const byBytes = this.byFamilyAndLength.get((payload[0]! << 8) | payload[1]!);
+    const byBytes = this.byFamilyAndLength.get((payload.readUInt8(0) << 8) | payload.readUInt8(1));
     if (!byBytes) return undefined;
     const { dst, table } = routeKey(payload);
     return table === RT_TABLE_MAIN ? byBytes.get(dst) : undefined;

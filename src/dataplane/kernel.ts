@@ -117,7 +117,9 @@ export class KernelDataplane implements Dataplane {
 
   async routes(prefixes: Cidr[], links: Link[]): Promise<Map<string, Route[]>> {
     const unique = [...new Map(prefixes.map((p) => [p.text, p])).values()];
-    const found = new Map<string, DecodedRoute[]>(unique.map((p) => [p.text, []]));
+    const found = new Map<string, { prefix: Cidr; rows: DecodedRoute[] }>(
+      unique.map((p) => [p.text, { prefix: p, rows: [] }]),
+    );
     const filter = new PrefixFilter(unique);
     if (unique.length > 0) {
       await this.dump(
@@ -125,15 +127,15 @@ export class KernelDataplane implements Dataplane {
         (seq, port) => encodeRouteDump(seq, port, AF_UNSPEC, RT_TABLE_MAIN),
         (msg) => {
           const prefix = msg.type === RTM_NEWROUTE ? filter.match(msg.data) : undefined;
-          if (prefix !== undefined) found.get(prefix)?.push(decodeRoute(msg.data));
+          if (prefix !== undefined) found.get(prefix)?.rows.push(decodeRoute(msg.data));
         },
-        () => unique.forEach((p) => found.set(p.text, [])),
-        (type, d, at) => type === RTM_NEWROUTE && !filter.mayMatch(d[at]!, d[at + 1]!),
+        () => found.forEach((f) => (f.rows = [])),
+        (type, d, at) => type === RTM_NEWROUTE && !filter.mayMatch(d, at),
       );
     }
-    for (const sub of this.subscriptions) for (const [prefix, rows] of found) sub.learnRoutes(prefix, rows);
+    for (const sub of this.subscriptions) for (const [prefix, f] of found) sub.learnRoutes(prefix, f.rows);
     const names = new Map(links.map((l) => [l.index, l.name]));
-    return new Map(unique.map((p) => [p.text, found.get(p.text)!.map((r) => toRoute(p, r, names))]));
+    return new Map([...found].map(([text, f]) => [text, f.rows.map((r) => toRoute(f.prefix, r, names))]));
   }
 
   async replaceRoute(replace: RouteReplace): Promise<void> {

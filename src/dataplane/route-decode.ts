@@ -227,17 +227,17 @@ function nextHopsOf(data: Buffer, family: number, out: Unmodelled): DecodedNextH
 export function decodeRoute(payload: Buffer): DecodedRoute {
   if (payload.length < RTMSG_LENGTH)
     throw new Error(`route message of ${payload.length} bytes, under struct rtmsg's ${RTMSG_LENGTH}`);
-  const family = payload[0]!;
+  const family = payload.readUInt8(0);
   const route: DecodedRoute = {
     family,
-    dstLen: payload[1]!,
+    dstLen: payload.readUInt8(1),
     dst: undefined,
     // RTA_TABLE wins over the 8-bit header field (tables above 255).
-    table: payload[4]!,
-    tos: payload[3]!,
-    protocol: payload[5]!,
-    scope: payload[6]!,
-    type: payload[7]!,
+    table: payload.readUInt8(4),
+    tos: payload.readUInt8(3),
+    protocol: payload.readUInt8(5),
+    scope: payload.readUInt8(6),
+    type: payload.readUInt8(7),
     priority: 0,
     gateway: undefined,
     oif: undefined,
@@ -247,7 +247,7 @@ export function decodeRoute(payload: Buffer): DecodedRoute {
     unmodelled: [],
   };
   const out = new Unmodelled();
-  if (payload[2]! > 0) out.add(0, 'from (a source prefix)');
+  if (payload.readUInt8(2) > 0) out.add(0, 'from (a source prefix)');
   const flags = payload.readUInt32LE(8);
   if (flags & RTNH_F_ONLINK) out.add(1, 'onlink');
   if (flags & RTNH_F_PERVASIVE) out.add(2, 'pervasive');
@@ -312,10 +312,12 @@ export function decodeRoute(payload: Buffer): DecodedRoute {
       case RTA.EXPIRES:
         out.add(type, 'expires');
         break;
-      case RTA.PREF:
-        if (a.data.length !== 1) bad();
-        else if (a.data[0] !== 0) out.add(type, `pref ${ROUTER_PREF_NAMES[a.data[0]!] ?? a.data[0]}`);
+      case RTA.PREF: {
+        const pref = a.data.length === 1 ? a.data.readUInt8(0) : undefined;
+        if (pref === undefined) bad();
+        else if (pref !== 0) out.add(type, `pref ${ROUTER_PREF_NAMES[pref] ?? pref}`);
         break;
+      }
       case RTA.ENCAP_TYPE:
         encap =
           a.data.length === 2 ? `encap ${ENCAP_NAMES[a.data.readUInt16LE(0)] ?? a.data.readUInt16LE(0)}` : 'encap';

@@ -79,7 +79,7 @@ const exists = (p: string): Promise<boolean> =>
 const asRead = (parsed: ModeParse): ModeRead =>
   parsed.mode
     ? { mode: parsed.mode, error: null, ...(parsed.detail ? { detail: parsed.detail } : {}) }
-    : { mode: null, error: parsed.error! };
+    : { mode: null, error: parsed.error };
 
 /** A read, with what settled.ts needs to judge it. */
 async function readModeFile(source: string): Promise<{ read: ModeRead; facts: ReadFacts }> {

@@ -30,7 +30,8 @@ function isFlag(arg: string, name: string): boolean {
 export function parseOvnkubeCmdline(
   argv: string[],
 ): { modeFlag: string | null; release410Plus: string | null } | undefined {
-  if (argv.length === 0 || path.basename(argv[0]!) !== 'ovnkube') return undefined;
+  const [exe] = argv;
+  if (exe === undefined || path.basename(exe) !== 'ovnkube') return undefined;
   if (!argv.some((a) => a === '--init-node' || a.startsWith('--init-node='))) return undefined;
   let modeFlag: string | null = null;
   argv.forEach((arg, i) => {

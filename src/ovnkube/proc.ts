@@ -43,18 +43,19 @@ export function summarise(scan: OvnkubeScan, confMode: GatewayMode | null): Ovnk
   });
   // Any process we cannot place might be the ovnkube-node of this node: guessing
   // would act on a mode nobody checked.
-  if (unreadable.length > 0) {
+  const [blind] = unreadable;
+  if (blind !== undefined) {
     const pids = `pid${unreadable.length > 1 ? 's' : ''} ${unreadable.map((u) => u.pid).join(', ')}`;
     return unsure(
-      `cannot read the network namespace of ovnkube ${pids} (/proc/PID/ns/net: ${unreadable[0]!.code}): the agent needs root or CAP_SYS_PTRACE`,
+      `cannot read the network namespace of ovnkube ${pids} (/proc/PID/ns/net: ${blind.code}): the agent needs root or CAP_SYS_PTRACE`,
     );
   }
-  if (processes.length === 0) return unsure('no ovnkube --init-node process in this network namespace');
   if (new Set(processes.map((p) => p.modeFlag ?? confMode)).size > 1)
     return unsure(
       `ovnkube processes disagree: ${processes.map((p) => `pid ${p.pid} ${p.modeFlag ?? '(no flag)'}`).join(', ')}`,
     );
-  const p = processes[0]!;
+  const [p] = processes;
+  if (p === undefined) return unsure('no ovnkube --init-node process in this network namespace');
   const mode = modeOf(p);
   if (mode === null)
     return unsure(

@@ -59,10 +59,11 @@ export class OvnkubeScanner {
     const cmdlines = new Map<number, Buffer>();
     const at = this.now();
     const scan = scanOvnkubeProcessesSync(this.procRoot, this.read, pids, cmdlines);
+    const [only, ...more] = scan.processes;
     this.last = {
       scan,
       pids,
-      cmdline: scan.processes.length === 1 ? cmdlines.get(scan.processes[0]!.pid) : undefined,
+      cmdline: only !== undefined && more.length === 0 ? cmdlines.get(only.pid) : undefined,
       at,
     };
     this.counts.full++;
@@ -70,11 +71,11 @@ export class OvnkubeScanner {
   }
 
   private unchanged(last: FullScan): boolean {
-    const { processes, unreadable } = last.scan;
-    if (processes.length !== 1 || unreadable.length > 0 || last.cmdline === undefined) return false;
+    const [known, ...more] = last.scan.processes;
+    if (known === undefined || more.length > 0 || last.scan.unreadable.length > 0 || last.cmdline === undefined)
+      return false;
     const age = this.now() - last.at;
     if (!(age >= 0 && age <= MAX_REUSE_AGE_MS)) return false;
-    const known = processes[0]!;
     try {
       const dir = `${this.procRoot}/${known.pid}`;
       const stat = this.read(`${dir}/stat`).toString('utf8');

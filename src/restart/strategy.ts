@@ -82,12 +82,12 @@ export class CriRestart implements RestartStrategy {
       (c) =>
         c.labels['io.kubernetes.pod.namespace'] === namespace && c.labels['io.kubernetes.container.name'] === container,
     );
-    if (found.length !== 1) {
+    const [c, ...more] = found;
+    if (c === undefined || more.length > 0) {
       return {
         error: `${found.length} running containers named ${container} in namespace ${namespace} (expected exactly 1)`,
       };
     }
-    const c = found[0]!;
     return {
       target: {
         id: c.id,
@@ -114,11 +114,11 @@ export class SignalRestart implements RestartStrategy {
 
   async find(): Promise<Found> {
     const processes = await findOvnkubeProcesses(this.procRoot);
-    if (processes.length !== 1)
+    const [p, ...more] = processes;
+    if (p === undefined || more.length > 0)
       return {
         error: `${processes.length} ovnkube --init-node processes in this network namespace (expected exactly 1)`,
       };
-    const p = processes[0]!;
     return { target: { id: processIdentity(p), describe: `pid ${p.pid}` } };
   }
 

@@ -71,8 +71,10 @@ function getOnce(socket: string, urlPath: string, timeoutMs: number): Promise<{ 
         req.destroy();
       });
       res.on('end', () => {
+        const code = res.statusCode;
         try {
-          resolve({ code: res.statusCode!, body: JSON.parse(Buffer.concat(chunks).toString('utf8')) as unknown });
+          if (code === undefined) throw new Error('no status code');
+          resolve({ code, body: JSON.parse(Buffer.concat(chunks).toString('utf8')) as unknown });
         } catch (err) {
           reject(bad((err as Error).message));
         }

@@ -74,7 +74,7 @@ export const INPUT_ERROR_CODES: readonly ReasonCode[] = ['ModeFileInvalid', 'Mod
 
 export function renderBrief(s: StatusReport): string {
   const synced = s.routes.filter((r) => r.inSync).length;
-  const shown = s.reasons.filter((_, i) => i === 0 || INPUT_ERROR_CODES.includes(s.reasonCodes[i]!));
+  const shown = s.reasons.filter((_, i) => i === 0 || INPUT_ERROR_CODES.some((c) => c === s.reasonCodes[i]));
   const said = shown.length > 0 ? `: ${shown.join('; ')}` : '';
   return `${s.phase} desired=${s.desiredMode ?? 'none'} ovnkube=${s.ovnkubeMode ?? 'unknown'} layout=${s.layout} release=${s.platform.release} routes=${synced}/${s.routes.length} in sync${s.dryRun ? ' (dry run)' : ''}${said}`;
 }

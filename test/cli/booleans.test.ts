@@ -28,9 +28,9 @@ test("a lone '-' after a flag is refused as yargs refuses it, with exit code 2",
 
 /** Runs the command line with handlers that capture what the command would get, under exactly the OVN_GWMODE_* variables given. */
 async function dispatched(args: string[], vars: Record<string, string>): Promise<{ command: string; argv: Argv }> {
-  const saved = { ...process.env };
-  for (const k of Object.keys(process.env)) if (k.startsWith('OVN_GWMODE_')) delete process.env[k];
-  Object.assign(process.env, vars);
+  // An environment of its own for the call, put back after: the real one is never changed.
+  const saved = process.env;
+  process.env = { ...Object.fromEntries(Object.entries(saved).filter(([k]) => !k.startsWith('OVN_GWMODE_'))), ...vars };
   let seen: { command: string; argv: Argv } | undefined;
   try {
     await parseWithYargs(
@@ -40,8 +40,7 @@ async function dispatched(args: string[], vars: Record<string, string>): Promise
       ) as Parameters<typeof parseWithYargs>[1],
     );
   } finally {
-    for (const k of Object.keys(process.env)) if (!(k in saved)) delete process.env[k];
-    Object.assign(process.env, saved);
+    process.env = saved;
   }
   assert.ok(seen, `${args.join(' ')} reached no handler`);
   return seen;

@@ -276,7 +276,7 @@ function rawRun(rng: Rng): RawRunOptions {
     restartTimeout: pickValue(rng, ['5m', '1h']) as string,
     settle: pickValue(rng, ['60', '0']) as string,
     dryRun: rng() < 0.5,
-  } as RawRunOptions;
+  };
 }
 
 test('2,000 generated flag sets: settings within bounds (timers a timer can wait) or a ConfigError naming the flag', async (t) => {

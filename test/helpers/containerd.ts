@@ -33,7 +33,7 @@ export const containerdSkipReason: string | undefined = (() => {
   return undefined;
 })();
 
-type Unary = (req: object, opts: grpc.CallOptions, cb: (err: grpc.ServiceError | null, res: any) => void) => void;
+type Unary = (req: object, opts: grpc.CallOptions, cb: (err: grpc.ServiceError | null, res: unknown) => void) => void;
 
 const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const sha256 = (b: Buffer) => createHash('sha256').update(b).digest('hex');
@@ -129,7 +129,7 @@ export interface Pod {
 export class Containerd {
   readonly socket: string;
   private readonly child: ChildProcess;
-  private client: any;
+  private client: grpc.Client | undefined;
   log = '';
 
   private constructor(
@@ -191,13 +191,14 @@ export class Containerd {
     });
     const def = grpc.loadPackageDefinition(
       protoLoader.loadSync(PROTO, { keepCase: false, longs: String, enums: String, defaults: true }),
-    ) as any;
+    ) as unknown as { runtime: { v1: { RuntimeService: grpc.ServiceClientConstructor } } };
     c.client = new def.runtime.v1.RuntimeService(`unix://${c.socket}`, grpc.credentials.createInsecure());
     return c;
   }
 
-  call<T = any>(method: string, req: object): Promise<T> {
-    const fn = this.client[method] as Unary;
+  call<T = unknown>(method: string, req: object): Promise<T> {
+    // The generated client has a method per RPC of runtime.proto.
+    const fn = (this.client as unknown as Record<string, Unary>)[method]!;
     return new Promise((resolve, reject) =>
       fn.call(this.client, req, { deadline: Date.now() + 30_000 }, (err, res) =>
         err ? reject(err) : resolve(res as T),

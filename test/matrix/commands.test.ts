@@ -96,7 +96,7 @@ function commandLines(ns: Netns) {
       child.stdin.write(JSON.stringify(args) + '\n');
       const next = await lines.next();
       if (next.done) throw new Error(`the command-line runner ended; its stderr:\n${logs}`);
-      return JSON.parse(next.value as string) as CommandResult;
+      return JSON.parse(next.value) as CommandResult;
     },
     close: () => child.stdin.end(),
   };

@@ -23,11 +23,24 @@ interface Locked {
 test('every package in package-lock.json runs on the lowest Node that package.json declares: npm ci says no EBADENGINE', () => {
   const declared: string = json('package.json').engines.node;
   const lock = json('package-lock.json') as { packages: Record<string, Locked> };
-  assert.equal(lock.packages['']!.engines && !Array.isArray(lock.packages['']!.engines) ? lock.packages['']!.engines.node : undefined, declared, 'the lock is of this package.json');
+  assert.equal(
+    lock.packages['']!.engines && !Array.isArray(lock.packages['']!.engines)
+      ? lock.packages['']!.engines.node
+      : undefined,
+    declared,
+    'the lock is of this package.json',
+  );
   const lowest = semver.minVersion(declared)?.version;
   assert.ok(lowest, `engines.node ${declared} admits no version`);
   const refusing = Object.entries(lock.packages)
-    .filter(([where, p]) => where !== '' && p.engines && !Array.isArray(p.engines) && p.engines.node !== undefined && !semver.satisfies(lowest, p.engines.node))
+    .filter(
+      ([where, p]) =>
+        where !== '' &&
+        p.engines &&
+        !Array.isArray(p.engines) &&
+        p.engines.node !== undefined &&
+        !semver.satisfies(lowest, p.engines.node),
+    )
     .map(([where, p]) => `${where}@${p.version} needs node ${(p.engines as { node: string }).node}`);
   assert.deepEqual(refusing, [], `packages that refuse Node ${lowest}`);
 });

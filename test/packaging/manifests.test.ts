@@ -38,7 +38,12 @@ function renderOverlay(resources: string[], components: string[]): K8sObject[] {
     const rel = (p: string) => path.relative(dir, p);
     writeFileSync(
       path.join(dir, 'kustomization.yaml'),
-      stringify({ apiVersion: 'kustomize.config.k8s.io/v1beta1', kind: 'Kustomization', resources: resources.map(rel), components: components.map(rel) }),
+      stringify({
+        apiVersion: 'kustomize.config.k8s.io/v1beta1',
+        kind: 'Kustomization',
+        resources: resources.map(rel),
+        components: components.map(rel),
+      }),
     );
     return render(dir);
   } finally {
@@ -47,7 +52,8 @@ function renderOverlay(resources: string[], components: string[]): K8sObject[] {
 }
 
 /** An operator's overlay of the OpenShift overlay with both monitoring Components. */
-const renderOpenShiftWithMonitoring = () => renderOverlay([OPENSHIFT], [path.join(BASE, 'monitoring'), path.join(BASE, 'monitoring/openshift')]);
+const renderOpenShiftWithMonitoring = () =>
+  renderOverlay([OPENSHIFT], [path.join(BASE, 'monitoring'), path.join(BASE, 'monitoring/openshift')]);
 /** The OpenShift overlay with the canary Component (docs/operate.md, "A canary, node by node"). */
 const renderOpenShiftCanary = () => renderOverlay([OPENSHIFT], [path.join(BASE, 'canary')]);
 /** The base on a containerd node (docs/install.md, "Kubernetes: the DaemonSet"). */
@@ -92,8 +98,26 @@ test("OpenShift overlay: the agent runs in the cluster network operator's namesp
   if (skipWithoutKubectl(t)) return;
   for (const docs of [render(OPENSHIFT), renderOpenShiftWithMonitoring()]) {
     // `kubectl apply -k` must not touch, nor `kubectl delete -k` delete, the operator's namespace or ConfigMap.
-    assert.deepEqual(docs.filter((d) => ['Namespace', 'ConfigMap', 'SecurityContextConstraints', 'Role', 'RoleBinding', 'ClusterRole', 'ClusterRoleBinding'].includes(d.kind)), []);
-    for (const d of docs) assert.equal((d as any).metadata.namespace, 'openshift-network-operator', `${d.kind} ${(d as any).metadata.name}`);
+    assert.deepEqual(
+      docs.filter((d) =>
+        [
+          'Namespace',
+          'ConfigMap',
+          'SecurityContextConstraints',
+          'Role',
+          'RoleBinding',
+          'ClusterRole',
+          'ClusterRoleBinding',
+        ].includes(d.kind),
+      ),
+      [],
+    );
+    for (const d of docs)
+      assert.equal(
+        (d as any).metadata.namespace,
+        'openshift-network-operator',
+        `${d.kind} ${(d as any).metadata.name}`,
+      );
   }
   const docs = render(OPENSHIFT);
   const base = find(render(BASE), 'DaemonSet').spec.template.spec;
@@ -106,7 +130,10 @@ test("OpenShift overlay: the agent runs in the cluster network operator's namesp
   // operator creates it the cluster runs shared, and the empty volume reads shared too.
   const volume = pod.volumes.find((v: any) => v.configMap !== undefined);
   assert.deepEqual(volume.configMap, { name: 'gateway-mode-config', optional: true });
-  assert.deepEqual(c.volumeMounts.filter((m: any) => m.name === volume.name).map((m: any) => [m.mountPath, m.readOnly]), [[env.OVN_GWMODE_MODE_FILE, true]]);
+  assert.deepEqual(
+    c.volumeMounts.filter((m: any) => m.name === volume.name).map((m: any) => [m.mountPath, m.readOnly]),
+    [[env.OVN_GWMODE_MODE_FILE, true]],
+  );
 
   // No SCC assigns anything in a run-level 0 namespace: the pod asks for spc_t itself, and keeps
   // the base's limits (capabilities, no privilege escalation, read-only root, uid 0, seccomp).
@@ -124,7 +151,10 @@ test("OpenShift overlay: the agent runs in the cluster network operator's namesp
   const crio = pod.volumes.find((v: any) => v.hostPath?.path === path.dirname(env.OVN_GWMODE_CRI_ENDPOINT));
   assert.ok(crio, 'the CRI-O socket directory is mounted');
   // Read-only, as the containerd Component mounts containerd's: a socket is connected to all the same.
-  assert.deepEqual(c.volumeMounts.filter((m: any) => m.name === crio.name).map((m: any) => [m.mountPath, m.readOnly]), [['/var/run/crio', true]]);
+  assert.deepEqual(
+    c.volumeMounts.filter((m: any) => m.name === crio.name).map((m: any) => [m.mountPath, m.readOnly]),
+    [['/var/run/crio', true]],
+  );
 
   // It tolerates every taint: without a node selector it would land on Windows nodes too.
   assert.deepEqual(pod.tolerations, [{ operator: 'Exists' }]);
@@ -141,10 +171,13 @@ test('the base is made for CRI-O: its socket\'s directory is mounted from the ho
   assert.equal(env.OVN_GWMODE_CRI_ENDPOINT, '/var/run/crio/crio.sock');
   const volume = pod.volumes.find((v: any) => v.name === 'crio');
   assert.deepEqual(volume.hostPath, { path: '/var/run/crio', type: 'Directory' });
-  assert.deepEqual(c.volumeMounts.filter((m: any) => m.name === 'crio').map((m: any) => m.mountPath), [path.dirname(env.OVN_GWMODE_CRI_ENDPOINT)]);
+  assert.deepEqual(
+    c.volumeMounts.filter((m: any) => m.name === 'crio').map((m: any) => m.mountPath),
+    [path.dirname(env.OVN_GWMODE_CRI_ENDPOINT)],
+  );
 });
 
-test('the containerd Component: the CRI endpoint is containerd\'s socket, its directory mounted read-only from the host at the same path (must exist), nothing of CRI-O left, nothing else changed', (t) => {
+test("the containerd Component: the CRI endpoint is containerd's socket, its directory mounted read-only from the host at the same path (must exist), nothing of CRI-O left, nothing else changed", (t) => {
   if (skipWithoutKubectl(t)) return;
   const base = find(render(BASE), 'DaemonSet');
   const ds = find(renderContainerd(), 'DaemonSet');
@@ -154,7 +187,10 @@ test('the containerd Component: the CRI endpoint is containerd\'s socket, its di
   assert.equal(env.OVN_GWMODE_CRI_ENDPOINT, '/run/containerd/containerd.sock');
   const volume = pod.volumes.find((v: any) => v.hostPath?.path === '/run/containerd');
   assert.deepEqual(volume?.hostPath, { path: '/run/containerd', type: 'Directory' });
-  assert.deepEqual(c.volumeMounts.filter((m: any) => m.name === volume.name).map((m: any) => [m.mountPath, m.readOnly]), [['/run/containerd', true]]);
+  assert.deepEqual(
+    c.volumeMounts.filter((m: any) => m.name === volume.name).map((m: any) => [m.mountPath, m.readOnly]),
+    [['/run/containerd', true]],
+  );
   assert.doesNotMatch(JSON.stringify(ds), /crio/);
   // Everything else as the base has it.
   const strip = (d: any) => {
@@ -180,7 +216,8 @@ test('the probes give Node.js time to start: a startup probe of at least 60 s be
   const c = find(render(BASE), 'DaemonSet').spec.template.spec.containers[0];
   assert.deepEqual(c.startupProbe.exec.command, ['ovn-gwmode-agent', 'health']);
   assert.ok(c.startupProbe.periodSeconds * c.startupProbe.failureThreshold >= 60);
-  for (const p of [c.startupProbe, c.livenessProbe, c.readinessProbe]) assert.ok(p.timeoutSeconds >= 10, `timeoutSeconds ${p.timeoutSeconds}`);
+  for (const p of [c.startupProbe, c.livenessProbe, c.readinessProbe])
+    assert.ok(p.timeoutSeconds >= 10, `timeoutSeconds ${p.timeoutSeconds}`);
   assert.deepEqual(c.readinessProbe.exec.command, ['ovn-gwmode-agent', 'health', '--ready']);
 });
 
@@ -190,7 +227,10 @@ test('the canary Component: the DaemonSet runs only on Linux nodes labelled ovn-
   if (skipWithoutKubectl(t)) return;
   const plain = find(render(OPENSHIFT), 'DaemonSet');
   const canary = find(renderOpenShiftCanary(), 'DaemonSet');
-  assert.deepEqual(canary.spec.template.spec.nodeSelector, { 'kubernetes.io/os': 'linux', 'ovn-gwmode-agent/enabled': 'true' });
+  assert.deepEqual(canary.spec.template.spec.nodeSelector, {
+    'kubernetes.io/os': 'linux',
+    'ovn-gwmode-agent/enabled': 'true',
+  });
   assert.ok(OPERATE.includes('kubectl label node worker-0.example.com ovn-gwmode-agent/enabled=true\n'));
   assert.ok(OPERATE.includes('kubectl label node "$node" ovn-gwmode-agent/enabled-\n'));
   delete canary.spec.template.spec.nodeSelector['ovn-gwmode-agent/enabled'];
@@ -202,7 +242,10 @@ test("docs/operate.md's one-node rollback: its jq program makes, from the Daemon
   const program = /jq --arg node "\$node" '([^']*)'/.exec(OPERATE)?.[1];
   assert.ok(program, 'the jq program of "Rolling one node back on OpenShift"');
   const ds = find(renderOpenShiftCanary(), 'DaemonSet');
-  const jq = spawnSync('jq', ['--arg', 'node', 'worker-0.example.com', program], { input: JSON.stringify(ds), encoding: 'utf8' });
+  const jq = spawnSync('jq', ['--arg', 'node', 'worker-0.example.com', program], {
+    input: JSON.stringify(ds),
+    encoding: 'utf8',
+  });
   if (jq.error) {
     process.stderr.write(`SKIPPED (jq not installed): ${t.name}\n`);
     t.skip('jq not installed');
@@ -211,7 +254,10 @@ test("docs/operate.md's one-node rollback: its jq program makes, from the Daemon
   assert.equal(jq.status, 0, jq.stderr);
   const pod = JSON.parse(jq.stdout);
   await validateObject(pod);
-  assert.deepEqual([pod.kind, pod.metadata.namespace, pod.spec.nodeName, pod.spec.restartPolicy], ['Pod', 'openshift-network-operator', 'worker-0.example.com', 'Never']);
+  assert.deepEqual(
+    [pod.kind, pod.metadata.namespace, pod.spec.nodeName, pod.spec.restartPolicy],
+    ['Pod', 'openshift-network-operator', 'worker-0.example.com', 'Never'],
+  );
   // A label of its own: a pod matching the DaemonSet's selector would be adopted (and deleted) by its controller.
   for (const [k, v] of Object.entries(ds.spec.selector.matchLabels)) assert.notEqual(pod.metadata.labels[k], v, k);
   // The DaemonSet's template but for the node selector, the probes and the arguments.
@@ -226,9 +272,15 @@ test("docs/operate.md's one-node rollback: its jq program makes, from the Daemon
   // The image's entrypoint (the checkout's main.js for the image's) with the pod's arguments and settings, on a
   // node in a network namespace, its state directory a scratch one: taken, and answered from the (empty) journal.
   if (skipWithoutKernel(t)) return;
-  const entrypoint = JSON.parse(/^ENTRYPOINT (\[.*\])$/m.exec(readFileSync(path.join(ROOT, 'packaging/container/Containerfile'), 'utf8'))![1]!) as string[];
-  const argv = entrypoint.map((a) => a.replace('/opt/ovn-gwmode-agent/', ROOT).replace('/usr/local/bin/node', process.execPath));
-  const env = Object.fromEntries(pod.spec.containers[0].env.map((e: { name: string; value: string }) => [e.name, e.value]));
+  const entrypoint = JSON.parse(
+    /^ENTRYPOINT (\[.*\])$/m.exec(readFileSync(path.join(ROOT, 'packaging/container/Containerfile'), 'utf8'))![1]!,
+  ) as string[];
+  const argv = entrypoint.map((a) =>
+    a.replace('/opt/ovn-gwmode-agent/', ROOT).replace('/usr/local/bin/node', process.execPath),
+  );
+  const env = Object.fromEntries(
+    pod.spec.containers[0].env.map((e: { name: string; value: string }) => [e.name, e.value]),
+  );
   const ns = seedNode();
   const state = mkdtempSync(path.join(tmpdir(), 'gwmode-rollback-pod-'));
   try {

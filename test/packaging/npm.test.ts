@@ -24,55 +24,105 @@ function registrySkipReason(): string | undefined {
   return r.status === 0 ? undefined : `the npm registry is unreachable: ${(r.stderr || '').trim().split('\n').pop()}`;
 }
 
-test('npm pack gives a tarball without tests, demo or bench code that installs globally into a prefix, compiles the addon at install and runs --help', { timeout: 10 * 60_000 }, (t) => {
-  if (skipOnRepeat(t)) return;
-  const why = registrySkipReason();
-  if (why) {
-    process.stderr.write(`SKIPPED (${why}): ${t.name}\n`);
-    t.skip(why);
-    return;
-  }
-  const dir = mkdtempSync(path.join(tmpdir(), 'gwmode-npm-'));
-  try {
-    const packed = spawnSync('npm', ['pack', '--json', '--pack-destination', dir], { cwd: ROOT, encoding: 'utf8' });
-    assert.equal(packed.status, 0, packed.stderr);
-    // `prepare` (tsc) prints to stdout before npm's JSON.
-    const info = (JSON.parse(packed.stdout.slice(packed.stdout.indexOf('[\n'))) as Array<{ filename: string; size: number; files: Array<{ path: string }> }>)[0]!;
-    const files = info.files.map((f) => f.path);
-    process.stderr.write(`npm pack: ${info.filename}, ${info.size} bytes, ${files.length} files\n`);
-
-    for (const shipped of ['dist/src/cli/main.js', 'dist/src/native/addon.js', 'native/binding.gyp', 'native/src/lock.c', 'src/cri/runtime.proto', 'systemd/ovn-gwmode-agent.service', 'packaging/kubernetes/daemonset.yaml', 'packaging/kubernetes/containerd/kustomization.yaml', 'packaging/openshift/daemonset.yaml', 'packaging/man/ovn-gwmode-agent.8', 'README.md', 'docs/README.md', 'docs/install.md', 'docs/operate.md', 'docs/status.md']) {
-      assert.ok(files.includes(shipped), `${shipped} is shipped`);
+test(
+  'npm pack gives a tarball without tests, demo or bench code that installs globally into a prefix, compiles the addon at install and runs --help',
+  { timeout: 10 * 60_000 },
+  (t) => {
+    if (skipOnRepeat(t)) return;
+    const why = registrySkipReason();
+    if (why) {
+      process.stderr.write(`SKIPPED (${why}): ${t.name}\n`);
+      t.skip(why);
+      return;
     }
-    assert.deepEqual(files.filter((f) => NOT_SHIPPED.test(f)), [], 'no test, demo, bench, source or map file');
-    assert.deepEqual(files.filter((f) => f.startsWith('native/build/')), [], 'no prebuilt addon: it is compiled at install');
-    // The figures' page stays out: the largest, and no user of the package needs it.
-    assert.equal(files.includes('docs/benchmarks.md'), false, 'docs/benchmarks.md is not shipped');
-    // docs/install.md's figure: under 210 kB (139 kB at 1ba4631 with README.md; 174 kB with docs/; 199 kB with the
-    // docs of issue 23, the man page generator left out).
-    assert.ok(info.size < 210_000, `${info.size} bytes, docs/install.md says under 210 kB`);
+    const dir = mkdtempSync(path.join(tmpdir(), 'gwmode-npm-'));
+    try {
+      const packed = spawnSync('npm', ['pack', '--json', '--pack-destination', dir], { cwd: ROOT, encoding: 'utf8' });
+      assert.equal(packed.status, 0, packed.stderr);
+      // `prepare` (tsc) prints to stdout before npm's JSON.
+      const info = (
+        JSON.parse(packed.stdout.slice(packed.stdout.indexOf('[\n'))) as Array<{
+          filename: string;
+          size: number;
+          files: Array<{ path: string }>;
+        }>
+      )[0]!;
+      const files = info.files.map((f) => f.path);
+      process.stderr.write(`npm pack: ${info.filename}, ${info.size} bytes, ${files.length} files\n`);
 
-    const prefix = path.join(dir, 'prefix');
-    const installed = spawnSync('npm', ['install', '-g', '--prefer-offline', '--no-audit', '--no-fund', '--prefix', prefix, path.join(dir, info.filename)], { encoding: 'utf8', timeout: 8 * 60_000 });
-    assert.equal(installed.status, 0, `${installed.stdout}\n${installed.stderr}`);
-    const pkg = path.join(prefix, 'lib/node_modules/ovn-gwmode-agent');
-    assert.ok(existsSync(path.join(pkg, ADDON)), 'the addon was compiled at install');
-    assert.equal(existsSync(path.join(pkg, 'node_modules/typescript')), false, 'no devDependency installed');
-    // package.json's "man": npm links the manual page where man finds it (PREFIX/share/man).
-    assert.ok(existsSync(path.join(prefix, 'share/man/man8/ovn-gwmode-agent.8')), 'the manual page is installed');
+      for (const shipped of [
+        'dist/src/cli/main.js',
+        'dist/src/native/addon.js',
+        'native/binding.gyp',
+        'native/src/lock.c',
+        'src/cri/runtime.proto',
+        'systemd/ovn-gwmode-agent.service',
+        'packaging/kubernetes/daemonset.yaml',
+        'packaging/kubernetes/containerd/kustomization.yaml',
+        'packaging/openshift/daemonset.yaml',
+        'packaging/man/ovn-gwmode-agent.8',
+        'README.md',
+        'docs/README.md',
+        'docs/install.md',
+        'docs/operate.md',
+        'docs/status.md',
+      ]) {
+        assert.ok(files.includes(shipped), `${shipped} is shipped`);
+      }
+      assert.deepEqual(
+        files.filter((f) => NOT_SHIPPED.test(f)),
+        [],
+        'no test, demo, bench, source or map file',
+      );
+      assert.deepEqual(
+        files.filter((f) => f.startsWith('native/build/')),
+        [],
+        'no prebuilt addon: it is compiled at install',
+      );
+      // The figures' page stays out: the largest, and no user of the package needs it.
+      assert.equal(files.includes('docs/benchmarks.md'), false, 'docs/benchmarks.md is not shipped');
+      // docs/install.md's figure: under 210 kB (139 kB at 1ba4631 with README.md; 174 kB with docs/; 199 kB with the
+      // docs of issue 23, the man page generator left out).
+      assert.ok(info.size < 210_000, `${info.size} bytes, docs/install.md says under 210 kB`);
 
-    // --help loads every command's modules, the addon among them (a missing one exits 1).
-    const help = spawnSync(path.join(prefix, 'bin/ovn-gwmode-agent'), ['--help'], { encoding: 'utf8' });
-    assert.equal(help.status, 0, help.stderr);
-    for (const command of ['run', 'status', 'health', 'plan', 'apply', 'rollback']) assert.match(help.stdout, new RegExp(`ovn-gwmode-agent ${command}\\b`));
+      const prefix = path.join(dir, 'prefix');
+      const installed = spawnSync(
+        'npm',
+        [
+          'install',
+          '-g',
+          '--prefer-offline',
+          '--no-audit',
+          '--no-fund',
+          '--prefix',
+          prefix,
+          path.join(dir, info.filename),
+        ],
+        { encoding: 'utf8', timeout: 8 * 60_000 },
+      );
+      assert.equal(installed.status, 0, `${installed.stdout}\n${installed.stderr}`);
+      const pkg = path.join(prefix, 'lib/node_modules/ovn-gwmode-agent');
+      assert.ok(existsSync(path.join(pkg, ADDON)), 'the addon was compiled at install');
+      assert.equal(existsSync(path.join(pkg, 'node_modules/typescript')), false, 'no devDependency installed');
+      // package.json's "man": npm links the manual page where man finds it (PREFIX/share/man).
+      assert.ok(existsSync(path.join(prefix, 'share/man/man8/ovn-gwmode-agent.8')), 'the manual page is installed');
 
-    // Uninstalling, as docs/operate.md says, with the same prefix.
-    const uninstalled = spawnSync('npm', ['uninstall', '-g', '--prefix', prefix, 'ovn-gwmode-agent'], { encoding: 'utf8' });
-    assert.equal(uninstalled.status, 0, uninstalled.stderr);
-    assert.equal(existsSync(path.join(prefix, 'bin/ovn-gwmode-agent')), false);
-    assert.equal(existsSync(path.join(prefix, 'share/man/man8/ovn-gwmode-agent.8')), false);
-    assert.equal(existsSync(pkg), false);
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
-});
+      // --help loads every command's modules, the addon among them (a missing one exits 1).
+      const help = spawnSync(path.join(prefix, 'bin/ovn-gwmode-agent'), ['--help'], { encoding: 'utf8' });
+      assert.equal(help.status, 0, help.stderr);
+      for (const command of ['run', 'status', 'health', 'plan', 'apply', 'rollback'])
+        assert.match(help.stdout, new RegExp(`ovn-gwmode-agent ${command}\\b`));
+
+      // Uninstalling, as docs/operate.md says, with the same prefix.
+      const uninstalled = spawnSync('npm', ['uninstall', '-g', '--prefix', prefix, 'ovn-gwmode-agent'], {
+        encoding: 'utf8',
+      });
+      assert.equal(uninstalled.status, 0, uninstalled.stderr);
+      assert.equal(existsSync(path.join(prefix, 'bin/ovn-gwmode-agent')), false);
+      assert.equal(existsSync(path.join(prefix, 'share/man/man8/ovn-gwmode-agent.8')), false);
+      assert.equal(existsSync(pkg), false);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  },
+);
