@@ -12,7 +12,7 @@ test('the DaemonSet renders with kustomize: host network and PID, only the capab
     return;
   }
   assert.equal(r.status, 0, r.stderr);
-  const docs = parseAllDocuments(r.stdout).map((d) => d.toJS() as any);
+  const docs = parseAllDocuments(r.stdout).map((d) => d.toJS());
   const ds = docs.find((d) => d.kind === 'DaemonSet');
   const pod = ds.spec.template.spec;
   assert.equal(pod.hostNetwork, true);

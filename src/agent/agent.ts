@@ -298,7 +298,8 @@ export class Agent {
     const hops = new Map<string, NextHop>();
     for (const c of config.serviceCidrs) {
       const routes = observed.routes.get(c.text) ?? [];
-      if (routes.length === 1) hops.set(c.text, routes[0]!.nextHop);
+      const [only, ...more] = routes;
+      if (only && more.length === 0) hops.set(c.text, only.nextHop);
     }
     this.fights = trackFights(this.fights, {
       situation: { desiredMode: desired.mode, ovnkube: observed.ovnkube.id },

@@ -104,18 +104,19 @@ export async function once(deps: OnceDeps, config: PlannerConfig, target: Target
     d = { planned, actions: planned.actions, refusals: [], steps };
   } else {
     const rb = planRollback(migration, observed, config);
-    const begun = transition(migration!, { kind: 'rollback-begun' }, now);
+    // Null only with nothing on record, where the plan holds no action.
+    const begun = migration && transition(migration, { kind: 'rollback-begun' }, now);
     d = {
       planned: null,
       ...rb,
       steps:
-        rb.actions.length === 0
+        rb.actions.length === 0 || begun === null
           ? []
           : [
               { kind: 'journal', migration: begun },
               ...rb.actions.map((action) => ({ kind: 'replace' as const, action })),
             ],
-      done: (at) => transition(begun, { kind: 'rolled-back' }, at),
+      ...(begun && { done: (at: number) => transition(begun, { kind: 'rolled-back' }, at) }),
     };
   }
   const result = { planned: d.planned, final: d.planned, actions: d.actions, refusals: d.refusals, migration };

@@ -12,6 +12,7 @@ import type { Dataplane } from '../dataplane/types.js';
 import { applyReplaces, InterruptedError, outcomeUnknown, type StopRequested } from './execute.js';
 import type { JournalKeeper } from './journal-keeper.js';
 import type { RestartRunner } from './restart-runner.js';
+import { must } from '../core/must.js';
 
 export interface ExecuteParts {
   journal: JournalKeeper;
@@ -73,14 +74,15 @@ async function carryOut(parts: ExecuteParts, steps: Step[], mode: GatewayMode | 
     }
     if (step.kind === 'restart') {
       // Point 4 of restart-runner.ts: never a second request while one is under way.
-      if (parts.restarts!.inFlight) {
+      const runner = must(parts.restarts, 'the restart runner of a restart step');
+      if (runner.inFlight) {
         log.warn({ target: step.target.describe }, 'a restart request is still under way: not requesting another');
         continue;
       }
       // The rate limit counts the request at the time its migration records it (decide sets both).
-      const restarts = [...journal.data.restarts, step.migration.last!.at];
+      const restarts = [...journal.data.restarts, must(step.migration.last, 'the request a restart step records').at];
       await journal.before({ ...journal.data, migration: step.migration, restarts });
-      parts.restarts!.request(step);
+      runner.request(step);
     }
   }
   if (replaces.length === 0) return;

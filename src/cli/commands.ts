@@ -33,6 +33,7 @@ import { failure, failureOf, type CommandResult, type ExitCode } from './exit-co
 import { Interruption } from './interrupt.js';
 import { assertStateDirWritable, lockStateDir, type StateDirLock } from './lock.js';
 import { prefixes, renderApplied, renderPreview, renderRollback, type RollbackOutcome } from './render.js';
+import { must } from '../core/must.js';
 
 /** The planner's part of the settings, and nothing else. */
 export function plannerConfig(s: PlanSettings): PlannerConfig {
@@ -201,7 +202,7 @@ async function preview(raw: PlanOptions, dryRunApply: boolean, wrap: OnceWrapper
   const log = createLogger(settings.logLevel === 'info' ? 'warn' : settings.logLevel, process.stderr);
   const desired = await readDesired(settings.modeFile, log);
   try {
-    const planned = (await pass(settings, { mode: desired }, null, wrap, log, null)).planned!;
+    const planned = must((await pass(settings, { mode: desired }, null, wrap, log, null)).planned, 'the plan');
     return {
       code: converged(planned),
       stdout: raw.json ? asJson(planned, 0) : renderPreview(planned, dryRunApply) + '\n',
@@ -258,7 +259,7 @@ async function apply(
   const desired = await readDesired(settings.modeFile, log);
   try {
     const r = await pass(settings, { mode: desired }, journal, wrap, log, stop);
-    const final = r.final!;
+    const final = must(r.final, "apply's verified plan");
     const replaced = r.applied ? r.actions : [];
     const code = converged(final);
     const out = raw.json

@@ -6,6 +6,7 @@ import { restartOwed, type Migration } from '../core/migration.js';
 import type { Reason } from '../core/reasons.js';
 import { renderNextHop } from '../core/route.js';
 import type { GatewayMode, Plan, ReplaceAction } from '../core/types.js';
+import { must } from '../core/must.js';
 
 /** What `rollback` did, with the migration on record before it. */
 export type RollbackOutcome = { migration: Migration | null } & (
@@ -139,7 +140,7 @@ export function renderRollback(o: RollbackOutcome, wallOffsetMs: number): { stdo
           'actions:',
           ...o.actions.map((a) => `  replace ${change(a)}`),
           `put back: ${o.actions.length} route(s)${recorded}`,
-          `next: ovnkube-node must run ${m!.mode === 'local' ? 'shared' : 'local'} gateway mode, and the mode file say so, or the agent moves them again (rollback restarts nothing)`,
+          `next: ovnkube-node must run ${must(m, 'the migration put back').mode === 'local' ? 'shared' : 'local'} gateway mode, and the mode file say so, or the agent moves them again (rollback restarts nothing)`,
         ]),
       };
     }

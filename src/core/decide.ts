@@ -42,6 +42,7 @@ import type { GatewayMode, Phase, Plan } from './types.js';
 import { restartAllowed } from './rate-limit.js';
 import { heard } from './answer.js';
 import type { DecideInput, Decision, RecordStep, RestartSettings, RestartView } from './decision.js';
+import { must } from './must.js';
 export type * from './decision.js';
 export { heard } from './answer.js';
 
@@ -185,11 +186,9 @@ function decideSteps(i: DecideInput, frame: Frame): Core {
       if (i.settings.strategy === 'cri') before = t.target.id;
     }
     const routes = plan.actions.map((a) => ({ key: a.key, from: a.from, to: a.to }));
-    const migration = transition(
-      null,
-      { kind: 'begun', mode: desired!, routes, identity: identityKind(i.settings.strategy), ovnkube: before },
-      now,
-    );
+    const mode = must(desired, 'desired mode');
+    const identity = identityKind(i.settings.strategy);
+    const migration = transition(null, { kind: 'begun', mode, routes, identity, ovnkube: before }, now);
     return {
       ...report(
         migration,
@@ -234,7 +233,7 @@ const inDesiredShape = (plan: Plan): boolean =>
 
 /** The restart owed by the migration on record (whose mode is the desired one). */
 function restartView(i: DecideInput): Core {
-  let m = i.migration!;
+  let m = must(i.migration, 'migration');
   const { now, settings: s } = i;
   if (m.restart === 'none' || (m.restart === 'done' && now >= m.doneAt + s.settleMs))
     return { steps: [], migration: m, restart: { phase: null, reason: null }, wakeInMs: undefined };
@@ -380,19 +379,20 @@ export function summarize(
 ): Summary {
   const planReasons = plan.reasons;
   const rest = (first: Reason[]) => [...first, ...planReasons.filter((r) => !first.includes(r))];
-  if (error) return { phase: 'Degraded', reasons: rest([error, ...(restart.reason ? [restart.reason] : [])]) };
-  if (restart.phase === 'Degraded') return { phase: 'Degraded', reasons: rest([restart.reason!]) };
+  const own = restart.reason ? [restart.reason] : [];
+  if (error) return { phase: 'Degraded', reasons: rest([error, ...own]) };
+  if (restart.phase === 'Degraded') return { phase: 'Degraded', reasons: rest(own) };
   if (suspensions.size > 0) {
     const held = planReasons.filter((r) => r.code === 'RepairsSuspended');
     const listed = held.length > 0 ? held : [...suspensions.values()].map((why) => reason('RepairsSuspended', why));
-    return { phase: 'Degraded', reasons: rest([...listed, ...(restart.reason ? [restart.reason] : [])]) };
+    return { phase: 'Degraded', reasons: rest([...listed, ...own]) };
   }
   // Waiting on the restart (its path broken, or held in a dry run): none of the plan's replaces is being made.
   if (restart.phase === 'Waiting')
-    return { phase: 'Waiting', reasons: [restart.reason!, ...planReasons.filter((r) => r.code !== 'Replacing')] };
-  if (restart.phase === 'Progressing') return { phase: 'Progressing', reasons: rest([restart.reason!]) };
+    return { phase: 'Waiting', reasons: [...own, ...planReasons.filter((r) => r.code !== 'Replacing')] };
+  if (restart.phase === 'Progressing') return { phase: 'Progressing', reasons: rest(own) };
   // A restart reason with no phase of its own (RestartHeld) is said after the plan's.
-  const reasons = restart.reason ? [...planReasons, restart.reason] : planReasons;
+  const reasons = [...planReasons, ...own];
   if (plan.blocked) return { phase: 'Waiting', reasons };
   if (plan.actions.length > 0) return { phase: plan.dryRun ? 'Waiting' : 'Progressing', reasons };
   return { phase: 'Converged', reasons };

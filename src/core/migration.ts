@@ -97,27 +97,18 @@ export function transition(
 export function transition(m: Migration, e: MigrationEvent, now: number): Migration;
 export function transition(m: Migration | null, e: MigrationEvent, now: number): Migration | null;
 export function transition(m: Migration | null, e: MigrationEvent, now: number): Migration | null {
-  switch (e.kind) {
-    case 'begun':
-      return {
-        ...FRESH,
-        mode: e.mode,
-        startedAt: now,
-        routes: e.routes,
-        identity: e.identity,
-        ovnkubeBefore: e.ovnkube,
-        restart: 'owed',
-      };
-    case 'reached':
-      return {
-        ...FRESH,
-        mode: e.mode,
-        startedAt: now,
-        routes: [],
-        identity: e.identity,
-        ovnkubeBefore: null,
-        restart: 'none',
-      };
+  // A new migration, whatever is on record; every other event changes the one on record.
+  if (e.kind === 'begun' || e.kind === 'reached') {
+    const begun = e.kind === 'begun';
+    return {
+      ...FRESH,
+      mode: e.mode,
+      startedAt: now,
+      routes: begun ? e.routes : [],
+      identity: e.identity,
+      ovnkubeBefore: begun ? e.ovnkube : null,
+      restart: begun ? 'owed' : 'none',
+    };
   }
   if (m === null) return null;
   switch (e.kind) {

@@ -847,7 +847,9 @@ test('signal: a new ovnkube-node found as a migration would begin: nothing repla
     // B is now the observed one: the migration owes B's restart, and B is what is signalled.
     await h.until(() => stub.signalled.length > 0, 'the restart');
     assert.deepEqual(stub.signalled, ['pid 43 start 2']);
-    assert.equal((r.journal.data as JournalData).migration?.ovnkubeBefore, 'pid 43 start 2');
+    // Read afresh: the assert above narrowed r.journal.data.migration to null.
+    const journaled = (): JournalData => r.journal.data;
+    assert.equal(journaled().migration?.ovnkubeBefore, 'pid 43 start 2');
   } finally {
     await h.agent.stop();
   }

@@ -182,7 +182,7 @@ test(
       // mounts expect it; the mode ConfigMap projected as kubelet does.
       const host = new HostRoot(path.join(dir, 'host'));
       const env = Object.fromEntries((agentSpec.env as Manifest[]).map((e) => [e.name, e.value as string]));
-      const criSocket = host.fromContainer(agentSpec, spec.volumes, env.OVN_GWMODE_CRI_ENDPOINT!);
+      const criSocket = host.fromContainer(agentSpec, spec.volumes, env.OVN_GWMODE_CRI_ENDPOINT);
       // An RHCOS 4.9 node, its /etc/os-release a symlink to ../usr/lib/os-release as on RHCOS: the
       // runtime's bind mount follows it on the host.
       mkdirSync(host.path('/usr/lib'), { recursive: true });

@@ -263,9 +263,8 @@ test("docs/operate.md's one-node rollback: its jq program makes, from the Daemon
   // The DaemonSet's template but for the node selector, the probes and the arguments.
   const template = structuredClone(ds.spec.template.spec);
   delete template.nodeSelector;
-  const [agent] = template.containers;
-  for (const probe of ['startupProbe', 'livenessProbe', 'readinessProbe']) delete agent[probe];
-  agent.args = ['rollback', '--yes'];
+  const { startupProbe: _s, livenessProbe: _l, readinessProbe: _r, ...agent } = template.containers[0];
+  template.containers[0] = { ...agent, args: ['rollback', '--yes'] };
   assert.deepEqual(pod.spec, { ...template, nodeName: 'worker-0.example.com', restartPolicy: 'Never' });
   assert.deepEqual([pod.spec.hostNetwork, pod.spec.hostPID], [true, true]);
 

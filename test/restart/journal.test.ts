@@ -343,7 +343,7 @@ test('journal: every journal version 2 wrote is read into the state it recorded 
       attempts: 0,
       last: null,
       rollback: null,
-    } as Migration,
+    },
     'rolled-back.json': {
       ...common,
       identity: 'process',
