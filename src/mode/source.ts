@@ -23,7 +23,7 @@
 // until its directory appears. The owner loop also re-reads on every periodic resync:
 // a missed event costs at most one resync interval.
 import { watch, type FSWatcher } from 'chokidar';
-import { constants, readlinkSync, realpathSync, statSync, type BigIntStats } from 'node:fs';
+import { constants, statSync, type BigIntStats } from 'node:fs';
 import { lstat, open, stat } from 'node:fs/promises';
 import path from 'node:path';
 import type { GatewayMode } from '../core/types.js';
@@ -179,38 +179,13 @@ const isDirectory = (p: string): boolean => {
   }
 };
 
-/**
- * The mode file and each file its symlinks lead to, in order (a key of a ConfigMap
- * volume: `mode`, then `..<timestamp>/mode` through `..data`). Each but the first is
- * named through its directory's real path, where its renames are seen.
- */
-function linkChain(file: string): string[] {
-  const chain = [file];
-  // 40: the links Linux follows in one path before ELOOP.
-  for (let at = file; chain.length <= 40;) {
-    let next: string;
-    try {
-      const to = path.resolve(path.dirname(at), readlinkSync(at));
-      next = path.join(realpathSync(path.dirname(to)), path.basename(to));
-    } catch {
-      break; // not a symlink, or it leads nowhere (yet)
-    }
-    if (chain.includes(next)) break;
-    chain.push((at = next));
-  }
-  return chain;
-}
-
 /** What to watch for a mode source, and how: see watchModeSource. */
-function placement(resolved: string): { targets: string[]; files: string[]; kind: 'dir' | 'file' | 'ancestor' } {
-  if (isDirectory(resolved)) return { targets: [resolved], files: [resolved], kind: 'dir' };
+function placement(resolved: string): { target: string; kind: 'dir' | 'file' | 'ancestor' } {
+  if (isDirectory(resolved)) return { target: resolved, kind: 'dir' };
   let target = path.dirname(resolved);
-  if (isDirectory(target)) {
-    const files = linkChain(resolved);
-    return { targets: [...new Set(files.map((f) => path.dirname(f)))], files, kind: 'file' };
-  }
+  if (isDirectory(target)) return { target, kind: 'file' };
   while (!isDirectory(target)) target = path.dirname(target);
-  return { targets: [target], files: [resolved], kind: 'ancestor' };
+  return { target, kind: 'ancestor' };
 }
 
 /**
@@ -221,12 +196,9 @@ function placement(resolved: string): { targets: string[]; files: string[]; kind
 export function watchModeSource(source: string, onChange: () => void): ModeWatch & { ready: Promise<void> } {
   // A directory (ConfigMap volume) is watched itself, one level deep: its keys change
   // by the swap of the `..data` link inside it. A plain file is watched through its
-  // directory, since editors and `kubectl cp` replace files by rename; a symlink, with
-  // the directory of each file it leads to (a target replaced by rename elsewhere, a
-  // ConfigMap key's old `..<timestamp>` directory removed by kubelet after a swap), and
-  // the watch moves when where it leads changes. A missing directory is watched through
-  // its nearest existing ancestor; when a directory on the way appears, the watch moves
-  // down to it.
+  // directory, since editors and `kubectl cp` replace files by rename. A missing
+  // directory is watched through its nearest existing ancestor; when a directory on
+  // the way appears, the watch moves down to it.
   const resolved = path.resolve(source);
   const onPath = (p: string) => p === resolved || resolved.startsWith(p + path.sep);
   let closed = false;
@@ -252,8 +224,8 @@ export function watchModeSource(source: string, onChange: () => void): ModeWatch
     }, TRAILING_MS);
   };
   const arm = (moved: boolean) => {
-    const { targets, files, kind } = placement(resolved);
-    const watcher: FSWatcher = watch(targets, {
+    const { target, kind } = placement(resolved);
+    const watcher: FSWatcher = watch(target, {
       ignoreInitial: true,
       depth: kind === 'dir' ? 1 : 0,
       followSymlinks: false,
@@ -262,7 +234,7 @@ export function watchModeSource(source: string, onChange: () => void): ModeWatch
     });
     const stillPlaced = () => {
       const now = placement(resolved);
-      return now.kind === kind && now.files.join('\0') === files.join('\0');
+      return now.target === target && now.kind === kind;
     };
     const move = () => {
       if (closed || watcher !== current) return;
@@ -272,9 +244,8 @@ export function watchModeSource(source: string, onChange: () => void): ModeWatch
     watcher.on('all', (_event, changed) => {
       if (watcher !== current) return;
       const p = path.resolve(changed);
-      if (kind === 'dir' || files.includes(p)) fire();
-      // A file's watch looks again at any change near it: a link on its way (`..data`) may have moved.
-      if ((kind === 'file' || onPath(p)) && !stillPlaced()) move();
+      if (kind === 'dir' || p === resolved) fire();
+      if (onPath(p) && !stillPlaced()) move();
     });
     // What appeared while the watch was starting is in its initial scan, which
     // ignoreInitial hides: look again once it is ready, and after a move re-read.
