@@ -294,11 +294,6 @@ function assignments(doc: Gcfg, section: string, name: string): GcfgVariable[] {
   return doc.variables.filter((v) => v.section === sect && v.subsection === null && v.name === key);
 }
 
-/** Whether [section] name is assigned at all, in any case of its names. */
-export function hasGcfgVariable(doc: Gcfg, section: string, name: string): boolean {
-  return assignments(doc, section, name).length > 0;
-}
-
 function fatal(v: GcfgVariable, reason: string): never {
   throw new GcfgError(v.line, 1, `${reason} at section "${v.section}", variable "${v.name}"`);
 }

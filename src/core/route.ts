@@ -81,11 +81,6 @@ export function renderNextHop(n: NextHop): string {
   return parts.filter((p) => p !== null).join(' ') || '(no next hop)';
 }
 
-export function renderRoute(r: Route): string {
-  if (r.multipath) return `${r.key.prefix} multipath (several next hops)`;
-  return `${r.key.prefix} ${renderNextHop(r.nextHop)}`;
-}
-
 /** An atomic replace of one route's next hop, keeping its key, protocol, scope and type. */
 export interface RouteReplace {
   key: RouteKey;

@@ -14,7 +14,7 @@
 //  2. `unmodelled` names, in `ip route`'s words, everything a replace of the next hop
 //     would not carry over; a route ovnkube-node makes has none of it. Its order is fixed
 //     (the source prefix, the flags, then by attribute type), so that two decodings of
-//     one route compare equal (route-cache.ts).
+//     one route compare equal.
 //  3. A next hop of another family (RTA_VIA) is never taken as the gateway: `gateway`
 //     is always an address of the route's own family, or undefined.
 import { addressFromBytes } from '../net/cidr.js';

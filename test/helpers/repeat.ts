@@ -9,9 +9,8 @@
 // shell script, its tests start no agent), or what it adds is the agent's decisions over releases
 // and layouts (the matrix, the real OVN: pure logic, whose every runtime-dependent path is run
 // under the repeat by the other tests). What depends on the runtime, and so is never skipped: the
-// agent and the CLI as processes (spawned with process.execPath: startup, signals, the loop, the
-// compile cache), the native addon (compiled against that runtime's headers; netlink, the socket
-// filter), Node's http/net/dgram internals (the status socket and its abuse, the probes,
+// agent and the CLI as processes (spawned with process.execPath: startup, signals, the loop), the
+// native addon (compiled against that runtime's headers; netlink), Node's http/net/dgram internals (the status socket and its abuse, the probes,
 // sd_notify, metrics), grpc-js (CRI, containerd, chaos), chokidar and fs watching, timers.
 import type { TestContext } from 'node:test';
 
