@@ -149,7 +149,11 @@ export async function once(deps: OnceDeps, config: PlannerConfig, target: Target
 /** Only the given service CIDRs are looked at: a migration route outside them would read as "no route" while it is there. */
 function assertNamed(migration: Migration | null, config: PlannerConfig, from: string): void {
   const named = new Set(config.serviceCidrs.map((c) => c.text));
-  const unnamed = (migration?.routes ?? []).map((r) => r.key.prefix).filter((p) => !named.has(parseCidr(p).text));
+  // A /0 is left to planRollback, which refuses it with its reason (no flag could name it).
+  const unnamed = (migration?.routes ?? [])
+    .map((r) => parseCidr(r.key.prefix))
+    .filter((c) => c.length > 0 && !named.has(c.text))
+    .map((c) => c.text);
   if (unnamed.length > 0) {
     throw new RollbackCidrsError(
       `rollback: the journal's migration replaced ${unnamed.join(', ')}, which ${from} (${[...named].join(', ')}) does not name: give the service CIDRs it was made with`,

@@ -66,6 +66,12 @@ export function planRollback(migration: Migration | null, observed: Observation,
   const refusals: Reason[] = [];
   for (const recorded of migration.routes) {
     const prefix = recorded.key.prefix;
+    if (parseCidr(prefix).length === 0) {
+      // A /0 is never a service CIDR (src/config/settings.ts); an older agent's journal may record one.
+      const why = `${prefix} is a default route, never a service route: the journal cannot be right about it; nothing is put back`;
+      refusals.push(reason('NotOurRoute', why));
+      continue;
+    }
     const routes = observed.routes.get(prefix) ?? [];
     const owned = ownedRoute(parseCidr(prefix), routes, config);
     if ('blocked' in owned) {

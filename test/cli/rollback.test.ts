@@ -2,7 +2,7 @@
 // with --yes, only under the node lock, refused where the rules say the old route
 // would now be wrong, and never over a route someone changed since.
 import { strict as assert } from 'node:assert';
-import { writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
 import { cli, Scratch, waitForStatus, withAgent } from '../helpers/agent.js';
@@ -128,6 +128,45 @@ test('rollback with no migration on record has nothing to do: it says so, exit 0
       'migration: none on record\nnothing to roll back:\n  - the journal records no migration [NothingToRollBack]\n',
     );
     assert.deepEqual(ns.routes('10.96.0.0/16'), [STALE]);
+  });
+});
+
+test('rollback --yes of a journal (of an older agent) that records a /0 refuses, saying why: the default route is never put back', async (t) => {
+  if (skipWithoutKernel(t)) return;
+  await withAgent({ mode: 'local', ovnkube: null }, async ({ ns, scratch, agent }) => {
+    await agent.stop();
+    ns.ip('route replace 10.96.0.0/16 via 10.244.1.1 dev ovn-k8s-mp0');
+    const hop = (dev: string, gateway: string, mtu: number | null) => ({ dev, oif: null, gateway, mtu });
+    const key = (prefix: string) => ({ prefix, family: 4, table: 254, priority: 0 });
+    const migration = {
+      mode: 'local',
+      startedAt: Date.now(),
+      routes: [
+        {
+          key: key('10.96.0.0/16'),
+          from: hop('br-ex', '172.18.0.1', 1400),
+          to: hop('ovn-k8s-mp0', '10.244.1.1', null),
+        },
+        { key: key('0.0.0.0/0'), from: hop('ovn-k8s-mp0', '10.244.1.1', null), to: hop('br-ex', '172.18.0.1', null) },
+      ],
+      identity: 'process',
+      ovnkubeBefore: null,
+      attempts: 0,
+      last: null,
+      rollback: null,
+      restart: 'owed',
+    };
+    mkdirSync(scratch.stateDir, { recursive: true });
+    const file = path.join(scratch.stateDir, 'migration-journal.json');
+    writeFileSync(file, JSON.stringify({ version: 3, migration, restarts: [] }));
+    const r = cli(ns, ['rollback', '--state-dir', scratch.stateDir, '--service-cidr', '10.96.0.0/16', '--yes']);
+    assert.equal(r.code, 1, r.stderr);
+    assert.match(
+      r.stdout,
+      /refused:\n {2}- 0\.0\.0\.0\/0 is a default route, never a service route: .* \[NotOurRoute\]\n$/,
+    );
+    assert.deepEqual(ns.routes('10.96.0.0/16'), [LOCAL]);
+    assert.deepEqual(ns.routes('0.0.0.0/0'), ['default via 172.18.0.1 dev br-ex']);
   });
 });
 

@@ -173,3 +173,22 @@ test('one refusal refuses the whole rollback: no family is put back alone', () =
   assert.deepEqual(codes(p), ['NoRoute']);
   assert.deepEqual(p.actions, []);
 });
+
+test('a journal (of an older agent) recording a /0 is refused, whatever the routes: a default route is never put back', () => {
+  // The default route as the recorded migration would have left it: via br-ex, metric 0.
+  for (const [prefix, family, from, to] of [
+    ['0.0.0.0/0', 4, LOCAL, { ...SHARED, mtu: null }],
+    ['0.0.0.0/0', 4, SHARED, LOCAL],
+    ['::/0', 6, { ...LOCAL, gateway: 'fd00:10:244:1::1' }, { ...SHARED, gateway: 'fd00::1', mtu: null }],
+  ] as const) {
+    const key = { prefix, family, table: 254, priority: 0 };
+    const m = migration(SHARED, LOCAL);
+    m.routes.push({ key, from, to });
+    const o = observed();
+    o.routes.set(prefix, [{ ...route(to), key }]);
+    const p = planRollback(m, o, seedConfig());
+    assert.deepEqual(codes(p), ['NotOurRoute'], prefix);
+    assert.match(p.refusals[0]!.message, /is a default route, never a service route/);
+    assert.deepEqual(p.actions, []);
+  }
+});
