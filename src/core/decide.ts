@@ -36,7 +36,14 @@
 //     shared migration owing one (shared is ovnkube-node's: the agent restarts nothing for it).
 // 11. Whatever --ovnkube-mode-check says, an ovnkube-node seen running another mode than the
 //     migration's is never stopped (it would come back in that mode) nor taken for the proof.
-import { restartOwed, transition, type IdentityKind, type Migration, type RestartTarget } from './migration.js';
+import {
+  restartOwed,
+  rollingBack,
+  transition,
+  type IdentityKind,
+  type Migration,
+  type RestartTarget,
+} from './migration.js';
 import { reason, type Reason, type ReasonCode } from './reasons.js';
 import type { GatewayMode, Phase, Plan } from './types.js';
 import { restartAllowed } from './rate-limit.js';
@@ -62,8 +69,9 @@ export function backoffMs(attempt: number, baseMs: number, maxMs: number, random
   return Math.round(capped * (0.5 + random / 2));
 }
 
+/** Rule 1; a migration rolled back is no longer what the node has: moving its routes again is a new one. */
 const startsMigration = (plan: Plan, desired: GatewayMode | null, m: Migration | null): boolean =>
-  plan.actions.length > 0 && desired !== null && m?.mode !== desired;
+  plan.actions.length > 0 && desired !== null && (m?.mode !== desired || (m.rollback !== null && !rollingBack(m)));
 
 /** Whether the shell must ask the restart strategy before deciding (a CRI call costs). */
 export function needsTarget(

@@ -88,6 +88,9 @@ const FRESH = { attempts: 0, last: null, rollback: null } as const;
 export const restartOwed = (m: Migration): boolean =>
   m.restart === 'owed' || m.restart === 'requested' || m.restart === 'failed';
 
+/** A rollback begun and not finished: its mark and routes stay on record until a rollback finishes it. */
+export const rollingBack = (m: Migration | null): boolean => m?.rollback != null && m.rollback.doneAt === null;
+
 /** The state after `e` at `now`; an event that does not apply to the state leaves it as it is. */
 export function transition(
   m: Migration | null,
@@ -97,7 +100,9 @@ export function transition(
 export function transition(m: Migration, e: MigrationEvent, now: number): Migration;
 export function transition(m: Migration | null, e: MigrationEvent, now: number): Migration | null;
 export function transition(m: Migration | null, e: MigrationEvent, now: number): Migration | null {
-  // A new migration, whatever is on record; every other event changes the one on record.
+  // A new migration, whatever is on record (but an unfinished rollback: what it has not put
+  // back yet is known from its routes only); every other event changes the one on record.
+  if (e.kind === 'reached' && rollingBack(m)) return m;
   if (e.kind === 'begun' || e.kind === 'reached') {
     const begun = e.kind === 'begun';
     return {

@@ -1041,3 +1041,56 @@ test('fights: a replace the agent put back itself counts as a set-back when foun
     /3 times in 10 min: the agent put it back itself \(EHOSTUNREACH\); repairs of 10\.96\.0\.0\/16 suspended/,
   );
 });
+
+const SHARED_OVNKUBE = {
+  mode: 'shared',
+  pid: 43,
+  id: 'p43',
+  detail: null,
+  release410Plus: null,
+  modes: ['shared'],
+} as const;
+const moved = [{ key: action.key, from: BR, to: MP }];
+
+test('decide: the node at another mode by itself keeps an unfinished rollback on record (its routes, its mark); a finished one moves on', () => {
+  const unfinished = migration({
+    restart: 'done',
+    doneAt: T - 1,
+    routes: moved,
+    rollback: { startedAt: T - 10, doneAt: null },
+  });
+  const d = decide(
+    input({ desired: 'shared', migration: unfinished, ovnkube: { ...SHARED_OVNKUBE, modes: ['shared'] } }),
+  );
+  assert.equal(d.migration, unfinished);
+  assert.deepEqual(d.records, []);
+  const finished = { ...unfinished, rollback: { startedAt: T - 10, doneAt: T - 5 } };
+  const on = decide(
+    input({ desired: 'shared', migration: finished, ovnkube: { ...SHARED_OVNKUBE, modes: ['shared'] } }),
+  );
+  assert.deepEqual([on.migration?.mode, on.migration?.restart, on.migration?.rollback], ['shared', 'none', null]);
+});
+
+test('decide: the routes moved again after a finished rollback are a new migration, clean: journaled, restart owed, no rollback mark', () => {
+  const m = migration({
+    restart: 'done',
+    doneAt: T - 1,
+    routes: moved,
+    rollback: { startedAt: T - 10, doneAt: T - 5 },
+  });
+  assert.equal(needsTarget(toLocal, 'local', m, 'cri'), true);
+  const d = decide(input({ plan: toLocal, migration: m }));
+  assert.deepEqual(
+    d.steps.map((s) => s.kind),
+    ['journal', 'replace'],
+  );
+  assert.deepEqual([d.migration?.restart, d.migration?.rollback, d.migration?.startedAt], ['owed', null, T]);
+  // An unfinished rollback stays the record: moving its routes again is a repair within it.
+  const half = { ...m, rollback: { startedAt: T - 10, doneAt: null } };
+  const repair = decide(input({ plan: toLocal, migration: half }));
+  assert.deepEqual(
+    repair.steps.map((s) => s.kind),
+    ['replace'],
+  );
+  assert.equal(repair.migration, half);
+});
