@@ -13,6 +13,7 @@ import { applyReplaces, InterruptedError, outcomeUnknown, type StopRequested } f
 import type { JournalKeeper } from './journal-keeper.js';
 import type { RestartRunner } from './restart-runner.js';
 import { must } from '../core/must.js';
+import { rollingBack } from '../core/migration.js';
 
 export interface ExecuteParts {
   journal: JournalKeeper;
@@ -70,7 +71,11 @@ async function carryOut(parts: ExecuteParts, steps: Step[], mode: GatewayMode | 
   for (const step of steps) {
     if (step.kind === 'journal') {
       await journal.before({ ...journal.data, migration: step.migration });
-      log.info({ mode: step.migration.mode }, 'migration journaled: replacing the routes');
+      const rollback = rollingBack(step.migration);
+      log.info(
+        { mode: step.migration.mode },
+        rollback ? 'rollback journaled: putting the routes back' : 'migration journaled: replacing the routes',
+      );
     }
     if (step.kind === 'restart') {
       // Point 4 of restart-runner.ts: never a second request while one is under way.
@@ -116,8 +121,9 @@ async function carryOut(parts: ExecuteParts, steps: Step[], mode: GatewayMode | 
     // replace: nothing was migrated, so the migration is off the record. A replace whose
     // answer was lost may have happened: the record stays, and the next observation tells.
     const nothingDone = err instanceof InterruptedError ? err.done.length === 0 : !outcomeUnknown(err);
+    const what = rollingBack(journal.data.migration) ? 'rollback' : 'migration';
     if (journal.data !== before && nothingDone)
-      await journal.after(before, 'taking the migration the kernel refused off the record', err);
+      await journal.after(before, `taking the ${what} the kernel refused off the record`, err);
     throw err;
   }
   parts.applied(replaces);
@@ -126,7 +132,9 @@ async function carryOut(parts: ExecuteParts, steps: Step[], mode: GatewayMode | 
 function describeStep(s: Step): string {
   switch (s.kind) {
     case 'journal':
-      return `journal the migration to ${s.migration.mode} (restart owed)`;
+      return rollingBack(s.migration)
+        ? `journal the rollback of the migration to ${s.migration.mode}`
+        : `journal the migration to ${s.migration.mode} (restart owed)`;
     case 'replace':
       return `replace ${s.action.key.prefix}: ${renderNextHop(s.action.from)} -> ${renderNextHop(s.action.to)} (${s.action.reason.message})`;
     case 'restart':

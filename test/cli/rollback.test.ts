@@ -96,6 +96,10 @@ test('rollback puts back the shared-mode route a real migration replaced: plan w
       /\nput back: 1 route\(s\)\nnext: ovnkube-node must run shared gateway mode, and the mode file say so, or the agent moves them again \(rollback restarts nothing\)\n$/,
     );
     assert.deepEqual(ns.routes('10.96.0.0/16'), [STALE]);
+    // Its log says what happened: the rollback, not a migration owing a restart.
+    assert.match(done.stderr, /"journal the rollback of the migration to local"/);
+    assert.match(done.stderr, /"msg":"rollback journaled: putting the routes back"/);
+    assert.doesNotMatch(done.stderr, /migration journaled|restart owed/);
 
     // Done once: the routes stay on record, marked rolled back; a second run finds them put
     // back already: nothing to do, exit 0 (a fleet script counts it as done, not failed).
