@@ -4,7 +4,7 @@
 //     writer of the journal: a restart is never requested twice.
 //  2. Its answer is not awaited by the pass that asked (a CRI stop waits out ovnkube-node's
 //     grace period): the answer, when it comes, wakes a pass whose decision records it
-//     (core/answer.ts) and execute carries that out; the runner writes nothing itself.
+//     (core/decide.ts, `heard`) and execute carries that out; the runner writes nothing itself.
 //  3. The answer is recorded only into the migration it answers: the record may have moved
 //     on meanwhile (a new ovnkube-node seen, another desired mode).
 //  4. No second request while one is under way; stop waits for the one on its way, so that

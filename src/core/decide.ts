@@ -1,39 +1,28 @@
-// The one decision point. Given the plan, the migration on record and what the
-// restart strategy sees, decide the records and steps of this round, and from the same
-// inputs the phase with its reasons. The loop only carries them out, in order.
+// The one decision point: from the plan, the migration on record and what the restart
+// strategy sees, the records and steps of this round and its phase with reasons. The loop
+// only carries them out, in order (src/agent/steps.ts is the only place they happen).
 //
-// A migration is the unit (the "keep every promise" rules):
-//  1. A pass that replaces routes towards a mode other than the recorded migration's
-//     starts a migration; it owes exactly one ovnkube-node restart. The migration is
-//     journaled, restart owed, before the first replace.
-//  2. Before the first replace of a migration the restart path is checked (the
-//     strategy finds exactly one ovnkube-node): a migration that cannot finish is
-//     not started (Waiting, RestartPathBroken).
+// A migration is the unit (the "keep every promise" rules; docs/design.md, the rules table):
+//  1. A pass that replaces routes towards a mode other than the recorded migration's (or
+//     moves again the routes of a migration rolled back) starts a migration owing exactly one
+//     ovnkube-node restart, journaled, restart owed, before the first replace.
+//  2. Before that first replace the restart path is checked: the strategy finds exactly one
+//     ovnkube-node, else no migration is started (Waiting, RestartPathBroken).
 //  3. The restart is done when a new ovnkube-node (another identity than the one the
-//     migration started with, and than the one stopped) runs the migration's mode,
-//     whoever restarted it. Until then the phase is never Converged.
-//  4. A failed restart is retried with capped backoff, within the rate limit; a
-//     verification timeout is Degraded and recovers by itself when the new
-//     ovnkube-node shows up.
+//     migration began with, and than the one stopped) runs the migration's mode, whoever
+//     restarted it. Until then the phase is never Converged.
+//  4. A failed restart is retried with capped backoff, within the rate limit; a verification
+//     timeout is Degraded and recovers by itself when the new ovnkube-node shows up.
 //  5. After the restart the routes must hold for the settle time before Converged.
-//  6. While the agent waits on ovnkube-node (a rollout, a restart) it looks again
-//     every second: a new ovnkube-node is noticed within about a second.
-//  7. Never a restart request while one is under way (a mode change or the restart
-//     timeout during a CRI stop): the phase says it is under way, and the pass ends
-//     there (its answer wakes the next one).
-//  8. The target is exactly the ovnkube-node the decision saw, or nothing. The restart
-//     strategy looks for its target after the observation: when kubelet restarted
-//     ovnkube-node in between (liveness, OOM) it finds the new one, which must never be
-//     stopped (three starts for one migration). A target other than the one observed
-//     means "look again" at once: the new ovnkube-node is then seen, and if it runs the
-//     desired mode the restart is done. (Under CRI the container found is the observation.)
+//  6. While the agent waits on ovnkube-node it looks again every second.
+//  7. Never a restart request while one is under way: the pass ends there, its answer wakes the next.
+//  8. The target is exactly the ovnkube-node the decision saw, or nothing: when kubelet
+//     restarted it between observation and lookup (liveness, OOM), the new one is never
+//     stopped (three starts for one migration); "look again" at once instead.
 //  9. Times are monotonic ms (src/clock.ts); wallOffsetMs turns one into wall time for a message.
-// 10. An owed restart is requested only under the plan that would start a migration: the
-//     layout legacy (the release proven 4.8/4.9, or stated), not a dry run, and the migration
-//     and the desired mode local. Otherwise it is held (RestartHeld, no step): an `apply`
-//     then `run --dry-run`, a node that showed 4.10+ evidence since (a restart there is no
-//     repair of anything), a release no longer known, or a journal of an older agent with a
-//     shared migration owing one (shared is ovnkube-node's: the agent restarts nothing for it).
+// 10. An owed restart is requested only under the plan that would start a migration: layout
+//     legacy, not a dry run, the migration and the desired mode local. Otherwise it is held
+//     (RestartHeld, no step): shared is ovnkube-node's, and on 4.10+ a restart repairs nothing.
 // 11. Whatever --ovnkube-mode-check says, an ovnkube-node seen running another mode than the
 //     migration's is never stopped (it would come back in that mode) nor taken for the proof.
 import {
@@ -43,25 +32,110 @@ import {
   type IdentityKind,
   type Migration,
   type RestartTarget,
+  type TargetLookup,
 } from './migration.js';
 import { reason, type Reason, type ReasonCode } from './reasons.js';
-import type { GatewayMode, Phase, Plan } from './types.js';
-import { restartAllowed } from './rate-limit.js';
-import { heard } from './answer.js';
-import type { DecideInput, Decision, RecordStep, RestartSettings, RestartView } from './decision.js';
+import type { GatewayMode, OvnkubeObservation, Phase, Plan, ReplaceAction } from './types.js';
 import { must } from './must.js';
-export type * from './decision.js';
-export { heard } from './answer.js';
 
 export const POLL_MS = 1000;
 /** Right after a restart request the successor usually comes within a moment: look closely for a while. */
 export const QUICK_POLL_MS = 100;
 const QUICK_FOR_MS = 2000;
+export const HOUR_MS = 3_600_000;
+
+export interface RateLimit {
+  minIntervalMs: number;
+  maxPerHour: number;
+}
+
+export interface RestartSettings {
+  strategy: 'cri' | 'signal' | 'none';
+  limit: RateLimit;
+  timeoutMs: number;
+  settleMs: number;
+  retryBaseMs: number;
+  retryMaxMs: number;
+  /** Whether the new ovnkube-node's mode can be checked (--ovnkube-mode-check proc). */
+  modeChecked: boolean;
+}
+
+export interface DecideInput {
+  plan: Plan;
+  desired: GatewayMode | null;
+  migration: Migration | null;
+  /** Times of earlier restart requests (rate limit). */
+  restarts: number[];
+  ovnkube: OvnkubeObservation;
+  /** What the restart strategy sees; null when it was not asked (see needsTarget). */
+  target: TargetLookup | null;
+  settings: RestartSettings;
+  /** Monotonic ms, like every time of the migration and the restarts. */
+  now: number;
+  /** Wall minus monotonic time (ms): only to show a time in a message; 0 when not given. */
+  wallOffsetMs?: number;
+  /** A restart request is still under way (a CRI stop waits out the grace period): rule 7. */
+  restartInFlight?: boolean;
+  /** How the last restart request went, heard since the last decision: recorded first (heard). */
+  answer?: RestartAnswer | null;
+  /** The journal lags behind what was carried out (a save failed): the decision writes it again first. */
+  journalLags?: boolean;
+}
+
+/** A restart request's answer as the restart runner heard it (src/agent/restart-runner.ts). */
+export interface RestartAnswer {
+  step: RestartStep;
+  /** null: ovnkube-node was stopped; else the runtime's refusal (code: a bounded label, recorder.ts). */
+  error: { message: string; code: string } | null;
+}
+
+export type Step =
+  | { kind: 'journal'; migration: Migration }
+  | { kind: 'replace'; action: ReplaceAction }
+  | { kind: 'restart'; target: RestartTarget; migration: Migration };
+export type RestartStep = Extract<Step, { kind: 'restart' }>;
+
+export interface RestartView {
+  phase: Phase | null;
+  reason: Reason | null;
+  /** What failed on the restart path, in words: the status's lastError when the pass itself did not fail. */
+  error?: string;
+}
+
+/**
+ * What already happened, put on record before the steps: the journal's catch-up, a restart
+ * request's answer (and the migration's record when it is the migration's), the migration
+ * moved on by someone else, and the restart's completion told.
+ */
+export type RecordStep =
+  | { kind: 'catch-up' }
+  | {
+      kind: 'answered';
+      mode: GatewayMode;
+      target: string;
+      result: 'stopped' | 'failed';
+      code: string | null;
+      error: string | null;
+    }
+  | { kind: 'record'; migration: Migration | null; what: string }
+  | { kind: 'completed'; mode: GatewayMode };
+
+/** Everything a round does, as a value: the loop carries out its records, then its steps, and nothing else. */
+export interface Decision {
+  records: RecordStep[];
+  steps: Step[];
+  /** The migration on record once the steps are done. */
+  migration: Migration | null;
+  restart: RestartView;
+  wakeInMs: number | undefined;
+  /** --dry-run: the plan's replaces are shown, and neither they nor a restart are carried out. */
+  dryRun: boolean;
+  /** The plan waits on ovnkube-node (its rollout, its start): the decision looks again every second. */
+  waiting: boolean;
+}
 
 /** What decideSteps works out; decide adds what follows from it. */
 type Core = Omit<Decision, 'records' | 'dryRun' | 'waiting'>;
-/** The decision's frame, set first from the plan: decideSteps reads these, not the plan's. */
-type Frame = Pick<Decision, 'dryRun' | 'waiting'>;
 
 /** Capped, jittered exponential backoff: attempt 1 waits about base, doubling to max. */
 export function backoffMs(attempt: number, baseMs: number, maxMs: number, random = 1): number {
@@ -69,7 +143,24 @@ export function backoffMs(attempt: number, baseMs: number, maxMs: number, random
   return Math.round(capped * (0.5 + random / 2));
 }
 
-/** Rule 1; a migration rolled back is no longer what the node has: moving its routes again is a new one. */
+/** The rate limit: whether a restart may be requested now, given the times of earlier ones. */
+export function restartAllowed(
+  history: number[],
+  now: number,
+  limit: RateLimit,
+): { allowed: true } | { allowed: false; nextAllowedAt: number; reason: string } {
+  const last = Math.max(-Infinity, ...history);
+  if (now - last < limit.minIntervalMs) {
+    const why = `the last restart was less than ${Math.round(limit.minIntervalMs / 1000)}s ago`;
+    return { allowed: false, nextAllowedAt: last + limit.minIntervalMs, reason: why };
+  }
+  const lastHour = history.filter((t) => now - t < HOUR_MS);
+  if (lastHour.length < limit.maxPerHour) return { allowed: true };
+  const why = `${lastHour.length} restarts in the last hour (at most ${limit.maxPerHour})`;
+  return { allowed: false, nextAllowedAt: Math.min(...lastHour) + HOUR_MS, reason: why };
+}
+
+/** Rule 1. */
 const startsMigration = (plan: Plan, desired: GatewayMode | null, m: Migration | null): boolean =>
   plan.actions.length > 0 && desired !== null && (m?.mode !== desired || (m.rollback !== null && !rollingBack(m)));
 
@@ -105,13 +196,10 @@ function currentIdentity(i: DecideInput): string | null {
 }
 
 /**
- * Rules 2 and 8: the ovnkube-node to restart, or why not now. `moved`: the target found is
- * not the ovnkube-node observed (a signal target is a process; the observation's id is the
- * same "pid N start T"; under CRI the container found is itself what is compared with the
- * migration's identity: never moved). `uncompared`: under --restart signal with no one
- * ovnkube-node observed (processes that disagree, one whose namespace cannot be read beside
- * the one found) nothing is stopped; not "moved": a quick look again would find the same,
- * every 100 ms for as long as it lasts, so the usual one-second look waits for it to clear.
+ * Rules 2 and 8: the ovnkube-node to restart, or why not now. `moved`: under --restart signal
+ * the process found is not the one observed (under CRI the container found is itself the
+ * identity compared: never moved). `uncompared`: under signal with no one ovnkube-node
+ * observed nothing is stopped; not "moved", as a quick look again would find the same.
  */
 function targetOf(
   i: DecideInput,
@@ -139,20 +227,55 @@ function report(
   wakeInMs: number | undefined,
   error?: string,
 ): Core {
-  return {
-    steps: [],
-    migration,
-    restart: { phase, reason: reason(code, message), ...(error ? { error } : {}) },
-    wakeInMs,
+  const restart = { phase, reason: reason(code, message), ...(error ? { error } : {}) };
+  return { steps: [], migration, restart, wakeInMs };
+}
+
+const quiet = (migration: Migration | null, wakeInMs: number | undefined, steps: Step[] = []): Core => ({
+  steps,
+  migration,
+  restart: { phase: null, reason: null },
+  wakeInMs,
+});
+
+/**
+ * A restart request's answer, put on record: the runtime answers long after the pass that
+ * requested it, and the pass its answer wakes decides what it changes. It belongs to the
+ * migration it was requested for: one since superseded is told the event only.
+ */
+export function heard(
+  m: Migration | null,
+  answer: RestartAnswer | null | undefined,
+  now: number,
+): { migration: Migration | null; records: RecordStep[] } {
+  if (!answer) return { migration: m, records: [] };
+  const { step, error } = answer;
+  const told: RecordStep = {
+    kind: 'answered',
+    mode: step.migration.mode,
+    target: step.target.describe,
+    result: error ? 'failed' : 'stopped',
+    code: error?.code ?? null,
+    error: error?.message ?? null,
   };
+  const s = step.migration;
+  const same = m !== null && m.mode === s.mode && m.startedAt === s.startedAt && m.attempts === s.attempts;
+  const after = same ? transition(m, { kind: 'answered', error: error?.message ?? null }, now) : m;
+  if (after === m) return { migration: m, records: [told] };
+  const record: RecordStep = {
+    kind: 'record',
+    migration: after,
+    what: `${error ? 'a failed' : 'the'} restart request`,
+  };
+  return { migration: after, records: error ? [told, record] : [record, told] };
 }
 
 export function decide(i: DecideInput): Decision {
-  const frame: Frame = { dryRun: i.plan.dryRun, waiting: i.plan.awaitsOvnkube };
+  const frame = { dryRun: i.plan.dryRun, waiting: i.plan.awaitsOvnkube };
   // What already happened goes on record first: the journal's catch-up, then the restart's answer.
   const answer = heard(i.migration, i.answer, i.now);
   const before = answer.migration;
-  const core = decideSteps({ ...i, migration: before }, frame);
+  const core = decideSteps({ ...i, migration: before });
   const records: RecordStep[] = [...(i.journalLags ? [{ kind: 'catch-up' } as const] : []), ...answer.records];
   const after = core.migration;
   // A decision that only moved the migration on: a journal or restart step records it itself.
@@ -163,12 +286,12 @@ export function decide(i: DecideInput): Decision {
   return { ...core, records, ...frame };
 }
 
-function decideSteps(i: DecideInput, frame: Frame): Core {
+function decideSteps(i: DecideInput): Core {
   const { plan, desired, now } = i;
   const m = i.migration;
-  const idle = frame.waiting ? POLL_MS : undefined;
+  const idle = plan.awaitsOvnkube ? POLL_MS : undefined;
 
-  if (plan.actions.length > 0 && !plan.blocked && !frame.dryRun) {
+  if (plan.actions.length > 0 && !plan.blocked && !plan.dryRun) {
     const replaces = plan.actions.map((action) => ({ kind: 'replace' as const, action }));
     // A repair within the migration on record: it owes no new restart.
     if (!startsMigration(plan, desired, m))
@@ -177,15 +300,10 @@ function decideSteps(i: DecideInput, frame: Frame): Core {
     if (i.settings.strategy !== 'none') {
       const t = targetOf(i);
       const not = `not starting the migration to ${desired}`;
-      if ('broken' in t)
-        return report(
-          m,
-          'Waiting',
-          'RestartPathBroken',
-          `${not}: ovnkube-node could not be restarted afterwards: ${t.broken}`,
-          10 * POLL_MS,
-          t.broken,
-        );
+      if ('broken' in t) {
+        const why = `${not}: ovnkube-node could not be restarted afterwards: ${t.broken}`;
+        return report(m, 'Waiting', 'RestartPathBroken', why, 10 * POLL_MS, t.broken);
+      }
       if ('uncompared' in t)
         return report(m, 'Waiting', 'RestartPathBroken', `${not}: ${t.uncompared}`, POLL_MS, t.uncompared);
       // Rule 8: a migration is begun only with the ovnkube-node that will be restarted.
@@ -194,34 +312,26 @@ function decideSteps(i: DecideInput, frame: Frame): Core {
       if (i.settings.strategy === 'cri') before = t.target.id;
     }
     const routes = plan.actions.map((a) => ({ key: a.key, from: a.from, to: a.to }));
-    const mode = must(desired, 'desired mode');
-    const identity = identityKind(i.settings.strategy);
-    const migration = transition(null, { kind: 'begun', mode, routes, identity, ovnkube: before }, now);
+    const begun = { mode: must(desired, 'desired mode'), routes, identity: identityKind(i.settings.strategy) };
+    const migration = transition(null, { kind: 'begun', ...begun, ovnkube: before }, now);
+    const why = `migrating to ${desired}: ovnkube-node will be restarted`;
     return {
-      ...report(
-        migration,
-        'Progressing',
-        'RestartAwaited',
-        `migrating to ${desired}: ovnkube-node will be restarted`,
-        undefined,
-      ),
+      ...report(migration, 'Progressing', 'RestartAwaited', why, undefined),
       steps: [{ kind: 'journal', migration }, ...replaces],
     };
   }
   if (m && desired !== null && m.mode !== desired && inDesiredShape(plan)) {
-    // The node reached the desired mode without the agent (a new ovnkube-node flushed
-    // the old routes): the record moves on, so that a return to m.mode is a new
-    // migration that owes its restart again.
-    const reached = transition(m, { kind: 'reached', mode: desired, identity: identityKind(i.settings.strategy) }, now);
-    return { steps: [], migration: reached, restart: { phase: null, reason: null }, wakeInMs: idle };
+    // The node reached the desired mode without the agent (a new ovnkube-node flushed the
+    // old routes): the record moves on, so that a return to m.mode owes its restart again.
+    const identity = identityKind(i.settings.strategy);
+    return quiet(transition(m, { kind: 'reached', mode: desired, identity }, now), idle);
   }
-  if (!m || m.mode !== desired)
-    return { steps: [], migration: m, restart: { phase: null, reason: null }, wakeInMs: idle };
-  const held = restartOwed(m) ? restartHeld(plan, m, frame.dryRun) : null;
+  if (!m || m.mode !== desired) return quiet(m, idle);
+  const held = restartOwed(m) ? restartHeld(plan, m, plan.dryRun) : null;
   if (held !== null) {
     // The record keeps the restart owed: a later pass under a plan that allows it requests it.
     const why = `the restart of ovnkube-node owed by the migration to ${m.mode} (begun ${isoAt(i, m.startedAt)}) is held: ${held}`;
-    return report(m, frame.dryRun ? 'Waiting' : null, 'RestartHeld', why, idle);
+    return report(m, plan.dryRun ? 'Waiting' : null, 'RestartHeld', why, idle);
   }
   const r = restartView(i);
   // While a restart is owed, look every second: someone else's restart is noticed at once.
@@ -230,10 +340,9 @@ function decideSteps(i: DecideInput, frame: Frame): Core {
 }
 
 /**
- * Every service route already has the desired shape (nothing blocked, nothing to do); in
- * shared mode also a route ovnkube-node keeps via ovn-k8s-mp0 on purpose (the planner's
- * OvnkubeFallbackRoute): shared is ovnkube-node's, and a local migration on record owes it
- * no restart.
+ * Every service route already has the desired shape; in shared mode also a route
+ * ovnkube-node keeps via ovn-k8s-mp0 on purpose (OvnkubeFallbackRoute): shared is
+ * ovnkube-node's, and a local migration on record owes it no restart.
  */
 const AT_REST = new Set(['InSync', 'AlreadyShared', 'OvnkubeFallbackRoute']);
 const inDesiredShape = (plan: Plan): boolean =>
@@ -243,8 +352,7 @@ const inDesiredShape = (plan: Plan): boolean =>
 function restartView(i: DecideInput): Core {
   let m = must(i.migration, 'migration');
   const { now, settings: s } = i;
-  if (m.restart === 'none' || (m.restart === 'done' && now >= m.doneAt + s.settleMs))
-    return { steps: [], migration: m, restart: { phase: null, reason: null }, wakeInMs: undefined };
+  if (m.restart === 'none' || (m.restart === 'done' && now >= m.doneAt + s.settleMs)) return quiet(m, undefined);
   if (m.restart === 'done') {
     const until = m.doneAt + s.settleMs;
     const why = `a new ovnkube-node runs ${m.mode}; watching the service routes until ${isoAt(i, until)}`;
@@ -255,17 +363,14 @@ function restartView(i: DecideInput): Core {
     const why = `a restart request is under way (${stoppedAs}): waiting for its answer before any other for the migration to ${m.mode}`;
     return report(m, 'Progressing', 'RestartAwaited', why, POLL_MS);
   };
-  // Rule 11: an ovnkube-node seen running the other mode (unsure which, or beside others
-  // included) is never the proof; --ovnkube-mode-check off takes one whose mode is not seen
-  // for one in the migration's.
+  // Rule 11: an ovnkube-node seen running the other mode is never the proof; --ovnkube-mode-check
+  // off takes one whose mode is not seen for one in the migration's.
   const otherMode = i.ovnkube.modes.find((x) => x !== m.mode) ?? null;
   const modeOk = otherMode === null && (i.ovnkube.mode !== null || !s.modeChecked);
   const stopped = m.last?.target.id ?? null;
-  // A migration that identified ovnkube-node by its process (`apply`, or the agent
-  // under --restart signal or none): /proc is read whatever the strategy, so another
-  // process than the one the migration began with, and than the one stopped, is the
-  // new ovnkube-node under CRI too. None running when it began (ovnkubeBefore null):
-  // any one seen since started after it, as under --restart signal.
+  // A migration that identified ovnkube-node by its process (`apply`, or --restart signal or
+  // none): /proc is read whatever the strategy, so another process than the one it began
+  // with, and than the one stopped, is the new ovnkube-node under CRI too.
   const processMoved =
     s.strategy === 'cri' &&
     m.identity === 'process' &&
@@ -273,9 +378,8 @@ function restartView(i: DecideInput): Core {
     i.ovnkube.id !== m.ovnkubeBefore &&
     i.ovnkube.id !== stopped;
   const current = currentIdentity(i);
-  // --restart changed between agent runs (or `apply` recorded the migration): a container
-  // id and a process identity cannot be compared. Count from what runs now; never call the
-  // restart done on that comparison.
+  // --restart changed between agent runs: a container id and a process identity cannot be
+  // compared. Count from what runs now; never call the restart done on that comparison.
   if (!processMoved && m.identity !== identityKind(s.strategy))
     m = transition(m, { kind: 'recounted', identity: identityKind(s.strategy), ovnkube: current }, now);
   const successor = processMoved
@@ -288,8 +392,7 @@ function restartView(i: DecideInput): Core {
     return report(transition(m, { kind: 'restarted' }, now), 'Progressing', 'Settling', why, s.settleMs);
   }
   if (successor !== null) {
-    // A new ovnkube-node in the other mode: it is not the proof, and it is never the
-    // one to stop (that would be a second restart for one migration).
+    // Not the proof, and never the one to stop (a second restart for one migration).
     const why = `a new ovnkube-node (${successor}) runs ${otherMode ?? 'an unknown mode'}, not ${m.mode}: waiting for the operator's rollout`;
     return report(m, 'Progressing', 'RestartAwaited', why, POLL_MS);
   }
@@ -299,9 +402,8 @@ function restartView(i: DecideInput): Core {
     return report(m, 'Progressing', 'RestartAwaited', why, POLL_MS);
   }
   if (otherMode !== null) {
-    // Whatever --ovnkube-mode-check says, and a request that never took included: stopped, it
-    // would come back in the mode the operator renders, not the migration's, and undo the
-    // migration at its start. Said after the plan's OvnkubeOtherMode, like any held restart.
+    // Rule 11, a request that never took included: stopped, it would come back in the mode
+    // the operator renders and undo the migration at its start.
     const who =
       i.ovnkube.mode !== null ? `ovnkube-node (pid ${i.ovnkube.pid})` : `an ovnkube-node (${i.ovnkube.detail})`;
     const why = `${who} runs --gateway-mode ${otherMode}, not ${m.mode}: the restart owed by the migration to ${m.mode} waits for the cluster network operator's rollout`;
@@ -315,9 +417,8 @@ function restartView(i: DecideInput): Core {
       return report(m, 'Progressing', 'RestartAwaited', why, quick ? QUICK_POLL_MS : POLL_MS);
     }
     if (i.restartInFlight) return underWay();
-    // The very instance the agent meant to stop still runs after the timeout: the
-    // request never took (an agent killed between journal and request). Asking again
-    // stops that same instance, never a new one; it waits for the rate limit.
+    // The very instance meant to be stopped still runs after the timeout: the request never
+    // took (an agent killed between journal and request). Asking again stops that same one.
     const t = i.target;
     if (
       current === stopped &&
@@ -328,10 +429,8 @@ function restartView(i: DecideInput): Core {
     ) {
       const again = transition(m, { kind: 'requested', target: t.target }, now);
       const why = `ovnkube-node ${stopped} still runs ${Math.round(s.timeoutMs / 1000)}s after its restart was requested: requesting it again`;
-      return {
-        ...report(again, 'Progressing', 'RestartAwaited', why, POLL_MS),
-        steps: [{ kind: 'restart', target: t.target, migration: again }],
-      };
+      const steps: Step[] = [{ kind: 'restart', target: t.target, migration: again }];
+      return { ...report(again, 'Progressing', 'RestartAwaited', why, POLL_MS), steps };
     }
     const why = `ovnkube-node did not come back running ${m.mode} within ${Math.round(s.timeoutMs / 1000)}s of its restart (${stoppedAs}); ${seen}`;
     return report(m, 'Degraded', 'RestartTimedOut', why, POLL_MS);
@@ -345,7 +444,7 @@ function restartView(i: DecideInput): Core {
   }
   const allowed = restartAllowed(i.restarts, now, s.limit);
   if (!allowed.allowed) {
-    // A planned wait with a known end (a deliberate back-and-forth spends the limit), not a failure: Progressing.
+    // A planned wait with a known end (a deliberate back-and-forth spends the limit), not a failure.
     const why = `waiting until ${isoAt(i, allowed.nextAllowedAt)} to restart ovnkube-node for the migration to ${m.mode} (the restart rate limit: ${allowed.reason})`;
     return report(m, 'Progressing', 'RestartRateLimited', why, Math.max(POLL_MS, allowed.nextAllowedAt - now));
   }
@@ -360,16 +459,9 @@ function restartView(i: DecideInput): Core {
   if ('moved' in t)
     return { steps: [], migration: m, restart: { phase: 'Progressing', reason: t.moved }, wakeInMs: QUICK_POLL_MS };
   const requested = transition(m, { kind: 'requested', target: t.target }, now);
-  return {
-    ...report(
-      requested,
-      'Progressing',
-      'RestartAwaited',
-      `restarting ovnkube-node (${t.target.describe}) for the migration to ${m.mode}`,
-      QUICK_POLL_MS,
-    ),
-    steps: [{ kind: 'restart', target: t.target, migration: requested }],
-  };
+  const why = `restarting ovnkube-node (${t.target.describe}) for the migration to ${m.mode}`;
+  const steps: Step[] = [{ kind: 'restart', target: t.target, migration: requested }];
+  return { ...report(requested, 'Progressing', 'RestartAwaited', why, QUICK_POLL_MS), steps };
 }
 
 export interface Summary {

@@ -1,7 +1,7 @@
 // The restart rate limit: pure, with times passed in.
 import { strict as assert } from 'node:assert';
 import { test } from 'node:test';
-import { HOUR_MS, restartAllowed } from '../../src/core/rate-limit.js';
+import { HOUR_MS, restartAllowed } from '../../src/core/decide.js';
 
 const limit = { minIntervalMs: 5 * 60_000, maxPerHour: 3 };
 const T = 10 * HOUR_MS;
