@@ -1,49 +1,52 @@
-// The rules (../shared/notes/domain.md), as one pure function: observation,
-// configuration and the suspended repairs in, plan out. No I/O, no clock. Every
-// "no" carries a typed reason, because an agent that refuses must say why.
+// The rules (../shared/notes/domain.md) as one pure function: observation, configuration
+// and the suspended repairs in, plan out. No I/O, no clock. Every "no" carries a typed reason.
 //
 // What the planner guarantees, whatever it is given:
-//  1. It only plans replaces of main-table routes whose destination is exactly a
-//     service CIDR, and only of a route that exists, by its key (destination, table,
-//     priority): nothing is ever deleted or created.
+//  1. It only plans replaces of main-table routes whose destination is exactly a service
+//     CIDR, of a route that exists, by its key: nothing is ever deleted or created.
 //  2. A replace keeps the route's key, protocol, scope and type.
-//  3. It plans every CIDR or none: a precondition failing for one CIDR, or one CIDR
-//     whose repairs are suspended, holds back all of them (a half-done dual-stack
-//     migration is worse than none).
-//  4. It never changes a node of OpenShift 4.10 or later (platform.ts), where a service
-//     route via br-ex is correct in both modes, whatever --layout says; and it acts only
-//     on a node known to be 4.8/4.9, by its os-release or by the operator's --layout legacy.
-//  5. It never touches a route whose next hop is link-local (169.254.0.0/16,
-//     fd69::/16), nor one without a gateway: no 4.8/4.9 service route ever has either.
-//  6. It plans replaces towards local mode only. Shared mode is ovnkube-node's: at start
-//     it flushes its ovn-k8s-mp0 routes and adds the br-ex route itself, with its own MTU,
-//     and keeps a route via ovn-k8s-mp0 on purpose while the cluster's topology version is
-//     old (ovn-kubernetes node.go: "System may be upgrading, falling back to legacy K8S
-//     Service via mp0"). With shared desired the plan only says where the node stands.
+//  3. It plans every CIDR or none: a precondition failing for one CIDR, or one CIDR whose
+//     repairs are suspended, holds back all (a half-done dual-stack migration is worse than none).
+//  4. It never changes a 4.10+ node (platform.ts), whatever --layout says, and acts only on a
+//     node known to be 4.8/4.9, by its os-release or by the operator's --layout legacy.
+//  5. It never touches a route whose next hop is link-local (169.254.0.0/16, fd69::/16), nor
+//     one without a gateway: no 4.8/4.9 service route ever has either.
+//  6. It plans replaces towards local mode only. Shared mode is ovnkube-node's: at start it
+//     flushes its ovn-k8s-mp0 routes and adds the br-ex route itself, and keeps a route via
+//     ovn-k8s-mp0 on purpose while the topology version is old (ovn-kubernetes node.go:
+//     "System may be upgrading, falling back to legacy K8S Service via mp0").
 //  7. It never acts while ovnkube-node is seen running the other mode, whatever
-//     --ovnkube-mode-check says: `off` only lets it act where ovnkube-node's mode is not seen
-//     (no ovnkube --init-node process in the agent's view of /proc).
-import { parseCidr, type Cidr, type Family } from '../net/cidr.js';
-import { DEFAULT_ROUTE, expectedNexthop, findLink, ownedRoute } from './nexthop.js';
+//     --ovnkube-mode-check says: `off` only lets it act where ovnkube-node's mode is not seen.
+import { addressInSubnet, maskBytes, parseAddress, parseCidr, type Cidr, type Family } from '../net/cidr.js';
+import { must } from './must.js';
 import { identifyPlatform, type Platform } from './platform.js';
 import { reason, type Reason } from './reasons.js';
-import { renderNextHop, sameNextHop, type Link, type NextHop, type Route, type Watched } from './route.js';
+import {
+  renderNextHop,
+  RT_TABLE_MAIN,
+  RTN_UNICAST,
+  sameNextHop,
+  type InterfaceAddress,
+  type Link,
+  type NextHop,
+  type Route,
+  type Watched,
+} from './route.js';
 import type {
   DesiredMode,
   Observation,
-  OvnkubeObservation,
   Plan,
   PlannerConfig,
   ReplaceAction,
   RouteStatus,
 } from './types.js';
 
-export { DEFAULT_ROUTE, managementNexthop, ownedRoute } from './nexthop.js';
-
 /** 4.8/4.9 local mode creates this link (on the br-local bridge). */
-export const LEGACY_LOCAL_GATEWAY_LINK = 'ovn-k8s-gw0';
+const LEGACY_LOCAL_GATEWAY_LINK = 'ovn-k8s-gw0';
 export const EGRESS_FIREWALL_WARNING =
   'egress firewall cannot be repaired per node: its ACLs live in the OVN northbound database';
+const DEFAULT_ROUTE: Record<Family, string> = { 4: '0.0.0.0/0', 6: '::/0' };
+const LINK_LOCAL = [parseCidr('169.254.0.0/16'), parseCidr('fd69::/16')];
 
 export interface PlanInput {
   desired: DesiredMode;
@@ -52,6 +55,9 @@ export interface PlanInput {
   /** CIDRs whose repairs are suspended (see fights.ts), with why. */
   suspended?: ReadonlyMap<string, string>;
 }
+
+type Blocked = { blocked: Reason };
+const blocked = (code: Reason['code'], why: string): Blocked => ({ blocked: reason(code, why) });
 
 /** The prefixes and links the agent observes and wakes on: defined once, used by both. */
 export function watchedOf(config: PlannerConfig): Watched {
@@ -62,13 +68,118 @@ export function watchedOf(config: PlannerConfig): Watched {
   };
 }
 
-function serviceRoutes(input: PlanInput): Route[] {
-  return input.config.serviceCidrs.flatMap((c) => input.observed.routes.get(c.text) ?? []);
-}
+const serviceRoutes = (input: PlanInput): Route[] =>
+  input.config.serviceCidrs.flatMap((c) => input.observed.routes.get(c.text) ?? []);
 
 /** The node's release and layout (platform.ts), from its os-release, ovnkube.conf, service routes and ovnkube-node's command line. */
-export function detectLayout(input: PlanInput): Platform {
-  return identifyPlatform(input.config, serviceRoutes(input), input.observed.ovnkube);
+export const detectLayout = (input: PlanInput): Platform =>
+  identifyPlatform(input.config, serviceRoutes(input), input.observed.ovnkube);
+
+const findLink = (links: Link[], name: string): Link | undefined => links.find((l) => l.name === name);
+
+function isLinkLocal(gateway: string | null): boolean {
+  if (gateway === null) return false;
+  try {
+    const a = parseAddress(gateway);
+    return LINK_LOCAL.some((c) => a.family === c.family && maskBytes(a.bytes, c.length).equals(c.bytes));
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * The local-mode next hop: ovn-k8s-mp0 holds the node subnet's second address and the OVN
+ * router port its first. Anything else (no address, two, a host route, an IPv6 address in
+ * DAD or failed it, not the .2) and the next hop would be a guess: refuse.
+ */
+export function managementNexthop(
+  link: Link,
+  family: Family,
+  addresses: InterfaceAddress[],
+): { via: string } | Blocked {
+  const mine = addresses.filter(
+    (a) => a.linkIndex === link.index && a.family === family && !(family === 6 && /^fe[89ab]/i.test(a.address)),
+  );
+  const unusable = (why: string) => blocked('ManagementAddressUnusable', `management interface ${link.name}: ${why}`);
+  const [a] = mine;
+  if (a === undefined) return unusable(`no IPv${family} address`);
+  const list = mine.map((a) => `${a.address}/${a.prefixLength}`).join(', ');
+  if (mine.length > 1) return unusable(`${mine.length} IPv${family} addresses (${list}): cannot tell the node subnet`);
+  if (a.tentative) return unusable(`${a.address} is tentative (IPv6 duplicate address detection still running)`);
+  if (a.dadFailed) return unusable(`${a.address} failed duplicate address detection`);
+  if (a.prefixLength >= (family === 4 ? 32 : 128) - 1)
+    return unusable(`${a.address}/${a.prefixLength} has no subnet to take a next hop from`);
+  const ip = parseAddress(a.address);
+  const second = addressInSubnet(ip, a.prefixLength, 2);
+  if (!second.bytes.equals(ip.bytes))
+    return unusable(
+      `${a.address}/${a.prefixLength} is not the subnet's second address (OVN-Kubernetes gives the management port ${second.text})`,
+    );
+  return { via: addressInSubnet(ip, a.prefixLength, 1).text };
+}
+
+/** The next hop a service route of this family must have in the desired mode. */
+function expectedNexthop(mode: 'local' | 'shared', family: Family, input: PlanInput): { expected: NextHop } | Blocked {
+  const { config, observed } = input;
+  // br-ex must be present and up in both modes: without it nobody should be moving routes.
+  const gateway = findLink(observed.links, config.gatewayInterface);
+  if (!gateway) return blocked('GatewayLinkMissing', `gateway interface ${config.gatewayInterface} does not exist`);
+  if (!gateway.up) return blocked('GatewayLinkDown', `gateway interface ${config.gatewayInterface} is down`);
+  const mp0 = findLink(observed.links, config.managementInterface);
+  if (mode === 'local') {
+    const name = config.managementInterface;
+    if (!mp0) return blocked('ManagementLinkMissing', `management interface ${name} does not exist`);
+    if (!mp0.up) return blocked('ManagementLinkDown', `management interface ${name} is down`);
+    const hop = managementNexthop(mp0, family, observed.addresses);
+    if ('blocked' in hop) return hop;
+    return { expected: { dev: name, oif: mp0.index, gateway: hop.via, mtu: null } };
+  }
+  const name = config.gatewayInterface;
+  let via = config.gatewayNexthop[family];
+  const defaults = (observed.routes.get(DEFAULT_ROUTE[family]) ?? []).filter((r) => r.nextHop.dev === name);
+  // The default route in use: the lowest metric. One with no gateway of its family (a link
+  // route, or `via inet6` on an IPv4 route: RTA_VIA, BGP unnumbered) gives no next hop.
+  const best = defaults.filter((r) => r.nextHop.gateway !== null).sort((a, b) => a.key.priority - b.key.priority)[0];
+  via ||= best?.nextHop.gateway ?? undefined;
+  if (!via) {
+    const skipped = defaults.map(
+      (r) => `metric ${r.key.priority} ${r.unmodelled.find((u) => u.startsWith('via ')) ?? renderNextHop(r.nextHop)}`,
+    );
+    const why = skipped.length > 0 ? `; skipped, no IPv${family} gateway: ${skipped.join(', ')}` : '';
+    const what = `no IPv${family} default route via ${name} to take the next hop from${why} (set --gateway-nexthop)`;
+    return blocked('NoDefaultRoute', what);
+  }
+  // ovnkube-node sets the cluster MTU itself: the agent's guess (--mtu, ovnkube.conf, the
+  // management port's link MTU) is only compared for a warning, never a reason to write.
+  return { expected: { dev: name, oif: gateway.index, gateway: via, mtu: config.mtu ?? mp0?.mtu ?? null } };
+}
+
+/** Why the routes of a CIDR may not be touched, or the one route the agent owns. */
+export function ownedRoute(cidr: Cidr, routes: Route[], config: PlannerConfig): { route: Route } | Blocked {
+  const [r] = routes;
+  if (r === undefined)
+    return blocked(
+      'NoRoute',
+      `no route for ${cidr.text} in the main table: ovnkube-node creates it, the agent only replaces it`,
+    );
+  if (routes.length > 1) {
+    const list = routes.map((r) => `metric ${r.key.priority} ${renderNextHop(r.nextHop)}`).join('; ');
+    const why = `${routes.length} routes for ${cidr.text} in the main table (${list}): not touching an ambiguous prefix`;
+    return blocked('SeveralRoutes', why);
+  }
+  const notOurs = (why: string) => blocked('NotOurRoute', `${cidr.text} ${why}: not one the agent owns`);
+  const hop = r.nextHop;
+  if (r.key.table !== RT_TABLE_MAIN) return notOurs(`is in table ${r.key.table}`);
+  if (r.multipath) return notOurs('is a multipath route');
+  if (r.type !== RTN_UNICAST) return notOurs(`is not a unicast route (type ${r.type})`);
+  if (r.tos !== 0) return notOurs(`has a TOS selector (${r.tos})`);
+  if (r.unmodelled.length > 0) return notOurs(`has ${r.unmodelled.join(', ')}, which a replace would not carry over`);
+  if (hop.dev !== config.gatewayInterface && hop.dev !== config.managementInterface)
+    return notOurs(`goes ${renderNextHop(hop)}, neither ${config.gatewayInterface} nor ${config.managementInterface}`);
+  if (isLinkLocal(hop.gateway)) return notOurs(`goes via the link-local next hop ${hop.gateway}`);
+  // A link route replaced by one via a gateway would keep its scope, which the kernel refuses.
+  if (hop.gateway === null) return notOurs(`goes ${renderNextHop(hop)}, with no gateway (a link route)`);
+  return { route: r };
 }
 
 export function plan(input: PlanInput): Plan {
@@ -79,135 +190,99 @@ export function plan(input: PlanInput): Plan {
   const platform = detectLayout(input);
   const { layout } = platform;
   const found = { release: platform.release, evidence: platform.evidence };
-  const done = (why: Reason[], blocked: boolean, inSync = false): Plan => ({
+  const done = (why: Reason, blocked: boolean, inSync = false): Plan => ({
     layout,
     dryRun: config.dryRun,
     awaitsOvnkube: false,
     platform: found,
     actions: [],
-    reasons: [...reasons, ...why],
+    reasons: [...reasons, why],
     blocked,
     warnings,
     routes: config.serviceCidrs.map((c) => statusOf(observed, c, null, inSync)),
   });
 
+  const source = desired.source;
+  // Never "keeping the last valid mode": there was none, and nothing is done.
   if (desired.mode === null) {
-    // Never "keeping the last valid mode": there was none, and nothing is done.
-    return done(
-      [
-        reason(
-          'ModeNotRead',
-          `no valid mode read yet: acting on nothing (${desired.source.path}: ${desired.source.error ?? 'not read yet'})`,
-        ),
-      ],
-      true,
-    );
+    const why = `no valid mode read yet: acting on nothing (${source.path}: ${source.error ?? 'not read yet'})`;
+    return done(reason('ModeNotRead', why), true);
   }
-  if (desired.source.error) {
-    reasons.push(
-      reason(
-        'ModeFileInvalid',
-        `keeping the last valid desired mode "${desired.mode}": ${desired.source.path}: ${desired.source.error}`,
-      ),
-    );
+  if (source.error) {
+    const why = `keeping the last valid desired mode "${desired.mode}": ${source.path}: ${source.error}`;
+    reasons.push(reason('ModeFileInvalid', why));
   }
   if (layout === 'routing-via-host') {
     const what = platform.release === '4.10+' ? 'OpenShift 4.10 or later' : 'routing-via-host layout';
     const why = `${what} (${platform.evidence}): service routes via ${config.gatewayInterface} are correct in both modes; nothing to change`;
-    return done([reason('RoutingViaHostLayout', why)], false, true);
+    return done(reason('RoutingViaHostLayout', why), false, true);
   }
   if (desired.mode === 'shared') return planShared(input, { layout, platform: found, reasons, warnings });
 
-  const blocked: Reason[] = [];
-  // ovnkube-node in the other mode first: it is the reason that passes by itself (the rollout).
-  // Seen in the other mode it is waited for whatever --ovnkube-mode-check says (guarantee 7).
-  // So is one whose namespace cannot be read, or one of several that disagree: either may be
-  // this node's (guarantee 7).
-  const o = observed.ovnkube;
-  const other = o.modes.find((m) => m !== desired.mode);
-  if (other) {
-    blocked.push(
-      reason(
-        'OvnkubeOtherMode',
-        `${runner(o)} runs --gateway-mode ${other}, desired ${desired.mode}: waiting for the cluster network operator to roll ovnkube-node out`,
-      ),
-    );
-  } else if (o.mode === null && config.ovnkubeModeCheck === 'proc') blocked.push(modeUnknown(o));
-
-  const awaitsOvnkube = blocked.length > 0;
-  if (layout === 'unknown') blocked.push(reason('LayoutUnknown', layoutUnknown(input, platform)));
+  // ovnkube-node in the other mode first: the reason that passes by itself (the rollout).
+  // Guarantee 7: so is one whose namespace cannot be read, or one of several that disagree.
+  const held = ovnkubeHolds(input, 'local');
+  const awaitsOvnkube = held.length > 0;
+  if (layout === 'unknown') held.push(reason('LayoutUnknown', layoutUnknown(input, platform)));
 
   const statuses: RouteStatus[] = [];
   const actions: ReplaceAction[] = [];
-  const held: Reason[] = [];
+  const suspensions: Reason[] = [];
   const expectedFor = perFamily((family) => expectedNexthop('local', family, input));
   for (const cidr of config.serviceCidrs) {
     const result = expectedFor(cidr.family);
-    if ('blocked' in result) {
-      blocked.push({ ...result.blocked });
-      statuses.push(statusOf(observed, cidr, null, false));
-      continue;
-    }
-    const { expected } = result;
-    const owned = ownedRoute(cidr, observed.routes.get(cidr.text) ?? [], config);
+    const expected = 'expected' in result ? result.expected : null;
+    const owned = 'blocked' in result ? result : ownedRoute(cidr, observed.routes.get(cidr.text) ?? [], config);
     if ('blocked' in owned) {
-      blocked.push(owned.blocked);
+      held.push({ ...owned.blocked });
       statuses.push(statusOf(observed, cidr, expected, false));
       continue;
     }
     const route = owned.route;
-    const ok = sameNextHop(route.nextHop, expected);
-    statuses.push(statusOf(observed, cidr, expected, ok));
+    const to = must(expected, 'the expected next hop');
+    const ok = sameNextHop(route.nextHop, to);
+    statuses.push(statusOf(observed, cidr, to, ok));
     if (ok) continue;
     const why = suspended.get(cidr.text);
     if (why !== undefined) {
-      held.push(reason('RepairsSuspended', why));
+      suspensions.push(reason('RepairsSuspended', why));
       continue;
     }
-    actions.push({
-      key: route.key,
-      protocol: route.protocol,
-      scope: route.scope,
-      type: route.type,
-      from: route.nextHop,
-      to: expected,
-      reason: reason(
-        'Replacing',
-        `desired mode ${desired.mode}: ${cidr.text} goes ${renderNextHop(route.nextHop)}, expected ${renderNextHop(expected)}`,
-      ),
-    });
+    const what = `desired mode ${desired.mode}: ${cidr.text} goes ${renderNextHop(route.nextHop)}, expected ${renderNextHop(to)}`;
+    const { key, protocol, scope, type, nextHop: from } = route;
+    actions.push({ key, protocol, scope, type, from, to, reason: reason('Replacing', what) });
   }
   const mtuWarning = mtuMismatch(config, observed.links);
   if (mtuWarning) warnings.push(mtuWarning);
 
   const base = { layout, platform: found, warnings, routes: statuses, dryRun: config.dryRun, awaitsOvnkube };
-  if (blocked.length > 0) return { ...base, actions: [], blocked: true, reasons: [...reasons, ...blocked, ...held] };
+  const none = { ...base, actions: [], blocked: false };
+  if (held.length > 0) return { ...none, blocked: true, reasons: [...reasons, ...held, ...suspensions] };
   // Guarantee 3: a suspended CIDR holds the others back too.
-  if (held.length > 0) return { ...base, actions: [], blocked: false, reasons: [...reasons, ...held] };
-  if (actions.length === 0) {
-    return {
-      ...base,
-      actions,
-      blocked: false,
-      reasons: [...reasons, reason('InSync', `service routes match desired mode ${desired.mode}`)],
-    };
-  }
-  if (config.dryRun) {
-    const dry = reason('DryRun', `dry run: ${actions.length} replace(s) planned, not applied`);
-    return { ...base, actions, blocked: false, reasons: [...reasons, dry, ...actions.map((a) => a.reason)] };
-  }
-  return { ...base, actions, blocked: false, reasons: [...reasons, ...actions.map((a) => a.reason)] };
+  if (suspensions.length > 0) return { ...none, reasons: [...reasons, ...suspensions] };
+  if (actions.length === 0)
+    return { ...none, reasons: [...reasons, reason('InSync', `service routes match desired mode ${desired.mode}`)] };
+  const dry = config.dryRun ? [reason('DryRun', `dry run: ${actions.length} replace(s) planned, not applied`)] : [];
+  return { ...base, actions, blocked: false, reasons: [...reasons, ...dry, ...actions.map((a) => a.reason)] };
 }
 
-/** Who runs the other mode: the one ovnkube-node, or one of those /proc leaves unsure. */
-const runner = (o: OvnkubeObservation): string =>
-  o.mode !== null ? `ovnkube-node (pid ${o.pid})` : `an ovnkube-node (${o.detail})`;
-
-const modeUnknown = (o: OvnkubeObservation): Reason =>
-  reason(
-    'OvnkubeModeUnknown',
-    `ovnkube-node's gateway mode is unknown: ${o.detail ?? 'no ovnkube --init-node process'}`,
-  );
+/** Guarantee 7: ovnkube-node seen in another mode than `mode`, or (checked) its mode unknown. */
+function ovnkubeHolds(input: PlanInput, mode: 'local' | 'shared'): Reason[] {
+  const { config, observed } = input;
+  const o = observed.ovnkube;
+  const other = o.modes.find((m) => m !== mode);
+  const who = o.mode !== null ? `ovnkube-node (pid ${o.pid})` : `an ovnkube-node (${o.detail})`;
+  if (other) {
+    const then =
+      mode === 'local'
+        ? 'waiting for the cluster network operator to roll ovnkube-node out'
+        : `the cluster network operator's rollout restarts it in shared mode, which flushes its ${config.managementInterface} routes and adds the ${config.gatewayInterface} route itself; the agent writes nothing in shared mode`;
+    return [reason('OvnkubeOtherMode', `${who} runs --gateway-mode ${other}, desired ${mode}: ${then}`)];
+  }
+  if (o.mode !== null || config.ovnkubeModeCheck !== 'proc') return [];
+  const why = `ovnkube-node's gateway mode is unknown: ${o.detail ?? 'no ovnkube --init-node process'}`;
+  return [reason('OvnkubeModeUnknown', why)];
+}
 
 function statusOf(observed: Observation, cidr: Cidr, expected: NextHop | null, ok: boolean): RouteStatus {
   const routes = observed.routes.get(cidr.text) ?? [];
@@ -219,11 +294,10 @@ function statusOf(observed: Observation, cidr: Cidr, expected: NextHop | null, o
 
 /** One answer per family: it depends on the links, addresses and default routes only. */
 function perFamily<T>(find: (family: Family) => T): (family: Family) => T {
-  const known = new Map<Family, { answer: T }>();
+  const known = new Map<Family, T>();
   return (family) => {
-    let hit = known.get(family);
-    if (hit === undefined) known.set(family, (hit = { answer: find(family) }));
-    return hit.answer;
+    if (!known.has(family)) known.set(family, find(family));
+    return known.get(family) as T;
   };
 }
 
@@ -240,33 +314,22 @@ export function layoutUnknown(input: PlanInput, platform: Platform): string {
 }
 
 /**
- * Desired shared: ovnkube-node's to make (guarantee 6), so no action ever. What the status says:
- *  - ovnkube-node still runs local (OvnkubeOtherMode, Waiting): the operator's rollout restarts
- *    it in shared mode, which flushes its mp0 routes and adds the br-ex route: that heals the node;
+ * Desired shared: ovnkube-node's to make (guarantee 6), so no action ever. The status says:
+ *  - ovnkube-node still runs local (OvnkubeOtherMode, Waiting): the operator's rollout heals it;
  *  - a service route via ovn-k8s-mp0 under a shared (or unchecked) ovnkube-node
- *    (OvnkubeFallbackRoute): ovnkube-node's own choice while the topology version is old, or a
- *    restart still to come. Converged, not Waiting: the agent has nothing to do and never will
- *    for it, the route carries traffic, and an upgrade window would otherwise page for a healthy
- *    node; the route shows as not in sync and the code names why;
- *  - a br-ex route via the expected next hop: in sync; an MTU other than the agent's guess is a
- *    warning (ovnkube-node sets its own);
+ *    (OvnkubeFallbackRoute): its own choice while the topology version is old, or a restart to
+ *    come. Converged, not Waiting: the agent has nothing to do and never will, the route carries
+ *    traffic, and an upgrade window would otherwise page for a healthy node;
+ *  - a br-ex route via the expected next hop: in sync; another MTU is a warning (ovnkube-node's own);
  *  - anything else: the blocking codes, Waiting.
  */
 function planShared(input: PlanInput, base: Pick<Plan, 'layout' | 'platform' | 'reasons' | 'warnings'>): Plan {
   const { config, observed } = input;
   const { layout, platform, reasons, warnings } = base;
-  const blocked: Reason[] = [];
   const o = observed.ovnkube;
+  const held = ovnkubeHolds(input, 'shared');
   const ovnkubeLocal = o.modes.includes('local');
-  if (ovnkubeLocal) {
-    blocked.push(
-      reason(
-        'OvnkubeOtherMode',
-        `${runner(o)} runs --gateway-mode local, desired shared: the cluster network operator's rollout restarts it in shared mode, which flushes its ${config.managementInterface} routes and adds the ${config.gatewayInterface} route itself; the agent writes nothing in shared mode`,
-      ),
-    );
-  } else if (o.mode === null && config.ovnkubeModeCheck === 'proc') blocked.push(modeUnknown(o));
-  const awaitsOvnkube = blocked.length > 0;
+  const awaitsOvnkube = held.length > 0;
   const fallbacks: Reason[] = [];
   const statuses: RouteStatus[] = [];
   const expectedFor = perFamily((family) => expectedNexthop('shared', family, input));
@@ -274,42 +337,26 @@ function planShared(input: PlanInput, base: Pick<Plan, 'layout' | 'platform' | '
     const result = expectedFor(cidr.family);
     const expected = 'expected' in result ? result.expected : null;
     const owned = ownedRoute(cidr, observed.routes.get(cidr.text) ?? [], config);
-    if ('blocked' in owned) {
-      blocked.push(owned.blocked);
-      statuses.push(statusOf(observed, cidr, expected, false));
-      continue;
-    }
-    const hop = owned.route.nextHop;
-    if (hop.dev === config.managementInterface) {
-      statuses.push(statusOf(observed, cidr, expected, false));
+    const hop = 'route' in owned ? owned.route.nextHop : null;
+    const inSync =
+      hop !== null && expected !== null && hop.dev !== config.managementInterface && hop.gateway === expected.gateway;
+    statuses.push(statusOf(observed, cidr, expected, inSync));
+    if ('blocked' in owned) held.push(owned.blocked);
+    else if (hop === null) continue;
+    else if (hop.dev === config.managementInterface) {
       if (ovnkubeLocal) continue;
       const whose =
         o.mode === 'shared' ? `ovnkube-node (pid ${o.pid}) runs shared and keeps it` : 'ovnkube-node keeps it';
-      fallbacks.push(
-        reason(
-          'OvnkubeFallbackRoute',
-          `${cidr.text} goes ${renderNextHop(hop)}: ${whose} on purpose while the cluster's topology version is old (an upgrade), or until its restart in shared mode moves it to ${config.gatewayInterface}; the agent writes nothing in shared mode`,
-        ),
-      );
-      continue;
-    }
-    if (expected === null) {
-      blocked.push({ ...(result as { blocked: Reason }).blocked });
-      statuses.push(statusOf(observed, cidr, null, false));
-      continue;
-    }
-    if (hop.gateway !== expected.gateway) {
-      blocked.push(
-        reason(
-          'NotOurRoute',
-          `${cidr.text} goes ${renderNextHop(hop)}, not via ${expected.gateway} (${config.gatewayNexthop[cidr.family] ? '--gateway-nexthop' : `${config.gatewayInterface}'s default gateway`}): ovnkube-node sets it from [gateway] next-hop or the first default route at its start; the agent writes nothing in shared mode`,
-        ),
-      );
-      statuses.push(statusOf(observed, cidr, expected, false));
-      continue;
-    }
-    statuses.push(statusOf(observed, cidr, expected, true));
-    if (expected.mtu !== null && hop.mtu !== expected.mtu) {
+      const why = `${cidr.text} goes ${renderNextHop(hop)}: ${whose} on purpose while the cluster's topology version is old (an upgrade), or until its restart in shared mode moves it to ${config.gatewayInterface}; the agent writes nothing in shared mode`;
+      fallbacks.push(reason('OvnkubeFallbackRoute', why));
+    } else if (expected === null) held.push({ ...(result as Blocked).blocked });
+    else if (hop.gateway !== expected.gateway) {
+      const from = config.gatewayNexthop[cidr.family]
+        ? '--gateway-nexthop'
+        : `${config.gatewayInterface}'s default gateway`;
+      const why = `${cidr.text} goes ${renderNextHop(hop)}, not via ${expected.gateway} (${from}): ovnkube-node sets it from [gateway] next-hop or the first default route at its start; the agent writes nothing in shared mode`;
+      held.push(reason('NotOurRoute', why));
+    } else if (expected.mtu !== null && hop.mtu !== expected.mtu) {
       warnings.push(
         `${cidr.text} carries ${hop.mtu === null ? 'no mtu' : `mtu ${hop.mtu}`}, the agent expected ${expected.mtu} (--mtu, ovnkube.conf or ${config.managementInterface}'s link MTU): ovnkube-node sets it; left as it is`,
       );
@@ -318,26 +365,16 @@ function planShared(input: PlanInput, base: Pick<Plan, 'layout' | 'platform' | '
   const mtuWarning = mtuMismatch(config, observed.links);
   if (mtuWarning) warnings.push(mtuWarning);
   const out = { layout, platform, warnings, routes: statuses, actions: [], dryRun: config.dryRun, awaitsOvnkube };
-  if (blocked.length > 0) return { ...out, blocked: true, reasons: [...reasons, ...blocked] };
+  if (held.length > 0) return { ...out, blocked: true, reasons: [...reasons, ...held] };
   if (fallbacks.length > 0) return { ...out, blocked: false, reasons: [...reasons, ...fallbacks] };
-  if (layout === 'unknown') {
-    return {
-      ...out,
-      blocked: false,
-      reasons: [
-        ...reasons,
-        reason(
+  const rest =
+    layout === 'unknown'
+      ? reason(
           'AlreadyShared',
           `service routes have the shared-mode shape ovnkube-node gives them (release unknown: ${platform.evidence})`,
-        ),
-      ],
-    };
-  }
-  return {
-    ...out,
-    blocked: false,
-    reasons: [...reasons, reason('InSync', 'service routes match desired mode shared, as ovnkube-node makes them')],
-  };
+        )
+      : reason('InSync', 'service routes match desired mode shared, as ovnkube-node makes them');
+  return { ...out, blocked: false, reasons: [...reasons, rest] };
 }
 
 function mtuMismatch(config: PlannerConfig, links: Link[]): string | undefined {
