@@ -1,19 +1,19 @@
 // A migration and the restart it owes, as one state machine: the states (a union on
-// `restart`), the events, and the one pure transition between them. Every change to the
-// record goes through `transition`; the journal (src/restart/journal.ts) stores the state,
-// and the agent, `apply` and `rollback` read and write it through the journal keeper.
+// `restart`), the events, and the one pure transition between them. The journal
+// (src/restart/journal.ts) stores the state; every command reads and writes it through the
+// journal keeper.
 //
 //   (none) --begun--> owed --requested--> requested --answered(ok)--> requested (stopped)
 //                      ^                    |  ^ requested (the same one still runs, rule 8)
 //                      |                    |  `--answered(error)--> failed --requested--> ...
 //   any --recounted--> (same state, counted from what runs now)
 //   owed | requested | failed --restarted (a new ovnkube-node runs the mode)--> done
-//   any --reached (the node got to the desired mode by itself)--> none (owes nothing)
+//   any but a rollback under way --reached (the node got to the desired mode by itself)--> none
 //   any --rollback-begun--> (same state, rollback under way) --rolled-back--> (rollback done)
 //
-// A rollback is a mark beside the restart state, not a state of its own: putting routes
-// back changes nothing about ovnkube-node, and a migration rolled back before its restart
-// still owes it if the agent moves the routes again under the same desired mode.
+// A rollback is a mark beside the restart state: putting routes back changes nothing about
+// ovnkube-node. Under way, it keeps the record (its routes say what is still to put back);
+// done, the next replace of its routes begins a new migration (src/core/decide.ts, rule 1).
 import type { NextHop, RouteKey } from './route.js';
 import type { GatewayMode } from './types.js';
 
@@ -28,14 +28,8 @@ export type TargetLookup = { target: RestartTarget } | { error: string };
 
 export type IdentityKind = 'container' | 'process';
 
-export interface MigratedRoute {
-  key: RouteKey;
-  from: NextHop;
-  to: NextHop;
-}
-
 /** A restart request: when, of which ovnkube-node, and its answer (null while under way). */
-export interface Attempt {
+interface Attempt {
   at: number;
   target: RestartTarget;
   result: 'stopped' | 'failed' | null;
@@ -47,19 +41,15 @@ interface Common {
   mode: GatewayMode;
   startedAt: number;
   /** What was replaced, to report it and to put it back. */
-  routes: MigratedRoute[];
-  /** What kind of id ovnkubeBefore and the attempts' targets are: a CRI container, or a process (signal, none). */
+  routes: Array<{ key: RouteKey; from: NextHop; to: NextHop }>;
+  /** What kind of id ovnkubeBefore and the attempts' targets are: a CRI container, or a process. */
   identity: IdentityKind;
   /** The ovnkube-node running when the migration began; its successor is the proof. */
   ovnkubeBefore: string | null;
   attempts: number;
   /** The last restart request, kept whatever came after it (the status shows it). */
   last: Attempt | null;
-  /**
-   * A `rollback --yes` of this migration: journaled before its first put-back, done once
-   * all were put back and verified. The routes stay on record: a rollback run again skips
-   * those already put back, and finds again any moved since.
-   */
+  /** A `rollback --yes`: journaled before its first put-back, done once all were put back and verified. */
   rollback: { startedAt: number; doneAt: number | null } | null;
 }
 
@@ -72,8 +62,8 @@ export type Migration = Common &
     | { restart: 'done'; doneAt: number }
   );
 
-export type MigrationEvent =
-  | { kind: 'begun'; mode: GatewayMode; routes: MigratedRoute[]; identity: IdentityKind; ovnkube: string | null }
+type MigrationEvent =
+  | { kind: 'begun'; mode: GatewayMode; routes: Common['routes']; identity: IdentityKind; ovnkube: string | null }
   | { kind: 'reached'; mode: GatewayMode; identity: IdentityKind }
   | { kind: 'recounted'; identity: IdentityKind; ovnkube: string | null }
   | { kind: 'requested'; target: RestartTarget }
@@ -82,13 +72,11 @@ export type MigrationEvent =
   | { kind: 'rollback-begun' }
   | { kind: 'rolled-back' };
 
-const FRESH = { attempts: 0, last: null, rollback: null } as const;
-
 /** The restart still to be made: not made yet, under way, or failed. */
 export const restartOwed = (m: Migration): boolean =>
   m.restart === 'owed' || m.restart === 'requested' || m.restart === 'failed';
 
-/** A rollback begun and not finished: its mark and routes stay on record until a rollback finishes it. */
+/** A rollback begun and not finished. */
 export const rollingBack = (m: Migration | null): boolean => m?.rollback != null && m.rollback.doneAt === null;
 
 /** The state after `e` at `now`; an event that does not apply to the state leaves it as it is. */
@@ -98,22 +86,13 @@ export function transition(
   now: number,
 ): Migration;
 export function transition(m: Migration, e: MigrationEvent, now: number): Migration;
-export function transition(m: Migration | null, e: MigrationEvent, now: number): Migration | null;
 export function transition(m: Migration | null, e: MigrationEvent, now: number): Migration | null {
-  // A new migration, whatever is on record (but an unfinished rollback: what it has not put
-  // back yet is known from its routes only); every other event changes the one on record.
-  if (e.kind === 'reached' && rollingBack(m)) return m;
+  if (e.kind === 'reached' && m !== null && rollingBack(m)) return m;
   if (e.kind === 'begun' || e.kind === 'reached') {
     const begun = e.kind === 'begun';
-    return {
-      ...FRESH,
-      mode: e.mode,
-      startedAt: now,
-      routes: begun ? e.routes : [],
-      identity: e.identity,
-      ovnkubeBefore: begun ? e.ovnkube : null,
-      restart: begun ? 'owed' : 'none',
-    };
+    const fresh = { startedAt: now, attempts: 0, last: null, rollback: null, identity: e.identity };
+    if (begun) return { ...fresh, mode: e.mode, routes: e.routes, ovnkubeBefore: e.ovnkube, restart: 'owed' };
+    return { ...fresh, mode: e.mode, routes: [], ovnkubeBefore: null, restart: 'none' };
   }
   if (m === null) return null;
   switch (e.kind) {
@@ -146,10 +125,8 @@ export function transition(m: Migration | null, e: MigrationEvent, now: number):
 /** Every time of the record through `f` (the journal's monotonic and wall times, src/restart/journal-time.ts). */
 export function mapTimes(m: Migration, f: (t: number) => number): Migration {
   const last = m.last && { ...m.last, at: f(m.last.at) };
-  const rollback = m.rollback && {
-    startedAt: f(m.rollback.startedAt),
-    doneAt: m.rollback.doneAt === null ? null : f(m.rollback.doneAt),
-  };
+  const r = m.rollback;
+  const rollback = r && { startedAt: f(r.startedAt), doneAt: r.doneAt === null ? null : f(r.doneAt) };
   const moved = { ...m, startedAt: f(m.startedAt), last, rollback } as Migration;
   return moved.restart === 'done' ? { ...moved, doneAt: f(moved.doneAt) } : moved;
 }
