@@ -1,37 +1,29 @@
-// Which OpenShift release the node runs, from evidence on the node; pure (the shell reads
-// the files). The agent acts only on 4.8/4.9, and a 4.10/4.11 node looks like a 4.8/4.9 one:
-// from ovn-kubernetes 68cdb3891 (Oct 2021) until 5701be2df (Aug 2022) the service route goes
+// Which OpenShift release the node runs, from evidence on the node; pure (the shell reads the
+// files). The agent acts only on 4.8/4.9, and a 4.10/4.11 node looks like one: from
+// ovn-kubernetes 68cdb3891 (Oct 2021) until 5701be2df (Aug 2022) the service route goes
 // `via <br-ex default gateway> dev br-ex mtu <MTU>` in both modes and routingViaHost runs
-// `--gateway-mode local`, so neither the route nor the gateway-mode flag can tell (other flags
-// on the command line can: below).
+// `--gateway-mode local`, so neither the route nor that flag can tell.
 //
 // The rules, in order:
 //  1. Any 4.10+ evidence wins over everything, --layout included: routing-via-host, never a change.
-//     - the host's os-release with OPENSHIFT_VERSION 4.10 or later (RHCOS carries it, e.g.
-//       OPENSHIFT_VERSION="4.9" RHEL_VERSION="8.4" VERSION="49.84.202212201621-0" ID="rhcos":
-//       stackrox/stackrox's local-nodescanner README; "4.13" in ComplianceAsCode/content
+//     - os-release's OPENSHIFT_VERSION 4.10 or later (RHCOS carries it, e.g. OPENSHIFT_VERSION="4.9"
+//       RHEL_VERSION="8.4" VERSION="49.84.202212201621-0" ID="rhcos": stackrox/stackrox's
+//       local-nodescanner README; "4.13" in ComplianceAsCode/content
 //       linux_os/.../package_iptables_installed/tests/rhel9.notapplicable.sh);
-//     - ovnkube.conf keys only a 4.10+ cluster network operator renders (CNO
-//       bindata/network/ovn-kubernetes/004-config.yaml): `[kubernetes] platform-type`
-//       (877228e52, Dec 2021: rendered always in release-4.10 c7855f1 and in the 4.11 tree
-//       f1a70e47e, never in release-4.9 275ca80 nor release-4.8 f9c6825); the masquerade subnet
-//       keys (later still). (`[default] routable-mtu`, e5e36ad73, is 4.10+ too, but rendered only
-//       during an MTU migration: not looked at.)
+//     - ovnkube.conf keys only a 4.10+ operator renders (CNO bindata/network/ovn-kubernetes/004-config.yaml):
+//       `[kubernetes] platform-type` (877228e52, Dec 2021: always in release-4.10 c7855f1 and the
+//       4.11 tree f1a70e47e, never in release-4.9 275ca80 nor release-4.8 f9c6825); the masquerade
+//       subnet keys (later still). (`[default] routable-mtu`, e5e36ad73, is 4.10+ too, but rendered
+//       only during an MTU migration: not looked at.)
 //     - a service route via the gateway interface to a masquerade next hop (the .4);
-//     - ovnkube-node's own command line, read on every pass: `--export-ovs-metrics` or
-//       `--ovn-metrics-bind-address`, which only the 4.10+ operator renders (sources in
-//       src/ovnkube/proc.ts, RELEASE_410_FLAGS). This is the one that holds in an upgrade:
-//       CNO rolls out the 4.10 ovnkube-node first, and the machine-config operator reboots
-//       the node into 4.10's RHCOS later (hours later, possibly), so the host's os-release
-//       still says 4.9 while ovnkube-node 4.10 runs `--gateway-mode local` over its br-ex route.
-//       Only where ovnkube-node is seen: with --ovnkube-mode-check proc a plan without it is
-//       blocked anyway (OvnkubeModeUnknown); with off, a node whose ovnkube-node is not seen
-//       is judged without it.
+//     - ovnkube-node's command line, read every pass: `--export-ovs-metrics` or
+//       `--ovn-metrics-bind-address` (src/ovnkube/proc.ts, RELEASE_410_FLAGS). The one that holds
+//       in an upgrade: CNO rolls out the 4.10 ovnkube-node first and the machine-config operator
+//       reboots the node into 4.10's RHCOS hours later, so os-release still says 4.9 meanwhile.
 //  2. An RHCOS os-release with OPENSHIFT_VERSION 4.8 or 4.9: the legacy layout, acted on.
-//  3. Otherwise only an operator's statement: --layout legacy acts, --layout routing-via-host
-//     never does, auto waits (LayoutUnknown). A leftover ovn-k8s-gw0 (its removal, ed422b840,
-//     is best effort) and a service route via ovn-k8s-mp0 (4.9 -> 4.10 upgrade windows) both
-//     occur on 4.10 nodes: neither is evidence.
+//  3. Otherwise only an operator's statement: --layout legacy acts, routing-via-host never does,
+//     auto waits (LayoutUnknown). A leftover ovn-k8s-gw0 (its removal, ed422b840, is best effort)
+//     and a service route via ovn-k8s-mp0 (upgrade windows) occur on 4.10 nodes: no evidence.
 import type { Route } from './route.js';
 import type { Layout, OsRelease, OvnkubeObservation, PlannerConfig, Release } from './types.js';
 
@@ -45,7 +37,7 @@ export interface Platform {
 }
 
 /** The .4 of the default masquerade subnets: 169.254.169.0/29 (4.12-4.16), 169.254.0.0/17 (4.17+ installs), fd69::/125 and /112. */
-export const ROUTING_VIA_HOST_NEXTHOPS = ['169.254.169.4', '169.254.0.4', 'fd69::4'];
+const ROUTING_VIA_HOST_NEXTHOPS = ['169.254.169.4', '169.254.0.4', 'fd69::4'];
 
 /** os-release(5): KEY=value lines, the value optionally in double or single quotes. */
 export function parseOsRelease(text: string, path: string): OsRelease {
@@ -69,34 +61,22 @@ export function parseOsRelease(text: string, path: string): OsRelease {
   };
 }
 
-export const noOsRelease = (path: string, error: string): OsRelease => ({
-  path,
-  id: null,
-  openshiftVersion: null,
-  version: null,
-  versionId: null,
-  error,
-});
+const NO_FIELDS = { id: null, openshiftVersion: null, version: null, versionId: null };
+export const noOsRelease = (path: string, error: string): OsRelease => ({ path, ...NO_FIELDS, error });
 
 type MajorMinor = [number, number];
-
-/** [major, minor] of an OPENSHIFT_VERSION exactly "4.9" or "4.9.3": the only form the agent acts on. */
-function strictVersionOf(text: string): MajorMinor | null {
-  const m = /^(\d{1,3})\.(\d{1,3})(?:\.\d+)?$/.exec(text);
-  return m ? [Number(m[1]), Number(m[2])] : null;
-}
-
-/** [major, minor] at the start of a version however it goes on ("4.10.0-rc.1", " 4.11.0-fc.3", "4.10.3-x86_64"). */
-function looseVersionOf(text: string): MajorMinor | null {
-  const m = /^\s*"?(\d{1,3})\.(\d{1,3})/.exec(text);
-  return m ? [Number(m[1]), Number(m[2])] : null;
-}
-
-/** [major, minor] of an RHCOS build, "410.84.202201251210-0": the OpenShift 4.x minor's digits, then RHEL's. */
-function rhcosBuildVersionOf(text: string): MajorMinor | null {
-  const m = /^\s*4(\d{1,2})\.\d+\.\d+/.exec(text);
-  return m ? [4, Number(m[1])] : null;
-}
+const versionOf =
+  (re: RegExp) =>
+  (text: string): MajorMinor | null => {
+    const m = re.exec(text);
+    return m ? [Number(m[1]), Number(m[2])] : null;
+  };
+/** Exactly "4.9" or "4.9.3": the only form the agent acts on. */
+const strictVersionOf = versionOf(/^(\d{1,3})\.(\d{1,3})(?:\.\d+)?$/);
+/** At the start, however it goes on ("4.10.0-rc.1", " 4.11.0-fc.3", "4.10.3-x86_64"). */
+const looseVersionOf = versionOf(/^\s*"?(\d{1,3})\.(\d{1,3})/);
+/** An RHCOS build, "410.84.202201251210-0": the OpenShift 4.x minor's digits, then RHEL's. */
+const rhcosBuildVersionOf = versionOf(/^\s*(4)(\d{1,2})\.\d+\.\d+/);
 
 const isRecent = ([major, minor]: MajorMinor) => major > 4 || (major === 4 && minor >= 10);
 
@@ -130,16 +110,6 @@ function osReleaseFinding(o: OsRelease): { release: Release; text: string } {
 }
 
 /** A service route via the gateway interface to a masquerade .4: the 4.12+ shape. */
-export function masqueradeRoute(
-  routes: Route[],
-  config: Pick<PlannerConfig, 'gatewayInterface' | 'masqueradeNexthops'>,
-): Route | undefined {
-  const masquerade = new Set([...ROUTING_VIA_HOST_NEXTHOPS, ...config.masqueradeNexthops]);
-  return routes.find(
-    (r) => r.nextHop.dev === config.gatewayInterface && r.nextHop.gateway !== null && masquerade.has(r.nextHop.gateway),
-  );
-}
-
 /** The release, the layout the agent works in, and what decided: see the rules above. */
 export function identifyPlatform(
   config: PlannerConfig,
@@ -147,18 +117,18 @@ export function identifyPlatform(
   ovnkube: Pick<OvnkubeObservation, 'release410Plus'>,
 ): Platform {
   const os = osReleaseFinding(config.osRelease);
+  const onlyRecent = 'rendered by the 4.10+ network operator only';
   const recent: string[] = [];
   if (ovnkube.release410Plus !== null)
-    recent.push(
-      `ovnkube-node's command line has ${ovnkube.release410Plus}, rendered by the 4.10+ network operator only`,
-    );
+    recent.push(`ovnkube-node's command line has ${ovnkube.release410Plus}, ${onlyRecent}`);
   if (os.release === '4.10+') recent.push(os.text);
-  if (config.confEvidence && config.confEvidence.keys.length > 0) {
-    recent.push(
-      `${config.confEvidence.path} has ${config.confEvidence.keys.join(', ')} (rendered by the 4.10+ network operator only)`,
-    );
-  }
-  const via = masqueradeRoute(serviceRoutes, config);
+  const conf = config.confEvidence;
+  if (conf && conf.keys.length > 0) recent.push(`${conf.path} has ${conf.keys.join(', ')} (${onlyRecent})`);
+  // The 4.12+ shape: a service route via the gateway interface to a masquerade .4.
+  const masquerade = new Set([...ROUTING_VIA_HOST_NEXTHOPS, ...config.masqueradeNexthops]);
+  const via = serviceRoutes.find(
+    (r) => r.nextHop.dev === config.gatewayInterface && r.nextHop.gateway !== null && masquerade.has(r.nextHop.gateway),
+  );
   if (via)
     recent.push(
       `${via.key.prefix} goes via ${via.nextHop.gateway} dev ${config.gatewayInterface} (a masquerade next hop)`,
@@ -171,8 +141,8 @@ export function identifyPlatform(
     return { release: os.release, evidence: `--layout routing-via-host (${os.text})`, layout: 'routing-via-host' };
   }
   if (os.release === '4.8-4.9') return { release: '4.8-4.9', evidence: os.text, layout: 'legacy' };
-  const conf = config.confEvidence ? `${config.confEvidence.path} has no 4.10+ key` : 'no --ovnkube-config to look at';
-  const looked = `${os.text}; ${conf}; no service route via a masquerade next hop; no 4.10+ flag on ovnkube-node's command line`;
+  const noConf = conf ? `${conf.path} has no 4.10+ key` : 'no --ovnkube-config to look at';
+  const looked = `${os.text}; ${noConf}; no service route via a masquerade next hop; no 4.10+ flag on ovnkube-node's command line`;
   if (config.layout === 'legacy')
     return { release: 'unknown', evidence: `--layout legacy, stated by the operator (${looked})`, layout: 'legacy' };
   return { release: 'unknown', evidence: looked, layout: 'unknown' };
