@@ -1,14 +1,9 @@
-// What the owner loop tells observers about the steps it carried out, beyond the
-// status report every pass publishes (Agent.onStatus). Metrics and the event history
-// are both recorders; the loop never knows which are attached.
-//
-// Every value here is bounded: modes, results and error codes (errno names and the
-// agent's ERR_GWMODE_* codes), never free text, so that a recorder may use them as
-// metric labels. Routes are rendered for the event history, never used as labels.
+// What the owner loop tells observers (metrics, the event history) about the steps it carried
+// out, beyond the status report. Every value but the rendered routes is bounded (modes,
+// results, errno names and ERR_GWMODE_* codes), so that a recorder may use it as a label.
 import type { GatewayMode } from './types.js';
 
 export type ReplaceResult = 'done' | 'failed' | 'put_back' | 'put_back_failed';
-export type RestartResult = 'stopped' | 'failed' | 'completed';
 
 export interface ReplaceRecord {
   cidr: string;
@@ -25,7 +20,7 @@ export interface ReplaceRecord {
 export interface RestartRecord {
   strategy: string;
   mode: GatewayMode;
-  result: RestartResult;
+  result: 'stopped' | 'failed' | 'completed';
   /** What was stopped (`container 0123abcd (pod, attempt 1)`); null for `completed`. */
   target: string | null;
   code: string | null;
@@ -43,37 +38,35 @@ export interface AgentRecorder {
   reconciled(startedAt: number, endedAt: number, errorCode: string | null): void;
 }
 
-export const NO_RECORDER: AgentRecorder = {
-  replace: () => undefined,
-  restart: () => undefined,
-  desiredModeChanged: () => undefined,
-  modeFileError: () => undefined,
-  notificationsLost: () => undefined,
-  reconciled: () => undefined,
+/** Every method, as the type demands: one added to AgentRecorder must be added here. */
+const EVERY: Record<keyof AgentRecorder, null> = {
+  replace: null,
+  restart: null,
+  desiredModeChanged: null,
+  modeFileError: null,
+  notificationsLost: null,
+  reconciled: null,
 };
 
 /** Several recorders as one; a recorder that throws never breaks the loop or the others. */
 export function recorders(list: AgentRecorder[], onError: (err: unknown) => void): AgentRecorder {
   const each =
-    <K extends keyof AgentRecorder>(k: K) =>
-    (...args: Parameters<AgentRecorder[K]>) => {
+    (k: keyof AgentRecorder) =>
+    (...args: unknown[]) => {
       for (const r of list) {
         try {
-          (r[k] as (...a: Parameters<AgentRecorder[K]>) => void)(...args);
+          (r[k] as (...a: unknown[]) => void)(...args);
         } catch (err) {
           onError(err);
         }
       }
     };
-  return {
-    replace: each('replace'),
-    restart: each('restart'),
-    desiredModeChanged: each('desiredModeChanged'),
-    modeFileError: each('modeFileError'),
-    notificationsLost: each('notificationsLost'),
-    reconciled: each('reconciled'),
-  };
+  return Object.fromEntries(
+    Object.keys(EVERY).map((k) => [k, each(k as keyof AgentRecorder)]),
+  ) as unknown as AgentRecorder;
 }
+
+export const NO_RECORDER = recorders([], () => undefined);
 
 /**
  * An error's code as a bounded label value: errno names (ENOENT) and the agent's own

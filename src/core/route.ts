@@ -1,12 +1,7 @@
-// The kernel objects the rules reason about, as the pure core defines them. The
-// dataplane maps netlink messages to these; nothing here knows about netlink.
-//
-// A route is one key and one next hop, the same two types for what was observed and
-// for what is wanted:
-//  - the key is what a kernel replace matches on (destination, table, priority):
-//    a replace sent with an observed key either swaps that very route or fails with
-//    ENOENT, it never creates one;
-//  - the next hop is the part the agent owns and changes (device, gateway, MTU).
+// The kernel objects the rules reason about; the dataplane maps netlink to these. A route is
+// one key and one next hop, the same types for what was observed and what is wanted: the key
+// is what a replace matches on (a replace with an observed key swaps that very route or fails
+// with ENOENT, it never creates one); the next hop is the part the agent owns and changes.
 import type { Cidr, Family } from '../net/cidr.js';
 
 export interface Link {
@@ -54,11 +49,7 @@ export interface Route {
   /** IPv4 TOS selector; routes with one are not the service routes ovnkube-node makes. */
   tos: number;
   multipath: boolean;
-  /**
-   * What the route has that a replace of its next hop would not carry over (`src 10.0.0.1`,
-   * `onlink`, `advmss`, `pref high`, ...): such a route was not made by ovnkube-node, and
-   * could not be put back as it was.
-   */
+  /** What a replace of its next hop would not carry over (`src 10.0.0.1`, `onlink`, ...): not ovnkube-node's. */
   unmodelled: string[];
 }
 
@@ -67,18 +58,10 @@ export function sameNextHop(a: NextHop, b: NextHop): boolean {
   return a.dev === b.dev && a.gateway === b.gateway && a.mtu === b.mtu;
 }
 
-export function sameKey(a: RouteKey, b: RouteKey): boolean {
-  return a.prefix === b.prefix && a.table === b.table && a.priority === b.priority;
-}
-
 /** How a next hop reads in logs and status: `via 172.18.0.1 dev br-ex mtu 1400`. */
 export function renderNextHop(n: NextHop): string {
-  const parts = [
-    n.gateway === null ? null : `via ${n.gateway}`,
-    n.dev === null ? null : `dev ${n.dev}`,
-    n.mtu === null ? null : `mtu ${n.mtu}`,
-  ];
-  return parts.filter((p) => p !== null).join(' ') || '(no next hop)';
+  const parts = [n.gateway && `via ${n.gateway}`, n.dev && `dev ${n.dev}`, n.mtu !== null && `mtu ${n.mtu}`];
+  return parts.filter(Boolean).join(' ') || '(no next hop)';
 }
 
 /** An atomic replace of one route's next hop, keeping its key, protocol, scope and type. */

@@ -4,23 +4,20 @@ import type { Reason } from './reasons.js';
 import type { InterfaceAddress, Link, NextHop, Route, RouteKey } from './route.js';
 
 export type GatewayMode = 'local' | 'shared';
-export type LayoutSetting = 'auto' | 'legacy' | 'routing-via-host';
 export type Layout = 'legacy' | 'routing-via-host' | 'unknown';
 export type Phase = 'Converged' | 'Waiting' | 'Progressing' | 'Degraded';
 
 /** The node's OpenShift release, as far as the evidence goes (platform.ts). */
 export type Release = '4.8-4.9' | '4.10+' | 'unknown';
 
-/** The fields of os-release the agent looks at; error when there was none to read. */
+/** The fields of os-release the agent looks at (VERSION: RHCOS's build; VERSION_ID: the OpenShift minor). */
 export interface OsRelease {
   path: string;
   id: string | null;
   openshiftVersion: string | null;
-  /** RHCOS's build, "49.84.202201102104-0": the OpenShift minor's digits first. */
   version: string | null;
-  /** RHCOS's VERSION_ID: the OpenShift minor, "4.9". */
   versionId: string | null;
-  /** Why there are no fields (the file is missing, not a regular file, too large): no evidence. */
+  /** Why there are no fields (missing, not a regular file, too large): no evidence. */
   error: string | null;
 }
 
@@ -36,14 +33,13 @@ export interface DesiredMode {
   source: { path: string; error: string | null; detail?: string | null };
 }
 
-/** ovnkube-node as seen from /proc. */
+/** ovnkube-node as seen from /proc (whatever --ovnkube-mode-check says). */
 export interface OvnkubeObservation {
-  /** null with no process, no flag, or processes that disagree (/proc is read whatever --ovnkube-mode-check says). */
+  /** null with no process, no flag, or processes that disagree. */
   mode: GatewayMode | null;
   /**
-   * Every mode on the command line (else ovnkube.conf's) of an ovnkube --init-node process that
-   * may be this node's, those whose namespace cannot be read and those that disagree included:
-   * one other than the desired mode holds every change whatever --ovnkube-mode-check says.
+   * Every mode of an ovnkube --init-node process that may be this node's, those whose namespace
+   * cannot be read and those that disagree included: one other than the desired holds every change.
    */
   modes: GatewayMode[];
   pid: number | null;
@@ -51,12 +47,7 @@ export interface OvnkubeObservation {
   id: string | null;
   /** Why mode is null. */
   detail: string | null;
-  /**
-   * A flag on an ovnkube --init-node command line of this node that only the 4.10+ cluster
-   * network operator renders (proc.ts, RELEASE_410_FLAGS), with its pid ("--export-ovs-metrics
-   * (pid 42)"), or null: 4.10+ evidence that holds while the host still runs 4.9's RHCOS
-   * (platform.ts, rule 1).
-   */
+  /** A flag only the 4.10+ operator renders, with its pid ("--export-ovs-metrics (pid 42)"): platform.ts, rule 1. */
   release410Plus: string | null;
 }
 
@@ -72,15 +63,14 @@ export interface PlannerConfig {
   serviceCidrs: Cidr[];
   gatewayInterface: string;
   managementInterface: string;
-  layout: LayoutSetting;
+  layout: 'auto' | 'legacy' | 'routing-via-host';
   ovnkubeModeCheck: 'proc' | 'off';
   mtu: number | null;
   gatewayNexthop: Partial<Record<Family, string>>;
   /** Next hops of the 4.10+ layout named by ovnkube.conf's masquerade subnets (their .4). */
   masqueradeNexthops: string[];
-  /** The host's os-release as read at start and on reload (platform.ts): the OpenShift release. */
   osRelease: OsRelease;
-  /** ovnkube.conf's keys that only 4.10+ renders; null without --ovnkube-config. */
+  /** null without --ovnkube-config. */
   confEvidence: ConfEvidence | null;
   dryRun: boolean;
 }
@@ -108,20 +98,17 @@ export interface ReplaceAction {
 
 export interface Plan {
   layout: Layout;
-  /** The OpenShift release and what decided it (platform.ts). */
   platform: { release: Release; evidence: string };
   /** Replaces to carry out, all or none: the planner never plans half a migration. */
   actions: ReplaceAction[];
   /** What stops the plan, or what it concludes (InSync, Replacing, ...). */
   reasons: Reason[];
-  /** True when the planner holds back because a precondition fails (phase Waiting). */
+  /** A precondition fails (phase Waiting). */
   blocked: boolean;
-  /** --dry-run: nothing is carried out, neither a replace nor a restart, whether or not there are actions. */
+  /** --dry-run: nothing is carried out, neither a replace nor a restart. */
   dryRun: boolean;
   /** ovnkube-node runs the other mode, or its mode is unknown: the plan waits on it (a rollout, a start). */
   awaitsOvnkube: boolean;
   warnings: string[];
   routes: RouteStatus[];
 }
-
-export type { Route };
