@@ -1,30 +1,26 @@
 // The one decision point: from the plan, the migration on record and what the restart
-// strategy sees, the records and steps of this round and its phase with reasons. The loop
-// only carries them out, in order (src/agent/steps.ts is the only place they happen).
-//
-// A migration is the unit (the "keep every promise" rules; docs/design.md, the rules table):
-//  1. A pass that replaces routes towards a mode other than the recorded migration's (or
-//     moves again the routes of a migration rolled back) starts a migration owing exactly one
-//     ovnkube-node restart, journaled, restart owed, before the first replace.
+// strategy sees, the records and steps of this round and its phase. The loop only carries
+// them out, in order (src/agent/steps.ts). A migration is the unit (docs/design.md's rules table):
+//  1. A pass that replaces routes towards a mode other than the recorded migration's (or moves
+//     again those of a migration rolled back) starts a migration owing one ovnkube-node restart,
+//     journaled, restart owed, before the first replace.
 //  2. Before that first replace the restart path is checked: the strategy finds exactly one
 //     ovnkube-node, else no migration is started (Waiting, RestartPathBroken).
-//  3. The restart is done when a new ovnkube-node (another identity than the one the
-//     migration began with, and than the one stopped) runs the migration's mode, whoever
-//     restarted it. Until then the phase is never Converged.
-//  4. A failed restart is retried with capped backoff, within the rate limit; a verification
+//  3. The restart is done when a new ovnkube-node (neither the one the migration began with
+//     nor the one stopped) runs the migration's mode, whoever restarted it; never Converged before.
+//  4. A failed restart is retried with capped backoff within the rate limit; a verification
 //     timeout is Degraded and recovers by itself when the new ovnkube-node shows up.
 //  5. After the restart the routes must hold for the settle time before Converged.
 //  6. While the agent waits on ovnkube-node it looks again every second.
 //  7. Never a restart request while one is under way: the pass ends there, its answer wakes the next.
-//  8. The target is exactly the ovnkube-node the decision saw, or nothing: when kubelet
-//     restarted it between observation and lookup (liveness, OOM), the new one is never
-//     stopped (three starts for one migration); "look again" at once instead.
+//  8. The target is exactly the ovnkube-node the decision saw, or nothing: one kubelet restarted
+//     in between (liveness, OOM) is never stopped (three starts for one migration); look again.
 //  9. Times are monotonic ms (src/clock.ts); wallOffsetMs turns one into wall time for a message.
-// 10. An owed restart is requested only under the plan that would start a migration: layout
-//     legacy, not a dry run, the migration and the desired mode local. Otherwise it is held
-//     (RestartHeld, no step): shared is ovnkube-node's, and on 4.10+ a restart repairs nothing.
-// 11. Whatever --ovnkube-mode-check says, an ovnkube-node seen running another mode than the
-//     migration's is never stopped (it would come back in that mode) nor taken for the proof.
+// 10. An owed restart is requested only under the plan that would start a migration (layout
+//     legacy, not a dry run, local); else it is held (RestartHeld): shared is ovnkube-node's,
+//     and on 4.10+ a restart repairs nothing.
+// 11. An ovnkube-node seen running another mode than the migration's is never stopped (it would
+//     come back in that mode) nor taken for the proof, whatever --ovnkube-mode-check says.
 import {
   restartOwed,
   rollingBack,
@@ -76,7 +72,7 @@ export interface DecideInput {
   wallOffsetMs?: number;
   /** A restart request is still under way (a CRI stop waits out the grace period): rule 7. */
   restartInFlight?: boolean;
-  /** How the last restart request went, heard since the last decision: recorded first (heard). */
+  /** The last restart request's answer, heard since the last decision: recorded first (heard). */
   answer?: RestartAnswer | null;
   /** The journal lags behind what was carried out (a save failed): the decision writes it again first. */
   journalLags?: boolean;
@@ -102,11 +98,7 @@ export interface RestartView {
   error?: string;
 }
 
-/**
- * What already happened, put on record before the steps: the journal's catch-up, a restart
- * request's answer (and the migration's record when it is the migration's), the migration
- * moved on by someone else, and the restart's completion told.
- */
+/** What already happened, put on record before the steps. */
 export type RecordStep =
   | { kind: 'catch-up' }
   | {
@@ -134,7 +126,6 @@ export interface Decision {
   waiting: boolean;
 }
 
-/** What decideSteps works out; decide adds what follows from it. */
 type Core = Omit<Decision, 'records' | 'dryRun' | 'waiting'>;
 
 /** Capped, jittered exponential backoff: attempt 1 waits about base, doubling to max. */
@@ -203,7 +194,7 @@ function currentIdentity(i: DecideInput): string | null {
  */
 function targetOf(
   i: DecideInput,
-): { target: RestartTarget } | { broken: string } | { uncompared: string } | { moved: Reason } {
+): { target: RestartTarget } | { broken: string } | { uncompared: string } | { moved: string } {
   const t = i.target;
   if (!t || 'error' in t) return { broken: t ? t.error : 'the restart strategy was not asked' };
   if (i.settings.strategy !== 'signal') return t;
@@ -212,8 +203,9 @@ function targetOf(
       uncompared: `the ovnkube-node observed has no identity to hold the restart target (${t.target.describe}) to (${i.ovnkube.detail ?? 'not one process'}): nothing is stopped`,
     };
   if (t.target.id === i.ovnkube.id) return t;
-  const why = `ovnkube-node changed while it was looked at (observed ${i.ovnkube.id}, then found ${t.target.describe}): looking again before anything is stopped`;
-  return { moved: reason('RestartAwaited', why) };
+  return {
+    moved: `ovnkube-node changed while it was looked at (observed ${i.ovnkube.id}, then found ${t.target.describe}): looking again before anything is stopped`,
+  };
 }
 
 const isoAt = (i: DecideInput, t: number): string => new Date(t + (i.wallOffsetMs ?? 0)).toISOString();
@@ -225,14 +217,14 @@ function report(
   code: ReasonCode,
   message: string,
   wakeInMs: number | undefined,
-  error?: string,
+  { error, steps = [] }: { error?: string; steps?: Step[] } = {},
 ): Core {
   const restart = { phase, reason: reason(code, message), ...(error ? { error } : {}) };
-  return { steps: [], migration, restart, wakeInMs };
+  return { steps, migration, restart, wakeInMs };
 }
 
-const quiet = (migration: Migration | null, wakeInMs: number | undefined, steps: Step[] = []): Core => ({
-  steps,
+const quiet = (migration: Migration | null, wakeInMs: number | undefined): Core => ({
+  steps: [],
   migration,
   restart: { phase: null, reason: null },
   wakeInMs,
@@ -302,23 +294,21 @@ function decideSteps(i: DecideInput): Core {
       const not = `not starting the migration to ${desired}`;
       if ('broken' in t) {
         const why = `${not}: ovnkube-node could not be restarted afterwards: ${t.broken}`;
-        return report(m, 'Waiting', 'RestartPathBroken', why, 10 * POLL_MS, t.broken);
+        return report(m, 'Waiting', 'RestartPathBroken', why, 10 * POLL_MS, { error: t.broken });
       }
       if ('uncompared' in t)
-        return report(m, 'Waiting', 'RestartPathBroken', `${not}: ${t.uncompared}`, POLL_MS, t.uncompared);
+        return report(m, 'Waiting', 'RestartPathBroken', `${not}: ${t.uncompared}`, POLL_MS, { error: t.uncompared });
       // Rule 8: a migration is begun only with the ovnkube-node that will be restarted.
-      if ('moved' in t)
-        return { steps: [], migration: m, restart: { phase: 'Progressing', reason: t.moved }, wakeInMs: QUICK_POLL_MS };
+      if ('moved' in t) return report(m, 'Progressing', 'RestartAwaited', t.moved, QUICK_POLL_MS);
       if (i.settings.strategy === 'cri') before = t.target.id;
     }
     const routes = plan.actions.map((a) => ({ key: a.key, from: a.from, to: a.to }));
     const begun = { mode: must(desired, 'desired mode'), routes, identity: identityKind(i.settings.strategy) };
     const migration = transition(null, { kind: 'begun', ...begun, ovnkube: before }, now);
     const why = `migrating to ${desired}: ovnkube-node will be restarted`;
-    return {
-      ...report(migration, 'Progressing', 'RestartAwaited', why, undefined),
+    return report(migration, 'Progressing', 'RestartAwaited', why, undefined, {
       steps: [{ kind: 'journal', migration }, ...replaces],
-    };
+    });
   }
   if (m && desired !== null && m.mode !== desired && inDesiredShape(plan)) {
     // The node reached the desired mode without the agent (a new ovnkube-node flushed the
@@ -430,7 +420,7 @@ function restartView(i: DecideInput): Core {
       const again = transition(m, { kind: 'requested', target: t.target }, now);
       const why = `ovnkube-node ${stopped} still runs ${Math.round(s.timeoutMs / 1000)}s after its restart was requested: requesting it again`;
       const steps: Step[] = [{ kind: 'restart', target: t.target, migration: again }];
-      return { ...report(again, 'Progressing', 'RestartAwaited', why, POLL_MS), steps };
+      return report(again, 'Progressing', 'RestartAwaited', why, POLL_MS, { steps });
     }
     const why = `ovnkube-node did not come back running ${m.mode} within ${Math.round(s.timeoutMs / 1000)}s of its restart (${stoppedAs}); ${seen}`;
     return report(m, 'Degraded', 'RestartTimedOut', why, POLL_MS);
@@ -440,7 +430,7 @@ function restartView(i: DecideInput): Core {
   if (m.restart === 'failed') {
     const retryAt = m.last.at + backoffMs(m.attempts, s.retryBaseMs, s.retryMaxMs);
     const why = `restart of ovnkube-node for the migration to ${m.mode} failed (attempt ${m.attempts}): ${m.last.error}; retrying at ${isoAt(i, retryAt)}`;
-    if (now < retryAt) return report(m, 'Degraded', 'RestartFailed', why, retryAt - now, m.last.error);
+    if (now < retryAt) return report(m, 'Degraded', 'RestartFailed', why, retryAt - now, { error: m.last.error });
   }
   const allowed = restartAllowed(i.restarts, now, s.limit);
   if (!allowed.allowed) {
@@ -452,16 +442,15 @@ function restartView(i: DecideInput): Core {
   const what = `ovnkube-node for the migration to ${m.mode}`;
   if ('broken' in t) {
     const error = i.target ? t.broken : 'not looked up';
-    return report(m, 'Degraded', 'RestartFailed', `cannot restart ${what}: ${error}`, 5 * POLL_MS, error);
+    return report(m, 'Degraded', 'RestartFailed', `cannot restart ${what}: ${error}`, 5 * POLL_MS, { error });
   }
   if ('uncompared' in t)
     return report(m, 'Progressing', 'RestartAwaited', `restart of ${what} waits: ${t.uncompared}`, POLL_MS);
-  if ('moved' in t)
-    return { steps: [], migration: m, restart: { phase: 'Progressing', reason: t.moved }, wakeInMs: QUICK_POLL_MS };
+  if ('moved' in t) return report(m, 'Progressing', 'RestartAwaited', t.moved, QUICK_POLL_MS);
   const requested = transition(m, { kind: 'requested', target: t.target }, now);
   const why = `restarting ovnkube-node (${t.target.describe}) for the migration to ${m.mode}`;
   const steps: Step[] = [{ kind: 'restart', target: t.target, migration: requested }];
-  return { ...report(requested, 'Progressing', 'RestartAwaited', why, QUICK_POLL_MS), steps };
+  return report(requested, 'Progressing', 'RestartAwaited', why, QUICK_POLL_MS, { steps });
 }
 
 export interface Summary {

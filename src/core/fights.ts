@@ -1,25 +1,17 @@
-// Never fight: when something keeps setting a service route back (an ovnkube-node
-// that really runs the other mode, a second agent), a stale route is the lesser
-// harm. Pure: the state goes in with what was observed and the time, and comes out.
-//
-//  1. A set-back is a route found with another next hop than the agent last gave it,
-//     within FIGHT_WINDOW_MS of that replace. It is counted once: the replace it
-//     contradicts is forgotten, and the next replace starts a new comparison.
-//  2. More than FIGHT_LIMIT set-backs within the window suspend the CIDR's repairs;
-//     the planner then holds every CIDR back (no half-done dual-stack).
-//  3. A suspended route found with the next hop the agent wanted (someone else put it
-//     right) lifts the suspension.
-//  4. A new situation (another desired mode, another ovnkube-node) forgives the set-backs
-//     and suspensions. What the agent last gave each CIDR is kept while the desired mode
-//     is the same: a migration's restart brings a new ovnkube-node right after the
-//     agent's replace, and a set-back of that replace is the first of a fight, not
-//     something to forget (else one more repair than FIGHT_LIMIT allows).
-//     Another desired mode drops it: the agent wants another route now.
-//  5. The agent's own put-back is a set-back too: a replace refused in one family puts
-//     the other back, and a retry that fails the same way moves the service traffic of
-//     that family away and back once more (a flap per retry, for ever). The replace and
-//     its put-back are recorded (recordApplied with a note), so the put-back counts like
-//     anyone's set-back and the same limit ends the flapping, saying why.
+// Never fight: when something keeps setting a service route back (an ovnkube-node that really
+// runs the other mode, a second agent), a stale route is the lesser harm. Pure: state in, state out.
+//  1. A set-back is a route found with another next hop than the agent last gave it, within
+//     FIGHT_WINDOW_MS of that replace. It is counted once: the replace it contradicts is forgotten.
+//  2. More than FIGHT_LIMIT set-backs within the window suspend the CIDR's repairs; the planner
+//     then holds every CIDR back (no half-done dual-stack).
+//  3. A suspended route found as the agent wanted it (someone else put it right) lifts the suspension.
+//  4. Another situation (desired mode, ovnkube-node) forgives set-backs and suspensions. What the
+//     agent last gave each CIDR is kept while the desired mode is the same: a migration's restart
+//     brings a new ovnkube-node right after the replace, and a set-back of it is the first of a
+//     fight (else one more repair than FIGHT_LIMIT allows).
+//  5. The agent's own put-back is a set-back too: a replace refused in one family puts the other
+//     back, and each retry would flap that family's traffic for ever; recorded with a note
+//     (recordApplied), the put-back counts, and the same limit ends the flapping, saying why.
 import { renderNextHop, sameNextHop, type NextHop } from './route.js';
 import type { GatewayMode, ReplaceAction } from './types.js';
 
@@ -27,15 +19,12 @@ export const FIGHT_WINDOW_MS = 10 * 60_000;
 /** More than this many set-backs within the window, and the agent stops repairing. */
 export const FIGHT_LIMIT = 2;
 
-/** What the set-backs are counted against (point 4): another situation forgives them. */
-export interface Situation {
+/** What the set-backs are counted against (point 4). */
+interface Situation {
   desiredMode: GatewayMode | null;
   /** ovnkube-node's identity ("pid N start T"); null: not one process. */
   ovnkube: string | null;
 }
-
-const sameSituation = (a: Situation, b: Situation): boolean =>
-  a.desiredMode === b.desiredMode && a.ovnkube === b.ovnkube;
 
 export interface FightState {
   /** The situation when counting began; null before the first observation. */
@@ -52,7 +41,7 @@ export const NO_FIGHTS: FightState = {
   suspended: new Map(),
 };
 
-export interface FightObservation {
+interface FightObservation {
   situation: Situation;
   /** The next hop observed for each service CIDR with exactly one route. */
   observed: ReadonlyMap<string, NextHop>;
@@ -63,7 +52,7 @@ export interface FightObservation {
 
 export function trackFights(state: FightState, o: FightObservation): FightState {
   const was = state.situation;
-  if (was !== null && !sameSituation(was, o.situation)) {
+  if (was !== null && (was.desiredMode !== o.situation.desiredMode || was.ovnkube !== o.situation.ovnkube)) {
     // Point 4: forgiven, and the set-backs counted again from this observation on.
     state = {
       ...NO_FIGHTS,

@@ -32,14 +32,7 @@ import {
   type Route,
   type Watched,
 } from './route.js';
-import type {
-  DesiredMode,
-  Observation,
-  Plan,
-  PlannerConfig,
-  ReplaceAction,
-  RouteStatus,
-} from './types.js';
+import type { DesiredMode, Observation, Plan, PlannerConfig, ReplaceAction, RouteStatus } from './types.js';
 
 /** 4.8/4.9 local mode creates this link (on the br-local bridge). */
 const LEGACY_LOCAL_GATEWAY_LINK = 'ovn-k8s-gw0';
@@ -228,13 +221,12 @@ export function plan(input: PlanInput): Plan {
   const statuses: RouteStatus[] = [];
   const actions: ReplaceAction[] = [];
   const suspensions: Reason[] = [];
-  const expectedFor = perFamily((family) => expectedNexthop('local', family, input));
   for (const cidr of config.serviceCidrs) {
-    const result = expectedFor(cidr.family);
+    const result = expectedNexthop('local', cidr.family, input);
     const expected = 'expected' in result ? result.expected : null;
     const owned = 'blocked' in result ? result : ownedRoute(cidr, observed.routes.get(cidr.text) ?? [], config);
     if ('blocked' in owned) {
-      held.push({ ...owned.blocked });
+      held.push(owned.blocked);
       statuses.push(statusOf(observed, cidr, expected, false));
       continue;
     }
@@ -292,15 +284,6 @@ function statusOf(observed: Observation, cidr: Cidr, expected: NextHop | null, o
   return { cidr: cidr.text, family: cidr.family, observed: one, multipath, expected, inSync: ok };
 }
 
-/** One answer per family: it depends on the links, addresses and default routes only. */
-function perFamily<T>(find: (family: Family) => T): (family: Family) => T {
-  const known = new Map<Family, T>();
-  return (family) => {
-    if (!known.has(family)) known.set(family, find(family));
-    return known.get(family) as T;
-  };
-}
-
 export function layoutUnknown(input: PlanInput, platform: Platform): string {
   const { config, observed } = input;
   // Hints only: a 4.10 node may keep ovn-k8s-gw0 from 4.9 (its removal, ovn-kubernetes
@@ -332,9 +315,8 @@ function planShared(input: PlanInput, base: Pick<Plan, 'layout' | 'platform' | '
   const awaitsOvnkube = held.length > 0;
   const fallbacks: Reason[] = [];
   const statuses: RouteStatus[] = [];
-  const expectedFor = perFamily((family) => expectedNexthop('shared', family, input));
   for (const cidr of config.serviceCidrs) {
-    const result = expectedFor(cidr.family);
+    const result = expectedNexthop('shared', cidr.family, input);
     const expected = 'expected' in result ? result.expected : null;
     const owned = ownedRoute(cidr, observed.routes.get(cidr.text) ?? [], config);
     const hop = 'route' in owned ? owned.route.nextHop : null;
@@ -349,7 +331,7 @@ function planShared(input: PlanInput, base: Pick<Plan, 'layout' | 'platform' | '
         o.mode === 'shared' ? `ovnkube-node (pid ${o.pid}) runs shared and keeps it` : 'ovnkube-node keeps it';
       const why = `${cidr.text} goes ${renderNextHop(hop)}: ${whose} on purpose while the cluster's topology version is old (an upgrade), or until its restart in shared mode moves it to ${config.gatewayInterface}; the agent writes nothing in shared mode`;
       fallbacks.push(reason('OvnkubeFallbackRoute', why));
-    } else if (expected === null) held.push({ ...(result as Blocked).blocked });
+    } else if (expected === null) held.push((result as Blocked).blocked);
     else if (hop.gateway !== expected.gateway) {
       const from = config.gatewayNexthop[cidr.family]
         ? '--gateway-nexthop'
@@ -367,15 +349,12 @@ function planShared(input: PlanInput, base: Pick<Plan, 'layout' | 'platform' | '
   const out = { layout, platform, warnings, routes: statuses, actions: [], dryRun: config.dryRun, awaitsOvnkube };
   if (held.length > 0) return { ...out, blocked: true, reasons: [...reasons, ...held] };
   if (fallbacks.length > 0) return { ...out, blocked: false, reasons: [...reasons, ...fallbacks] };
-  const rest =
-    layout === 'unknown'
-      ? reason(
-          'AlreadyShared',
-          `service routes have the shared-mode shape ovnkube-node gives them (release unknown: ${platform.evidence})`,
-        )
-      : reason('InSync', 'service routes match desired mode shared, as ovnkube-node makes them');
+  const shape = `service routes have the shared-mode shape ovnkube-node gives them (release unknown: ${platform.evidence})`;
+  const rest = layout === 'unknown' ? reason('AlreadyShared', shape) : reason('InSync', SHARED_IN_SYNC);
   return { ...out, blocked: false, reasons: [...reasons, rest] };
 }
+
+const SHARED_IN_SYNC = 'service routes match desired mode shared, as ovnkube-node makes them';
 
 function mtuMismatch(config: PlannerConfig, links: Link[]): string | undefined {
   const mp0 = findLink(links, config.managementInterface);

@@ -1,6 +1,5 @@
-// Why the agent is where it is: every refusal, wait and degradation carries a stable
-// code and a message. The message may change from release to release; the code does
-// not, so scripts and alerts match on codes (docs/status.md, "Reason codes").
+// Every refusal, wait and degradation carries a stable code and a message that may change:
+// scripts and alerts match on codes (docs/status.md, "Reason codes").
 export const REASON_CODES = [
   // Desired mode
   'ModeNotRead', // no valid desired mode yet: nothing is done
