@@ -223,6 +223,10 @@ function report(
   return { steps, migration, restart, wakeInMs };
 }
 
+/** The most common report: Progressing, waiting on a restart. */
+const awaited = (m: Migration | null, why: string, wakeInMs: number | undefined, steps: Step[] = []): Core =>
+  report(m, 'Progressing', 'RestartAwaited', why, wakeInMs, { steps });
+
 const quiet = (migration: Migration | null, wakeInMs: number | undefined): Core => ({
   steps: [],
   migration,
@@ -299,16 +303,14 @@ function decideSteps(i: DecideInput): Core {
       if ('uncompared' in t)
         return report(m, 'Waiting', 'RestartPathBroken', `${not}: ${t.uncompared}`, POLL_MS, { error: t.uncompared });
       // Rule 8: a migration is begun only with the ovnkube-node that will be restarted.
-      if ('moved' in t) return report(m, 'Progressing', 'RestartAwaited', t.moved, QUICK_POLL_MS);
+      if ('moved' in t) return awaited(m, t.moved, QUICK_POLL_MS);
       if (i.settings.strategy === 'cri') before = t.target.id;
     }
     const routes = plan.actions.map((a) => ({ key: a.key, from: a.from, to: a.to }));
     const begun = { mode: must(desired, 'desired mode'), routes, identity: identityKind(i.settings.strategy) };
     const migration = transition(null, { kind: 'begun', ...begun, ovnkube: before }, now);
     const why = `migrating to ${desired}: ovnkube-node will be restarted`;
-    return report(migration, 'Progressing', 'RestartAwaited', why, undefined, {
-      steps: [{ kind: 'journal', migration }, ...replaces],
-    });
+    return awaited(migration, why, undefined, [{ kind: 'journal', migration }, ...replaces]);
   }
   if (m && desired !== null && m.mode !== desired && inDesiredShape(plan)) {
     // The node reached the desired mode without the agent (a new ovnkube-node flushed the
@@ -351,7 +353,7 @@ function restartView(i: DecideInput): Core {
   const stoppedAs = m.last?.target.describe ?? 'ovnkube-node';
   const underWay = () => {
     const why = `a restart request is under way (${stoppedAs}): waiting for its answer before any other for the migration to ${m.mode}`;
-    return report(m, 'Progressing', 'RestartAwaited', why, POLL_MS);
+    return awaited(m, why, POLL_MS);
   };
   // Rule 11: an ovnkube-node seen running the other mode is never the proof; --ovnkube-mode-check
   // off takes one whose mode is not seen for one in the migration's.
@@ -361,19 +363,16 @@ function restartView(i: DecideInput): Core {
   // A migration that identified ovnkube-node by its process (`apply`, or --restart signal or
   // none): /proc is read whatever the strategy, so another process than the one it began
   // with, and than the one stopped, is the new ovnkube-node under CRI too.
+  const id = i.ovnkube.id;
   const processMoved =
-    s.strategy === 'cri' &&
-    m.identity === 'process' &&
-    i.ovnkube.id !== null &&
-    i.ovnkube.id !== m.ovnkubeBefore &&
-    i.ovnkube.id !== stopped;
+    s.strategy === 'cri' && m.identity === 'process' && id !== null && id !== m.ovnkubeBefore && id !== stopped;
   const current = currentIdentity(i);
   // --restart changed between agent runs: a container id and a process identity cannot be
   // compared. Count from what runs now; never call the restart done on that comparison.
   if (!processMoved && m.identity !== identityKind(s.strategy))
     m = transition(m, { kind: 'recounted', identity: identityKind(s.strategy), ovnkube: current }, now);
   const successor = processMoved
-    ? i.ovnkube.id
+    ? id
     : current !== null && current !== m.ovnkubeBefore && current !== stopped
       ? current
       : null;
@@ -384,12 +383,12 @@ function restartView(i: DecideInput): Core {
   if (successor !== null) {
     // Not the proof, and never the one to stop (a second restart for one migration).
     const why = `a new ovnkube-node (${successor}) runs ${otherMode ?? 'an unknown mode'}, not ${m.mode}: waiting for the operator's rollout`;
-    return report(m, 'Progressing', 'RestartAwaited', why, POLL_MS);
+    return awaited(m, why, POLL_MS);
   }
   const seen = current === null ? 'no ovnkube-node running' : `still ${current}`;
   if (s.strategy === 'none') {
     const why = `waiting for ovnkube-node to be restarted for the migration to ${m.mode} (--restart none: restart it by hand); ${seen}`;
-    return report(m, 'Progressing', 'RestartAwaited', why, POLL_MS);
+    return awaited(m, why, POLL_MS);
   }
   if (otherMode !== null) {
     // Rule 11, a request that never took included: stopped, it would come back in the mode
@@ -404,23 +403,17 @@ function restartView(i: DecideInput): Core {
     if (now < deadline) {
       const quick = now - m.last.at < QUICK_FOR_MS;
       const why = `restarted ovnkube-node (${stoppedAs}); waiting for a new one running ${m.mode}: ${seen}`;
-      return report(m, 'Progressing', 'RestartAwaited', why, quick ? QUICK_POLL_MS : POLL_MS);
+      return awaited(m, why, quick ? QUICK_POLL_MS : POLL_MS);
     }
     if (i.restartInFlight) return underWay();
     // The very instance meant to be stopped still runs after the timeout: the request never
     // took (an agent killed between journal and request). Asking again stops that same one.
-    const t = i.target;
-    if (
-      current === stopped &&
-      t &&
-      'target' in t &&
-      t.target.id === stopped &&
-      restartAllowed(i.restarts, now, s.limit).allowed
-    ) {
-      const again = transition(m, { kind: 'requested', target: t.target }, now);
+    const t = i.target && 'target' in i.target && i.target.target.id === stopped ? i.target.target : null;
+    if (t && current === stopped && restartAllowed(i.restarts, now, s.limit).allowed) {
+      const again = transition(m, { kind: 'requested', target: t }, now);
       const why = `ovnkube-node ${stopped} still runs ${Math.round(s.timeoutMs / 1000)}s after its restart was requested: requesting it again`;
-      const steps: Step[] = [{ kind: 'restart', target: t.target, migration: again }];
-      return report(again, 'Progressing', 'RestartAwaited', why, POLL_MS, { steps });
+      const steps: Step[] = [{ kind: 'restart', target: t, migration: again }];
+      return awaited(again, why, POLL_MS, steps);
     }
     const why = `ovnkube-node did not come back running ${m.mode} within ${Math.round(s.timeoutMs / 1000)}s of its restart (${stoppedAs}); ${seen}`;
     return report(m, 'Degraded', 'RestartTimedOut', why, POLL_MS);
@@ -444,13 +437,12 @@ function restartView(i: DecideInput): Core {
     const error = i.target ? t.broken : 'not looked up';
     return report(m, 'Degraded', 'RestartFailed', `cannot restart ${what}: ${error}`, 5 * POLL_MS, { error });
   }
-  if ('uncompared' in t)
-    return report(m, 'Progressing', 'RestartAwaited', `restart of ${what} waits: ${t.uncompared}`, POLL_MS);
-  if ('moved' in t) return report(m, 'Progressing', 'RestartAwaited', t.moved, QUICK_POLL_MS);
+  if ('uncompared' in t) return awaited(m, `restart of ${what} waits: ${t.uncompared}`, POLL_MS);
+  if ('moved' in t) return awaited(m, t.moved, QUICK_POLL_MS);
   const requested = transition(m, { kind: 'requested', target: t.target }, now);
   const why = `restarting ovnkube-node (${t.target.describe}) for the migration to ${m.mode}`;
   const steps: Step[] = [{ kind: 'restart', target: t.target, migration: requested }];
-  return report(requested, 'Progressing', 'RestartAwaited', why, QUICK_POLL_MS, { steps });
+  return awaited(requested, why, QUICK_POLL_MS, steps);
 }
 
 export interface Summary {
