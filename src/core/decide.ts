@@ -120,9 +120,8 @@ export interface Decision {
   migration: Migration | null;
   restart: RestartView;
   wakeInMs: number | undefined;
-  /** --dry-run: the plan's replaces are shown, and neither they nor a restart are carried out. */
+  /** The plan's: --dry-run (nothing carried out), waiting on ovnkube-node (look again every second). */
   dryRun: boolean;
-  /** The plan waits on ovnkube-node (its rollout, its start): the decision looks again every second. */
   waiting: boolean;
 }
 
@@ -331,11 +330,7 @@ function decideSteps(i: DecideInput): Core {
   return { ...r, wakeInMs: owed ? Math.min(POLL_MS, r.wakeInMs ?? POLL_MS) : (r.wakeInMs ?? idle) };
 }
 
-/**
- * Every service route already has the desired shape; in shared mode also a route
- * ovnkube-node keeps via ovn-k8s-mp0 on purpose (OvnkubeFallbackRoute): shared is
- * ovnkube-node's, and a local migration on record owes it no restart.
- */
+/** Every service route has the desired shape (in shared mode, ovnkube-node's own mp0 fallback too). */
 const AT_REST = new Set(['InSync', 'AlreadyShared', 'OvnkubeFallbackRoute']);
 const inDesiredShape = (plan: Plan): boolean =>
   !plan.blocked && plan.actions.length === 0 && plan.reasons.some((r) => AT_REST.has(r.code));

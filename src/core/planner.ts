@@ -297,14 +297,10 @@ export function layoutUnknown(input: PlanInput, platform: Platform): string {
 }
 
 /**
- * Desired shared: ovnkube-node's to make (guarantee 6), so no action ever. The status says:
- *  - ovnkube-node still runs local (OvnkubeOtherMode, Waiting): the operator's rollout heals it;
- *  - a service route via ovn-k8s-mp0 under a shared (or unchecked) ovnkube-node
- *    (OvnkubeFallbackRoute): its own choice while the topology version is old, or a restart to
- *    come. Converged, not Waiting: the agent has nothing to do and never will, the route carries
- *    traffic, and an upgrade window would otherwise page for a healthy node;
- *  - a br-ex route via the expected next hop: in sync; another MTU is a warning (ovnkube-node's own);
- *  - anything else: the blocking codes, Waiting.
+ * Desired shared: ovnkube-node's to make (guarantee 6), so no action ever; the status says where
+ * the node stands. A service route via ovn-k8s-mp0 under a shared (or unchecked) ovnkube-node is
+ * OvnkubeFallbackRoute, Converged: its own choice in an upgrade window, or a restart to come; the
+ * agent has nothing to do, the route carries traffic, and Waiting would page for a healthy node.
  */
 function planShared(input: PlanInput, base: Pick<Plan, 'layout' | 'platform' | 'reasons' | 'warnings'>): Plan {
   const { config, observed } = input;

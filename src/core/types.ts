@@ -37,10 +37,7 @@ export interface DesiredMode {
 export interface OvnkubeObservation {
   /** null with no process, no flag, or processes that disagree. */
   mode: GatewayMode | null;
-  /**
-   * Every mode of an ovnkube --init-node process that may be this node's, those whose namespace
-   * cannot be read and those that disagree included: one other than the desired holds every change.
-   */
+  /** Every mode of an ovnkube --init-node process that may be this node's (unreadable, disagreeing included). */
   modes: GatewayMode[];
   pid: number | null;
   /** The process's identity across PID reuse ("pid N start T"); null without one process. */
