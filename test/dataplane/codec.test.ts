@@ -21,7 +21,7 @@ import {
   RTM_NEWROUTE,
   type RouteMessage,
 } from '../../src/dataplane/codec.js';
-import { PrefixFilter } from '../../src/dataplane/convert.js';
+import { PrefixFilter } from '../../src/dataplane/codec.js';
 import { parseAddress, parseCidr } from '../../src/net/cidr.js';
 import { encodeAddress, encodeDone, encodeError, encodeLink } from '../helpers/kernel-encode.js';
 

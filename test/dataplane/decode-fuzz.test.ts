@@ -29,7 +29,7 @@ import {
   RTM_NEWROUTE,
 } from '../../src/dataplane/codec.js';
 import { KernelDataplane } from '../../src/dataplane/kernel.js';
-import { PrefixFilter } from '../../src/dataplane/convert.js';
+import { PrefixFilter } from '../../src/dataplane/codec.js';
 import type { DataplaneEvent } from '../../src/dataplane/types.js';
 import { parseCidr } from '../../src/net/cidr.js';
 import { FakeKernel } from '../helpers/fake-transport.js';
