@@ -27,9 +27,9 @@ import {
   RTM_NEWADDR,
   RTM_NEWLINK,
   RTM_NEWROUTE,
+  PrefixFilter,
 } from '../../src/dataplane/codec.js';
 import { KernelDataplane } from '../../src/dataplane/kernel.js';
-import { PrefixFilter } from '../../src/dataplane/codec.js';
 import type { DataplaneEvent } from '../../src/dataplane/types.js';
 import { parseCidr } from '../../src/net/cidr.js';
 import { FakeKernel } from '../helpers/fake-transport.js';
