@@ -1,4 +1,4 @@
-// A scripted fake kernel at the netlink transport (src/dataplane/transport.ts), after
+// A scripted fake kernel at the netlink transport (src/dataplane/kernel.ts, NetlinkTransport), after
 // Felix's mocknetlink: it keeps links, addresses and routes, answers requests with
 // real kernel-shaped messages built by the codec (the same bytes the dataplane
 // decodes from the kernel), sends notifications to subscription sockets, and fails
