@@ -1,16 +1,13 @@
-// The only module that imports the npm `netlink` package, and only for its
-// message codec: its socket is not used (see native/src/netlink_socket.c).
-// It decodes what the kernel sends and encodes what the agent asks; the fake kernel of
-// the tests (test/helpers/kernel-encode.ts) writes its answers with the same package.
-// Two files of the package, not its index: the index also loads its socket, its native
-// binding and the nl80211, WireGuard and genl codecs (240 KB of generated code), about
-// 45 ms and 13 MB of a start that needs none of them.
+// rtnetlink messages: the only module that imports the npm `netlink` package, for its
+// codec only (its socket breaks on a notification inside a dump; see kernel.ts). Two files
+// of the package, not its index, which also loads its socket, native binding and 240 KB of
+// nl80211, WireGuard and genl codecs. Route messages are decoded in route-decode.ts.
 import type { NetlinkMessage } from 'netlink';
+import type { Cidr } from '../net/cidr.js';
 import { requireModule } from '../require.js';
-
-// Route messages are decoded in route-decode.ts, without the package (see there why).
-export { decodeRoute, type DecodedNextHop, type DecodedRoute, type RouteMessage } from './route-decode.js';
 import type { RouteMessage } from './route-decode.js';
+
+export { decodeRoute, type DecodedNextHop, type DecodedRoute, type RouteMessage } from './route-decode.js';
 
 const structs = requireModule('netlink/dist/structs.js') as typeof import('netlink/dist/structs.js');
 const rt = requireModule('netlink/dist/rt/structs.js') as typeof import('netlink/dist/rt/structs.js');
@@ -262,4 +259,38 @@ export function decodeAddress(payload: Buffer): DecodedAddress {
     tentative: (flags & IFA_F_TENTATIVE) !== 0,
     dadFailed: (flags & IFA_F_DADFAILED) !== 0,
   };
+}
+
+/**
+ * Picks the main-table route messages whose destination is exactly one of a set of
+ * prefixes from the raw bytes, decoding nothing else: for dumps and notifications alike. A
+ * message whose family and length match no prefix (nearly every row of a large table) costs
+ * two byte reads.
+ */
+export class PrefixFilter {
+  private readonly byFamilyAndLength = new Map<number, Map<string, string>>();
+
+  constructor(prefixes: readonly Cidr[]) {
+    for (const p of prefixes) {
+      const k = ((p.family === 4 ? AF_INET : AF_INET6) << 8) | p.length;
+      let byBytes = this.byFamilyAndLength.get(k);
+      if (!byBytes) this.byFamilyAndLength.set(k, (byBytes = new Map()));
+      // A default route carries no RTA_DST at all.
+      byBytes.set(p.length === 0 ? '' : p.bytes.toString('hex'), p.text);
+    }
+  }
+
+  /** Whether the route message at `at` of a datagram may match, by its first two bytes. */
+  mayMatch(datagram: Buffer, at: number): boolean {
+    return datagram.length - at >= 2 && this.byFamilyAndLength.has(datagram.readUInt16BE(at));
+  }
+
+  /** The Cidr.text of the prefix this main-table route message is for, exactly; else undefined. */
+  match(payload: Buffer): string | undefined {
+    if (payload.length < 12) return undefined;
+    const byBytes = this.byFamilyAndLength.get(payload.readUInt16BE(0));
+    if (!byBytes) return undefined;
+    const { dst, table } = routeKey(payload);
+    return table === RT_TABLE_MAIN ? byBytes.get(dst) : undefined;
+  }
 }

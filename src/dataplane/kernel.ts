@@ -1,52 +1,449 @@
 // The Dataplane on the real kernel over rtnetlink: every read is a dump, as `ip` does.
 //
-// What routes() answers: every main-table route whose destination is exactly the
-// prefix, whatever its metric, type or protocol: the kernel's own rows, decoded field by
-// field. One strict-check dump of both families per call (the kernel applies the table
-// filter, never a destination filter); rows are matched on family, length and RTA_DST from the
-// raw bytes (PrefixFilter, convert.ts) and only matches are decoded. Nothing is cached:
-// a notification only wakes a pass (subscription.ts), and the pass reads the kernel, so
-// no notification is ever replayed, merged or lost into a stale answer.
+// routes() answers every main-table route whose destination is exactly the prefix, whatever
+// its metric, type or protocol: one strict-check dump of both families per call (the kernel
+// applies the table filter, never a destination filter), rows picked by PrefixFilter from the
+// raw bytes. Not "ip route get fibmatch": it returns only the route in use, not a second
+// route of the prefix with another metric, says "table main" for a local-table answer and
+// cannot look up 0.0.0.0. No route is cached: a notification only wakes a pass, which reads.
+// The link and address dumps are kept while a subscription hears every link and address
+// change: any such notification, or a loss, drops them (repair passes need only the routes).
 //
-// Not "ip route get fibmatch": it returns only the route in use, not a second route of
-// the prefix with another metric; on IPv4 without policy rules the local table shares
-// the main table's trie and a local answer says "table main"; and 0.0.0.0 cannot be
-// looked up at all.
+// The socket seam (NetlinkTransport) is where tests put a scripted fake kernel
+// (test/helpers/fake-transport.ts): the faults worth injecting (a stale sequence number, a
+// truncated datagram, NLM_F_DUMP_INTR, an error in a dump's DONE, ENOBUFS) are handled here.
 //
-// replaceRoute() sends NLM_F_REPLACE without NLM_F_CREATE: it swaps the route with
-// exactly that key or fails with ENOENT; it never creates one, in either family.
-//
-// Dumps the kernel marks interrupted (NLM_F_DUMP_INTR, the table changed under them)
-// are retried, MAX_DUMP_ATTEMPTS times in all.
+// Guarantees, and the races they answer:
+//  1. Requests and notifications never share a socket (the `netlink` package's socket
+//     breaks when a notification lands inside a dump). Requests go one at a time.
+//  2. A reply whose sequence number is not the pending request's (the answer to a request
+//     that timed out) is dropped. A dump marked NLM_F_DUMP_INTR is retried.
+//  3. Data that does not parse fails the pending request, or is a `lost` event, with
+//     ERR_GWMODE_NETLINK_DECODE; it never escapes into the poll callback.
+//  4. A socket error never stops reading: the addon re-arms polling
+//     (native/src/netlink_socket.c, point 5). ENOBUFS is `lost` on a subscription and fails
+//     the pending request on the request socket (its answer may be gone).
+//  5. The kernel flushes some routes without RTM_DELROUTE: IPv4 routes through a link that
+//     goes down, is deleted or loses an address, and routes through a deleted nexthop
+//     object. A subscription reports a `del` for each prefix whose last read used them.
+//  6. A watched link renamed away is still reported, by the index learnt from link dumps.
+//  7. replaceRoute() sends NLM_F_REPLACE without NLM_F_CREATE: it swaps the route with
+//     exactly that key or fails with ENOENT; it never creates one, in either family.
 import type { InterfaceAddress, Link, Route, RouteReplace, Watched } from '../core/route.js';
-import { parseAddress, parseCidr, type Cidr } from '../net/cidr.js';
-import { RequestChannel } from './channel.js';
-import {
-  decodeAddress,
-  decodeLink,
-  AF_UNSPEC,
-  decodeRoute,
-  encodeAddressDump,
-  encodeLinkDump,
-  encodeRouteDump,
-  encodeRouteReplace,
-  RT_TABLE_MAIN,
-  RTM_NEWADDR,
-  RTM_NEWLINK,
-  RTM_NEWROUTE,
-  type DecodedRoute,
-  type NetlinkMessage,
-} from './codec.js';
-import { afOf, PrefixFilter, toAddress, toRoute } from './convert.js';
-import { NetlinkError } from './errors.js';
-import { WatchedSubscription } from './subscription.js';
-import { nativeTransport, type NetlinkTransport } from './transport.js';
+import { addressFromBytes, parseAddress, parseCidr, type Cidr, type Family } from '../net/cidr.js';
+import { addon, type NetlinkOpenOptions } from '../native/addon.js';
+import * as nl from './codec.js';
+import { NetlinkDecodeError, NetlinkError, NetlinkTimeoutError } from './errors.js';
 import type { Dataplane, DataplaneEvent, Subscription } from './types.js';
 
+export type { NetlinkOpenOptions };
+
+export interface NetlinkSocket {
+  /** The port id the kernel assigned at bind. */
+  readonly portId: number;
+  /** Throws an errno-shaped Error. */
+  send(datagram: Buffer): void;
+  /** One whole datagram (valid until the next recv), or null when none is queued; throws ENOBUFS. */
+  recv(): Buffer | null;
+  setRef(ref: boolean): void;
+  /** Idempotent. */
+  close(): void;
+}
+
+export interface NetlinkTransport {
+  /** onReadable(status, rearm): see NativeAddon.netlinkOpen. */
+  open(options: NetlinkOpenOptions, onReadable: (status: number, rearm: number) => void): NetlinkSocket;
+}
+
+export const nativeTransport: NetlinkTransport = {
+  open(options, onReadable) {
+    const handle = addon.netlinkOpen(options, onReadable);
+    let portId: number;
+    try {
+      portId = addon.netlinkPortId(handle);
+    } catch (err) {
+      addon.netlinkClose(handle);
+      throw err;
+    }
+    let buffer = Buffer.allocUnsafe(64 << 10);
+    return {
+      portId,
+      send: (datagram) => void addon.netlinkSend(handle, datagram),
+      recv() {
+        for (;;) {
+          const n = addon.netlinkRecv(handle, buffer);
+          if (n === null || n >= 0) return n === null ? null : buffer.subarray(0, n);
+          buffer = Buffer.allocUnsafe(-n);
+        }
+      },
+      setRef: (ref) => addon.netlinkSetRef(handle, ref),
+      close: () => addon.netlinkClose(handle),
+    };
+  },
+};
+
 export const MAX_DUMP_ATTEMPTS = 5;
+const EIO = 5;
 const EINTR = 4;
+const EBADF = 9;
 const ENODEV = 19;
 const EINVAL = 22;
+const ENOBUFS = 105;
+
+type Skip = (type: number, datagram: Buffer, payload: number) => boolean;
+
+function toNetlinkError(err: unknown, what: string): NetlinkError {
+  if (err instanceof NetlinkError) return err;
+  const errno = (err as { errno?: unknown }).errno;
+  if (err instanceof Error && typeof errno === 'number')
+    return new NetlinkError(errno, (err as { syscall?: string }).syscall || what, undefined, { cause: err });
+  return new NetlinkError(EIO, what, String(err), { cause: err });
+}
+
+const decodeFailure = (what: string, err: unknown) =>
+  new NetlinkDecodeError(`${what}: malformed netlink data: ${err instanceof Error ? err.message : String(err)}`, {
+    cause: err,
+  });
+
+/** Reads every queued datagram (guarantee 4); `fail` gets each error, `skip` filters messages. */
+function drain(
+  socket: NetlinkSocket,
+  open: () => boolean,
+  fail: (err: NetlinkError | NetlinkDecodeError) => void,
+  onMessage: (msg: nl.NetlinkMessage) => void,
+  skip?: () => Skip | undefined,
+): void {
+  while (open()) {
+    let datagram: Buffer | null;
+    try {
+      datagram = socket.recv();
+    } catch (err) {
+      const e = toNetlinkError(err, 'recvmsg');
+      fail(e);
+      // ENOBUFS is cleared by the read that reported it; anything else may not be.
+      if (e.errno === ENOBUFS) continue;
+      return;
+    }
+    if (datagram === null) return;
+    let messages: nl.NetlinkMessage[];
+    try {
+      messages = nl.parseDatagram(datagram, skip?.());
+    } catch (err) {
+      fail(decodeFailure('netlink datagram', err));
+      continue;
+    }
+    for (const msg of messages) onMessage(msg);
+  }
+}
+
+interface Pending {
+  seq: number;
+  what: string;
+  skip: Skip | undefined;
+  onMessage: (msg: nl.NetlinkMessage) => void;
+  resolve: (result: { interrupted: boolean }) => void;
+  reject: (err: Error) => void;
+  interrupted: boolean;
+  timer: NodeJS.Timeout;
+}
+
+/** A socket that carries one request at a time (guarantees 1 and 2). */
+export class RequestChannel {
+  private readonly socket: NetlinkSocket;
+  private seq = Math.floor(Math.random() * 0x7fffffff);
+  private pending: Pending | undefined;
+  private queue: Promise<unknown> = Promise.resolve();
+  private closed = false;
+  /** Set when polling could not be re-armed: the socket is deaf from then on. */
+  private broken: NetlinkError | undefined;
+
+  constructor(
+    transport: NetlinkTransport,
+    private readonly timeoutMs = 10_000,
+  ) {
+    this.socket = transport.open({ strictCheck: true, extAck: true, rcvbuf: 4 << 20 }, (_status, rearm) => {
+      if (rearm < 0) {
+        this.broken = new NetlinkError(-rearm, 'uv_poll_start (request socket)');
+        this.finish()?.reject(this.broken);
+      }
+      this.drain();
+    });
+    this.socket.setRef(false);
+  }
+
+  /** Sends the message built for the next sequence number and feeds each reply to onMessage until the kernel ends the exchange. */
+  exchange(
+    what: string,
+    build: (seq: number, port: number) => Buffer,
+    onMessage: (msg: nl.NetlinkMessage) => void,
+    skip?: Skip,
+  ): Promise<{ interrupted: boolean }> {
+    const run = () => this.start(what, build, onMessage, skip);
+    const result = this.queue.then(run, run);
+    this.queue = result.catch(() => undefined);
+    return result;
+  }
+
+  private start(
+    what: string,
+    build: (seq: number, port: number) => Buffer,
+    onMessage: (msg: nl.NetlinkMessage) => void,
+    skip: Skip | undefined,
+  ): Promise<{ interrupted: boolean }> {
+    if (this.closed) return Promise.reject(new NetlinkError(EBADF, what));
+    if (this.broken) return Promise.reject(this.broken);
+    this.seq = (this.seq + 1) & 0x7fffffff || 1;
+    const seq = this.seq;
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.finish();
+        reject(new NetlinkTimeoutError(`${what}: no answer from the kernel in ${this.timeoutMs} ms`));
+      }, this.timeoutMs);
+      this.pending = { seq, what, skip, onMessage, resolve, reject, interrupted: false, timer };
+      this.socket.setRef(true);
+      try {
+        this.socket.send(build(seq, this.socket.portId));
+      } catch (err) {
+        this.finish();
+        reject(toNetlinkError(err, `${what} (sendto)`));
+        return;
+      }
+      // The kernel answers most requests inside the send: read now, not a turn of the loop later.
+      this.drain();
+    });
+  }
+
+  private finish(): Pending | undefined {
+    const p = this.pending;
+    if (p) clearTimeout(p.timer);
+    this.pending = undefined;
+    if (!this.closed) this.socket.setRef(false);
+    return p;
+  }
+
+  private drain(): void {
+    drain(
+      this.socket,
+      () => !this.closed,
+      (err) => {
+        const p = this.finish();
+        p?.reject(err instanceof NetlinkDecodeError ? decodeFailure(p.what, err.cause) : err);
+      },
+      (msg) => this.handle(msg),
+      () => this.pending?.skip,
+    );
+  }
+
+  private handle(msg: nl.NetlinkMessage): void {
+    const p = this.pending;
+    if (!p || msg.seq !== p.seq) return;
+    if (msg.flags & nl.NLM_F_DUMP_INTR) p.interrupted = true;
+    try {
+      if (msg.type === nl.NLMSG_ERROR || msg.type === nl.NLMSG_DONE) {
+        const { errno, extAck } = msg.type === nl.NLMSG_ERROR ? nl.decodeError(msg) : nl.decodeDone(msg);
+        this.finish();
+        if (errno === 0) p.resolve({ interrupted: p.interrupted });
+        else p.reject(new NetlinkError(errno, p.what, extAck));
+        return;
+      }
+      p.onMessage(msg);
+    } catch (err) {
+      this.finish();
+      p.reject(err instanceof NetlinkError ? err : decodeFailure(p.what, err));
+      return;
+    }
+    if (!(msg.flags & nl.NLM_F_MULTI)) {
+      this.finish();
+      p.resolve({ interrupted: p.interrupted });
+    }
+  }
+
+  close(): void {
+    if (this.closed) return;
+    const p = this.finish();
+    this.closed = true;
+    this.socket.close();
+    p?.reject(new NetlinkError(EBADF, `${p.what} (socket closed)`));
+  }
+}
+
+const familyOf = (af: number): Family | undefined => (af === nl.AF_INET ? 4 : af === nl.AF_INET6 ? 6 : undefined);
+
+function toAddress(a: nl.DecodedAddress): InterfaceAddress | undefined {
+  const family = familyOf(a.family);
+  if (!family || !a.address) return undefined;
+  const { index: linkIndex, prefixLength, tentative, dadFailed } = a;
+  return { linkIndex, family, address: addressFromBytes(a.address).text, prefixLength, tentative, dadFailed };
+}
+
+function toRoute(prefix: Cidr, r: nl.DecodedRoute, names: Map<number, string>): Route {
+  return {
+    key: { prefix: prefix.text, family: prefix.family, table: r.table, priority: r.priority },
+    nextHop: {
+      dev: r.oif === undefined ? null : (names.get(r.oif) ?? null),
+      oif: r.oif ?? null,
+      gateway: r.gateway ? addressFromBytes(r.gateway).text : null,
+      mtu: r.mtu ?? null,
+    },
+    protocol: r.protocol,
+    scope: r.scope,
+    type: r.type,
+    tos: r.tos,
+    multipath: r.nexthops !== undefined,
+    unmodelled: r.unmodelled,
+  };
+}
+
+/** What the routes of a watched prefix went through at the last read (guarantee 5). */
+interface Uses {
+  oifs: number[];
+  nexthopObject: boolean;
+}
+
+class WatchedSubscription implements Subscription {
+  private readonly socket: NetlinkSocket;
+  private readonly families: Map<string, Family>;
+  private readonly filter: nl.PrefixFilter;
+  private readonly linkNames: Set<string>;
+  /** Index -> name of links that bore a watched name (guarantee 6). */
+  private readonly watchedIndexes = new Map<number, string>();
+  readonly uses = new Map<string, Uses>();
+  closed = false;
+
+  constructor(
+    transport: NetlinkTransport,
+    watched: Watched,
+    private readonly onEvent: (event: DataplaneEvent) => void,
+    /** Any link or address notification, or a loss: the owner's link and address dumps are stale. */
+    private readonly onChange: (deaf: boolean) => void,
+    private readonly onClose: () => void,
+    rcvbuf = 1 << 20,
+  ) {
+    this.families = new Map(watched.prefixes.map((p) => [p.text, p.family]));
+    this.filter = new nl.PrefixFilter(watched.prefixes);
+    this.linkNames = new Set(watched.links);
+    this.socket = transport.open(
+      {
+        groups: [
+          nl.RTNLGRP_LINK,
+          nl.RTNLGRP_IPV4_IFADDR,
+          nl.RTNLGRP_IPV4_ROUTE,
+          nl.RTNLGRP_IPV6_IFADDR,
+          nl.RTNLGRP_IPV6_ROUTE,
+        ],
+        // Kernels without nexthop objects have neither the group nor routes that use one.
+        optionalGroups: [nl.RTNLGRP_NEXTHOP],
+        rcvbuf,
+      },
+      (_status, rearm) => {
+        if (rearm < 0) {
+          this.onChange(true);
+          this.lost(new NetlinkError(-rearm, 'uv_poll_start (subscription socket)'));
+        }
+        this.drain();
+      },
+    );
+  }
+
+  /** Reads what is queued; the owner also calls it before it trusts a kept dump. */
+  drain(): void {
+    drain(
+      this.socket,
+      () => !this.closed,
+      this.lost,
+      (msg) => this.onMessage(msg),
+    );
+  }
+
+  private readonly lost = (error: Error): void => {
+    this.onChange(false);
+    this.emit({ kind: 'lost', error });
+  };
+
+  learnLinks(links: Link[]): void {
+    for (const link of links) if (this.linkNames.has(link.name)) this.watchedIndexes.set(link.index, link.name);
+  }
+
+  learnRoutes(prefix: string, routes: nl.DecodedRoute[]): void {
+    if (!this.families.has(prefix)) return;
+    const oifs = routes.flatMap((r) => [
+      ...(r.oif === undefined ? [] : [r.oif]),
+      ...(r.nexthops ?? []).map((h) => h.oif),
+    ]);
+    this.uses.set(prefix, { oifs, nexthopObject: routes.some((r) => r.nhid !== undefined) });
+  }
+
+  private onMessage(msg: nl.NetlinkMessage): void {
+    try {
+      this.handle(msg);
+    } catch (err) {
+      this.lost(new NetlinkDecodeError(`notification type ${msg.type}: ${(err as Error).message}`, { cause: err }));
+    }
+  }
+
+  private handle(msg: nl.NetlinkMessage): void {
+    switch (msg.type) {
+      case nl.RTM_NEWROUTE:
+      case nl.RTM_DELROUTE: {
+        const prefix = this.filter.match(msg.data);
+        if (prefix !== undefined) this.emitRoute(msg.type === nl.RTM_NEWROUTE ? 'new' : 'del', prefix);
+        return;
+      }
+      case nl.RTM_NEWLINK:
+      case nl.RTM_DELLINK: {
+        this.onChange(false);
+        const link = nl.decodeLink(msg.data);
+        const gone = msg.type === nl.RTM_DELLINK;
+        if (gone || !link.up) this.flushed((u) => u.oifs.includes(link.index));
+        const watched = this.linkNames.has(link.name) || this.watchedIndexes.has(link.index);
+        if (this.linkNames.has(link.name) && !gone) this.watchedIndexes.set(link.index, link.name);
+        else this.watchedIndexes.delete(link.index);
+        if (watched) this.emit({ kind: 'link', op: gone ? 'del' : 'new', link });
+        return;
+      }
+      case nl.RTM_NEWADDR:
+      case nl.RTM_DELADDR: {
+        this.onChange(false);
+        const decoded = nl.decodeAddress(msg.data);
+        if (msg.type === nl.RTM_DELADDR) this.flushed((u) => u.oifs.includes(decoded.index));
+        const address = toAddress(decoded);
+        if (address) this.emit({ kind: 'address', op: msg.type === nl.RTM_NEWADDR ? 'new' : 'del', address });
+        return;
+      }
+      case nl.RTM_NEWNEXTHOP:
+      case nl.RTM_DELNEXTHOP:
+        this.flushed((u) => u.nexthopObject);
+    }
+  }
+
+  private flushed(used: (u: Uses) => boolean): void {
+    for (const [prefix, u] of this.uses) if (used(u)) this.emitRoute('del', prefix);
+  }
+
+  private emitRoute(op: 'new' | 'del', prefix: string): void {
+    const family = this.families.get(prefix);
+    if (family) this.emit({ kind: 'route', op, family, prefix, table: nl.RT_TABLE_MAIN });
+  }
+
+  /** The subscriber's exceptions are its own: rethrown outside the drain, which goes on. */
+  private emit(event: DataplaneEvent): void {
+    if (this.closed) return;
+    try {
+      this.onEvent(event);
+    } catch (err) {
+      queueMicrotask(() => {
+        throw err;
+      });
+    }
+  }
+
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.socket.close();
+    this.onClose();
+  }
+}
 
 export interface KernelDataplaneOptions {
   /** The netlink sockets; the real kernel unless a test injects a fake. */
@@ -60,6 +457,12 @@ export class KernelDataplane implements Dataplane {
   private readonly transport: NetlinkTransport;
   private readonly requests: RequestChannel;
   private readonly subscriptions = new Set<WatchedSubscription>();
+  /** The last link and address dumps, valid while a subscription hears their changes. */
+  private kept: { links?: Link[]; addresses?: InterfaceAddress[] } = {};
+  /** Bumped by every change notification: a dump that straddles one is not kept. */
+  private generation = 0;
+  /** A subscription whose polling could not be re-armed hears nothing more: keep nothing. */
+  private deaf = false;
 
   constructor(private readonly options: KernelDataplaneOptions = {}) {
     this.transport = options.transport ?? nativeTransport;
@@ -70,9 +473,9 @@ export class KernelDataplane implements Dataplane {
   private async dump(
     what: string,
     build: (seq: number, port: number) => Buffer,
-    onMessage: (msg: NetlinkMessage) => void,
+    onMessage: (msg: nl.NetlinkMessage) => void,
     reset: () => void,
-    skip?: (type: number, datagram: Buffer, payload: number) => boolean,
+    skip?: Skip,
   ): Promise<void> {
     for (let attempt = 1; ; attempt++) {
       reset();
@@ -86,7 +489,7 @@ export class KernelDataplane implements Dataplane {
   private async dumpList<T>(
     what: string,
     build: (seq: number, port: number) => Buffer,
-    pick: (msg: NetlinkMessage) => T | undefined,
+    pick: (msg: nl.NetlinkMessage) => T | undefined,
   ): Promise<T[]> {
     let items: T[] = [];
     await this.dump(
@@ -101,36 +504,65 @@ export class KernelDataplane implements Dataplane {
     return items;
   }
 
-  async links(): Promise<Link[]> {
-    const links = await this.dumpList('dump links', encodeLinkDump, (msg) =>
-      msg.type === RTM_NEWLINK ? decodeLink(msg.data) : undefined,
-    );
-    for (const sub of this.subscriptions) sub.learnLinks(links);
-    return links;
+  /** Whether a dump begun at `generation` may be kept (header). */
+  private mayKeep(generation: number): boolean {
+    return generation === this.generation && this.subscriptions.size > 0 && !this.deaf;
   }
 
-  addresses(): Promise<InterfaceAddress[]> {
-    return this.dumpList('dump addresses', encodeAddressDump, (msg) =>
-      msg.type === RTM_NEWADDR ? toAddress(decodeAddress(msg.data)) : undefined,
-    );
+  private changed = (deaf: boolean): void => {
+    this.generation++;
+    this.kept = {};
+    this.deaf ||= deaf;
+  };
+
+  /**
+   * Drains the subscriptions first: the kernel queues a notification before the change's
+   * own request returns, so a kept dump older than any change made before this call is dropped.
+   */
+  private keptNow(): { links?: Link[]; addresses?: InterfaceAddress[] } {
+    for (const sub of this.subscriptions) sub.drain();
+    return this.kept;
+  }
+
+  async links(): Promise<Link[]> {
+    let links = this.keptNow().links;
+    if (!links) {
+      const generation = this.generation;
+      links = await this.dumpList('dump links', nl.encodeLinkDump, (msg) =>
+        msg.type === nl.RTM_NEWLINK ? nl.decodeLink(msg.data) : undefined,
+      );
+      if (this.mayKeep(generation)) this.kept.links = links;
+    }
+    for (const sub of this.subscriptions) sub.learnLinks(links);
+    return [...links];
+  }
+
+  async addresses(): Promise<InterfaceAddress[]> {
+    let addresses = this.keptNow().addresses;
+    if (!addresses) {
+      const generation = this.generation;
+      addresses = await this.dumpList('dump addresses', nl.encodeAddressDump, (msg) =>
+        msg.type === nl.RTM_NEWADDR ? toAddress(nl.decodeAddress(msg.data)) : undefined,
+      );
+      if (this.mayKeep(generation)) this.kept.addresses = addresses;
+    }
+    return [...addresses];
   }
 
   async routes(prefixes: Cidr[], links: Link[]): Promise<Map<string, Route[]>> {
     const unique = [...new Map(prefixes.map((p) => [p.text, p])).values()];
-    const found = new Map<string, { prefix: Cidr; rows: DecodedRoute[] }>(
-      unique.map((p) => [p.text, { prefix: p, rows: [] }]),
-    );
-    const filter = new PrefixFilter(unique);
+    const found = new Map(unique.map((p) => [p.text, { prefix: p, rows: [] as nl.DecodedRoute[] }]));
+    const filter = new nl.PrefixFilter(unique);
     if (unique.length > 0) {
       await this.dump(
         `dump main-table routes for ${unique.map((p) => p.text).join(', ')}`,
-        (seq, port) => encodeRouteDump(seq, port, AF_UNSPEC, RT_TABLE_MAIN),
+        (seq, port) => nl.encodeRouteDump(seq, port, nl.AF_UNSPEC, nl.RT_TABLE_MAIN),
         (msg) => {
-          const prefix = msg.type === RTM_NEWROUTE ? filter.match(msg.data) : undefined;
-          if (prefix !== undefined) found.get(prefix)?.rows.push(decodeRoute(msg.data));
+          const prefix = msg.type === nl.RTM_NEWROUTE ? filter.match(msg.data) : undefined;
+          if (prefix !== undefined) found.get(prefix)?.rows.push(nl.decodeRoute(msg.data));
         },
         () => found.forEach((f) => (f.rows = [])),
-        (type, d, at) => type === RTM_NEWROUTE && !filter.mayMatch(d, at),
+        (type, d, at) => type === nl.RTM_NEWROUTE && !filter.mayMatch(d, at),
       );
     }
     for (const sub of this.subscriptions) for (const [prefix, f] of found) sub.learnRoutes(prefix, f.rows);
@@ -152,33 +584,39 @@ export class KernelDataplane implements Dataplane {
       oif = (await this.links()).find((l) => l.name === to.dev)?.index;
       if (oif === undefined) throw new NetlinkError(ENODEV, what, `no link named ${to.dev}`);
     }
+    const message: nl.RouteMessage = {
+      family: prefix.family === 4 ? nl.AF_INET : nl.AF_INET6,
+      dst: prefix.length === 0 ? undefined : prefix.bytes,
+      dstLen: prefix.length,
+      table: key.table,
+      tos: 0,
+      priority: key.priority,
+      protocol: replace.protocol,
+      scope: replace.scope,
+      type: replace.type,
+      gateway: gateway?.bytes,
+      oif,
+      mtu: to.mtu ?? undefined,
+    };
+    const target = [gateway && `via ${gateway.text}`, to.dev && `dev ${to.dev}`].filter(Boolean).join(' ');
     await this.requests.exchange(
-      `${what} to ${[gateway && `via ${gateway.text}`, to.dev && `dev ${to.dev}`].filter(Boolean).join(' ')}`,
-      (seq, port) =>
-        encodeRouteReplace(seq, port, {
-          family: afOf(prefix.family),
-          dst: prefix.length === 0 ? undefined : prefix.bytes,
-          dstLen: prefix.length,
-          table: key.table,
-          tos: 0,
-          priority: key.priority,
-          protocol: replace.protocol,
-          scope: replace.scope,
-          type: replace.type,
-          gateway: gateway?.bytes,
-          oif,
-          mtu: to.mtu ?? undefined,
-        }),
+      `${what} to ${target}`,
+      (seq, port) => nl.encodeRouteReplace(seq, port, message),
       () => undefined,
     );
   }
 
   subscribe(watched: Watched, onEvent: (event: DataplaneEvent) => void): Subscription {
+    this.changed(false);
     const sub = new WatchedSubscription(
       this.transport,
       watched,
       onEvent,
-      () => this.subscriptions.delete(sub),
+      this.changed,
+      () => {
+        this.subscriptions.delete(sub);
+        this.changed(false);
+      },
       this.options.subscriptionBuffer,
     );
     this.subscriptions.add(sub);

@@ -111,26 +111,10 @@ const PLAIN_WORDS: Record<number, string> = {
 };
 // RTAX_*, as iproute2 names them; RTAX_MTU (2) is the one the agent models.
 const RTAX_MTU = 2;
-const RTAX_NAMES = [
-  '',
-  'lock',
-  'mtu',
-  'window',
-  'rtt',
-  'rttvar',
-  'ssthresh',
-  'cwnd',
-  'advmss',
-  'reordering',
-  'hoplimit',
-  'initcwnd',
-  'features',
-  'rto_min',
-  'initrwnd',
-  'quickack',
-  'congctl',
-  'fastopen_no_cookie',
-];
+const RTAX_NAMES = (
+  ' lock mtu window rtt rttvar ssthresh cwnd advmss reordering hoplimit initcwnd features rto_min initrwnd quickack' +
+  ' congctl fastopen_no_cookie'
+).split(' ');
 // include/uapi/linux/lwtunnel.h, enum lwtunnel_encap_types.
 const ENCAP_NAMES = ['none', 'mpls', 'ip', 'ila', 'ip6', 'seg6', 'bpf', 'seg6local', 'rpl', 'ioam6', 'xfrm'];
 // rtm_flags bits a route is configured with (RTNH_F_*); the others (dead, linkdown,

@@ -53,45 +53,15 @@ const here = path.dirname(fileURLToPath(import.meta.url));
 const root = path.resolve(here, '..', '..', '..');
 const addonPath = path.join(root, 'native', 'build', 'Release', 'gwmode_native.node');
 
-/** Every function of NativeAddon, checked at load. */
-const FUNCTIONS = [
-  'netlinkOpen',
-  'netlinkSend',
-  'netlinkRecv',
-  'netlinkPortId',
-  'netlinkSetRef',
-  'netlinkClose',
-  'sdNotify',
-  'lockFile',
-] as const satisfies ReadonlyArray<keyof NativeAddon>;
-// Fails to compile when NativeAddon gains a function FUNCTIONS does not list.
-const listsAll: Exclude<keyof NativeAddon, (typeof FUNCTIONS)[number]> extends never ? true : never = true;
-void listsAll;
-
 function load(): NativeAddon {
-  const require = createRequire(import.meta.url);
-  let loaded: NativeAddon;
   try {
-    loaded = require(addonPath) as NativeAddon;
+    return createRequire(import.meta.url)(addonPath) as NativeAddon;
   } catch (cause) {
     throw Object.assign(
       new Error(`cannot load the native addon at ${addonPath}: run "npm ci" (or "npm run build") first`, { cause }),
       { code: 'ERR_GWMODE_NATIVE_MISSING' },
     );
   }
-  // A build older than this code lacks what was added since: said now, not when first called.
-  const missing = FUNCTIONS.filter((name) => typeof loaded[name] !== 'function');
-  if (missing.length > 0) {
-    throw Object.assign(
-      new Error(
-        `the native addon at ${addonPath} lacks ${missing.join(', ')}: it is older than this code; run "npm run build"`,
-      ),
-      {
-        code: 'ERR_GWMODE_NATIVE_MISSING',
-      },
-    );
-  }
-  return loaded;
 }
 
 export const addon: NativeAddon = load();

@@ -1,24 +1,366 @@
-// Which gateway mode ovnkube-node is running, from /proc: the entry of src/ovnkube.
-//  - cmdline.ts: ovnkube-node's command line (the truth: `--gateway-mode` overrides
-//    ovnkube.conf, and in 4.8 ovnkube.conf always says mode=local);
-//  - procfs.ts: reading /proc synchronously, comm before cmdline;
-//  - scan.ts: the full scan, in our network namespace only, forked copies left out;
-//  - scanner.ts: a pass woken by a route notification alone reuses the last full scan;
-//  - here: what the scan says, summarised into the planner's view.
+// Which gateway mode ovnkube-node runs, from /proc: its command line (the truth: `--gateway-mode`
+// overrides ovnkube.conf, and in 4.8 ovnkube.conf always says mode=local), found by a scan of
+// the processes of our network namespace (with hostPID or `ip netns exec`, other namespaces'
+// processes are in /proc too), summarised into the planner's view.
+//
+// /proc is read synchronously into one buffer kept for the life of the process: the scan runs
+// on the way from a route notification to its repair, and through the thread pool each file
+// was a round trip and a 64 KiB allocation (tens of milliseconds a pass, most of the GC).
+// Only /proc/PID/comm is read for every process: reading /proc/PID/cmdline takes the target's
+// mmap lock, so one process stuck in D state holding it would freeze the event loop. The
+// kernel sets comm at exec to the executed file's name: ovnkube-node, run as
+// `exec /usr/bin/ovnkube --init-node ...`, reads `ovnkube` (so does the tests' stand-in,
+// /bin/sh copied under that name); its command line is decoded only when argv[0] says so too.
+//
+// A process ovnkube-node has forked and that has not yet exec'd is, for that moment, a copy
+// of it (Go forks for every ovs-vsctl, iptables or ip). It is left out (forkedCopies) when its
+// parent was found by the same scan, its command line is byte for byte its parent's, and it
+// started at most MAX_COPY_AGE_MS ago. Counted, it would make the signal strategy find
+// "2 processes", or, first in readdir's order after a PID wrap, be taken for ovnkube-node and
+// make a restart look done. Everything else counts (a reparented copy, an older one, a child
+// with another command line): doubt is a second process.
+import { closeSync, openSync, readdirSync, readlinkSync, readSync } from 'node:fs';
+import path from 'node:path';
 import type { GatewayMode, OvnkubeObservation } from '../core/types.js';
-import type { OvnkubeProcess, OvnkubeScan } from './scan.js';
 
-export { parseOvnkubeCmdline, RELEASE_410_FLAGS } from './cmdline.js';
-export { parentOf, startTimeOf, type ProcReader } from './procfs.js';
-export {
-  findOvnkubeProcesses,
-  MAX_COPY_AGE_MS,
-  scanOvnkubeProcesses,
-  type OvnkubeProcess,
-  type OvnkubeScan,
-  type UnreadableProcess,
-} from './scan.js';
-export { MAX_REUSE_AGE_MS, OvnkubeScanner } from './scanner.js';
+/**
+ * Flags that the cluster network operator renders on ovnkube-node's command line from
+ * 4.10 on and never before: 4.10+ evidence that comes with ovnkube-node itself. During an
+ * upgrade CNO rolls out the 4.10 ovnkube-node first and the machine-config operator reboots
+ * the node into 4.10's RHCOS later, possibly hours later: meanwhile the host's os-release
+ * still says 4.9 and ovnkube-node routes services via br-ex in both modes.
+ * openshift/cluster-network-operator bindata/network/ovn-kubernetes/: release-4.8 f9c68257e
+ * and release-4.9 275ca80b4 render neither anywhere; release-4.10 c7855f10e ovnkube-node.yaml
+ * :377,379 renders both at its tip (--ovn-metrics-bind-address since fb86cdf8b, 2021-11-19, before
+ * the branch was cut; --export-ovs-metrics only since 630f83895, 2022-10-21: an early 4.10.z has the
+ * first alone, and either flag is evidence); release-4.11 33da9fb93 to release-4.13 bc45a4d1d
+ * in managed/ and self-hosted/ovnkube-node.yaml; release-4.14 af41a3620 to release-4.20
+ * e39d57bde in common/008-script-lib.yaml (`exec /usr/bin/ovnkube --init-ovnkube-controller
+ * ... --init-node ...`: the process keeps --init-node).
+ */
+export const RELEASE_410_FLAGS = ['--export-ovs-metrics', '--ovn-metrics-bind-address'] as const;
+
+/** `--name`, `-name`, `--name=v` or `-name=v`: how Go's flag parsing (urfave/cli) takes a flag. */
+function isFlag(arg: string, name: string): boolean {
+  const bare = arg.startsWith('--') ? arg.slice(2) : arg.startsWith('-') ? arg.slice(1) : null;
+  return bare !== null && (bare === name || bare.startsWith(`${name}=`));
+}
+
+/** Parses an ovnkube command line; undefined when it is not `ovnkube --init-node`. */
+export function parseOvnkubeCmdline(
+  argv: string[],
+): { modeFlag: string | null; release410Plus: string | null } | undefined {
+  const [exe] = argv;
+  if (exe === undefined || path.basename(exe) !== 'ovnkube') return undefined;
+  if (!argv.some((a) => a === '--init-node' || a.startsWith('--init-node='))) return undefined;
+  let modeFlag: string | null = null;
+  argv.forEach((arg, i) => {
+    if (arg === '--gateway-mode' || arg === '-gateway-mode') modeFlag = argv[i + 1] ?? '';
+    else if (arg.startsWith('--gateway-mode=') || arg.startsWith('-gateway-mode='))
+      modeFlag = arg.slice(arg.indexOf('=') + 1);
+  });
+  const release410Plus = RELEASE_410_FLAGS.find((flag) => argv.some((a) => isFlag(a, flag.slice(2)))) ?? null;
+  return { modeFlag, release410Plus };
+}
+
+/** The fields of /proc/PID/stat after the parenthesised comm (which may hold spaces): state first. */
+const statFields = (stat: string): string[] => stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+
+/** The start time field of /proc/PID/stat. */
+export function startTimeOf(stat: string): string | null {
+  return statFields(stat)[19] ?? null;
+}
+
+/** The parent's PID, field 4 of /proc/PID/stat. */
+export function parentOf(stat: string): number | null {
+  const ppid = statFields(stat)[1];
+  return ppid !== undefined && /^\d+$/.test(ppid) ? Number(ppid) : null;
+}
+
+/**
+ * USER_HZ, the clock ticks per second of /proc/PID/stat's start time: 100 on every
+ * architecture OpenShift runs on (x86_64, aarch64, ppc64le, s390x); Node cannot ask
+ * sysconf(_SC_CLK_TCK).
+ */
+const USER_HZ = 100;
+
+/** The time since boot in USER_HZ ticks, from /proc/uptime (the clock of the start times); null if unreadable. */
+function uptimeTicks(procRoot: string, read: ProcReader): number | null {
+  try {
+    const seconds = Number(/^(\d+(?:\.\d+)?) /.exec(read(`${procRoot}/uptime`).toString('latin1'))?.[1]);
+    return Number.isFinite(seconds) ? Math.round(seconds * USER_HZ) : null;
+  } catch {
+    return null;
+  }
+}
+
+/** Reads a whole /proc file; the returned buffer may be reused by the next call. Tests wrap it to see what is read. */
+export type ProcReader = (file: string) => Buffer;
+
+let buffer = Buffer.allocUnsafe(64 * 1024);
+
+/** The whole of a /proc file, in the shared buffer (valid until the next call). */
+function readProcFile(file: string): Buffer {
+  const fd = openSync(file, 'r');
+  try {
+    let length = 0;
+    for (;;) {
+      if (length === buffer.length) {
+        const bigger = Buffer.allocUnsafe(buffer.length * 2);
+        buffer.copy(bigger);
+        buffer = bigger;
+      }
+      const n = readSync(fd, buffer, length, buffer.length - length, null);
+      if (n === 0) return buffer.subarray(0, length);
+      length += n;
+    }
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** Whether /proc/PID/comm (the name, then a newline) says ovnkube. */
+const commIsOvnkube = (comm: Buffer) => comm.toString('latin1').replace(/\n$/, '') === 'ovnkube';
+
+/** Whether argv[0] of a raw command line is named ovnkube (the cheap test every process gets). */
+function namedOvnkube(cmdline: Buffer): boolean {
+  const end = cmdline.indexOf(0);
+  return path.basename(cmdline.toString('latin1', 0, end < 0 ? cmdline.length : end)) === 'ovnkube';
+}
+
+const isPid = (entry: string) => /^\d+$/.test(entry);
+
+/** The comm field of /proc/PID/stat (between the first '(' and the last ')'). */
+function commOfStat(stat: string): string {
+  return stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+}
+
+export interface OvnkubeProcess {
+  pid: number;
+  /** Field 22 of /proc/PID/stat: start time in clock ticks since boot; tells a reused PID apart. */
+  startTime: string;
+  mode: GatewayMode | null;
+  modeFlag: string | null;
+  /** The first of RELEASE_410_FLAGS on its command line, or null. */
+  release410Plus: string | null;
+}
+
+interface Found {
+  process: OvnkubeProcess;
+  ppid: number | null;
+  /** A copy of its command line as read. */
+  cmdline: Buffer;
+}
+
+/** The oldest a fork may be, not yet exec'd, and still be taken for a copy of its parent (header). */
+export const MAX_COPY_AGE_MS = 2000;
+
+/**
+ * The PIDs among `found` that are forked copies of another found process (header): the
+ * parent is in `found`, the command lines are equal byte for byte, and it started at
+ * most MAX_COPY_AGE_MS ago by /proc/uptime (`now`, read only if there is a candidate).
+ */
+function forkedCopies(found: Found[], now: () => number | null): Set<number> {
+  const byPid = new Map(found.map((f) => [f.process.pid, f]));
+  const copies = new Set<number>();
+  let ticks: number | null | undefined;
+  for (const f of found) {
+    const parent = f.ppid === null || f.ppid === f.process.pid ? undefined : byPid.get(f.ppid);
+    if (!parent || !parent.cmdline.equals(f.cmdline)) continue;
+    if (ticks === undefined) ticks = now();
+    const started = Number(f.process.startTime);
+    if (ticks === null || !Number.isSafeInteger(started)) continue;
+    if (((ticks - started) * 1000) / USER_HZ <= MAX_COPY_AGE_MS) copies.add(f.process.pid);
+  }
+  return copies;
+}
+
+/** An ovnkube --init-node process whose network namespace we may not read. */
+export interface UnreadableProcess {
+  pid: number;
+  code: string;
+  /** As OvnkubeProcess's: it may be this node's ovnkube-node, and this evidence can only turn changes off. */
+  modeFlag: string | null;
+  release410Plus: string | null;
+}
+
+export interface OvnkubeScan {
+  processes: OvnkubeProcess[];
+  unreadable: UnreadableProcess[];
+}
+
+/**
+ * The ovnkube --init-node processes of our network namespace, and those whose
+ * namespace /proc refuses to show: reading /proc/PID/ns/net of another user's process
+ * takes the kernel's ptrace access check (root, or CAP_SYS_PTRACE), and a refusal
+ * says nothing about where the process runs.
+ */
+export async function scanOvnkubeProcesses(procRoot = '/proc', read: ProcReader = readProcFile): Promise<OvnkubeScan> {
+  return scanOvnkubeProcessesSync(procRoot, read, new Set());
+}
+
+/** Scans every process; `seen` gets every PID looked at but the copies left out, `cmdlines` a copy of each found ovnkube's command line. */
+function scanOvnkubeProcessesSync(
+  procRoot: string,
+  read: ProcReader,
+  seen: Set<string>,
+  cmdlines?: Map<number, Buffer>,
+): OvnkubeScan {
+  const ownNet = readlinkSync(path.join(procRoot, 'self', 'ns', 'net'));
+  const scan: OvnkubeScan = { processes: [], unreadable: [] };
+  const found: Found[] = [];
+  for (const entry of readdirSync(procRoot)) {
+    if (!isPid(entry)) continue;
+    seen.add(entry);
+    const dir = `${procRoot}/${entry}`;
+    try {
+      if (!commIsOvnkube(read(`${dir}/comm`))) continue;
+      const raw = read(`${dir}/cmdline`);
+      if (!namedOvnkube(raw)) continue;
+      const argv = raw
+        .toString('utf8')
+        .split('\0')
+        .filter((a, i, all) => a !== '' || i < all.length - 1);
+      const parsed = parseOvnkubeCmdline(argv);
+      if (!parsed) continue;
+      // A copy: the next read reuses the buffer.
+      const cmdline = Buffer.from(raw);
+      let net: string;
+      try {
+        net = readlinkSync(path.join(dir, 'ns', 'net'));
+      } catch (err) {
+        const code = (err as NodeJS.ErrnoException).code;
+        if (code === 'EACCES' || code === 'EPERM') {
+          scan.unreadable.push({ pid: Number(entry), code, ...parsed });
+          continue;
+        }
+        throw err;
+      }
+      if (net !== ownNet) continue;
+      const stat = read(path.join(dir, 'stat')).toString('utf8');
+      const startTime = startTimeOf(stat);
+      if (startTime === null) continue;
+      const m = parsed.modeFlag;
+      const mode = m === 'local' || m === 'shared' ? m : null;
+      found.push({
+        process: { pid: Number(entry), startTime, modeFlag: m, mode, release410Plus: parsed.release410Plus },
+        ppid: parentOf(stat),
+        cmdline,
+      });
+    } catch {
+      // The process exited while we looked: skip it.
+    }
+  }
+  const copies = forkedCopies(found, () => uptimeTicks(procRoot, read));
+  for (const f of found) {
+    if (copies.has(f.process.pid)) {
+      seen.delete(String(f.process.pid));
+      continue;
+    }
+    scan.processes.push(f.process);
+    cmdlines?.set(f.process.pid, f.cmdline);
+  }
+  return scan;
+}
+
+export async function findOvnkubeProcesses(procRoot = '/proc'): Promise<OvnkubeProcess[]> {
+  return (await scanOvnkubeProcesses(procRoot)).processes;
+}
+
+/** The oldest full scan a pass may reuse (OvnkubeScanner, point 1). */
+export const MAX_REUSE_AGE_MS = 1000;
+
+interface FullScan {
+  scan: OvnkubeScan;
+  /** The PIDs of the full scan still in /proc (pruned at each reuse). */
+  pids: Set<string>;
+  /** The command line of the one ovnkube found, as read. */
+  cmdline: Buffer | undefined;
+  at: number;
+}
+
+/**
+ * A full scan of /proc, or the last one reused by a pass woken by a route notification alone
+ * (a repair), when all of this holds:
+ *  1. the last full scan found exactly one ovnkube process and no unreadable one, at most
+ *     MAX_REUSE_AGE_MS ago;
+ *  2. that process is the same one: its /proc/PID/stat gives the same start time (a reused PID
+ *     has another) and comm `ovnkube` (an exec changes it), its command line is byte for byte
+ *     the one parsed (an ovnkube exec'ing ovnkube with other arguments keeps comm and start
+ *     time), and its network namespace is still ours;
+ *  3. no PID that was not in the last full scan has a comm that says ovnkube: read at every
+ *     reuse, never remembered (it may exec ovnkube later); a PID gone from /proc is forgotten,
+ *     so a process that later takes its number is read too. A forked copy left out of a full
+ *     scan is not remembered either.
+ * Any doubt (a failed read, anything else in /proc/PID/stat) is a full scan. Unseen for at most
+ * MAX_REUSE_AGE_MS: a process of the last full scan that has since exec'd an ovnkube of its own
+ * beside the known one, and a PID of that scan taken by a new process between two passes.
+ * Every other wake-up (resync, mode file, link or address event, retry) scans in full.
+ */
+export class OvnkubeScanner {
+  private last: FullScan | undefined;
+  /** How many scans were full and how many reused (tests read them). */
+  readonly counts = { full: 0, reused: 0 };
+
+  constructor(
+    private readonly procRoot = '/proc',
+    private readonly read: ProcReader = readProcFile,
+    private readonly now: () => number = () => performance.now(),
+  ) {}
+
+  /** `reuse`: the caller's pass was woken by a route notification alone. */
+  scan(reuse: boolean): OvnkubeScan {
+    if (reuse && this.last && this.unchanged(this.last)) {
+      this.counts.reused++;
+      return this.last.scan;
+    }
+    const pids = new Set<string>();
+    const cmdlines = new Map<number, Buffer>();
+    const at = this.now();
+    const scan = scanOvnkubeProcessesSync(this.procRoot, this.read, pids, cmdlines);
+    const [only, ...more] = scan.processes;
+    this.last = {
+      scan,
+      pids,
+      cmdline: only !== undefined && more.length === 0 ? cmdlines.get(only.pid) : undefined,
+      at,
+    };
+    this.counts.full++;
+    return scan;
+  }
+
+  private unchanged(last: FullScan): boolean {
+    const [known, ...more] = last.scan.processes;
+    if (known === undefined || more.length > 0 || last.scan.unreadable.length > 0 || last.cmdline === undefined)
+      return false;
+    const age = this.now() - last.at;
+    if (!(age >= 0 && age <= MAX_REUSE_AGE_MS)) return false;
+    try {
+      const dir = `${this.procRoot}/${known.pid}`;
+      const stat = this.read(`${dir}/stat`).toString('utf8');
+      if (commOfStat(stat) !== 'ovnkube' || startTimeOf(stat) !== known.startTime) return false;
+      if (!this.read(`${dir}/cmdline`).equals(last.cmdline)) return false;
+      if (readlinkSync(`${dir}/ns/net`) !== readlinkSync(`${this.procRoot}/self/ns/net`)) return false;
+      const present = new Set<string>();
+      for (const entry of readdirSync(this.procRoot)) {
+        if (!isPid(entry)) continue;
+        present.add(entry);
+        if (last.pids.has(entry)) continue;
+        let comm: Buffer;
+        try {
+          comm = this.read(`${this.procRoot}/${entry}/comm`);
+        } catch {
+          continue; // Exited already.
+        }
+        if (commIsOvnkube(comm)) return false;
+      }
+      for (const pid of last.pids) if (!present.has(pid)) last.pids.delete(pid);
+      return true;
+    } catch {
+      return false;
+    }
+  }
+}
 
 /** What tells this process from a later one with the same pid (the signal strategy's target id too). */
 export const processIdentity = (p: OvnkubeProcess): string => `pid ${p.pid} start ${p.startTime}`;

@@ -15,13 +15,13 @@ import {
   NLM_F_CREATE,
   NLM_F_REPLACE,
   parseDatagram,
+  PrefixFilter,
   routeKey,
   RTM_NEWADDR,
   RTM_NEWLINK,
   RTM_NEWROUTE,
   type RouteMessage,
 } from '../../src/dataplane/codec.js';
-import { PrefixFilter } from '../../src/dataplane/convert.js';
 import { parseAddress, parseCidr } from '../../src/net/cidr.js';
 import { encodeAddress, encodeDone, encodeError, encodeLink } from '../helpers/kernel-encode.js';
 

@@ -2,9 +2,9 @@
 // 100,000 mutations of real kernel datagrams (test/fixtures/kernel-messages.hex):
 // bit flips, truncations, message and attribute lengths past the end or under the
 // header, garbage nested in RTA_MULTIPATH and RTA_METRICS, spliced datagrams. Each goes
-// the way a message goes in subscription.ts and kernel.ts (parseDatagram, the raw prefix
+// the way a message goes in kernel.ts (parseDatagram, the raw prefix
 // filter, decodeRoute, decodeLink, decodeAddress) and the way an answer goes in
-// channel.ts (decodeError, decodeDone). An Error is the worst allowed: no other throw,
+// kernel.ts (decodeError, decodeDone). An Error is the worst allowed: no other throw,
 // no hang (the test's timeout).
 // Then the same mutations as notifications to a subscribed KernelDataplane over the
 // fake kernel's transport: events or a resync, and afterwards the kernel's truth.
@@ -27,9 +27,9 @@ import {
   RTM_NEWADDR,
   RTM_NEWLINK,
   RTM_NEWROUTE,
+  PrefixFilter,
 } from '../../src/dataplane/codec.js';
 import { KernelDataplane } from '../../src/dataplane/kernel.js';
-import { PrefixFilter } from '../../src/dataplane/convert.js';
 import type { DataplaneEvent } from '../../src/dataplane/types.js';
 import { parseCidr } from '../../src/net/cidr.js';
 import { FakeKernel } from '../helpers/fake-transport.js';

@@ -529,3 +529,27 @@ test("a dump the kernel rejects under strict checking fails with the kernel's ex
     });
   });
 });
+
+test('while subscribed, links and addresses read right after any link or address change show it, watched or not', async (t) => {
+  if (skipWithoutKernel(t)) return;
+  await withNode({}, async (ns, probe) => {
+    await probe.call('subscribe', WATCHED);
+    const mtuOf = async (name: string) => (await probe.call<Link[]>('links')).find((l) => l.name === name)?.mtu;
+    const hasAddress = async (address: string) =>
+      (await probe.call<Array<{ address: string }>>('addresses')).some((a) => a.address === address);
+    ns.ip('link add other0 type veth peer name other1');
+    assert.equal(await mtuOf('other0'), 1500);
+    assert.equal(await mtuOf('other0'), 1500);
+    for (const mtu of [1400, 1300]) {
+      ns.ip(`link set other0 mtu ${mtu}`);
+      assert.equal(await mtuOf('other0'), mtu);
+      ns.ip(`link set ovn-k8s-mp0 mtu ${mtu}`);
+      assert.equal(await mtuOf('ovn-k8s-mp0'), mtu);
+    }
+    assert.equal(await hasAddress('192.0.2.1'), false);
+    ns.ip('addr add 192.0.2.1/24 dev other0');
+    assert.equal(await hasAddress('192.0.2.1'), true);
+    ns.ip('addr del 192.0.2.1/24 dev other0');
+    assert.equal(await hasAddress('192.0.2.1'), false);
+  });
+});

@@ -1,4 +1,4 @@
-// A scripted fake kernel at the netlink transport (src/dataplane/transport.ts), after
+// A scripted fake kernel at the netlink transport (src/dataplane/kernel.ts, NetlinkTransport), after
 // Felix's mocknetlink: it keeps links, addresses and routes, answers requests with
 // real kernel-shaped messages built by the codec (the same bytes the dataplane
 // decodes from the kernel), sends notifications to subscription sockets, and fails
@@ -25,10 +25,11 @@ import {
   RTM_DELROUTE,
   RTNLGRP_IPV4_ROUTE,
   RTNLGRP_IPV6_ROUTE,
+  RTNLGRP_LINK,
   type NetlinkMessage,
 } from '../../src/dataplane/codec.js';
 import { encodeAddress, encodeDone, encodeError, encodeLink } from './kernel-encode.js';
-import type { NetlinkOpenOptions, NetlinkSocket, NetlinkTransport } from '../../src/dataplane/transport.js';
+import type { NetlinkOpenOptions, NetlinkSocket, NetlinkTransport } from '../../src/dataplane/kernel.js';
 import { addressFromBytes, parseAddress, parseCidr, type Family } from '../../src/net/cidr.js';
 import type { InterfaceAddress, Link } from '../../src/core/route.js';
 
@@ -51,6 +52,11 @@ export const FAULTS = [
   'enobufs',
   /** The next read of a request socket fails with ENOBUFS (its answer may be gone). */
   'request-enobufs',
+  /**
+   * The next socket opened with strictCheck gets none (the addon ignores ENOPROTOOPT from a
+   * kernel before 4.20): its route dumps hold every table.
+   */
+  'no-strict-check',
 ] as const;
 export type Fault = (typeof FAULTS)[number];
 
@@ -103,6 +109,7 @@ function encodeFakeRoute(type: number, flags: number, seq: number, port: number,
 class FakeSocket implements NetlinkSocket {
   readonly queue: Buffer[] = [];
   closed = false;
+  strict = true;
   private scheduled = false;
 
   constructor(
@@ -179,6 +186,7 @@ export class FakeKernel implements NetlinkTransport {
       new Set([...(options.groups ?? []), ...(options.optionalGroups ?? [])]),
       onReadable,
     );
+    if (options.strictCheck && this.take('no-strict-check')) socket.strict = false;
     this.sockets.add(socket);
     return socket;
   }
@@ -225,6 +233,12 @@ export class FakeKernel implements NetlinkTransport {
     if (i >= 0) this.routes[i] = r;
     else this.routes.push(r);
     this.notifyRoute(RTM_NEWROUTE, flags, r);
+  }
+
+  /** A link change made by someone else: applied, then notified. */
+  setLink(link: Link): void {
+    this.links = [...this.links.filter((l) => l.index !== link.index), link];
+    this.notify(RTNLGRP_LINK, encodeLink(RTM_NEWLINK, 0, 0, 0, link));
   }
 
   deleteRoute(prefix: string, table = 254): void {
@@ -297,7 +311,8 @@ export class FakeKernel implements NetlinkTransport {
         // AF_UNSPEC (0) asks for every family.
         const family: Family | undefined = request.family === AF_INET ? 4 : request.family === AF_INET6 ? 6 : undefined;
         const rows = this.routes
-          .filter((r) => (family === undefined || familyOf(r.prefix) === family) && r.table === request.table)
+          .filter((r) => family === undefined || familyOf(r.prefix) === family)
+          .filter((r) => !socket.strict || r.table === request.table)
           .map((r) => ({ ...r }));
         return this.dump(
           msg,
