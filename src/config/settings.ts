@@ -128,7 +128,7 @@ export async function resolvePlanSettings(given: RawPlanOptions): Promise<PlanSe
     try {
       conf = await readOvnkubeConf(raw.ovnkubeConfig);
     } catch (err) {
-      // A system error by its code (ENOENT); a conf ovnkube would refuse (GcfgError) by what gcfg says.
+      // A system error by its code (ENOENT); a conf not read by its line and why.
       const e = err as NodeJS.ErrnoException;
       throw new ConfigError(
         'ovnkube-config',
