@@ -67,13 +67,13 @@ function parseVariables(text: string): Map<string, string> {
     const line = full.endsWith('\r') ? full.slice(0, -1) : full;
     try {
       if (/[\0\r\ufeff]/.test(line)) throw new Error('a NUL, a carriage return or a byte order mark');
-      const header = HEADER.exec(line);
-      const variable = VARIABLE.exec(line);
-      if (header) section = header[1]!.toLowerCase();
-      else if (variable && section !== null) {
-        const key = `${section}.${variable[1]!.toLowerCase()}`;
-        if (vars.has(key)) throw new Error(`[${section}] ${variable[1]} given twice`);
-        vars.set(key, value(variable[2]!));
+      const [, header] = HEADER.exec(line) ?? [];
+      const [, name, raw = ''] = VARIABLE.exec(line) ?? [];
+      if (header) section = header.toLowerCase();
+      else if (name && section !== null) {
+        const key = `${section}.${name.toLowerCase()}`;
+        if (vars.has(key)) throw new Error(`[${section}] ${name} given twice`);
+        vars.set(key, value(raw));
       } else if (!/^[ \t]*(?:[;#].*)?$/.test(line))
         throw new Error(`not a [section] header or a name=value in a section, as the network operator renders them`);
     } catch (err) {

@@ -232,7 +232,8 @@ export async function resolveSettings(given: RawRunOptions): Promise<Settings> {
   const perHour = Number(raw.restartMaxPerHour);
   if (String(raw.restartMaxPerHour).trim() === '' || !Number.isInteger(perHour) || perHour < 1 || perHour > 1e6)
     throw new ConfigError('restart-max-per-hour', `"${raw.restartMaxPerHour}" is not a whole number from 1 to 1000000`);
-  const metrics = raw.metricsAddress ? flag('metrics-address', () => parseListenAddress(raw.metricsAddress!)) : null;
+  const at = raw.metricsAddress;
+  const metrics = at ? flag('metrics-address', () => parseListenAddress(at)) : null;
   return {
     ...base,
     socket: raw.socket,
