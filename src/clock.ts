@@ -1,17 +1,11 @@
-// The one clock, with two faces. Durations and deadlines (the settle window, the restart
-// timeout, the rate limit, the fight window, backoff, the watchdog's stuck threshold) are
-// measured on `now()`, a monotonic clock that NTP never steps; `wall()` is only for what
-// people read (status timestamps, log and event times, file names) and for comparing with
-// file-system times. A wall clock stepped back by days made every deadline lie in the
-// future (and the timers spin, see `after`), one stepped forward cut the settle window short.
-//
-// `now()` is CLOCK_MONOTONIC (process.hrtime), not performance.now(): it is system-wide and
-// counts from boot, so a value the journal keeps means the same to the next agent on the
-// same boot (the journal stores it with the boot id, src/restart/journal-time.ts), and it is
-// the clock systemd's watchdog and MONOTONIC_USEC use. It stops while the machine is
-// suspended (CLOCK_BOOTTIME would not): a node suspended mid-migration waits the longer,
-// which errs on the side of the rate limit. Timers are the platform's (setTimeout), which
-// tests replace with node:test's mock timers; a test passes a fake clock.
+// The one clock, with two faces. Every duration and deadline (settle window, restart timeout,
+// rate limit, fight window, backoff, the watchdog's stuck threshold) is on `now()`, monotonic:
+// a wall clock stepped back by days put every deadline in the future, one stepped forward cut
+// the settle window short. `wall()` is only for what people read and for file times.
+// `now()` is CLOCK_MONOTONIC (process.hrtime), not performance.now(): system-wide and counted
+// from boot, so a value the journal keeps (with the boot id: src/restart/journal-time.ts)
+// means the same to the next agent; it is also the clock of systemd's watchdog. It stops
+// while the machine is suspended, which errs on the side of the rate limit.
 export interface Clock {
   /** Monotonic milliseconds (since boot): for every duration and deadline. */
   now(): number;
@@ -28,10 +22,9 @@ export const systemClock: Clock = {
 export const MAX_TIMER_MS = 2 ** 31 - 1;
 
 /**
- * A computed delay as setTimeout must get it: within [0, MAX_TIMER_MS]. A deadline far in
- * the future (a clock stepped, a huge setting) waits the longest a timer can, and is looked
- * at again then; it never becomes Node's 1 ms, which turned a wake-up into a busy loop.
- * NaN (a bug upstream) is the longest too: a stall the periodic resync ends, never a spin.
+ * A delay as setTimeout must get it, within [0, MAX_TIMER_MS]: a deadline far off waits the
+ * longest a timer can and is looked at again then, never Node's 1 ms (a busy loop). NaN (a
+ * bug upstream) is the longest too: a stall the periodic resync ends, never a spin.
  */
 export function timerDelay(ms: number): number {
   if (Number.isNaN(ms)) return MAX_TIMER_MS;

@@ -1,14 +1,14 @@
 // The agent's settings, resolved and checked once: flags (or OVN_GWMODE_* variables),
 // then ovnkube.conf for what the flags leave out. A bad value is a ConfigError that
 // names the flag; the CLI prints it on one line and exits 2.
-import type { GatewayMode, PlannerConfig } from '../core/types.js';
-import { addressInSubnet, parseAddress, parseCidr, type Cidr, type Family } from '../net/cidr.js';
 import { readFile } from 'node:fs/promises';
-import { parseListenAddress } from '../metrics/address.js';
-import { parseDuration } from './duration.js';
-import { readOvnkubeConf, type OvnkubeConf } from './ovnkube-conf.js';
-import { DEFAULT_OS_RELEASE, readOsRelease } from './os-release.js';
 import type { ConfEvidence } from '../core/platform.js';
+import type { GatewayMode, PlannerConfig } from '../core/types.js';
+import { parseListenAddress } from '../metrics/address.js';
+import { addressInSubnet, parseAddress, parseCidr, type Cidr, type Family } from '../net/cidr.js';
+import { parseDuration } from './duration.js';
+import { DEFAULT_OS_RELEASE, readOsRelease } from './os-release.js';
+import { readOvnkubeConf, type OvnkubeConf } from './ovnkube-conf.js';
 
 export class ConfigError extends Error {
   readonly code = 'ERR_GWMODE_CONFIG';
@@ -35,20 +35,21 @@ export interface RawPlanOptions {
   logLevel: string;
 }
 
+type Duration = string | number;
 export interface RawRunOptions extends RawPlanOptions {
   socket: string;
   socketGroup?: string | number;
   stateDir: string;
-  resyncInterval: string | number;
+  resyncInterval: Duration;
   restart: string;
   criEndpoint?: string;
   ovnkubeNamespace: string;
   ovnkubeContainer: string;
-  restartGrace: string | number;
-  restartMinInterval: string | number;
-  restartMaxPerHour: string | number;
-  restartTimeout: string | number;
-  settle: string | number;
+  restartGrace: Duration;
+  restartMinInterval: Duration;
+  restartMaxPerHour: Duration;
+  restartTimeout: Duration;
+  settle: Duration;
   dryRun: boolean;
   metricsAddress?: string;
 }
@@ -85,9 +86,18 @@ export interface Settings extends PlanSettings {
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 
-function oneOf<T extends string>(flag: string, value: string, allowed: readonly T[]): T {
+/** fn's value, or its error as a ConfigError naming the flag (after `prefix`). */
+function flag<T>(name: string, fn: () => T, prefix = ''): T {
+  try {
+    return fn();
+  } catch (err) {
+    throw err instanceof ConfigError ? err : new ConfigError(name, prefix + (err as Error).message);
+  }
+}
+
+function oneOf<T extends string>(name: string, value: string, allowed: readonly T[]): T {
   if ((allowed as readonly string[]).includes(value)) return value as T;
-  throw new ConfigError(flag, `"${value}" is not one of ${allowed.join(', ')}`);
+  throw new ConfigError(name, `"${value}" is not one of ${allowed.join(', ')}`);
 }
 
 const splitList = (values: Array<string | number> | undefined): string[] =>
@@ -96,17 +106,9 @@ const splitList = (values: Array<string | number> | undefined): string[] =>
     .map((v) => v.trim())
     .filter(Boolean);
 
-function interfaceName(flag: string, value: string): string {
-  if (!/^[^\s/]{1,15}$/.test(value)) throw new ConfigError(flag, `"${value}" is not an interface name`);
+function interfaceName(name: string, value: string): string {
+  if (!/^[^\s/]{1,15}$/.test(value)) throw new ConfigError(name, `"${value}" is not an interface name`);
   return value;
-}
-
-function duration(flag: string, value: string | number): number {
-  try {
-    return parseDuration(value);
-  } catch (err) {
-    throw new ConfigError(flag, (err as Error).message);
-  }
 }
 
 const REPEATABLE = new Set(['serviceCidr', 'gatewayNexthop', 'service-cidr', 'gateway-nexthop']);
@@ -128,7 +130,7 @@ export async function resolvePlanSettings(given: RawPlanOptions): Promise<PlanSe
     try {
       conf = await readOvnkubeConf(raw.ovnkubeConfig);
     } catch (err) {
-      // A system error by its code (ENOENT); a conf ovnkube would refuse (GcfgError) by what gcfg says.
+      // A system error by its code (ENOENT); a conf not read by its line and why.
       const e = err as NodeJS.ErrnoException;
       throw new ConfigError(
         'ovnkube-config',
@@ -137,26 +139,22 @@ export async function resolvePlanSettings(given: RawPlanOptions): Promise<PlanSe
     }
   }
 
-  const cidrFlag = raw.serviceCidr && raw.serviceCidr.length > 0 ? 'service-cidr' : 'ovnkube-config';
-  const cidrTexts = cidrFlag === 'service-cidr' ? splitList(raw.serviceCidr) : (conf?.serviceCidrs ?? []);
-  if (cidrTexts.length === 0) {
+  const cidrFlag = raw.serviceCidr?.length ? 'service-cidr' : 'ovnkube-config';
+  const cidrTexts = raw.serviceCidr?.length ? splitList(raw.serviceCidr) : (conf?.serviceCidrs ?? []);
+  if (cidrTexts.length === 0)
     throw new ConfigError(
       'service-cidr',
       'no service CIDR given (and no [kubernetes] service-cidrs in --ovnkube-config)',
     );
-  }
   const serviceCidrs: Cidr[] = [];
-  const from = cidrFlag === 'service-cidr' ? '' : `${raw.ovnkubeConfig}: [kubernetes] service-cidrs: `;
+  const from = raw.serviceCidr?.length ? '' : `${raw.ovnkubeConfig}: [kubernetes] service-cidrs: `;
   for (const text of cidrTexts) {
-    try {
-      const cidr = parseCidr(text);
-      // A /0 is the default route, which every node has via br-ex's gateway: the very shape of a
-      // shared-mode service route, so the node's way out would be moved into ovn-k8s-mp0.
-      if (cidr.length === 0) throw new Error(`"${text}" is a default route, never a service network`);
-      if (!serviceCidrs.some((c) => c.text === cidr.text)) serviceCidrs.push(cidr);
-    } catch (err) {
-      throw new ConfigError(cidrFlag, `${from}${(err as Error).message}`);
-    }
+    const cidr = flag(cidrFlag, () => parseCidr(text), from);
+    // A /0 is the default route, which every node has via br-ex's gateway: the very shape of a
+    // shared-mode service route, so the node's way out would be moved into ovn-k8s-mp0.
+    if (cidr.length === 0)
+      throw new ConfigError(cidrFlag, `${from}"${text}" is a default route, never a service network`);
+    if (!serviceCidrs.some((c) => c.text === cidr.text)) serviceCidrs.push(cidr);
   }
 
   let mtu: number | null = conf?.mtu ?? null;
@@ -167,37 +165,29 @@ export async function resolvePlanSettings(given: RawPlanOptions): Promise<PlanSe
   }
 
   const gatewayNexthop: Partial<Record<Family, string>> = {};
-  const hopFlag = raw.gatewayNexthop && raw.gatewayNexthop.length > 0 ? 'gateway-nexthop' : 'ovnkube-config';
-  const hops = hopFlag === 'gateway-nexthop' ? splitList(raw.gatewayNexthop) : (conf?.nextHop ?? []);
-  for (const hop of hops) {
-    try {
-      const a = parseAddress(hop);
-      if (gatewayNexthop[a.family]) throw new Error(`two IPv${a.family} next hops given`);
-      gatewayNexthop[a.family] = a.text;
-    } catch (err) {
-      throw new ConfigError(hopFlag, (err as Error).message);
-    }
+  const hopFlag = raw.gatewayNexthop?.length ? 'gateway-nexthop' : 'ovnkube-config';
+  for (const hop of raw.gatewayNexthop?.length ? splitList(raw.gatewayNexthop) : (conf?.nextHop ?? [])) {
+    const a = flag(hopFlag, () => parseAddress(hop));
+    if (gatewayNexthop[a.family]) throw new ConfigError(hopFlag, `two IPv${a.family} next hops given`);
+    gatewayNexthop[a.family] = a.text;
   }
 
   // The 4.10+ next hop is the .4 of each masquerade subnet ovnkube.conf names.
-  const masqueradeNexthops: string[] = [];
-  for (const text of conf?.masqueradeSubnets ?? []) {
-    try {
-      const subnet = parseCidr(text);
-      masqueradeNexthops.push(addressInSubnet(subnet, subnet.length, 4).text);
-    } catch (err) {
-      throw new ConfigError('ovnkube-config', `[gateway] masquerade subnet: ${(err as Error).message}`);
-    }
-  }
+  const masqueradeNexthops = (conf?.masqueradeSubnets ?? []).map((text) => {
+    const subnet = flag('ovnkube-config', () => parseCidr(text), '[gateway] masquerade subnet: ');
+    return addressInSubnet(subnet, subnet.length, 4).text;
+  });
 
-  const confMode = conf?.mode === 'local' || conf?.mode === 'shared' ? conf.mode : null;
-  // Read here, at start and on reload: a node's release changes only with a reboot.
-  const osRelease = await readOsRelease(raw.osRelease || DEFAULT_OS_RELEASE);
+  // The keys of ovnkube.conf that only a 4.10+ network operator renders (core/platform.ts says which and why).
+  const confKeys = conf && [
+    ...(conf.platformType === null ? [] : [`[kubernetes] platform-type="${conf.platformType}"`]),
+    ...conf.masqueradeSubnets.map((subnet) => `[gateway] masquerade subnet ${subnet}`),
+  ];
   return {
     modeFile: raw.modeFile,
     serviceCidrs,
     ovnkubeConfig: raw.ovnkubeConfig ?? null,
-    ovnkubeConfMode: confMode,
+    ovnkubeConfMode: conf?.mode === 'local' || conf?.mode === 'shared' ? conf.mode : null,
     gatewayInterface: interfaceName('gateway-interface', raw.gatewayInterface),
     managementInterface: interfaceName('management-interface', raw.managementInterface),
     layout: oneOf('layout', raw.layout, ['auto', 'legacy', 'routing-via-host'] as const),
@@ -205,18 +195,13 @@ export async function resolvePlanSettings(given: RawPlanOptions): Promise<PlanSe
     mtu,
     gatewayNexthop,
     masqueradeNexthops,
-    osRelease,
-    confEvidence: raw.ovnkubeConfig && conf ? confEvidence(raw.ovnkubeConfig, conf) : null,
+    // Read here, at start and on reload: a node's release changes only with a reboot.
+    osRelease: await readOsRelease(raw.osRelease || DEFAULT_OS_RELEASE),
+    confEvidence:
+      raw.ovnkubeConfig && confKeys ? ({ path: raw.ovnkubeConfig, keys: confKeys } satisfies ConfEvidence) : null,
     dryRun: false,
     logLevel: oneOf('log-level', raw.logLevel, LOG_LEVELS),
   };
-}
-
-/** The keys of ovnkube.conf that only a 4.10+ network operator renders (core/platform.ts says which and why). */
-function confEvidence(path: string, conf: OvnkubeConf): ConfEvidence {
-  const keys = conf.platformType === null ? [] : [`[kubernetes] platform-type="${conf.platformType}"`];
-  for (const subnet of conf.masqueradeSubnets) keys.push(`[gateway] masquerade subnet ${subnet}`);
-  return { path, keys };
 }
 
 /** A gid, or a group name looked up in /etc/group (the agent has no NSS; a DaemonSet has no LDAP). */
@@ -224,19 +209,13 @@ async function groupId(value: string | number | undefined): Promise<number | nul
   if (value === undefined || value === '') return null;
   const text = String(value);
   if (/^\d+$/.test(text)) {
-    const gid = Number(text);
-    if (gid > 0xfffffffe) throw new ConfigError('socket-group', `"${text}" is not a gid`);
-    return gid;
+    if (Number(text) > 0xfffffffe) throw new ConfigError('socket-group', `"${text}" is not a gid`);
+    return Number(text);
   }
-  let groups: string;
-  try {
-    groups = await readFile('/etc/group', 'utf8');
-  } catch (err) {
-    throw new ConfigError(
-      'socket-group',
-      `cannot look "${text}" up in /etc/group (${(err as NodeJS.ErrnoException).code ?? (err as Error).message}); give a gid`,
-    );
-  }
+  const groups = await readFile('/etc/group', 'utf8').catch((err: NodeJS.ErrnoException) => {
+    const why = err.code ?? err.message;
+    throw new ConfigError('socket-group', `cannot look "${text}" up in /etc/group (${why}); give a gid`);
+  });
   for (const line of groups.split('\n')) {
     const [name, , gid] = line.split(':');
     if (name === text && gid !== undefined && /^\d+$/.test(gid)) return Number(gid);
@@ -247,8 +226,14 @@ async function groupId(value: string | number | undefined): Promise<number | nul
 export async function resolveSettings(given: RawRunOptions): Promise<Settings> {
   const raw = lastWins(given);
   const base = await resolvePlanSettings(raw);
+  const duration = (name: string, value: Duration) => flag(name, () => parseDuration(value));
   const resyncIntervalMs = duration('resync-interval', raw.resyncInterval);
   if (resyncIntervalMs < 1000) throw new ConfigError('resync-interval', 'must be at least 1s');
+  const perHour = Number(raw.restartMaxPerHour);
+  if (String(raw.restartMaxPerHour).trim() === '' || !Number.isInteger(perHour) || perHour < 1 || perHour > 1e6)
+    throw new ConfigError('restart-max-per-hour', `"${raw.restartMaxPerHour}" is not a whole number from 1 to 1000000`);
+  const at = raw.metricsAddress;
+  const metrics = at ? flag('metrics-address', () => parseListenAddress(at)) : null;
   return {
     ...base,
     socket: raw.socket,
@@ -261,27 +246,11 @@ export async function resolveSettings(given: RawRunOptions): Promise<Settings> {
     ovnkubeContainer: raw.ovnkubeContainer,
     restartGraceMs: duration('restart-grace', raw.restartGrace),
     restartMinIntervalMs: duration('restart-min-interval', raw.restartMinInterval),
-    restartMaxPerHour: perHour(raw.restartMaxPerHour),
+    restartMaxPerHour: perHour,
     restartTimeoutMs: duration('restart-timeout', raw.restartTimeout),
     settleMs: duration('settle', raw.settle),
     dryRun: raw.dryRun,
-    metricsAddress: metricsAddress(raw.metricsAddress),
+    metricsAddress:
+      metrics && (metrics.host.includes(':') ? `[${metrics.host}]:${metrics.port}` : `${metrics.host}:${metrics.port}`),
   };
-}
-
-function perHour(value: string | number): number {
-  const n = Number(value);
-  if (String(value).trim() === '' || !Number.isInteger(n) || n < 1 || n > 1_000_000)
-    throw new ConfigError('restart-max-per-hour', `"${value}" is not a whole number from 1 to 1000000`);
-  return n;
-}
-
-function metricsAddress(value: string | undefined): string | null {
-  if (value === undefined || value === '') return null;
-  try {
-    const { host, port } = parseListenAddress(value);
-    return host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`;
-  } catch (err) {
-    throw new ConfigError('metrics-address', (err as Error).message);
-  }
 }

@@ -11,25 +11,20 @@ const protoLoader = requireModule('@grpc/proto-loader') as typeof import('@grpc/
 
 const PROTO = fileURLToPath(new URL('../../../src/cri/runtime.proto', import.meta.url));
 
-export const DEFAULT_CRI_ENDPOINTS = ['/var/run/crio/crio.sock', '/run/containerd/containerd.sock'];
-
-export interface CriContainer {
+interface CriContainer {
   id: string;
-  podSandboxId: string;
   name: string;
   attempt: number;
-  state: string;
   labels: Record<string, string>;
 }
 
-export class CriError extends Error {
+class CriError extends Error {
   readonly code = 'ERR_GWMODE_CRI';
 }
 
-/** The first endpoint that exists, or undefined. */
-export function pickEndpoint(candidates: string[] = DEFAULT_CRI_ENDPOINTS): string | undefined {
-  return candidates.find((p) => existsSync(p));
-}
+/** The first default endpoint that exists (CRI-O's, containerd's), or undefined. */
+export const pickEndpoint = (): string | undefined =>
+  ['/var/run/crio/crio.sock', '/run/containerd/containerd.sock'].find((p) => existsSync(p));
 
 /**
  * A failed call in words. gRPC's text for a runtime it cannot reach is its resolver's ("No
@@ -91,25 +86,15 @@ export class CriClient {
     });
     return res.containers.map((c) => {
       const metadata = (c.metadata ?? {}) as { name?: string; attempt?: number };
-      return {
-        id: String(c.id),
-        podSandboxId: String(c.podSandboxId),
-        name: metadata.name ?? '',
-        attempt: Number(metadata.attempt ?? 0),
-        state: String(c.state),
-        labels: (c.labels ?? {}) as Record<string, string>,
-      };
+      const labels = (c.labels ?? {}) as Record<string, string>;
+      return { id: String(c.id), name: metadata.name ?? '', attempt: Number(metadata.attempt ?? 0), labels };
     });
   }
 
   /** Stops a container, giving it graceSeconds before the runtime kills it. */
   async stopContainer(id: string, graceSeconds: number): Promise<void> {
-    await this.call(
-      'StopContainer',
-      this.client.StopContainer,
-      { containerId: id, timeout: String(graceSeconds) },
-      graceSeconds * 1000,
-    );
+    const req = { containerId: id, timeout: String(graceSeconds) };
+    await this.call('StopContainer', this.client.StopContainer, req, graceSeconds * 1000);
   }
 
   close(): void {

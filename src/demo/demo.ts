@@ -39,10 +39,7 @@ async function main(): Promise<void> {
   // the first signal's exit code. Later signals wait for it (npm under bash passes a
   // terminal's Ctrl-C on: node gets it twice).
   let stoppedBy: NodeJS.Signals | undefined;
-  for (const [signal, code] of [
-    ['SIGINT', 130],
-    ['SIGTERM', 143],
-  ] as const) {
+  for (const [signal, code] of Object.entries({ SIGINT: 130, SIGTERM: 143 }) as Array<[NodeJS.Signals, number]>) {
     process.on(signal, () => {
       if (stoppedBy) return say(`${signal}: already tearing down`);
       stoppedBy = signal;
@@ -67,38 +64,13 @@ async function main(): Promise<void> {
     const osRelease = writeOsRelease(dir, '4.9');
     process.stdout.write(ns.ip('route show'));
 
-    const flags = [
-      '--mode-file',
-      modeFile,
-      '--os-release',
-      osRelease,
-      '--service-cidr',
-      '10.96.0.0/16',
-      '--mtu',
-      '1400',
-      '--restart',
-      'signal',
-      '--settle',
-      '3',
-    ];
+    const flags = ['--mode-file', modeFile, '--os-release', osRelease];
+    flags.push(...'--service-cidr 10.96.0.0/16 --mtu 1400 --restart signal --settle 3'.split(' '));
     say(`ovn-gwmode-agent run ${flags.join(' ')} (JSON logs)`);
-    agent = spawn(
-      'ip',
-      [
-        'netns',
-        'exec',
-        ns.name,
-        process.execPath,
-        CLI,
-        'run',
-        ...flags,
-        '--socket',
-        socket,
-        '--state-dir',
-        path.join(dir, 'state'),
-      ],
-      { stdio: ['ignore', 'inherit', 'inherit'] },
-    );
+    const args = [...flags, '--socket', socket, '--state-dir', path.join(dir, 'state')];
+    agent = spawn('ip', ['netns', 'exec', ns.name, process.execPath, CLI, 'run', ...args], {
+      stdio: ['ignore', 'inherit', 'inherit'],
+    });
     let phase = '';
     for (let i = 0; i < 200 && phase !== 'Converged'; i++) {
       await pause(100);

@@ -78,15 +78,8 @@ export class EventHistory implements AgentRecorder {
   }
 
   replace(r: ReplaceRecord): void {
-    this.add({
-      kind: 'replace',
-      cidr: r.cidr,
-      mode: r.mode,
-      before: r.before,
-      after: r.after,
-      result: r.result,
-      code: r.code,
-    });
+    const { cidr, mode, before, after, result, code } = r;
+    this.add({ kind: 'replace', cidr, mode, before, after, result, code });
   }
 
   restart(r: RestartRecord): void {
@@ -101,10 +94,7 @@ export class EventHistory implements AgentRecorder {
     this.add({ kind: 'mode-file-invalid' });
   }
 
-  /**
-   * Losses in a row are one event with a count: an ENOBUFS storm must not push the
-   * story of the migration out of the ring.
-   */
+  /** Losses in a row are one event with a count: an ENOBUFS storm must not push the migration's story out of the ring. */
   notificationsLost(): void {
     const newest = this.ring[this.ring.length - 1];
     if (newest?.kind === 'notifications-lost') {

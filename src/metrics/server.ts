@@ -1,11 +1,9 @@
-// /metrics over HTTP: the answer both on the status socket and, with
-// --metrics-address, on a TCP listener that serves nothing else (the status socket
-// stays the only way to read the status). Scrapes are read-only and small. The
-// listener is on the node IP, open to anyone who can reach it: the same guarded server
-// as the socket's (status/guarded-http.ts) cuts a client that stalls, and a new one evicts
-// an idle one past the cap, so Prometheus gets in however many stalled clients come and go.
+// /metrics over HTTP: the answer both on the status socket and, with --metrics-address, on
+// a TCP listener that serves nothing else (the socket stays the only way to read the
+// status). That listener is on the node IP, open to anyone who can reach it: it is the
+// socket's guarded server (status/server.ts), so stalled clients cannot keep Prometheus out.
 import type http from 'node:http';
-import { createGuardedServer } from '../status/guarded-http.js';
+import { createGuardedServer } from '../status/server.js';
 import type { ListenAddress } from './address.js';
 import { CONTENT_TYPE, type AgentMetrics } from './metrics.js';
 
@@ -19,9 +17,7 @@ export function serveMetrics(metrics: AgentMetrics, req: http.IncomingMessage, r
       res.writeHead(200, { 'content-type': CONTENT_TYPE, 'content-length': Buffer.byteLength(text) });
       res.end(req.method === 'HEAD' ? undefined : text);
     },
-    (err: Error) => {
-      res.writeHead(500, { 'content-type': 'text/plain' }).end(`metrics failed: ${err.message}\n`);
-    },
+    (err: Error) => res.writeHead(500, { 'content-type': 'text/plain' }).end(`metrics failed: ${err.message}\n`),
   );
 }
 
@@ -38,21 +34,15 @@ export class MetricsListener {
 
   static async listen(at: ListenAddress, metrics: AgentMetrics): Promise<MetricsListener> {
     const server = createGuardedServer((req, res) => {
-      if ((req.url ?? '/').split('?')[0] !== '/metrics') {
-        res.writeHead(404, { 'content-type': 'text/plain' }).end('only /metrics is served here\n');
-        return;
-      }
-      serveMetrics(metrics, req, res);
+      if ((req.url ?? '/').split('?')[0] === '/metrics') return serveMetrics(metrics, req, res);
+      res.writeHead(404, { 'content-type': 'text/plain' }).end('only /metrics is served here\n');
     });
+    const host = at.host.includes(':') ? `[${at.host}]` : at.host;
     await new Promise<void>((resolve, reject) => {
-      server.once('error', (err: NodeJS.ErrnoException) =>
-        reject(
-          new MetricsAddressError(
-            `--metrics-address ${at.host.includes(':') ? `[${at.host}]` : at.host}:${at.port}: cannot listen (${err.code ?? err.message})`,
-            { cause: err },
-          ),
-        ),
-      );
+      server.once('error', (err: NodeJS.ErrnoException) => {
+        const why = `--metrics-address ${host}:${at.port}: cannot listen (${err.code ?? err.message})`;
+        reject(new MetricsAddressError(why, { cause: err }));
+      });
       server.listen(at.port, at.host, () => resolve());
     });
     const bound = server.address();

@@ -1,32 +1,20 @@
-// The journal's times between the agent (monotonic ms, src/clock.ts) and the disk (wall
-// ms since epoch: what `status` and `rollback` show).
-//
-// On save every time is written as wall time with the offset (wall minus monotonic) of
-// that moment, and the offset is written beside them with the boot id. On load:
-//  1. Same boot: the stored offset turns them back exactly, whatever the wall clock did
-//     since (an NTP step between two agents moves nothing: the rate limit and the
-//     restart timeout keep their durations across an agent restart).
-//  2. Another boot, or no note (a journal of an older agent, or one only `apply` wrote):
-//     monotonic times of another boot mean nothing, and the wall clock is the only
-//     bridge. The current offset is used: as right as the wall clock is.
-//  3. A time after now (the journal written while the wall clock ran ahead, read in
-//     another boot after NTP set it right) is taken as now: a restart "in the future"
-//     would hold the rate limit, and a settle window from the future would last until
-//     then (30 days of Progressing for a clock 30 days ahead). As now, the rate limit
-//     counts it as just done, and a settle window ends its full duration from now.
-//  4. Within one boot, a journal saved again keeps the offset it was noted with while the
-//     wall clock has not stepped (see stableOffset): its times read and write back exactly.
+// The journal's times between the agent (monotonic ms, src/clock.ts) and the disk (wall ms
+// since epoch: what `status` and `rollback` show). On save every time is written as wall
+// time with the offset (wall minus monotonic) of that moment, noted beside them with the boot id.
+// On load:
+//  1. Same boot: the noted offset turns them back exactly, whatever the wall clock did since
+//     (the rate limit and the restart timeout keep their durations across an agent restart).
+//  2. Another boot, or no note (an older agent's journal, or `apply`'s): the current offset,
+//     as right as the wall clock is.
+//  3. A time after now (written while the wall clock ran ahead) is taken as now: a restart
+//     "in the future" would hold the rate limit, a settle window last until then.
+//  4. Within one boot, a journal saved again keeps its noted offset while the wall clock has
+//     not stepped (stableOffset), so its times read and write back exactly.
 import { readFileSync } from 'node:fs';
 import { mapTimes } from '../core/migration.js';
 import type { JournalData } from './journal.js';
 
-/**
- * Wall minus monotonic, sampled at two instants a fraction of a millisecond apart, differs by a
- * millisecond or so between two readings with no step of the wall clock between them. A note
- * within this much of the current offset is kept (rule 4): without it, a journal read and written
- * again moved every time by that jitter (a migration's startedAt off by 1 ms after the agent
- * saved the journal `apply` wrote). A real step (NTP's, a date set by hand) is far larger.
- */
+/** Two samples of wall minus monotonic differ by a millisecond or so; a clock step (NTP's, by hand) by far more. */
 export const OFFSET_JITTER_MS = 50;
 
 /** The offset to write with: the noted one while the wall clock has not stepped away from it (rule 4), else the current one. */

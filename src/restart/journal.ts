@@ -1,18 +1,13 @@
-// The migration journal, in the state directory. A migration (with the restart it
-// owes) is written here, and synced to disk, before the first route is replaced, and
-// again before the restart is requested: an agent that dies anywhere in between comes
-// back to the entry, finishes the migration and never restarts ovnkube-node twice.
-//
-// Writes are atomic: a temporary file, fsync, rename, fsync of the directory (and of
-// its parent when the directory had to be created). A journal that cannot be parsed
-// is moved aside and reported, never a crash loop; so is anything but a regular file of
-// at most MAX_JOURNAL_BYTES, read without blocking (src/read-regular.ts): a FIFO there
-// would otherwise hold the start for ever.
-//
-// Version 3 stores the migration as its state (src/core/migration.ts). A journal of
-// version 2 (agents before it) is read into that state, and one that does not make a whole
-// state (a restart requested with no time of request) is refused, never guessed at; the
-// journal of version 0.1 (restart-journal.json) is read on upgrade too.
+// The migration journal, in the state directory. A migration (with the restart it owes) is
+// written, and synced, before the first route is replaced and again before the restart is
+// requested: an agent that dies in between comes back to it, finishes the migration and
+// never restarts ovnkube-node twice. Writes are atomic (temporary file, fsync, rename, fsync
+// of the directory and, when it had to be made, of its parent). A journal that cannot be
+// parsed, or is not a regular file of at most MAX_JOURNAL_BYTES (read without blocking:
+// src/read-regular.ts), is moved aside and reported, never a crash loop.
+// Version 3 stores the migration as its state (src/core/migration.ts); version 2 is read into
+// that state, and one that does not make a whole state is refused, never guessed at; version
+// 0.1's restart-journal.json is read on upgrade too.
 import { constants } from 'node:fs';
 import { mkdir, open, rename, unlink } from 'node:fs/promises';
 import path from 'node:path';
@@ -26,10 +21,7 @@ export interface JournalData {
   migration: Migration | null;
   /** When restarts were requested (ms since epoch on disk), for the rate limit. */
   restarts: number[];
-  /**
-   * How the agent that wrote it turned its monotonic times into the wall times on disk
-   * (src/restart/journal-time.ts); absent in a journal of an older agent or `apply`.
-   */
+  /** How its writer turned monotonic times into wall times (journal-time.ts); absent from older agents' and `apply`'s. */
   clock?: JournalClock;
 }
 
@@ -39,11 +31,8 @@ export interface JournalClock {
   wallMinusMonotonicMs: number;
 }
 
-const isJournalClock = (c: unknown): c is JournalClock =>
-  typeof c === 'object' &&
-  c !== null &&
-  typeof (c as JournalClock).bootId === 'string' &&
-  Number.isFinite((c as JournalClock).wallMinusMonotonicMs);
+const isJournalClock = (c: Partial<JournalClock> | undefined): c is JournalClock =>
+  typeof c?.bootId === 'string' && Number.isFinite(c.wallMinusMonotonicMs);
 
 export const EMPTY_JOURNAL: JournalData = { version: 3, migration: null, restarts: [] };
 
@@ -51,17 +40,12 @@ export class JournalError extends Error {
   readonly code = 'ERR_GWMODE_JOURNAL';
 }
 
-/**
- * The journal could not be written (a full or read-only state directory): the change
- * it was to record must not be made. `errno` is the system error's code (ENOSPC, EROFS).
- */
+/** The journal could not be written (ENOSPC, EROFS: `errno`): the change it was to record must not be made. */
 export class JournalWriteError extends Error {
   readonly code = 'ERR_GWMODE_JOURNAL_WRITE';
-  readonly errno: string;
+  readonly errno = (this.cause as NodeJS.ErrnoException).code ?? 'UNKNOWN';
   constructor(file: string, cause: unknown) {
-    const errno = (cause as NodeJS.ErrnoException).code ?? 'UNKNOWN';
     super(`cannot write the journal ${file}: ${(cause as Error).message}`, { cause });
-    this.errno = errno;
   }
 }
 
@@ -126,22 +110,13 @@ function validate(data: unknown): JournalData {
     if (!wholeMigration(m)) throw new Error('its migration is incomplete');
   }
   // A clock note that is not whole is dropped: the times are then read as plain wall times.
-  return {
-    version: 3,
-    migration: m,
-    restarts: d.restarts,
-    ...(isJournalClock(d.clock) ? { clock: d.clock } : {}),
-  };
+  return { version: 3, migration: m, restarts: d.restarts, ...(isJournalClock(d.clock) ? { clock: d.clock } : {}) };
 }
 const KEEP_RESTARTS = 50;
 
 async function syncDir(dir: string): Promise<void> {
   const handle = await open(dir, 'r');
-  try {
-    await handle.sync();
-  } finally {
-    await handle.close();
-  }
+  await handle.sync().finally(() => handle.close());
 }
 
 export class Journal {
@@ -171,11 +146,7 @@ export class Journal {
     }
   }
 
-  /**
-   * The journal of version 0.1 (restart-journal.json: the restarts, each with the
-   * mode it was for): its restart times keep counting against the rate limit, and
-   * its last restart's mode becomes a migration whose restart is done.
-   */
+  /** Version 0.1's restart-journal.json: its restarts count against the rate limit, the last one's mode is a migration done. */
   private async loadPrevious(): Promise<JournalData> {
     const text = await this.read(path.join(this.dir, PREVIOUS_FILE));
     if (text === null) return EMPTY_JOURNAL;
@@ -208,10 +179,7 @@ export class Journal {
     }
   }
 
-  /**
-   * Moves an unreadable journal aside (kept for the operator) and returns where: the
-   * journal, or where there is none (load read only then) the one of version 0.1.
-   */
+  /** Moves an unreadable journal aside (kept for the operator), or else version 0.1's, and returns where. */
   async setAside(now: number): Promise<string> {
     const moveAside = async (file: string) => {
       await rename(file, `${file}.corrupt-${now}`);
@@ -244,12 +212,10 @@ export class Journal {
       if (err.code !== 'ENOENT') throw err;
     });
     const handle = await open(tmp, CREATE_NEW, 0o640);
-    try {
+    await (async () => {
       await handle.writeFile(JSON.stringify(trimmed, null, 2) + '\n');
       await handle.sync();
-    } finally {
-      await handle.close();
-    }
+    })().finally(() => handle.close());
     await rename(tmp, this.file);
     await syncDir(this.dir);
     if (created !== undefined) await syncDir(path.dirname(created));

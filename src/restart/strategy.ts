@@ -1,24 +1,19 @@
 // How ovnkube-node is restarted: through the container runtime (CRI), by a signal to
 // its process, or not at all. Each strategy finds exactly one target, or says why not.
+import { readFileSync } from 'node:fs';
+import type { RestartTarget as Target, TargetLookup as Found } from '../core/migration.js';
 import type { CriClient } from '../cri/client.js';
 import { findOvnkubeProcesses, processIdentity, startTimeOf } from '../ovnkube/proc.js';
-import { readFileSync } from 'node:fs';
-import type { RestartTarget, TargetLookup } from '../core/migration.js';
-
-export type RestartStrategyName = 'cri' | 'signal' | 'none';
-
-export type Target = RestartTarget;
-export type Found = TargetLookup;
 
 export interface RestartStrategy {
-  readonly name: RestartStrategyName;
+  readonly name: 'cri' | 'signal' | 'none';
   /** The one running ovnkube-node, or why there is not exactly one. */
   find(): Promise<Found>;
   restart(target: Target): Promise<void>;
   close(): void;
 }
 
-export interface CriOptions {
+interface CriOptions {
   endpoint: string | undefined;
   namespace: string;
   container: string;
@@ -28,11 +23,10 @@ export interface CriOptions {
 }
 
 /**
- * The CRI call deadline: 10 s, or a quarter of the loop's stuck threshold (WatchdogSec,
- * which /healthz and so the liveness probe share) when that is shorter. A pass asks the
- * runtime at most once per round (ListContainers, three rounds at most) and never waits
- * for StopContainer (docs/design.md, "A restart request slow to answer"), so a runtime that accepts and never
- * answers holds a pass under the threshold: no watchdog kill, no failed probe.
+ * The CRI call deadline: 10 s, or a quarter of the loop's stuck threshold (WatchdogSec, shared
+ * with /healthz) when shorter. A pass asks the runtime at most once per round (three rounds)
+ * and never waits for StopContainer (docs/design.md, "A restart request slow to answer"), so a
+ * runtime that never answers holds a pass under the threshold: no watchdog kill, no failed probe.
  */
 export function criDeadlineMs(stuckAfterMs: number): number {
   return Math.max(1, Math.min(10_000, Math.floor(stuckAfterMs / 4)));
@@ -44,11 +38,7 @@ export class CriRestart implements RestartStrategy {
 
   constructor(private readonly options: CriOptions) {}
 
-  /**
-   * The client of the runtime's socket. Its module (gRPC and the proto loader: about
-   * 90 ms and 20 MB) is loaded on the first call, when a restart is due, not at start:
-   * most of an agent's life needs no restart.
-   */
+  /** Its module (gRPC and the proto loader: about 90 ms and 20 MB) is loaded when a restart is due, not at start. */
   private async connect(): Promise<CriClient | undefined> {
     const { CriClient, pickEndpoint } = await import('../cri/client.js');
     const endpoint = this.options.endpoint ?? pickEndpoint();
@@ -123,18 +113,16 @@ export class SignalRestart implements RestartStrategy {
   }
 
   /**
-   * SIGTERM to the process identified (pid and start time): its start time is read again
-   * first, and a PID that another process holds now is not signalled. The read is
-   * synchronous, so read and kill() are one turn of the event loop: what is left is the
-   * microseconds between them, in which the process would have to exit, be reaped and its
-   * PID be handed on. (A pidfd would close it, but pidfd_open is Linux 5.3+ and
-   * RHCOS 4.8/4.9 runs RHEL 8.4's 4.18: it would be a second path for the newer kernels only.)
+   * SIGTERM to the process identified (pid and start time), its start time read again first:
+   * a PID another process holds now is not signalled. Read and kill() are one turn of the
+   * event loop; a pidfd would close the microseconds left, but pidfd_open is Linux 5.3+ and
+   * RHCOS 4.8/4.9 runs RHEL 8.4's 4.18.
    */
   async restart(target: Target): Promise<void> {
     const m = /^pid (\d+) start (\d+)$/.exec(target.id);
     if (!m) throw new Error(`not a process target: ${target.id}`);
     const pid = Number(m[1]);
-    let now: string | null = null;
+    let now: string | null;
     try {
       now = startTimeOf(readFileSync(`${this.procRoot}/${pid}/stat`, 'utf8'));
     } catch {

@@ -13,11 +13,8 @@ export class AgentDeniedError extends Error {
   readonly code = 'ERR_GWMODE_SOCKET_DENIED';
 }
 
-/**
- * The most the client reads of an answer's body: the agent's answers are a few kilobytes
- * (a status report, 256 events), so anything past this is not the agent.
- */
-export const MAX_ANSWER_BYTES = 16 * 1024 * 1024;
+/** The agent's answers are a few kilobytes (a status report, 256 events): anything past this is not the agent. */
+const MAX_ANSWER_BYTES = 16 * 1024 * 1024;
 
 /** What a failed connection (or request) to the socket means for the caller: denied, or no agent there. */
 export function connectError(socket: string, err: NodeJS.ErrnoException): Error {
@@ -32,10 +29,9 @@ export function connectError(socket: string, err: NodeJS.ErrnoException): Error 
 }
 
 /**
- * GET a path of the agent's socket: the HTTP status code and the parsed JSON body. A
- * connect to a listener whose backlog is full fails at once with EAGAIN on a UNIX socket
- * (it never waits, as TCP does): an agent busy for a moment under a burst of connects.
- * That is retried, a little later each time, within timeoutMs.
+ * GET a path of the agent's socket: the HTTP status code and the parsed JSON body. A UNIX
+ * socket whose backlog is full fails a connect at once with EAGAIN (TCP would wait): an agent
+ * busy for a moment under a burst of connects. That is retried, later each time, within timeoutMs.
  */
 export async function fetchPath(
   socket: string,
@@ -71,10 +67,8 @@ function getOnce(socket: string, urlPath: string, timeoutMs: number): Promise<{ 
         req.destroy();
       });
       res.on('end', () => {
-        const code = res.statusCode;
         try {
-          if (code === undefined) throw new Error('no status code');
-          resolve({ code, body: JSON.parse(Buffer.concat(chunks).toString('utf8')) as unknown });
+          resolve({ code: res.statusCode ?? 0, body: JSON.parse(Buffer.concat(chunks).toString('utf8')) as unknown });
         } catch (err) {
           reject(bad((err as Error).message));
         }

@@ -1,22 +1,27 @@
-// The status API on a local UNIX socket (node:http). The socket is 0660 in a 0750
-// directory: only root and the socket's group (--socket-group) may ask. A socket file
-// left by a killed agent is detected (the kernel refuses connections to it) and
-// replaced; anything else means someone may be serving on it, and this agent must not start.
+// The API on a local UNIX socket. The socket is 0660 in a 0750 directory: only root and
+// the socket's group (--socket-group) may ask. A socket file left by a killed agent (the
+// kernel refuses connections to it) is replaced; anything else means someone may be
+// serving on it, and this agent must not start.
 //
-// Under abuse (every caller is root or in the group, but a buggy or hostile one must
-// not blind the probes):
-//  1. Every answer comes from the route table, in memory: no path reads a file, and a
-//     name such as `__proto__` is no route (own keys only).
-//  2. Only GET and HEAD; any other method is 405 whatever the path, before routing.
-//  3. The URL is capped (414); the request line and headers, their timeouts and the
-//     connection cap with eviction are the guarded server's (guarded-http.ts). Before
-//     accept the kernel's backlog decides (BACKLOG).
+// Every caller is root or in the group, but a buggy or hostile one must not blind the
+// probes (kubelet's on the socket, Prometheus on --metrics-address):
+//  1. Every answer comes from memory; no path reads a file, and `/__proto__` is no route.
+//  2. Only GET and HEAD (405 before routing); the URL is capped (414), the request line
+//     and headers too (431), MAX_HEADERS of them.
+//  3. Headers must arrive within 2 s and the whole request within 5 s, checked twice a
+//     second (Node's default is 30 s). Node runs that check from listen to close: a
+//     wake-up every 500 ms of an agent at rest (docs/benchmarks.md).
+//  4. At most MAX_CONNECTIONS are open; past that the oldest connection with no request
+//     in hand is cut (else the oldest), so a newcomer gets in however many slow clients
+//     hold the listener (Node's maxConnections would refuse the newcomer instead).
 import { chmod, chown, lstat, mkdir, unlink } from 'node:fs/promises';
 import type http from 'node:http';
 import net from 'node:net';
 import path from 'node:path';
-import { createGuardedServer, MAX_CONNECTIONS } from './guarded-http.js';
 import type { StatusReport } from './report.js';
+
+// Not imported: on Node 24 an import of node:http loads its bundled undici, 14 MB of RSS (docs/benchmarks.md).
+const { createServer } = process.getBuiltinModule('node:http');
 
 export class SocketInUseError extends Error {
   readonly code = 'ERR_GWMODE_SOCKET_IN_USE';
@@ -27,27 +32,41 @@ export class SocketPermissionError extends Error {
   readonly code = 'ERR_GWMODE_SOCKET_PERMISSION';
 }
 
-const PROBE_TIMEOUT_MS = 2000;
 export const MAX_URL_BYTES = 1024;
+const MAX_HEADERS = 64;
 /**
- * Connections the kernel queues before the agent accepts them; it caps this at
- * net.core.somaxconn (128 before Linux 5.4, so on RHCOS 4.8/4.9). Past it a UNIX-socket
- * connect fails at once with EAGAIN, which the CLI's client retries: the cap above acts
- * only on connections accepted.
+ * Above the 200 slow clients the issue names, with room: under a cap below their number
+ * each client cut comes back and is cut again, and that churn was most of the agent's work
+ * under bench:socket. An idle connection costs an fd and a few kB. It is also the backlog
+ * (the kernel caps it at net.core.somaxconn, 128 before Linux 5.4): past it a connect fails
+ * at once with EAGAIN, which the CLI's client retries.
  */
-const BACKLOG = MAX_CONNECTIONS;
+export const MAX_CONNECTIONS = 512;
 
-export interface ListenOptions {
-  /** The gid the socket (and a directory we create) belongs to; root's when null. */
-  group?: number | null;
+/** The HTTP server under both listeners, the status socket and --metrics-address (rules 2 to 4). */
+export function createGuardedServer(handler: http.RequestListener): http.Server {
+  const open = new Set<net.Socket>(); // oldest first
+  const busy = new WeakSet<net.Socket>(); // with a request in hand
+  const opts = { headersTimeout: 2000, requestTimeout: 5000, connectionsCheckingInterval: 500, maxHeaderSize: 8192 };
+  const server = createServer(opts, (req, res) => {
+    busy.add(req.socket);
+    res.once('close', () => busy.delete(req.socket));
+    handler(req, res);
+  });
+  server.maxHeadersCount = MAX_HEADERS;
+  server.on('connection', (conn: net.Socket) => {
+    open.add(conn);
+    conn.once('close', () => open.delete(conn));
+    if (open.size <= MAX_CONNECTIONS) return;
+    const others = [...open].filter((c) => c !== conn);
+    (others.find((c) => !busy.has(c)) ?? others[0])?.destroy();
+  });
+  return server;
 }
 
 export interface StatusHandlers {
   status: () => StatusReport;
-  /**
-   * Changes whenever the report may have (the agent's passes, a reload): with it, the
-   * serialised report is kept and served until it changes, instead of built per request.
-   */
+  /** Changes whenever the report may have: the serialised report is kept until it changes. */
   statusVersion?: () => number;
   alive: () => boolean;
   ready: () => boolean;
@@ -56,14 +75,13 @@ export interface StatusHandlers {
 }
 
 /**
- * Whether a socket file is stale. Only ECONNREFUSED says so: the kernel's answer for a
- * socket file nobody listens on. EAGAIN is a listener with a full backlog, EACCES a
- * socket we may not judge; removing either could take the socket of a live agent.
+ * Whether a socket file is stale. Only ECONNREFUSED says so: EAGAIN is a listener with a
+ * full backlog, EACCES a socket we may not judge; removing either could take a live agent's.
  */
 function assertStale(socket: string): Promise<void> {
   return new Promise((resolve, reject) => {
     const c = net.connect(socket);
-    c.setTimeout(PROBE_TIMEOUT_MS, () => {
+    c.setTimeout(2000, () => {
       c.destroy();
       reject(new SocketInUseError(`${socket} accepts connections but does not answer: not removing it`));
     });
@@ -92,23 +110,20 @@ const PATH_ERRORS: Record<string, string> = {
 };
 
 function permissionError(socket: string, err: NodeJS.ErrnoException): SocketPermissionError {
-  const dir = path.dirname(socket);
-  const at = err.path ?? dir;
+  const at = err.path ?? path.dirname(socket);
   // Making a directory takes write access to its parent; the rest, to the socket's directory.
-  const needs = err.syscall === 'mkdir' ? path.dirname(at) : dir;
+  const needs = err.syscall === 'mkdir' ? path.dirname(at) : path.dirname(socket);
   return new SocketPermissionError(
     `cannot create the socket ${socket}: permission denied (${err.syscall ?? err.code} ${at}); run as root, or give the agent's user write access to ${needs}`,
   );
 }
 
 async function clearStale(socket: string): Promise<void> {
-  let info;
-  try {
-    info = await lstat(socket);
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return;
+  const info = await lstat(socket).catch((err: NodeJS.ErrnoException) => {
+    if (err.code === 'ENOENT') return null;
     throw err;
-  }
+  });
+  if (info === null) return;
   if (!info.isSocket()) throw new SocketInUseError(`${socket} exists and is not a socket: not removing it`);
   await assertStale(socket);
   await unlink(socket);
@@ -116,11 +131,8 @@ async function clearStale(socket: string): Promise<void> {
 
 const serialise = (body: unknown): string => JSON.stringify(body, null, 2) + '\n';
 
-function send(res: http.ServerResponse, code: number, body: unknown, headers: Record<string, string> = {}): void {
-  sendText(res, code, serialise(body), headers);
-}
-
-function sendText(res: http.ServerResponse, code: number, text: string, headers: Record<string, string> = {}): void {
+/** A JSON answer (also /v1/events'). */
+export function sendJson(res: http.ServerResponse, code: number, body: unknown, headers = {}, text = serialise(body)) {
   res.writeHead(code, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text), ...headers });
   res.end(text);
 }
@@ -139,67 +151,51 @@ export class StatusServer {
       if (cached?.version !== version) cached = { version, text: serialise(handlers.status()) };
       return cached.text;
     };
-    // Built once: a Map has no inherited keys (`/__proto__` is no route).
+    const probe = (ok: boolean, key: string, error: string) => (_req: unknown, res: http.ServerResponse) =>
+      sendJson(res, ok ? 200 : 503, ok ? { [key]: true } : { [key]: false, error });
     const routes = new Map<string, (req: http.IncomingMessage, res: http.ServerResponse) => void>([
-      ['/status', (_req, res) => sendText(res, 200, statusText())],
-      [
-        '/healthz',
-        (_req, res) =>
-          handlers.alive()
-            ? send(res, 200, { ok: true })
-            : send(res, 503, { ok: false, error: 'the reconcile loop is stuck' }),
-      ],
-      [
-        '/readyz',
-        (_req, res) =>
-          handlers.ready()
-            ? send(res, 200, { ready: true })
-            : send(res, 503, { ready: false, error: 'first reconcile not done yet' }),
-      ],
+      ['/status', (_req, res) => sendJson(res, 200, null, {}, statusText())],
+      ['/healthz', (req, res) => probe(handlers.alive(), 'ok', 'the reconcile loop is stuck')(req, res)],
+      ['/readyz', (req, res) => probe(handlers.ready(), 'ready', 'first reconcile not done yet')(req, res)],
       ...Object.entries(handlers.extra ?? {}),
     ]);
     this.server = createGuardedServer((req, res) => {
       const url = (req.url ?? '/').split('?')[0] ?? '/';
-      if (req.method !== 'GET' && req.method !== 'HEAD') {
-        // Closed after: the body we never read must not be parsed as the next request.
-        return send(
+      // Closed after: the body we never read must not be parsed as the next request.
+      if (req.method !== 'GET' && req.method !== 'HEAD')
+        return sendJson(
           res,
           405,
           { error: `method ${req.method} not allowed` },
           { allow: 'GET, HEAD', connection: 'close' },
         );
-      }
       if (Buffer.byteLength(url) > MAX_URL_BYTES)
-        return send(res, 414, { error: `URL longer than ${MAX_URL_BYTES} bytes` }, { connection: 'close' });
+        return sendJson(res, 414, { error: `URL longer than ${MAX_URL_BYTES} bytes` }, { connection: 'close' });
       const route = routes.get(url);
-      if (!route) return send(res, 404, { error: `no such path: ${url}`, paths: [...routes.keys()] });
+      if (!route) return sendJson(res, 404, { error: `no such path: ${url}`, paths: [...routes.keys()] });
       route(req, res);
     });
   }
 
-  static async listen(socket: string, handlers: StatusHandlers, options: ListenOptions = {}): Promise<StatusServer> {
+  static async listen(socket: string, handlers: StatusHandlers, options: { group?: number | null } = {}) {
     try {
-      return await StatusServer.create(socket, handlers, options);
+      return await StatusServer.create(socket, handlers, options.group ?? null);
     } catch (err) {
       const e = err as NodeJS.ErrnoException;
       if (e.code === 'EACCES' || e.code === 'EPERM') throw permissionError(socket, e);
       const why = PATH_ERRORS[e.code ?? ''];
-      if (why !== undefined) {
-        throw new SocketPermissionError(
-          `cannot create the socket ${socket}: ${why} (${e.syscall ?? e.code} ${e.path ?? socket}); give --socket a path under a writable directory`,
-        );
-      }
-      throw err;
+      if (why === undefined) throw err;
+      throw new SocketPermissionError(
+        `cannot create the socket ${socket}: ${why} (${e.syscall ?? e.code} ${e.path ?? socket}); give --socket a path under a writable directory`,
+      );
     }
   }
 
-  private static async create(socket: string, handlers: StatusHandlers, options: ListenOptions): Promise<StatusServer> {
-    const group = options.group ?? null;
+  private static async create(socket: string, handlers: StatusHandlers, group: number | null): Promise<StatusServer> {
     const dir = path.dirname(socket);
     // A directory we create is 0750 whatever the umask, and the socket group's; one that
     // exists (systemd's RuntimeDirectory, a hostPath) keeps the owner and mode it was given.
-    const created = await mkdir(dir, { recursive: true, mode: 0o750 });
-    if (created !== undefined) {
+    if ((await mkdir(dir, { recursive: true, mode: 0o750 })) !== undefined) {
       if (group !== null) await chown(dir, process.getuid?.() ?? 0, group);
       await chmod(dir, 0o750);
     }
@@ -209,7 +205,7 @@ export class StatusServer {
       s.server.once('error', (err: NodeJS.ErrnoException) =>
         reject(err.code === 'EADDRINUSE' ? new SocketInUseError(`another agent is serving on ${socket}`) : err),
       );
-      s.server.listen({ path: socket, backlog: BACKLOG }, () => resolve());
+      s.server.listen({ path: socket, backlog: MAX_CONNECTIONS }, () => resolve());
     });
     if (group !== null) await chown(socket, process.getuid?.() ?? 0, group);
     await chmod(socket, 0o660);

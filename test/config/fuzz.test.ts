@@ -90,7 +90,7 @@ const valueFor = (rng: Rng, key: string): string =>
           ? pick(rng, MASQ)
           : pick(rng, ['local', 'shared', 'Local', '', 'x'.repeat(1000)]);
 
-// gcfg refuses much that an ini reader took (a blank or oddly named variable, a bad section
+// The reader refuses much that an ini reader took (a blank or oddly named variable, a bad section
 // header, a byte order mark): the hostile shapes come often enough to be met, but not in
 // every file, so that some files are valid and reach the settings' own checks.
 const caseOf = (rng: Rng, name: string): string =>
