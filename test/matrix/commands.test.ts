@@ -12,20 +12,17 @@
 //    its restart done).
 // Each command starts from the state as it was made (route put back, a journal of its own).
 import { strict as assert } from 'node:assert';
-import { spawn } from 'node:child_process';
 import { mkdirSync, utimesSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { createInterface } from 'node:readline';
 import { test, type TestContext } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import type { CommandResult } from '../../src/cli/exit-codes.js';
 import { AgentProcess, Scratch, waitForStatus } from '../helpers/agent.js';
-import { kernelSkipReason, seedNode, type Netns } from '../helpers/netns.js';
+import { commandLines } from '../helpers/command-lines.js';
+import { kernelSkipReason, seedNode } from '../helpers/netns.js';
 import { minorOf, osRelease, type Release } from '../helpers/ovnkube-releases.js';
 import { StandinOvnkube } from '../helpers/ovnkube-standin.js';
 import { skipOnRepeat } from '../helpers/repeat.js';
 
-const COMMAND_LINES = fileURLToPath(new URL('../fixtures/command-lines.js', import.meta.url));
 const SVC = '10.96.0.0/16';
 const MP0 = `${SVC} via 10.244.1.1 dev ovn-k8s-mp0`;
 
@@ -81,25 +78,6 @@ function expected(shape: Shape, state: State, command: Command): Outcome {
   // The bug on a 4.8/4.9 node: plan says so, apply and run repair it (run leaves the restart: --restart none).
   if (command === 'plan') return same('Replacing');
   return { route: 'mp0', code: command === 'apply' ? 'InSync' : 'RestartAwaited' };
-}
-
-/** The CLI's command lines in one process inside the node's namespace (test/fixtures/command-lines.ts). */
-function commandLines(ns: Netns) {
-  const child = spawn('ip', ['netns', 'exec', ns.name, process.execPath, COMMAND_LINES], {
-    stdio: ['pipe', 'pipe', 'pipe'],
-  });
-  let logs = '';
-  child.stderr.on('data', (d: Buffer) => (logs = (logs + d.toString()).slice(-4000)));
-  const lines = createInterface({ input: child.stdout })[Symbol.asyncIterator]();
-  return {
-    async run(args: string[]): Promise<CommandResult> {
-      child.stdin.write(JSON.stringify(args) + '\n');
-      const next = await lines.next();
-      if (next.done) throw new Error(`the command-line runner ended; its stderr:\n${logs}`);
-      return JSON.parse(next.value) as CommandResult;
-    },
-    close: () => child.stdin.end(),
-  };
 }
 
 /** A mode file in place since a minute: taken at once (src/mode/settled.ts). */
