@@ -48,7 +48,7 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Route notifications of the namespace, as (prefix, gateway) with the time they were read. */
 async function routeWatcher() {
-  const { nativeTransport } = await import('../src/dataplane/kernel.js');
+  const { nativeTransport } = await import('../src/dataplane/channel.js');
   const { parseDatagram, decodeRoute, RTM_NEWROUTE, RTNLGRP_IPV4_ROUTE } = await import('../src/dataplane/codec.js');
   const { addressFromBytes } = await import('../src/net/cidr.js');
   // Every notification is kept: the agent's answer may come in the same read as the change it answers.

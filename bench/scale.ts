@@ -126,7 +126,7 @@ async function passes(dir: string): Promise<void> {
 
 /** Inside the namespace: repairs of the service route, quiet then under churn. */
 async function repairs(ns: string, round: number): Promise<void> {
-  const { nativeTransport } = await import('../src/dataplane/kernel.js');
+  const { nativeTransport } = await import('../src/dataplane/channel.js');
   const { parseDatagram, decodeRoute, RTM_NEWROUTE, RTNLGRP_IPV4_ROUTE } = await import('../src/dataplane/codec.js');
   const { addressFromBytes } = await import('../src/net/cidr.js');
   const { KernelDataplane } = await import('../src/dataplane/kernel.js');

@@ -5,7 +5,8 @@
 // leave the dataplane answering exactly what the kernel holds.
 import { strict as assert } from 'node:assert';
 import { test, type TestContext } from 'node:test';
-import { KernelDataplane, MAX_DUMP_ATTEMPTS } from '../../src/dataplane/kernel.js';
+import { MAX_DUMP_ATTEMPTS } from '../../src/dataplane/channel.js';
+import { KernelDataplane } from '../../src/dataplane/kernel.js';
 import type { DataplaneEvent } from '../../src/dataplane/types.js';
 import { parseCidr } from '../../src/net/cidr.js';
 import type { Route, RouteReplace, Watched } from '../../src/core/route.js';

@@ -1,7 +1,7 @@
 // The real netlink transport, counting the route dump requests sent through it: how the
 // bench checks that one observation reads the main table once.
 import { NLM_F_DUMP, RTM_GETROUTE } from '../../src/dataplane/codec.js';
-import { nativeTransport, type NetlinkTransport } from '../../src/dataplane/kernel.js';
+import { nativeTransport, type NetlinkTransport } from '../../src/dataplane/channel.js';
 
 export function countingTransport(): { transport: NetlinkTransport; routeDumps: () => number } {
   let routeDumps = 0;

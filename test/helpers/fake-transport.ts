@@ -29,7 +29,7 @@ import {
   type NetlinkMessage,
 } from '../../src/dataplane/codec.js';
 import { encodeAddress, encodeDone, encodeError, encodeLink } from './kernel-encode.js';
-import type { NetlinkOpenOptions, NetlinkSocket, NetlinkTransport } from '../../src/dataplane/kernel.js';
+import type { NetlinkOpenOptions, NetlinkSocket, NetlinkTransport } from '../../src/dataplane/channel.js';
 import { addressFromBytes, parseAddress, parseCidr, type Family } from '../../src/net/cidr.js';
 import type { InterfaceAddress, Link } from '../../src/core/route.js';
 
