@@ -100,7 +100,7 @@ export type ProcReader = (file: string) => Buffer;
 let buffer = Buffer.allocUnsafe(64 * 1024);
 
 /** The whole of a /proc file, in the shared buffer (valid until the next call). */
-function readProcFile(file: string): Buffer {
+export function readProcFile(file: string): Buffer {
   const fd = openSync(file, 'r');
   try {
     let length = 0;
@@ -120,7 +120,7 @@ function readProcFile(file: string): Buffer {
 }
 
 /** Whether /proc/PID/comm (the name, then a newline) says ovnkube. */
-const commIsOvnkube = (comm: Buffer) => comm.toString('latin1').replace(/\n$/, '') === 'ovnkube';
+export const commIsOvnkube = (comm: Buffer) => comm.toString('latin1').replace(/\n$/, '') === 'ovnkube';
 
 /** Whether argv[0] of a raw command line is named ovnkube (the cheap test every process gets). */
 function namedOvnkube(cmdline: Buffer): boolean {
@@ -128,10 +128,10 @@ function namedOvnkube(cmdline: Buffer): boolean {
   return path.basename(cmdline.toString('latin1', 0, end < 0 ? cmdline.length : end)) === 'ovnkube';
 }
 
-const isPid = (entry: string) => /^\d+$/.test(entry);
+export const isPid = (entry: string) => /^\d+$/.test(entry);
 
 /** The comm field of /proc/PID/stat (between the first '(' and the last ')'). */
-function commOfStat(stat: string): string {
+export function commOfStat(stat: string): string {
   return stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
 }
 
@@ -200,7 +200,7 @@ export async function scanOvnkubeProcesses(procRoot = '/proc', read: ProcReader 
 }
 
 /** Scans every process; `seen` gets every PID looked at but the copies left out, `cmdlines` a copy of each found ovnkube's command line. */
-function scanOvnkubeProcessesSync(
+export function scanOvnkubeProcessesSync(
   procRoot: string,
   read: ProcReader,
   seen: Set<string>,
@@ -265,101 +265,6 @@ function scanOvnkubeProcessesSync(
 
 export async function findOvnkubeProcesses(procRoot = '/proc'): Promise<OvnkubeProcess[]> {
   return (await scanOvnkubeProcesses(procRoot)).processes;
-}
-
-/** The oldest full scan a pass may reuse (OvnkubeScanner, point 1). */
-export const MAX_REUSE_AGE_MS = 1000;
-
-interface FullScan {
-  scan: OvnkubeScan;
-  /** The PIDs of the full scan still in /proc (pruned at each reuse). */
-  pids: Set<string>;
-  /** The command line of the one ovnkube found, as read. */
-  cmdline: Buffer | undefined;
-  at: number;
-}
-
-/**
- * A full scan of /proc, or the last one reused by a pass woken by a route notification alone
- * (a repair), when all of this holds:
- *  1. the last full scan found exactly one ovnkube process and no unreadable one, at most
- *     MAX_REUSE_AGE_MS ago;
- *  2. that process is the same one: its /proc/PID/stat gives the same start time (a reused PID
- *     has another) and comm `ovnkube` (an exec changes it), its command line is byte for byte
- *     the one parsed (an ovnkube exec'ing ovnkube with other arguments keeps comm and start
- *     time), and its network namespace is still ours;
- *  3. no PID that was not in the last full scan has a comm that says ovnkube: read at every
- *     reuse, never remembered (it may exec ovnkube later); a PID gone from /proc is forgotten,
- *     so a process that later takes its number is read too. A forked copy left out of a full
- *     scan is not remembered either.
- * Any doubt (a failed read, anything else in /proc/PID/stat) is a full scan. Unseen for at most
- * MAX_REUSE_AGE_MS: a process of the last full scan that has since exec'd an ovnkube of its own
- * beside the known one, and a PID of that scan taken by a new process between two passes.
- * Every other wake-up (resync, mode file, link or address event, retry) scans in full.
- */
-export class OvnkubeScanner {
-  private last: FullScan | undefined;
-  /** How many scans were full and how many reused (tests read them). */
-  readonly counts = { full: 0, reused: 0 };
-
-  constructor(
-    private readonly procRoot = '/proc',
-    private readonly read: ProcReader = readProcFile,
-    private readonly now: () => number = () => performance.now(),
-  ) {}
-
-  /** `reuse`: the caller's pass was woken by a route notification alone. */
-  scan(reuse: boolean): OvnkubeScan {
-    if (reuse && this.last && this.unchanged(this.last)) {
-      this.counts.reused++;
-      return this.last.scan;
-    }
-    const pids = new Set<string>();
-    const cmdlines = new Map<number, Buffer>();
-    const at = this.now();
-    const scan = scanOvnkubeProcessesSync(this.procRoot, this.read, pids, cmdlines);
-    const [only, ...more] = scan.processes;
-    this.last = {
-      scan,
-      pids,
-      cmdline: only !== undefined && more.length === 0 ? cmdlines.get(only.pid) : undefined,
-      at,
-    };
-    this.counts.full++;
-    return scan;
-  }
-
-  private unchanged(last: FullScan): boolean {
-    const [known, ...more] = last.scan.processes;
-    if (known === undefined || more.length > 0 || last.scan.unreadable.length > 0 || last.cmdline === undefined)
-      return false;
-    const age = this.now() - last.at;
-    if (!(age >= 0 && age <= MAX_REUSE_AGE_MS)) return false;
-    try {
-      const dir = `${this.procRoot}/${known.pid}`;
-      const stat = this.read(`${dir}/stat`).toString('utf8');
-      if (commOfStat(stat) !== 'ovnkube' || startTimeOf(stat) !== known.startTime) return false;
-      if (!this.read(`${dir}/cmdline`).equals(last.cmdline)) return false;
-      if (readlinkSync(`${dir}/ns/net`) !== readlinkSync(`${this.procRoot}/self/ns/net`)) return false;
-      const present = new Set<string>();
-      for (const entry of readdirSync(this.procRoot)) {
-        if (!isPid(entry)) continue;
-        present.add(entry);
-        if (last.pids.has(entry)) continue;
-        let comm: Buffer;
-        try {
-          comm = this.read(`${this.procRoot}/${entry}/comm`);
-        } catch {
-          continue; // Exited already.
-        }
-        if (commIsOvnkube(comm)) return false;
-      }
-      for (const pid of last.pids) if (!present.has(pid)) last.pids.delete(pid);
-      return true;
-    } catch {
-      return false;
-    }
-  }
 }
 
 /** What tells this process from a later one with the same pid (the signal strategy's target id too). */
