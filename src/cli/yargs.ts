@@ -1,22 +1,20 @@
-// The whole command line, read by yargs: every command's flags and --help, one-line usage
-// errors, and the handler each command runs.
+// The whole command line, read by yargs: every command's flags and --help (options.ts
+// declares them), one-line usage errors, and the handler each command runs.
 import yargs, { type Argv } from 'yargs';
 import type { RawRunOptions } from '../config/settings.js';
 import { VERSION } from '../version.js';
 import type { PlanOptions, RollbackOptions } from './commands.js';
 import { failure, UsageError, type CommandResult } from './exit-codes.js';
 import {
+  COMMAND_SPECS,
   COMMANDS,
-  CONFLICTS,
-  EnvError,
   envValues,
-  FlagValueError,
+  EXIT_STATUS,
   normalizeBooleanFlags,
-  usageError,
   withOptions,
   type Command,
+  type ExitCode,
 } from './options.js';
-import { BUILTIN_FLAGS, COMMAND_SPECS, EXIT_STATUS, type ExitCode } from './reference.js';
 
 export type Handler = (argv: Record<string, unknown>) => Promise<CommandResult>;
 
@@ -52,16 +50,16 @@ export const HANDLERS: Record<Command, Handler> = {
 
 const NAMED = `name a command: ${COMMANDS.slice(0, -1).join(', ')} or ${COMMANDS.at(-1)}`;
 
+/** The exit codes, as --help ends: `exit status: 0 ...; 1 ...`. */
+const exitStatus = (exits: Partial<Record<ExitCode, string>>) =>
+  `exit status: ${Object.entries(exits)
+    .map(([code, meaning]) => `${code} ${meaning}`)
+    .join('; ')}`;
+
 /** The command's flags, with its OVN_GWMODE_* variables under them; a misspelt variable is a usage error. */
 const options = (command: Command) => (y: Argv) => {
-  let withFlags: Argv;
-  try {
-    withFlags = withOptions(y, command, envValues(command, process.env));
-  } catch (err) {
-    if (err instanceof EnvError) usageError(err.message);
-    throw err;
-  }
-  for (const [a, b] of CONFLICTS[command] ?? []) withFlags = withFlags.conflicts(a, b);
+  let withFlags = withOptions(y, command, envValues(command, process.env));
+  for (const [a, b] of COMMAND_SPECS[command].conflicts ?? []) withFlags = withFlags.conflicts(a, b);
   return withFlags.epilogue(exitStatus(COMMAND_SPECS[command].exits));
 };
 
@@ -82,33 +80,17 @@ function explain(args: string[], message: string): string {
   return `unexpected argument${names.length > 1 ? 's' : ''} ${names.map((n) => `"${n}"`).join(', ')}`;
 }
 
-/** The exit codes, as --help ends: `exit status: 0 ...; 1 ...`. */
-const exitStatus = (exits: Partial<Record<ExitCode, string>>) =>
-  `exit status: ${Object.entries(exits)
-    .map(([code, meaning]) => `${code} ${meaning}`)
-    .join('; ')}`;
-
 /** What --help ends with besides the exit codes: where the rest is, also from a clone, where `man NAME` finds nothing. */
 const MORE =
   'every command and flag: man ovn-gwmode-agent\nfrom a clone: man ./packaging/man/ovn-gwmode-agent.8 (or docs/cli.md)';
 
-/**
- * Parses args with yargs and runs the command's handler; --help and --version are exit 0.
- * Boolean values are spelt out first (normalizeBooleanFlags): yargs takes `--dry-run=1`
- * silently as false.
- */
+/** Parses args with yargs and runs the command's handler; --help and --version are exit 0. */
 export async function parseWithYargs(
   given: string[],
   handlers: Record<Command, Handler> = HANDLERS,
 ): Promise<CommandResult> {
-  let args: string[];
-  try {
-    args = normalizeBooleanFlags(given);
-  } catch (err) {
-    if (err instanceof FlagValueError) throw new UsageError(err.message);
-    throw err;
-  }
   let result: CommandResult = { code: 0 };
+  const args = normalizeBooleanFlags(given);
   let y = yargs(args).scriptName('ovn-gwmode-agent');
   for (const command of COMMANDS)
     y = y.command(
@@ -121,11 +103,11 @@ export async function parseWithYargs(
     .epilogue(`${exitStatus(EXIT_STATUS)}\n${MORE}`)
     .demandCommand(1, NAMED)
     .strict()
-    .version('version', BUILTIN_FLAGS.version, VERSION)
-    .help('help', BUILTIN_FLAGS.help)
+    .version('version', 'print the version', VERSION)
+    .help('help', 'show this help')
     .fail((msg, err) => {
       if (err) throw err;
-      usageError(explain(args, msg));
+      throw new UsageError(explain(args, msg));
     })
     .parseAsync();
   return result;
