@@ -4,19 +4,7 @@
 // a flock with its process, so a killed agent never blocks the next one. The refusal names
 // the holder as the kernel knows it (/proc/locks), not by the pid in the file: an agent
 // that took the lock on a read-only file system could not write its own.
-// A command refused after taking the lock removes the lock file and the directories it
-// made (release), so a lock counts only on the file its path still names.
-import {
-  closeSync,
-  existsSync,
-  fstatSync,
-  ftruncateSync,
-  readFileSync,
-  rmdirSync,
-  rmSync,
-  statSync,
-  writeSync,
-} from 'node:fs';
+import { ftruncateSync, readFileSync, statSync, writeSync } from 'node:fs';
 import { chmod, mkdir, open, unlink } from 'node:fs/promises';
 import path from 'node:path';
 import { addon } from '../native/addon.js';
@@ -84,79 +72,31 @@ function lockError(lockPath: string, err: NodeJS.ErrnoException): LockError {
   return new LockError(`cannot lock ${lockPath}: ${err.message}`);
 }
 
-/** The lock held; release() takes away what taking it created, for a command refused before it did anything. */
-export interface StateDirLock {
-  /** Best effort, and the lock itself stays held until the process ends. */
-  release(): void;
-}
-
 /**
- * Takes the lock of stateDir (made 0750 when missing) and writes our pid into it, a hint
- * for people only. Its fd is never closed: that would release the lock. One who opened the
- * file before a refused holder removed it would hold a lock nobody else sees, so the lock
- * is taken again unless the path still names the file locked.
+ * Takes the lock of stateDir (made 0750 when missing) for as long as the process lives:
+ * its fd is never closed, which would release it.
  */
-export async function lockStateDir(stateDir: string): Promise<StateDirLock> {
+export async function lockStateDir(stateDir: string): Promise<void> {
   const lockPath = path.join(stateDir, 'lock');
-  for (let attempt = 1; ; attempt++) {
-    // The directories mkdir -p made, from stateDir up to the first it created.
-    const made: string[] = [];
-    try {
-      // 0750 whatever the umask: the restart journal is root's business.
-      const first = await mkdir(stateDir, { recursive: true, mode: 0o750 });
-      if (first !== undefined) {
-        await chmod(stateDir, 0o750);
-        let at = path.resolve(stateDir);
-        made.push(at);
-        while (at !== path.resolve(first) && path.dirname(at) !== at) made.push((at = path.dirname(at)));
-      }
-    } catch (err) {
-      throw lockError(lockPath, err as NodeJS.ErrnoException);
+  let lock: { fd: number; readOnly: boolean };
+  try {
+    // 0750 whatever the umask: the restart journal is root's business.
+    if ((await mkdir(stateDir, { recursive: true, mode: 0o750 })) !== undefined) await chmod(stateDir, 0o750);
+    lock = addon.lockFile(lockPath);
+  } catch (err) {
+    const e = err as NodeJS.ErrnoException;
+    if (e.code === 'EAGAIN' || e.code === 'EWOULDBLOCK') throw new LockHeldError(lockPath, holderOf(lockPath));
+    throw lockError(lockPath, e);
+  }
+  // Our pid, a hint for people only. Read-only, an earlier holder's stays; and a full file
+  // system (ENOSPC) must not stop an agent that holds the lock.
+  try {
+    if (!lock.readOnly) {
+      ftruncateSync(lock.fd);
+      writeSync(lock.fd, `${process.pid}\n`, 0);
     }
-    const fileExisted = existsSync(lockPath);
-    let lock: { fd: number; readOnly: boolean };
-    try {
-      lock = addon.lockFile(lockPath);
-    } catch (err) {
-      const e = err as NodeJS.ErrnoException;
-      if (e.code === 'EAGAIN' || e.code === 'EWOULDBLOCK') throw new LockHeldError(lockPath, holderOf(lockPath));
-      // The directory went with a releasing holder between our mkdir and open: again.
-      if (e.code === 'ENOENT' && attempt < 3) continue;
-      throw lockError(lockPath, e);
-    }
-    let named = false;
-    try {
-      named = fstatSync(lock.fd).ino === statSync(lockPath).ino;
-    } catch {
-      // gone: not named
-    }
-    if (!named) {
-      closeSync(lock.fd);
-      if (attempt < 3) continue;
-      throw new LockError(
-        `cannot lock ${lockPath}: it was removed and made again while the lock was taken, three times`,
-      );
-    }
-    // Read-only, the pid of an earlier holder stays in the file; and a full file system
-    // (ENOSPC) must not stop an agent that holds the lock.
-    try {
-      if (!lock.readOnly) {
-        ftruncateSync(lock.fd);
-        writeSync(lock.fd, `${process.pid}\n`, 0);
-      }
-    } catch {
-      // the lock is ours all the same
-    }
-    return {
-      release: () => {
-        if (!fileExisted) rmSync(lockPath, { force: true });
-        try {
-          for (const dir of made) rmdirSync(dir);
-        } catch {
-          // not empty, or not ours to remove: it stays
-        }
-      },
-    };
+  } catch {
+    // the lock is ours all the same
   }
 }
 

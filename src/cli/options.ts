@@ -40,105 +40,60 @@ const choices = (flag: string, what: string) =>
     .map(([c, meaning]) => (meaning ? `${c} (${meaning})` : c))
     .join(' | ')}`;
 
+/** A flag that takes a value, kept as text: settings.ts reads it (yargs would make `--mtu 1400` a number). */
+const text = (describe: string, more: Options = {}): Options => ({ type: 'string', describe, ...more });
+const defaults = (value: string, describe: string): Options => text(describe, { default: value });
+
 export const FLAGS = {
-  'mode-file': {
-    type: 'string',
-    describe: 'file, ConfigMap volume directory or manifest holding the desired gateway mode (required)',
-  },
-  'service-cidr': {
-    type: 'string',
-    array: true,
-    defaultDescription: "--ovnkube-config's service-cidrs",
-    describe: 'service CIDR (repeatable, comma lists allowed; IPv4 and IPv6; a /0, the default route, is refused)',
-  },
-  'ovnkube-config': {
-    type: 'string',
-    describe: 'ovnkube.conf, for service-cidrs, mtu and next-hop the flags leave out',
-  },
-  'gateway-interface': { type: 'string', default: 'br-ex', describe: "the OVS bridge of shared mode's service routes" },
-  'management-interface': {
-    type: 'string',
-    default: 'ovn-k8s-mp0',
-    describe: "the management port of local mode's service routes",
-  },
-  'os-release': {
-    type: 'string',
-    default: '/etc/os-release',
-    describe: "the host's os-release: RHCOS names the OpenShift release in it",
-  },
-  layout: { type: 'string', default: 'auto', describe: choices('layout', 'which service routes this node has') },
-  'ovnkube-mode-check': {
-    type: 'string',
-    default: 'proc',
-    describe: choices('ovnkube-mode-check', "how ovnkube-node's gateway mode is checked"),
-  },
-  mtu: {
-    type: 'string',
+  'mode-file': text('file, ConfigMap volume directory or manifest holding the desired gateway mode (required)'),
+  'service-cidr': text(
+    'service CIDR (repeatable, comma lists allowed; IPv4 and IPv6; a /0, the default route, is refused)',
+    { array: true, defaultDescription: "--ovnkube-config's service-cidrs" },
+  ),
+  'ovnkube-config': text('ovnkube.conf, for service-cidrs, mtu and next-hop the flags leave out'),
+  'gateway-interface': defaults('br-ex', "the OVS bridge of shared mode's service routes"),
+  'management-interface': defaults('ovn-k8s-mp0', "the management port of local mode's service routes"),
+  'os-release': defaults('/etc/os-release', "the host's os-release: RHCOS names the OpenShift release in it"),
+  layout: defaults('auto', choices('layout', 'which service routes this node has')),
+  'ovnkube-mode-check': defaults('proc', choices('ovnkube-mode-check', "how ovnkube-node's gateway mode is checked")),
+  mtu: text('MTU of shared-mode service routes', {
     defaultDescription: "ovnkube.conf's routable-mtu or mtu, else ovn-k8s-mp0's MTU",
-    describe: 'MTU of shared-mode service routes',
-  },
-  'gateway-nexthop': {
-    type: 'string',
+  }),
+  'gateway-nexthop': text('shared-mode next hop, one per family', {
     array: true,
     defaultDescription: "the gateway interface's default route",
-    describe: 'shared-mode next hop, one per family',
-  },
-  'log-level': { type: 'string', default: 'info', describe: choices('log-level', 'least severe log line written') },
-  'state-dir': {
-    type: 'string',
-    default: '/var/lib/ovn-gwmode-agent',
-    describe: 'restart journal, and the lock that keeps one agent per node',
-  },
-  socket: { type: 'string', default: '/run/ovn-gwmode-agent/agent.sock', describe: "the agent's status socket" },
-  'socket-group': {
-    type: 'string',
-    defaultDescription: "root's",
-    describe: "group (name or gid) that may use the socket, besides root: the socket's and its new directory's group",
-  },
-  'resync-interval': { type: 'string', default: '60', describe: 'seconds, or with a unit: 500ms, 2m' },
-  restart: {
-    type: 'string',
-    default: 'cri',
-    describe: choices('restart', 'how to restart ovnkube-node after a migration'),
-  },
-  'cri-endpoint': {
-    type: 'string',
+  }),
+  'log-level': defaults('info', choices('log-level', 'least severe log line written')),
+  'state-dir': defaults('/var/lib/ovn-gwmode-agent', 'restart journal, and the lock that keeps one agent per node'),
+  socket: defaults('/run/ovn-gwmode-agent/agent.sock', "the agent's status socket"),
+  'socket-group': text(
+    "group (name or gid) that may use the socket, besides root: the socket's and its new directory's group",
+    { defaultDescription: "root's" },
+  ),
+  'resync-interval': defaults('60', 'seconds, or with a unit: 500ms, 2m'),
+  restart: defaults('cri', choices('restart', 'how to restart ovnkube-node after a migration')),
+  'cri-endpoint': text('CRI socket', {
     defaultDescription: '/var/run/crio/crio.sock, else /run/containerd/containerd.sock',
-    describe: 'CRI socket',
-  },
-  'ovnkube-namespace': {
-    type: 'string',
-    default: 'openshift-ovn-kubernetes',
-    describe: "ovnkube-node's pod namespace, for --restart cri",
-  },
-  'ovnkube-container': {
-    type: 'string',
-    default: 'ovnkube-node',
-    describe: "ovnkube-node's container name, for --restart cri",
-  },
-  'restart-grace': { type: 'string', default: '30', describe: 'seconds the runtime gives ovnkube-node to stop' },
-  'restart-min-interval': { type: 'string', default: '5m', describe: 'at most one restart per interval' },
-  'restart-max-per-hour': { type: 'string', default: '3', describe: 'at most this many restarts in any hour' },
-  'restart-timeout': { type: 'string', default: '5m', describe: 'how long to wait for the new ovnkube-node' },
-  settle: {
-    type: 'string',
-    default: '60',
-    describe: 'how long the routes must hold after a restart before Converged',
-  },
+  }),
+  'ovnkube-namespace': defaults('openshift-ovn-kubernetes', "ovnkube-node's pod namespace, for --restart cri"),
+  'ovnkube-container': defaults('ovnkube-node', "ovnkube-node's container name, for --restart cri"),
+  'restart-grace': defaults('30', 'seconds the runtime gives ovnkube-node to stop'),
+  'restart-min-interval': defaults('5m', 'at most one restart per interval'),
+  'restart-max-per-hour': defaults('3', 'at most this many restarts in any hour'),
+  'restart-timeout': defaults('5m', 'how long to wait for the new ovnkube-node'),
+  settle: defaults('60', 'how long the routes must hold after a restart before Converged'),
   'dry-run': { type: 'boolean', default: false, describe: 'plan, log and report; never change the kernel' },
-  'metrics-address': {
-    type: 'string',
+  'metrics-address': text('a TCP listener serving only /metrics', {
     defaultDescription: 'none: the socket serves /metrics',
-    describe: 'a TCP listener serving only /metrics',
-  },
+  }),
   // No defaults on these: yargs counts a default as given, and status's --json and --brief conflict.
   json: { type: 'boolean', describe: 'the raw JSON' },
   brief: { type: 'boolean', describe: 'one line' },
   watch: { type: 'boolean', describe: 'follow the agent live: redrawn on a terminal, a line per change otherwise' },
   ready: { type: 'boolean', default: false, describe: 'ask /readyz instead of /healthz' },
   yes: { type: 'boolean', default: false, describe: 'carry the plan out (without it, only print it)' },
-  since: { type: 'string', describe: 'only the events of the last DURATION: 90s, 10m, 1h' },
-} as const satisfies Record<string, Options>;
+  since: text('only the events of the last DURATION: 90s, 10m, 1h'),
+} satisfies Record<string, Options>;
 
 type Flag = keyof typeof FLAGS;
 

@@ -18,34 +18,23 @@ import {
 
 export type Handler = (argv: Record<string, unknown>) => Promise<CommandResult>;
 
-const text = (v: unknown) => v as string;
+// The commands that touch the kernel are imported when they run: the probes (`health`,
+// `status`) load neither the addon nor netlink nor the logger. yargs' argv carries each
+// flag camelCased, as the commands' options name them.
+const kernel = () => import('./commands.js');
+const ask = () => import('./ask.js');
 
-/**
- * Each command's handler. The commands that touch the kernel are imported when they run:
- * the probes (`health`, `status`) load neither the addon nor netlink nor the logger.
- */
 export const HANDLERS: Record<Command, Handler> = {
-  run: async (argv) => (await import('./commands.js')).runCommand(argv as unknown as RawRunOptions),
+  run: async (argv) => (await kernel()).runCommand(argv as unknown as RawRunOptions),
   status: async (argv) =>
     argv.watch === true
-      ? (await import('./watch.js')).watchCommand({ socket: text(argv.socket) })
-      : (await import('./ask.js')).statusCommand({
-          socket: text(argv.socket),
-          json: argv.json === true,
-          brief: argv.brief === true,
-        }),
-  health: async (argv) =>
-    (await import('./ask.js')).healthCommand({ socket: text(argv.socket), ready: argv.ready === true }),
-  plan: async (argv) => (await import('./commands.js')).planCommand(argv as unknown as PlanOptions),
-  apply: async (argv) =>
-    (await import('./commands.js')).applyCommand(argv as unknown as PlanOptions & { stateDir: string }),
-  rollback: async (argv) => (await import('./commands.js')).rollbackCommand(argv as unknown as RollbackOptions),
-  events: async (argv) =>
-    (await import('./ask.js')).eventsCommand({
-      socket: text(argv.socket),
-      json: argv.json === true,
-      since: argv.since as string | undefined,
-    }),
+      ? (await import('./watch.js')).watchCommand(argv as { socket: string })
+      : (await ask()).statusCommand(argv as { socket: string; json?: boolean; brief?: boolean }),
+  health: async (argv) => (await ask()).healthCommand(argv as { socket: string; ready: boolean }),
+  plan: async (argv) => (await kernel()).planCommand(argv as unknown as PlanOptions),
+  apply: async (argv) => (await kernel()).applyCommand(argv as unknown as PlanOptions & { stateDir: string }),
+  rollback: async (argv) => (await kernel()).rollbackCommand(argv as unknown as RollbackOptions),
+  events: async (argv) => (await ask()).eventsCommand(argv as { socket: string; json?: boolean; since?: string }),
 };
 
 const NAMED = `name a command: ${COMMANDS.slice(0, -1).join(', ')} or ${COMMANDS.at(-1)}`;
