@@ -92,10 +92,7 @@ export async function runCommand(raw: RawRunOptions, wrap: RunWrappers = {}): Pr
 
 export type PlanOptions = RawPlanOptions & { json?: boolean; dryRun?: boolean };
 
-/** What a test may wrap around the one-shot commands' real parts (fault injection); nothing a user can reach. */
-export interface OnceWrappers {
-  dataplane?: (real: Dataplane) => Dataplane;
-}
+export type OnceWrappers = Pick<RunWrappers, 'dataplane'>;
 
 /** The desired mode as the mode file says it, with where it came from. */
 async function readDesired(modeFile: string, log: Logger) {

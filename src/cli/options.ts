@@ -1,13 +1,9 @@
-// The command line, declared once in the form yargs takes: every flag, and each command's
-// summary, flags, conflicts and exit codes. --help is made from it; docs/cli.md and the
-// manual page ovn-gwmode-agent(8) are written by hand, and test/cli/reference.test.ts
-// fails when either misses or outlives a command, flag, variable or exit code of it.
-//
+// The command line, declared once in the form yargs takes; --help is made from it, and
+// test/cli/reference.test.ts holds docs/cli.md and ovn-gwmode-agent(8) (written by hand) to it.
 // Every `run` flag can also come from OVN_GWMODE_<FLAG_IN_UPPER_SNAKE_CASE>; each command
-// reads only the variables of its own flags and leaves the rest to the others, because one
-// environment (a DaemonSet container's, /etc/default/ovn-gwmode-agent) serves `run` and
-// the `health` probe alike. Not yargs' `.env()`: it would hand `plan` the daemon's
-// variables (a strict-mode refusal), and could not name a misspelt one as written.
+// reads only its own flags' variables, since one environment serves `run` and its probes.
+// Not yargs' `.env()`: it would hand `plan` the daemon's variables (a strict-mode refusal),
+// and could not name a misspelt one as written.
 import type { Argv, Options } from 'yargs';
 import { UsageError } from './exit-codes.js';
 
