@@ -10,7 +10,7 @@
 # agent supports), /usr/bin/ovn-gwmode-agent running it, the unit in /lib/systemd/system
 # (the repository's, ExecStart pointed at the bundled node), the sample settings as the
 # conffile /etc/default/ovn-gwmode-agent, the manual page ovn-gwmode-agent(8) (packaging/man/,
-# made by `npm run docs:cli`), and README.md with docs/ in /usr/share/doc/ovn-gwmode-agent, as
+# kept by hand), and README.md with docs/ in /usr/share/doc/ovn-gwmode-agent, as
 # in the source and uncompressed, so that the README's links to docs/*.md lead to the pages
 # there (about 250 KB). Maintainer scripts: packaging/deb/.
 # Needs node, npm, make, g++, python3 (the addon), dpkg-deb, strip, gzip. Runs as any user

@@ -16,7 +16,7 @@ export async function askAgent(fn: () => Promise<CommandResult>): Promise<Comman
   }
 }
 
-export function statusCommand(opts: { socket: string; json: boolean; brief: boolean }): Promise<CommandResult> {
+export function statusCommand(opts: { socket: string; json?: boolean; brief?: boolean }): Promise<CommandResult> {
   return askAgent(async () => {
     const s = await fetchStatus(opts.socket);
     return {
@@ -27,11 +27,7 @@ export function statusCommand(opts: { socket: string; json: boolean; brief: bool
 }
 
 /** `events [--json] [--since DURATION]`: exit 0, or 2 when the agent cannot be asked or --since is no duration. */
-export function eventsCommand(opts: {
-  socket: string;
-  json: boolean;
-  since: string | undefined;
-}): Promise<CommandResult> {
+export function eventsCommand(opts: { socket: string; json?: boolean; since?: string }): Promise<CommandResult> {
   return askAgent(async () => {
     const { code, events } = await fetchEvents(opts.socket, opts.since, systemClock.wall());
     if (code !== 200)

@@ -1,13 +1,14 @@
 // What the commands that touch the kernel do (run, plan, apply, rollback), given parsed
-// flags; the socket clients are in ask.ts. Each returns its result (exit-codes.ts says
-// what each code means) and never ends the process: main.ts does. `plan`, `apply` and
-// `rollback` are one pass of the agent's pipeline (src/agent/once.ts), each with its own
-// target; what is printed is render.ts's.
+// flags; the socket clients are in ask.ts. `plan`, `apply` and `rollback` are one pass of
+// the agent's pipeline (src/agent/once.ts), each with its own target; what they print is
+// render.ts's. Each returns its result (exit-codes.ts); main.ts ends the process.
+import type { Logger } from 'pino';
 import { runDaemon } from '../agent/daemon.js';
 import { InterruptedError } from '../agent/execute.js';
 import { JournalKeeper } from '../agent/journal-keeper.js';
 import type { OvnkubeProbe } from '../agent/observe.js';
 import { once, type OnceResult, type Target } from '../agent/once.js';
+import { systemClock } from '../clock.js';
 import {
   lastWins,
   resolvePlanSettings,
@@ -18,56 +19,24 @@ import {
 } from '../config/settings.js';
 import { summarize } from '../core/decide.js';
 import type { Migration } from '../core/migration.js';
-import { systemClock } from '../clock.js';
-import type { Plan, PlannerConfig } from '../core/types.js';
+import { must } from '../core/must.js';
+import type { Plan } from '../core/types.js';
 import { KernelDataplane } from '../dataplane/kernel.js';
 import type { Dataplane } from '../dataplane/types.js';
-import { Journal } from '../restart/journal.js';
-import { readBootId } from '../restart/journal-time.js';
 import { createLogger } from '../log.js';
-import type { Logger } from 'pino';
 import { readModeSource } from '../mode/source.js';
-import { systemdNotifier, watchdogUsec } from '../systemd/notify.js';
 import { summarise } from '../ovnkube/proc.js';
 import { OvnkubeScanner } from '../ovnkube/scanner.js';
+import { readBootId } from '../restart/journal-time.js';
+import { Journal } from '../restart/journal.js';
+import { systemdNotifier, watchdogUsec } from '../systemd/notify.js';
 import { failure, failureOf, type CommandResult, type ExitCode } from './exit-codes.js';
 import { Interruption } from './interrupt.js';
-import { assertStateDirWritable, lockStateDir, type StateDirLock } from './lock.js';
+import { assertStateDirWritable, lockStateDir } from './lock.js';
 import { prefixes, renderApplied, renderPreview, renderRollback, type RollbackOutcome } from './render.js';
-import { must } from '../core/must.js';
-
-/** The planner's part of the settings, and nothing else. */
-export function plannerConfig(s: PlanSettings): PlannerConfig {
-  const {
-    serviceCidrs,
-    gatewayInterface,
-    managementInterface,
-    layout,
-    ovnkubeModeCheck,
-    mtu,
-    gatewayNexthop,
-    masqueradeNexthops,
-    osRelease,
-    confEvidence,
-    dryRun,
-  } = s;
-  return {
-    serviceCidrs,
-    gatewayInterface,
-    managementInterface,
-    layout,
-    ovnkubeModeCheck,
-    mtu,
-    gatewayNexthop,
-    masqueradeNexthops,
-    osRelease,
-    confEvidence,
-    dryRun,
-  };
-}
 
 /** /proc is read whatever --ovnkube-mode-check says: the process's identity proves a restart. */
-export function ovnkubeProbe(s: PlanSettings): OvnkubeProbe {
+function ovnkubeProbe(s: PlanSettings): OvnkubeProbe {
   const scanner = new OvnkubeScanner();
   return async (hint) => summarise(scanner.scan(hint?.routeEventOnly ?? false), s.ovnkubeConfMode);
 }
@@ -78,20 +47,15 @@ export interface RunWrappers {
   journal?: (dir: string) => Journal;
 }
 
-const serving = 'not starting a second agent';
+const SERVING = 'not starting a second agent';
 
-/**
- * `run`: the agent, until it stops; its result comes when it does (exit 0 on SIGTERM) or
- * when it refuses to start. A refusal after the lock leaves nothing of what taking the
- * lock created (a second agent on another --state-dir, refused by the live socket).
- */
+/** `run`: the agent, until it stops (exit 0 on SIGTERM) or refuses to start. */
 export async function runCommand(raw: RawRunOptions, wrap: RunWrappers = {}): Promise<CommandResult> {
   const settings = await resolveSettings(raw);
-  let lock: StateDirLock;
   try {
-    lock = await lockStateDir(settings.stateDir);
+    await lockStateDir(settings.stateDir);
   } catch (err) {
-    return failure(err, { held: serving });
+    return failure(err, { held: SERVING });
   }
   const log = createLogger(settings.logLevel);
   const real = new KernelDataplane();
@@ -112,16 +76,15 @@ export async function runCommand(raw: RawRunOptions, wrap: RunWrappers = {}): Pr
       dataplane,
       notifier: systemdNotifier(),
       watchdogUsec: watchdogUsec(),
-      plannerConfig,
+      // The settings are a PlannerConfig: the planner reads its fields and nothing else.
+      plannerConfig: (s) => s,
       probeFor: ovnkubeProbe,
       clock: systemClock,
       exit: (code) => resolve({ code: code === 0 ? 0 : 1 }),
     }).catch((err: unknown) => {
-      // Refused (a typed error: exit 1 or 2, one line) or a bug (logged, exit 1): either
-      // way the agent never ran, and leaves nothing of what taking the lock created.
-      const refused = failureOf(err, { held: serving });
+      // Refused (a typed error: exit 1 or 2, one line) or a bug (logged, exit 1).
       dataplane.close();
-      lock.release();
+      const refused = failureOf(err, { held: SERVING });
       if (refused === null) fatal(err);
       else resolve(refused);
     });
@@ -130,24 +93,15 @@ export async function runCommand(raw: RawRunOptions, wrap: RunWrappers = {}): Pr
 
 export type PlanOptions = RawPlanOptions & { json?: boolean; dryRun?: boolean };
 
-/** What a test may wrap around the one-shot commands' real parts (fault injection); nothing a user can reach. */
-export interface OnceWrappers {
-  dataplane?: (real: Dataplane) => Dataplane;
-}
+export type OnceWrappers = Pick<RunWrappers, 'dataplane'>;
 
 /** The desired mode as the mode file says it, with where it came from. */
 async function readDesired(modeFile: string, log: Logger) {
   const read = await readModeSource(modeFile);
-  const desired = {
-    mode: read.mode,
-    source: { path: modeFile, error: read.error, detail: read.mode !== null ? (read.detail ?? null) : null },
-  };
-  if (desired.source.detail)
-    log.warn(
-      { path: modeFile, mode: read.mode, detail: desired.source.detail },
-      'desired mode read as the cluster network operator reads it',
-    );
-  return desired;
+  const detail = read.mode !== null ? (read.detail ?? null) : null;
+  if (detail)
+    log.warn({ path: modeFile, mode: read.mode, detail }, 'desired mode read as the cluster network operator reads it');
+  return { mode: read.mode, source: { path: modeFile, error: read.error, detail } };
 }
 
 const converged = (p: Plan): ExitCode =>
@@ -170,10 +124,7 @@ const asJson = (shown: Plan, applied: number) =>
 const journalOf = (stateDir: string, log: Logger) =>
   new JournalKeeper({ journal: new Journal(stateDir), clock: systemClock, bootId: readBootId(), log });
 
-/**
- * The one pass of a one-shot command (src/agent/once.ts), on the kernel: the target, the
- * journal (none for `plan`), whether it may act, and what stops it are the command's.
- */
+/** The one pass of a one-shot command on the kernel: the target, the journal (none for `plan`), and what stops it (none: it only looks). */
 async function pass(
   settings: PlanSettings,
   target: Target,
@@ -187,16 +138,13 @@ async function pass(
   try {
     const acting = stop ? { act: true, beginChanges: () => stop.beginChanges(), stopRequested: stop.requested } : null;
     const deps = { dataplane, probe: ovnkubeProbe(settings), log, clock: systemClock, journal, act: false };
-    return await once({ ...deps, ...acting }, plannerConfig(settings), target);
+    return await once({ ...deps, ...acting }, settings, target);
   } finally {
     dataplane.close();
   }
 }
 
-/**
- * `plan`, and `apply --dry-run`: observe once and print what would be done. It only
- * looks: no lock, no journal, no kernel change. Exit 0 when nothing is to do.
- */
+/** `plan`, and `apply --dry-run`: observe once and print what would be done; no lock, no journal, no change. */
 async function preview(raw: PlanOptions, dryRunApply: boolean, wrap: OnceWrappers): Promise<CommandResult> {
   const settings = { ...(await resolvePlanSettings(raw)), dryRun: dryRunApply };
   // Logs go to stderr here: stdout carries the plan.
@@ -213,17 +161,14 @@ async function preview(raw: PlanOptions, dryRunApply: boolean, wrap: OnceWrapper
   }
 }
 
-/** `plan`: observe once and print the plan; it only looks, so it takes no lock. */
 export const planCommand = (raw: PlanOptions, wrap: OnceWrappers = {}): Promise<CommandResult> =>
   preview(raw, false, wrap);
 
 /**
- * `apply`: one pass that acts, under the agent lock, so never beside a running agent.
- * Its migration goes to the agent's journal before the first replace, as the agent's
- * does: `rollback` undoes it, and an agent started after it, even after an apply killed
- * midway, finishes it (the replaces left, then the restart it owes) and never starts it
- * again. With --dry-run (OVN_GWMODE_DRY_RUN) it is a plan that says so: no lock, no
- * journal, no kernel change.
+ * `apply`: one pass that acts, under the agent lock, so never beside a running agent. Its
+ * migration goes to the agent's journal before the first replace, as the agent's does:
+ * `rollback` undoes it, and an agent started after it (even after an apply killed midway)
+ * finishes it and never starts it again. With --dry-run it is a plan that says so.
  */
 export function applyCommand(raw: PlanOptions & { stateDir: string }, wrap: OnceWrappers = {}): Promise<CommandResult> {
   if (lastWins(raw).dryRun === true) return preview(raw, true, wrap);
@@ -238,9 +183,8 @@ async function apply(
   wrap: OnceWrappers,
 ): Promise<CommandResult> {
   const settings = { ...(await resolvePlanSettings(raw)), dryRun: false };
-  let lock: StateDirLock;
   try {
-    lock = await lockStateDir(stateDir);
+    await lockStateDir(stateDir);
   } catch (err) {
     return failure(err, { held: 'apply does not act beside a running agent: stop it, or leave the work to it' });
   }
@@ -248,15 +192,12 @@ async function apply(
   try {
     await assertStateDirWritable(stateDir);
   } catch (err) {
-    lock.release();
     return failure(err, { what: 'apply' });
   }
   const log = createLogger(settings.logLevel, process.stderr);
   const journal = journalOf(stateDir, log);
-  if (!(await journal.load())) {
-    lock.release();
+  if (!(await journal.load()))
     return { code: 2, stderr: `ovn-gwmode-agent: apply: ${journal.warning}; changing nothing\n` };
-  }
   const desired = await readDesired(settings.modeFile, log);
   try {
     const r = await pass(settings, { mode: desired }, journal, wrap, log, stop);
@@ -272,15 +213,14 @@ async function apply(
     const kept = journal.lag
       ? `; the journal still records the migration to ${desired.mode} (${journal.lag.error}): an agent started next finds its routes already as they are`
       : '';
-    if (err instanceof InterruptedError) {
-      const line =
-        err.done.length === 0
-          ? `apply: interrupted by ${err.signal} before the first replace; nothing changed${kept}`
-          : `apply: interrupted by ${err.signal} after ${err.done.length} of ${err.done.length + err.left.length} replace(s): replaced ${prefixes(err.done)}; not replaced ${prefixes(err.left)}; ` +
-            `the journal records the migration to ${desired.mode}: the agent completes it when it runs, \`rollback --yes\` puts back what was replaced`;
-      return { code: 1, stderr: `ovn-gwmode-agent: ${line}\n` };
-    }
-    return { code: 1, stderr: `ovn-gwmode-agent: ${(err as Error).message}${kept}\n` };
+    if (!(err instanceof InterruptedError))
+      return { code: 1, stderr: `ovn-gwmode-agent: ${(err as Error).message}${kept}\n` };
+    const line =
+      err.done.length === 0
+        ? `apply: interrupted by ${err.signal} before the first replace; nothing changed${kept}`
+        : `apply: interrupted by ${err.signal} after ${err.done.length} of ${err.done.length + err.left.length} replace(s): replaced ${prefixes(err.done)}; not replaced ${prefixes(err.left)}; ` +
+          `the journal records the migration to ${desired.mode}: the agent completes it when it runs, \`rollback --yes\` puts back what was replaced`;
+    return { code: 1, stderr: `ovn-gwmode-agent: ${line}\n` };
   }
 }
 
@@ -293,9 +233,7 @@ export type RollbackOptions = Omit<PlanOptions, 'modeFile' | 'ovnkubeModeCheck' 
  * `rollback`: the same pass with the journal's migration put back as its target
  * (src/core/rollback.ts decides). Without --yes it prints the plan and changes nothing;
  * with it, it takes the node's lock (so never beside a running agent), replaces all or
- * none, and verifies. Exit 0 when done, when nothing is left to roll back, or (without
- * --yes) when the plan may be carried out; 1 when refused, failed or interrupted; 2 for a
- * bad flag or a journal it cannot read.
+ * none, and verifies.
  */
 export function rollbackCommand(raw: RollbackOptions, wrap: OnceWrappers = {}): Promise<CommandResult> {
   const stop = new Interruption('rollback');
@@ -306,35 +244,31 @@ async function rollback(raw: RollbackOptions, stop: Interruption, wrap: OnceWrap
   const given = lastWins(raw);
   // The desired mode plays no part: a placeholder satisfies the planner's settings.
   const settings = await resolvePlanSettings({ ...given, modeFile: '(not read by rollback)', ovnkubeModeCheck: 'off' });
-  let lock: StateDirLock | null = null;
-  if (given.yes) {
-    try {
-      lock = await lockStateDir(given.stateDir);
-    } catch (err) {
-      return failure(err, { held: 'rollback does not act beside a running agent: stop it first' });
-    }
+  try {
+    if (given.yes) await lockStateDir(given.stateDir);
+  } catch (err) {
+    return failure(err, { held: 'rollback does not act beside a running agent: stop it first' });
   }
   const log = createLogger(settings.logLevel, process.stderr);
   const journal = journalOf(given.stateDir, log);
   const cidrsFrom =
     given.serviceCidr && given.serviceCidr.length > 0 ? '--service-cidr' : `--ovnkube-config's service-cidrs`;
   let outcome: RollbackOutcome;
-  let before: Migration | null = null;
+  let migration: Migration | null = null;
   try {
     await journal.load(true);
-    before = journal.data.migration;
+    migration = journal.data.migration;
     const r = await pass(settings, { rollback: { cidrsFrom } }, journal, wrap, log, given.yes ? stop : null);
-    const { migration, actions, refusals } = r;
+    const { actions, refusals } = r;
     const nothing = refusals.find((x) => x.code === 'NothingToRollBack');
     outcome = nothing
-      ? { migration, kind: 'nothing', why: nothing }
+      ? { migration: r.migration, kind: 'nothing', why: nothing }
       : refusals.length > 0
-        ? { migration, kind: 'refused', refusals }
+        ? { migration: r.migration, kind: 'refused', refusals }
         : !r.applied
-          ? { migration, kind: 'planned', actions }
-          : { migration, kind: 'done', actions, unrecorded: journal.lag?.error ?? null };
+          ? { migration: r.migration, kind: 'planned', actions }
+          : { migration: r.migration, kind: 'done', actions, unrecorded: journal.lag?.error ?? null };
   } catch (err) {
-    const migration = before;
     if (err instanceof InterruptedError)
       outcome = { migration, kind: 'interrupted', signal: err.signal, done: err.done, left: err.left };
     // The write before the first put-back failed: nothing was put back.
@@ -342,8 +276,6 @@ async function rollback(raw: RollbackOptions, stop: Interruption, wrap: OnceWrap
       outcome = { migration, kind: 'not-journaled', error: err as Error };
     else return failureOf(err) ?? { code: 1, stderr: `ovn-gwmode-agent: ${(err as Error).message}\n` };
   }
-  // Refused, or nothing to do, before anything was journaled: what taking the lock made goes again.
-  if (outcome.kind === 'refused' || outcome.kind === 'nothing') lock?.release();
   const failed = outcome.kind === 'refused' || outcome.kind === 'not-journaled' || outcome.kind === 'interrupted';
   return { code: failed ? 1 : 0, ...renderRollback(outcome, journal.wallOffset()) };
 }

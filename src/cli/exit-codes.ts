@@ -1,12 +1,7 @@
-// What a command returns, and the one table from typed errors to exit codes. Commands
-// return a CommandResult and never end the process; main.ts writes the result and exits
-// with its code, and is the only place that does. The table goes by each error's stable
-// `code` (never its class): the code is the error's contract, and so this module imports
-// none of the modules that raise them.
-//   0 done, converged, or nothing to do
-//   1 not converged, refused, failed or interrupted, or another agent holds the node
-//   2 bad usage or configuration, a permission or a writable directory missing, the
-//     agent unreachable: a person must change something before trying again
+// What a command returns, and the one table from typed errors to exit codes (their meaning
+// is options.ts's EXIT_STATUS). Commands never end the process: main.ts writes the result
+// and exits with its code. The table goes by each error's stable `code`, never its class:
+// the code is the error's contract, and so this module imports none of the modules that raise them.
 export type ExitCode = 0 | 1 | 2;
 
 export interface CommandResult {
@@ -33,35 +28,33 @@ export class CommandError extends Error {
   }
 }
 
-const EXIT_CODES = new Map<string, ExitCode>([
-  ['ERR_GWMODE_USAGE', 2],
-  ['ERR_GWMODE_ENV', 2],
-  ['ERR_GWMODE_FLAG_VALUE', 2],
-  ['ERR_GWMODE_CONFIG', 2],
-  ['ERR_GWMODE_LOCK', 2],
-  ['ERR_GWMODE_STATE_DIR_UNWRITABLE', 2],
-  ['ERR_GWMODE_SOCKET_PERMISSION', 2],
-  ['ERR_GWMODE_METRICS_ADDRESS', 2],
-  ['ERR_GWMODE_UNREACHABLE', 2],
-  ['ERR_GWMODE_SOCKET_DENIED', 2],
-  ['ERR_GWMODE_JOURNAL', 2],
-  ['ERR_GWMODE_ROLLBACK_CIDRS', 2],
-  // Another agent has the node: not this machine's fault, and not ours to fix.
-  ['ERR_GWMODE_LOCK_HELD', 1],
-  ['ERR_GWMODE_SOCKET_IN_USE', 1],
-]);
+/** Another agent has the node: exit 1, not this machine's fault, and not ours to fix. */
+const ANOTHER_AGENT = ['ERR_GWMODE_LOCK_HELD', 'ERR_GWMODE_SOCKET_IN_USE'];
+/** A person must change something first: exit 2; the first two are the command line's (see --help). */
+const PERSON = [
+  'ERR_GWMODE_USAGE',
+  'ERR_GWMODE_ENV',
+  'ERR_GWMODE_CONFIG',
+  'ERR_GWMODE_LOCK',
+  'ERR_GWMODE_STATE_DIR_UNWRITABLE',
+  'ERR_GWMODE_SOCKET_PERMISSION',
+  'ERR_GWMODE_METRICS_ADDRESS',
+  'ERR_GWMODE_UNREACHABLE',
+  'ERR_GWMODE_SOCKET_DENIED',
+  'ERR_GWMODE_JOURNAL',
+  'ERR_GWMODE_ROLLBACK_CIDRS',
+];
 
-/** Refusals because another agent has the node: their line says why this command does not go on. */
-const ANOTHER_AGENT = new Set(['ERR_GWMODE_LOCK_HELD', 'ERR_GWMODE_SOCKET_IN_USE']);
-
-/** An error with a stable `code`: the only kind the table reads. */
-const isTyped = (err: unknown): err is Error & { code: string } =>
-  err instanceof Error && typeof (err as { code?: unknown }).code === 'string';
+const codeOf = (err: unknown): string | null => {
+  const code = err instanceof Error ? (err as { code?: unknown }).code : undefined;
+  return typeof code === 'string' ? code : null;
+};
 
 /** The exit code a typed error means, or null for an error no table names (a bug: let it surface). */
 export function exitCodeOf(err: unknown): ExitCode | null {
   if (err instanceof CommandError) return err.exitCode;
-  return isTyped(err) ? (EXIT_CODES.get(err.code) ?? null) : null;
+  const code = codeOf(err) ?? '';
+  return ANOTHER_AGENT.includes(code) ? 1 : PERSON.includes(code) ? 2 : null;
 }
 
 export interface FailureNotes {
@@ -74,13 +67,13 @@ export interface FailureNotes {
 /** The result a typed error means: its exit code and one line; null for an untyped one. */
 export function failureOf(err: unknown, notes: FailureNotes = {}): CommandResult | null {
   const code = exitCodeOf(err);
-  if (code === null || !isTyped(err)) return null;
-  const typed = err.code;
-  const held = notes.held !== undefined && ANOTHER_AGENT.has(typed) ? `; ${notes.held}` : '';
-  const help = typed === 'ERR_GWMODE_USAGE' ? '; see --help' : '';
+  if (code === null) return null;
+  const typed = codeOf(err) ?? '';
+  const held = notes.held !== undefined && ANOTHER_AGENT.includes(typed) ? `; ${notes.held}` : '';
+  const help = ['ERR_GWMODE_USAGE', 'ERR_GWMODE_ENV'].includes(typed) ? '; see --help' : '';
   return {
     code,
-    stderr: `ovn-gwmode-agent: ${notes.what ? `${notes.what}: ` : ''}${err.message}${held}${help}\n`,
+    stderr: `ovn-gwmode-agent: ${notes.what ? `${notes.what}: ` : ''}${(err as Error).message}${held}${help}\n`,
   };
 }
 

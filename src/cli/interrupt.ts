@@ -1,15 +1,9 @@
 // SIGTERM and SIGINT during a one-shot command that changes the kernel (`apply`,
 // `rollback --yes`). Before its first change the command is abandoned at once: exit 1,
-// one line, nothing changed. From the first change on (for `apply`, the journal write
-// that precedes its first replace) the change in flight is finished with its journal
-// record, none is begun after it (a put-back would be one), and the command says what
-// was done and what was not, and exits 1. A second signal changes nothing; SIGKILL
-// still ends the process, and the journal then tells the next agent or rollback.
-//
-// Abandoning is a result, not an exit: `run` races the command against the signal, and
-// main.ts ends the process as soon as the abandonment wins. The work left behind may
-// still reach its first change before then: beginChanges refuses once a signal came, so
-// an abandoned command never begins one.
+// nothing changed (main.ts ends the process; beginChanges refuses once a signal came, so
+// the work left behind never begins one). From the first change on (for `apply`, the
+// journal write before its first replace) the change in flight finishes with its journal
+// record, none is begun after it, and the command says what was and was not done, exit 1.
 import type { CommandResult } from './exit-codes.js';
 
 /** beginChanges after a signal: the command was abandoned, and changes nothing. */

@@ -1,171 +1,303 @@
-// The flags of each command as yargs takes them, made from
-// reference.ts, and the OVN_GWMODE_* variables that stand for them.
-//
-// Each command declares only the flags it uses, so that its --help is true and yargs'
-// strict mode catches a misplaced one. Every `run` flag can also come from
-// OVN_GWMODE_<FLAG_IN_UPPER_SNAKE_CASE>; each command reads only the variables of its
-// own flags and leaves the rest to the others, because one environment (a DaemonSet
-// container's, /etc/default/ovn-gwmode-agent) serves `run` and the `health` probe alike.
+// The command line, declared once in the form yargs takes; --help is made from it, and
+// test/cli/reference.test.ts holds docs/cli.md and ovn-gwmode-agent(8) (written by hand) to it.
+// Every `run` flag can also come from OVN_GWMODE_<FLAG_IN_UPPER_SNAKE_CASE>; each command
+// reads only its own flags' variables, since one environment serves `run` and its probes.
+// Not yargs' `.env()`: it would hand `plan` the daemon's variables (a strict-mode refusal),
+// and could not name a misspelt one as written.
 import type { Argv, Options } from 'yargs';
 import { UsageError } from './exit-codes.js';
-import {
-  COMMAND_SPECS,
-  COMMANDS,
-  ENV_PREFIX,
-  FLAGS,
-  SETTINGS_FLAGS,
-  variableOf,
-  type Command,
-  type Flag,
-  type FlagSpec,
-} from './reference.js';
 
-export { COMMANDS, DEFAULT_SOCKET, DEFAULT_STATE_DIR, ENV_PREFIX, type Command } from './reference.js';
-
-type OptionSet = Record<string, Options>;
-
-const CHOICES_MEANING = (choices: Readonly<Record<string, string>>) =>
-  Object.entries(choices)
-    .map(([c, meaning]) => (meaning ? `${c} (${meaning})` : c))
-    .join(' | ');
+export const ENV_PREFIX = 'OVN_GWMODE_';
 
 /**
- * A flag as yargs declares it. Choices go into the description, not to yargs: its refusal
- * would not name the flag, and settings.ts checks them (reference.ts).
+ * The only values of a flag, each with what it means. Checked by src/config/settings.ts,
+ * not by yargs, whose refusal would name no flag: they go into the description.
  */
-export function yargsOption(spec: FlagSpec): Options {
-  const describe = spec.choices ? `${spec.describe}: ${CHOICES_MEANING(spec.choices)}` : spec.describe;
-  return {
-    type: spec.type,
-    describe,
-    ...(spec.repeatable ? { array: true } : {}),
-    ...(spec.default !== undefined ? { default: spec.default } : {}),
-    ...(spec.defaultText !== undefined ? { defaultDescription: spec.defaultText } : {}),
-  };
+export const CHOICES: Readonly<Record<string, Readonly<Record<string, string>>>> = {
+  layout: {
+    auto: 'from the evidence',
+    legacy: 'a 4.8/4.9 node without evidence (4.10+ evidence wins)',
+    'routing-via-host': 'never change',
+  },
+  'ovnkube-mode-check': {
+    proc: 'act only when ovnkube-node is seen running the desired mode',
+    off: 'also act when its mode cannot be seen; one seen running the other mode is waited for all the same',
+  },
+  'log-level': { fatal: '', error: '', warn: '', info: '', debug: '', trace: '', silent: '' },
+  restart: {
+    cri: 'stop its container through the runtime, and kubelet starts a new one',
+    signal: 'SIGTERM to its process, and its supervisor starts a new one',
+    none: 'never',
+  },
+};
+
+const choices = (flag: string, what: string) =>
+  `${what}: ${Object.entries(CHOICES[flag] ?? {})
+    .map(([c, meaning]) => (meaning ? `${c} (${meaning})` : c))
+    .join(' | ')}`;
+
+/** A flag that takes a value, kept as text: settings.ts reads it (yargs would make `--mtu 1400` a number). */
+const text = (describe: string, more: Options = {}): Options => ({ type: 'string', describe, ...more });
+const defaults = (value: string, describe: string): Options => text(describe, { default: value });
+
+export const FLAGS = {
+  'mode-file': text('file, ConfigMap volume directory or manifest holding the desired gateway mode (required)'),
+  'service-cidr': text(
+    'service CIDR (repeatable, comma lists allowed; IPv4 and IPv6; a /0, the default route, is refused)',
+    { array: true, defaultDescription: "--ovnkube-config's service-cidrs" },
+  ),
+  'ovnkube-config': text('ovnkube.conf, for service-cidrs, mtu and next-hop the flags leave out'),
+  'gateway-interface': defaults('br-ex', "the OVS bridge of shared mode's service routes"),
+  'management-interface': defaults('ovn-k8s-mp0', "the management port of local mode's service routes"),
+  'os-release': defaults('/etc/os-release', "the host's os-release: RHCOS names the OpenShift release in it"),
+  layout: defaults('auto', choices('layout', 'which service routes this node has')),
+  'ovnkube-mode-check': defaults('proc', choices('ovnkube-mode-check', "how ovnkube-node's gateway mode is checked")),
+  mtu: text('MTU of shared-mode service routes', {
+    defaultDescription: "ovnkube.conf's routable-mtu or mtu, else ovn-k8s-mp0's MTU",
+  }),
+  'gateway-nexthop': text('shared-mode next hop, one per family', {
+    array: true,
+    defaultDescription: "the gateway interface's default route",
+  }),
+  'log-level': defaults('info', choices('log-level', 'least severe log line written')),
+  'state-dir': defaults('/var/lib/ovn-gwmode-agent', 'restart journal, and the lock that keeps one agent per node'),
+  socket: defaults('/run/ovn-gwmode-agent/agent.sock', "the agent's status socket"),
+  'socket-group': text(
+    "group (name or gid) that may use the socket, besides root: the socket's and its new directory's group",
+    { defaultDescription: "root's" },
+  ),
+  'resync-interval': defaults('60', 'seconds, or with a unit: 500ms, 2m'),
+  restart: defaults('cri', choices('restart', 'how to restart ovnkube-node after a migration')),
+  'cri-endpoint': text('CRI socket', {
+    defaultDescription: '/var/run/crio/crio.sock, else /run/containerd/containerd.sock',
+  }),
+  'ovnkube-namespace': defaults('openshift-ovn-kubernetes', "ovnkube-node's pod namespace, for --restart cri"),
+  'ovnkube-container': defaults('ovnkube-node', "ovnkube-node's container name, for --restart cri"),
+  'restart-grace': defaults('30', 'seconds the runtime gives ovnkube-node to stop'),
+  'restart-min-interval': defaults('5m', 'at most one restart per interval'),
+  'restart-max-per-hour': defaults('3', 'at most this many restarts in any hour'),
+  'restart-timeout': defaults('5m', 'how long to wait for the new ovnkube-node'),
+  settle: defaults('60', 'how long the routes must hold after a restart before Converged'),
+  'dry-run': { type: 'boolean', default: false, describe: 'plan, log and report; never change the kernel' },
+  'metrics-address': text('a TCP listener serving only /metrics', {
+    defaultDescription: 'none: the socket serves /metrics',
+  }),
+  // No defaults on these: yargs counts a default as given, and status's --json and --brief conflict.
+  json: { type: 'boolean', describe: 'the raw JSON' },
+  brief: { type: 'boolean', describe: 'one line' },
+  watch: { type: 'boolean', describe: 'follow the agent live: redrawn on a terminal, a line per change otherwise' },
+  ready: { type: 'boolean', default: false, describe: 'ask /readyz instead of /healthz' },
+  yes: { type: 'boolean', default: false, describe: 'carry the plan out (without it, only print it)' },
+  since: text('only the events of the last DURATION: 90s, 10m, 1h'),
+} satisfies Record<string, Options>;
+
+type Flag = keyof typeof FLAGS;
+
+/** What the planner reads: `plan`, `apply` and `run`. */
+const PLANNER: Flag[] = [
+  'mode-file',
+  'service-cidr',
+  'ovnkube-config',
+  'gateway-interface',
+  'management-interface',
+  'os-release',
+  'layout',
+  'ovnkube-mode-check',
+  'mtu',
+  'gateway-nexthop',
+  'log-level',
+];
+/**
+ * rollback reads the journal, the kernel and ovnkube-node (always from /proc: its 4.10+
+ * flags refuse it), not the desired mode; the route it puts back is the journal's (next hop
+ * and MTU as they were), so neither --mtu nor --gateway-nexthop would change anything.
+ */
+const NOT_ROLLBACK: Flag[] = ['mode-file', 'ovnkube-mode-check', 'mtu', 'gateway-nexthop'];
+const DAEMON: Flag[] = [
+  'socket',
+  'socket-group',
+  'resync-interval',
+  'restart',
+  'cri-endpoint',
+  'ovnkube-namespace',
+  'ovnkube-container',
+  'restart-grace',
+  'restart-min-interval',
+  'restart-max-per-hour',
+  'restart-timeout',
+  'settle',
+  'dry-run',
+  'metrics-address',
+];
+
+export type ExitCode = 0 | 1 | 2;
+
+interface CommandSpec {
+  summary: string;
+  /** Its flags, in the order --help lists them. */
+  flags: Flag[];
+  conflicts?: Array<[Flag, Flag]>;
+  /** What each exit code means for this command. */
+  exits: Partial<Record<ExitCode, string>>;
 }
 
-const optionSet = (flags: readonly Flag[]): OptionSet =>
-  Object.fromEntries(flags.map((f) => [f, yargsOption(FLAGS[f])]));
+const BAD_USAGE = 'a bad flag, value or OVN_GWMODE_* variable';
+
+export const COMMANDS = ['run', 'status', 'health', 'plan', 'apply', 'rollback', 'events'] as const;
+export type Command = (typeof COMMANDS)[number];
+
+export const COMMAND_SPECS: Record<Command, CommandSpec> = {
+  run: {
+    summary: 'run the agent: watch the mode file and the kernel, keep the service routes right',
+    flags: [...PLANNER, 'state-dir', ...DAEMON],
+    exits: {
+      0: 'stopped by SIGTERM or SIGINT',
+      1: 'another agent holds the node (its lock or its socket), or an unexpected error (logged before the exit)',
+      2: `${BAD_USAGE}, ovnkube.conf, the socket group or the metrics address; or a socket or state directory it may not write`,
+    },
+  },
+  status: {
+    summary: 'ask a running agent how the node is',
+    flags: ['socket', 'json', 'brief', 'watch'],
+    conflicts: [
+      ['json', 'brief'],
+      ['watch', 'json'],
+    ],
+    exits: {
+      0: 'Converged',
+      1: 'not Converged',
+      2: `the agent cannot be reached or refuses the caller (--watch: went away), or ${BAD_USAGE}`,
+    },
+  },
+  health: {
+    summary: 'the liveness (or, with --ready, readiness) probe',
+    flags: ['socket', 'ready'],
+    exits: {
+      0: 'healthy (with --ready: ready)',
+      1: 'not healthy (not ready)',
+      2: `the agent cannot be reached or refuses the caller, or ${BAD_USAGE}`,
+    },
+  },
+  plan: {
+    summary: 'observe once and print what the agent would do',
+    flags: [...PLANNER, 'json'],
+    exits: {
+      0: 'nothing to do',
+      1: 'something to do, or the agent would wait or refuse (the reasons say why)',
+      2: `${BAD_USAGE}, or ovnkube.conf`,
+    },
+  },
+  apply: {
+    summary: 'observe once, carry the plan out and verify',
+    flags: [...PLANNER, 'state-dir', 'dry-run', 'json'],
+    exits: {
+      0: 'every route is in the desired mode; a restart of ovnkube-node the migration owes is left to the agent (its left: line names it)',
+      1: 'something left to do, refused, failed or interrupted; or an agent holds the node',
+      2: `${BAD_USAGE}, ovnkube.conf, or a state directory that takes no writes`,
+    },
+  },
+  rollback: {
+    summary: "print how the journal's last migration would be put back; with --yes, put it back",
+    flags: [...PLANNER.filter((f) => !NOT_ROLLBACK.includes(f)), 'state-dir', 'yes'],
+    exits: {
+      0: 'put back (without --yes: the plan may be carried out), or nothing to roll back (NothingToRollBack)',
+      1: "refused (the reason and its code are printed: LayoutUnknown on a node of unknown release unless --layout legacy states it, OvnkubeOtherMode while ovnkube-node runs the migration's mode), failed or interrupted; or an agent holds the node",
+      2: `${BAD_USAGE}, a --service-cidr that does not name every CIDR of the migration, or a journal it cannot read`,
+    },
+  },
+  events: {
+    summary: 'what the agent did on this node, oldest first (its last 256 events)',
+    flags: ['socket', 'json', 'since'],
+    exits: {
+      0: 'the events were printed',
+      2: `the agent cannot be reached, refuses the caller or is older than this command, or ${BAD_USAGE}`,
+    },
+  },
+};
+
+/** What the codes mean across commands. */
+export const EXIT_STATUS: Record<ExitCode, string> = {
+  0: 'done, converged, or nothing to do',
+  1: 'not converged, refused, failed or interrupted, or another agent holds the node',
+  2: 'a person must change something first: bad usage or configuration, a missing permission, the agent unreachable',
+};
 
 export const COMMAND_OPTIONS = Object.fromEntries(
-  COMMANDS.map((c) => [c, optionSet(COMMAND_SPECS[c].flags)]),
-) as Record<Command, OptionSet>;
+  COMMANDS.map((c) => [c, Object.fromEntries(COMMAND_SPECS[c].flags.map((f) => [f, FLAGS[f]]))]),
+) as Record<Command, Record<string, Options>>;
 
-/** The flags that settings variables can stand for: exactly `run`'s. */
-const SETTINGS: OptionSet = optionSet(SETTINGS_FLAGS);
-
-/** Flags that must not be given together (yargs' `conflicts`). */
-export const CONFLICTS: Partial<Record<Command, Array<[string, string]>>> = Object.fromEntries(
-  COMMANDS.flatMap((c) => {
-    const pairs = COMMAND_SPECS[c].conflicts;
-    return pairs ? [[c, pairs.map(([a, b]): [string, string] => [a, b])]] : [];
-  }),
-);
-
-/** OVN_GWMODE_MODE_FILE -> mode-file */
-const flagOf = (variable: string): string => variable.slice(ENV_PREFIX.length).toLowerCase().replaceAll('_', '-');
+/** mode-file -> OVN_GWMODE_MODE_FILE: the variable of each of `run`'s flags, and only of those. */
+export const variableOf = (flag: string): string => ENV_PREFIX + flag.toUpperCase().replaceAll('-', '_');
 
 export class EnvError extends Error {
   readonly code = 'ERR_GWMODE_ENV';
 }
 
-/** A boolean flag given a value that is no boolean: `--dry-run=maybe`. */
-export class FlagValueError extends Error {
-  readonly code = 'ERR_GWMODE_FLAG_VALUE';
-}
-
 const show = (text: string) => JSON.stringify(text.length > 40 ? `${text.slice(0, 37)}...` : text);
 
-const TRUE_WORDS = ['true', '1', 'yes', 'on'];
-const FALSE_WORDS = ['false', '0', 'no', 'off'];
-export const BOOLEAN_SPELLINGS = 'true/false, 1/0, yes/no, on/off';
-
 /**
- * A boolean's usual spellings, in any case; undefined for anything else. yargs takes only
+ * A boolean's usual spellings, in any case, or a refusal naming `what`. yargs takes only
  * `true` as true and everything else (`1`, `yes`, `True`) silently as false: a dry run
- * spelt `1` would act. So every boolean value is read here, and what is not one is refused.
+ * spelt `1` would act. So every boolean value is read here.
  */
-export function parseBoolean(text: string): boolean | undefined {
+function parseBoolean(text: string, what: string, Refusal: typeof EnvError | typeof UsageError): boolean {
   const word = text.toLowerCase();
-  if (TRUE_WORDS.includes(word)) return true;
-  if (FALSE_WORDS.includes(word)) return false;
-  return undefined;
+  if (['true', '1', 'yes', 'on'].includes(word)) return true;
+  if (['false', '0', 'no', 'off'].includes(word)) return false;
+  throw new Refusal(`${what}: ${show(text)} is not a boolean (true/false, 1/0, yes/no, on/off)`);
 }
 
-const isBooleanFlag = (command: Command, flag: string): boolean => COMMAND_OPTIONS[command][flag]?.type === 'boolean';
+const isBoolean = (word: string | undefined) =>
+  word !== undefined && ['true', '1', 'yes', 'on', 'false', '0', 'no', 'off'].includes(word.toLowerCase());
 const kebab = (flag: string) => flag.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
 
 /**
  * The command line with each value of a boolean flag (`--dry-run=1`, `--json yes`) spelt
- * `--flag=true` or `--flag=false`, which yargs reads right; a value that is no
- * boolean is a FlagValueError naming the flag. No command takes a positional argument,
- * so a boolean word after a boolean flag can only be its value.
+ * `--flag=true` or `--flag=false`, which yargs reads right; a value that is no boolean is
+ * a usage error naming the flag. No command takes a positional argument, so a boolean
+ * word after a boolean flag can only be its value.
  */
 export function normalizeBooleanFlags(args: readonly string[]): string[] {
   const command = COMMANDS.find((c) => c === args.find((a) => !a.startsWith('-')));
-  if (command === undefined) return [...args];
   const out: string[] = [];
   const rest = [...args];
   for (let arg = rest.shift(); arg !== undefined; arg = rest.shift()) {
     const m = /^--([^=]+)(?:=(.*))?$/s.exec(arg);
-    const name = m?.[1];
-    if (m === null || name === undefined || !isBooleanFlag(command, kebab(name))) {
+    const flag = kebab(m?.[1] ?? '');
+    if (m === null || command === undefined || COMMAND_OPTIONS[command][flag]?.type !== 'boolean') {
       out.push(arg);
       continue;
     }
-    const flag = kebab(name);
-    let text = m[2];
-    if (text === undefined) {
-      const next = rest[0];
-      if (next === undefined || parseBoolean(next) === undefined) {
-        out.push(arg);
-        continue;
-      }
-      text = next;
-      rest.shift();
-    }
-    const value = parseBoolean(text);
-    if (value === undefined)
-      throw new FlagValueError(`--${flag}: ${show(text)} is not a boolean (${BOOLEAN_SPELLINGS})`);
-    out.push(`--${name}=${value}`);
+    const text = m[2] ?? (isBoolean(rest[0]) ? rest.shift() : undefined);
+    out.push(text === undefined ? arg : `--${m[1]}=${parseBoolean(text, `--${flag}`, UsageError)}`);
   }
   return out;
 }
 
 /**
- * The values of `command`'s flags given by OVN_GWMODE_* variables. A variable that
- * names no settings flag at all is a typo, and is reported by its own name: the flag
- * yargs would make of it (`modefile`) is not what the operator wrote. A boolean's value
- * is given as `true` or `false` (parseBoolean), or refused naming the variable.
+ * The values of `command`'s flags given by OVN_GWMODE_* variables. A variable that names
+ * no `run` flag is a typo, and is reported by its own name: the flag yargs would make of
+ * it (`modefile`) is not what the operator wrote.
  */
 export function envValues(command: Command, env: NodeJS.ProcessEnv): Record<string, string> {
   const values: Record<string, string> = {};
+  const settings = COMMAND_OPTIONS.run;
   for (const [variable, value] of Object.entries(env)) {
     if (!variable.startsWith(ENV_PREFIX) || value === undefined) continue;
-    const flag = flagOf(variable);
+    const flag = variable.slice(ENV_PREFIX.length).toLowerCase().replaceAll('_', '-');
     // Own keys only: `in` would take OVN_GWMODE_CONSTRUCTOR for a setting (Object.prototype's).
-    if (!Object.hasOwn(SETTINGS, flag)) {
+    if (!Object.hasOwn(settings, flag)) {
       const squash = (f: string) => f.replaceAll('-', '');
-      const near = Object.keys(SETTINGS).find((f) => squash(f) === squash(flag));
+      const near = Object.keys(settings).find((f) => squash(f) === squash(flag));
       throw new EnvError(
         `${variable}: no such setting${near ? `; did you mean ${variableOf(near)}?` : ''} (the variables are ${ENV_PREFIX}<RUN_FLAG_IN_UPPER_SNAKE_CASE>)`,
       );
     }
     if (!Object.hasOwn(COMMAND_OPTIONS[command], flag)) continue;
-    if (isBooleanFlag(command, flag)) {
-      const b = parseBoolean(value);
-      if (b === undefined) throw new EnvError(`${variable}: ${show(value)} is not a boolean (${BOOLEAN_SPELLINGS})`);
-      values[flag] = String(b);
-    } else {
-      values[flag] = value;
-    }
+    const boolean = COMMAND_OPTIONS[command][flag]?.type === 'boolean';
+    values[flag] = boolean ? String(parseBoolean(value, variable, EnvError)) : value;
   }
   return values;
-}
-
-/** A usage error: one line, exit 2 (src/cli/exit-codes.ts). */
-export function usageError(message: string): never {
-  throw new UsageError(message);
 }
 
 /** Declares `command`'s flags, with the values its variables give as the next layer below the command line. */

@@ -24,11 +24,7 @@ export type RollbackOutcome = { migration: Migration | null } & (
 const change = (a: ReplaceAction) => `${a.key.prefix}: ${renderNextHop(a.from)} -> ${renderNextHop(a.to)}`;
 export const prefixes = (actions: ReplaceAction[]): string => actions.map((a) => a.key.prefix).join(', ');
 
-/**
- * The plan as seen: layout, release, the replaces under `heading` (or none), each route,
- * the reasons and the warnings. A preview leaves out the planner's Replacing reasons:
- * its "would replace" lines say the same, and no replace is under way.
- */
+/** The plan as seen. A preview leaves out the Replacing reasons: its "would replace" lines say it, and none is under way. */
 function renderPlanBody(p: Plan, heading: string, actions: ReplaceAction[], preview: boolean): string[] {
   const lines = [`layout: ${p.layout}`, `release: ${p.platform.release} (${p.platform.evidence})`];
   if (actions.length === 0) lines.push(`${heading}: none`);
@@ -66,11 +62,7 @@ export function renderPreview(p: Plan, dryRunApply: boolean): string {
 const owesRestart = (m: Migration | null, desired: GatewayMode | null): m is Migration =>
   m !== null && m.mode === desired && !m.rollback && restartOwed(m);
 
-/**
- * `apply`: the node after it, what it replaced, and what is left: the restart of
- * ovnkube-node that the migration on record owes, which apply never makes (the agent
- * requests it when it runs), or what keeps the node from converging.
- */
+/** `apply`: the node after it, what it replaced, and what is left (a restart owed is the agent's to request). */
 export function renderApplied(
   after: Plan,
   replaced: ReplaceAction[],

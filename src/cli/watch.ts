@@ -1,7 +1,5 @@
-// `ovn-gwmode-agent status --watch`: the live view, fed by the agent's server-sent
-// events (GET /v1/watch), never by polling. On a terminal the screen is redrawn in
-// place (phase, routes, pending restart, the last events); otherwise one line per
-// change: the brief status line when it changed, each event as it happens.
+// `status --watch`: the live view, fed by the agent's server-sent events (GET /v1/watch),
+// never by polling: redrawn in place on a terminal, otherwise a line per change.
 import type { AgentEvent } from '../events/history.js';
 import { connectError } from '../status/client.js';
 import { renderBrief, renderHuman, type StatusReport } from '../status/report.js';

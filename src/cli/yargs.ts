@@ -1,67 +1,54 @@
-// The whole command line, read by yargs: every command's flags and --help, one-line usage
-// errors, and the handler each command runs.
+// The whole command line, read by yargs: every command's flags and --help (options.ts
+// declares them), one-line usage errors, and the handler each command runs.
 import yargs, { type Argv } from 'yargs';
 import type { RawRunOptions } from '../config/settings.js';
 import { VERSION } from '../version.js';
 import type { PlanOptions, RollbackOptions } from './commands.js';
 import { failure, UsageError, type CommandResult } from './exit-codes.js';
 import {
+  COMMAND_SPECS,
   COMMANDS,
-  CONFLICTS,
-  EnvError,
   envValues,
-  FlagValueError,
+  EXIT_STATUS,
   normalizeBooleanFlags,
-  usageError,
   withOptions,
   type Command,
+  type ExitCode,
 } from './options.js';
-import { BUILTIN_FLAGS, COMMAND_SPECS, EXIT_STATUS, type ExitCode } from './reference.js';
 
 export type Handler = (argv: Record<string, unknown>) => Promise<CommandResult>;
 
-const text = (v: unknown) => v as string;
+// The commands that touch the kernel are imported when they run: the probes (`health`,
+// `status`) load neither the addon nor netlink nor the logger. yargs' argv carries each
+// flag camelCased, as the commands' options name them.
+const kernel = () => import('./commands.js');
+const ask = () => import('./ask.js');
 
-/**
- * Each command's handler. The commands that touch the kernel are imported when they run:
- * the probes (`health`, `status`) load neither the addon nor netlink nor the logger.
- */
 export const HANDLERS: Record<Command, Handler> = {
-  run: async (argv) => (await import('./commands.js')).runCommand(argv as unknown as RawRunOptions),
+  run: async (argv) => (await kernel()).runCommand(argv as unknown as RawRunOptions),
   status: async (argv) =>
     argv.watch === true
-      ? (await import('./watch.js')).watchCommand({ socket: text(argv.socket) })
-      : (await import('./ask.js')).statusCommand({
-          socket: text(argv.socket),
-          json: argv.json === true,
-          brief: argv.brief === true,
-        }),
-  health: async (argv) =>
-    (await import('./ask.js')).healthCommand({ socket: text(argv.socket), ready: argv.ready === true }),
-  plan: async (argv) => (await import('./commands.js')).planCommand(argv as unknown as PlanOptions),
-  apply: async (argv) =>
-    (await import('./commands.js')).applyCommand(argv as unknown as PlanOptions & { stateDir: string }),
-  rollback: async (argv) => (await import('./commands.js')).rollbackCommand(argv as unknown as RollbackOptions),
-  events: async (argv) =>
-    (await import('./ask.js')).eventsCommand({
-      socket: text(argv.socket),
-      json: argv.json === true,
-      since: argv.since as string | undefined,
-    }),
+      ? (await import('./watch.js')).watchCommand(argv as { socket: string })
+      : (await ask()).statusCommand(argv as { socket: string; json?: boolean; brief?: boolean }),
+  health: async (argv) => (await ask()).healthCommand(argv as { socket: string; ready: boolean }),
+  plan: async (argv) => (await kernel()).planCommand(argv as unknown as PlanOptions),
+  apply: async (argv) => (await kernel()).applyCommand(argv as unknown as PlanOptions & { stateDir: string }),
+  rollback: async (argv) => (await kernel()).rollbackCommand(argv as unknown as RollbackOptions),
+  events: async (argv) => (await ask()).eventsCommand(argv as { socket: string; json?: boolean; since?: string }),
 };
 
 const NAMED = `name a command: ${COMMANDS.slice(0, -1).join(', ')} or ${COMMANDS.at(-1)}`;
 
+/** The exit codes, as --help ends: `exit status: 0 ...; 1 ...`. */
+const exitStatus = (exits: Partial<Record<ExitCode, string>>) =>
+  `exit status: ${Object.entries(exits)
+    .map(([code, meaning]) => `${code} ${meaning}`)
+    .join('; ')}`;
+
 /** The command's flags, with its OVN_GWMODE_* variables under them; a misspelt variable is a usage error. */
 const options = (command: Command) => (y: Argv) => {
-  let withFlags: Argv;
-  try {
-    withFlags = withOptions(y, command, envValues(command, process.env));
-  } catch (err) {
-    if (err instanceof EnvError) usageError(err.message);
-    throw err;
-  }
-  for (const [a, b] of CONFLICTS[command] ?? []) withFlags = withFlags.conflicts(a, b);
+  let withFlags = withOptions(y, command, envValues(command, process.env));
+  for (const [a, b] of COMMAND_SPECS[command].conflicts ?? []) withFlags = withFlags.conflicts(a, b);
   return withFlags.epilogue(exitStatus(COMMAND_SPECS[command].exits));
 };
 
@@ -82,33 +69,17 @@ function explain(args: string[], message: string): string {
   return `unexpected argument${names.length > 1 ? 's' : ''} ${names.map((n) => `"${n}"`).join(', ')}`;
 }
 
-/** The exit codes, as --help ends: `exit status: 0 ...; 1 ...`. */
-const exitStatus = (exits: Partial<Record<ExitCode, string>>) =>
-  `exit status: ${Object.entries(exits)
-    .map(([code, meaning]) => `${code} ${meaning}`)
-    .join('; ')}`;
-
 /** What --help ends with besides the exit codes: where the rest is, also from a clone, where `man NAME` finds nothing. */
 const MORE =
   'every command and flag: man ovn-gwmode-agent\nfrom a clone: man ./packaging/man/ovn-gwmode-agent.8 (or docs/cli.md)';
 
-/**
- * Parses args with yargs and runs the command's handler; --help and --version are exit 0.
- * Boolean values are spelt out first (normalizeBooleanFlags): yargs takes `--dry-run=1`
- * silently as false.
- */
+/** Parses args with yargs and runs the command's handler; --help and --version are exit 0. */
 export async function parseWithYargs(
   given: string[],
   handlers: Record<Command, Handler> = HANDLERS,
 ): Promise<CommandResult> {
-  let args: string[];
-  try {
-    args = normalizeBooleanFlags(given);
-  } catch (err) {
-    if (err instanceof FlagValueError) throw new UsageError(err.message);
-    throw err;
-  }
   let result: CommandResult = { code: 0 };
+  const args = normalizeBooleanFlags(given);
   let y = yargs(args).scriptName('ovn-gwmode-agent');
   for (const command of COMMANDS)
     y = y.command(
@@ -121,11 +92,11 @@ export async function parseWithYargs(
     .epilogue(`${exitStatus(EXIT_STATUS)}\n${MORE}`)
     .demandCommand(1, NAMED)
     .strict()
-    .version('version', BUILTIN_FLAGS.version, VERSION)
-    .help('help', BUILTIN_FLAGS.help)
+    .version('version', 'print the version', VERSION)
+    .help('help', 'show this help')
     .fail((msg, err) => {
       if (err) throw err;
-      usageError(explain(args, msg));
+      throw new UsageError(explain(args, msg));
     })
     .parseAsync();
   return result;

@@ -132,7 +132,7 @@ test(
       { encoding: 'utf8', maxBuffer: 1 << 20 },
     );
     assert.equal(shipped.stdout, readme, "the package's README.md is the repository's");
-    // The manual page is the repository's (npm run docs:cli), gzipped.
+    // The manual page is the repository's, gzipped.
     const page = spawnSync('sh', ['-c', 'dpkg-deb --fsys-tarfile "$1" | tar -xO "$2"', 'sh', deb, MAN_PAGE], {
       maxBuffer: 1 << 20,
     });
