@@ -1,13 +1,12 @@
 // What the commands that touch the kernel do (run, plan, apply, rollback), given parsed
 // flags; the socket clients are in ask.ts. Each returns its result (exit-codes.ts says
 // what each code means) and never ends the process: main.ts does. `plan`, `apply` and
-// `rollback` are one pass of the agent's pipeline (src/agent/once.ts), each with its own
+// `rollback` are one pass of the agent's pipeline (src/agent/engine.ts), each with its own
 // target; what is printed is render.ts's.
 import { runDaemon } from '../agent/daemon.js';
+import { once, type OnceResult, type OvnkubeProbe, type Target } from '../agent/engine.js';
 import { InterruptedError } from '../agent/execute.js';
 import { JournalKeeper } from '../agent/journal-keeper.js';
-import type { OvnkubeProbe } from '../agent/observe.js';
-import { once, type OnceResult, type Target } from '../agent/once.js';
 import {
   lastWins,
   resolvePlanSettings,
@@ -170,7 +169,7 @@ const journalOf = (stateDir: string, log: Logger) =>
   new JournalKeeper({ journal: new Journal(stateDir), clock: systemClock, bootId: readBootId(), log });
 
 /**
- * The one pass of a one-shot command (src/agent/once.ts), on the kernel: the target, the
+ * The one pass of a one-shot command (src/agent/engine.ts), on the kernel: the target, the
  * journal (none for `plan`), whether it may act, and what stops it are the command's.
  */
 async function pass(
