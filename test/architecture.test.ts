@@ -107,8 +107,8 @@ test("process.exit stands only in the entries, src/cli/main.ts and the demo's sr
   assert.deepEqual(stale, [], 'known exceptions that no longer exit: take them off EXIT_EXCEPTIONS');
 });
 
-// issue 24: the owner loop is parts (src/agent/scheduler.ts, journal-keeper.ts, restart-runner.ts,
-// inputs.ts, status-board.ts), each owning its state; the Agent keeps the round and a few fields.
+// issue 24: the owner loop is parts (src/agent/scheduler.ts, inputs.ts, journal-keeper.ts, engine.ts,
+// execute.ts), each owning its state; the Agent keeps a few fields.
 test('the Agent class keeps at most 15 fields (constructor parameter properties included)', () => {
   const file = `${root}src/agent/agent.ts`;
   const source = ts.createSourceFile(file, readFileSync(file, 'utf8'), ts.ScriptTarget.Latest, true);

@@ -1,30 +1,27 @@
-// The daemon's owner loop: one owner of the state, everything else only wakes it, and
-// every decision is taken by pure functions (core/). Its pipeline, its parts (scheduler.ts,
-// inputs.ts, journal-keeper.ts, restart-runner.ts, steps.ts, status-board.ts) and the races
-// it handles, each with its code and tests: docs/design.md.
+// The daemon's owner loop: one owner of the state, everything else only wakes it. Each pass
+// runs the engine (engine.ts) the one-shot commands run, with the loop's restart settings and
+// fights; its parts (scheduler.ts, inputs.ts, journal-keeper.ts) and the races it handles, each
+// with its code and tests: docs/design.md.
 import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';
-import { decide, heard, needsTarget, type Decision, type RestartSettings } from '../core/decide.js';
-import { recordApplied, suspensionsOf, trackFights, NO_FIGHTS, type FightState } from '../core/fights.js';
-import { plan, watchedOf } from '../core/planner.js';
+import { heard, type RestartSettings, type Summary } from '../core/decide.js';
+import { NO_FIGHTS } from '../core/fights.js';
+import { watchedOf } from '../core/planner.js';
 import { reason, type Reason } from '../core/reasons.js';
 import { errorCode, NO_RECORDER, type AgentRecorder } from '../core/recorder.js';
-import type { NextHop, Watched } from '../core/route.js';
+import type { Watched } from '../core/route.js';
 import type { PlannerConfig } from '../core/types.js';
 import type { Dataplane } from '../dataplane/types.js';
 import type { ModePending, ModeRead, ModeWatch } from '../mode/source.js';
 import type { Journal } from '../restart/journal.js';
 import type { RestartStrategy } from '../restart/strategy.js';
-import { statusReport, summaryOf, type Outcome } from '../status/model.js';
+import { statusReport, summaryOf } from '../status/model.js';
 import type { StatusReport } from '../status/report.js';
-import { VerifyError } from './execute.js';
+import { runPass, type Engine, type LoopState, type OvnkubeProbe } from './engine.js';
+import { execute, RestartRunner } from './execute.js';
 import { Inputs } from './inputs.js';
 import { JournalKeeper } from './journal-keeper.js';
-import { observe, type OvnkubeProbe } from './observe.js';
-import { RestartRunner } from './restart-runner.js';
 import { Scheduler, type PassEnd } from './scheduler.js';
-import { StatusBoard, type BuildReport } from './status-board.js';
-import { execute, type ExecuteParts } from './steps.js';
 
 export { ECHO_WINDOW_MS } from './inputs.js';
 
@@ -54,10 +51,10 @@ export interface AgentOptions {
   restart: RestartSettings;
 }
 
+/** Rounds of a pass that may act. */
 const MAX_ROUNDS = 3;
 
-/** What a round did: the next round verifies a replace, or reports a restart request. */
-type Acted = 'replaced' | 'restarted' | 'nothing';
+type Listener = (s: StatusReport, changed: boolean) => void;
 
 export class Agent {
   private setup: { options: AgentOptions; watched: Watched };
@@ -65,14 +62,13 @@ export class Agent {
   private readonly inputs: Inputs;
   private readonly journal: JournalKeeper;
   private readonly restarts: RestartRunner;
-  private readonly board: StatusBoard;
-  private readonly recorder: AgentRecorder;
-  /** The last round's plan, decision and observation: what the status tells. */
-  private outcome: (Outcome & { decision: Decision }) | undefined;
-  private fights: FightState = NO_FIGHTS;
-  /** The prefixes the last round replaced: what its verification holds to account. */
-  private justReplaced = new Set<string>();
+  /** The fights, and the last round's outcome: what the status tells. */
+  private readonly state: LoopState = { fights: NO_FIGHTS };
   private error: Reason | null = null;
+  /** The status of the last finished pass (never one read in between, which would say Converged beside a route out of sync). */
+  private said: Summary = { phase: 'Waiting', reasons: [reason('ModeNotRead', 'starting')] };
+  private published: StatusReport | undefined;
+  private readonly listeners: Listener[] = [];
 
   constructor(
     private readonly deps: AgentDeps,
@@ -80,30 +76,17 @@ export class Agent {
   ) {
     const { log, clock } = deps;
     this.setup = { options, watched: watchedOf(options.config) };
-    this.recorder = deps.recorder ?? NO_RECORDER;
-    this.scheduler = new Scheduler({
-      log,
-      clock,
-      random: deps.random,
-      pass: () => this.pass(),
-    });
+    this.scheduler = new Scheduler({ log, clock, random: deps.random, pass: () => this.pass() });
     const wake = (why: string, readMode?: boolean, routeEvent?: boolean) =>
       this.scheduler.kick(why, readMode, routeEvent);
+    const recorder = deps.recorder ?? NO_RECORDER;
+    const settlingIn = (ms: number) => this.scheduler.modeSettlingIn(ms);
     this.inputs = new Inputs(
-      {
-        dataplane: deps.dataplane,
-        readMode: deps.readMode,
-        log,
-        clock,
-        recorder: this.recorder,
-        wake,
-        settlingIn: (ms) => this.scheduler.modeSettlingIn(ms),
-      },
+      { dataplane: deps.dataplane, readMode: deps.readMode, log, clock, recorder, wake, settlingIn },
       options.modePath,
     );
     this.journal = new JournalKeeper({ journal: deps.journal, clock, bootId: deps.bootId ?? null, log });
-    this.restarts = new RestartRunner({ strategy: deps.strategy, log, wake });
-    this.board = new StatusBoard(log, reason('ModeNotRead', 'starting'));
+    this.restarts = new RestartRunner(deps.strategy, log, wake);
   }
 
   /** Reads the journal; an unreadable one is set aside and reported, never fatal. */
@@ -137,16 +120,13 @@ export class Agent {
     const halted = this.scheduler.stop();
     await this.inputs.close();
     await halted;
-    // Its answer wakes no pass now: execute records it here (a journal write, no kernel
-    // change), so the next agent finds how the request went, not one still under way.
+    // Its answer wakes no pass now: it is recorded here (a journal write, no kernel change),
+    // so the next agent finds how the request went, not one still under way.
     await this.restarts.settled();
     const answer = this.restarts.answer;
     this.restarts.took(answer);
-    await execute(
-      this.parts(),
-      { records: heard(this.journal.data.migration, answer, this.deps.clock.now()).records, steps: [] },
-      this.inputs.desired.mode,
-    );
+    const { records } = heard(this.journal.data.migration, answer, this.deps.clock.now());
+    await execute(this.engine(), this.state, { records, steps: [] }, this.inputs.desired.mode);
   }
 
   /** What stop() still waits on: the pass under way, a restart request on its way, or nothing. */
@@ -161,12 +141,13 @@ export class Agent {
   }
 
   /** Called after each pass; `changed` when the phase or its reasons changed. */
-  onStatus(listener: (s: StatusReport, changed: boolean) => void): void {
-    this.board.onStatus(listener);
+  onStatus(listener: Listener): void {
+    this.listeners.push(listener);
   }
 
+  /** The first pass has ended. */
   isReady(): boolean {
-    return this.board.ready;
+    return this.published !== undefined;
   }
 
   /** Monotonic time (Clock.now) of the last time the loop started or ended a pass. */
@@ -178,14 +159,14 @@ export class Agent {
     return this.scheduler.busy;
   }
 
-  /** The status as of the last finished pass (status-board.ts). */
+  /** The status as of the last finished pass; before the first, one built now. */
   status(): StatusReport {
-    return this.board.current(this.report);
+    return this.published ?? this.report(this.said, null);
   }
 
-  private readonly report: BuildReport = (summary, lastReconcile) =>
-    statusReport({
-      outcome: this.outcome,
+  private report(summary: Summary, lastReconcile: number | null): StatusReport {
+    return statusReport({
+      outcome: this.state.outcome,
       desired: this.inputs.desired,
       migration: this.journal.data.migration,
       restarts: this.journal.data.restarts.length,
@@ -197,9 +178,22 @@ export class Agent {
       wallOffsetMs: this.journal.wallOffset(),
       lastReconcile,
     });
+  }
+
+  /** What a pass may touch: the kernel (each write's echo expected), the journal, the restart runner, the recorder. */
+  private engine(): Engine {
+    const { deps } = this;
+    return {
+      ...deps,
+      writes: this.inputs.ownWrites(),
+      journal: this.journal,
+      restarts: { strategy: deps.strategy, runner: this.restarts },
+    };
+  }
 
   private async pass(): Promise<PassEnd> {
-    const startedAt = this.deps.clock.now();
+    const { clock, log } = this.deps;
+    const startedAt = clock.now();
     // docs/design.md, "The echo window": an echo not seen by now comes late; this pass observes anyway.
     this.inputs.forgetEchoes();
     const routeEventOnly = !this.scheduler.takeFullScan();
@@ -207,19 +201,15 @@ export class Agent {
     let failedWith: string | null = null;
     try {
       if (this.scheduler.takeModeRead()) await this.inputs.readDesired();
-      let acted: Acted = 'nothing';
-      for (let round = 0; round < MAX_ROUNDS; round++) {
-        acted = await this.round(acted === 'replaced', routeEventOnly, round === 0);
-        if (acted === 'nothing') break;
-      }
-      // No replace is left unverified: after a last round that replaced, one more that only
-      // verifies and decides (for the status), carrying out nothing: what else it finds, and a
-      // restart's answer heard meanwhile, are left to the next pass, which it asks for.
-      if (acted === 'replaced') {
-        const last = await this.look(true, routeEventOnly, false, false);
-        end.again = last.steps.length > 0 || last.records.length > 0;
-      }
-      end.wakeInMs = this.outcome?.decision.wakeInMs;
+      const { config, restart } = this.setup.options;
+      const target = { mode: this.inputs.desired };
+      const input = { config, target, rounds: MAX_ROUNDS, restart, routeEventOnly };
+      const { last } = await runPass(this.engine(), input, this.state);
+      // After the last round that may act replaced, one that only verifies and decides (for
+      // the status): what else it finds, and a restart's answer heard meanwhile, are left to
+      // the next pass, which it asks for.
+      end.again = !last.acted && last.decision.steps.length + last.decision.records.length > 0;
+      end.wakeInMs = this.state.outcome?.decision.wakeInMs;
       this.error = null;
       this.scheduler.succeeded();
     } catch (err) {
@@ -227,14 +217,15 @@ export class Agent {
       failedWith = errorCode(e);
       // A route that changed under a replace: look again at once, then back off.
       const { attempt, delayMs } = this.scheduler.failed(e.code);
+      const retry = `(attempt ${attempt}, retrying in ${delayMs} ms): ${e.message}`;
       this.error =
         e.code === 'ERR_GWMODE_JOURNAL_WRITE'
           ? reason(
               'JournalUnwritable',
-              `refusing to change routes or restart ovnkube-node: the change cannot be journaled (attempt ${attempt}, retrying in ${delayMs} ms): ${e.message}`,
+              `refusing to change routes or restart ovnkube-node: the change cannot be journaled ${retry}`,
             )
-          : reason('ReconcileFailed', `reconcile failed (attempt ${attempt}, retrying in ${delayMs} ms): ${e.message}`);
-      this.deps.log.error({ err: e, attempt, retryInMs: delayMs }, 'reconcile failed');
+          : reason('ReconcileFailed', `reconcile failed ${retry}`);
+      log.error({ err: e, attempt, retryInMs: delayMs }, 'reconcile failed');
     }
     const lag = this.journal.lag;
     if (this.error === null && lag !== null) {
@@ -245,98 +236,28 @@ export class Agent {
         `the journal lags behind: ${lag.what} was carried out but could not be recorded (attempt ${lag.attempts}, retrying in ${delay} ms): ${lag.error}`,
       );
     }
-    this.recorder.reconciled(startedAt, this.scheduler.progressed(), failedWith);
-    this.board.publish(
-      summaryOf(this.outcome, this.error, this.board.summary.reasons),
-      this.deps.clock.wall(),
-      this.report,
-    );
+    (this.deps.recorder ?? NO_RECORDER).reconciled(startedAt, this.scheduler.progressed(), failedWith);
+    this.publish(summaryOf(this.state.outcome, this.error, this.said.reasons), clock.wall());
     return end;
   }
 
-  /**
-   * One round: observe -> fights -> plan -> decide -> execute. After one that acted,
-   * another looks at the outcome: after replaces it is the verification (nothing may be
-   * planned for the routes just replaced; other routes set back meanwhile are repaired);
-   * after a restart request it reports how the request went.
-   */
-  private async round(verifying: boolean, routeEventOnly: boolean, first: boolean): Promise<Acted> {
-    const decision = await this.look(verifying, routeEventOnly, first);
-    await execute(this.parts(), decision, this.inputs.desired.mode);
-    if (decision.steps.some((s) => s.kind === 'replace')) return 'replaced';
-    return decision.steps.some((s) => s.kind === 'restart') ? 'restarted' : 'nothing';
-  }
-
-  /** What execute may touch: the journal, the restart runner, the kernel (each write's echo expected), the recorder. */
-  private parts(): ExecuteParts {
-    return {
-      journal: this.journal,
-      restarts: this.restarts,
-      writes: this.inputs.ownWrites(),
-      recorder: this.recorder,
-      log: this.deps.log,
-      strategy: this.deps.strategy.name,
-      applied: (actions, note) => {
-        this.fights = recordApplied(this.fights, actions, this.deps.clock.now(), note);
-        if (note === undefined) this.justReplaced = new Set(actions.map((a) => a.key.prefix));
-      },
-    };
-  }
-
-  /**
-   * Observe, track fights, plan, verify what the last round replaced, and decide. A pass's
-   * first round also puts on record what the journal lags behind; a round that acts, a
-   * restart's answer heard since the last decision.
-   */
-  private async look(verifying: boolean, routeEventOnly: boolean, first: boolean, acting = true): Promise<Decision> {
-    const { options, watched } = this.setup;
-    const { config, restart } = options;
-    const answer = acting ? this.restarts.answer : null;
-    const observed = await observe(this.deps.dataplane, watched, this.deps.probe, routeEventOnly);
-    const now = this.deps.clock.now();
-    const desired = this.inputs.desired;
-    const hops = new Map<string, NextHop>();
-    for (const c of config.serviceCidrs) {
-      const routes = observed.routes.get(c.text) ?? [];
-      const [only, ...more] = routes;
-      if (only && more.length === 0) hops.set(c.text, only.nextHop);
+  /** After a pass that ended at wall time `at`: logs a phase change once, keeps the report, tells the listeners. */
+  private publish(next: Summary, at: number): void {
+    const { log } = this.deps;
+    if (this.published === undefined) log.info('first reconcile done');
+    const text = (s: Summary) => s.reasons.map((r) => r.message).join('\n');
+    const changed = next.phase !== this.said.phase || text(next) !== text(this.said);
+    if (changed) {
+      const reasons = next.reasons.map((r) => r.message);
+      const codes = next.reasons.map((r) => r.code);
+      log[next.phase === 'Degraded' ? 'warn' : 'info'](
+        { from: this.said.phase, to: next.phase, reasons, codes },
+        `phase ${next.phase}`,
+      );
     }
-    this.fights = trackFights(this.fights, {
-      situation: { desiredMode: desired.mode, ovnkube: observed.ovnkube.id },
-      observed: hops,
-      now,
-      hint: `is ovnkube-node really running ${desired.mode} gateway mode on a 4.8/4.9 build?`,
-    });
-    const suspensions = suspensionsOf(this.fights);
-    const planned = plan({ desired, config, observed, suspended: suspensions });
-    if (verifying) {
-      // Only the routes just replaced: another one set back by someone else since the
-      // last observation is no failed replace, and this round repairs it.
-      const unheld = planned.actions.filter((a) => this.justReplaced.has(a.key.prefix));
-      if (unheld.length > 0)
-        throw new VerifyError(`after replacing, still out of sync: ${unheld.map((a) => a.reason.message).join('; ')}`);
-    }
-    this.justReplaced = new Set();
-    const migration = this.journal.data.migration;
-    const target = needsTarget(planned, desired.mode, heard(migration, answer, now).migration, restart.strategy)
-      ? await this.deps.strategy.find()
-      : null;
-    this.restarts.took(answer);
-    const decision = decide({
-      plan: planned,
-      desired: desired.mode,
-      migration,
-      restarts: this.journal.data.restarts,
-      ovnkube: observed.ovnkube,
-      target,
-      settings: restart,
-      now,
-      wallOffsetMs: this.journal.wallOffset(),
-      restartInFlight: this.restarts.inFlight,
-      answer,
-      journalLags: first && this.journal.lag !== null,
-    });
-    this.outcome = { plan: planned, decision, observed, suspensions, restart: decision.restart };
-    return decision;
+    this.said = next;
+    const report = this.report(next, at);
+    this.published = report;
+    for (const l of this.listeners) l(report, changed);
   }
 }

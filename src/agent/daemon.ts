@@ -6,26 +6,30 @@
 // exit 0: a CRI stop, which waits out the grace period, is cancelled); SIGHUP re-reads
 // ovnkube.conf, os-release and the mode file; flags and variables are the process's and
 // change only with a restart.
+import { readFile } from 'node:fs/promises';
 import type { Logger } from 'pino';
-import type { RawRunOptions, Settings } from '../config/settings.js';
-import type { Dataplane } from '../dataplane/types.js';
-import type { StatusReport } from '../status/report.js';
-import { StatusServer } from '../status/server.js';
-import { Supervisor } from '../systemd/supervisor.js';
-import type { Notifier } from '../systemd/notify.js';
-import { Agent } from './agent.js';
-import { LiveSettings, Views } from './daemon-parts.js';
-import { missingCapabilities } from './capabilities.js';
-import type { OvnkubeProbe } from './observe.js';
-import type { PlannerConfig } from '../core/types.js';
 import type { Clock } from '../clock.js';
+import { resolveSettings, type RawRunOptions, type Settings } from '../config/settings.js';
+import { recorders } from '../core/recorder.js';
+import type { PlannerConfig } from '../core/types.js';
+import type { Dataplane } from '../dataplane/types.js';
+import { EventHistory } from '../events/history.js';
+import { serveEvents } from '../events/http.js';
+import { WatchHub } from '../events/watch.js';
+import { parseListenAddress } from '../metrics/address.js';
+import { AgentMetrics } from '../metrics/metrics.js';
+import { MetricsListener, serveMetrics } from '../metrics/server.js';
+import { ModeReader, watchModeSource } from '../mode/source.js';
 import { Journal } from '../restart/journal.js';
 import { readBootId } from '../restart/journal-time.js';
 import { CriRestart, criDeadlineMs, NoRestart, SignalRestart, type RestartStrategy } from '../restart/strategy.js';
-import { recorders } from '../core/recorder.js';
-import { serveEvents } from '../events/http.js';
-import { parseListenAddress } from '../metrics/address.js';
-import { MetricsListener, serveMetrics } from '../metrics/server.js';
+import type { StatusReport } from '../status/report.js';
+import { StatusServer } from '../status/server.js';
+import type { Notifier } from '../systemd/notify.js';
+import { Supervisor } from '../systemd/supervisor.js';
+import { VERSION } from '../version.js';
+import { Agent, type AgentOptions } from './agent.js';
+import type { OvnkubeProbe } from './engine.js';
 
 function strategyFor(s: Settings, stuckAfterMs: number): RestartStrategy {
   switch (s.restart) {
@@ -60,56 +64,99 @@ export interface DaemonDeps {
   exit: (code: number) => void;
 }
 
+/** Settings a reload cannot change: the socket, and what the restart coordinator was built with. */
+const FIXED_AT_START = [
+  'socket',
+  'socketGroup',
+  'stateDir',
+  'restart',
+  'criEndpoint',
+  'ovnkubeNamespace',
+  'ovnkubeContainer',
+  'restartGraceMs',
+  'restartMinIntervalMs',
+  'restartMaxPerHour',
+  'restartTimeoutMs',
+  'settleMs',
+  'metricsAddress',
+] as const;
+
 export async function runDaemon(raw: RawRunOptions, initial: Settings, deps: DaemonDeps): Promise<Agent> {
-  const { log, dataplane } = deps;
-  const live = new LiveSettings(initial, {
-    log,
-    clock: deps.clock,
-    plannerConfig: deps.plannerConfig,
-    probeFor: deps.probeFor,
-  });
-  const supervisor = new Supervisor(deps.notifier, log.child({ component: 'systemd' }), deps.watchdogUsec, deps.clock);
+  const { log, dataplane, clock } = deps;
+  // The settings in force and what is built from them; a reload replaces them.
+  let settings = initial;
+  let probe = deps.probeFor(initial);
+  // One reader per path: it remembers what it saw of a file being written. Wall time to
+  // compare with the file's mtime, the monotonic clock for how long it stayed unchanged.
+  const readerFor = (file: string) =>
+    new ModeReader(
+      file,
+      () => clock.wall(),
+      () => clock.now(),
+    );
+  let reader = readerFor(initial.modeFile);
+  const watchMode =
+    (path = settings.modeFile) =>
+    (onChange: () => void) =>
+      watchModeSource(path, onChange);
+  const supervisor = new Supervisor(deps.notifier, log.child({ component: 'systemd' }), deps.watchdogUsec, clock);
   const strategy = strategyFor(initial, supervisor.stuckAfterMs());
   const missing = await missingCapabilities();
   for (const m of missing) log.warn(m);
-  const views: Views = new Views(strategy.name, deps.clock, (): StatusReport => agent.status(), log);
+  const metrics = new AgentMetrics({ version: VERSION, strategy: strategy.name });
+  const history = new EventHistory(clock, log.child({ component: 'events' }));
+  const watch = new WatchHub(history, (): StatusReport => agent.status());
+  // What GET /status serves changes only with a pass or a reload: it is serialised once per change.
+  let served = 0;
   const agent: Agent = new Agent(
     {
       dataplane,
       strategy,
       journal: (deps.journal ?? ((dir) => new Journal(dir)))(initial.stateDir),
-      probe: live.probe,
+      probe: (hint) => probe(hint),
       log: log.child({ component: 'agent' }),
-      readMode: live.readMode,
-      watchMode: live.watchMode(),
-      clock: deps.clock,
+      readMode: () => {
+        if (reader.source !== settings.modeFile) reader = readerFor(settings.modeFile);
+        return reader.read();
+      },
+      watchMode: watchMode(),
+      clock,
       bootId: readBootId(),
       random: Math.random,
       missing,
-      recorder: recorders([views.metrics, views.history], (err) => log.error({ err }, 'a recorder failed')),
+      recorder: recorders([metrics, history], (err) => log.error({ err }, 'a recorder failed')),
     },
-    live.agentOptions(),
+    agentOptions(initial, deps.plannerConfig),
   );
   await agent.init();
-  agent.onStatus(views.changed);
+  agent.onStatus(() => served++);
   // Throws SocketInUseError before anything is touched when another agent is live.
   const server = await StatusServer.listen(
     initial.socket,
     {
       status: () => agent.status(),
-      statusVersion: () => views.version,
+      statusVersion: () => served,
       alive: () => !supervisor.isStuck(agent),
       ready: () => agent.isReady(),
       extra: {
-        '/metrics': (req, res) => serveMetrics(views.metrics, req, res),
-        '/v1/events': (req, res) => serveEvents(views.history, req, res),
-        '/v1/watch': (req, res) => views.watch.serve(req, res),
+        '/metrics': (req, res) => serveMetrics(metrics, req, res),
+        '/v1/events': (req, res) => serveEvents(history, req, res),
+        '/v1/watch': (req, res) => watch.serve(req, res),
       },
     },
     { group: initial.socketGroup },
   );
-  agent.onStatus((s) => views.onStatus(s, log));
-  const metricsListener = await listenMetrics(initial, views, server, log);
+  // Each view is told apart: one that throws must not silence the others, nor the loop.
+  agent.onStatus((s) => {
+    for (const view of [metrics, history, watch]) {
+      try {
+        view.onStatus(s);
+      } catch (err) {
+        log.error({ err }, 'a status view failed');
+      }
+    }
+  });
+  const metricsListener = await listenMetrics(initial, metrics, server, log);
   agent.onStatus((s) => supervisor.onStatus(s, agent.isReady()));
   log.info({ settings: { ...initial, serviceCidrs: initial.serviceCidrs.map((c) => c.text) } }, 'starting');
   agent.start();
@@ -137,12 +184,28 @@ export async function runDaemon(raw: RawRunOptions, initial: Settings, deps: Dae
     deps.exit(0);
   });
 
+  // Resolves the settings again; what is fixed at start is kept, and said so. A failure keeps them all.
   const reload = async () => {
     supervisor.reloading();
     log.info('reloading configuration');
-    await live.reload(raw);
-    await agent.reconfigure(live.agentOptions(), live.watchMode());
-    views.changed();
+    try {
+      const next = await resolveSettings(raw);
+      const kept: Partial<Settings> = {};
+      for (const key of FIXED_AT_START) {
+        if (next[key] === settings[key]) continue;
+        log.warn(
+          { setting: key, running: settings[key], ignored: next[key] },
+          `a new ${key} takes effect only when the agent restarts`,
+        );
+        Object.assign(kept, { [key]: settings[key] });
+      }
+      settings = { ...next, ...kept };
+      probe = deps.probeFor(settings);
+    } catch (err) {
+      log.error({ err }, 'reload failed: keeping the running configuration');
+    }
+    await agent.reconfigure(agentOptions(settings, deps.plannerConfig), watchMode());
+    served++;
     supervisor.onStatus(agent.status(), true);
   };
 
@@ -154,16 +217,33 @@ export async function runDaemon(raw: RawRunOptions, initial: Settings, deps: Dae
   return agent;
 }
 
+function agentOptions(s: Settings, plannerConfig: (s: Settings) => PlannerConfig): AgentOptions {
+  return {
+    config: plannerConfig(s),
+    modePath: s.modeFile,
+    resyncIntervalMs: s.resyncIntervalMs,
+    restart: {
+      strategy: s.restart,
+      limit: { minIntervalMs: s.restartMinIntervalMs, maxPerHour: s.restartMaxPerHour },
+      timeoutMs: s.restartTimeoutMs,
+      settleMs: s.settleMs,
+      retryBaseMs: 5000,
+      retryMaxMs: s.restartMinIntervalMs,
+      modeChecked: s.ovnkubeModeCheck === 'proc',
+    },
+  };
+}
+
 /** Serves /metrics over TCP when asked to; a failure closes the socket server too. */
 async function listenMetrics(
   s: Settings,
-  views: Views,
+  metrics: AgentMetrics,
   server: StatusServer,
   log: Logger,
 ): Promise<MetricsListener | undefined> {
   if (s.metricsAddress === null) return undefined;
   try {
-    const listener = await MetricsListener.listen(parseListenAddress(s.metricsAddress), views.metrics);
+    const listener = await MetricsListener.listen(parseListenAddress(s.metricsAddress), metrics);
     log.info({ address: s.metricsAddress }, 'serving /metrics over TCP');
     return listener;
   } catch (err) {
@@ -199,4 +279,21 @@ function serial(fn: () => Promise<void>, onError: (err: unknown) => void): () =>
   return () => {
     last = last.then(fn).catch(onError);
   };
+}
+
+const CAP_NET_ADMIN = 12;
+
+/**
+ * What the process lacks, read from /proc/self/status at start, so that the status says what
+ * is missing before the first replace fails; empty when it has it or /proc cannot tell. The
+ * replace's own EPERM stays the proof: a capability can be granted in another way (a user
+ * namespace owning the network namespace), and then this only warns.
+ */
+export async function missingCapabilities(statusFile = '/proc/self/status'): Promise<string[]> {
+  const text = await readFile(statusFile, 'utf8').catch(() => '');
+  const m = /^CapEff:\s*([0-9a-f]+)$/m.exec(text);
+  if (!m || (BigInt(`0x${m[1]}`) >> BigInt(CAP_NET_ADMIN)) & 1n) return [];
+  return [
+    'CAP_NET_ADMIN is not in the effective capability set: the agent observes the routes but cannot replace them (grant NET_ADMIN: the DaemonSet or AmbientCapabilities=CAP_NET_ADMIN)',
+  ];
 }

@@ -1,18 +1,204 @@
-// Carrying replaces out, all or none: a replace that fails puts back, in reverse
-// order, every route this pass already changed (each to exactly what it was), so the
-// families never end up in different modes. Then the error goes up.
+// Carrying a decision out: the one place the effects of a pass happen (docs/design.md, "The
+// pipeline"): journal writes, kernel changes, restart requests and their events.
 import type { Logger } from 'pino';
+import type { Clock } from '../clock.js';
+import type { Decision, RestartAnswer, RestartStep } from '../core/decide.js';
+import { recordApplied, type FightState } from '../core/fights.js';
+import { rollingBack } from '../core/migration.js';
+import { must } from '../core/must.js';
+import { errorCode, NO_RECORDER, type AgentRecorder } from '../core/recorder.js';
 import { renderNextHop } from '../core/route.js';
-import type { ReplaceAction } from '../core/types.js';
+import type { DesiredMode, ReplaceAction } from '../core/types.js';
 import { NetlinkError } from '../dataplane/errors.js';
 import type { Dataplane } from '../dataplane/types.js';
-import type { ReplaceResult } from '../core/recorder.js';
+import type { RestartStrategy } from '../restart/strategy.js';
+import type { JournalKeeper } from './journal-keeper.js';
+
+/** The signal a one-shot command was told to stop by, or null: asked before each replace. */
+export type StopRequested = () => string | null;
+
+/** What execute may touch. */
+export interface Effects {
+  dataplane: Pick<Dataplane, 'replaceRoute'>;
+  /** The replace to use (the loop's expects each write's echo: inputs.ts); the dataplane's by default. */
+  writes?: Pick<Dataplane, 'replaceRoute'>;
+  log: Logger;
+  clock: Clock;
+  /** The node's journal, loaded; null for `plan`, which reads none and never acts. */
+  journal: JournalKeeper | null;
+  recorder?: AgentRecorder;
+  /** The loop's restart strategy and request in flight; a one-shot command restarts nothing. */
+  restarts?: { strategy: RestartStrategy; runner: RestartRunner };
+  /** Called before the first change (a journal write); throws when the command was abandoned. */
+  beginChanges?: () => void;
+  stopRequested?: StopRequested;
+}
 
 /**
- * Whether a failed replace may still have happened: the kernel applies a change
- * before it answers, so a lost answer (a timeout, ENOBUFS on the request socket, a
- * reply that could not be read) says nothing. Only the kernel's own refusal (an
- * errno in its acknowledgement) or a request never sent means "not done".
+ * Carries a decision out: its records (what already happened, put on record), then its
+ * steps in order: a journal entry followed by replaces (all or none), or a restart.
+ */
+export async function execute(
+  e: Effects,
+  s: { fights: FightState },
+  decision: Pick<Decision, 'records' | 'steps'>,
+  mode: DesiredMode['mode'],
+): Promise<void> {
+  const { log } = e;
+  const journal = must(e.journal, 'the journal of a pass that acts');
+  const recorder = e.recorder ?? NO_RECORDER;
+  const strategy = e.restarts?.strategy.name ?? 'none';
+  if (decision.records.length + decision.steps.length > 0) e.beginChanges?.();
+  for (const r of decision.records) {
+    if (r.kind === 'catch-up') await journal.catchUp();
+    else if (r.kind === 'answered') {
+      if (r.result === 'failed')
+        log.error({ error: r.error, code: r.code, target: r.target }, 'restart of ovnkube-node failed');
+      recorder.restart({ strategy, mode: r.mode, result: r.result, target: r.target, code: r.code });
+    } else if (r.kind === 'completed')
+      recorder.restart({ strategy, mode: r.mode, result: 'completed', target: null, code: null });
+    else {
+      await journal.after({ ...journal.data, migration: r.migration }, r.what);
+      if (r.migration?.restart === 'done')
+        log.info({ mode: r.migration.mode }, 'a new ovnkube-node runs the desired mode: watching the routes settle');
+    }
+  }
+  const steps = decision.steps;
+  if (steps.length === 0) return;
+  log.info({ steps: steps.map(describeStep) }, 'carrying out plan');
+  const before = journal.data;
+  for (const step of steps) {
+    if (step.kind === 'journal') {
+      await journal.before({ ...journal.data, migration: step.migration });
+      log.info(
+        { mode: step.migration.mode },
+        rollingBack(step.migration)
+          ? 'rollback journaled: putting the routes back'
+          : 'migration journaled: replacing the routes',
+      );
+    } else if (step.kind === 'restart') {
+      // docs/design.md, "A restart request slow to answer": never a second request while one is under way.
+      const runner = must(e.restarts, 'the restart runner of a restart step').runner;
+      if (runner.inFlight) {
+        log.warn({ target: step.target.describe }, 'a restart request is still under way: not requesting another');
+        continue;
+      }
+      // The rate limit counts the request at the time its migration records it (decide sets both).
+      const restarts = [...journal.data.restarts, must(step.migration.last, 'the request a restart step records').at];
+      await journal.before({ ...journal.data, migration: step.migration, restarts });
+      runner.request(step);
+    }
+  }
+  const replaces = steps.flatMap((step) => (step.kind === 'replace' ? [step.action] : []));
+  if (replaces.length === 0) return;
+  const now = () => e.clock.now();
+  const record = (a: ReplaceAction, result: ReplaceResult, err: unknown) =>
+    recorder.replace({
+      cidr: a.key.prefix,
+      mode,
+      before: renderNextHop(a.from),
+      after: renderNextHop(a.to),
+      result,
+      code: err === null ? null : errorCode(err),
+    });
+  const done: ReplaceAction[] = [];
+  try {
+    await applyReplaces(e, replaces, done, record);
+  } catch (err) {
+    // What was replaced and then put back is a flap of that route: it counts as a set-back
+    // when the next pass finds it put back (core/fights.ts, point 5).
+    if (done.length > 0)
+      s.fights = recordApplied(
+        s.fights,
+        done,
+        now(),
+        `the agent put it back itself each time another replace of the same change failed (${(err as Error).message})`,
+      );
+    // Refused by the kernel (what had changed was put back), or stopped before the first
+    // replace: nothing was migrated, so the migration is off the record. A replace whose
+    // answer was lost may have happened: the record stays, and the next observation tells.
+    const nothingDone = err instanceof InterruptedError ? err.done.length === 0 : !outcomeUnknown(err);
+    const what = rollingBack(journal.data.migration) ? 'rollback' : 'migration';
+    if (journal.data !== before && nothingDone)
+      await journal.after(before, `taking the ${what} the kernel refused off the record`, err);
+    throw err;
+  }
+  s.fights = recordApplied(s.fights, replaces, now());
+}
+
+type ReplaceResult = Parameters<AgentRecorder['replace']>[0]['result'];
+
+/**
+ * All or none: a replace that fails puts back, in reverse order, every route this pass
+ * already changed (each to exactly what it was), so the families never end up in
+ * different modes. Then the error goes up.
+ */
+async function applyReplaces(
+  e: Effects,
+  actions: ReplaceAction[],
+  done: ReplaceAction[],
+  record: (a: ReplaceAction, result: ReplaceResult, err: unknown) => void,
+): Promise<void> {
+  const { log } = e;
+  const writes = e.writes ?? e.dataplane;
+  for (const a of actions) {
+    const signal = e.stopRequested?.() ?? null;
+    if (signal !== null) throw new InterruptedError(signal, [...done], actions.slice(done.length));
+    try {
+      // The action goes to the dataplane as it is: it names the key it replaces and the next hop it sets.
+      await writes.replaceRoute(a);
+    } catch (err) {
+      const failed = `replace of ${a.key.prefix} failed: ${(err as Error).message}`;
+      record(a, 'failed', err);
+      if (done.length === 0) throw err;
+      const notPutBack: string[] = [];
+      for (const d of [...done].reverse()) {
+        const back = { ...d, from: d.to, to: d.from };
+        try {
+          await writes.replaceRoute(back);
+          record(back, 'put_back', null);
+          const [was, now] = [renderNextHop(d.to), renderNextHop(d.from)];
+          log.warn(
+            { cidr: d.key.prefix, before: was, after: now },
+            `put back ${d.key.prefix}: ${was} -> ${now} (${failed})`,
+          );
+        } catch (undoErr) {
+          notPutBack.push(`${d.key.prefix}: ${(undoErr as Error).message}`);
+          record(back, 'put_back_failed', undoErr);
+        }
+      }
+      if (notPutBack.length > 0)
+        throw new PutBackError(`${failed}; could not put back ${notPutBack.join('; ')}`, { cause: err });
+      throw new RevertedError(`${failed}; put back ${done.map((d) => d.key.prefix).join(', ')}`, err);
+    }
+    done.push(a);
+    record(a, 'done', null);
+    const [was, now] = [renderNextHop(a.from), renderNextHop(a.to)];
+    log.info(
+      { cidr: a.key.prefix, before: was, after: now, table: a.key.table, priority: a.key.priority },
+      `replaced route ${a.key.prefix}: ${was} -> ${now}`,
+    );
+  }
+}
+
+function describeStep(s: Decision['steps'][number]): string {
+  switch (s.kind) {
+    case 'journal':
+      return rollingBack(s.migration)
+        ? `journal the rollback of the migration to ${s.migration.mode}`
+        : `journal the migration to ${s.migration.mode} (restart owed)`;
+    case 'replace':
+      return `replace ${s.action.key.prefix}: ${renderNextHop(s.action.from)} -> ${renderNextHop(s.action.to)} (${s.action.reason.message})`;
+    case 'restart':
+      return `restart ovnkube-node ${s.target.describe}`;
+  }
+}
+
+/**
+ * Whether a failed replace may still have happened: the kernel applies a change before
+ * it answers, so a lost answer (a timeout, ENOBUFS on the request socket, a reply that
+ * could not be read) says nothing. Only the kernel's own refusal (an errno in its
+ * acknowledgement) or a request never sent means "not done".
  */
 export function outcomeUnknown(err: unknown): boolean {
   // Everything changed before it was put back: the failed replace alone decides.
@@ -31,11 +217,7 @@ export class PutBackError extends Error {
   readonly code = 'ERR_GWMODE_PUT_BACK';
 }
 
-/**
- * A replace failed and every route changed before it was put back: the pass changed
- * nothing, provided the failed replace did not happen (its error is the cause, its
- * code this one's).
- */
+/** A replace failed and every route changed before it was put back: its error is the cause, its code this one's. */
 export class RevertedError extends Error {
   readonly code: string;
   constructor(
@@ -48,10 +230,8 @@ export class RevertedError extends Error {
 }
 
 /**
- * A one-shot command (`apply`, `rollback`) was told to stop (SIGTERM, SIGINT) between
- * two replaces: the replace in flight was finished, none was started after it, and
- * nothing was put back (putting back is a change too). `done` were carried out, `left`
- * were not.
+ * A one-shot command was told to stop (SIGTERM, SIGINT) between two replaces: the one in
+ * flight was finished, none started after it, nothing put back (putting back is a change too).
  */
 export class InterruptedError extends Error {
   readonly code = 'ERR_GWMODE_INTERRUPTED';
@@ -64,59 +244,61 @@ export class InterruptedError extends Error {
   }
 }
 
-/** Told of each replace carried out, refused, or put back (the agent's recorders). */
-export type OnReplace = (a: ReplaceAction, result: ReplaceResult, err: unknown) => void;
+// ---- The restart request in flight (docs/design.md, "A restart request slow to answer")
 
-/** The signal a one-shot command was told to stop by, or null: asked before each replace. */
-export type StopRequested = () => string | null;
+/**
+ * A request is journaled before it goes out (execute), so never requested twice; its
+ * answer is not awaited by the pass that asked (a CRI stop waits out ovnkube-node's grace
+ * period) but wakes a pass whose decision records it (core/decide.ts, `heard`), only into the
+ * migration it answers. stop() waits for one on its way, so the next agent finds how it went.
+ */
+export class RestartRunner {
+  private requesting: Promise<void> = Promise.resolve();
+  private pending = false;
+  private heard: RestartAnswer | null = null;
 
-export async function applyReplaces(
-  dataplane: Pick<Dataplane, 'replaceRoute'>,
-  log: Logger,
-  actions: ReplaceAction[],
-  onReplace: OnReplace = () => undefined,
-  stopRequested: StopRequested = () => null,
-): Promise<void> {
-  const done: ReplaceAction[] = [];
-  for (const a of actions) {
-    const signal = stopRequested();
-    if (signal !== null) throw new InterruptedError(signal, done, actions.slice(done.length));
-    try {
-      // The action goes to the dataplane as it is: it names the key it replaces and the next hop it sets.
-      await dataplane.replaceRoute(a);
-    } catch (err) {
-      const failed = `replace of ${a.key.prefix} failed: ${(err as Error).message}`;
-      onReplace(a, 'failed', err);
-      if (done.length === 0) throw err;
-      const notPutBack: string[] = [];
-      for (const d of [...done].reverse()) {
-        try {
-          await dataplane.replaceRoute({ ...d, to: d.from });
-          onReplace({ ...d, from: d.to, to: d.from }, 'put_back', null);
-          log.warn(
-            { cidr: d.key.prefix, before: renderNextHop(d.to), after: renderNextHop(d.from) },
-            `put back ${d.key.prefix}: ${renderNextHop(d.to)} -> ${renderNextHop(d.from)} (${failed})`,
-          );
-        } catch (undoErr) {
-          notPutBack.push(`${d.key.prefix}: ${(undoErr as Error).message}`);
-          onReplace({ ...d, from: d.to, to: d.from }, 'put_back_failed', undoErr);
-        }
-      }
-      if (notPutBack.length > 0)
-        throw new PutBackError(`${failed}; could not put back ${notPutBack.join('; ')}`, { cause: err });
-      throw new RevertedError(`${failed}; put back ${done.map((d) => d.key.prefix).join(', ')}`, err);
-    }
-    done.push(a);
-    onReplace(a, 'done', null);
-    log.info(
-      {
-        cidr: a.key.prefix,
-        before: renderNextHop(a.from),
-        after: renderNextHop(a.to),
-        table: a.key.table,
-        priority: a.key.priority,
-      },
-      `replaced route ${a.key.prefix}: ${renderNextHop(a.from)} -> ${renderNextHop(a.to)}`,
+  constructor(
+    private readonly strategy: RestartStrategy,
+    private readonly log: Logger,
+    private readonly wake: (why: string) => void,
+  ) {}
+
+  get inFlight(): boolean {
+    return this.pending;
+  }
+
+  /** The last request's answer, not yet taken into a decision. */
+  get answer(): RestartAnswer | null {
+    return this.heard;
+  }
+
+  /** The answer is in a decision about to be carried out: it is not handed out again. */
+  took(answer: RestartAnswer | null): void {
+    if (answer !== null && this.heard === answer) this.heard = null;
+  }
+
+  /** Called by execute only, once the request is journaled: sends it without awaiting it. */
+  request(step: RestartStep): void {
+    const { strategy } = this;
+    const describe = step.target.describe;
+    this.log.info(
+      { strategy: strategy.name, target: describe, mode: step.migration.mode },
+      `restarting ovnkube-node: ${describe}`,
     );
+    this.pending = true;
+    const answered = (err: unknown) => {
+      this.pending = false;
+      this.heard = { step, error: err === null ? null : { message: (err as Error).message, code: errorCode(err) } };
+      this.wake('restart request answered');
+    };
+    this.requesting = strategy.restart(step.target).then(
+      () => answered(null),
+      (err: unknown) => answered(err ?? new Error('the restart request failed')),
+    );
+  }
+
+  /** Waits for a request on its way (never cut short). */
+  settled(): Promise<void> {
+    return this.requesting;
   }
 }

@@ -1,15 +1,8 @@
-// What wakes the owner loop and what it reads first: the kernel's notifications about
-// what is watched, the mode file, and the desired mode read from it. Owns the
-// subscription, the mode watch, the desired mode and the echoes of the agent's own
-// writes (docs/design.md, race "The echo window").
-//
-// Echoes: each write the kernel took is expected back once, by prefix (a notification
-// does not say the next hop), and its notification wakes nothing. Expected before the
-// request goes out (the notification may be read before the kernel's answer) and with no
-// deadline until the answer; then for ECHO_WINDOW_MS at most (a write the kernel took as
-// a no-op sends none, and an expectation left waiting would hide the next real change of
-// that prefix). A failed write expects nothing. The expectations end when a pass begins
-// or notifications are lost: a late echo costs one pass, never a loop.
+// What wakes the owner loop and what it reads first: the kernel's notifications about what
+// is watched, the mode file, and the desired mode read from it. Owns the subscription, the
+// mode watch, the desired mode and the echoes of the agent's own writes: each write is
+// expected back once, by prefix, and its notification wakes nothing (docs/design.md, race
+// "The echo window": when an expectation starts and ends, and why).
 import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';
 import type { AgentRecorder } from '../core/recorder.js';

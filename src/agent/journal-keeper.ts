@@ -108,7 +108,7 @@ export class JournalKeeper {
     }
   }
 
-  /** Writes what the journal lags behind, if anything: execute's catch-up record (steps.ts). */
+  /** Writes what the journal lags behind, if anything: execute's catch-up record (execute.ts). */
   async catchUp(): Promise<void> {
     const lag = this.behind;
     if (lag === null) return;

@@ -1,13 +1,12 @@
 // What the commands that touch the kernel do (run, plan, apply, rollback), given parsed
 // flags; the socket clients are in ask.ts. `plan`, `apply` and `rollback` are one pass of
-// the agent's pipeline (src/agent/once.ts), each with its own target; what they print is
+// the agent's pipeline (src/agent/engine.ts), each with its own target; what they print is
 // render.ts's. Each returns its result (exit-codes.ts); main.ts ends the process.
 import type { Logger } from 'pino';
 import { runDaemon } from '../agent/daemon.js';
+import { once, type OnceResult, type OvnkubeProbe, type Target } from '../agent/engine.js';
 import { InterruptedError } from '../agent/execute.js';
 import { JournalKeeper } from '../agent/journal-keeper.js';
-import type { OvnkubeProbe } from '../agent/observe.js';
-import { once, type OnceResult, type Target } from '../agent/once.js';
 import { systemClock } from '../clock.js';
 import {
   lastWins,

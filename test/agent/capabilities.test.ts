@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
-import { missingCapabilities } from '../../src/agent/capabilities.js';
+import { missingCapabilities } from '../../src/agent/daemon.js';
 import { CLI, FakeOvnkube, RHCOS_49_OS_RELEASE, Scratch, status } from '../helpers/agent.js';
 import { seedNode, skipWithoutKernel } from '../helpers/netns.js';
 import type { StatusReport } from '../../src/status/report.js';

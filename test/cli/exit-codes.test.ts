@@ -7,7 +7,7 @@ import { LockError, LockHeldError, StateDirUnwritableError } from '../../src/cli
 import { ConfigError } from '../../src/config/settings.js';
 import { MetricsAddressError } from '../../src/metrics/server.js';
 import { JournalError } from '../../src/restart/journal.js';
-import { RollbackCidrsError } from '../../src/agent/once.js';
+import { RollbackCidrsError } from '../../src/agent/engine.js';
 import { AgentDeniedError, AgentUnreachableError } from '../../src/status/client.js';
 import { SocketInUseError, SocketPermissionError } from '../../src/status/server.js';
 

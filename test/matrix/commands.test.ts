@@ -1,7 +1,7 @@
 // One table: every command that decides about the node (plan, apply, rollback, rollback
 // --yes, and run for one pass) against every node shape of the matrix, on the real kernel
 // beside the faithful ovnkube-node stand-in, asserting the service route after and the
-// reason code. The commands are one pipeline (src/agent/once.ts, the agent's loop): the
+// reason code. The commands are one pipeline (src/agent/engine.ts, the agent's loop too): the
 // same evidence gives the same refusals through every door.
 //  - shapes: 4.8, 4.9, their fixed z-streams, 4.10, 4.11, 4.12 (each with its RHCOS
 //    os-release), an unknown release (an os-release with no OpenShift version), the same

@@ -1,0 +1,256 @@
+// The one pipeline every command runs (docs/design.md, "The pipeline"): observe (links,
+// addresses, routes, ovnkube-node from /proc; os-release and ovnkube.conf come in the config,
+// the journal through its keeper) -> track fights -> plan (core/planner.ts; core/rollback.ts
+// for a rollback) -> verify what the last round replaced -> decide (core/decide.ts) ->
+// execute -> record. A command chooses its target, how many rounds may act (`plan` none,
+// `apply` and `rollback --yes` one, each pass of `run` three), its restart settings (a
+// one-shot command's are --restart none) and how it reports.
+import { decide, heard, needsTarget, type Decision, type RestartSettings } from '../core/decide.js';
+import { suspensionsOf, trackFights, NO_FIGHTS, type FightState } from '../core/fights.js';
+import { transition, type Migration } from '../core/migration.js';
+import { must } from '../core/must.js';
+import { plan, watchedOf } from '../core/planner.js';
+import type { Reason } from '../core/reasons.js';
+import { planRollback } from '../core/rollback.js';
+import type { NextHop, Watched } from '../core/route.js';
+import type {
+  DesiredMode,
+  Observation,
+  OvnkubeObservation,
+  Plan,
+  PlannerConfig,
+  ReplaceAction,
+} from '../core/types.js';
+import type { Dataplane } from '../dataplane/types.js';
+import { parseCidr } from '../net/cidr.js';
+import type { Outcome } from '../status/model.js';
+import { execute, VerifyError, type Effects } from './execute.js';
+
+/** What a command wants: the mode file's mode (`plan`, `apply`, `run`), or the journal's migration put back (`rollback`). */
+export type Target = { mode: DesiredMode } | { rollback: { cidrsFrom: string } };
+
+/**
+ * ovnkube-node as /proc shows it. `routeEventOnly`: the pass was woken by route
+ * notifications alone, so the probe may reuse its last scan where it can prove it
+ * current (src/ovnkube/proc.ts, OvnkubeScanner).
+ */
+export type OvnkubeProbe = (hint?: { routeEventOnly: boolean }) => Promise<OvnkubeObservation>;
+
+/** What a pass may look at and touch. */
+export interface Engine extends Effects {
+  dataplane: Dataplane;
+  probe: OvnkubeProbe;
+}
+
+export interface PassInput {
+  config: PlannerConfig;
+  target: Target;
+  /** How many rounds may act; a round after the last that replaced only verifies and decides. */
+  rounds: number;
+  restart: RestartSettings;
+  routeEventOnly?: boolean;
+}
+
+/** What passes hand on to the next: the fights, and the last outcome (the status). */
+export interface LoopState {
+  fights: FightState;
+  outcome?: Outcome & { decision: Decision };
+}
+
+export interface Round {
+  /** A mode target's plan; null for a rollback. */
+  planned: Plan | null;
+  /** The replaces decided (a rollback's put-backs). */
+  actions: ReplaceAction[];
+  decision: Pick<Decision, 'records' | 'steps'>;
+  /** A rollback's refusals (NothingToRollBack among them); the planner's reasons are in the plan. */
+  refusals: Reason[];
+  /** Its decision was carried out. */
+  acted: boolean;
+}
+
+/** A one-shot command requests no restart: it decides as the agent does under --restart none. */
+const NO_RESTART: RestartSettings = {
+  strategy: 'none',
+  limit: { minIntervalMs: 0, maxPerHour: 0 },
+  timeoutMs: 0,
+  settleMs: 0,
+  retryBaseMs: 0,
+  retryMaxMs: 0,
+  modeChecked: false,
+};
+
+/** Rounds until one acts on nothing; after the last that may act, one more that only verifies if it replaced. */
+export async function runPass(e: Engine, p: PassInput, s: LoopState): Promise<{ first: Round; last: Round }> {
+  const rounds = e.journal ? p.rounds : 0;
+  let first: Round | undefined;
+  let replaced = new Set<string>();
+  for (let n = 0; ; n++) {
+    const r = await round(e, p, s, n < rounds, n === 0, replaced);
+    first ??= r;
+    if (!r.acted) return { first, last: r };
+    // A one-shot command puts on record only what it does; what happened meanwhile is the agent's to record.
+    const { records, steps } = r.decision;
+    await execute(e, s, { records: e.restarts ? records : [], steps }, 'mode' in p.target ? p.target.mode.mode : null);
+    replaced = new Set(r.decision.steps.flatMap((step) => (step.kind === 'replace' ? [step.action.key.prefix] : [])));
+    const restarted = r.decision.steps.some((step) => step.kind === 'restart');
+    if (replaced.size === 0 && !(restarted && n + 1 < rounds)) return { first, last: r };
+  }
+}
+
+/**
+ * Observe, plan, verify what the last round replaced (the plan may hold nothing for those
+ * routes: another one set back meanwhile is no failed replace, and this round repairs it),
+ * and decide. A pass's first round also puts on record what the journal lags behind; a
+ * round that acts, a restart's answer heard since the last decision.
+ */
+async function round(
+  e: Engine,
+  p: PassInput,
+  s: LoopState,
+  acting: boolean,
+  first: boolean,
+  replaced: Set<string>,
+): Promise<Round> {
+  const { config, target } = p;
+  const runner = e.restarts?.runner;
+  const answer = acting ? (runner?.answer ?? null) : null;
+  const observed = await observe(e.dataplane, watchedOf(config), e.probe, p.routeEventOnly);
+  const now = e.clock.now();
+  const migration = e.journal?.data.migration ?? null;
+  const desired = 'mode' in target ? target.mode : null;
+  if (desired) s.fights = trackFights(s.fights, fightSeen(desired, config, observed, now));
+  const suspensions = suspensionsOf(s.fights);
+  const { planned, rb } = desired
+    ? { planned: plan({ desired, config, observed, suspended: suspensions }), rb: null }
+    : { planned: null, rb: planRollback(migration, observed, config) };
+  const actions = rb ? rb.actions : planned.actions;
+  const unheld = actions.filter((a) => replaced.has(a.key.prefix));
+  if (unheld.length > 0)
+    throw new VerifyError(`after replacing, still out of sync: ${unheld.map((a) => a.reason.message).join('; ')}`);
+  if (rb && replaced.size > 0 && migration) {
+    const done = transition(migration, { kind: 'rolled-back' }, now);
+    await execute(
+      e,
+      s,
+      { records: [{ kind: 'record', migration: done, what: 'the rollback, done' }], steps: [] },
+      null,
+    );
+  }
+  if (rb) {
+    // Null only with nothing on record, where the plan holds no action.
+    const begun = migration && transition(migration, { kind: 'rollback-begun' }, now);
+    const replaces = rb.actions.map((action) => ({ kind: 'replace' as const, action }));
+    const steps = begun && replaces.length > 0 ? [{ kind: 'journal' as const, migration: begun }, ...replaces] : [];
+    return { planned, actions, decision: { records: [], steps }, refusals: rb.refusals, acted: acting };
+  }
+  const restart = e.restarts ? p.restart : NO_RESTART;
+  const mode = must(desired, 'the desired mode').mode;
+  const found =
+    e.restarts && needsTarget(planned, mode, heard(migration, answer, now).migration, restart.strategy)
+      ? await e.restarts.strategy.find()
+      : null;
+  runner?.took(answer);
+  const decision = decide({
+    plan: planned,
+    desired: mode,
+    migration,
+    restarts: e.journal?.data.restarts ?? [],
+    ovnkube: observed.ovnkube,
+    target: found,
+    settings: restart,
+    now,
+    wallOffsetMs: e.journal?.wallOffset() ?? 0,
+    restartInFlight: runner?.inFlight ?? false,
+    answer,
+    journalLags: first && e.journal !== null && e.journal.lag !== null,
+  });
+  s.outcome = { plan: planned, decision, observed, suspensions, restart: decision.restart };
+  return { planned, actions, decision, refusals: [], acted: acting };
+}
+
+/** What fights are tracked on: the one next hop of each service CIDR, in the situation the loop acts in. */
+function fightSeen(desired: DesiredMode, config: PlannerConfig, observed: Observation, now: number) {
+  const hops = new Map<string, NextHop>();
+  for (const c of config.serviceCidrs) {
+    const [only, ...more] = observed.routes.get(c.text) ?? [];
+    if (only && more.length === 0) hops.set(c.text, only.nextHop);
+  }
+  return {
+    situation: { desiredMode: desired.mode, ovnkube: observed.ovnkube.id },
+    observed: hops,
+    now,
+    hint: `is ovnkube-node really running ${desired.mode} gateway mode on a 4.8/4.9 build?`,
+  };
+}
+
+export async function observe(
+  dataplane: Dataplane,
+  watched: Watched,
+  probe: OvnkubeProbe,
+  routeEventOnly = false,
+): Promise<Observation> {
+  // Links first: every route's interface name is resolved from this one answer.
+  const links = await dataplane.links();
+  const [addresses, ovnkube, routes] = await Promise.all([
+    dataplane.addresses(),
+    probe({ routeEventOnly }),
+    dataplane.routes(watched.prefixes, links),
+  ]);
+  return { links, addresses, routes, ovnkube };
+}
+
+// ---- `plan`, `apply`, `rollback`: one pass
+
+/** The migration replaced routes the given service CIDRs do not name: a bad flag (exit 2). */
+export class RollbackCidrsError extends Error {
+  readonly code = 'ERR_GWMODE_ROLLBACK_CIDRS';
+}
+
+export interface OnceResult {
+  /** A mode target's plan before acting, and of the node after (the same when nothing was done); null for a rollback. */
+  planned: Plan | null;
+  final: Plan | null;
+  /** The replaces decided; carried out when `applied`. */
+  actions: ReplaceAction[];
+  applied: boolean;
+  refusals: Reason[];
+  /** The migration on record before the command. */
+  migration: Migration | null;
+}
+
+/** One pass under --restart none, acting once when `act` (`apply`, `rollback --yes`). */
+export async function once(
+  deps: Omit<Engine, 'restarts' | 'writes' | 'recorder'> & { act: boolean },
+  config: PlannerConfig,
+  target: Target,
+): Promise<OnceResult> {
+  const migration = deps.journal?.data.migration ?? null;
+  if ('rollback' in target) assertNamed(migration, config, target.rollback.cidrsFrom);
+  const input = { config, target, rounds: deps.act ? 1 : 0, restart: NO_RESTART };
+  const { first, last } = await runPass(deps, input, { fights: NO_FIGHTS });
+  const applied = first.acted && first.decision.steps.length > 0;
+  return {
+    planned: first.planned,
+    final: last.planned,
+    actions: first.actions,
+    applied,
+    refusals: first.refusals,
+    migration,
+  };
+}
+
+/** Only the given service CIDRs are looked at: a migration route outside them would read as "no route" while it is there. */
+function assertNamed(migration: Migration | null, config: PlannerConfig, from: string): void {
+  const named = new Set(config.serviceCidrs.map((c) => c.text));
+  // A /0 is left to planRollback, which refuses it with its reason (no flag could name it).
+  const unnamed = (migration?.routes ?? [])
+    .map((r) => parseCidr(r.key.prefix))
+    .filter((c) => c.length > 0 && !named.has(c.text))
+    .map((c) => c.text);
+  if (unnamed.length > 0) {
+    throw new RollbackCidrsError(
+      `rollback: the journal's migration replaced ${unnamed.join(', ')}, which ${from} (${[...named].join(', ')}) does not name: give the service CIDRs it was made with`,
+    );
+  }
+}
