@@ -1,6 +1,6 @@
 // The one decision point: from the plan, the migration on record and what the restart
 // strategy sees, the records and steps of this round and its phase. The loop only carries
-// them out, in order (src/agent/steps.ts). A migration is the unit (docs/design.md's rules table):
+// them out, in order (src/agent/execute.ts). A migration is the unit (docs/design.md's rules table):
 //  1. A pass that replaces routes towards a mode other than the recorded migration's (or moves
 //     again those of a migration rolled back) starts a migration owing one ovnkube-node restart,
 //     journaled, restart owed, before the first replace.

@@ -1,5 +1,5 @@
 // The decision's values: what decide (decide.ts) reads and returns for the loop to carry out
-// (src/agent/steps.ts is the only place they happen), the restart's backoff and its rate limit.
+// (src/agent/execute.ts is the only place they happen), the restart's backoff and its rate limit.
 import type { Migration, RestartTarget, TargetLookup } from './migration.js';
 import type { Reason } from './reasons.js';
 import type { GatewayMode, OvnkubeObservation, Phase, Plan, ReplaceAction } from './types.js';
@@ -48,7 +48,7 @@ export interface DecideInput {
   journalLags?: boolean;
 }
 
-/** A restart request's answer as the restart runner heard it (src/agent/restart-runner.ts). */
+/** A restart request's answer as the restart runner heard it (src/agent/execute.ts). */
 export interface RestartAnswer {
   step: RestartStep;
   /** null: ovnkube-node was stopped; else the runtime's refusal (code: a bounded label, recorder.ts). */
