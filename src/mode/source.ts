@@ -22,8 +22,7 @@
 // made later) is watched through its nearest existing ancestor, one level at a time,
 // until its directory appears. The owner loop also re-reads on every periodic resync:
 // a missed event costs at most one resync interval.
-import { watch, type FSWatcher } from 'chokidar';
-import { constants, statSync, type BigIntStats } from 'node:fs';
+import { constants, readlinkSync, realpathSync, statSync, watch, type BigIntStats, type FSWatcher } from 'node:fs';
 import { lstat, open, stat } from 'node:fs/promises';
 import path from 'node:path';
 import type { GatewayMode } from '../core/types.js';
@@ -31,8 +30,6 @@ import { configMapMode, MAX_MODE_FILE_BYTES, parseModeContent, type ModeParse } 
 import { nextFirstSeen, verdictOf, type FileStamp, type FirstSeen, type ReadFacts } from './settled.js';
 
 export const CONFIGMAP_KEY = 'mode';
-/** The last change reported is reported once more this much later: past chokidar's 50 ms throttle of a file's changes. */
-export const TRAILING_MS = 60;
 
 /** A mode (with why, where it is not the text at face value), or an error. */
 export type ModeRead = { mode: GatewayMode; error: null; detail?: string } | { mode: null; error: string };
@@ -179,92 +176,76 @@ const isDirectory = (p: string): boolean => {
   }
 };
 
-/** What to watch for a mode source, and how: see watchModeSource. */
-function placement(resolved: string): { target: string; kind: 'dir' | 'file' | 'ancestor' } {
-  if (isDirectory(resolved)) return { target: resolved, kind: 'dir' };
-  let target = path.dirname(resolved);
-  if (isDirectory(target)) return { target, kind: 'file' };
-  while (!isDirectory(target)) target = path.dirname(target);
-  return { target, kind: 'ancestor' };
+/**
+ * Where a change of the mode source shows, as [directory, entry] (null: any entry): the
+ * directory given (a ConfigMap volume, whose `..data` swap is in it), else the file's
+ * directory or, until it exists, its nearest existing ancestor; and the directory of each
+ * file a symlink leads to, through real paths (`/etc/mode -> /srv/mode` replaced by rename
+ * in /srv; a volume key's `..<timestamp>/mode`), so a link pointed elsewhere moves the watch.
+ */
+function placement(resolved: string): Array<[string, string | null]> {
+  const spots: Array<[string, string | null]> = [];
+  let file = resolved;
+  if (isDirectory(resolved)) {
+    spots.push([resolved, null]);
+    file = path.join(resolved, CONFIGMAP_KEY);
+  } else {
+    let [dir, name] = [path.dirname(resolved), path.basename(resolved)];
+    while (!isDirectory(dir)) [dir, name] = [path.dirname(dir), path.basename(dir)];
+    spots.push([dir, name]);
+  }
+  // 40: the links Linux follows in one path before ELOOP.
+  for (let i = 0; i < 40; i++) {
+    try {
+      const to = path.resolve(path.dirname(file), readlinkSync(file));
+      spots.push([realpathSync(path.dirname(to)), path.basename(to)]);
+      file = path.join(...(spots.at(-1) as [string, string]));
+    } catch {
+      break; // not a symlink, or it leads nowhere (yet)
+    }
+  }
+  return spots;
 }
 
 /**
- * Calls onChange, at once, whenever anything under the mode file's location changes.
- * `ready` settles once the watch is in place (the initial scan of its watcher done where
- * the source now is), or it is closed: a change before that may go unseen.
+ * Calls onChange, at once, whenever the kernel reports a change where the mode source may
+ * have changed (inotify through fs.watch: every change, none throttled or merged away
+ * after the last one). After a change that moves what is watched (a directory appeared,
+ * a link was pointed elsewhere, kubelet swapped `..data`), the watch is moved first and
+ * onChange called after, so a change made meanwhile is read. Not chokidar: its close()
+ * during a watched file's removal could start it watching again, for ever (issue 32).
  */
-export function watchModeSource(source: string, onChange: () => void): ModeWatch & { ready: Promise<void> } {
-  // A directory (ConfigMap volume) is watched itself, one level deep: its keys change
-  // by the swap of the `..data` link inside it. A plain file is watched through its
-  // directory, since editors and `kubectl cp` replace files by rename. A missing
-  // directory is watched through its nearest existing ancestor; when a directory on
-  // the way appears, the watch moves down to it.
+export function watchModeSource(source: string, onChange: () => void): ModeWatch {
   const resolved = path.resolve(source);
-  const onPath = (p: string) => p === resolved || resolved.startsWith(p + path.sep);
+  let spots: Array<[string, string | null]> = [];
+  let watchers: FSWatcher[] = [];
   let closed = false;
-  let current: FSWatcher;
-  let placed: () => void = () => undefined;
-  const ready = new Promise<void>((resolve) => (placed = resolve));
-  const retired: Array<Promise<void>> = [];
-  // chokidar passes on one change of a file per 50 ms (its throttle) and drops the
-  // rest: a second write within 50 ms of the first would go unseen until the next
-  // resync when the first read was taken at once (a file written with an old mtime:
-  // `cp -p`, `rsync -t`; a volume swapped twice). So the last change reported is
-  // reported once more TRAILING_MS after it (one timer, set again at each change, so
-  // it always covers the window of the last one): that read sees whatever a dropped
-  // change wrote, and costs one pass when nothing was dropped.
-  let trailing: NodeJS.Timeout | undefined;
-  const fire = () => {
+  const changed = (dir: string, name: string | null) => {
     if (closed) return;
+    const now = placement(resolved);
+    if (JSON.stringify(now) !== JSON.stringify(spots)) place(now);
+    else if (!spots.some(([d, n]) => d === dir && (n === null || name === null || n === name))) return;
     onChange();
-    clearTimeout(trailing);
-    trailing = setTimeout(() => {
-      trailing = undefined;
-      if (!closed) onChange();
-    }, TRAILING_MS);
   };
-  const arm = (moved: boolean) => {
-    const { target, kind } = placement(resolved);
-    const watcher: FSWatcher = watch(target, {
-      ignoreInitial: true,
-      depth: kind === 'dir' ? 1 : 0,
-      followSymlinks: false,
-      persistent: true,
-      atomic: false,
+  const place = (now: Array<[string, string | null]>) => {
+    for (const w of watchers) w.close();
+    spots = now;
+    watchers = [...new Set(now.map(([dir]) => dir))].flatMap((dir) => {
+      try {
+        const w = watch(dir, (_event, name) => changed(dir, name));
+        // A directory that cannot be watched (gone meanwhile, inotify limits) is read at the next resync.
+        return [w.on('error', () => changed(dir, null))];
+      } catch {
+        return [];
+      }
     });
-    const stillPlaced = () => {
-      const now = placement(resolved);
-      return now.target === target && now.kind === kind;
-    };
-    const move = () => {
-      if (closed || watcher !== current) return;
-      retired.push(watcher.close());
-      arm(true);
-    };
-    watcher.on('all', (_event, changed) => {
-      if (watcher !== current) return;
-      const p = path.resolve(changed);
-      if (kind === 'dir' || p === resolved) fire();
-      if (onPath(p) && !stillPlaced()) move();
-    });
-    // What appeared while the watch was starting is in its initial scan, which
-    // ignoreInitial hides: look again once it is ready, and after a move re-read.
-    watcher.once('ready', () => {
-      if (!stillPlaced()) return move();
-      if (watcher === current) placed();
-      if (moved) fire();
-    });
-    watcher.on('error', fire);
-    current = watcher;
   };
-  arm(false);
+  place(placement(resolved));
   return {
-    ready,
-    close: async () => {
+    close: () => {
       closed = true;
-      clearTimeout(trailing);
-      placed();
-      await Promise.all([...retired, current.close()]);
+      for (const w of watchers) w.close();
+      return Promise.resolve();
     },
   };
 }
