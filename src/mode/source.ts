@@ -6,7 +6,8 @@
 // pkg/volume/util/atomic_writer.go, Write, at 00e11024cf8c). A plain host file, or a directory
 // without `..data`, has its own reading. A source not there at all is not read as anything: the
 // agent waits for it (ModeNotRead). Whether a read may be taken: settled.ts.
-import { constants, readlinkSync, realpathSync, statSync, watch, type BigIntStats, type FSWatcher } from 'node:fs';
+import { watch } from 'chokidar';
+import { constants, readlinkSync, realpathSync, statSync, type BigIntStats } from 'node:fs';
 import { lstat, open, stat } from 'node:fs/promises';
 import path from 'node:path';
 import type { GatewayMode } from '../core/types.js';
@@ -114,16 +115,15 @@ const isDirectory = (p: string) => statSync(p, { throwIfNoEntry: false })?.isDir
 type Spot = [dir: string, entry: string | null];
 
 /**
- * Where a change of the mode source shows (entry null: any): the directory given (a volume's
- * `..data` swap is in it), else the file's directory or, until it exists, its nearest existing
- * ancestor; and the real directory of each file a symlink leads to (`/etc/mode -> /srv/mode`
- * replaced by rename in /srv; a volume key's `..<timestamp>/mode`).
+ * Where a change of the mode source shows (entry null: any), as real paths: the directory given (its
+ * `..data` swap), else the file's directory or, until it exists, its nearest existing ancestor; and the
+ * directory of each file a symlink leads to (`/etc/mode -> /srv/mode`; a volume key's `..<ts>/mode`).
  */
 function placement(resolved: string): Spot[] {
   let [dir, name, file] = [resolved, null as string | null, path.join(resolved, CONFIGMAP_KEY)];
   if (!isDirectory(resolved)) [dir, name, file] = [path.dirname(resolved), path.basename(resolved), resolved];
   while (!isDirectory(dir)) [dir, name] = [path.dirname(dir), path.basename(dir)];
-  const spots: Spot[] = [[dir, name]];
+  const spots: Spot[] = [[realpathSync(dir), name]];
   // 40: the links Linux follows in one path before ELOOP.
   for (let i = 0; i < 40; i++) {
     try {
@@ -138,44 +138,53 @@ function placement(resolved: string): Spot[] {
   return spots;
 }
 
+/** A directory the watch moves to is watched once chokidar has read it: a look then sees a change before that. */
+const MOVE_LOOK_MS = 1000;
+
 /**
- * Calls onChange at once whenever the kernel reports a change where the mode source may have
- * changed: inotify (fs.watch) reports every change, none throttled away. A change that moves what
- * is watched (a directory appeared, a link pointed elsewhere, kubelet's `..data` swap) moves the
- * watch first, then calls onChange, so a change made meanwhile is read. The owner loop also reads
- * at each resync. Not chokidar: its close() while a watched file is being removed can start it
- * watching again, with an fs.watch no one closes (issue 32, item 8).
+ * Calls onChange when the kernel reports a change where the mode source may have changed, and once
+ * the watch is in place. One chokidar watcher, on the directories only (all in them `ignored`; a change
+ * comes as its `raw` event, the inotify event, none throttled away): chokidar 5 watches each file it
+ * does not ignore, and one removed just as the watcher closes makes it call _remove, then add(), which
+ * opens it again with an fs.watch no one closes (handler.js _handleFile, index.js _remove; issue 32).
+ * A change that moves the spots (a directory appeared, a link pointed elsewhere, kubelet's `..data`
+ * swap) moves the watch (unwatch, add), calls onChange, and again MOVE_LOOK_MS later; resyncs read too.
  */
 export function watchModeSource(source: string, onChange: () => void): ModeWatch {
   const resolved = path.resolve(source);
-  let spots: Spot[] = [];
-  let watchers: FSWatcher[] = [];
+  let spots = placement(resolved);
+  let dirs = new Set(spots.map(([dir]) => dir));
   let closed = false;
-  const place = (now: Spot[]) => {
-    for (const w of watchers) w.close();
-    spots = now;
-    watchers = [...new Set(now.map(([dir]) => dir))].flatMap((dir) => {
-      try {
-        // A directory that cannot be watched (gone meanwhile, inotify limits) waits for the resync.
-        return [watch(dir, (_event, name) => changed(dir, name)).on('error', () => changed(dir, null))];
-      } catch {
-        return [];
-      }
-    });
+  let look: NodeJS.Timeout | undefined;
+  const ignored = (p: string) => !dirs.has(p);
+  const watcher = watch([...dirs], { ignored, depth: 0, followSymlinks: false, atomic: false });
+  const move = (now: Spot[]) => {
+    const next = new Set(now.map(([dir]) => dir));
+    const added = [...next].filter((dir) => !dirs.has(dir));
+    watcher.unwatch([...dirs].filter((dir) => !next.has(dir)));
+    [spots, dirs] = [now, next];
+    // unwatch() ignores all below a directory until it is added again: add the ancestors too (`ignored`).
+    const above = (d: string): string[] => (d === path.dirname(d) ? [] : [d, ...above(path.dirname(d))]);
+    watcher.add([...new Set([...added, ...added.flatMap((d) => above(path.dirname(d))).filter(ignored)])]);
+    clearTimeout(look);
+    look = setTimeout(() => closed || onChange(), MOVE_LOOK_MS);
   };
-  const changed = (dir: string, name: string | null) => {
+  const changed = (dir?: string, name?: string | null) => {
     if (closed) return;
     const now = placement(resolved);
-    if (JSON.stringify(now) !== JSON.stringify(spots)) place(now);
-    else if (!spots.some(([d, n]) => d === dir && (n === null || name === null || n === name))) return;
+    if (JSON.stringify(now) !== JSON.stringify(spots)) move(now);
+    else if (dir && !spots.some(([d, n]) => d === dir && (n === null || !name || n === name))) return;
     onChange();
   };
-  place(placement(resolved));
+  watcher.on('raw', (_event, name, details) => changed((details as { watchedPath: string }).watchedPath, name));
+  watcher.on('error', () => changed());
+  watcher.once('ready', () => changed());
   return {
+    // In a task of its own, not amid chokidar's promise chains (a watch being made there is dropped).
     close: () => {
       closed = true;
-      for (const w of watchers) w.close();
-      return Promise.resolve();
+      clearTimeout(look);
+      return new Promise((resolve) => setImmediate(() => resolve(watcher.close())));
     },
   };
 }

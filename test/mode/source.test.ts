@@ -58,9 +58,13 @@ test('a mode file whose directories do not exist yet is seen when they and it ap
     await called;
     assert.deepEqual(await readModeSource(source), { mode: 'local', error: null });
 
-    called = nextCall('the callback on a later change');
-    writeFileSync(source, 'shared\n');
-    await called;
+    // Each time: the directory the watch moved down to stays watched (a look after the move sees one change).
+    for (const mode of ['shared', 'local', 'shared']) {
+      called = nextCall(`the callback on a later change (${mode})`);
+      writeFileSync(source, `${mode}\n`);
+      await called;
+      assert.deepEqual(await readModeSource(source), { mode, error: null });
+    }
   } finally {
     await within(watch.close(), 5_000, 'closing the watch');
     rmSync(base, { recursive: true, force: true });
@@ -89,7 +93,10 @@ function volume(root: string, mode: string) {
 /** The inotify handles (fs.watch) this process holds: one left open keeps the test process alive for ever. */
 const openWatches = () => process.getActiveResourcesInfo().filter((r) => r === 'FSEventWrap').length;
 
-after(() => assert.equal(openWatches(), 0, 'a watch left open: the test process would never exit'));
+after(async () => {
+  await new Promise((r) => setImmediate(r)); // a handle closed is gone at the end of its loop turn
+  assert.equal(openWatches(), 0, 'a watch left open: the test process would never exit');
+});
 
 test('a watch closed at once, or while kubelet swaps the volume and removes the old directory, leaves nothing open', async () => {
   const root = mkdtempSync(path.join(tmpdir(), 'gwmode-close-'));
@@ -108,6 +115,27 @@ test('a watch closed at once, or while kubelet swaps the volume and removes the 
     assert.equal(openWatches(), 0);
   } finally {
     rmSync(root, { recursive: true, force: true });
+  }
+});
+
+test('a watch closed just as other files in its directory are removed leaves nothing open', async () => {
+  const dir = mkdtempSync(path.join(tmpdir(), 'gwmode-beside-'));
+  try {
+    writeFileSync(path.join(dir, 'mode'), 'local\n');
+    for (let i = 0; i < 30; i++) {
+      for (let f = 0; f < 8; f++) writeFileSync(path.join(dir, `other${f}`), 'x');
+      let placed: () => void = () => undefined;
+      const inPlace = within(new Promise<void>((resolve) => (placed = resolve)), 15_000, 'the watch in place');
+      const watch = watchModeSource(path.join(dir, 'mode'), () => placed());
+      await inPlace;
+      for (let f = 0; f < 8; f++) rmSync(path.join(dir, `other${f}`));
+      for (let turns = i % 4; turns > 0; turns--) await new Promise((r) => setImmediate(r));
+      await within(watch.close(), 5_000, 'closing the watch');
+    }
+    await new Promise((r) => setTimeout(r, 200));
+    assert.equal(openWatches(), 0);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
   }
 });
 
