@@ -1,32 +1,21 @@
-// The desired gateway mode from the content of a mode file. Pure.
-// Two readings, by where the mode comes from:
-//  - A ConfigMap (its YAML or JSON manifest here; a volume's `mode` key through
-//    configMapMode, source.ts): the cluster network operator's own reading, because the
-//    agent must want what ovnkube-node will be rolled out with. CNO 4.8 and 4.9 take
-//    data["mode"] exactly: "local" is local, "shared" is shared; anything else (also
-//    "local\n", which `kubectl create configmap --from-file` makes), a missing key or no
-//    ConfigMap at all is shared (openshift/cluster-network-operator
-//    pkg/network/ovn_kubernetes.go: GetGatewayMode at release-4.8 f9c68257eb8e,
-//    bootstrapOVNConfig at release-4.9 275ca80b472b). The agent says why in `detail`.
-//  - A host file with a bare word: `local` or `shared`, whitespace around it ignored;
-//    any other word is an error (the last valid mode is kept): no operator reads it.
-// The operator's Network object (operator.openshift.io/v1) is refused: its
-// gatewayConfig.routingViaHost exists only from 4.10, where the agent never acts.
+// The desired gateway mode from the content of a mode file. Pure. Two readings:
+//  - A ConfigMap (its manifest here; a volume's key through configMapMode, source.ts): as the
+//    cluster network operator reads it, since the agent must want what ovnkube-node will be
+//    rolled out with. CNO 4.8 and 4.9 take data["mode"] exactly "local" or "shared"; anything
+//    else (also "local\n", which `kubectl create configmap --from-file` makes), no key or no
+//    ConfigMap is shared (openshift/cluster-network-operator pkg/network/ovn_kubernetes.go:
+//    GetGatewayMode at release-4.8 f9c68257eb8e, bootstrapOVNConfig at release-4.9 275ca80b472b).
+//  - A host file's bare word: `local` or `shared`, whitespace around it ignored; any other is an error.
+// A Network manifest is refused: its routingViaHost exists only from 4.10, where the agent never acts.
 import { createRequire } from 'node:module';
 import type { GatewayMode } from '../core/types.js';
 
-// The YAML parser is loaded the first time a manifest is read: a mode file holding a
-// bare word, the usual case, never needs it, and loading it costs a start about 30 ms
-// and 6 MB. (Its CommonJS build, so that parsing stays synchronous.)
-const require = createRequire(import.meta.url);
+// The YAML parser (its CommonJS build: parsing stays synchronous) is loaded at the first manifest:
+// a bare word, the usual case, never needs it, and it costs a start about 30 ms and 6 MB.
 type Yaml = typeof import('yaml');
 let yaml: Yaml | undefined;
-type YamlOptions = import('yaml').ParseOptions &
-  import('yaml').DocumentOptions &
-  import('yaml').SchemaOptions &
-  import('yaml').ToJSOptions;
-const parseYaml = (text: string, options: YamlOptions): unknown =>
-  (yaml ??= require('yaml') as Yaml).parse(text, options);
+const parseYaml = (text: string, options: Parameters<Yaml['parse']>[2]): unknown =>
+  (yaml ??= createRequire(import.meta.url)('yaml') as Yaml).parse(text, options);
 
 export const MAX_MODE_FILE_BYTES = 64 * 1024;
 export const CONFIGMAP_NAME = 'gateway-mode-config';
@@ -36,31 +25,25 @@ export type ModeParse = { mode: GatewayMode; error?: undefined; detail?: string 
 
 const AS_CNO = 'shared, as the cluster network operator reads it';
 
-/**
- * A ConfigMap's `mode` value (undefined: no such key) as CNO reads it: exactly "local" or
- * "shared", anything else shared, with a detail saying why.
- */
+/** A ConfigMap's `mode` value (undefined: no such key) as CNO reads it, with why when it is not the value. */
 export function configMapMode(value: string | undefined): { mode: GatewayMode; detail?: string } {
-  if (value === 'local' || value === 'shared') return { mode: value };
+  if (isMode(value)) return { mode: value };
   if (value === undefined) return { mode: 'shared', detail: `no key "mode": ${AS_CNO}` };
   const near = (['local', 'shared'] as const).find((w) => value.trim().toLowerCase() === w);
   const said = near ? `is not exactly "${near}"` : 'is neither "local" nor "shared"';
   return { mode: 'shared', detail: `${show(value)} ${said}: ${AS_CNO}` };
 }
 
-export const NETWORK_REFUSED =
+const NETWORK_REFUSED =
   'a Network manifest is not read: spec.defaultNetwork.ovnKubernetesConfig.gatewayConfig.routingViaHost exists only from OpenShift 4.10, ' +
   `where the agent never acts; on 4.8/4.9 the mode is the ConfigMap ${CONFIGMAP_NAME} (namespace openshift-network-operator, key mode)`;
 
-/**
- * Deeper YAML is refused before the parser sees it: the parser recurses, and 64 KiB
- * of `[` or `- - -` cost it seconds of the event loop before it overflows its stack.
- * A real ConfigMap or Network manifest nests under ten deep.
- */
-export const MAX_YAML_NESTING = 32;
+/** Deeper YAML is refused unparsed: the parser recurses, and 64 KiB of `[` or `- - -` cost it seconds
+ * before it overflows its stack. A real manifest nests under ten deep. */
+const MAX_YAML_NESTING = 32;
 
 /** A value for an error message: short, and never a throw (aliases make cycles, BigInts exist). */
-export function show(value: unknown): string {
+function show(value: unknown): string {
   let text: string | undefined;
   try {
     text = JSON.stringify(value);
@@ -73,8 +56,7 @@ export function show(value: unknown): string {
 
 /** Flow brackets open at once, or block indicators (`- ? :`) opening one line; quotes are not told apart: a guard, not a parser. */
 function nesting(text: string): number {
-  let depth = 0;
-  let most = 0;
+  let [depth, most] = [0, 0];
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i);
     if (c === 0x5b || c === 0x7b) most = Math.max(most, ++depth);
@@ -87,20 +69,16 @@ function nesting(text: string): number {
   return most;
 }
 
-const modeWord = (value: string): ModeParse =>
-  value === 'local' || value === 'shared'
-    ? { mode: value }
-    : { error: `the mode is ${show(value)}; expected exactly "local" or "shared"` };
-
-function isObject(x: unknown): x is Record<string, unknown> {
-  return typeof x === 'object' && x !== null && !Array.isArray(x);
-}
+const isObject = (x: unknown): x is Record<string, unknown> => typeof x === 'object' && x !== null && !Array.isArray(x);
+const isMode = (x: unknown): x is GatewayMode => x === 'local' || x === 'shared';
 
 export function parseModeContent(content: string): ModeParse {
   const trimmed = content.trim();
   if (trimmed === '') return { error: 'the file is empty' };
-  if (/^[A-Za-z]+$/.test(trimmed)) return modeWord(trimmed);
-
+  if (/^[A-Za-z]+$/.test(trimmed))
+    return isMode(trimmed)
+      ? { mode: trimmed }
+      : { error: `the mode is ${show(trimmed)}; expected exactly "local" or "shared"` };
   if (nesting(trimmed) > MAX_YAML_NESTING)
     return { error: `neither a mode word nor a manifest: nested deeper than ${MAX_YAML_NESTING}` };
   let doc: unknown;
@@ -114,12 +92,10 @@ export function parseModeContent(content: string): ModeParse {
     return { error: `neither a mode word nor valid YAML/JSON: ${first}` };
   }
   if (!isObject(doc)) return { error: `${describe(doc)}: ${EXPECTED}` };
-  const kind = doc.kind;
   const name = isObject(doc.metadata) ? doc.metadata.name : undefined;
-  if (kind === 'ConfigMap') {
-    if (name !== undefined && name !== CONFIGMAP_NAME) {
+  if (doc.kind === 'ConfigMap') {
+    if (name !== undefined && name !== CONFIGMAP_NAME)
       return { error: `ConfigMap ${show(name)} is not ${CONFIGMAP_NAME}` };
-    }
     // CNO reads data only (a binaryData key is not data["mode"]). A value that is no string
     // is a manifest the API server would refuse: nothing CNO ever reads.
     if (doc.data !== undefined && doc.data !== null && !isObject(doc.data))
@@ -132,8 +108,10 @@ export function parseModeContent(content: string): ModeParse {
       };
     return configMapMode(value);
   }
-  if (kind === 'Network') return { error: NETWORK_REFUSED };
-  return { error: `${describe(doc)}: ${EXPECTED}${bareModeHint(doc)}` };
+  if (doc.kind === 'Network') return { error: NETWORK_REFUSED };
+  // A map saying `mode: local` meant the word: say how to write it.
+  const hint = isMode(doc.mode) ? `; for ${doc.mode} mode, the file may say just: ${doc.mode}` : '';
+  return { error: `${describe(doc)}: ${EXPECTED}${hint}` };
 }
 
 /** What a mode file may hold, said in every refusal of what it holds instead. */
@@ -149,10 +127,4 @@ function describe(doc: unknown): string {
   if (!Object.hasOwn(doc, 'kind')) return `a YAML map without kind (${keys.length > 0 ? listed : 'no keys'})`;
   if (typeof doc.kind !== 'string') return `a YAML map whose kind is ${show(doc.kind)}`;
   return `a ${doc.kind} manifest (kind ${show(doc.kind)}), not a ConfigMap`;
-}
-
-/** A map saying `mode: local` meant the word: say how to write it. */
-function bareModeHint(doc: Record<string, unknown>): string {
-  const mode = doc.mode;
-  return mode === 'local' || mode === 'shared' ? `; for ${mode} mode, the file may say just: ${mode}` : '';
 }

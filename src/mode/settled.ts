@@ -1,48 +1,32 @@
-// When a read of the mode file may be taken as the desired state. Pure: the shell
-// (source.ts) reads the file and the clock, this says "take it" or "look again in N ms".
-//
-// The agent reads the mode file at once when a watch reports a change: no debounce.
-// What keeps it from taking half a file:
-//  1. A file that changed while it was read (its stamp before and after the read
-//     differ) is never taken: look again shortly.
-//  2. A ConfigMap volume (the source is the volume's directory, or a key linked through
-//     its `..data`) is written by kubelet's atomic writer: the new files are complete
-//     before `..data` is swapped to them by one rename, so a read after the swap sees
-//     a whole file. Taken at once.
-//  3. A plain file may be written in place (`echo local > mode`, an editor that does
-//     not rename): a read may catch the truncation or half the content, and half a
-//     Network manifest is valid YAML that says shared. Such a read is taken only
-//     when nobody wrote the file for QUIET_MS (its mtime is that old), or when it was
-//     found unchanged QUIET_MS apart (a clock that disagrees with the file system
-//     cannot hold it back forever). The age is wall time against the mtime; "apart" is
-//     measured on the monotonic clock, so a wall clock stepped back between two reads
-//     does not hold the file back until the clock has caught up again. A parse failure or a garbled read of a file being
-//     written is thus "not yet", never an error, until the writer has stopped.
-//     QUIET_MS is the old debounce: a writer pausing longer than that mid-file was,
-//     and is, read half-way.
-//  4. A read that failed before the file could be looked at (it does not exist, is
-//     not a regular file, cannot be opened) has no stamp: taken as it is (an error,
-//     and the last valid mode is kept).
+// When a read of the mode file may be taken as the desired state. Pure: source.ts reads the file
+// and the clocks, this says "take it" or "look again in N ms" (the race: docs/design.md, 2).
+//  1. A file that changed while it was read (stamps before and after differ) is never taken.
+//  2. A ConfigMap volume is written by kubelet's atomic writer: its files are whole before `..data`
+//     is swapped to them by one rename. Taken at once.
+//  3. A plain file may be written in place, and half a manifest is valid YAML saying shared: taken
+//     only once nobody wrote it for QUIET_MS (mtime against the wall clock), or when found unchanged
+//     QUIET_MS apart on the monotonic clock (a file system clock that disagrees, or a wall clock
+//     stepped back, cannot hold it forever). Until then a read, garbled or not, is "not yet".
+//  4. A read that failed before the file could be looked at has no stamp: taken as it is.
 
 export const QUIET_MS = 200;
 /** How soon a file that changed under a read is read again. */
 export const REREAD_MS = 5;
 
+/** key: inode, size, mtime and ctime (ns), as one comparable string. */
 export interface FileStamp {
-  /** Inode, size, mtime and ctime (ns), as one comparable string. */
   key: string;
   mtimeMs: number;
 }
 
+/** atomic: point 2; stamp null: point 4. */
 export interface ReadFacts {
-  /** Kubelet's atomic writer made it (point 2). */
   atomic: boolean;
-  /** Null when the read failed before the file was opened (point 4). */
   stamp: FileStamp | null;
   changedDuringRead: boolean;
 }
 
-/** The stamp a plain file first showed, and when: what "unchanged QUIET_MS apart" compares with. */
+/** The stamp a plain file first showed, and when (monotonic): what "unchanged QUIET_MS apart" compares. */
 export interface FirstSeen {
   key: string;
   at: number;
@@ -50,30 +34,27 @@ export interface FirstSeen {
 
 export type Verdict = { take: true } | { take: false; retryInMs: number; why: string };
 
-/** `now`: wall ms (against the mtime); `seenNow`: the clock of FirstSeen.at (monotonic in the agent; `now` by default). */
+const TAKE: Verdict = { take: true };
+
+/** `f`: the read's facts; `now`: wall ms (against the mtime); `seenNow`: the clock of FirstSeen.at. */
 export function verdictOf(
-  facts: ReadFacts,
-  firstSeen: FirstSeen | null,
+  f: ReadFacts,
+  seen: FirstSeen | null,
   now: number,
   quietMs = QUIET_MS,
   seenNow = now,
 ): Verdict {
-  if (facts.changedDuringRead) return { take: false, retryInMs: REREAD_MS, why: 'the file changed while it was read' };
-  if (facts.stamp === null || facts.atomic) return { take: true };
-  const age = now - facts.stamp.mtimeMs;
-  if (age >= quietMs) return { take: true };
-  if (firstSeen !== null && firstSeen.key === facts.stamp.key && seenNow - firstSeen.at >= quietMs)
-    return { take: true };
-  const wait = age >= 0 ? quietMs - age : quietMs;
+  if (f.changedDuringRead) return { take: false, retryInMs: REREAD_MS, why: 'the file changed while it was read' };
+  const age = now - (f.stamp?.mtimeMs ?? 0);
+  if (f.stamp === null || f.atomic || age >= quietMs) return TAKE;
+  if (seen?.key === f.stamp.key && seenNow - seen.at >= quietMs) return TAKE;
   return {
     take: false,
-    retryInMs: Math.max(1, Math.ceil(wait)),
+    retryInMs: Math.max(1, Math.ceil(age >= 0 ? quietMs - age : quietMs)),
     why: `written ${Math.max(0, Math.round(age))} ms ago: waiting until it has been left alone for ${quietMs} ms`,
   };
 }
 
 /** The first time this stamp was seen (kept while the stamp stays the same). */
-export function nextFirstSeen(previous: FirstSeen | null, stamp: FileStamp | null, now: number): FirstSeen | null {
-  if (stamp === null) return null;
-  return previous !== null && previous.key === stamp.key ? previous : { key: stamp.key, at: now };
-}
+export const nextFirstSeen = (previous: FirstSeen | null, stamp: FileStamp | null, now: number): FirstSeen | null =>
+  stamp === null ? null : previous?.key === stamp.key ? previous : { key: stamp.key, at: now };
