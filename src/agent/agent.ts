@@ -9,7 +9,6 @@ import { NO_FIGHTS } from '../core/fights.js';
 import { watchedOf } from '../core/planner.js';
 import { reason, type Reason } from '../core/reasons.js';
 import { errorCode, NO_RECORDER, type AgentRecorder } from '../core/recorder.js';
-import type { Watched } from '../core/route.js';
 import type { PlannerConfig } from '../core/types.js';
 import type { Dataplane } from '../dataplane/types.js';
 import type { ModePending, ModeRead, ModeWatch } from '../mode/source.js';
@@ -23,8 +22,6 @@ import { Inputs } from './inputs.js';
 import { JournalKeeper } from './journal-keeper.js';
 import { Scheduler, type PassEnd } from './scheduler.js';
 
-export { ECHO_WINDOW_MS } from './inputs.js';
-
 export interface AgentDeps {
   dataplane: Dataplane;
   strategy: RestartStrategy;
@@ -33,7 +30,7 @@ export interface AgentDeps {
   log: Logger;
   /** The mode file now, or "pending" while it is being written. */
   readMode: () => Promise<ModeRead | ModePending>;
-  watchMode: (onChange: () => void) => ModeWatch;
+  watchMode: (path: string, onChange: () => void) => ModeWatch;
   clock: Clock;
   /** This boot's id: the journal's monotonic times are trusted only within one boot (journal-time.ts); null: unknown. */
   bootId?: string | null;
@@ -57,7 +54,7 @@ const MAX_ROUNDS = 3;
 type Listener = (s: StatusReport, changed: boolean) => void;
 
 export class Agent {
-  private setup: { options: AgentOptions; watched: Watched };
+  private options: AgentOptions;
   private readonly scheduler: Scheduler;
   private readonly inputs: Inputs;
   private readonly journal: JournalKeeper;
@@ -75,16 +72,12 @@ export class Agent {
     options: AgentOptions,
   ) {
     const { log, clock } = deps;
-    this.setup = { options, watched: watchedOf(options.config) };
+    this.options = options;
     this.scheduler = new Scheduler({ log, clock, random: deps.random, pass: () => this.pass() });
-    const wake = (why: string, readMode?: boolean, routeEvent?: boolean) =>
-      this.scheduler.kick(why, readMode, routeEvent);
+    const wake = this.kick.bind(this);
     const recorder = deps.recorder ?? NO_RECORDER;
     const settlingIn = (ms: number) => this.scheduler.modeSettlingIn(ms);
-    this.inputs = new Inputs(
-      { dataplane: deps.dataplane, readMode: deps.readMode, log, clock, recorder, wake, settlingIn },
-      options.modePath,
-    );
+    this.inputs = new Inputs({ ...deps, log, clock, recorder, wake, settlingIn }, options.modePath);
     this.journal = new JournalKeeper({ journal: deps.journal, clock, bootId: deps.bootId ?? null, log });
     this.restarts = new RestartRunner(deps.strategy, log, wake);
   }
@@ -95,18 +88,17 @@ export class Agent {
   }
 
   start(): void {
-    const { options, watched } = this.setup;
-    this.inputs.listen(watched, this.deps.watchMode, options.modePath);
-    this.scheduler.resyncEvery(options.resyncIntervalMs);
+    const { config, modePath, resyncIntervalMs } = this.options;
+    this.inputs.listen(watchedOf(config), this.deps.watchMode, modePath);
+    this.scheduler.resyncEvery(resyncIntervalMs);
     this.scheduler.kick('start');
   }
 
   /** New settings (SIGHUP): resolves after a full pass under them. */
-  async reconfigure(options: AgentOptions, watchMode: AgentDeps['watchMode']): Promise<void> {
-    this.setup = { options, watched: watchedOf(options.config) };
+  async reconfigure(options: AgentOptions): Promise<void> {
+    this.options = options;
     await this.inputs.close();
-    this.inputs.listen(this.setup.watched, watchMode, options.modePath);
-    this.scheduler.resyncEvery(options.resyncIntervalMs);
+    this.start();
     await this.scheduler.settle();
   }
 
@@ -135,7 +127,7 @@ export class Agent {
     return this.restarts.inFlight ? 'restart' : null;
   }
 
-  /** Asks for a pass (scheduler.ts): only a netlink event passes readMode false, only a route event routeEvent true. */
+  /** Asks for a pass (Scheduler.kick). */
   kick(why: string, readMode = true, routeEvent = false): void {
     this.scheduler.kick(why, readMode, routeEvent);
   }
@@ -171,7 +163,7 @@ export class Agent {
       migration: this.journal.data.migration,
       restarts: this.journal.data.restarts.length,
       strategy: this.deps.strategy.name,
-      config: this.setup.options.config,
+      config: this.options.config,
       warnings: [...(this.journal.warning ? [this.journal.warning] : []), ...(this.deps.missing ?? [])],
       error: this.error,
       summary,
@@ -201,13 +193,11 @@ export class Agent {
     let failedWith: string | null = null;
     try {
       if (this.scheduler.takeModeRead()) await this.inputs.readDesired();
-      const { config, restart } = this.setup.options;
+      const { config, restart } = this.options;
       const target = { mode: this.inputs.desired };
       const input = { config, target, rounds: MAX_ROUNDS, restart, routeEventOnly };
       const { last } = await runPass(this.engine(), input, this.state);
-      // After the last round that may act replaced, one that only verifies and decides (for
-      // the status): what else it finds, and a restart's answer heard meanwhile, are left to
-      // the next pass, which it asks for.
+      // What the round after the last that may act found to do is left to the next pass, at once.
       end.again = !last.acted && last.decision.steps.length + last.decision.records.length > 0;
       end.wakeInMs = this.state.outcome?.decision.wakeInMs;
       this.error = null;

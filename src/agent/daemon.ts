@@ -1,11 +1,9 @@
 // `ovn-gwmode-agent run`: the imperative shell around the owner loop. It wires the
 // kernel, the mode file, /proc, the status socket, systemd and the signals.
 //
-// Signals: SIGTERM/SIGINT stop (STOPPING=1, the pass under way and a restart request on
-// its way are awaited for at most STOP_GRACE_MS and then abandoned, the socket removed,
-// exit 0: a CRI stop, which waits out the grace period, is cancelled); SIGHUP re-reads
-// ovnkube.conf, os-release and the mode file; flags and variables are the process's and
-// change only with a restart.
+// Signals: SIGTERM/SIGINT stop (the pass under way and a restart request on its way are
+// awaited for at most STOP_GRACE_MS, then abandoned); SIGHUP re-reads ovnkube.conf,
+// os-release and the mode file; flags and variables are the process's (docs/install.md).
 import { readFile } from 'node:fs/promises';
 import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';
@@ -64,23 +62,6 @@ export interface DaemonDeps {
   exit: (code: number) => void;
 }
 
-/** Settings a reload cannot change: the socket, and what the restart coordinator was built with. */
-const FIXED_AT_START = [
-  'socket',
-  'socketGroup',
-  'stateDir',
-  'restart',
-  'criEndpoint',
-  'ovnkubeNamespace',
-  'ovnkubeContainer',
-  'restartGraceMs',
-  'restartMinIntervalMs',
-  'restartMaxPerHour',
-  'restartTimeoutMs',
-  'settleMs',
-  'metricsAddress',
-] as const;
-
 export async function runDaemon(raw: RawRunOptions, initial: Settings, deps: DaemonDeps): Promise<Agent> {
   const { log, dataplane, clock } = deps;
   // The settings in force and what is built from them; a reload replaces them.
@@ -95,10 +76,6 @@ export async function runDaemon(raw: RawRunOptions, initial: Settings, deps: Dae
       () => clock.now(),
     );
   let reader = readerFor(initial.modeFile);
-  const watchMode =
-    (path = settings.modeFile) =>
-    (onChange: () => void) =>
-      watchModeSource(path, onChange);
   const supervisor = new Supervisor(deps.notifier, log.child({ component: 'systemd' }), deps.watchdogUsec, clock);
   const strategy = strategyFor(initial, supervisor.stuckAfterMs());
   const missing = await missingCapabilities();
@@ -119,7 +96,7 @@ export async function runDaemon(raw: RawRunOptions, initial: Settings, deps: Dae
         if (reader.source !== settings.modeFile) reader = readerFor(settings.modeFile);
         return reader.read();
       },
-      watchMode: watchMode(),
+      watchMode: watchModeSource,
       clock,
       bootId: readBootId(),
       random: Math.random,
@@ -162,7 +139,10 @@ export async function runDaemon(raw: RawRunOptions, initial: Settings, deps: Dae
   agent.start();
   supervisor.start(agent);
 
-  const stop = once(async (signal: string) => {
+  let stopping = false;
+  const stop = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
     log.info({ signal }, 'stopping');
     supervisor.stopping();
     const abandoned = await stopWithin(agent, STOP_GRACE_MS);
@@ -182,38 +162,29 @@ export async function runDaemon(raw: RawRunOptions, initial: Settings, deps: Dae
     log.info('stopped');
     log.flush();
     deps.exit(0);
-  });
+  };
 
-  // Resolves the settings again; what is fixed at start is kept, and said so. A failure keeps them all.
+  // Resolves the settings again from the same flags (a flag changes only with a restart): what ovnkube.conf and
+  // os-release give may change. A failure keeps them all.
   const reload = async () => {
     supervisor.reloading();
     log.info('reloading configuration');
     try {
-      const next = await resolveSettings(raw);
-      const kept: Partial<Settings> = {};
-      for (const key of FIXED_AT_START) {
-        if (next[key] === settings[key]) continue;
-        log.warn(
-          { setting: key, running: settings[key], ignored: next[key] },
-          `a new ${key} takes effect only when the agent restarts`,
-        );
-        Object.assign(kept, { [key]: settings[key] });
-      }
-      settings = { ...next, ...kept };
+      settings = await resolveSettings(raw);
       probe = deps.probeFor(settings);
     } catch (err) {
       log.error({ err }, 'reload failed: keeping the running configuration');
     }
-    await agent.reconfigure(agentOptions(settings, deps.plannerConfig), watchMode());
+    await agent.reconfigure(agentOptions(settings, deps.plannerConfig));
     served++;
     supervisor.onStatus(agent.status(), true);
   };
 
   process.on('SIGTERM', () => void stop('SIGTERM'));
   process.on('SIGINT', () => void stop('SIGINT'));
-  // A reload that fails keeps the agent running as it was: never a fatal rejection; reloads run one after another.
-  const reloads = serial(reload, (err) => log.error({ err }, 'reload failed'));
-  process.on('SIGHUP', reloads);
+  // Reloads run one after another; one that fails keeps the agent running as it was, never a fatal rejection.
+  let reloads = Promise.resolve();
+  process.on('SIGHUP', () => (reloads = reloads.then(reload).catch((err) => log.error({ err }, 'reload failed'))));
   return agent;
 }
 
@@ -261,24 +232,6 @@ async function stopWithin(agent: Agent, graceMs: number): Promise<boolean> {
   ]);
   clearTimeout(timer);
   return abandoned;
-}
-
-/** The first call runs fn; the others do nothing. */
-function once<A extends unknown[]>(fn: (...args: A) => Promise<void>): (...args: A) => Promise<void> {
-  let called = false;
-  return async (...args) => {
-    if (called) return;
-    called = true;
-    await fn(...args);
-  };
-}
-
-/** Each call runs fn after the previous one has ended; a failure is reported, never thrown. */
-function serial(fn: () => Promise<void>, onError: (err: unknown) => void): () => void {
-  let last: Promise<void> = Promise.resolve();
-  return () => {
-    last = last.then(fn).catch(onError);
-  };
 }
 
 const CAP_NET_ADMIN = 12;

@@ -1,10 +1,6 @@
-// The one pipeline every command runs (docs/design.md, "The pipeline"): observe (links,
-// addresses, routes, ovnkube-node from /proc; os-release and ovnkube.conf come in the config,
-// the journal through its keeper) -> track fights -> plan (core/planner.ts; core/rollback.ts
-// for a rollback) -> verify what the last round replaced -> decide (core/decide.ts) ->
-// execute -> record. A command chooses its target, how many rounds may act (`plan` none,
-// `apply` and `rollback --yes` one, each pass of `run` three), its restart settings (a
-// one-shot command's are --restart none) and how it reports.
+// The one pipeline every command runs (docs/design.md, "The pipeline"). A command chooses its
+// target, how many rounds may act (`plan` none, `apply` and `rollback --yes` one, each pass of
+// `run` three), its restart settings (a one-shot command's are --restart none) and how it reports.
 import { decide, heard, needsTarget, type Decision, type RestartSettings } from '../core/decide.js';
 import { suspensionsOf, trackFights, NO_FIGHTS, type FightState } from '../core/fights.js';
 import { transition, type Migration } from '../core/migration.js';
@@ -12,7 +8,7 @@ import { must } from '../core/must.js';
 import { plan, watchedOf } from '../core/planner.js';
 import type { Reason } from '../core/reasons.js';
 import { planRollback } from '../core/rollback.js';
-import type { NextHop, Watched } from '../core/route.js';
+import type { NextHop } from '../core/route.js';
 import type {
   DesiredMode,
   Observation,
@@ -57,7 +53,7 @@ export interface LoopState {
   outcome?: Outcome & { decision: Decision };
 }
 
-export interface Round {
+interface Round {
   /** A mode target's plan; null for a rollback. */
   planned: Plan | null;
   /** The replaces decided (a rollback's put-backs). */
@@ -115,7 +111,14 @@ async function round(
   const { config, target } = p;
   const runner = e.restarts?.runner;
   const answer = acting ? (runner?.answer ?? null) : null;
-  const observed = await observe(e.dataplane, watchedOf(config), e.probe, p.routeEventOnly);
+  // Links first: every route's interface name is resolved from this one answer.
+  const links = await e.dataplane.links();
+  const [addresses, ovnkube, routes] = await Promise.all([
+    e.dataplane.addresses(),
+    e.probe({ routeEventOnly: p.routeEventOnly ?? false }),
+    e.dataplane.routes(watchedOf(config).prefixes, links),
+  ]);
+  const observed: Observation = { links, addresses, routes, ovnkube };
   const now = e.clock.now();
   const migration = e.journal?.data.migration ?? null;
   const desired = 'mode' in target ? target.mode : null;
@@ -144,10 +147,9 @@ async function round(
     const steps = begun && replaces.length > 0 ? [{ kind: 'journal' as const, migration: begun }, ...replaces] : [];
     return { planned, actions, decision: { records: [], steps }, refusals: rb.refusals, acted: acting };
   }
-  const restart = e.restarts ? p.restart : NO_RESTART;
   const mode = must(desired, 'the desired mode').mode;
   const found =
-    e.restarts && needsTarget(planned, mode, heard(migration, answer, now).migration, restart.strategy)
+    e.restarts && needsTarget(planned, mode, heard(migration, answer, now).migration, p.restart.strategy)
       ? await e.restarts.strategy.find()
       : null;
   runner?.took(answer);
@@ -158,7 +160,7 @@ async function round(
     restarts: e.journal?.data.restarts ?? [],
     ovnkube: observed.ovnkube,
     target: found,
-    settings: restart,
+    settings: p.restart,
     now,
     wallOffsetMs: e.journal?.wallOffset() ?? 0,
     restartInFlight: runner?.inFlight ?? false,
@@ -182,22 +184,6 @@ function fightSeen(desired: DesiredMode, config: PlannerConfig, observed: Observ
     now,
     hint: `is ovnkube-node really running ${desired.mode} gateway mode on a 4.8/4.9 build?`,
   };
-}
-
-export async function observe(
-  dataplane: Dataplane,
-  watched: Watched,
-  probe: OvnkubeProbe,
-  routeEventOnly = false,
-): Promise<Observation> {
-  // Links first: every route's interface name is resolved from this one answer.
-  const links = await dataplane.links();
-  const [addresses, ovnkube, routes] = await Promise.all([
-    dataplane.addresses(),
-    probe({ routeEventOnly }),
-    dataplane.routes(watched.prefixes, links),
-  ]);
-  return { links, addresses, routes, ovnkube };
 }
 
 // ---- `plan`, `apply`, `rollback`: one pass

@@ -14,9 +14,6 @@ import type { Dataplane } from '../dataplane/types.js';
 import type { RestartStrategy } from '../restart/strategy.js';
 import type { JournalKeeper } from './journal-keeper.js';
 
-/** The signal a one-shot command was told to stop by, or null: asked before each replace. */
-export type StopRequested = () => string | null;
-
 /** What execute may touch. */
 export interface Effects {
   dataplane: Pick<Dataplane, 'replaceRoute'>;
@@ -31,20 +28,18 @@ export interface Effects {
   restarts?: { strategy: RestartStrategy; runner: RestartRunner };
   /** Called before the first change (a journal write); throws when the command was abandoned. */
   beginChanges?: () => void;
-  stopRequested?: StopRequested;
+  /** The signal a one-shot command was told to stop by, or null: asked before each replace. */
+  stopRequested?: () => string | null;
 }
 
-/**
- * Carries a decision out: its records (what already happened, put on record), then its
- * steps in order: a journal entry followed by replaces (all or none), or a restart.
- */
+/** Carries a decision out: its records (what already happened), then its steps in order. */
 export async function execute(
   e: Effects,
   s: { fights: FightState },
   decision: Pick<Decision, 'records' | 'steps'>,
   mode: DesiredMode['mode'],
 ): Promise<void> {
-  const { log } = e;
+  const { log, clock } = e;
   const journal = must(e.journal, 'the journal of a pass that acts');
   const recorder = e.recorder ?? NO_RECORDER;
   const strategy = e.restarts?.strategy.name ?? 'none';
@@ -65,7 +60,7 @@ export async function execute(
   }
   const steps = decision.steps;
   if (steps.length === 0) return;
-  log.info({ steps: steps.map(describeStep) }, 'carrying out plan');
+  log.info({ steps: steps.map(describe) }, 'carrying out plan');
   const before = journal.data;
   for (const step of steps) {
     if (step.kind === 'journal') {
@@ -91,19 +86,9 @@ export async function execute(
   }
   const replaces = steps.flatMap((step) => (step.kind === 'replace' ? [step.action] : []));
   if (replaces.length === 0) return;
-  const now = () => e.clock.now();
-  const record = (a: ReplaceAction, result: ReplaceResult, err: unknown) =>
-    recorder.replace({
-      cidr: a.key.prefix,
-      mode,
-      before: renderNextHop(a.from),
-      after: renderNextHop(a.to),
-      result,
-      code: err === null ? null : errorCode(err),
-    });
   const done: ReplaceAction[] = [];
   try {
-    await applyReplaces(e, replaces, done, record);
+    await applyReplaces(e, replaces, done, mode);
   } catch (err) {
     // What was replaced and then put back is a flap of that route: it counts as a set-back
     // when the next pass finds it put back (core/fights.ts, point 5).
@@ -111,7 +96,7 @@ export async function execute(
       s.fights = recordApplied(
         s.fights,
         done,
-        now(),
+        clock.now(),
         `the agent put it back itself each time another replace of the same change failed (${(err as Error).message})`,
       );
     // Refused by the kernel (what had changed was put back), or stopped before the first
@@ -123,10 +108,8 @@ export async function execute(
       await journal.after(before, `taking the ${what} the kernel refused off the record`, err);
     throw err;
   }
-  s.fights = recordApplied(s.fights, replaces, now());
+  s.fights = recordApplied(s.fights, replaces, clock.now());
 }
-
-type ReplaceResult = Parameters<AgentRecorder['replace']>[0]['result'];
 
 /**
  * All or none: a replace that fails puts back, in reverse order, every route this pass
@@ -137,9 +120,12 @@ async function applyReplaces(
   e: Effects,
   actions: ReplaceAction[],
   done: ReplaceAction[],
-  record: (a: ReplaceAction, result: ReplaceResult, err: unknown) => void,
+  mode: DesiredMode['mode'],
 ): Promise<void> {
   const { log } = e;
+  type Result = Parameters<AgentRecorder['replace']>[0]['result'];
+  const record = (a: ReplaceAction, result: Result, err: unknown) =>
+    (e.recorder ?? NO_RECORDER).replace({ ...change(a), mode, result, code: err === null ? null : errorCode(err) });
   const writes = e.writes ?? e.dataplane;
   for (const a of actions) {
     const signal = e.stopRequested?.() ?? null;
@@ -157,11 +143,7 @@ async function applyReplaces(
         try {
           await writes.replaceRoute(back);
           record(back, 'put_back', null);
-          const [was, now] = [renderNextHop(d.to), renderNextHop(d.from)];
-          log.warn(
-            { cidr: d.key.prefix, before: was, after: now },
-            `put back ${d.key.prefix}: ${was} -> ${now} (${failed})`,
-          );
+          log.warn(change(back), `put back ${d.key.prefix}: ${hops(back)} (${failed})`);
         } catch (undoErr) {
           notPutBack.push(`${d.key.prefix}: ${(undoErr as Error).message}`);
           record(back, 'put_back_failed', undoErr);
@@ -173,25 +155,24 @@ async function applyReplaces(
     }
     done.push(a);
     record(a, 'done', null);
-    const [was, now] = [renderNextHop(a.from), renderNextHop(a.to)];
-    log.info(
-      { cidr: a.key.prefix, before: was, after: now, table: a.key.table, priority: a.key.priority },
-      `replaced route ${a.key.prefix}: ${was} -> ${now}`,
-    );
+    const { table, priority } = a.key;
+    log.info({ ...change(a), table, priority }, `replaced route ${a.key.prefix}: ${hops(a)}`);
   }
 }
 
-function describeStep(s: Decision['steps'][number]): string {
-  switch (s.kind) {
-    case 'journal':
-      return rollingBack(s.migration)
-        ? `journal the rollback of the migration to ${s.migration.mode}`
-        : `journal the migration to ${s.migration.mode} (restart owed)`;
-    case 'replace':
-      return `replace ${s.action.key.prefix}: ${renderNextHop(s.action.from)} -> ${renderNextHop(s.action.to)} (${s.action.reason.message})`;
-    case 'restart':
-      return `restart ovnkube-node ${s.target.describe}`;
-  }
+const hops = (a: ReplaceAction) => `${renderNextHop(a.from)} -> ${renderNextHop(a.to)}`;
+const change = (a: ReplaceAction) => ({
+  cidr: a.key.prefix,
+  before: renderNextHop(a.from),
+  after: renderNextHop(a.to),
+});
+
+function describe(s: Decision['steps'][number]): string {
+  if (s.kind === 'replace') return `replace ${s.action.key.prefix}: ${hops(s.action)} (${s.action.reason.message})`;
+  if (s.kind === 'restart') return `restart ovnkube-node ${s.target.describe}`;
+  return rollingBack(s.migration)
+    ? `journal the rollback of the migration to ${s.migration.mode}`
+    : `journal the migration to ${s.migration.mode} (restart owed)`;
 }
 
 /**
@@ -200,7 +181,7 @@ function describeStep(s: Decision['steps'][number]): string {
  * could not be read) says nothing. Only the kernel's own refusal (an errno in its
  * acknowledgement) or a request never sent means "not done".
  */
-export function outcomeUnknown(err: unknown): boolean {
+function outcomeUnknown(err: unknown): boolean {
   // Everything changed before it was put back: the failed replace alone decides.
   if (err instanceof RevertedError) return outcomeUnknown(err.cause);
   const e = err as { code?: string; syscall?: string };
@@ -220,10 +201,7 @@ export class PutBackError extends Error {
 /** A replace failed and every route changed before it was put back: its error is the cause, its code this one's. */
 export class RevertedError extends Error {
   readonly code: string;
-  constructor(
-    message: string,
-    override readonly cause: unknown,
-  ) {
+  constructor(message: string, cause: unknown) {
     super(message, { cause });
     this.code = (cause as { code?: string }).code ?? 'ERR_GWMODE_REPLACE';
   }
@@ -244,13 +222,10 @@ export class InterruptedError extends Error {
   }
 }
 
-// ---- The restart request in flight (docs/design.md, "A restart request slow to answer")
-
 /**
- * A request is journaled before it goes out (execute), so never requested twice; its
- * answer is not awaited by the pass that asked (a CRI stop waits out ovnkube-node's grace
- * period) but wakes a pass whose decision records it (core/decide.ts, `heard`), only into the
- * migration it answers. stop() waits for one on its way, so the next agent finds how it went.
+ * The restart request in flight (docs/design.md, "A restart request slow to answer"): journaled
+ * before it goes out (execute); its answer is not awaited by the pass that asked but wakes a pass
+ * whose decision records it (core/decide.ts, `heard`). stop() waits for one on its way.
  */
 export class RestartRunner {
   private requesting: Promise<void> = Promise.resolve();

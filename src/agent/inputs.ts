@@ -1,8 +1,6 @@
-// What wakes the owner loop and what it reads first: the kernel's notifications about what
-// is watched, the mode file, and the desired mode read from it. Owns the subscription, the
-// mode watch, the desired mode and the echoes of the agent's own writes: each write is
-// expected back once, by prefix, and its notification wakes nothing (docs/design.md, race
-// "The echo window": when an expectation starts and ends, and why).
+// What wakes the owner loop and what it reads first: the kernel's notifications about what is
+// watched, the mode file and the desired mode read from it, and the echoes of the agent's own
+// writes, which wake nothing (docs/design.md, "The echo window").
 import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';
 import type { AgentRecorder } from '../core/recorder.js';
@@ -11,10 +9,7 @@ import type { DesiredMode } from '../core/types.js';
 import type { Dataplane, DataplaneEvent, Subscription } from '../dataplane/types.js';
 import type { ModePending, ModeRead, ModeWatch } from '../mode/source.js';
 
-/**
- * How long the echo of an own write is waited for (docs/design.md, "The echo window"): the kernel
- * sends it within the write's own round trip.
- */
+/** How long the echo of an own write is waited for: the kernel sends it within the write's own round trip. */
 export const ECHO_WINDOW_MS = 500;
 
 export interface InputsDeps {
@@ -47,11 +42,11 @@ export class Inputs {
   }
 
   /** Subscribes to what is watched and to the mode file; a reload closes the old ones first. */
-  listen(watched: Watched, watchMode: (onChange: () => void) => ModeWatch, modePath: string): void {
+  listen(watched: Watched, watchMode: (path: string, onChange: () => void) => ModeWatch, modePath: string): void {
     this.modePath = modePath;
     this.wanted = { ...this.wanted, source: { ...this.wanted.source, path: modePath } };
     this.subscription = this.deps.dataplane.subscribe(watched, (e) => this.onEvent(e));
-    this.modeWatch = watchMode(() => this.deps.wake('mode file changed'));
+    this.modeWatch = watchMode(modePath, () => this.deps.wake('mode file changed'));
   }
 
   async close(): Promise<void> {

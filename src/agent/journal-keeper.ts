@@ -1,13 +1,7 @@
-// The journal as the owner loop keeps it: the record in memory (monotonic times), and
-// the disk behind it (wall times, journal-time.ts). Two kinds of write (docs/design.md,
-// "The journal unwritable"):
-//  1. Before a change (the start of a migration, a restart request): written, or the
-//     change is not made (the error propagates and the pass fails).
-//  2. After a change (a restart's answer, the new ovnkube-node seen, a migration taken
-//     off the record after the kernel refused it): the change has happened, so the
-//     record is taken in memory whatever the disk says; a failed save is kept as the lag,
-//     retried in the first round of each pass (a catch-up record of its decision, which
-//     execute carries out) and by the loop's backoff, until it is written.
+// The journal as the owner loop keeps it: the record in memory (monotonic times), and the disk
+// behind it (wall times, journal-time.ts). A write before a change must succeed or the change is
+// not made; one after a change keeps the record in memory and retries a failed save
+// (docs/design.md, "The journal unwritable").
 import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';
 import { EMPTY_JOURNAL, type Journal, type JournalData } from '../restart/journal.js';
@@ -85,14 +79,17 @@ export class JournalKeeper {
     }
   }
 
-  /** Point 1: written before the change, or the change is not made. */
+  /** Written before the change, or the change is not made (the error propagates, the pass fails). */
   async before(data: JournalData): Promise<void> {
     await this.deps.journal.save(this.onDisk(data));
     this.record = data;
     this.caughtUp();
   }
 
-  /** Point 2; `cause` is the error that led to the change (a kernel refusal), logged beside the journal's. */
+  /**
+   * After the change: kept in memory whatever the disk says, a failed save kept as the lag.
+   * `cause`: the error that led to the change (a kernel refusal), logged beside the journal's.
+   */
   async after(data: JournalData, what: string, cause?: unknown): Promise<void> {
     this.record = data;
     try {
@@ -110,18 +107,7 @@ export class JournalKeeper {
 
   /** Writes what the journal lags behind, if anything: execute's catch-up record (execute.ts). */
   async catchUp(): Promise<void> {
-    const lag = this.behind;
-    if (lag === null) return;
-    try {
-      await this.deps.journal.save(this.onDisk(this.record));
-      this.caughtUp();
-    } catch (err) {
-      this.behind = { ...lag, attempts: lag.attempts + 1, error: (err as Error).message };
-      this.deps.log.error(
-        { err, attempt: lag.attempts + 1 },
-        `the journal still lags behind: ${lag.what} is not recorded yet`,
-      );
-    }
+    if (this.behind !== null) await this.after(this.record, this.behind.what);
   }
 
   private onDisk(data: JournalData): JournalData {

@@ -1,20 +1,9 @@
-// When the owner loop runs a pass, and nothing about what a pass does: it knows wake-ups,
-// timers and passes, never routes, modes or ovnkube-node.
-//
-//  1. Passes never overlap: a wake-up during one marks the loop dirty and one more pass
-//     runs after it, so a burst of events costs one pass.
-//  2. A wake-up is coalesced into the next turn of the event loop (setImmediate): every
-//     event already read is taken by the same pass.
-//  3. What a wake-up asks of the pass is kept as two flags until a pass takes them: read
-//     the mode file (every wake-up but a netlink event), scan /proc in full (every wake-up
-//     but a route event).
-//  4. A failed pass is retried with capped, jittered backoff; the first failure after a
-//     route changed under a replace (ENOENT) looks again at once. While a retry is set the
-//     periodic resync does not wake a pass of its own: the retry is that full pass, and an
-//     earlier one would repeat the failure before its time (docs/design.md, "Backoff").
-//  5. settle() resolves after a pass that started after the call has ended; stop() stops
-//     every timer and wake-up and waits for the pass under way.
-//  6. Every delay goes through src/clock.ts's clamp (a delay beyond 2^31-1 ms fired after 1 ms).
+// When the owner loop runs a pass; it knows wake-ups, timers and passes, never routes, modes or
+// ovnkube-node. Passes never overlap: a wake-up during one marks the loop dirty and one more pass
+// runs after it. A wake-up is coalesced into the next turn of the event loop (setImmediate), so
+// every event already read is taken by the same pass; what it asks of the pass (read the mode file,
+// scan /proc in full) is kept as two flags until a pass takes them. Retries: docs/design.md,
+// "Backoff"; delays are clamped by src/clock.ts ("Clocks").
 import type { Logger } from 'pino';
 import { after, every, type Clock } from '../clock.js';
 import { backoffMs } from '../core/decide.js';
@@ -35,18 +24,14 @@ export interface SchedulerDeps {
   pass: () => Promise<PassEnd>;
 }
 
-export interface Failure {
-  attempt: number;
-  /** 0: the next pass runs at once. */
-  delayMs: number;
-}
+type TimerName = 'resync' | 'retry' | 'wake' | 'mode';
 
 export class Scheduler {
   private running = false;
   private dirty = false;
   private stopped = false;
   private kickTimer: NodeJS.Immediate | undefined;
-  private timers = new Map<'resync' | 'retry' | 'wake' | 'mode', NodeJS.Timeout>();
+  private timers = new Map<TimerName, NodeJS.Timeout>();
   /** A failed pass's retry is set: it is the full pass a periodic resync would ask for. */
   private retryPending = false;
   private failures = 0;
@@ -61,12 +46,15 @@ export class Scheduler {
 
   constructor(private readonly deps: SchedulerDeps) {}
 
-  /** Starts (or, on a reload, restarts) the periodic resync timer, whose first tick is ms from now; it asks for no pass itself (the agent's start() kicks one, a reload's settle() another). */
+  /** (Re)starts the periodic resync, first tick ms from now; no pass now (start() and a reload's settle() kick one). */
   resyncEvery(ms: number): void {
     this.clear('resync');
     this.timers.set(
       'resync',
-      every(ms, () => this.resync()),
+      every(ms, () => {
+        this.deps.log.debug('periodic resync');
+        if (!this.retryPending) this.kick('periodic resync');
+      }),
     );
   }
 
@@ -106,32 +94,18 @@ export class Scheduler {
 
   /** The mode file is being written: look again when it may have settled. */
   modeSettlingIn(ms: number): void {
-    this.clear('mode');
-    if (!this.stopped)
-      this.timers.set(
-        'mode',
-        after(ms, () => this.kick('mode file settling')),
-      );
+    this.set('mode', ms, 'mode file settling');
   }
 
-  /** The pass failed: counts the attempt and sets its retry (point 4). */
-  failed(code: string | undefined): Failure {
+  /** The pass failed: counts the attempt and sets its retry; 0 ms: the next pass runs at once. */
+  failed(code: string | undefined): { attempt: number; delayMs: number } {
     this.failures++;
     const delayMs =
       code === 'ENOENT' && this.failures === 1 ? 0 : backoffMs(this.failures, 1000, 60_000, this.deps.random());
     this.clear('retry');
-    this.retryPending = false;
+    this.retryPending = delayMs > 0 && !this.stopped;
     if (delayMs === 0) this.dirty = this.probeStale = true;
-    else if (!this.stopped) {
-      this.retryPending = true;
-      this.timers.set(
-        'retry',
-        after(delayMs, () => {
-          this.retryPending = false;
-          this.kick('retry');
-        }),
-      );
-    }
+    else this.set('retry', delayMs, 'retry');
     return { attempt: this.failures, delayMs };
   }
 
@@ -145,12 +119,7 @@ export class Scheduler {
   /** Something the pass did is to be tried again later (a journal save), with backoff by its own attempts. */
   retryLater(attempt: number, why: string): number {
     const delayMs = backoffMs(attempt, 1000, 60_000, this.deps.random());
-    this.clear('retry');
-    if (!this.stopped)
-      this.timers.set(
-        'retry',
-        after(delayMs, () => this.kick(why)),
-      );
+    this.set('retry', delayMs, why);
     return delayMs;
   }
 
@@ -182,18 +151,31 @@ export class Scheduler {
     return this.progressAt;
   }
 
-  private clear(name: 'resync' | 'retry' | 'wake' | 'mode'): void {
+  /** Marks the end of a pass's work (before its status is published). */
+  progressed(): number {
+    this.progressAt = this.deps.clock.now();
+    return this.progressAt;
+  }
+
+  /** A one-shot timer that kicks a pass; a retry's clears the pending retry as it fires. */
+  private set(name: Exclude<TimerName, 'resync'>, ms: number, why: string): void {
+    this.clear(name);
+    if (this.stopped) return;
+    this.timers.set(
+      name,
+      after(ms, () => {
+        if (name === 'retry') this.retryPending = false;
+        this.kick(why);
+      }),
+    );
+  }
+
+  private clear(name: TimerName): void {
     const timer = this.timers.get(name);
     if (timer === undefined) return;
     if (name === 'resync') clearInterval(timer);
     else clearTimeout(timer);
     this.timers.delete(name);
-  }
-
-  private resync(): void {
-    this.deps.log.debug('periodic resync');
-    if (this.retryPending) return;
-    this.kick('periodic resync');
   }
 
   private async loop(): Promise<void> {
@@ -213,20 +195,10 @@ export class Scheduler {
     this.progressAt = this.deps.clock.now();
     const end = await this.deps.pass();
     if (end.again) this.dirty = true;
-    this.clear('wake');
-    if (end.wakeInMs !== undefined && !this.stopped)
-      this.timers.set(
-        'wake',
-        after(end.wakeInMs, () => this.kick('decision wake-up')),
-      );
+    if (end.wakeInMs === undefined) this.clear('wake');
+    else this.set('wake', end.wakeInMs, 'decision wake-up');
     this.passes++;
     this.counting = false;
     for (const w of this.waiters.splice(0)) w();
-  }
-
-  /** Marks the end of a pass's work (before its status is published). */
-  progressed(): number {
-    this.progressAt = this.deps.clock.now();
-    return this.progressAt;
   }
 }
