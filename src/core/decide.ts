@@ -1,26 +1,23 @@
-// The one decision point: from the plan, the migration on record and what the restart
-// strategy sees, the records and steps of this round and its phase. The loop only carries
-// them out, in order (src/agent/execute.ts). A migration is the unit (docs/design.md's rules table):
-//  1. A pass that replaces routes towards a mode other than the recorded migration's (or moves
-//     again those of a migration rolled back) starts a migration owing one ovnkube-node restart,
-//     journaled, restart owed, before the first replace.
-//  2. Before that first replace the restart path is checked: the strategy finds exactly one
-//     ovnkube-node, else no migration is started (Waiting, RestartPathBroken).
-//  3. The restart is done when a new ovnkube-node (neither the one the migration began with
-//     nor the one stopped) runs the migration's mode, whoever restarted it; never Converged before.
-//  4. A failed restart is retried with capped backoff within the rate limit; a verification
-//     timeout is Degraded and recovers by itself when the new ovnkube-node shows up.
+// The one decision point: from the plan, the migration on record and what the restart strategy
+// sees, the records and steps of this round and its phase; src/agent/execute.ts carries them out,
+// in order. The rules (docs/design.md's rules table cites them by number):
+//  1. A pass that replaces routes towards another mode than the recorded migration's (or moves again
+//     those of a migration rolled back) starts a migration, journaled with its restart owed first.
+//  2. Before that first replace the strategy must find exactly one ovnkube-node (else RestartPathBroken).
+//  3. The restart is done when a new ovnkube-node (neither the one the migration began with nor the
+//     one stopped) runs the migration's mode, whoever restarted it; never Converged before.
+//  4. A failed restart is retried with capped backoff within the rate limit; a verification timeout
+//     is Degraded and recovers by itself when the new ovnkube-node shows up.
 //  5. After the restart the routes must hold for the settle time before Converged.
 //  6. While the agent waits on ovnkube-node it looks again every second.
-//  7. Never a restart request while one is under way: the pass ends there, its answer wakes the next.
-//  8. The target is exactly the ovnkube-node the decision saw, or nothing: one kubelet restarted
-//     in between (liveness, OOM) is never stopped (three starts for one migration); look again.
+//  7. Never a restart request while one is under way: its answer wakes the next pass.
+//  8. The target is exactly the ovnkube-node the decision saw, or nothing: one kubelet restarted in
+//     between (liveness, OOM) is never stopped (three starts for one migration); look again.
 //  9. Times are monotonic ms (src/clock.ts); wallOffsetMs turns one into wall time for a message.
-// 10. An owed restart is requested only under the plan that would start a migration (layout
-//     legacy, not a dry run, local); else it is held (RestartHeld): shared is ovnkube-node's,
-//     and on 4.10+ a restart repairs nothing.
-// 11. An ovnkube-node seen running another mode than the migration's is never stopped (it would
-//     come back in that mode) nor taken for the proof, whatever --ovnkube-mode-check says.
+// 10. An owed restart is requested only under the plan that would start a migration (legacy, not a
+//     dry run, local); else RestartHeld: shared is ovnkube-node's, and on 4.10+ a restart repairs nothing.
+// 11. An ovnkube-node seen running another mode is never stopped (it would come back in that mode)
+//     nor taken for the proof, whatever --ovnkube-mode-check says.
 import {
   restartOwed,
   rollingBack,
@@ -134,16 +131,16 @@ function targetOf(
 
 const isoAt = (i: DecideInput, t: number): string => new Date(t + (i.wallOffsetMs ?? 0)).toISOString();
 
-/** A round that only reports: the migration as given, the phase and reason, when to look again. */
+/** A round that only reports: the migration as given, the phase and reason (none: code null), when to look again. */
 function report(
   migration: Migration | null,
   phase: Phase | null,
-  code: ReasonCode,
+  code: ReasonCode | null,
   message: string,
   wakeInMs: number | undefined,
   { error, steps = [] }: { error?: string; steps?: Step[] } = {},
 ): Core {
-  const restart = { phase, reason: reason(code, message), ...(error ? { error } : {}) };
+  const restart = { phase, reason: code && reason(code, message), ...(error ? { error } : {}) };
   return { steps, migration, restart, wakeInMs };
 }
 
@@ -151,12 +148,8 @@ function report(
 const awaited = (m: Migration | null, why: string, wakeInMs: number | undefined, steps: Step[] = []): Core =>
   report(m, 'Progressing', 'RestartAwaited', why, wakeInMs, { steps });
 
-const quiet = (migration: Migration | null, wakeInMs: number | undefined): Core => ({
-  steps: [],
-  migration,
-  restart: { phase: null, reason: null },
-  wakeInMs,
-});
+const quiet = (migration: Migration | null, wakeInMs: number | undefined): Core =>
+  report(migration, null, null, '', wakeInMs);
 
 /**
  * A restart request's answer, put on record: the runtime answers long after the pass that

@@ -150,11 +150,8 @@ function expectedNexthop(mode: 'local' | 'shared', family: Family, input: PlanIn
 /** Why the routes of a CIDR may not be touched, or the one route the agent owns. */
 export function ownedRoute(cidr: Cidr, routes: Route[], config: PlannerConfig): { route: Route } | Blocked {
   const [r] = routes;
-  if (r === undefined)
-    return blocked(
-      'NoRoute',
-      `no route for ${cidr.text} in the main table: ovnkube-node creates it, the agent only replaces it`,
-    );
+  const none = `no route for ${cidr.text} in the main table: ovnkube-node creates it, the agent only replaces it`;
+  if (r === undefined) return blocked('NoRoute', none);
   if (routes.length > 1) {
     const list = routes.map((r) => `metric ${r.key.priority} ${renderNextHop(r.nextHop)}`).join('; ');
     const why = `${routes.length} routes for ${cidr.text} in the main table (${list}): not touching an ambiguous prefix`;
@@ -244,9 +241,7 @@ export function plan(input: PlanInput): Plan {
     const { key, protocol, scope, type, nextHop: from } = route;
     actions.push({ key, protocol, scope, type, from, to, reason: reason('Replacing', what) });
   }
-  const mtuWarning = mtuMismatch(config, observed.links);
-  if (mtuWarning) warnings.push(mtuWarning);
-
+  warnings.push(...mtuMismatch(config, observed.links));
   const base = { layout, platform: found, warnings, routes: statuses, dryRun: config.dryRun, awaitsOvnkube };
   const none = { ...base, actions: [], blocked: false };
   if (held.length > 0) return { ...none, blocked: true, reasons: [...reasons, ...held, ...suspensions] };
@@ -340,20 +335,20 @@ function planShared(input: PlanInput, base: Pick<Plan, 'layout' | 'platform' | '
       );
     }
   }
-  const mtuWarning = mtuMismatch(config, observed.links);
-  if (mtuWarning) warnings.push(mtuWarning);
+  warnings.push(...mtuMismatch(config, observed.links));
   const out = { layout, platform, warnings, routes: statuses, actions: [], dryRun: config.dryRun, awaitsOvnkube };
   if (held.length > 0) return { ...out, blocked: true, reasons: [...reasons, ...held] };
   if (fallbacks.length > 0) return { ...out, blocked: false, reasons: [...reasons, ...fallbacks] };
   const shape = `service routes have the shared-mode shape ovnkube-node gives them (release unknown: ${platform.evidence})`;
-  const rest = layout === 'unknown' ? reason('AlreadyShared', shape) : reason('InSync', SHARED_IN_SYNC);
+  const inSync = 'service routes match desired mode shared, as ovnkube-node makes them';
+  const rest = layout === 'unknown' ? reason('AlreadyShared', shape) : reason('InSync', inSync);
   return { ...out, blocked: false, reasons: [...reasons, rest] };
 }
 
-const SHARED_IN_SYNC = 'service routes match desired mode shared, as ovnkube-node makes them';
-
-function mtuMismatch(config: PlannerConfig, links: Link[]): string | undefined {
+function mtuMismatch(config: PlannerConfig, links: Link[]): string[] {
   const mp0 = findLink(links, config.managementInterface);
-  if (config.mtu === null || mp0?.mtu == null || mp0.mtu === config.mtu) return undefined;
-  return `the configured MTU ${config.mtu} differs from ${config.managementInterface}'s link MTU ${mp0.mtu}: check the cluster MTU`;
+  if (config.mtu === null || mp0?.mtu == null || mp0.mtu === config.mtu) return [];
+  return [
+    `the configured MTU ${config.mtu} differs from ${config.managementInterface}'s link MTU ${mp0.mtu}: check the cluster MTU`,
+  ];
 }

@@ -109,7 +109,6 @@ function osReleaseFinding(o: OsRelease): { release: Release; text: string } {
   return { release: 'unknown', text: `${said} (not a release the agent knows)` };
 }
 
-/** A service route via the gateway interface to a masquerade .4: the 4.12+ shape. */
 /** The release, the layout the agent works in, and what decided: see the rules above. */
 export function identifyPlatform(
   config: PlannerConfig,
