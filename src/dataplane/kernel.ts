@@ -1,13 +1,10 @@
 // The Dataplane on the real kernel over rtnetlink: every read is a dump, as `ip` does.
-//
-// routes() answers every main-table route whose destination is exactly the prefix, whatever
-// its metric, type or protocol: one strict-check dump of both families per call (the kernel
-// applies the table filter, never a destination filter), rows picked by PrefixFilter from the
-// raw bytes. Not "ip route get fibmatch": it returns only the route in use, not a second
-// route of the prefix with another metric, says "table main" for a local-table answer and
-// cannot look up 0.0.0.0. No route is cached: a notification only wakes a pass, which reads.
-// The link and address dumps are kept while a subscription hears every link and address
-// change: any such notification, or a loss, drops them (repair passes need only the routes).
+// routes() is one strict-check dump of both families' main table per call (the kernel never
+// filters by destination), rows picked by PrefixFilter from the raw bytes. Not "ip route get
+// fibmatch": it returns only the route in use, not a second route of the prefix with another
+// metric, and cannot look up 0.0.0.0. No route is cached; the link and address dumps are kept
+// while a subscription hears every link and address change (any such notification, or a loss,
+// drops them).
 //
 // Guarantees (1 to 4, of the socket: channel.ts), and the races they answer:
 //  5. The kernel flushes some routes without RTM_DELROUTE: IPv4 routes through a link that
