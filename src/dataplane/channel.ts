@@ -1,8 +1,5 @@
-// One netlink socket and what travels over it: requests (dumps, writes) one at a time,
-// matched by sequence number, and the datagrams of a subscription, drained as they come.
-// The socket seam (NetlinkTransport) is where tests put a scripted fake kernel
-// (test/helpers/fake-transport.ts): the faults worth injecting (a stale sequence number, a
-// truncated datagram, NLM_F_DUMP_INTR, an error in a dump's DONE, ENOBUFS) are handled here.
+// One netlink socket and what travels over it. The socket seam (NetlinkTransport) is where tests put
+// a scripted fake kernel (test/helpers/fake-transport.ts) to inject the faults handled here.
 //
 // Guarantees, and the races they answer:
 //  1. Requests and notifications never share a socket (the `netlink` package's socket
@@ -160,39 +157,28 @@ export class RequestChannel {
     onMessage: (msg: nl.NetlinkMessage) => void,
     skip?: Skip,
   ): Promise<{ interrupted: boolean }> {
-    const run = () => this.start(what, build, onMessage, skip);
+    const run = () =>
+      new Promise<{ interrupted: boolean }>((resolve, reject) => {
+        if (this.closed || this.broken) return reject(this.broken ?? new NetlinkError(EBADF, what));
+        const seq = (this.seq = (this.seq + 1) & 0x7fffffff || 1);
+        const timer = setTimeout(() => {
+          this.finish();
+          reject(new NetlinkTimeoutError(`${what}: no answer from the kernel in ${this.timeoutMs} ms`));
+        }, this.timeoutMs);
+        this.pending = { seq, what, skip, onMessage, resolve, reject, interrupted: false, timer };
+        this.socket.setRef(true);
+        try {
+          this.socket.send(build(seq, this.socket.portId));
+        } catch (err) {
+          this.finish();
+          return reject(toNetlinkError(err, `${what} (sendto)`));
+        }
+        // The kernel answers most requests inside the send: read now, not a turn of the loop later.
+        this.drain();
+      });
     const result = this.queue.then(run, run);
     this.queue = result.catch(() => undefined);
     return result;
-  }
-
-  private start(
-    what: string,
-    build: (seq: number, port: number) => Buffer,
-    onMessage: (msg: nl.NetlinkMessage) => void,
-    skip: Skip | undefined,
-  ): Promise<{ interrupted: boolean }> {
-    if (this.closed) return Promise.reject(new NetlinkError(EBADF, what));
-    if (this.broken) return Promise.reject(this.broken);
-    this.seq = (this.seq + 1) & 0x7fffffff || 1;
-    const seq = this.seq;
-    return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => {
-        this.finish();
-        reject(new NetlinkTimeoutError(`${what}: no answer from the kernel in ${this.timeoutMs} ms`));
-      }, this.timeoutMs);
-      this.pending = { seq, what, skip, onMessage, resolve, reject, interrupted: false, timer };
-      this.socket.setRef(true);
-      try {
-        this.socket.send(build(seq, this.socket.portId));
-      } catch (err) {
-        this.finish();
-        reject(toNetlinkError(err, `${what} (sendto)`));
-        return;
-      }
-      // The kernel answers most requests inside the send: read now, not a turn of the loop later.
-      this.drain();
-    });
   }
 
   private finish(): Pending | undefined {

@@ -78,12 +78,8 @@ export interface DecodedAddress {
   dadFailed: boolean;
 }
 
-export interface DecodedError {
-  /** Positive errno; 0 for an acknowledgement or a clean end of dump. */
-  errno: number;
-  /** The kernel's extended-ack text, when it gave one. */
-  extAck: string | undefined;
-}
+/** errno: positive; 0 for an acknowledgement or a clean end of dump. extAck: the kernel's text, when it gave one. */
+type DecodedError = { errno: number; extAck: string | undefined };
 
 /**
  * Splits one datagram into its netlink messages, each a copy; throws when a length is wrong. `skip`

@@ -1,13 +1,8 @@
 // The Dataplane on the real kernel over rtnetlink: every read is a dump, as `ip` does.
-//
-// routes() answers every main-table route whose destination is exactly the prefix, whatever
-// its metric, type or protocol: one strict-check dump of both families per call (the kernel
-// applies the table filter, never a destination filter), rows picked by PrefixFilter from the
-// raw bytes. Not "ip route get fibmatch": it returns only the route in use, not a second
-// route of the prefix with another metric, says "table main" for a local-table answer and
-// cannot look up 0.0.0.0. No route is cached: a notification only wakes a pass, which reads.
-// The link and address dumps are kept while a subscription hears every link and address
-// change: any such notification, or a loss, drops them (repair passes need only the routes).
+// routes() is one strict-check dump of both families' main table per call (the kernel never
+// filters by destination), rows picked by PrefixFilter from the raw bytes. Not "ip route get
+// fibmatch": it returns only the route in use, not a second route of the prefix with another
+// metric, and cannot look up 0.0.0.0. Nothing is cached: a notification only wakes a pass, which reads.
 //
 // Guarantees (1 to 4, of the socket: channel.ts), and the races they answer:
 //  5. The kernel flushes some routes without RTM_DELROUTE: IPv4 routes through a link that
@@ -81,8 +76,6 @@ class WatchedSubscription implements Subscription {
     transport: NetlinkTransport,
     watched: Watched,
     private readonly onEvent: (event: DataplaneEvent) => void,
-    /** Any link or address notification, or a loss: the owner's link and address dumps are stale. */
-    private readonly onChange: (deaf: boolean) => void,
     private readonly onClose: () => void,
     rcvbuf = 1 << 20,
   ) {
@@ -103,17 +96,13 @@ class WatchedSubscription implements Subscription {
         rcvbuf,
       },
       (_status, rearm) => {
-        if (rearm < 0) {
-          this.onChange(true);
-          this.lost(new NetlinkError(-rearm, 'uv_poll_start (subscription socket)'));
-        }
+        if (rearm < 0) this.lost(new NetlinkError(-rearm, 'uv_poll_start (subscription socket)'));
         this.drain();
       },
     );
   }
 
-  /** Reads what is queued; the owner also calls it before it trusts a kept dump. */
-  drain(): void {
+  private drain(): void {
     drain(
       this.socket,
       () => !this.closed,
@@ -122,10 +111,7 @@ class WatchedSubscription implements Subscription {
     );
   }
 
-  private readonly lost = (error: Error): void => {
-    this.onChange(false);
-    this.emit({ kind: 'lost', error });
-  };
+  private readonly lost = (error: Error): void => this.emit({ kind: 'lost', error });
 
   learnLinks(links: Link[]): void {
     for (const link of links) if (this.linkNames.has(link.name)) this.watchedIndexes.set(link.index, link.name);
@@ -158,7 +144,6 @@ class WatchedSubscription implements Subscription {
       }
       case nl.RTM_NEWLINK:
       case nl.RTM_DELLINK: {
-        this.onChange(false);
         const link = nl.decodeLink(msg.data);
         const gone = msg.type === nl.RTM_DELLINK;
         if (gone || !link.up) this.flushed((u) => u.oifs.includes(link.index));
@@ -170,7 +155,6 @@ class WatchedSubscription implements Subscription {
       }
       case nl.RTM_NEWADDR:
       case nl.RTM_DELADDR: {
-        this.onChange(false);
         const decoded = nl.decodeAddress(msg.data);
         if (msg.type === nl.RTM_DELADDR) this.flushed((u) => u.oifs.includes(decoded.index));
         const address = toAddress(decoded);
@@ -224,13 +208,6 @@ export class KernelDataplane implements Dataplane {
   private readonly transport: NetlinkTransport;
   private readonly requests: RequestChannel;
   private readonly subscriptions = new Set<WatchedSubscription>();
-  /** The last link and address dumps, valid while a subscription hears their changes. */
-  private kept: { links?: Link[]; addresses?: InterfaceAddress[] } = {};
-  /** Bumped by every change notification: a dump that straddles one is not kept. */
-  private generation = 0;
-  /** A subscription whose polling could not be re-armed hears nothing more: keep nothing. */
-  private deaf = false;
-
   constructor(private readonly options: KernelDataplaneOptions = {}) {
     this.transport = options.transport ?? nativeTransport;
     this.requests = new RequestChannel(this.transport, options.requestTimeoutMs);
@@ -271,49 +248,18 @@ export class KernelDataplane implements Dataplane {
     return items;
   }
 
-  /** Whether a dump begun at `generation` may be kept (header). */
-  private mayKeep(generation: number): boolean {
-    return generation === this.generation && this.subscriptions.size > 0 && !this.deaf;
-  }
-
-  private changed = (deaf: boolean): void => {
-    this.generation++;
-    this.kept = {};
-    this.deaf ||= deaf;
-  };
-
-  /**
-   * Drains the subscriptions first: the kernel queues a notification before the change's
-   * own request returns, so a kept dump older than any change made before this call is dropped.
-   */
-  private keptNow(): { links?: Link[]; addresses?: InterfaceAddress[] } {
-    for (const sub of this.subscriptions) sub.drain();
-    return this.kept;
-  }
-
   async links(): Promise<Link[]> {
-    let links = this.keptNow().links;
-    if (!links) {
-      const generation = this.generation;
-      links = await this.dumpList('dump links', nl.encodeLinkDump, (msg) =>
-        msg.type === nl.RTM_NEWLINK ? nl.decodeLink(msg.data) : undefined,
-      );
-      if (this.mayKeep(generation)) this.kept.links = links;
-    }
+    const links = await this.dumpList('dump links', nl.encodeLinkDump, (msg) =>
+      msg.type === nl.RTM_NEWLINK ? nl.decodeLink(msg.data) : undefined,
+    );
     for (const sub of this.subscriptions) sub.learnLinks(links);
-    return [...links];
+    return links;
   }
 
-  async addresses(): Promise<InterfaceAddress[]> {
-    let addresses = this.keptNow().addresses;
-    if (!addresses) {
-      const generation = this.generation;
-      addresses = await this.dumpList('dump addresses', nl.encodeAddressDump, (msg) =>
-        msg.type === nl.RTM_NEWADDR ? toAddress(nl.decodeAddress(msg.data)) : undefined,
-      );
-      if (this.mayKeep(generation)) this.kept.addresses = addresses;
-    }
-    return [...addresses];
+  addresses(): Promise<InterfaceAddress[]> {
+    return this.dumpList('dump addresses', nl.encodeAddressDump, (msg) =>
+      msg.type === nl.RTM_NEWADDR ? toAddress(nl.decodeAddress(msg.data)) : undefined,
+    );
   }
 
   async routes(prefixes: Cidr[], links: Link[]): Promise<Map<string, Route[]>> {
@@ -374,16 +320,11 @@ export class KernelDataplane implements Dataplane {
   }
 
   subscribe(watched: Watched, onEvent: (event: DataplaneEvent) => void): Subscription {
-    this.changed(false);
     const sub = new WatchedSubscription(
       this.transport,
       watched,
       onEvent,
-      this.changed,
-      () => {
-        this.subscriptions.delete(sub);
-        this.changed(false);
-      },
+      () => this.subscriptions.delete(sub),
       this.options.subscriptionBuffer,
     );
     this.subscriptions.add(sub);

@@ -58,57 +58,34 @@ const AF_INET6 = 10;
 const NLA_TYPE_MASK = 0x3fff;
 const NLA_F_NET_BYTEORDER = 0x4000;
 
-// include/uapi/linux/rtnetlink.h, enum rtattr_type_t.
+// include/uapi/linux/rtnetlink.h, enum rtattr_type_t: the names, and the types this module reads.
+const RTA_NAMES = (
+  'UNSPEC DST SRC IIF OIF GATEWAY PRIORITY PREFSRC METRICS MULTIPATH PROTOINFO FLOW CACHEINFO SESSION MP_ALGO TABLE MARK' +
+  ' MFC_STATS VIA NEWDST PREF ENCAP_TYPE ENCAP EXPIRES PAD UID TTL_PROPAGATE IP_PROTO SPORT DPORT NH_ID FLOWLABEL'
+).split(' ');
 const RTA = {
   DST: 1,
   SRC: 2,
-  IIF: 3,
   OIF: 4,
   GATEWAY: 5,
   PRIORITY: 6,
   PREFSRC: 7,
   METRICS: 8,
   MULTIPATH: 9,
-  PROTOINFO: 10,
   FLOW: 11,
   CACHEINFO: 12,
-  SESSION: 13,
-  MP_ALGO: 14,
   TABLE: 15,
-  MARK: 16,
-  MFC_STATS: 17,
   VIA: 18,
-  NEWDST: 19,
   PREF: 20,
   ENCAP_TYPE: 21,
   ENCAP: 22,
   EXPIRES: 23,
   PAD: 24,
-  UID: 25,
-  TTL_PROPAGATE: 26,
-  IP_PROTO: 27,
-  SPORT: 28,
-  DPORT: 29,
   NH_ID: 30,
-  FLOWLABEL: 31,
 } as const;
-const RTA_NAMES = new Map<number, string>(Object.entries(RTA).map(([name, type]) => [type, `RTA_${name}`]));
-// What `ip route` calls the attributes a plain unicast route never has (some only answer a get).
-const PLAIN_WORDS: Record<number, string> = {
-  [RTA.IIF]: 'iif',
-  [RTA.PROTOINFO]: 'protoinfo',
-  [RTA.SESSION]: 'session',
-  [RTA.MP_ALGO]: 'mp_algo',
-  [RTA.MARK]: 'mark',
-  [RTA.MFC_STATS]: 'mfc stats',
-  [RTA.NEWDST]: 'as (MPLS)',
-  [RTA.TTL_PROPAGATE]: 'ttl-propagate',
-  [RTA.UID]: 'uid',
-  [RTA.IP_PROTO]: 'ipproto',
-  [RTA.SPORT]: 'sport',
-  [RTA.DPORT]: 'dport',
-  [RTA.FLOWLABEL]: 'flowlabel',
-};
+// What `ip route` calls the attributes a plain unicast route never has (some only answer a get), where
+// it is not the attribute's name in lower case (`iif`, `mark`, `uid`, ...).
+const PLAIN_WORDS: Record<number, string> = { 17: 'mfc stats', 19: 'as (MPLS)', 26: 'ttl-propagate', 27: 'ipproto' };
 // RTAX_*, as iproute2 names them; RTAX_MTU (2) is the one the agent models.
 const RTAX_MTU = 2;
 const RTAX_NAMES = (
@@ -162,7 +139,10 @@ class Unmodelled {
     this.items.push([order, text]);
   }
   undecodable(type: number, data: Buffer, within = ''): void {
-    this.add(1000 + type, `undecodable ${within}${RTA_NAMES.get(type) ?? `attribute ${type}`} (${data.length} bytes)`);
+    this.add(
+      1000 + type,
+      `undecodable ${within}${RTA_NAMES[type] ? `RTA_${RTA_NAMES[type]}` : `attribute ${type}`} (${data.length} bytes)`,
+    );
   }
   list(): string[] {
     return this.items.sort((a, b) => a[0] - b[0]).map(([, text]) => text);
@@ -312,7 +292,7 @@ export function decodeRoute(payload: Buffer): DecodedRoute {
       case RTA.PAD:
         break;
       default:
-        out.add(type, PLAIN_WORDS[type] ?? `attribute ${type}`);
+        out.add(type, PLAIN_WORDS[type] ?? RTA_NAMES[type]?.toLowerCase() ?? `attribute ${type}`);
     }
   }
   if (encap !== undefined) out.add(RTA.ENCAP, encap);

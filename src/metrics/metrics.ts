@@ -166,14 +166,10 @@ export class AgentMetrics implements AgentRecorder {
       { version: options.version, nodejs_version: process.versions.node, restart_strategy: options.strategy },
       1,
     );
-    for (const mode of MODES) {
+    for (const mode of MODES)
       for (const result of REPLACE_RESULTS) this.c.replaces.inc({ direction: direction(mode), result }, 0);
-    }
     for (const result of RESTART_RESULTS) this.c.restarts.inc({ strategy: options.strategy, result }, 0);
-    this.c.lost.inc(0);
-    this.c.reconcileFailures.inc(0);
-    this.c.modeFileErrors.inc(0);
-    this.c.modeChanges.inc(0);
+    for (const c of [this.c.lost, this.c.reconcileFailures, this.c.modeFileErrors, this.c.modeChanges]) c.inc(0);
     // No phase and no mode until the first status report (the first pass's): all at zero.
     for (const mode of [...MODES, 'none'] as const) {
       this.g.desired.set({ mode }, 0);

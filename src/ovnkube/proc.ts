@@ -10,7 +10,7 @@
 // mmap lock, so one process stuck in D state holding it would freeze the event loop. The
 // kernel sets comm at exec to the executed file's name: ovnkube-node, run as
 // `exec /usr/bin/ovnkube --init-node ...`, reads `ovnkube` (so does the tests' stand-in,
-// /bin/sh copied under that name); its command line is decoded only when argv[0] says so too.
+// /bin/sh copied under that name).
 //
 // A process ovnkube-node has forked and that has not yet exec'd is, for that moment, a copy
 // of it (Go forks for every ovs-vsctl, iptables or ip). It is left out (forkedCopies) when its
@@ -122,12 +122,6 @@ export function readProcFile(file: string): Buffer {
 /** Whether /proc/PID/comm (the name, then a newline) says ovnkube. */
 export const commIsOvnkube = (comm: Buffer) => comm.toString('latin1').replace(/\n$/, '') === 'ovnkube';
 
-/** Whether argv[0] of a raw command line is named ovnkube (the cheap test every process gets). */
-function namedOvnkube(cmdline: Buffer): boolean {
-  const end = cmdline.indexOf(0);
-  return path.basename(cmdline.toString('latin1', 0, end < 0 ? cmdline.length : end)) === 'ovnkube';
-}
-
 export const isPid = (entry: string) => /^\d+$/.test(entry);
 
 /** The comm field of /proc/PID/stat (between the first '(' and the last ')'). */
@@ -190,20 +184,16 @@ export interface OvnkubeScan {
 }
 
 /**
- * The ovnkube --init-node processes of our network namespace, and those whose
- * namespace /proc refuses to show: reading /proc/PID/ns/net of another user's process
- * takes the kernel's ptrace access check (root, or CAP_SYS_PTRACE), and a refusal
- * says nothing about where the process runs.
+ * The ovnkube --init-node processes of our network namespace, and those whose namespace /proc
+ * refuses to show: reading /proc/PID/ns/net of another user's process takes the kernel's ptrace
+ * access check (root, or CAP_SYS_PTRACE), and a refusal says nothing about where the process runs.
+ * `seen` gets every PID looked at but the copies left out, `cmdlines` a copy of each found
+ * ovnkube's command line.
  */
-export async function scanOvnkubeProcesses(procRoot = '/proc', read: ProcReader = readProcFile): Promise<OvnkubeScan> {
-  return scanOvnkubeProcessesSync(procRoot, read, new Set());
-}
-
-/** Scans every process; `seen` gets every PID looked at but the copies left out, `cmdlines` a copy of each found ovnkube's command line. */
-export function scanOvnkubeProcessesSync(
-  procRoot: string,
-  read: ProcReader,
-  seen: Set<string>,
+export function scanOvnkubeProcesses(
+  procRoot = '/proc',
+  read: ProcReader = readProcFile,
+  seen = new Set<string>(),
   cmdlines?: Map<number, Buffer>,
 ): OvnkubeScan {
   const ownNet = readlinkSync(path.join(procRoot, 'self', 'ns', 'net'));
@@ -216,7 +206,6 @@ export function scanOvnkubeProcessesSync(
     try {
       if (!commIsOvnkube(read(`${dir}/comm`))) continue;
       const raw = read(`${dir}/cmdline`);
-      if (!namedOvnkube(raw)) continue;
       const argv = raw
         .toString('utf8')
         .split('\0')
@@ -263,9 +252,7 @@ export function scanOvnkubeProcessesSync(
   return scan;
 }
 
-export async function findOvnkubeProcesses(procRoot = '/proc'): Promise<OvnkubeProcess[]> {
-  return (await scanOvnkubeProcesses(procRoot)).processes;
-}
+export const findOvnkubeProcesses = (procRoot = '/proc'): OvnkubeProcess[] => scanOvnkubeProcesses(procRoot).processes;
 
 /** What tells this process from a later one with the same pid (the signal strategy's target id too). */
 export const processIdentity = (p: OvnkubeProcess): string => `pid ${p.pid} start ${p.startTime}`;

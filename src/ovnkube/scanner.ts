@@ -5,7 +5,7 @@ import {
   commOfStat,
   isPid,
   readProcFile,
-  scanOvnkubeProcessesSync,
+  scanOvnkubeProcesses,
   startTimeOf,
   type OvnkubeScan,
   type ProcReader,
@@ -61,7 +61,7 @@ export class OvnkubeScanner {
     const pids = new Set<string>();
     const cmdlines = new Map<number, Buffer>();
     const at = this.now();
-    const scan = scanOvnkubeProcessesSync(this.procRoot, this.read, pids, cmdlines);
+    const scan = scanOvnkubeProcesses(this.procRoot, this.read, pids, cmdlines);
     const [only, ...more] = scan.processes;
     this.last = {
       scan,

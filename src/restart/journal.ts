@@ -6,13 +6,12 @@
 // parsed, or is not a regular file of at most MAX_JOURNAL_BYTES (read without blocking:
 // src/read-regular.ts), is moved aside and reported, never a crash loop.
 // Version 3 stores the migration as its state (src/core/migration.ts); version 2 is read into
-// that state, and one that does not make a whole state is refused, never guessed at; version
-// 0.1's restart-journal.json is read on upgrade too.
+// that state, and one that does not make a whole state is refused, never guessed at. Version
+// 0.1's restart-journal.json is not read (docs/design.md).
 import { constants } from 'node:fs';
 import { mkdir, open, rename, unlink } from 'node:fs/promises';
 import path from 'node:path';
 import type { Migration } from '../core/migration.js';
-import type { GatewayMode } from '../core/types.js';
 import { readRegularFile } from '../read-regular.js';
 
 export interface JournalData {
@@ -54,7 +53,6 @@ const FILE = 'migration-journal.json';
 export const CREATE_NEW = constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW;
 /** A journal holds one migration and at most KEEP_RESTARTS times: a few kB. */
 export const MAX_JOURNAL_BYTES = 1024 * 1024;
-const PREVIOUS_FILE = 'restart-journal.json';
 const isTime = (t: unknown): t is number => typeof t === 'number' && Number.isFinite(t);
 
 /** A whole migration state, or why not: a partial one could owe a restart nobody meant. */
@@ -129,7 +127,7 @@ export class Journal {
   /** The journal, or EMPTY_JOURNAL when there is none; throws JournalError when it is unreadable. */
   async load(): Promise<JournalData> {
     const text = await this.read(this.file);
-    if (text === null) return this.loadPrevious();
+    if (text === null) return EMPTY_JOURNAL;
     try {
       return validate(JSON.parse(text));
     } catch (err) {
@@ -146,51 +144,10 @@ export class Journal {
     }
   }
 
-  /** Version 0.1's restart-journal.json: its restarts count against the rate limit, the last one's mode is a migration done. */
-  private async loadPrevious(): Promise<JournalData> {
-    const text = await this.read(path.join(this.dir, PREVIOUS_FILE));
-    if (text === null) return EMPTY_JOURNAL;
-    try {
-      const old = JSON.parse(text) as { restarts?: Array<{ mode?: unknown; at?: unknown }> };
-      const records = (old.restarts ?? []).filter(
-        (r) => typeof r.at === 'number' && (r.mode === 'local' || r.mode === 'shared'),
-      );
-      const last = records[records.length - 1];
-      const migration: Migration | null = last
-        ? {
-            mode: last.mode as GatewayMode,
-            startedAt: last.at as number,
-            identity: 'process',
-            ovnkubeBefore: null,
-            routes: [],
-            restart: 'done',
-            attempts: 1,
-            last: null,
-            rollback: null,
-            doneAt: last.at as number,
-          }
-        : null;
-      return { version: 3, migration, restarts: records.map((r) => r.at as number) };
-    } catch (err) {
-      throw new JournalError(
-        `journal ${path.join(this.dir, PREVIOUS_FILE)} (of version 0.1) is corrupt: ${(err as Error).message}`,
-        { cause: err },
-      );
-    }
-  }
-
-  /** Moves an unreadable journal aside (kept for the operator), or else version 0.1's, and returns where. */
+  /** Moves an unreadable journal aside (kept for the operator) and returns where. */
   async setAside(now: number): Promise<string> {
-    const moveAside = async (file: string) => {
-      await rename(file, `${file}.corrupt-${now}`);
-      return `${file}.corrupt-${now}`;
-    };
-    try {
-      return await moveAside(this.file);
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
-      return moveAside(path.join(this.dir, PREVIOUS_FILE));
-    }
+    await rename(this.file, `${this.file}.corrupt-${now}`);
+    return `${this.file}.corrupt-${now}`;
   }
 
   /** Throws JournalWriteError, leaving no temporary file behind (on a full disk it holds what space there was). */

@@ -103,7 +103,7 @@ export class SignalRestart implements RestartStrategy {
   constructor(private readonly procRoot = '/proc') {}
 
   async find(): Promise<Found> {
-    const processes = await findOvnkubeProcesses(this.procRoot);
+    const processes = findOvnkubeProcesses(this.procRoot);
     const [p, ...more] = processes;
     if (p === undefined || more.length > 0)
       return {

@@ -179,43 +179,6 @@ test('a dump the kernel ends with an error reports its ext-ack text', LIMIT, asy
 });
 
 test(
-  'while subscribed, link and address dumps are kept until a notification is lost; unsubscribed, every read dumps',
-  LIMIT,
-  async () => {
-    const kernel = new FakeKernel();
-    const dp = new KernelDataplane({ transport: kernel });
-    try {
-      const reads = async () => {
-        await dp.links();
-        await dp.addresses();
-      };
-      await reads();
-      await reads();
-      assert.deepEqual([kernel.count('link-dump'), kernel.count('address-dump')], [2, 2]);
-      const sub = dp.subscribe(WATCHED, () => undefined);
-      await reads();
-      await reads();
-      assert.deepEqual([kernel.count('link-dump'), kernel.count('address-dump')], [3, 3]);
-      // Read at once, before the loop turns: the notification queued by the change drops the kept dump.
-      kernel.setLink({ index: 9, name: 'other0', up: true, mtu: 1300 });
-      assert.equal((await dp.links()).find((l) => l.name === 'other0')?.mtu, 1300);
-      await reads();
-      assert.deepEqual([kernel.count('link-dump'), kernel.count('address-dump')], [4, 4]);
-      kernel.inject('enobufs');
-      kernel.setRoute(route('10.96.0.0/16', '10.244.1.1', 4, null));
-      await reads();
-      kernel.assertAllConsumed();
-      assert.deepEqual([kernel.count('link-dump'), kernel.count('address-dump')], [5, 5]);
-      sub.close();
-      await reads();
-      assert.deepEqual([kernel.count('link-dump'), kernel.count('address-dump')], [6, 6]);
-    } finally {
-      dp.close();
-    }
-  },
-);
-
-test(
   'a kernel without NETLINK_GET_STRICT_CHK (ENOPROTOOPT, before Linux 4.20) dumps every table: only main-table routes are answered',
   LIMIT,
   async () => {

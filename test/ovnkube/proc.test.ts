@@ -68,7 +68,7 @@ test('proc: only a process whose comm is ovnkube has its command line read (read
     assert.match(readFileSync(`/proc/${disguised.pid}/cmdline`, 'utf8'), /^\/usr\/bin\/ovnkube\0/);
     await withOvnkube(async (pid) => {
       const read: string[] = [];
-      const scan = await scanOvnkubeProcesses('/proc', (file) => {
+      const scan = scanOvnkubeProcesses('/proc', (file) => {
         read.push(file);
         return readFileSync(file);
       });
@@ -103,14 +103,14 @@ test("proc: ovnkube-node's command line from CNO 4.10+ (--ovn-metrics-bind-addre
     '--disable-snat-multiple-gws',
   ];
   await withOvnkube(async (pid) => {
-    const seen = summarise(only(await scanOvnkubeProcesses(), pid), null);
+    const seen = summarise(only(scanOvnkubeProcesses(), pid), null);
     assert.equal(seen.mode, 'local');
     assert.equal(seen.release410Plus, `--export-ovs-metrics (pid ${pid})`);
   }, cno410);
   await withOvnkube(
     async (pid) => {
       assert.equal(
-        summarise(only(await scanOvnkubeProcesses(), pid), null).release410Plus,
+        summarise(only(scanOvnkubeProcesses(), pid), null).release410Plus,
         `--ovn-metrics-bind-address (pid ${pid})`,
       );
     },
@@ -118,7 +118,7 @@ test("proc: ovnkube-node's command line from CNO 4.10+ (--ovn-metrics-bind-addre
   );
   await withOvnkube(
     async (pid) => {
-      const seen = summarise(only(await scanOvnkubeProcesses(), pid), null);
+      const seen = summarise(only(scanOvnkubeProcesses(), pid), null);
       assert.equal(seen.mode, 'local');
       assert.equal(seen.release410Plus, null, 'CNO 4.9 renders neither flag');
     },
@@ -129,7 +129,7 @@ test("proc: ovnkube-node's command line from CNO 4.10+ (--ovn-metrics-bind-addre
 test('proc: an ovnkube-node whose namespace cannot be read is named, with what is missing, not taken for absent', async (t) => {
   if (skipWithoutSetpriv(t)) return;
   await withOvnkube(async (pid) => {
-    const asRoot = await scanOvnkubeProcesses();
+    const asRoot = scanOvnkubeProcesses();
     assert.deepEqual(asRoot.unreadable, []);
     assert.deepEqual(asRoot.processes.find((p) => p.pid === pid)?.mode, 'local');
 
@@ -150,7 +150,7 @@ test('proc: an ovnkube-node whose namespace cannot be read is named, with what i
 
 test("proc: a fork of ovnkube-node that has not exec'd (same comm, same command line) is not a second ovnkube-node", async () => {
   await withForkedOvnkube(async (parent, child) => {
-    const scan = await scanOvnkubeProcesses();
+    const scan = scanOvnkubeProcesses();
     assert.ok(
       scan.processes.some((p) => p.pid === parent),
       JSON.stringify(scan),
@@ -173,7 +173,7 @@ test(`proc: a fork of ovnkube-node older than ${MAX_COPY_AGE_MS} ms by /proc/upt
     const start = Number(startTimeOf(readFileSync(`/proc/${child}/stat`, 'utf8')));
     // /proc/uptime as it will read MAX_COPY_AGE_MS and one tick after the fork started.
     const later = Buffer.from(`${((start + MAX_COPY_AGE_MS / 10 + 1) / 100).toFixed(2)} 0.00\n`);
-    const scan = await scanOvnkubeProcesses('/proc', (file) => (file === '/proc/uptime' ? later : readFileSync(file)));
+    const scan = scanOvnkubeProcesses('/proc', (file) => (file === '/proc/uptime' ? later : readFileSync(file)));
     assert.deepEqual(
       scan.processes
         .filter((p) => p.pid === parent || p.pid === child)
@@ -187,7 +187,7 @@ test(`proc: a fork of ovnkube-node older than ${MAX_COPY_AGE_MS} ms by /proc/upt
 test('proc: a child ovnkube --init-node with another command line still counts, and the two disagree', async () => {
   await withForkedOvnkube(
     async (parent, child) => {
-      const scan = await scanOvnkubeProcesses();
+      const scan = scanOvnkubeProcesses();
       const ours = { processes: scan.processes.filter((p) => p.pid === parent || p.pid === child), unreadable: [] };
       assert.deepEqual(
         ours.processes.map((p) => [p.pid, p.mode]).sort(),

@@ -118,14 +118,11 @@ test('journal: a FIFO left at its temporary path is not opened: the save makes a
   }
 });
 
-test('journal: an unreadable journal of version 0.1 is the one set aside, and the next load finds none', async () => {
+test('journal: the journal of version 0.1 (restart-journal.json) is not read', async () => {
   const dir = scratch();
   try {
-    const j = new Journal(dir);
-    writeFileSync(path.join(dir, 'restart-journal.json'), '{"restarts": [');
-    await assert.rejects(j.load(), /of version 0\.1\) is corrupt/);
-    assert.equal(await j.setAside(9), path.join(dir, 'restart-journal.json.corrupt-9'));
-    assert.deepEqual(await j.load(), EMPTY_JOURNAL);
+    writeFileSync(path.join(dir, 'restart-journal.json'), JSON.stringify({ restarts: [{ mode: 'local', at: 20 }] }));
+    assert.deepEqual(await new Journal(dir).load(), EMPTY_JOURNAL);
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
@@ -137,26 +134,6 @@ test('journal: a migration missing its fields is not trusted', async () => {
     const j = new Journal(dir);
     writeFileSync(j.file, JSON.stringify({ version: 2, restarts: [], migration: { mode: 'local' } }));
     await assert.rejects(j.load(), /its migration is incomplete/);
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
-});
-
-test('journal: the journal of version 0.1 is read on upgrade: its restarts still count, its last mode is done', async () => {
-  const dir = scratch();
-  try {
-    writeFileSync(
-      path.join(dir, 'restart-journal.json'),
-      JSON.stringify({
-        restarts: [
-          { mode: 'shared', at: 10, target: 'pid 1', result: 'stopped', error: null },
-          { mode: 'local', at: 20, target: 'pid 2', result: 'stopped', error: null },
-        ],
-      }),
-    );
-    const data = await new Journal(dir).load();
-    assert.deepEqual(data.restarts, [10, 20]);
-    assert.deepEqual([data.migration?.mode, data.migration?.restart], ['local', 'done']);
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
