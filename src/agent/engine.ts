@@ -8,7 +8,7 @@ import { must } from '../core/must.js';
 import { plan, watchedOf } from '../core/planner.js';
 import type { Reason } from '../core/reasons.js';
 import { planRollback } from '../core/rollback.js';
-import type { NextHop } from '../core/route.js';
+import { sameNextHop, type NextHop } from '../core/route.js';
 import type {
   DesiredMode,
   Observation,
@@ -80,7 +80,7 @@ const NO_RESTART: RestartSettings = {
 export async function runPass(e: Engine, p: PassInput, s: LoopState): Promise<{ first: Round; last: Round }> {
   const rounds = e.journal ? p.rounds : 0;
   let first: Round | undefined;
-  let replaced = new Set<string>();
+  let replaced = new Map<string, NextHop>();
   for (let n = 0; ; n++) {
     const r = await round(e, p, s, n < rounds, n === 0, replaced);
     first ??= r;
@@ -88,7 +88,9 @@ export async function runPass(e: Engine, p: PassInput, s: LoopState): Promise<{ 
     // A one-shot command puts on record only what it does; what happened meanwhile is the agent's to record.
     const { records, steps } = r.decision;
     await execute(e, s, { records: e.restarts ? records : [], steps }, 'mode' in p.target ? p.target.mode.mode : null);
-    replaced = new Set(r.decision.steps.flatMap((step) => (step.kind === 'replace' ? [step.action.key.prefix] : [])));
+    replaced = new Map(
+      r.decision.steps.flatMap((step) => (step.kind === 'replace' ? [[step.action.key.prefix, step.action.to]] : [])),
+    );
     const restarted = r.decision.steps.some((step) => step.kind === 'restart');
     if (replaced.size === 0 && !(restarted && n + 1 < rounds)) return { first, last: r };
   }
@@ -106,7 +108,7 @@ async function round(
   s: LoopState,
   acting: boolean,
   first: boolean,
-  replaced: Set<string>,
+  replaced: Map<string, NextHop>,
 ): Promise<Round> {
   const { config, target } = p;
   const runner = e.restarts?.runner;
@@ -132,6 +134,13 @@ async function round(
   if (unheld.length > 0)
     throw new VerifyError(`after replacing, still out of sync: ${unheld.map((a) => a.reason.message).join('; ')}`);
   if (rb && replaced.size > 0 && migration) {
+    // A put-back is done only when the kernel holds exactly what was put back: a refusal of the
+    // rollback's own plan (a route changed right after) holds no action, and proves nothing.
+    const wrong = [...replaced].filter(
+      ([prefix, to]) => !(observed.routes.get(prefix) ?? []).some((r) => sameNextHop(r.nextHop, to)),
+    );
+    if (wrong.length > 0)
+      throw new VerifyError(`after putting back, not as recorded: ${wrong.map(([prefix]) => prefix).join(', ')}`);
     const done = transition(migration, { kind: 'rolled-back' }, now);
     await execute(
       e,
