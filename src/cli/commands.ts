@@ -32,7 +32,7 @@ import { systemdNotifier, watchdogUsec } from '../systemd/notify.js';
 import { failure, failureOf, type CommandResult, type ExitCode } from './exit-codes.js';
 import { Interruption } from './interrupt.js';
 import { assertStateDirWritable, lockStateDir } from './lock.js';
-import { prefixes, renderApplied, renderPreview, renderRollback, type RollbackOutcome } from './render.js';
+import { prefixes, renderApplied, renderPreview, renderRollback, rollbackActions } from './render.js';
 
 /** /proc is read whatever --ovnkube-mode-check says: the process's identity proves a restart. */
 function ovnkubeProbe(s: PlanSettings): OvnkubeProbe {
@@ -252,29 +252,44 @@ async function rollback(raw: RollbackOptions, stop: Interruption, wrap: OnceWrap
   const journal = journalOf(given.stateDir, log);
   const cidrsFrom =
     given.serviceCidr && given.serviceCidr.length > 0 ? '--service-cidr' : `--ovnkube-config's service-cidrs`;
-  let outcome: RollbackOutcome;
-  let migration: Migration | null = null;
+  let r: OnceResult;
+  let before: Migration | null = null;
   try {
     await journal.load(true);
-    migration = journal.data.migration;
-    const r = await pass(settings, { rollback: { cidrsFrom } }, journal, wrap, log, given.yes ? stop : null);
-    const { actions, refusals } = r;
-    const nothing = refusals.find((x) => x.code === 'NothingToRollBack');
-    outcome = nothing
-      ? { migration: r.migration, kind: 'nothing', why: nothing }
-      : refusals.length > 0
-        ? { migration: r.migration, kind: 'refused', refusals }
-        : !r.applied
-          ? { migration: r.migration, kind: 'planned', actions }
-          : { migration: r.migration, kind: 'done', actions, unrecorded: journal.lag?.error ?? null };
+    before = journal.data.migration;
+    r = await pass(settings, { rollback: { cidrsFrom } }, journal, wrap, log, given.yes ? stop : null);
   } catch (err) {
-    if (err instanceof InterruptedError)
-      outcome = { migration, kind: 'interrupted', signal: err.signal, done: err.done, left: err.left };
+    const said = renderRollback(before, journal.wallOffset());
+    if (err instanceof InterruptedError) {
+      const { signal, done, left } = err;
+      const back = done.length === 0 ? 'nothing put back' : `put back ${prefixes(done)}`;
+      const line = `interrupted by ${signal} after ${done.length} of ${done.length + left.length} put-back(s): ${back}; not put back ${prefixes(left)}: run rollback --yes again to finish`;
+      return { code: 1, stdout: said, stderr: `ovn-gwmode-agent: rollback: ${line}\n` };
+    }
     // The write before the first put-back failed: nothing was put back.
-    else if ((err as { code?: string }).code === 'ERR_GWMODE_JOURNAL_WRITE')
-      outcome = { migration, kind: 'not-journaled', error: err as Error };
-    else return failureOf(err) ?? { code: 1, stderr: `ovn-gwmode-agent: ${(err as Error).message}\n` };
+    if ((err as { code?: string }).code === 'ERR_GWMODE_JOURNAL_WRITE')
+      return {
+        code: 1,
+        stdout: said,
+        stderr: `ovn-gwmode-agent: rollback: ${(err as Error).message}: nothing put back\n`,
+      };
+    return failureOf(err) ?? { code: 1, stderr: `ovn-gwmode-agent: ${(err as Error).message}\n` };
   }
-  const failed = outcome.kind === 'refused' || outcome.kind === 'not-journaled' || outcome.kind === 'interrupted';
-  return { code: failed ? 1 : 0, ...renderRollback(outcome, journal.wallOffset()) };
+  const { actions, refusals, migration } = r;
+  const said = (code: ExitCode, more: string[]) => ({
+    code,
+    stdout: renderRollback(migration, journal.wallOffset(), more),
+  });
+  const nothing = refusals.find((x) => x.code === 'NothingToRollBack');
+  if (nothing) return said(0, ['nothing to roll back:', `  - ${nothing.message} [${nothing.code}]`]);
+  if (refusals.length > 0) return said(1, ['refused:', ...refusals.map((x) => `  - ${x.message} [${x.code}]`)]);
+  if (!r.applied)
+    return said(0, [...rollbackActions(actions), 'nothing changed: run again with --yes to carry it out']);
+  const unrecorded = journal.lag ? ` (the journal still says the rollback is under way: ${journal.lag.error})` : '';
+  const other = must(migration, 'the migration put back').mode === 'local' ? 'shared' : 'local';
+  return said(0, [
+    ...rollbackActions(actions),
+    `put back: ${actions.length} route(s)${unrecorded}`,
+    `next: ovnkube-node must run ${other} gateway mode, and the mode file say so, or the agent moves them again (rollback restarts nothing)`,
+  ]);
 }
