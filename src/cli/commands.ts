@@ -32,7 +32,7 @@ import { systemdNotifier, watchdogUsec } from '../systemd/notify.js';
 import { failure, failureOf, type CommandResult, type ExitCode } from './exit-codes.js';
 import { Interruption } from './interrupt.js';
 import { assertStateDirWritable, lockStateDir } from './lock.js';
-import { prefixes, renderApplied, renderPreview, renderRollback, type RollbackOutcome } from './render.js';
+import { prefixes, renderApplied, renderPreview, renderRollback, rollbackActions } from './render.js';
 
 /** /proc is read whatever --ovnkube-mode-check says: the process's identity proves a restart. */
 function ovnkubeProbe(s: PlanSettings): OvnkubeProbe {
@@ -172,55 +172,49 @@ export const planCommand = (raw: PlanOptions, wrap: OnceWrappers = {}): Promise<
 export function applyCommand(raw: PlanOptions & { stateDir: string }, wrap: OnceWrappers = {}): Promise<CommandResult> {
   if (lastWins(raw).dryRun === true) return preview(raw, true, wrap);
   const stop = new Interruption('apply');
-  return stop.run(() => apply(raw, lastWins(raw).stateDir, stop, wrap));
-}
-
-async function apply(
-  raw: PlanOptions,
-  stateDir: string,
-  stop: Interruption,
-  wrap: OnceWrappers,
-): Promise<CommandResult> {
-  const settings = { ...(await resolvePlanSettings(raw)), dryRun: false };
-  try {
-    await lockStateDir(stateDir);
-  } catch (err) {
-    return failure(err, { held: 'apply does not act beside a running agent: stop it, or leave the work to it' });
-  }
-  // Every kernel change is journaled first: apply does not act where no journal can be written.
-  try {
-    await assertStateDirWritable(stateDir);
-  } catch (err) {
-    return failure(err, { what: 'apply' });
-  }
-  const log = createLogger(settings.logLevel, process.stderr);
-  const journal = journalOf(stateDir, log);
-  if (!(await journal.load()))
-    return { code: 2, stderr: `ovn-gwmode-agent: apply: ${journal.warning}; changing nothing\n` };
-  const desired = await readDesired(settings.modeFile, log);
-  try {
-    const r = await pass(settings, { mode: desired }, journal, wrap, log, stop);
-    const final = must(r.final, "apply's verified plan");
-    const replaced = r.applied ? r.actions : [];
-    const code = converged(final);
-    const out = raw.json
-      ? asJson(final, replaced.length)
-      : renderApplied(final, replaced, journal.data.migration, desired.mode, stateDir, code === 0) + '\n';
-    return { code, stdout: out };
-  } catch (err) {
-    // The migration taken off the record again (nothing of it was carried out), but not on disk.
-    const kept = journal.lag
-      ? `; the journal still records the migration to ${desired.mode} (${journal.lag.error}): an agent started next finds its routes already as they are`
-      : '';
-    if (!(err instanceof InterruptedError))
-      return { code: 1, stderr: `ovn-gwmode-agent: ${(err as Error).message}${kept}\n` };
-    const line =
-      err.done.length === 0
-        ? `apply: interrupted by ${err.signal} before the first replace; nothing changed${kept}`
-        : `apply: interrupted by ${err.signal} after ${err.done.length} of ${err.done.length + err.left.length} replace(s): replaced ${prefixes(err.done)}; not replaced ${prefixes(err.left)}; ` +
-          `the journal records the migration to ${desired.mode}: the agent completes it when it runs, \`rollback --yes\` puts back what was replaced`;
-    return { code: 1, stderr: `ovn-gwmode-agent: ${line}\n` };
-  }
+  return stop.run(async () => {
+    const stateDir = lastWins(raw).stateDir;
+    const settings = { ...(await resolvePlanSettings(raw)), dryRun: false };
+    try {
+      await lockStateDir(stateDir);
+    } catch (err) {
+      return failure(err, { held: 'apply does not act beside a running agent: stop it, or leave the work to it' });
+    }
+    // Every kernel change is journaled first: apply does not act where no journal can be written.
+    try {
+      await assertStateDirWritable(stateDir);
+    } catch (err) {
+      return failure(err, { what: 'apply' });
+    }
+    const log = createLogger(settings.logLevel, process.stderr);
+    const journal = journalOf(stateDir, log);
+    if (!(await journal.load()))
+      return { code: 2, stderr: `ovn-gwmode-agent: apply: ${journal.warning}; changing nothing\n` };
+    const desired = await readDesired(settings.modeFile, log);
+    try {
+      const r = await pass(settings, { mode: desired }, journal, wrap, log, stop);
+      const final = must(r.final, "apply's verified plan");
+      const replaced = r.applied ? r.actions : [];
+      const code = converged(final);
+      const out = raw.json
+        ? asJson(final, replaced.length)
+        : renderApplied(final, replaced, journal.data.migration, desired.mode, stateDir, code === 0) + '\n';
+      return { code, stdout: out };
+    } catch (err) {
+      // The migration taken off the record again (nothing of it was carried out), but not on disk.
+      const kept = journal.lag
+        ? `; the journal still records the migration to ${desired.mode} (${journal.lag.error}): an agent started next finds its routes already as they are`
+        : '';
+      if (!(err instanceof InterruptedError))
+        return { code: 1, stderr: `ovn-gwmode-agent: ${(err as Error).message}${kept}\n` };
+      const line =
+        err.done.length === 0
+          ? `apply: interrupted by ${err.signal} before the first replace; nothing changed${kept}`
+          : `apply: interrupted by ${err.signal} after ${err.done.length} of ${err.done.length + err.left.length} replace(s): replaced ${prefixes(err.done)}; not replaced ${prefixes(err.left)}; ` +
+            `the journal records the migration to ${desired.mode}: the agent completes it when it runs, \`rollback --yes\` puts back what was replaced`;
+      return { code: 1, stderr: `ovn-gwmode-agent: ${line}\n` };
+    }
+  });
 }
 
 export type RollbackOptions = Omit<PlanOptions, 'modeFile' | 'ovnkubeModeCheck' | 'json'> & {
@@ -236,45 +230,63 @@ export type RollbackOptions = Omit<PlanOptions, 'modeFile' | 'ovnkubeModeCheck' 
  */
 export function rollbackCommand(raw: RollbackOptions, wrap: OnceWrappers = {}): Promise<CommandResult> {
   const stop = new Interruption('rollback');
-  return stop.run(() => rollback(raw, stop, wrap));
-}
-
-async function rollback(raw: RollbackOptions, stop: Interruption, wrap: OnceWrappers): Promise<CommandResult> {
-  const given = lastWins(raw);
-  // The desired mode plays no part: a placeholder satisfies the planner's settings.
-  const settings = await resolvePlanSettings({ ...given, modeFile: '(not read by rollback)', ovnkubeModeCheck: 'off' });
-  try {
-    if (given.yes) await lockStateDir(given.stateDir);
-  } catch (err) {
-    return failure(err, { held: 'rollback does not act beside a running agent: stop it first' });
-  }
-  const log = createLogger(settings.logLevel, process.stderr);
-  const journal = journalOf(given.stateDir, log);
-  const cidrsFrom =
-    given.serviceCidr && given.serviceCidr.length > 0 ? '--service-cidr' : `--ovnkube-config's service-cidrs`;
-  let outcome: RollbackOutcome;
-  let migration: Migration | null = null;
-  try {
-    await journal.load(true);
-    migration = journal.data.migration;
-    const r = await pass(settings, { rollback: { cidrsFrom } }, journal, wrap, log, given.yes ? stop : null);
-    const { actions, refusals } = r;
+  return stop.run(async () => {
+    const given = lastWins(raw);
+    // The desired mode plays no part: a placeholder satisfies the planner's settings.
+    const settings = await resolvePlanSettings({
+      ...given,
+      modeFile: '(not read by rollback)',
+      ovnkubeModeCheck: 'off',
+    });
+    try {
+      if (given.yes) await lockStateDir(given.stateDir);
+    } catch (err) {
+      return failure(err, { held: 'rollback does not act beside a running agent: stop it first' });
+    }
+    const log = createLogger(settings.logLevel, process.stderr);
+    const journal = journalOf(given.stateDir, log);
+    const cidrsFrom =
+      given.serviceCidr && given.serviceCidr.length > 0 ? '--service-cidr' : `--ovnkube-config's service-cidrs`;
+    let r: OnceResult;
+    let before: Migration | null = null;
+    try {
+      await journal.load(true);
+      before = journal.data.migration;
+      r = await pass(settings, { rollback: { cidrsFrom } }, journal, wrap, log, given.yes ? stop : null);
+    } catch (err) {
+      const said = (line: string) => ({
+        code: 1 as const,
+        stdout: renderRollback(before, journal.wallOffset()),
+        stderr: `ovn-gwmode-agent: rollback: ${line}\n`,
+      });
+      if (err instanceof InterruptedError) {
+        const { signal, done, left } = err;
+        const back = done.length === 0 ? 'nothing put back' : `put back ${prefixes(done)}`;
+        return said(
+          `interrupted by ${signal} after ${done.length} of ${done.length + left.length} put-back(s): ${back}; not put back ${prefixes(left)}: run rollback --yes again to finish`,
+        );
+      }
+      // The write before the first put-back failed: nothing was put back.
+      if ((err as { code?: string }).code === 'ERR_GWMODE_JOURNAL_WRITE')
+        return said(`${(err as Error).message}: nothing put back`);
+      return failureOf(err) ?? { code: 1, stderr: `ovn-gwmode-agent: ${(err as Error).message}\n` };
+    }
+    const { actions, refusals, migration } = r;
+    const said = (code: ExitCode, more: string[]) => ({
+      code,
+      stdout: renderRollback(migration, journal.wallOffset(), more),
+    });
     const nothing = refusals.find((x) => x.code === 'NothingToRollBack');
-    outcome = nothing
-      ? { migration: r.migration, kind: 'nothing', why: nothing }
-      : refusals.length > 0
-        ? { migration: r.migration, kind: 'refused', refusals }
-        : !r.applied
-          ? { migration: r.migration, kind: 'planned', actions }
-          : { migration: r.migration, kind: 'done', actions, unrecorded: journal.lag?.error ?? null };
-  } catch (err) {
-    if (err instanceof InterruptedError)
-      outcome = { migration, kind: 'interrupted', signal: err.signal, done: err.done, left: err.left };
-    // The write before the first put-back failed: nothing was put back.
-    else if ((err as { code?: string }).code === 'ERR_GWMODE_JOURNAL_WRITE')
-      outcome = { migration, kind: 'not-journaled', error: err as Error };
-    else return failureOf(err) ?? { code: 1, stderr: `ovn-gwmode-agent: ${(err as Error).message}\n` };
-  }
-  const failed = outcome.kind === 'refused' || outcome.kind === 'not-journaled' || outcome.kind === 'interrupted';
-  return { code: failed ? 1 : 0, ...renderRollback(outcome, journal.wallOffset()) };
+    if (nothing) return said(0, ['nothing to roll back:', `  - ${nothing.message} [${nothing.code}]`]);
+    if (refusals.length > 0) return said(1, ['refused:', ...refusals.map((x) => `  - ${x.message} [${x.code}]`)]);
+    if (!r.applied)
+      return said(0, [...rollbackActions(actions), 'nothing changed: run again with --yes to carry it out']);
+    const unrecorded = journal.lag ? ` (the journal still says the rollback is under way: ${journal.lag.error})` : '';
+    const other = must(migration, 'the migration put back').mode === 'local' ? 'shared' : 'local';
+    return said(0, [
+      ...rollbackActions(actions),
+      `put back: ${actions.length} route(s)${unrecorded}`,
+      `next: ovnkube-node must run ${other} gateway mode, and the mode file say so, or the agent moves them again (rollback restarts nothing)`,
+    ]);
+  });
 }

@@ -17,17 +17,6 @@ export class UsageError extends Error {
   readonly code = 'ERR_GWMODE_USAGE';
 }
 
-/** A refusal whose exit code is decided where it is raised (no other error says it better). */
-export class CommandError extends Error {
-  readonly code = 'ERR_GWMODE_COMMAND';
-  constructor(
-    message: string,
-    readonly exitCode: ExitCode,
-  ) {
-    super(message);
-  }
-}
-
 /** Another agent has the node: exit 1, not this machine's fault, and not ours to fix. */
 const ANOTHER_AGENT = ['ERR_GWMODE_LOCK_HELD', 'ERR_GWMODE_SOCKET_IN_USE'];
 /** A person must change something first: exit 2; the first two are the command line's (see --help). */
@@ -52,7 +41,6 @@ const codeOf = (err: unknown): string | null => {
 
 /** The exit code a typed error means, or null for an error no table names (a bug: let it surface). */
 export function exitCodeOf(err: unknown): ExitCode | null {
-  if (err instanceof CommandError) return err.exitCode;
   const code = codeOf(err) ?? '';
   return ANOTHER_AGENT.includes(code) ? 1 : PERSON.includes(code) ? 2 : null;
 }

@@ -5,7 +5,7 @@
 // Not yargs' `.env()`: it would hand `plan` the daemon's variables (a strict-mode refusal),
 // and could not name a misspelt one as written.
 import type { Argv, Options } from 'yargs';
-import { UsageError } from './exit-codes.js';
+import { UsageError, type ExitCode } from './exit-codes.js';
 
 export const ENV_PREFIX = 'OVN_GWMODE_';
 
@@ -93,44 +93,19 @@ export const FLAGS = {
 
 type Flag = keyof typeof FLAGS;
 
+/** FLAGS in --help order, from `first` to `last`: the planner's flags are `plan`'s, then `run` adds its own. */
+const flagsFrom = (first: Flag, last: Flag): Flag[] => {
+  const all = Object.keys(FLAGS) as Flag[];
+  return all.slice(all.indexOf(first), all.indexOf(last) + 1);
+};
 /** What the planner reads: `plan`, `apply` and `run`. */
-const PLANNER: Flag[] = [
-  'mode-file',
-  'service-cidr',
-  'ovnkube-config',
-  'gateway-interface',
-  'management-interface',
-  'os-release',
-  'layout',
-  'ovnkube-mode-check',
-  'mtu',
-  'gateway-nexthop',
-  'log-level',
-];
+const PLANNER = flagsFrom('mode-file', 'log-level');
 /**
  * rollback reads the journal, the kernel and ovnkube-node (always from /proc: its 4.10+
  * flags refuse it), not the desired mode; the route it puts back is the journal's (next hop
  * and MTU as they were), so neither --mtu nor --gateway-nexthop would change anything.
  */
 const NOT_ROLLBACK: Flag[] = ['mode-file', 'ovnkube-mode-check', 'mtu', 'gateway-nexthop'];
-const DAEMON: Flag[] = [
-  'socket',
-  'socket-group',
-  'resync-interval',
-  'restart',
-  'cri-endpoint',
-  'ovnkube-namespace',
-  'ovnkube-container',
-  'restart-grace',
-  'restart-min-interval',
-  'restart-max-per-hour',
-  'restart-timeout',
-  'settle',
-  'dry-run',
-  'metrics-address',
-];
-
-export type ExitCode = 0 | 1 | 2;
 
 interface CommandSpec {
   summary: string;
@@ -149,7 +124,7 @@ export type Command = (typeof COMMANDS)[number];
 export const COMMAND_SPECS: Record<Command, CommandSpec> = {
   run: {
     summary: 'run the agent: watch the mode file and the kernel, keep the service routes right',
-    flags: [...PLANNER, 'state-dir', ...DAEMON],
+    flags: flagsFrom('mode-file', 'metrics-address'),
     exits: {
       0: 'stopped by SIGTERM or SIGINT',
       1: 'another agent holds the node (its lock or its socket), or an unexpected error (logged before the exit)',
@@ -240,15 +215,14 @@ const show = (text: string) => JSON.stringify(text.length > 40 ? `${text.slice(0
  * `true` as true and everything else (`1`, `yes`, `True`) silently as false: a dry run
  * spelt `1` would act. So every boolean value is read here.
  */
+const BOOLEANS = new Map(['true', '1', 'yes', 'on', 'false', '0', 'no', 'off'].map((w, i) => [w, i < 4]));
 function parseBoolean(text: string, what: string, Refusal: typeof EnvError | typeof UsageError): boolean {
-  const word = text.toLowerCase();
-  if (['true', '1', 'yes', 'on'].includes(word)) return true;
-  if (['false', '0', 'no', 'off'].includes(word)) return false;
-  throw new Refusal(`${what}: ${show(text)} is not a boolean (true/false, 1/0, yes/no, on/off)`);
+  const value = BOOLEANS.get(text.toLowerCase());
+  if (value === undefined)
+    throw new Refusal(`${what}: ${show(text)} is not a boolean (true/false, 1/0, yes/no, on/off)`);
+  return value;
 }
 
-const isBoolean = (word: string | undefined) =>
-  word !== undefined && ['true', '1', 'yes', 'on', 'false', '0', 'no', 'off'].includes(word.toLowerCase());
 const kebab = (flag: string) => flag.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
 
 /**
@@ -268,7 +242,7 @@ export function normalizeBooleanFlags(args: readonly string[]): string[] {
       out.push(arg);
       continue;
     }
-    const text = m[2] ?? (isBoolean(rest[0]) ? rest.shift() : undefined);
+    const text = m[2] ?? (BOOLEANS.has(rest[0]?.toLowerCase() ?? '') ? rest.shift() : undefined);
     out.push(text === undefined ? arg : `--${m[1]}=${parseBoolean(text, `--${flag}`, UsageError)}`);
   }
   return out;

@@ -3,23 +3,8 @@
 // "would replace" and "changed nothing"), and `apply` never calls a node done while the
 // restart of ovnkube-node its migration owes is still to come; it says who does it.
 import { restartOwed, type Migration } from '../core/migration.js';
-import type { Reason } from '../core/reasons.js';
 import { renderNextHop } from '../core/route.js';
 import type { GatewayMode, Plan, ReplaceAction } from '../core/types.js';
-import { must } from '../core/must.js';
-
-/** What `rollback` did, with the migration on record before it. */
-export type RollbackOutcome = { migration: Migration | null } & (
-  | { kind: 'refused'; refusals: Reason[] }
-  /** Nothing on record to put back (NothingToRollBack): nothing to do. */
-  | { kind: 'nothing'; why: Reason }
-  | { kind: 'planned'; actions: ReplaceAction[] }
-  /** The rollback could not be journaled: nothing put back. */
-  | { kind: 'not-journaled'; error: Error }
-  | { kind: 'interrupted'; signal: string; done: ReplaceAction[]; left: ReplaceAction[] }
-  /** unrecorded: why the journal still says the rollback is under way, or null. */
-  | { kind: 'done'; actions: ReplaceAction[]; unrecorded: string | null }
-);
 
 const change = (a: ReplaceAction) => `${a.key.prefix}: ${renderNextHop(a.from)} -> ${renderNextHop(a.to)}`;
 export const prefixes = (actions: ReplaceAction[]): string => actions.map((a) => a.key.prefix).join(', ');
@@ -86,55 +71,22 @@ export function renderApplied(
   return lines.join('\n');
 }
 
-/** `rollback`: the migration on record, then what was (or would be) put back, and what is left; times are monotonic plus wallOffsetMs. */
-export function renderRollback(o: RollbackOutcome, wallOffsetMs: number): { stdout: string; stderr?: string } {
-  const m = o.migration;
+/** `rollback`: the migration on record (its times monotonic plus wallOffsetMs), then `more`. */
+export function renderRollback(m: Migration | null, wallOffsetMs: number, more: string[] = []): string {
   const at = (t: number) => new Date(t + wallOffsetMs).toISOString();
   const earlier = !m?.rollback
     ? ''
     : m.rollback.doneAt !== null
       ? `; rolled back at ${at(m.rollback.doneAt)}`
       : `; a rollback begun at ${at(m.rollback.startedAt)} did not finish`;
-  const lines = [
+  const heading =
     m === null
       ? 'migration: none on record'
-      : `migration: to ${m.mode}, started ${at(m.startedAt)}, ${m.routes.length} route(s) replaced${earlier}`,
-  ];
-  const out = (more: string[]) => [...lines, ...more].join('\n') + '\n';
-  switch (o.kind) {
-    case 'refused':
-      return { stdout: out(['refused:', ...o.refusals.map((r) => `  - ${r.message} [${r.code}]`)]) };
-    case 'nothing':
-      return { stdout: out(['nothing to roll back:', `  - ${o.why.message} [${o.why.code}]`]) };
-    case 'planned':
-      return {
-        stdout: out([
-          'actions:',
-          ...o.actions.map((a) => `  replace ${change(a)}`),
-          'nothing changed: run again with --yes to carry it out',
-        ]),
-      };
-    case 'not-journaled':
-      return { stdout: out([]), stderr: `ovn-gwmode-agent: rollback: ${o.error.message}: nothing put back\n` };
-    case 'interrupted': {
-      const done = o.done.length === 0 ? 'nothing put back' : `put back ${prefixes(o.done)}`;
-      const all = o.done.length + o.left.length;
-      return {
-        stdout: out([]),
-        stderr: `ovn-gwmode-agent: rollback: interrupted by ${o.signal} after ${o.done.length} of ${all} put-back(s): ${done}; not put back ${prefixes(o.left)}: run rollback --yes again to finish\n`,
-      };
-    }
-    case 'done': {
-      const recorded =
-        o.unrecorded === null ? '' : ` (the journal still says the rollback is under way: ${o.unrecorded})`;
-      return {
-        stdout: out([
-          'actions:',
-          ...o.actions.map((a) => `  replace ${change(a)}`),
-          `put back: ${o.actions.length} route(s)${recorded}`,
-          `next: ovnkube-node must run ${must(m, 'the migration put back').mode === 'local' ? 'shared' : 'local'} gateway mode, and the mode file say so, or the agent moves them again (rollback restarts nothing)`,
-        ]),
-      };
-    }
-  }
+      : `migration: to ${m.mode}, started ${at(m.startedAt)}, ${m.routes.length} route(s) replaced${earlier}`;
+  return [heading, ...more].join('\n') + '\n';
 }
+
+export const rollbackActions = (actions: ReplaceAction[]) => [
+  'actions:',
+  ...actions.map((a) => `  replace ${change(a)}`),
+];

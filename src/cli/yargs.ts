@@ -4,7 +4,7 @@ import yargs, { type Argv } from 'yargs';
 import type { RawRunOptions } from '../config/settings.js';
 import { VERSION } from '../version.js';
 import type { PlanOptions, RollbackOptions } from './commands.js';
-import { failure, UsageError, type CommandResult } from './exit-codes.js';
+import { failure, UsageError, type CommandResult, type ExitCode } from './exit-codes.js';
 import {
   COMMAND_SPECS,
   COMMANDS,
@@ -13,7 +13,6 @@ import {
   normalizeBooleanFlags,
   withOptions,
   type Command,
-  type ExitCode,
 } from './options.js';
 
 export type Handler = (argv: Record<string, unknown>) => Promise<CommandResult>;
@@ -28,7 +27,7 @@ export const HANDLERS: Record<Command, Handler> = {
   run: async (argv) => (await kernel()).runCommand(argv as unknown as RawRunOptions),
   status: async (argv) =>
     argv.watch === true
-      ? (await import('./watch.js')).watchCommand(argv as { socket: string })
+      ? (await ask()).watchCommand(argv as { socket: string })
       : (await ask()).statusCommand(argv as { socket: string; json?: boolean; brief?: boolean }),
   health: async (argv) => (await ask()).healthCommand(argv as { socket: string; ready: boolean }),
   plan: async (argv) => (await kernel()).planCommand(argv as unknown as PlanOptions),

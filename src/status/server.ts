@@ -74,32 +74,6 @@ export interface StatusHandlers {
   extra?: Record<string, (req: http.IncomingMessage, res: http.ServerResponse) => void>;
 }
 
-/**
- * Whether a socket file is stale. Only ECONNREFUSED says so: EAGAIN is a listener with a
- * full backlog, EACCES a socket we may not judge; removing either could take a live agent's.
- */
-function assertStale(socket: string): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const c = net.connect(socket);
-    c.setTimeout(2000, () => {
-      c.destroy();
-      reject(new SocketInUseError(`${socket} accepts connections but does not answer: not removing it`));
-    });
-    c.once('connect', () => {
-      c.destroy();
-      reject(new SocketInUseError(`another agent is serving on ${socket}`));
-    });
-    c.once('error', (err: NodeJS.ErrnoException) => {
-      if (err.code === 'ECONNREFUSED') resolve();
-      else if (err.code === 'EACCES' || err.code === 'EPERM') reject(permissionError(socket, err));
-      else
-        reject(
-          new SocketInUseError(`cannot tell whether ${socket} is in use (${err.code ?? err.message}): not removing it`),
-        );
-    });
-  });
-}
-
 /** A --socket path that cannot be made, whoever runs the agent: said as such, not as a bug. */
 const PATH_ERRORS: Record<string, string> = {
   EEXIST: 'a part of the path is a file, not a directory',
@@ -118,6 +92,11 @@ function permissionError(socket: string, err: NodeJS.ErrnoException): SocketPerm
   );
 }
 
+/**
+ * Removes a socket file left by a killed agent. Only ECONNREFUSED says it is stale: EAGAIN
+ * is a listener with a full backlog, EACCES a socket we may not judge; removing either could
+ * take a live agent's.
+ */
 async function clearStale(socket: string): Promise<void> {
   const info = await lstat(socket).catch((err: NodeJS.ErrnoException) => {
     if (err.code === 'ENOENT') return null;
@@ -125,7 +104,23 @@ async function clearStale(socket: string): Promise<void> {
   });
   if (info === null) return;
   if (!info.isSocket()) throw new SocketInUseError(`${socket} exists and is not a socket: not removing it`);
-  await assertStale(socket);
+  await new Promise<void>((resolve, reject) => {
+    const c = net.connect(socket);
+    const inUse = (why: string) => reject(new SocketInUseError(why));
+    c.setTimeout(2000, () => {
+      c.destroy();
+      inUse(`${socket} accepts connections but does not answer: not removing it`);
+    });
+    c.once('connect', () => {
+      c.destroy();
+      inUse(`another agent is serving on ${socket}`);
+    });
+    c.once('error', (err: NodeJS.ErrnoException) => {
+      if (err.code === 'ECONNREFUSED') resolve();
+      else if (err.code === 'EACCES' || err.code === 'EPERM') reject(permissionError(socket, err));
+      else inUse(`cannot tell whether ${socket} is in use (${err.code ?? err.message}): not removing it`);
+    });
+  });
   await unlink(socket);
 }
 
@@ -178,8 +173,26 @@ export class StatusServer {
   }
 
   static async listen(socket: string, handlers: StatusHandlers, options: { group?: number | null } = {}) {
+    const group = options.group ?? null;
+    const s = new StatusServer(socket, handlers);
     try {
-      return await StatusServer.create(socket, handlers, options.group ?? null);
+      const dir = path.dirname(socket);
+      // A directory we create is 0750 whatever the umask, and the socket group's; one that
+      // exists (systemd's RuntimeDirectory, a hostPath) keeps the owner and mode it was given.
+      if ((await mkdir(dir, { recursive: true, mode: 0o750 })) !== undefined) {
+        if (group !== null) await chown(dir, process.getuid?.() ?? 0, group);
+        await chmod(dir, 0o750);
+      }
+      await clearStale(socket);
+      await new Promise<void>((resolve, reject) => {
+        s.server.once('error', (err: NodeJS.ErrnoException) =>
+          reject(err.code === 'EADDRINUSE' ? new SocketInUseError(`another agent is serving on ${socket}`) : err),
+        );
+        s.server.listen({ path: socket, backlog: MAX_CONNECTIONS }, () => resolve());
+      });
+      if (group !== null) await chown(socket, process.getuid?.() ?? 0, group);
+      await chmod(socket, 0o660);
+      return s;
     } catch (err) {
       const e = err as NodeJS.ErrnoException;
       if (e.code === 'EACCES' || e.code === 'EPERM') throw permissionError(socket, e);
@@ -189,27 +202,6 @@ export class StatusServer {
         `cannot create the socket ${socket}: ${why} (${e.syscall ?? e.code} ${e.path ?? socket}); give --socket a path under a writable directory`,
       );
     }
-  }
-
-  private static async create(socket: string, handlers: StatusHandlers, group: number | null): Promise<StatusServer> {
-    const dir = path.dirname(socket);
-    // A directory we create is 0750 whatever the umask, and the socket group's; one that
-    // exists (systemd's RuntimeDirectory, a hostPath) keeps the owner and mode it was given.
-    if ((await mkdir(dir, { recursive: true, mode: 0o750 })) !== undefined) {
-      if (group !== null) await chown(dir, process.getuid?.() ?? 0, group);
-      await chmod(dir, 0o750);
-    }
-    await clearStale(socket);
-    const s = new StatusServer(socket, handlers);
-    await new Promise<void>((resolve, reject) => {
-      s.server.once('error', (err: NodeJS.ErrnoException) =>
-        reject(err.code === 'EADDRINUSE' ? new SocketInUseError(`another agent is serving on ${socket}`) : err),
-      );
-      s.server.listen({ path: socket, backlog: MAX_CONNECTIONS }, () => resolve());
-    });
-    if (group !== null) await chown(socket, process.getuid?.() ?? 0, group);
-    await chmod(socket, 0o660);
-    return s;
   }
 
   /** Stops in bounded time: connections under way, idle or half-sent, are cut. */

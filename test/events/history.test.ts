@@ -4,7 +4,7 @@ import { strict as assert } from 'node:assert';
 import { Writable } from 'node:stream';
 import { test } from 'node:test';
 import { pino } from 'pino';
-import { renderEvent } from '../../src/cli/events.js';
+import { renderEvent } from '../../src/cli/ask.js';
 import { EventHistory, HISTORY_SIZE } from '../../src/events/history.js';
 import type { StatusReport } from '../../src/status/report.js';
 
