@@ -71,7 +71,7 @@ async function passes(dir: string): Promise<void> {
       dataplane: dp,
       strategy: new NoRestart(),
       journal: new Journal(path.join(dir, 'state-inproc')),
-      probe: async () => summarise(await scanOvnkubeProcesses(), null),
+      probe: async () => summarise(scanOvnkubeProcesses(), null),
       log: pino({ level: 'silent' }),
       readMode: () => readModeSource(path.join(dir, 'mode')),
       watchMode: () => ({ close: async () => undefined }),

@@ -184,7 +184,9 @@ export async function runDaemon(raw: RawRunOptions, initial: Settings, deps: Dae
   process.on('SIGINT', () => void stop('SIGINT'));
   // Reloads run one after another; one that fails keeps the agent running as it was, never a fatal rejection.
   let reloads = Promise.resolve();
-  process.on('SIGHUP', () => (reloads = reloads.then(reload).catch((err) => log.error({ err }, 'reload failed'))));
+  process.on('SIGHUP', () => {
+    reloads = reloads.then(reload).catch((err: unknown) => log.error({ err }, 'reload failed'));
+  });
   return agent;
 }
 
