@@ -4,7 +4,7 @@
 // a flock with its process, so a killed agent never blocks the next one. The refusal names
 // the holder as the kernel knows it (/proc/locks), not by the pid in the file: an agent
 // that took the lock on a read-only file system could not write its own.
-import { ftruncateSync, readFileSync, statSync, writeSync } from 'node:fs';
+import { closeSync, fstatSync, ftruncateSync, readFileSync, statSync, writeSync } from 'node:fs';
 import { chmod, mkdir, open, unlink } from 'node:fs/promises';
 import path from 'node:path';
 import { addon } from '../native/addon.js';
@@ -72,6 +72,16 @@ function lockError(lockPath: string, err: NodeJS.ErrnoException): LockError {
   return new LockError(`cannot lock ${lockPath}: ${err.message}`);
 }
 
+/** Whether the path names the file open at fd (same device and inode). */
+function namesFile(file: string, fd: number): boolean {
+  try {
+    const [open, named] = [fstatSync(fd), statSync(file)];
+    return open.dev === named.dev && open.ino === named.ino;
+  } catch {
+    return false;
+  }
+}
+
 /**
  * Takes the lock of stateDir (made 0750 when missing) for as long as the process lives:
  * its fd is never closed, which would release it.
@@ -83,6 +93,13 @@ export async function lockStateDir(stateDir: string): Promise<void> {
     // 0750 whatever the umask: the restart journal is root's business.
     if ((await mkdir(stateDir, { recursive: true, mode: 0o750 })) !== undefined) await chmod(stateDir, 0o750);
     lock = addon.lockFile(lockPath);
+    // The lock is the file the path names: one unlinked or replaced between our open and flock
+    // (an older agent removed it on its way out) would be a lock nobody else sees. Take it again.
+    for (let tries = 1; !namesFile(lockPath, lock.fd); tries++) {
+      closeSync(lock.fd);
+      if (tries === 5) throw new Error('it keeps being replaced');
+      lock = addon.lockFile(lockPath);
+    }
   } catch (err) {
     const e = err as NodeJS.ErrnoException;
     if (e.code === 'EAGAIN' || e.code === 'EWOULDBLOCK') throw new LockHeldError(lockPath, holderOf(lockPath));

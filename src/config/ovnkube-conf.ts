@@ -96,9 +96,9 @@ export function parseOvnkubeConf(text: string): OvnkubeConf {
     if (v !== undefined && !/^[0-9]+$/.test(v)) throw new Error(`[${section}] ${name} "${v}" is not a whole number`);
     return v === undefined ? null : Number(v);
   };
-  // The cluster MTU: routable-mtu when set, else mtu.
-  const routable = int('default', 'routable-mtu');
-  const mtu = routable ?? int('default', 'mtu');
+  // The cluster MTU: routable-mtu when set, else mtu. Both are read: gcfg fails on either.
+  const [routable, plain] = [int('default', 'routable-mtu'), int('default', 'mtu')];
+  const mtu = routable ?? plain;
   if (mtu !== null && (mtu < 68 || mtu > 65535))
     throw new Error(`[default] ${routable !== null ? 'routable-mtu' : 'mtu'} ${mtu} is not a valid MTU`);
   return {

@@ -65,6 +65,7 @@ test('a conf not read is a ConfigError naming the file, the line and why', async
     ['[default]\nmtu=1e3\n', /: \[default\] mtu "1e3" is not a whole number$/],
     ['[default]\nmtu=70000\n', /: \[default\] mtu 70000 is not a valid MTU$/],
     ['[default]\nmtu=1500\nroutable-mtu=9\n', /: \[default\] routable-mtu 9 is not a valid MTU$/],
+    ['[default]\nmtu=abc\nroutable-mtu=1400\n', /: \[default\] mtu "abc" is not a whole number$/],
     [Buffer.from('[gateway]\nmode=\xff\n', 'latin1'), /: illegal UTF-8 encoding$/],
     ['\ufeff[gateway]\nmode=local\n', /: line 1: a NUL, a carriage return or a byte order mark$/],
   ];
