@@ -100,6 +100,8 @@ test('an agent on another --state-dir is refused by the live socket: exit 1, one
       `ovn-gwmode-agent: another agent is serving on ${scratch.socket}; not starting a second agent\n`,
     );
     assert.equal(status(scratch.socket)?.phase, 'Converged');
+    // The lock file it made stays (docs/failure-modes.md): no agent ever removes one.
+    assert.ok(statSync(path.join(scratch.dir, 'other', 'lock')).isFile());
   });
 });
 

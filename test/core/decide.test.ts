@@ -743,7 +743,7 @@ test('decide: a local migration owing its restart, desired shared, ovnkube-node 
   assert.deepEqual([d.migration?.mode, d.migration?.restart, d.restart.phase], ['shared', 'none', null]);
 });
 
-test("decide under --restart none (the one-shot commands', src/agent/once.ts): the migration is journaled, restart owed, with ovnkube-node's process; a repair within the migration on record, a blocked or dry-run plan journal nothing", () => {
+test("decide under --restart none (the one-shot commands', src/agent/engine.ts once): the migration is journaled, restart owed, with ovnkube-node's process; a repair within the migration on record, a blocked or dry-run plan journal nothing", () => {
   const none = (over: Partial<DecideInput>) =>
     decide(input({ settings: { ...settings, strategy: 'none' }, target: null, ...over }));
   const journaled = (d: ReturnType<typeof decide>) => d.steps.find((s) => s.kind === 'journal')?.migration ?? null;
