@@ -7,7 +7,7 @@
 // without `..data`, has its own reading. A source not there at all is not read as anything: the
 // agent waits for it (ModeNotRead). Whether a read may be taken: settled.ts.
 import { watch } from 'chokidar';
-import { constants, readlinkSync, realpathSync, statSync, type BigIntStats } from 'node:fs';
+import { constants, lstatSync, readlinkSync, realpathSync, statSync, type BigIntStats } from 'node:fs';
 import { lstat, open, stat } from 'node:fs/promises';
 import path from 'node:path';
 import type { GatewayMode } from '../core/types.js';
@@ -142,15 +142,15 @@ function placement(resolved: string): Spot[] {
 const MOVE_LOOK_MS = 1000;
 
 /**
- * Calls onChange when the kernel reports a change where the mode source may have changed, and once
- * the watch is in place. One chokidar watcher, on the directories only (all in them `ignored`; a change
+ * Calls onChange when the kernel reports a change where the mode source may have changed, or one
+ * made while the watch was being put in place. One chokidar watcher, on the directories only (all in them `ignored`; a change
  * comes as its `raw` event, the inotify event, none throttled away): chokidar 5 watches each file it
  * does not ignore, and one removed just as the watcher closes makes it call _remove, then add(), which
  * opens it again with an fs.watch no one closes (handler.js _handleFile, index.js _remove; issue 32).
  * A change that moves the spots (a directory appeared, a link pointed elsewhere, kubelet's `..data`
  * swap) moves the watch (unwatch, add), calls onChange, and again MOVE_LOOK_MS later; resyncs read too.
  */
-export function watchModeSource(source: string, onChange: () => void): ModeWatch {
+export function watchModeSource(source: string, onChange: () => void): ModeWatch & { ready: Promise<void> } {
   const resolved = path.resolve(source);
   let spots = placement(resolved);
   let dirs = new Set(spots.map(([dir]) => dir));
@@ -178,8 +178,18 @@ export function watchModeSource(source: string, onChange: () => void): ModeWatch
   };
   watcher.on('raw', (_event, name, details) => changed((details as { watchedPath: string }).watchedPath, name));
   watcher.on('error', () => changed());
-  watcher.once('ready', () => changed());
+  // What changed while chokidar read the directories is told once it is ready; nothing, nothing told.
+  const stamp = () =>
+    spots.map(([d, n]) => lstatSync(path.join(d, n ?? ''), { throwIfNoEntry: false })?.ctimeMs ?? '-').join();
+  const before = stamp();
+  const ready = new Promise<void>((resolve) =>
+    watcher.once('ready', () => {
+      if (stamp() !== before || JSON.stringify(placement(resolved)) !== JSON.stringify(spots)) changed();
+      resolve();
+    }),
+  );
   return {
+    ready,
     // In a task of its own, not amid chokidar's promise chains (a watch being made there is dropped).
     close: () => {
       closed = true;

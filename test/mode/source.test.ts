@@ -124,10 +124,8 @@ test('a watch closed just as other files in its directory are removed leaves not
     writeFileSync(path.join(dir, 'mode'), 'local\n');
     for (let i = 0; i < 30; i++) {
       for (let f = 0; f < 8; f++) writeFileSync(path.join(dir, `other${f}`), 'x');
-      let placed: () => void = () => undefined;
-      const inPlace = within(new Promise<void>((resolve) => (placed = resolve)), 15_000, 'the watch in place');
-      const watch = watchModeSource(path.join(dir, 'mode'), () => placed());
-      await inPlace;
+      const watch = watchModeSource(path.join(dir, 'mode'), () => undefined);
+      await within(watch.ready, 15_000, 'the watch in place');
       for (let f = 0; f < 8; f++) rmSync(path.join(dir, `other${f}`));
       for (let turns = i % 4; turns > 0; turns--) await new Promise((r) => setImmediate(r));
       await within(watch.close(), 5_000, 'closing the watch');
