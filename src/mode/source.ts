@@ -110,9 +110,23 @@ export class ModeReader {
 
 export type ModeWatch = { close(): Promise<void> };
 
-const isDirectory = (p: string) => statSync(p, { throwIfNoEntry: false })?.isDirectory() === true;
+const isDirectory = (p: string) => {
+  try {
+    return statSync(p).isDirectory();
+  } catch {
+    return false; // missing, a loop (ELOOP), not a directory on the way (ENOTDIR), unreadable
+  }
+};
 
 type Spot = [dir: string, entry: string | null];
+
+const realpathOr = (p: string) => {
+  try {
+    return realpathSync(p);
+  } catch {
+    return p; // changed under us: the next event places the watch again
+  }
+};
 
 /**
  * Where a change of the mode source shows (entry null: any), as real paths: the directory given (its
@@ -123,12 +137,12 @@ function placement(resolved: string): Spot[] {
   let [dir, name, file] = [resolved, null as string | null, path.join(resolved, CONFIGMAP_KEY)];
   if (!isDirectory(resolved)) [dir, name, file] = [path.dirname(resolved), path.basename(resolved), resolved];
   while (!isDirectory(dir)) [dir, name] = [path.dirname(dir), path.basename(dir)];
-  const spots: Spot[] = [[realpathSync(dir), name]];
+  const spots: Spot[] = [[realpathOr(dir), name]];
   // 40: the links Linux follows in one path before ELOOP.
   for (let i = 0; i < 40; i++) {
     try {
       const to = path.resolve(path.dirname(file), readlinkSync(file));
-      const spot: Spot = [realpathSync(path.dirname(to)), path.basename(to)];
+      const spot: Spot = [realpathSync(path.dirname(to)), path.basename(to)]; // throws: the chain ends here
       spots.push(spot);
       file = path.join(spot[0], path.basename(to));
     } catch {
@@ -156,6 +170,20 @@ export function watchModeSource(source: string, onChange: () => void): ModeWatch
   let dirs = new Set(spots.map(([dir]) => dir));
   let closed = false;
   let look: NodeJS.Timeout | undefined;
+  // What changed while chokidar read the directories is told once it is ready; nothing, nothing told.
+  const stamp = () =>
+    spots
+      .flatMap(([d, n]) => (n === null ? [d, path.join(d, CONFIGMAP_KEY)] : [path.join(d, n)]))
+      .map((p) => {
+        try {
+          const st = lstatSync(p);
+          return `${st.ino}:${st.ctimeMs}`;
+        } catch {
+          return '-';
+        }
+      })
+      .join();
+  let before = stamp();
   const ignored = (p: string) => !dirs.has(p);
   const watcher = watch([...dirs], { ignored, depth: 0, followSymlinks: false, atomic: false });
   const move = (now: Spot[]) => {
@@ -163,6 +191,7 @@ export function watchModeSource(source: string, onChange: () => void): ModeWatch
     const added = [...next].filter((dir) => !dirs.has(dir));
     watcher.unwatch([...dirs].filter((dir) => !next.has(dir)));
     [spots, dirs] = [now, next];
+    before = stamp();
     // unwatch() ignores all below a directory until it is added again: add the ancestors too (`ignored`).
     const above = (d: string): string[] => (d === path.dirname(d) ? [] : [d, ...above(path.dirname(d))]);
     watcher.add([...new Set([...added, ...added.flatMap((d) => above(path.dirname(d))).filter(ignored)])]);
@@ -178,22 +207,19 @@ export function watchModeSource(source: string, onChange: () => void): ModeWatch
   };
   watcher.on('raw', (_event, name, details) => changed((details as { watchedPath: string }).watchedPath, name));
   watcher.on('error', () => changed());
-  // What changed while chokidar read the directories is told once it is ready; nothing, nothing told.
-  const stamp = () =>
-    spots.map(([d, n]) => lstatSync(path.join(d, n ?? ''), { throwIfNoEntry: false })?.ctimeMs ?? '-').join();
-  const before = stamp();
-  const ready = new Promise<void>((resolve) =>
-    watcher.once('ready', () => {
-      if (stamp() !== before || JSON.stringify(placement(resolved)) !== JSON.stringify(spots)) changed();
-      resolve();
-    }),
-  );
+  let settle: () => void = () => undefined;
+  const ready = new Promise<void>((resolve) => (settle = resolve));
+  watcher.once('ready', () => {
+    if (stamp() !== before || JSON.stringify(placement(resolved)) !== JSON.stringify(spots)) changed();
+    settle();
+  });
   return {
     ready,
     // In a task of its own, not amid chokidar's promise chains (a watch being made there is dropped).
     close: () => {
       closed = true;
       clearTimeout(look);
+      settle();
       return new Promise((resolve) => setImmediate(() => resolve(watcher.close())));
     },
   };

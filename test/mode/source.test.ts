@@ -439,3 +439,44 @@ test('a plain host file keeps its reading: local\\n is local, a stray word an er
     rmSync(root, { recursive: true, force: true });
   }
 });
+
+test('the watch survives a mode file made a symlink loop or a path through a file: no throw, the change told, the read says why', async () => {
+  const dir = mkdtempSync(path.join(tmpdir(), 'gwmode-loop-'));
+  const source = path.join(dir, 'mode');
+  writeFileSync(source, 'local\n');
+  let calls = 0;
+  const watch = watchModeSource(source, () => calls++);
+  try {
+    await within(watch.ready, 15_000, 'the watch in place');
+    rmSync(source);
+    symlinkSync(source, source); // a link to itself
+    await within(
+      (async () => {
+        while (calls === 0) await new Promise((r) => setTimeout(r, 20));
+      })(),
+      15_000,
+      'the change told',
+    );
+    assert.match((await readModeSource(source)).error ?? '', /ELOOP/);
+  } finally {
+    await within(watch.close(), 5_000, 'closing the watch');
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('a directory source whose mode file is written while the watch is being put in place is told once ready; a watch closed at once is ready', async () => {
+  const dir = mkdtempSync(path.join(tmpdir(), 'gwmode-dirstart-'));
+  try {
+    let calls = 0;
+    const watch = watchModeSource(dir, () => calls++);
+    writeFileSync(path.join(dir, 'mode'), 'local\n');
+    await within(watch.ready, 15_000, 'the watch in place');
+    assert.ok(calls >= 1, 'the write during set-up told');
+    await within(watch.close(), 5_000, 'closing the watch');
+    const early = watchModeSource(dir, () => undefined);
+    await within(early.close(), 5_000, 'closing at once');
+    await within(early.ready, 5_000, 'ready settled by close');
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
