@@ -18,7 +18,14 @@
 //     dry run, local); else RestartHeld: shared is ovnkube-node's, and on 4.10+ a restart repairs nothing.
 // 11. An ovnkube-node seen running another mode is never stopped (it would come back in that mode)
 //     nor taken for the proof, whatever --ovnkube-mode-check says.
-import { restartOwed, transition, type IdentityKind, type Migration, type RestartTarget } from './migration.js';
+import {
+  restartOwed,
+  rollingBack,
+  transition,
+  type IdentityKind,
+  type Migration,
+  type RestartTarget,
+} from './migration.js';
 import { reason, type Reason, type ReasonCode } from './reasons.js';
 import type { GatewayMode, Phase, Plan } from './types.js';
 import { must } from './must.js';
@@ -65,12 +72,9 @@ export function restartAllowed(
   return { allowed: false, nextAllowedAt: Math.min(...lastHour) + HOUR_MS, reason: why };
 }
 
-/**
- * Rule 1. Routes moved again after a rollback, finished or not, are a new migration: ovnkube-node
- * ran shared for the rollback (core/rollback.ts), so the return to local owes its restart again.
- */
+/** Rule 1. */
 const startsMigration = (plan: Plan, desired: GatewayMode | null, m: Migration | null): boolean =>
-  plan.actions.length > 0 && desired !== null && (m?.mode !== desired || m.rollback !== null);
+  plan.actions.length > 0 && desired !== null && (m?.mode !== desired || (m.rollback !== null && !rollingBack(m)));
 
 /** Whether the shell must ask the restart strategy before deciding (a CRI call costs). */
 export function needsTarget(

@@ -1,13 +1,29 @@
-// Reading the mode file, and watching it. A ConfigMap volume (a directory holding kubelet's
-// atomic writer's `..data`, or one of its keys) is read as the cluster network operator reads
-// gateway-mode-config (parse.ts, configMapMode); a volume without the `mode` key is shared, as
-// on the cluster (an `optional` volume of a ConfigMap that does not exist has `..data` too:
-// kubelet's first write of even an empty payload makes it; kubernetes
-// pkg/volume/util/atomic_writer.go, Write, at 00e11024cf8c). A plain host file, or a directory
-// without `..data`, has its own reading. A source not there at all is not read as anything: the
-// agent waits for it (ModeNotRead). Whether a read may be taken: settled.ts.
-import { watch } from 'chokidar';
-import { constants, lstatSync, readlinkSync, realpathSync, statSync, type BigIntStats } from 'node:fs';
+// Reading the mode file, and watching it.
+//
+// A ConfigMap volume (a directory holding kubelet's atomic writer's `..data`, or one of
+// its keys) holds a ConfigMap's value, read as the cluster network operator reads
+// gateway-mode-config (parse.ts, configMapMode): `mode` exactly "local" or "shared",
+// anything else shared. A volume without the `mode` key is shared too, as on the cluster:
+// a ConfigMap without the key, or an `optional: true` volume of a ConfigMap that does not
+// exist (an empty directory, `..data` included: kubelet's first write of even an empty
+// payload makes it; kubernetes pkg/volume/util/atomic_writer.go, Write, at 00e11024cf8c).
+// A source that is not there at all (a volume not mounted yet, a host path made later) is
+// not read as anything: the agent waits for it (ModeNotRead) rather than guess what it
+// will be. A plain host file, or a directory without `..data`, keeps its own reading (a
+// bare word, or a manifest).
+//
+// A ConfigMap volume is a directory whose keys are symlinks through `..data`, which
+// kubelet's atomic writer swaps to a new timestamped directory on each update.
+// Watching the key file alone misses the last of several quick swaps, so the whole
+// directory is watched and every change is reported at once (no debounce: the owner
+// loop coalesces wake-ups). Whether a read may be taken is settled.ts's rule: a
+// ConfigMap volume at once, a plain file once nobody has written it for a moment.
+// A mode file whose directory does not exist yet (a volume not mounted yet, a path
+// made later) is watched through its nearest existing ancestor, one level at a time,
+// until its directory appears. The owner loop also re-reads on every periodic resync:
+// a missed event costs at most one resync interval.
+import { watch, type FSWatcher } from 'chokidar';
+import { constants, statSync, type BigIntStats } from 'node:fs';
 import { lstat, open, stat } from 'node:fs/promises';
 import path from 'node:path';
 import type { GatewayMode } from '../core/types.js';
@@ -15,28 +31,54 @@ import { configMapMode, MAX_MODE_FILE_BYTES, parseModeContent, type ModeParse } 
 import { nextFirstSeen, verdictOf, type FileStamp, type FirstSeen, type ReadFacts } from './settled.js';
 
 export const CONFIGMAP_KEY = 'mode';
+/** The last change reported is reported once more this much later: past chokidar's 50 ms throttle of a file's changes. */
+export const TRAILING_MS = 60;
 
 /** A mode (with why, where it is not the text at face value), or an error. */
 export type ModeRead = { mode: GatewayMode; error: null; detail?: string } | { mode: null; error: string };
 /** Not yet: the file is being written; read it again in retryInMs. */
-export type ModePending = { pending: string; retryInMs: number };
+export interface ModePending {
+  pending: string;
+  retryInMs: number;
+}
 
 const stampOf = (s: BigIntStats): FileStamp => ({
   key: `${s.ino}:${s.size}:${s.mtimeNs}:${s.ctimeNs}`,
   mtimeMs: Number(s.mtimeNs / 1_000_000n),
 });
 
-/** The directory entry (a dangling symlink included), or null. */
-const entry = (p: string) => lstat(p).catch(() => null);
+/**
+ * Whether dir is a ConfigMap volume: it holds kubelet's atomic writer's `..data`, a symlink
+ * to a directory, even when it has no key. A dangling one is no volume to read as shared.
+ */
+async function isVolume(dir: string): Promise<boolean> {
+  const data = path.join(dir, '..data');
+  try {
+    return (await lstat(data)).isSymbolicLink() && (await stat(data)).isDirectory();
+  } catch {
+    return false;
+  }
+}
 
-/** A ConfigMap volume: `..data` a symlink to a directory (a dangling one is no volume to read as shared). */
-const isVolume = async (dir: string) =>
-  (await entry(path.join(dir, '..data')))?.isSymbolicLink() === true &&
-  (await stat(path.join(dir, '..data')).catch(() => null))?.isDirectory() === true;
+/** Whether `file` is a key of a ConfigMap volume: a symlink beside a `..data` symlink (kubelet's atomic writer). */
+async function isVolumeKey(file: string): Promise<boolean> {
+  try {
+    return (await lstat(file)).isSymbolicLink() && (await isVolume(path.dirname(file)));
+  } catch {
+    return false;
+  }
+}
+
+/** Whether a directory entry is there, a dangling symlink included. */
+const exists = (p: string): Promise<boolean> =>
+  lstat(p).then(
+    () => true,
+    () => false,
+  );
 
 const asRead = (parsed: ModeParse): ModeRead =>
   parsed.mode
-    ? { mode: parsed.mode, error: null, ...(parsed.detail && { detail: parsed.detail }) }
+    ? { mode: parsed.mode, error: null, ...(parsed.detail ? { detail: parsed.detail } : {}) }
     : { mode: null, error: parsed.error };
 
 /** A read, with what settled.ts needs to judge it. */
@@ -46,19 +88,22 @@ async function readModeFile(source: string): Promise<{ read: ModeRead; facts: Re
   const done = (read: ModeRead) => ({ read, facts });
   try {
     if ((await stat(source)).isDirectory()) file = path.join(source, CONFIGMAP_KEY);
+    // A ConfigMap's value: a key of a volume (the `mode` of a volume directory, or a key named itself).
     const configMap = await isVolume(path.dirname(file));
-    // Non-blocking: opening a FIFO waits for a writer, holding a thread-pool worker for ever.
+    // Non-blocking: opening a FIFO for reading waits for a writer, and that wait would
+    // hold a thread-pool worker forever. fstat then refuses anything but a regular file.
     const handle = await open(file, constants.O_RDONLY | constants.O_NONBLOCK);
     try {
       const before = await handle.stat({ bigint: true });
       if (!before.isFile()) return done({ mode: null, error: `${file} is not a regular file` });
-      // Written by kubelet's atomic writer: a key, a symlink beside `..data`.
-      facts.atomic = configMap && (await lstat(file)).isSymbolicLink();
-      // One byte past the limit, not the size from stat: the file may grow meanwhile.
+      facts.atomic = await isVolumeKey(file);
+      // Read one byte past the limit rather than trusting the size from stat: the
+      // file may grow between the two calls.
       const buffer = Buffer.alloc(MAX_MODE_FILE_BYTES + 1);
       const { bytesRead } = await handle.read(buffer, 0, buffer.length, 0);
-      facts.stamp = stampOf(await handle.stat({ bigint: true }));
-      facts.changedDuringRead = facts.stamp.key !== stampOf(before).key;
+      const after = stampOf(await handle.stat({ bigint: true }));
+      facts.stamp = after;
+      facts.changedDuringRead = after.key !== stampOf(before).key;
       if (bytesRead > MAX_MODE_FILE_BYTES)
         return done({ mode: null, error: `larger than ${MAX_MODE_FILE_BYTES} bytes` });
       const text = buffer.subarray(0, bytesRead).toString('utf8');
@@ -68,27 +113,40 @@ async function readModeFile(source: string): Promise<{ read: ModeRead; facts: Re
     }
   } catch (err) {
     const e = err as NodeJS.ErrnoException;
-    if (e.code !== 'ENOENT') return done({ mode: null, error: `cannot read ${file}: ${e.code ?? e.message}` });
-    const dir = path.dirname(file);
-    if (await isVolume(dir)) {
-      facts.atomic = true;
-      const detail = `no key "${path.basename(file)}" in the ConfigMap volume ${dir} (an optional ConfigMap that does not exist, or one without the key): shared, as the cluster network operator reads it`;
-      return done({ mode: 'shared', error: null, detail });
+    if (e.code === 'ENOENT') {
+      // A volume without the key: what CNO makes of a ConfigMap without it, or of none.
+      if (await isVolume(path.dirname(file))) {
+        facts.atomic = true;
+        return done(
+          asRead({
+            mode: 'shared',
+            detail: `no key "${path.basename(file)}" in the ConfigMap volume ${path.dirname(file)} (an optional ConfigMap that does not exist, or one without the key): shared, as the cluster network operator reads it`,
+          }),
+        );
+      }
+      // A directory given that holds neither a mode entry nor a ..data link: say what it is,
+      // not only that a path the reader made up is missing. (A dangling link is said as missing.)
+      if (file !== source && !(await exists(file)) && !(await exists(path.join(source, '..data')))) {
+        return done({
+          mode: null,
+          error: `${source} is a directory with no file "${CONFIGMAP_KEY}" and no ConfigMap volume (no ..data): expected one of the two`,
+        });
+      }
+      return done({ mode: null, error: `${file} does not exist` });
     }
-    // A directory with neither: say what it is (a dangling link is said as missing).
-    if (file !== source && !(await entry(file)) && !(await entry(path.join(source, '..data'))))
-      return done({
-        mode: null,
-        error: `${source} is a directory with no file "${CONFIGMAP_KEY}" and no ConfigMap volume (no ..data): expected one of the two`,
-      });
-    return done({ mode: null, error: `${file} does not exist` });
+    return done({ mode: null, error: `cannot read ${file}: ${e.code ?? e.message}` });
   }
 }
 
 /** Reads and parses the mode file (or the `mode` key of a ConfigMap volume directory), as it is now. */
-export const readModeSource = async (source: string): Promise<ModeRead> => (await readModeFile(source)).read;
+export async function readModeSource(source: string): Promise<ModeRead> {
+  return (await readModeFile(source)).read;
+}
 
-/** The running agent's reader: a read is taken only when settled.ts says so, else "pending", with when to look again. */
+/**
+ * The running agent's reader: a read is taken only when settled.ts says so, else it
+ * answers "pending" with when to look again. It remembers one stamp between reads.
+ */
 export class ModeReader {
   private firstSeen: FirstSeen | null = null;
 
@@ -101,126 +159,112 @@ export class ModeReader {
 
   async read(): Promise<ModeRead | ModePending> {
     const { read, facts } = await readModeFile(this.source);
+    const now = this.now();
     const seenNow = this.monotonic();
     this.firstSeen = nextFirstSeen(this.firstSeen, facts.stamp, seenNow);
-    const verdict = verdictOf(facts, this.firstSeen, this.now(), undefined, seenNow);
+    const verdict = verdictOf(facts, this.firstSeen, now, undefined, seenNow);
     return verdict.take ? read : { pending: verdict.why, retryInMs: verdict.retryInMs };
   }
 }
 
-export type ModeWatch = { close(): Promise<void> };
+export interface ModeWatch {
+  close(): Promise<void>;
+}
 
-const isDirectory = (p: string) => {
+const isDirectory = (p: string): boolean => {
   try {
     return statSync(p).isDirectory();
   } catch {
-    return false; // missing, a loop (ELOOP), not a directory on the way (ENOTDIR), unreadable
+    return false;
   }
 };
 
-type Spot = [dir: string, entry: string | null];
-
-const realpathOr = (p: string) => {
-  try {
-    return realpathSync(p);
-  } catch {
-    return p; // changed under us: the next event places the watch again
-  }
-};
-
-/**
- * Where a change of the mode source shows (entry null: any), as real paths: the directory given (its
- * `..data` swap), else the file's directory or, until it exists, its nearest existing ancestor; and the
- * directory of each file a symlink leads to (`/etc/mode -> /srv/mode`; a volume key's `..<ts>/mode`).
- */
-function placement(resolved: string): Spot[] {
-  let [dir, name, file] = [resolved, null as string | null, path.join(resolved, CONFIGMAP_KEY)];
-  if (!isDirectory(resolved)) [dir, name, file] = [path.dirname(resolved), path.basename(resolved), resolved];
-  while (!isDirectory(dir)) [dir, name] = [path.dirname(dir), path.basename(dir)];
-  const spots: Spot[] = [[realpathOr(dir), name]];
-  // 40: the links Linux follows in one path before ELOOP.
-  for (let i = 0; i < 40; i++) {
-    try {
-      const to = path.resolve(path.dirname(file), readlinkSync(file));
-      const spot: Spot = [realpathSync(path.dirname(to)), path.basename(to)]; // throws: the chain ends here
-      spots.push(spot);
-      file = path.join(spot[0], path.basename(to));
-    } catch {
-      break; // not a symlink, or it leads nowhere (yet)
-    }
-  }
-  return spots;
+/** What to watch for a mode source, and how: see watchModeSource. */
+function placement(resolved: string): { target: string; kind: 'dir' | 'file' | 'ancestor' } {
+  if (isDirectory(resolved)) return { target: resolved, kind: 'dir' };
+  let target = path.dirname(resolved);
+  if (isDirectory(target)) return { target, kind: 'file' };
+  while (!isDirectory(target)) target = path.dirname(target);
+  return { target, kind: 'ancestor' };
 }
 
-/** A directory the watch moves to is watched once chokidar has read it: a look then sees a change before that. */
-const MOVE_LOOK_MS = 1000;
-
 /**
- * Calls onChange when the kernel reports a change where the mode source may have changed, or one
- * made while the watch was being put in place. One chokidar watcher, on the directories only (all in them `ignored`; a change
- * comes as its `raw` event, the inotify event, none throttled away): chokidar 5 watches each file it
- * does not ignore, and one removed just as the watcher closes makes it call _remove, then add(), which
- * opens it again with an fs.watch no one closes (handler.js _handleFile, index.js _remove; issue 32).
- * A change that moves the spots (a directory appeared, a link pointed elsewhere, kubelet's `..data`
- * swap) moves the watch (unwatch, add), calls onChange, and again MOVE_LOOK_MS later; resyncs read too.
+ * Calls onChange, at once, whenever anything under the mode file's location changes.
+ * `ready` settles once the watch is in place (the initial scan of its watcher done where
+ * the source now is), or it is closed: a change before that may go unseen.
  */
 export function watchModeSource(source: string, onChange: () => void): ModeWatch & { ready: Promise<void> } {
+  // A directory (ConfigMap volume) is watched itself, one level deep: its keys change
+  // by the swap of the `..data` link inside it. A plain file is watched through its
+  // directory, since editors and `kubectl cp` replace files by rename. A missing
+  // directory is watched through its nearest existing ancestor; when a directory on
+  // the way appears, the watch moves down to it.
   const resolved = path.resolve(source);
-  let spots = placement(resolved);
-  let dirs = new Set(spots.map(([dir]) => dir));
+  const onPath = (p: string) => p === resolved || resolved.startsWith(p + path.sep);
   let closed = false;
-  let look: NodeJS.Timeout | undefined;
-  // What changed while chokidar read the directories is told once it is ready; nothing, nothing told.
-  const stamp = () =>
-    spots
-      .flatMap(([d, n]) => (n === null ? [d, path.join(d, CONFIGMAP_KEY)] : [path.join(d, n)]))
-      .map((p) => {
-        try {
-          const st = lstatSync(p);
-          return `${st.ino}:${st.ctimeMs}`;
-        } catch {
-          return '-';
-        }
-      })
-      .join();
-  let before = stamp();
-  const ignored = (p: string) => !dirs.has(p);
-  const watcher = watch([...dirs], { ignored, depth: 0, followSymlinks: false, atomic: false });
-  const move = (now: Spot[]) => {
-    const next = new Set(now.map(([dir]) => dir));
-    const added = [...next].filter((dir) => !dirs.has(dir));
-    watcher.unwatch([...dirs].filter((dir) => !next.has(dir)));
-    [spots, dirs] = [now, next];
-    before = stamp();
-    // unwatch() ignores all below a directory until it is added again: add the ancestors too (`ignored`).
-    const above = (d: string): string[] => (d === path.dirname(d) ? [] : [d, ...above(path.dirname(d))]);
-    watcher.add([...new Set([...added, ...added.flatMap((d) => above(path.dirname(d))).filter(ignored)])]);
-    clearTimeout(look);
-    look = setTimeout(() => closed || onChange(), MOVE_LOOK_MS);
-  };
-  const changed = (dir?: string, name?: string | null) => {
+  let current: FSWatcher;
+  let placed: () => void = () => undefined;
+  const ready = new Promise<void>((resolve) => (placed = resolve));
+  const retired: Array<Promise<void>> = [];
+  // chokidar passes on one change of a file per 50 ms (its throttle) and drops the
+  // rest: a second write within 50 ms of the first would go unseen until the next
+  // resync when the first read was taken at once (a file written with an old mtime:
+  // `cp -p`, `rsync -t`; a volume swapped twice). So the last change reported is
+  // reported once more TRAILING_MS after it (one timer, set again at each change, so
+  // it always covers the window of the last one): that read sees whatever a dropped
+  // change wrote, and costs one pass when nothing was dropped.
+  let trailing: NodeJS.Timeout | undefined;
+  const fire = () => {
     if (closed) return;
-    const now = placement(resolved);
-    if (JSON.stringify(now) !== JSON.stringify(spots)) move(now);
-    else if (dir && !spots.some(([d, n]) => d === dir && (n === null || !name || n === name))) return;
     onChange();
+    clearTimeout(trailing);
+    trailing = setTimeout(() => {
+      trailing = undefined;
+      if (!closed) onChange();
+    }, TRAILING_MS);
   };
-  watcher.on('raw', (_event, name, details) => changed((details as { watchedPath: string }).watchedPath, name));
-  watcher.on('error', () => changed());
-  let settle: () => void = () => undefined;
-  const ready = new Promise<void>((resolve) => (settle = resolve));
-  watcher.once('ready', () => {
-    if (stamp() !== before || JSON.stringify(placement(resolved)) !== JSON.stringify(spots)) changed();
-    settle();
-  });
+  const arm = (moved: boolean) => {
+    const { target, kind } = placement(resolved);
+    const watcher: FSWatcher = watch(target, {
+      ignoreInitial: true,
+      depth: kind === 'dir' ? 1 : 0,
+      followSymlinks: false,
+      persistent: true,
+      atomic: false,
+    });
+    const stillPlaced = () => {
+      const now = placement(resolved);
+      return now.target === target && now.kind === kind;
+    };
+    const move = () => {
+      if (closed || watcher !== current) return;
+      retired.push(watcher.close());
+      arm(true);
+    };
+    watcher.on('all', (_event, changed) => {
+      if (watcher !== current) return;
+      const p = path.resolve(changed);
+      if (kind === 'dir' || p === resolved) fire();
+      if (onPath(p) && !stillPlaced()) move();
+    });
+    // What appeared while the watch was starting is in its initial scan, which
+    // ignoreInitial hides: look again once it is ready, and after a move re-read.
+    watcher.once('ready', () => {
+      if (!stillPlaced()) return move();
+      if (watcher === current) placed();
+      if (moved) fire();
+    });
+    watcher.on('error', fire);
+    current = watcher;
+  };
+  arm(false);
   return {
     ready,
-    // In a task of its own, not amid chokidar's promise chains (a watch being made there is dropped).
-    close: () => {
+    close: async () => {
       closed = true;
-      clearTimeout(look);
-      settle();
-      return new Promise((resolve) => setImmediate(() => resolve(watcher.close())));
+      clearTimeout(trailing);
+      placed();
+      await Promise.all([...retired, current.close()]);
     },
   };
 }
