@@ -10,7 +10,16 @@ import type { JournalData } from '../../src/restart/journal.js';
 import { parseCidr } from '../../src/net/cidr.js';
 import { seedConfig } from '../helpers/config.js';
 import type { Fault } from '../helpers/fake-dataplane.js';
-import { FakeStrategy, LOCAL, makeAgent, rig, setBack, whenConverged, whenSettling } from '../helpers/loop-rig.js';
+import {
+  FakeStrategy,
+  LOCAL,
+  makeAgent,
+  rig,
+  setBack,
+  successor,
+  whenConverged,
+  whenSettling,
+} from '../helpers/loop-rig.js';
 
 test.beforeEach(() => mock.timers.enable({ apis: ['setTimeout', 'setInterval'] }));
 test.afterEach(() => mock.timers.reset());
@@ -325,14 +334,7 @@ test("local, shared, local: each migration to local gets its restart; shared is 
     await advance(3_600_000);
     r.read = { mode: 'shared', error: null };
     // The rollout's new ovnkube-node in shared mode drops its mp0 route and adds the br-ex one.
-    r.ovnkube = {
-      mode: 'shared',
-      pid: 43,
-      id: 'pid 43 start 2',
-      detail: null,
-      release410Plus: null,
-      modes: ['shared'],
-    };
+    r.ovnkube = successor('shared');
     r.dp.setRoute('10.96.0.0/16', '172.18.0.1', 'br-ex', 1400);
     let from = seen.length;
     agent.kick('mode file changed');
@@ -573,14 +575,7 @@ test('the status asked for in the middle of a pass is the last finished pass, ne
       return save(d);
     };
     r.read = { mode: 'shared', error: null };
-    r.ovnkube = {
-      mode: 'shared',
-      pid: 43,
-      id: 'pid 43 start 2',
-      detail: null,
-      release410Plus: null,
-      modes: ['shared'],
-    };
+    r.ovnkube = successor('shared');
     agent.kick('test');
     for (let i = 0; i < 200 && !reached; i++) await new Promise((resolve) => setImmediate(resolve));
     assert.ok(reached, 'the pass reached the journal');
@@ -784,14 +779,7 @@ test('signal: kubelet restarts ovnkube-node between the observation and the look
   const r = rig();
   const stub = new SignalStub(r);
   r.strategy = stub;
-  const B: OvnkubeObservation = {
-    mode: 'local',
-    pid: 43,
-    id: 'pid 43 start 2',
-    detail: null,
-    release410Plus: null,
-    modes: ['local'],
-  };
+  const B = successor('local');
   let finds = 0;
   const find = stub.find.bind(stub);
   stub.find = async () => {
@@ -827,14 +815,7 @@ test('signal: a new ovnkube-node found as a migration would begin: nothing repla
   const stub = new SignalStub(r);
   r.strategy = stub;
   // B started before the routes were replaced: it owes its restart like A did.
-  const B: OvnkubeObservation = {
-    mode: 'local',
-    pid: 43,
-    id: 'pid 43 start 2',
-    detail: null,
-    release410Plus: null,
-    modes: ['local'],
-  };
+  const B = successor('local');
   stub.beforeFind = () => (r.ovnkube = B);
   const h = makeAgent(r);
   h.agent.start();
@@ -865,7 +846,7 @@ test("the rollout's new ovnkube-node wakes the waiting agent by its flush of ovn
     await until((s) => s.reasonCodes.includes('OvnkubeOtherMode'), 'waiting on the shared ovnkube-node');
     // The rollout: a local ovnkube-node starts and, first thing (4.8/4.9's
     // createPlatformManagementPort), flushes and re-adds mp0's address; no timer is advanced.
-    r.ovnkube = { mode: 'local', pid: 43, id: 'pid 43 start 2', detail: null, release410Plus: null, modes: ['local'] };
+    r.ovnkube = successor('local');
     const from = seen.length;
     const probes = r.probes!.length;
     const mp0 = r.dp.addressList[0]!;

@@ -160,6 +160,16 @@ export function makeAgent(r: Rig, config = seedConfig()) {
   return { agent, seen, until, advance, flush, logs };
 }
 
+/** The ovnkube-node that followed the rig's first one (pid 42), running the given mode. */
+export const successor = (mode: 'local' | 'shared'): OvnkubeObservation => ({
+  mode,
+  pid: 43,
+  id: 'pid 43 start 2',
+  detail: null,
+  release410Plus: null,
+  modes: [mode],
+});
+
 export const LOCAL = (s: StatusReport) => s.routes[0]?.observed?.dev === 'ovn-k8s-mp0' && s.routes[0]?.inSync === true;
 
 /** Starts an agent on r, waits for Settling and the end of that pass, runs body, and stops the agent. */
