@@ -6,7 +6,8 @@
 import { rhcosOsRelease } from '../../src/demo/os-release.js';
 import { strict as assert } from 'node:assert';
 import { spawn, spawnSync } from 'node:child_process';
-import { copyFileSync, existsSync, lstatSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { copyFileSync, existsSync, lstatSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { gunzipSync } from 'node:zlib';
 import path from 'node:path';
@@ -74,18 +75,28 @@ function buildFirst(): Promise<string> {
 
 let second: Promise<string> | undefined;
 /**
- * The upgrade's package: another version of the same tree, built once for the file. The first
- * test starts it beside `npm run deb` (once that has compiled dist/, which the script packs), so
- * that it builds while lintian reads the first; it is awaited by the second test only.
+ * The upgrade's package: the first one under another version (DEBIAN/control's, and the agent's
+ * package.json with its md5sum), repacked uncompressed: all that an upgrade changes for dpkg and
+ * the agent, without a second build. The first test starts it beside lintian; it is awaited by
+ * the second test only.
  */
 function buildSecond(): Promise<string> {
-  second ??= buildFirst()
-    .then(() =>
-      run('bash', [path.join(ROOT, 'packaging/deb/build-deb.sh'), path.join(out, 'v2')], {
-        GWMODE_DEB_VERSION: UPGRADE,
-      }),
-    )
-    .then(() => path.join(out, 'v2', `${PKG}_${UPGRADE}_amd64.deb`));
+  second ??= buildFirst().then(async (v1) => {
+    const tree = path.join(out, 'v2');
+    await run('dpkg-deb', ['-R', v1, tree]);
+    const edit = (file: string, change: (text: string) => string) =>
+      writeFileSync(path.join(tree, file), change(readFileSync(path.join(tree, file), 'utf8')));
+    const manifest = `usr/lib/${PKG}/package.json`;
+    edit(manifest, (text) => text.replace(`"version": "${VERSION}"`, `"version": "${UPGRADE}"`));
+    const md5 = createHash('md5')
+      .update(readFileSync(path.join(tree, manifest)))
+      .digest('hex');
+    edit('DEBIAN/md5sums', (text) => text.replace(new RegExp(`^\\w+(  ${manifest})$`, 'm'), `${md5}$1`));
+    edit('DEBIAN/control', (text) => text.replace(/^Version: .*$/m, `Version: ${UPGRADE}`));
+    const deb = path.join(out, `${PKG}_${UPGRADE}_amd64.deb`);
+    await run('dpkg-deb', ['--root-owner-group', '-Znone', '--build', tree, deb]);
+    return deb;
+  });
   return second;
 }
 
