@@ -12,18 +12,14 @@
 // will be. A plain host file, or a directory without `..data`, keeps its own reading (a
 // bare word, or a manifest).
 //
-// A ConfigMap volume is a directory whose keys are symlinks through `..data`, which
-// kubelet's atomic writer swaps to a new timestamped directory on each update.
-// Watching the key file alone misses the last of several quick swaps, so the whole
-// directory is watched and every change is reported at once (no debounce: the owner
-// loop coalesces wake-ups). Whether a read may be taken is settled.ts's rule: a
-// ConfigMap volume at once, a plain file once nobody has written it for a moment.
-// A mode file whose directory does not exist yet (a volume not mounted yet, a path
-// made later) is watched through its nearest existing ancestor, one level at a time,
-// until its directory appears. The owner loop also re-reads on every periodic resync:
+// A ConfigMap volume's keys are symlinks through `..data`, which kubelet's atomic writer
+// swaps to a new timestamped directory on each update; watching a key alone misses the
+// last of several quick swaps, so the whole directory is watched, and every change is
+// reported at once (no debounce: the owner loop coalesces wake-ups). Whether a read may
+// be taken is settled.ts's rule. The owner loop also re-reads on every periodic resync:
 // a missed event costs at most one resync interval.
 import { watch, type FSWatcher } from 'chokidar';
-import { constants, statSync, type BigIntStats } from 'node:fs';
+import { constants, lstatSync, readlinkSync, realpathSync, statSync, type BigIntStats } from 'node:fs';
 import { lstat, open, stat } from 'node:fs/promises';
 import path from 'node:path';
 import type { GatewayMode } from '../core/types.js';
@@ -37,10 +33,7 @@ export const TRAILING_MS = 60;
 /** A mode (with why, where it is not the text at face value), or an error. */
 export type ModeRead = { mode: GatewayMode; error: null; detail?: string } | { mode: null; error: string };
 /** Not yet: the file is being written; read it again in retryInMs. */
-export interface ModePending {
-  pending: string;
-  retryInMs: number;
-}
+export type ModePending = { pending: string; retryInMs: number };
 
 const stampOf = (s: BigIntStats): FileStamp => ({
   key: `${s.ino}:${s.size}:${s.mtimeNs}:${s.ctimeNs}`,
@@ -167,9 +160,7 @@ export class ModeReader {
   }
 }
 
-export interface ModeWatch {
-  close(): Promise<void>;
-}
+export type ModeWatch = { close(): Promise<void> };
 
 const isDirectory = (p: string): boolean => {
   try {
@@ -179,6 +170,8 @@ const isDirectory = (p: string): boolean => {
   }
 };
 
+const WATCH = { ignoreInitial: true, followSymlinks: false, atomic: false };
+
 /** What to watch for a mode source, and how: see watchModeSource. */
 function placement(resolved: string): { target: string; kind: 'dir' | 'file' | 'ancestor' } {
   if (isDirectory(resolved)) return { target: resolved, kind: 'dir' };
@@ -186,6 +179,20 @@ function placement(resolved: string): { target: string; kind: 'dir' | 'file' | '
   if (isDirectory(target)) return { target, kind: 'file' };
   while (!isDirectory(target)) target = path.dirname(target);
   return { target, kind: 'ancestor' };
+}
+
+/**
+ * Where a mode file that is a symlink leads (one link followed; null for no link): its target
+ * replaced by rename there (`/etc/mode -> /srv/mode`) changes nothing in the link's directory.
+ */
+function linkTarget(file: string): string | null {
+  try {
+    if (!lstatSync(file).isSymbolicLink()) return null;
+    const to = path.resolve(path.dirname(file), readlinkSync(file));
+    return path.join(realpathSync(path.dirname(to)), path.basename(to));
+  } catch {
+    return null;
+  }
 }
 
 /**
@@ -198,7 +205,8 @@ export function watchModeSource(source: string, onChange: () => void): ModeWatch
   // by the swap of the `..data` link inside it. A plain file is watched through its
   // directory, since editors and `kubectl cp` replace files by rename. A missing
   // directory is watched through its nearest existing ancestor; when a directory on
-  // the way appears, the watch moves down to it.
+  // the way appears, the watch moves down to it. A symlink is watched through its target's
+  // directory too (linkTarget), and that watch follows the link when it changes.
   const resolved = path.resolve(source);
   const onPath = (p: string) => p === resolved || resolved.startsWith(p + path.sep);
   let closed = false;
@@ -206,16 +214,15 @@ export function watchModeSource(source: string, onChange: () => void): ModeWatch
   let placed: () => void = () => undefined;
   const ready = new Promise<void>((resolve) => (placed = resolve));
   const retired: Array<Promise<void>> = [];
-  // chokidar passes on one change of a file per 50 ms (its throttle) and drops the
-  // rest: a second write within 50 ms of the first would go unseen until the next
-  // resync when the first read was taken at once (a file written with an old mtime:
-  // `cp -p`, `rsync -t`; a volume swapped twice). So the last change reported is
-  // reported once more TRAILING_MS after it (one timer, set again at each change, so
-  // it always covers the window of the last one): that read sees whatever a dropped
-  // change wrote, and costs one pass when nothing was dropped.
+  // chokidar passes on one change of a file per 50 ms (its throttle) and drops the rest:
+  // a second write within that window would go unseen until the resync when the first
+  // read was taken at once (an old mtime: `cp -p`, `rsync -t`; a volume swapped twice).
+  // So the last change is reported once more TRAILING_MS later (one timer, set again at
+  // each change): that read sees whatever a dropped change wrote.
   let trailing: NodeJS.Timeout | undefined;
   const fire = () => {
     if (closed) return;
+    follow();
     onChange();
     clearTimeout(trailing);
     trailing = setTimeout(() => {
@@ -225,13 +232,7 @@ export function watchModeSource(source: string, onChange: () => void): ModeWatch
   };
   const arm = (moved: boolean) => {
     const { target, kind } = placement(resolved);
-    const watcher: FSWatcher = watch(target, {
-      ignoreInitial: true,
-      depth: kind === 'dir' ? 1 : 0,
-      followSymlinks: false,
-      persistent: true,
-      atomic: false,
-    });
+    const watcher: FSWatcher = watch(target, { ...WATCH, depth: kind === 'dir' ? 1 : 0 });
     const stillPlaced = () => {
       const now = placement(resolved);
       return now.target === target && now.kind === kind;
@@ -257,14 +258,32 @@ export function watchModeSource(source: string, onChange: () => void): ModeWatch
     watcher.on('error', fire);
     current = watcher;
   };
+  // Closed only once ready: chokidar 5 closed while it scans, as a file there goes, can
+  // watch the path again and leak an inotify handle.
+  const watchTarget = (target: string | null, moved: boolean) => {
+    if (target === null) return null;
+    const watcher = watch(path.dirname(target), { ...WATCH, depth: 0 });
+    watcher.on('all', (_event, changed) => path.resolve(changed) === target && fire());
+    watcher.on('error', fire);
+    const ready = new Promise<void>((resolve) => watcher.once('ready', resolve));
+    if (moved) void ready.then(fire); // what the new target became before its watch was in place
+    return { target, ready, close: () => ready.then(() => watcher.close()) };
+  };
+  let linked = watchTarget(linkTarget(resolved), false);
+  const follow = () => {
+    const target = linkTarget(resolved);
+    if (closed || target === (linked?.target ?? null)) return;
+    if (linked) retired.push(linked.close());
+    linked = watchTarget(target, true);
+  };
   arm(false);
   return {
-    ready,
+    ready: Promise.all([ready, linked?.ready]).then(() => undefined),
     close: async () => {
       closed = true;
       clearTimeout(trailing);
       placed();
-      await Promise.all([...retired, current.close()]);
+      await Promise.all([...retired, current.close(), linked?.close()]);
     },
   };
 }

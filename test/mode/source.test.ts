@@ -92,6 +92,8 @@ function volume(root: string, mode: string) {
     writeFileSync(path.join(ts, 'mode'), to);
     symlinkSync(path.basename(ts), path.join(dir, '..data_tmp'));
     renameSync(path.join(dir, '..data_tmp'), path.join(dir, '..data'));
+    // kubelet then removes the old one (atomic_writer.go, Write).
+    if (n > 1) rmSync(path.join(dir, `..2026_12_02_${n - 1}`), { recursive: true });
   };
   swap(mode);
   symlinkSync('..data/mode', path.join(dir, 'mode'));
@@ -116,6 +118,84 @@ test('a ConfigMap volume swap is reported at once and its new mode taken by the 
     await watch.close();
     rmSync(root, { recursive: true, force: true });
   }
+});
+
+/** Fails if an inotify handle is left open (the process would never exit); chokidar closes them a few turns later. */
+async function noWatchLeft() {
+  const open = () => process.getActiveResourcesInfo().filter((r) => r === 'FSEventWrap').length;
+  for (let i = 0; i < 100 && open() > 0; i++) await new Promise((r) => setTimeout(r, 20));
+  assert.equal(open(), 0, 'an inotify handle left open');
+}
+
+test('a mode file that is a symlink into another directory is reported when its target is replaced by rename, and after the link is pointed elsewhere', async () => {
+  const root = mkdtempSync(path.join(tmpdir(), 'gwmode-link-'));
+  const [etc, srv, opt] = ['etc', 'srv', 'opt'].map((d) => path.join(root, d)) as [string, string, string];
+  for (const d of [etc, srv, opt]) mkdirSync(d);
+  /** Replaced by rename, as editors, `kubectl cp` and config tools do. */
+  const replace = (file: string, content: string) => {
+    writeFileSync(file + '.tmp', content);
+    renameSync(file + '.tmp', file);
+  };
+  replace(path.join(srv, 'mode'), 'shared\n');
+  replace(path.join(opt, 'mode'), 'shared\n');
+  const source = path.join(etc, 'mode');
+  symlinkSync(path.join(srv, 'mode'), source);
+  let calls = 0;
+  let wake: () => void = () => undefined;
+  const watch = watchModeSource(source, () => (calls++, wake()));
+  /** Makes `change` once the calls of what came before have stopped, and waits for a call after it. */
+  const reported = async (what: string, change: () => void) => {
+    for (let seen = -1; seen !== calls; await new Promise((r) => setTimeout(r, 300))) seen = calls;
+    const called = within(new Promise<void>((resolve) => (wake = resolve)), 15_000, `the callback after ${what}`);
+    change();
+    await called;
+  };
+  try {
+    await within(watch.ready, 15_000, 'the watch in place');
+    // Each time: a watch of the target file itself (inotify follows links) would see the first only.
+    for (const [dir, modes] of [[srv, ['local', 'shared', 'local']] as const, [opt, ['local', 'shared']] as const]) {
+      if (dir === opt) {
+        await reported('the link is pointed elsewhere', () => {
+          symlinkSync(path.join(opt, 'mode'), source + '.tmp');
+          renameSync(source + '.tmp', source);
+        });
+        assert.deepEqual(await readModeSource(source), { mode: 'shared', error: null });
+      }
+      for (const mode of modes) {
+        await reported(`${dir}/mode is replaced (${mode})`, () => replace(path.join(dir, 'mode'), `${mode}\n`));
+        assert.deepEqual(await readModeSource(source), { mode, error: null });
+      }
+    }
+  } finally {
+    await within(watch.close(), 5_000, 'closing the watch');
+    rmSync(root, { recursive: true, force: true });
+  }
+  await noWatchLeft();
+});
+
+test('a key of a ConfigMap volume given as the mode file is reported at each swap of `..data`, the old directory removed, and leaves no watch open', async () => {
+  const root = mkdtempSync(path.join(tmpdir(), 'gwmode-key-'));
+  const v = volume(root, 'shared');
+  const source = path.join(v.dir, 'mode');
+  let wake: () => void = () => undefined;
+  const watch = watchModeSource(source, () => wake());
+  try {
+    await within(watch.ready, 15_000, 'the watch in place');
+    for (const mode of ['local', 'shared', 'local', 'shared', 'local']) {
+      const called = within(
+        new Promise<void>((resolve) => (wake = resolve)),
+        15_000,
+        `the callback after the swap (${mode})`,
+      );
+      v.swap(mode);
+      await called;
+      assert.deepEqual(await readModeSource(source), { mode, error: null });
+    }
+  } finally {
+    await within(watch.close(), 5_000, 'closing the watch');
+    rmSync(root, { recursive: true, force: true });
+  }
+  await noWatchLeft();
 });
 
 test('a host file written in place is not taken half-written: half a ConfigMap manifest (valid YAML saying shared: no key) waits, the whole one is taken', async () => {
