@@ -2,12 +2,14 @@
 // on GET /v1/events, each also written as one structured log line with the same
 // fields. Fed by the same recorder hooks as the metrics, and by the status reports
 // (phase changes). Times come from the injected clock.
+import type http from 'node:http';
 import type { Logger } from 'pino';
 import type { AgentRecorder, ReplaceRecord, RestartRecord } from '../core/recorder.js';
 import type { Clock } from '../clock.js';
 import type { ReasonCode } from '../core/reasons.js';
 import type { GatewayMode } from '../core/types.js';
 import type { StatusReport } from '../status/report.js';
+import { sendJson } from '../status/server.js';
 
 export const HISTORY_SIZE = 256;
 
@@ -109,4 +111,13 @@ export class EventHistory implements AgentRecorder {
     if (errorCode !== null && errorCode !== this.lastError) this.add({ kind: 'reconcile-failed', code: errorCode });
     this.lastError = errorCode;
   }
+}
+
+/** GET /v1/events[?since=RFC3339]: the event history, oldest first. */
+export function serveEvents(history: EventHistory, req: http.IncomingMessage, res: http.ServerResponse): void {
+  const since = new URL(req.url ?? '/', 'http://agent').searchParams.get('since');
+  const at = since === null ? undefined : Date.parse(since);
+  if (at !== undefined && Number.isNaN(at))
+    return sendJson(res, 400, { error: `since: "${since}" is not an RFC 3339 time` });
+  sendJson(res, 200, { events: history.list(at) });
 }
