@@ -202,9 +202,8 @@ export function renderHuman(s: StatusReport): string {
   for (const r of s.routes) {
     const observed = r.multipath ? 'multipath (several next hops)' : r.observed ? render(r.observed) : 'none';
     const expected = r.inSync ? '' : ` (expected ${r.expected ? render(r.expected) : 'n/a'})`;
-    lines.push(
-      `  ${r.inSync ? 'ok ' : 'NO '} ${r.cidr}: ${observed}${expected}${r.repairsSuspended ? ' [repairs suspended]' : ''}`,
-    );
+    const suspended = r.repairsSuspended ? ' [repairs suspended]' : '';
+    lines.push(`  ${r.inSync ? 'ok ' : 'NO '} ${r.cidr}: ${observed}${expected}${suspended}`);
   }
   if (s.reasons.length) lines.push('reasons:', ...s.reasons.map((x) => `  - ${x}`));
   if (s.warnings.length) lines.push('warnings:', ...s.warnings.map((x) => `  - ${x}`));
