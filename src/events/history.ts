@@ -1,7 +1,6 @@
-// What the agent did, as a story: the last 256 transitions in a ring buffer, served
-// on GET /v1/events, each also written as one structured log line with the same
-// fields. Fed by the same recorder hooks as the metrics, and by the status reports
-// (phase changes). Times come from the injected clock.
+// What the agent did, as a story: the last 256 transitions in a ring buffer, served on GET
+// /v1/events, each also logged as one line with the same fields. Fed by the recorder hooks, as
+// the metrics are, and by the status reports (phase changes). Times come from the injected clock.
 import type http from 'node:http';
 import type { Logger } from 'pino';
 import type { AgentRecorder, ReplaceRecord, RestartRecord } from '../core/recorder.js';
@@ -42,7 +41,8 @@ export interface AgentEvent {
 export class EventHistory implements AgentRecorder {
   private readonly ring: AgentEvent[] = [];
   private seq = 0;
-  private last: { phase: string; codes: string } | null = null;
+  /** The phase and reason codes said last. */
+  private last: string | null = null;
   private lastError: string | null = null;
   private readonly listeners: Array<(e: AgentEvent) => void> = [];
 
@@ -73,9 +73,9 @@ export class EventHistory implements AgentRecorder {
 
   /** A phase change, or the same phase for other reasons (by code: messages that only count do not count). */
   onStatus(s: StatusReport): void {
-    const now = { phase: s.phase, codes: s.reasonCodes.join(',') };
-    if (this.last && this.last.phase === now.phase && this.last.codes === now.codes) return;
-    this.add({ kind: 'phase', from: this.last?.phase ?? null, to: s.phase, reasons: s.reasonCodes });
+    const now = `${s.phase} ${s.reasonCodes.join(',')}`;
+    if (this.last === now) return;
+    this.add({ kind: 'phase', from: this.last?.split(' ')[0] ?? null, to: s.phase, reasons: s.reasonCodes });
     this.last = now;
   }
 

@@ -102,28 +102,21 @@ function permissionError(socket: string, err: NodeJS.ErrnoException): SocketPerm
  */
 async function clearStale(socket: string): Promise<void> {
   const info = await lstat(socket).catch((err: NodeJS.ErrnoException) => {
-    if (err.code === 'ENOENT') return null;
-    throw err;
+    if (err.code !== 'ENOENT') throw err;
   });
-  if (info === null) return;
+  if (!info) return;
   if (!info.isSocket()) throw new SocketInUseError(`${socket} exists and is not a socket: not removing it`);
+  const c = net.connect(socket);
   await new Promise<void>((resolve, reject) => {
-    const c = net.connect(socket);
     const inUse = (why: string) => reject(new SocketInUseError(why));
-    c.setTimeout(2000, () => {
-      c.destroy();
-      inUse(`${socket} accepts connections but does not answer: not removing it`);
-    });
-    c.once('connect', () => {
-      c.destroy();
-      inUse(`another agent is serving on ${socket}`);
-    });
+    c.setTimeout(2000, () => inUse(`${socket} accepts connections but does not answer: not removing it`));
+    c.once('connect', () => inUse(`another agent is serving on ${socket}`));
     c.once('error', (err: NodeJS.ErrnoException) => {
       if (err.code === 'ECONNREFUSED') resolve();
       else if (err.code === 'EACCES' || err.code === 'EPERM') reject(permissionError(socket, err));
       else inUse(`cannot tell whether ${socket} is in use (${err.code ?? err.message}): not removing it`);
     });
-  });
+  }).finally(() => c.destroy());
   await unlink(socket);
 }
 
