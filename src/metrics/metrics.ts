@@ -186,17 +186,9 @@ export class AgentMetrics implements AgentRecorder {
     this.c.restarts.inc({ strategy: r.strategy, result: r.result });
   }
 
-  desiredModeChanged(_from: GatewayMode | null, _to: GatewayMode): void {
-    this.c.modeChanges.inc();
-  }
-
-  modeFileError(_path: string): void {
-    this.c.modeFileErrors.inc();
-  }
-
-  notificationsLost(): void {
-    this.c.lost.inc();
-  }
+  readonly desiredModeChanged = (_from: GatewayMode | null, _to: GatewayMode) => this.c.modeChanges.inc();
+  readonly modeFileError = (_path: string) => this.c.modeFileErrors.inc();
+  readonly notificationsLost = () => this.c.lost.inc();
 
   reconciled(startedAt: number, endedAt: number, errorCode: string | null): void {
     this.duration.observe(Math.max(0, endedAt - startedAt) / 1000);
@@ -206,7 +198,5 @@ export class AgentMetrics implements AgentRecorder {
   }
 
   /** The exposition, in the Prometheus text format. */
-  expose(): Promise<string> {
-    return this.registry.metrics();
-  }
+  readonly expose = (): Promise<string> => this.registry.metrics();
 }
