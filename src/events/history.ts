@@ -41,8 +41,7 @@ export interface AgentEvent {
 export class EventHistory implements AgentRecorder {
   private readonly ring: AgentEvent[] = [];
   private seq = 0;
-  /** The phase and reason codes said last. */
-  private last: string | null = null;
+  private last: { phase: string; codes: string } | null = null;
   private lastError: string | null = null;
   private readonly listeners: Array<(e: AgentEvent) => void> = [];
 
@@ -73,9 +72,9 @@ export class EventHistory implements AgentRecorder {
 
   /** A phase change, or the same phase for other reasons (by code: messages that only count do not count). */
   onStatus(s: StatusReport): void {
-    const now = `${s.phase} ${s.reasonCodes.join(',')}`;
-    if (this.last === now) return;
-    this.add({ kind: 'phase', from: this.last?.split(' ')[0] ?? null, to: s.phase, reasons: s.reasonCodes });
+    const now = { phase: s.phase, codes: s.reasonCodes.join(',') };
+    if (this.last?.phase === now.phase && this.last.codes === now.codes) return;
+    this.add({ kind: 'phase', from: this.last?.phase ?? null, to: s.phase, reasons: s.reasonCodes });
     this.last = now;
   }
 
@@ -99,11 +98,8 @@ export class EventHistory implements AgentRecorder {
   /** Losses in a row are one event with a count: an ENOBUFS storm must not push the migration's story out of the ring. */
   notificationsLost(): void {
     const newest = this.ring[this.ring.length - 1];
-    if (newest?.kind === 'notifications-lost') {
-      newest.count = (newest.count ?? 1) + 1;
-      return;
-    }
-    this.add({ kind: 'notifications-lost', count: 1 });
+    if (newest?.kind === 'notifications-lost') newest.count = (newest.count ?? 1) + 1;
+    else this.add({ kind: 'notifications-lost', count: 1 });
   }
 
   /** A failing pass is an event when it starts failing, or fails otherwise; retries of the same failure are not. */
