@@ -19,7 +19,7 @@ import type {
 } from '../core/types.js';
 import type { Dataplane } from '../dataplane/types.js';
 import { parseCidr } from '../net/cidr.js';
-import type { Outcome } from '../status/model.js';
+import type { Outcome } from '../status/report.js';
 import { execute, VerifyError, type Effects } from './execute.js';
 
 /** What a command wants: the mode file's mode (`plan`, `apply`, `run`), or the journal's migration put back (`rollback`). */

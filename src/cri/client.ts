@@ -1,6 +1,5 @@
-// A CRI runtime.v1 client over the runtime's UNIX socket (containerd, CRI-O), with
-// the two calls the agent makes. Calls carry deadlines: a runtime that hangs must
-// not hang the owner loop.
+// A CRI runtime.v1 client over the runtime's UNIX socket (containerd, CRI-O), with the two calls
+// the agent makes, each with a deadline: a runtime that hangs must not hang the owner loop.
 import type * as Grpc from '@grpc/grpc-js';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
@@ -37,23 +36,19 @@ function describe(err: Grpc.ServiceError): string {
   return `cannot connect${errno ? ` (${errno})` : ''}: is the container runtime running, with its socket there?`;
 }
 
-type Unary<Req, Res> = (
-  req: Req,
-  opts: Grpc.CallOptions,
-  cb: (err: Grpc.ServiceError | null, res: Res) => void,
-) => void;
+type Unary<Res> = (req: object, opts: Grpc.CallOptions, cb: (err: Grpc.ServiceError | null, res: Res) => void) => void;
 
 interface RuntimeServiceClient extends Grpc.Client {
-  ListContainers: Unary<object, { containers: Array<Record<string, unknown>> }>;
-  StopContainer: Unary<object, object>;
+  ListContainers: Unary<{ containers: Array<Record<string, unknown>> }>;
+  StopContainer: Unary<object>;
 }
 
-let definition: Grpc.GrpcObject | undefined;
-function load(): Grpc.GrpcObject {
-  definition ??= grpc.loadPackageDefinition(
-    protoLoader.loadSync(PROTO, { keepCase: false, longs: String, enums: String, defaults: true }),
-  );
-  return definition;
+type Service = new (address: string, creds: Grpc.ChannelCredentials) => RuntimeServiceClient;
+let service: Service | undefined;
+function loadService(): Service {
+  const options = { keepCase: false, longs: String, enums: String, defaults: true };
+  const runtime = grpc.loadPackageDefinition(protoLoader.loadSync(PROTO, options)).runtime as Grpc.GrpcObject;
+  return (runtime.v1 as Grpc.GrpcObject).RuntimeService as unknown as Service;
 }
 
 export class CriClient {
@@ -63,15 +58,11 @@ export class CriClient {
     readonly endpoint: string,
     private readonly deadlineMs = 10_000,
   ) {
-    const runtime = (load().runtime as Grpc.GrpcObject).v1 as Grpc.GrpcObject;
-    const Service = runtime.RuntimeService as unknown as new (
-      address: string,
-      creds: Grpc.ChannelCredentials,
-    ) => RuntimeServiceClient;
-    this.client = new Service(`unix://${endpoint}`, grpc.credentials.createInsecure());
+    service ??= loadService();
+    this.client = new service(`unix://${endpoint}`, grpc.credentials.createInsecure());
   }
 
-  private call<Req, Res>(name: string, fn: Unary<Req, Res>, req: Req, extraMs = 0): Promise<Res> {
+  private call<Res>(name: string, fn: Unary<Res>, req: object, extraMs = 0): Promise<Res> {
     return new Promise((resolve, reject) => {
       fn.call(this.client, req, { deadline: Date.now() + this.deadlineMs + extraMs }, (err, res) => {
         if (err) reject(new CriError(`CRI ${name} on ${this.endpoint}: ${describe(err)}`, { cause: err }));

@@ -1,7 +1,6 @@
-// `npm run demo` (as root): the seed's node in a throwaway network namespace, the
-// agent run against a mode file saying `local`, the route before and after, the
-// status fetched with curl and by `status --brief`, and everything torn down
-// (test/demo.test.ts runs it).
+// `npm run demo` (as root): the seed's node in a throwaway network namespace, the agent run against
+// a mode file saying `local`, the route before and after, the status fetched with curl and by
+// `status --brief`, and everything torn down (test/demo.test.ts runs it).
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -16,6 +15,7 @@ import { terminate } from './process.js';
 const CLI = fileURLToPath(new URL('../cli/main.js', import.meta.url));
 const say = (text: string) => process.stdout.write(`\n=== ${text}\n`);
 const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const DEMO_FLAGS = '--service-cidr 10.96.0.0/16 --mtu 1400 --restart signal --settle 3';
 
 async function main(): Promise<void> {
   if (process.getuid?.() !== 0) {
@@ -64,8 +64,7 @@ async function main(): Promise<void> {
     const osRelease = writeOsRelease(dir, '4.9');
     process.stdout.write(ns.ip('route show'));
 
-    const flags = ['--mode-file', modeFile, '--os-release', osRelease];
-    flags.push(...'--service-cidr 10.96.0.0/16 --mtu 1400 --restart signal --settle 3'.split(' '));
+    const flags = ['--mode-file', modeFile, '--os-release', osRelease, ...DEMO_FLAGS.split(' ')];
     say(`ovn-gwmode-agent run ${flags.join(' ')} (JSON logs)`);
     const args = [...flags, '--socket', socket, '--state-dir', path.join(dir, 'state')];
     agent = spawn('ip', ['netns', 'exec', ns.name, process.execPath, CLI, 'run', ...args], {
@@ -74,19 +73,14 @@ async function main(): Promise<void> {
     let phase = '';
     for (let i = 0; i < 200 && phase !== 'Converged'; i++) {
       await pause(100);
-      phase = await fetchStatus(socket).then(
-        (s) => s.phase,
-        () => '',
-      );
+      phase = (await fetchStatus(socket).catch(() => undefined))?.phase ?? '';
     }
 
     say('ip route show, after');
     process.stdout.write(ns.ip('route show'));
 
     say(`curl --unix-socket ${socket} http://localhost/status`);
-    process.stdout.write(
-      execFileSync('curl', ['-s', '--unix-socket', socket, 'http://localhost/status'], { encoding: 'utf8' }),
-    );
+    process.stdout.write(execFileSync('curl', ['-s', '--unix-socket', socket, 'http://localhost/status']));
 
     say(`ovn-gwmode-agent status --brief --socket ${socket}`);
     const brief = spawnSync(process.execPath, [CLI, 'status', '--brief', '--socket', socket], { encoding: 'utf8' });

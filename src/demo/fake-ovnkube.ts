@@ -42,30 +42,11 @@ export class FakeOvnkube {
 
   start(mode: string, options: FakeOptions = {}): void {
     this.stop();
-    const child = spawn(
-      'ip',
-      [
-        'netns',
-        'exec',
-        this.ns.name,
-        this.binary,
-        '-c',
-        options.body ?? IDLE,
-        'ovnkube',
-        '--init-node',
-        'node1',
-        '--gateway-mode',
-        mode,
-      ],
-      { stdio: 'ignore' },
-    );
+    const argv = ['-c', options.body ?? IDLE, 'ovnkube', '--init-node', 'node1', '--gateway-mode', mode];
+    const child = spawn('ip', ['netns', 'exec', this.ns.name, this.binary, ...argv], { stdio: 'ignore' });
     this.starts++;
     this.child = child;
-    if (options.respawn) {
-      child.once('exit', () => {
-        if (this.child === child) this.start(mode, options);
-      });
-    }
+    if (options.respawn) child.once('exit', () => this.child === child && this.start(mode, options));
   }
 
   stop(): void {

@@ -1,5 +1,5 @@
-// Throwaway network namespaces on the real kernel, for the demo and the tests. Each
-// node is made from `ip` commands, so what the agent sees is what an admin would see.
+// Throwaway network namespaces on the real kernel, for the demo and the tests, made with `ip`
+// commands: what the agent sees is what an admin would see.
 import { execFileSync, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 
@@ -31,10 +31,8 @@ export class Netns {
 
   /** `ip route show <prefix>` lines of the main table, trimmed. */
   routes(prefix: string, family: 4 | 6 = prefix.includes(':') ? 6 : 4): string[] {
-    return this.ip(`-${family} route show ${prefix}`)
-      .split('\n')
-      .map((l) => l.trim().replace(/\s+/g, ' '))
-      .filter(Boolean);
+    const lines = this.ip(`-${family} route show ${prefix}`).split('\n');
+    return lines.map((l) => l.trim().replace(/\s+/g, ' ')).filter(Boolean);
   }
 
   /** Pipes commands to `ip -batch -` (one per line) inside the namespace. */
@@ -54,10 +52,9 @@ export interface SeedNodeOptions {
 }
 
 /**
- * The seed's node: br-ex 172.18.0.2/16 with the default route, ovn-k8s-mp0
- * 10.244.1.2/24 with the cluster MTU 1400 (as OVN-Kubernetes sets it), and the stale shared-mode route 10.96.0.0/16 via br-ex mtu 1400.
- * With ipv6: br-ex fd00:172:18::2/64 with a default route, mp0 fd00:10:244:1::2/64,
- * and fd00:10:96::/112 via br-ex mtu 1400.
+ * The seed's node: br-ex 172.18.0.2/16 with the default route, ovn-k8s-mp0 10.244.1.2/24 with the
+ * cluster MTU 1400 (as OVN-Kubernetes sets it), the stale shared-mode route 10.96.0.0/16 via br-ex
+ * mtu 1400; with ipv6 their twins (fd00:172:18::2/64, fd00:10:244:1::2/64, fd00:10:96::/112).
  */
 export function seedNode(options: SeedNodeOptions = {}): Netns {
   const ns = new Netns();

@@ -1,13 +1,14 @@
-// What the agent did, as a story: the last 256 transitions in a ring buffer, served
-// on GET /v1/events, each also written as one structured log line with the same
-// fields. Fed by the same recorder hooks as the metrics, and by the status reports
-// (phase changes). Times come from the injected clock.
+// What the agent did, as a story: the last 256 transitions in a ring buffer, served on GET
+// /v1/events, each also logged as one line with the same fields. Fed by the recorder hooks, as
+// the metrics are, and by the status reports (phase changes). Times come from the injected clock.
+import type http from 'node:http';
 import type { Logger } from 'pino';
 import type { AgentRecorder, ReplaceRecord, RestartRecord } from '../core/recorder.js';
 import type { Clock } from '../clock.js';
 import type { ReasonCode } from '../core/reasons.js';
 import type { GatewayMode } from '../core/types.js';
 import type { StatusReport } from '../status/report.js';
+import { sendJson } from '../status/server.js';
 
 export const HISTORY_SIZE = 256;
 
@@ -72,7 +73,7 @@ export class EventHistory implements AgentRecorder {
   /** A phase change, or the same phase for other reasons (by code: messages that only count do not count). */
   onStatus(s: StatusReport): void {
     const now = { phase: s.phase, codes: s.reasonCodes.join(',') };
-    if (this.last && this.last.phase === now.phase && this.last.codes === now.codes) return;
+    if (this.last?.phase === now.phase && this.last.codes === now.codes) return;
     this.add({ kind: 'phase', from: this.last?.phase ?? null, to: s.phase, reasons: s.reasonCodes });
     this.last = now;
   }
@@ -97,11 +98,8 @@ export class EventHistory implements AgentRecorder {
   /** Losses in a row are one event with a count: an ENOBUFS storm must not push the migration's story out of the ring. */
   notificationsLost(): void {
     const newest = this.ring[this.ring.length - 1];
-    if (newest?.kind === 'notifications-lost') {
-      newest.count = (newest.count ?? 1) + 1;
-      return;
-    }
-    this.add({ kind: 'notifications-lost', count: 1 });
+    if (newest?.kind === 'notifications-lost') newest.count = (newest.count ?? 1) + 1;
+    else this.add({ kind: 'notifications-lost', count: 1 });
   }
 
   /** A failing pass is an event when it starts failing, or fails otherwise; retries of the same failure are not. */
@@ -109,4 +107,13 @@ export class EventHistory implements AgentRecorder {
     if (errorCode !== null && errorCode !== this.lastError) this.add({ kind: 'reconcile-failed', code: errorCode });
     this.lastError = errorCode;
   }
+}
+
+/** GET /v1/events[?since=RFC3339]: the event history, oldest first. */
+export function serveEvents(history: EventHistory, req: http.IncomingMessage, res: http.ServerResponse): void {
+  const since = new URL(req.url ?? '/', 'http://agent').searchParams.get('since');
+  const at = since === null ? undefined : Date.parse(since);
+  if (at !== undefined && Number.isNaN(at))
+    return sendJson(res, 400, { error: `since: "${since}" is not an RFC 3339 time` });
+  sendJson(res, 200, { events: history.list(at) });
 }

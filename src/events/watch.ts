@@ -1,8 +1,7 @@
-// GET /v1/watch: server-sent events for the live view (`status --watch`). On connect
-// the current status and the last events; then `status` whenever the report changed
-// (the time of the last pass aside: a quiet node sends nothing) and each new `event`
-// as it happens. No polling on either side; a comment line every 15 s lets a client
-// tell a quiet agent from a dead connection. Watchers are few (a person at a
+// GET /v1/watch: server-sent events for the live view (`status --watch`): on connect the last
+// events and the status; then `status` whenever the report changed (the time of the last pass
+// aside: a quiet node sends nothing) and each new `event`. No polling on either side; a comment
+// line every 15 s tells a quiet agent from a dead connection. Watchers are few (a person at a
 // terminal): past MAX_WATCHERS the answer is 503.
 import type http from 'node:http';
 import type { StatusReport } from '../status/report.js';
@@ -48,23 +47,15 @@ export class WatchHub {
   }
 
   serve(req: http.IncomingMessage, res: http.ServerResponse): void {
-    if (req.method !== 'GET') {
-      res.writeHead(405, { allow: 'GET', 'content-type': 'text/plain' }).end(`method ${req.method} not allowed\n`);
-      return;
-    }
-    if (this.clients.size >= MAX_WATCHERS) {
-      res.writeHead(503, { 'content-type': 'text/plain' }).end(`already ${MAX_WATCHERS} watchers\n`);
-      return;
-    }
+    const plain = { 'content-type': 'text/plain' };
+    if (req.method !== 'GET')
+      return void res.writeHead(405, { allow: 'GET', ...plain }).end(`method ${req.method} not allowed\n`);
+    if (this.clients.size >= MAX_WATCHERS)
+      return void res.writeHead(503, plain).end(`already ${MAX_WATCHERS} watchers\n`);
     res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
     // The story so far, then where it stands.
-    res.write(
-      this.history
-        .list()
-        .slice(-BACKLOG)
-        .map((e) => frame('event', e))
-        .join('') + frame('status', this.status()),
-    );
+    const backlog = this.history.list().slice(-BACKLOG);
+    res.write(backlog.map((e) => frame('event', e)).join('') + frame('status', this.status()));
     this.clients.add(res);
     const heartbeat = setInterval(() => res.write(': keep-alive\n\n'), HEARTBEAT_MS);
     res.on('close', () => {

@@ -1,9 +1,7 @@
-// The agent's Prometheus metrics (prom-client; this is its only importer), fed by the status
-// report of every pass (gauges: what is true now) and the recorder hooks (counters and the
-// duration histogram: what happened). Label values are closed sets (phases, modes, reason
-// codes, results; error codes are errno names or ERR_GWMODE_*) or the configured service
-// CIDRs: never a pid, id, path or message. Closed sets start at zero so that `rate()` and
-// alerts see a series before its first event.
+// The agent's Prometheus metrics (prom-client's only importer): gauges follow every pass's status
+// report, counters and the histogram the recorder hooks. Label values are closed sets, started at
+// zero so that `rate()` and alerts see a series before its first event, or errno names,
+// ERR_GWMODE_* codes and the configured service CIDRs: never a pid, id, path or message.
 import { createRequire } from 'node:module';
 import type * as Prom from 'prom-client';
 import type { AgentRecorder, ReplaceRecord, RestartRecord } from '../core/recorder.js';
@@ -11,10 +9,9 @@ import { REASON_CODES } from '../core/reasons.js';
 import type { GatewayMode } from '../core/types.js';
 import type { StatusReport } from '../status/report.js';
 
-// prom-client's parts, not its index: the index also loads its push gateway, summaries, cluster
-// aggregation and (for CPU exemplars) the OpenTelemetry API, 4 to 8 MB of RSS; its default
-// metrics include eventLoopLag, a 10 ms timer from start to exit (100 wake-ups a second at
-// rest). The default metrics are registered one by one; names and values are the same.
+// prom-client's parts, not its index, which also loads its push gateway, cluster aggregation and
+// the OpenTelemetry API (4 to 8 MB of RSS); its default metrics one by one, without eventLoopLag,
+// a 10 ms timer from start to exit (100 wake-ups a second at rest).
 const require = createRequire(import.meta.url);
 const Registry = require('prom-client/lib/registry') as typeof Prom.Registry;
 const Counter = require('prom-client/lib/counter') as typeof Prom.Counter;
@@ -48,6 +45,7 @@ function collectDefaultMetrics(registry: Prom.Registry): void {
 const PREFIX = 'ovn_gwmode_';
 const PHASES = ['Converged', 'Waiting', 'Progressing', 'Degraded'] as const;
 const MODES = ['local', 'shared'] as const;
+const MODES_OR_NONE = [...MODES, 'none'];
 const REPLACE_RESULTS = ['done', 'failed', 'put_back', 'put_back_failed'] as const;
 const RESTART_RESULTS = ['stopped', 'failed', 'completed'] as const;
 export const CONTENT_TYPE = Registry.PROMETHEUS_CONTENT_TYPE;
@@ -64,92 +62,67 @@ interface MetricsOptions {
 
 const direction = (mode: GatewayMode | null): string => (mode === null ? 'none' : `to_${mode}`);
 
+/** One series per value, 1 where `on` says so. */
+function flags(g: Prom.Gauge, label: string, values: readonly string[], on = (_v: string) => false): void {
+  for (const v of values) g.set({ [label]: v }, on(v) ? 1 : 0);
+}
+
+/** Each metric's help text (docs/metrics.md has the table), by name without the prefix. */
+const HELP = {
+  desired_mode:
+    'The desired gateway mode (1 for the mode the mode file says; none before the first valid read; all 0 before the first pass ends).',
+  ovnkube_mode:
+    'The gateway mode ovnkube-node runs, as seen in /proc (none when unknown; all 0 before the first pass ends).',
+  phase: 'The phase of the node (1 for the current phase; all 0 before the first pass ends).',
+  status_reason: 'Whether a reason code is among the current reasons (reasonCodes of GET /status).',
+  route_in_sync: 'Whether the service CIDR route is what the desired mode needs.',
+  route_repairs_suspended:
+    'Whether repairs of the service CIDR are suspended (something keeps setting the route back).',
+  ovnkube_restart_pending: 'Whether a migration to the desired mode still owes its ovnkube-node restart.',
+  mode_file_invalid: 'Whether the mode file is currently unreadable or invalid (the last valid mode, if any, is kept).',
+  last_reconcile_timestamp_seconds: 'When the last pass of the reconcile loop ended (Unix time).',
+  build_info: 'Always 1; the labels say what runs.',
+  route_replaces_total:
+    'Service route replaces, by migration direction and result (put_back: undone after another replace of the pass failed).',
+  route_replace_errors_total: 'Route replaces (or put-backs) the kernel refused or did not answer, by error code.',
+  reconcile_errors_total: 'Passes of the reconcile loop that failed, by error code.',
+  reconcile_failures_total:
+    'Failed passes, whatever the cause (counted from zero; reconcile_errors_total says which error).',
+  ovnkube_restarts_total:
+    'ovnkube-node restarts, by strategy and result (stopped: the stop was done; completed: a new ovnkube-node runs the mode; failed: the request failed).',
+  netlink_lost_resyncs_total: 'Full resyncs because the kernel dropped route or link notifications.',
+  mode_file_errors_total: 'Times the mode file turned invalid or unreadable (each distinct error once).',
+  desired_mode_changes_total: 'Changes of the desired mode read from the mode file.',
+  reconcile_duration_seconds: 'Duration of a pass of the reconcile loop (observe, plan, act, verify).',
+};
+
 export class AgentMetrics implements AgentRecorder {
   readonly registry = new Registry();
   private readonly g = {
-    desired: this.gauge(
-      'desired_mode',
-      'The desired gateway mode (1 for the mode the mode file says; none before the first valid read; all 0 before the first pass ends).',
-      ['mode'],
-    ),
-    ovnkube: this.gauge(
-      'ovnkube_mode',
-      'The gateway mode ovnkube-node runs, as seen in /proc (none when unknown; all 0 before the first pass ends).',
-      ['mode'],
-    ),
-    phase: this.gauge('phase', 'The phase of the node (1 for the current phase; all 0 before the first pass ends).', [
-      'phase',
-    ]),
-    reason: this.gauge(
-      'status_reason',
-      'Whether a reason code is among the current reasons (reasonCodes of GET /status).',
-      ['code'],
-    ),
-    inSync: this.gauge('route_in_sync', 'Whether the service CIDR route is what the desired mode needs.', [
-      'cidr',
-      'family',
-    ]),
-    suspended: this.gauge(
-      'route_repairs_suspended',
-      'Whether repairs of the service CIDR are suspended (something keeps setting the route back).',
-      ['cidr'],
-    ),
-    pending: this.gauge(
-      'ovnkube_restart_pending',
-      'Whether a migration to the desired mode still owes its ovnkube-node restart.',
-    ),
-    modeFileInvalid: this.gauge(
-      'mode_file_invalid',
-      'Whether the mode file is currently unreadable or invalid (the last valid mode, if any, is kept).',
-    ),
-    lastReconcile: this.gauge(
-      'last_reconcile_timestamp_seconds',
-      'When the last pass of the reconcile loop ended (Unix time).',
-    ),
-    build: this.gauge('build_info', 'Always 1; the labels say what runs.', [
-      'version',
-      'nodejs_version',
-      'restart_strategy',
-    ]),
+    desired: this.gauge('desired_mode', 'mode'),
+    ovnkube: this.gauge('ovnkube_mode', 'mode'),
+    phase: this.gauge('phase', 'phase'),
+    reason: this.gauge('status_reason', 'code'),
+    inSync: this.gauge('route_in_sync', 'cidr', 'family'),
+    suspended: this.gauge('route_repairs_suspended', 'cidr'),
+    pending: this.gauge('ovnkube_restart_pending'),
+    modeFileInvalid: this.gauge('mode_file_invalid'),
+    lastReconcile: this.gauge('last_reconcile_timestamp_seconds'),
+    build: this.gauge('build_info', 'version', 'nodejs_version', 'restart_strategy'),
   };
   private readonly c = {
-    replaces: this.counter(
-      'route_replaces_total',
-      'Service route replaces, by migration direction and result (put_back: undone after another replace of the pass failed).',
-      ['direction', 'result'],
-    ),
-    kernelErrors: this.counter(
-      'route_replace_errors_total',
-      'Route replaces (or put-backs) the kernel refused or did not answer, by error code.',
-      ['code'],
-    ),
-    reconcileErrors: this.counter(
-      'reconcile_errors_total',
-      'Passes of the reconcile loop that failed, by error code.',
-      ['code'],
-    ),
-    reconcileFailures: this.counter(
-      'reconcile_failures_total',
-      'Failed passes, whatever the cause (counted from zero; reconcile_errors_total says which error).',
-    ),
-    restarts: this.counter(
-      'ovnkube_restarts_total',
-      'ovnkube-node restarts, by strategy and result (stopped: the stop was done; completed: a new ovnkube-node runs the mode; failed: the request failed).',
-      ['strategy', 'result'],
-    ),
-    lost: this.counter(
-      'netlink_lost_resyncs_total',
-      'Full resyncs because the kernel dropped route or link notifications.',
-    ),
-    modeFileErrors: this.counter(
-      'mode_file_errors_total',
-      'Times the mode file turned invalid or unreadable (each distinct error once).',
-    ),
-    modeChanges: this.counter('desired_mode_changes_total', 'Changes of the desired mode read from the mode file.'),
+    replaces: this.counter('route_replaces_total', 'direction', 'result'),
+    kernelErrors: this.counter('route_replace_errors_total', 'code'),
+    reconcileErrors: this.counter('reconcile_errors_total', 'code'),
+    reconcileFailures: this.counter('reconcile_failures_total'),
+    restarts: this.counter('ovnkube_restarts_total', 'strategy', 'result'),
+    lost: this.counter('netlink_lost_resyncs_total'),
+    modeFileErrors: this.counter('mode_file_errors_total'),
+    modeChanges: this.counter('desired_mode_changes_total'),
   };
   private readonly duration = new Histogram({
     name: `${PREFIX}reconcile_duration_seconds`,
-    help: 'Duration of a pass of the reconcile loop (observe, plan, act, verify).',
+    help: HELP.reconcile_duration_seconds,
     buckets: DURATION_BUCKETS,
     registers: [this.registry],
   });
@@ -162,42 +135,36 @@ export class AgentMetrics implements AgentRecorder {
       for (const name of ['handles', 'requests', 'resources'])
         this.registry.removeSingleMetric(`nodejs_active_${name}_total`);
     }
-    this.g.build.set(
-      { version: options.version, nodejs_version: process.versions.node, restart_strategy: options.strategy },
-      1,
-    );
+    const { version, strategy } = options;
+    this.g.build.set({ version, nodejs_version: process.versions.node, restart_strategy: strategy }, 1);
     for (const mode of MODES)
       for (const result of REPLACE_RESULTS) this.c.replaces.inc({ direction: direction(mode), result }, 0);
-    for (const result of RESTART_RESULTS) this.c.restarts.inc({ strategy: options.strategy, result }, 0);
+    for (const result of RESTART_RESULTS) this.c.restarts.inc({ strategy, result }, 0);
     for (const c of [this.c.lost, this.c.reconcileFailures, this.c.modeFileErrors, this.c.modeChanges]) c.inc(0);
     // No phase and no mode until the first status report (the first pass's): all at zero.
-    for (const mode of [...MODES, 'none'] as const) {
-      this.g.desired.set({ mode }, 0);
-      this.g.ovnkube.set({ mode }, 0);
-    }
-    for (const phase of PHASES) this.g.phase.set({ phase }, 0);
-    for (const code of REASON_CODES) this.g.reason.set({ code }, 0);
+    flags(this.g.desired, 'mode', MODES_OR_NONE);
+    flags(this.g.ovnkube, 'mode', MODES_OR_NONE);
+    flags(this.g.phase, 'phase', PHASES);
+    flags(this.g.reason, 'code', REASON_CODES);
     this.g.pending.set(0);
     this.g.modeFileInvalid.set(0);
   }
 
-  private gauge(name: string, help: string, labelNames: string[] = []): Prom.Gauge {
-    return new Gauge({ name: PREFIX + name, help, labelNames, registers: [this.registry] });
+  private gauge(name: keyof typeof HELP, ...labelNames: string[]): Prom.Gauge {
+    return new Gauge({ name: PREFIX + name, help: HELP[name], labelNames, registers: [this.registry] });
   }
 
-  private counter(name: string, help: string, labelNames: string[] = []): Prom.Counter {
-    return new Counter({ name: PREFIX + name, help, labelNames, registers: [this.registry] });
+  private counter(name: keyof typeof HELP, ...labelNames: string[]): Prom.Counter {
+    return new Counter({ name: PREFIX + name, help: HELP[name], labelNames, registers: [this.registry] });
   }
 
   /** The gauges follow every status report. */
   onStatus(s: StatusReport): void {
     const { g } = this;
-    for (const mode of [...MODES, 'none'] as const) {
-      g.desired.set({ mode }, (s.desiredMode ?? 'none') === mode ? 1 : 0);
-      g.ovnkube.set({ mode }, (s.ovnkubeMode ?? 'none') === mode ? 1 : 0);
-    }
-    for (const phase of PHASES) g.phase.set({ phase }, s.phase === phase ? 1 : 0);
-    for (const code of REASON_CODES) g.reason.set({ code }, s.reasonCodes.includes(code) ? 1 : 0);
+    flags(g.desired, 'mode', MODES_OR_NONE, (m) => m === (s.desiredMode ?? 'none'));
+    flags(g.ovnkube, 'mode', MODES_OR_NONE, (m) => m === (s.ovnkubeMode ?? 'none'));
+    flags(g.phase, 'phase', PHASES, (p) => p === s.phase);
+    flags(g.reason, 'code', REASON_CODES, (c) => s.reasonCodes.some((x) => x === c));
     // The CIDRs change only with a reload; stale ones must not linger.
     g.inSync.reset();
     g.suspended.reset();
@@ -219,17 +186,9 @@ export class AgentMetrics implements AgentRecorder {
     this.c.restarts.inc({ strategy: r.strategy, result: r.result });
   }
 
-  desiredModeChanged(_from: GatewayMode | null, _to: GatewayMode): void {
-    this.c.modeChanges.inc();
-  }
-
-  modeFileError(_path: string): void {
-    this.c.modeFileErrors.inc();
-  }
-
-  notificationsLost(): void {
-    this.c.lost.inc();
-  }
+  readonly desiredModeChanged = (_from: GatewayMode | null, _to: GatewayMode) => this.c.modeChanges.inc();
+  readonly modeFileError = (_path: string) => this.c.modeFileErrors.inc();
+  readonly notificationsLost = () => this.c.lost.inc();
 
   reconciled(startedAt: number, endedAt: number, errorCode: string | null): void {
     this.duration.observe(Math.max(0, endedAt - startedAt) / 1000);
@@ -239,7 +198,5 @@ export class AgentMetrics implements AgentRecorder {
   }
 
   /** The exposition, in the Prometheus text format. */
-  expose(): Promise<string> {
-    return this.registry.metrics();
-  }
+  readonly expose = (): Promise<string> => this.registry.metrics();
 }

@@ -7,11 +7,8 @@ import { createGuardedServer } from '../status/server.js';
 import type { ListenAddress } from './address.js';
 import { CONTENT_TYPE, type AgentMetrics } from './metrics.js';
 
+/** GET or HEAD only: the guarded server answers the other methods (405). */
 export function serveMetrics(metrics: AgentMetrics, req: http.IncomingMessage, res: http.ServerResponse): void {
-  if (req.method !== 'GET' && req.method !== 'HEAD') {
-    res.writeHead(405, { allow: 'GET, HEAD', 'content-type': 'text/plain' }).end(`method ${req.method} not allowed\n`);
-    return;
-  }
   metrics.expose().then(
     (text) => {
       res.writeHead(200, { 'content-type': CONTENT_TYPE, 'content-length': Buffer.byteLength(text) });
@@ -33,10 +30,7 @@ export class MetricsListener {
   ) {}
 
   static async listen(at: ListenAddress, metrics: AgentMetrics): Promise<MetricsListener> {
-    const server = createGuardedServer((req, res) => {
-      if ((req.url ?? '/').split('?')[0] === '/metrics') return serveMetrics(metrics, req, res);
-      res.writeHead(404, { 'content-type': 'text/plain' }).end('only /metrics is served here\n');
-    });
+    const server = createGuardedServer({ '/metrics': (req, res) => serveMetrics(metrics, req, res) });
     const host = at.host.includes(':') ? `[${at.host}]` : at.host;
     await new Promise<void>((resolve, reject) => {
       server.once('error', (err: NodeJS.ErrnoException) => {

@@ -1,9 +1,7 @@
-// The only module that loads the native addon (native/): a netlink socket,
-// sd_notify and flock. Everything else imports from here, so a missing or stale build shows
-// up as one clear error instead of a stack trace in the middle of the agent.
+// The only module that loads the native addon (native/: a netlink socket, sd_notify, flock), so
+// that a missing or stale build is one clear error, not a stack trace in the middle of the agent.
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
-import path from 'node:path';
 
 /** Opaque handle of a native netlink socket. */
 export interface NativeNetlinkHandle {
@@ -22,16 +20,15 @@ export interface NetlinkOpenOptions {
 
 export interface NativeAddon {
   /**
-   * onReadable(status, rearm): status is libuv's (negative after a socket error,
-   * e.g. an overflow); rearm is 0, or the negative libuv error when polling could
-   * not be started again after that error (native/src/netlink_socket.c, point 5).
+   * onReadable(status, rearm): status is libuv's (negative after a socket error, e.g. an overflow);
+   * rearm is 0, or libuv's error when polling could not start again (native/src/netlink_socket.c, point 5).
    */
   netlinkOpen(options: NetlinkOpenOptions, onReadable: (status: number, rearm: number) => void): NativeNetlinkHandle;
   netlinkSend(handle: NativeNetlinkHandle, data: Buffer): number;
   /**
-   * Reads one whole datagram from the kernel into `into` and returns its length; null when
-   * nothing is queued; -size (nothing read) when it needs a larger buffer. Throws ENOBUFS
-   * after an overflow. A buffer of 32 KiB or more gets dump replies of 32 KiB.
+   * Reads one whole datagram into `into`: its length; null when nothing is queued; -size (nothing
+   * read) when it needs a larger buffer. Throws ENOBUFS after an overflow. A buffer of 32 KiB or
+   * more gets dump replies of 32 KiB.
    */
   netlinkRecv(handle: NativeNetlinkHandle, into: Buffer): number | null;
   netlinkPortId(handle: NativeNetlinkHandle): number;
@@ -40,18 +37,15 @@ export interface NativeAddon {
   /** Sends one datagram to an AF_UNIX socket path, or an abstract name written '@name'. */
   sdNotify(socketPath: string, message: string): number;
   /**
-   * Opens (creating it 0640) and flocks path exclusively without waiting; the fd is
-   * close-on-exec and the lock lasts while it is open. Throws code EAGAIN when
-   * another open file holds the lock, and ELOOP when path is a symlink. On a read-only
-   * file system an existing file is opened read-only (readOnly: true) and locked all the same.
+   * Opens (creating it 0640) and flocks path exclusively without waiting; the fd is close-on-exec
+   * and the lock lasts while it is open. Throws EAGAIN when another open file holds the lock, ELOOP
+   * for a symlink. On a read-only file system an existing file is opened read-only (readOnly: true).
    */
   lockFile(path: string): { fd: number; readOnly: boolean };
 }
 
-const here = path.dirname(fileURLToPath(import.meta.url));
-// dist/src/native -> repository root
-const root = path.resolve(here, '..', '..', '..');
-const addonPath = path.join(root, 'native', 'build', 'Release', 'gwmode_native.node');
+// From dist/src/native to the repository's root.
+const addonPath = fileURLToPath(new URL('../../../native/build/Release/gwmode_native.node', import.meta.url));
 
 function load(): NativeAddon {
   try {

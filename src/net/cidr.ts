@@ -1,6 +1,6 @@
-// IP addresses and CIDRs as the kernel sees them: family plus network-order bytes.
-// Parsing is ipaddr.js's; this module only fixes the rules the agent needs
-// (dotted-quad IPv4 only, no host bits in a CIDR) and the canonical text form.
+// IP addresses and CIDRs as the kernel sees them: family plus network-order bytes. Parsing is
+// ipaddr.js's; this module fixes the rules the agent needs (dotted-quad IPv4 only, no host bits
+// in a CIDR) and the canonical text form.
 import type { IPv4, IPv6 } from 'ipaddr.js';
 import { requireModule } from '../require.js';
 
@@ -29,16 +29,10 @@ export class AddressError extends Error {
   readonly code = 'ERR_GWMODE_BAD_ADDRESS';
 }
 
-function toText(parsed: IPv4 | IPv6): string {
-  return parsed.kind() === 'ipv6' ? (parsed as IPv6).toRFC5952String() : parsed.toString();
-}
-
 function fromParsed(parsed: IPv4 | IPv6): IpAddress {
-  return {
-    family: parsed.kind() === 'ipv6' ? 6 : 4,
-    bytes: Buffer.from(parsed.toByteArray()),
-    text: toText(parsed),
-  };
+  const v6 = parsed.kind() === 'ipv6';
+  const text = v6 ? (parsed as IPv6).toRFC5952String() : parsed.toString();
+  return { family: v6 ? 6 : 4, bytes: Buffer.from(parsed.toByteArray()), text };
 }
 
 export function parseAddress(text: string): IpAddress {
@@ -49,41 +43,26 @@ export function parseAddress(text: string): IpAddress {
   return fromParsed(ipaddr.parse(trimmed));
 }
 
-export function addressFromBytes(bytes: Buffer): IpAddress {
-  return fromParsed(ipaddr.fromByteArray([...bytes]));
-}
+export const addressFromBytes = (bytes: Buffer): IpAddress => fromParsed(ipaddr.fromByteArray([...bytes]));
 
 /** Parses "network/length"; host bits must be zero, as in ovnkube's service-cidrs. */
 export function parseCidr(text: string): Cidr {
-  const trimmed = text.trim();
-  const slash = trimmed.indexOf('/');
-  if (slash < 0) throw new AddressError(`"${text}" is not a CIDR (expected address/length)`);
-  const address = parseAddress(trimmed.slice(0, slash));
-  const lengthText = trimmed.slice(slash + 1);
+  const [addressText = '', ...after] = text.trim().split('/');
+  if (after.length === 0) throw new AddressError(`"${text}" is not a CIDR (expected address/length)`);
+  const { family, bytes } = parseAddress(addressText);
+  const lengthText = after.join('/');
   const length = Number(lengthText);
-  const max = address.family === 4 ? 32 : 128;
-  if (!/^\d{1,3}$/.test(lengthText) || length > max) {
+  const max = family === 4 ? 32 : 128;
+  if (!/^\d{1,3}$/.test(lengthText) || length > max)
     throw new AddressError(`"${text}" has an invalid prefix length (0-${max})`);
-  }
-  const network = maskBytes(address.bytes, length);
-  if (!network.equals(address.bytes)) {
-    const fixed = `${addressFromBytes(network).text}/${length}`;
-    throw new AddressError(`"${text}" has host bits set; did you mean ${fixed}?`);
-  }
-  return cidrOf(address.family, network, length);
-}
-
-export function cidrOf(family: Family, network: Buffer, length: number): Cidr {
-  return { family, bytes: network, length, text: `${addressFromBytes(network).text}/${length}` };
+  const network = maskBytes(bytes, length);
+  const cidr = `${addressFromBytes(network).text}/${length}`;
+  if (!network.equals(bytes)) throw new AddressError(`"${text}" has host bits set; did you mean ${cidr}?`);
+  return { family, bytes: network, length, text: cidr };
 }
 
 export function maskBytes(bytes: Buffer, length: number): Buffer {
-  const out = Buffer.from(bytes);
-  for (let i = 0; i < out.length; i++) {
-    const bits = Math.max(0, Math.min(8, length - i * 8));
-    out[i] = (out[i] ?? 0) & ((0xff << (8 - bits)) & 0xff);
-  }
-  return out;
+  return Buffer.from(bytes.map((b, i) => b & ((0xff << (8 - Math.max(0, Math.min(8, length - i * 8)))) & 0xff)));
 }
 
 /**
@@ -93,7 +72,6 @@ export function maskBytes(bytes: Buffer, length: number): Buffer {
  */
 export function addressInSubnet(address: Pick<IpAddress, 'bytes'>, prefixLength: number, n: number): IpAddress {
   const network = maskBytes(address.bytes, prefixLength);
-  const last = network.length - 1;
-  network[last] = (network[last] ?? 0) + n;
+  network[network.length - 1] = (network[network.length - 1] ?? 0) + n;
   return addressFromBytes(network);
 }

@@ -1,34 +1,27 @@
-// Which gateway mode ovnkube-node runs, from /proc: its command line (the truth: `--gateway-mode`
-// overrides ovnkube.conf, and in 4.8 ovnkube.conf always says mode=local), found by a scan of
-// the processes of our network namespace (with hostPID or `ip netns exec`, other namespaces'
-// processes are in /proc too), summarised into the planner's view.
+// Which gateway mode ovnkube-node runs: its command line (`--gateway-mode` overrides ovnkube.conf,
+// which in 4.8 always says mode=local), from a scan of the processes of our network namespace
+// (hostPID and `ip netns exec` show other namespaces' processes too).
 //
 // /proc is read synchronously into one buffer kept for the life of the process: the scan runs
-// on the way from a route notification to its repair, and through the thread pool each file
-// was a round trip and a 64 KiB allocation (tens of milliseconds a pass, most of the GC).
-// Only /proc/PID/comm is read for every process: reading /proc/PID/cmdline takes the target's
-// mmap lock, so one process stuck in D state holding it would freeze the event loop. The
-// kernel sets comm at exec to the executed file's name: ovnkube-node, run as
-// `exec /usr/bin/ovnkube --init-node ...`, reads `ovnkube` (so does the tests' stand-in,
-// /bin/sh copied under that name).
+// between a route notification and its repair, and through the thread pool each file was a round
+// trip and a 64 KiB allocation. Only /proc/PID/comm is read for every process: reading
+// /proc/PID/cmdline takes the target's mmap lock, and one process stuck in D state holding it
+// would freeze the event loop. The kernel sets comm at exec to the file's name: `exec
+// /usr/bin/ovnkube --init-node ...` reads `ovnkube` (so does the tests' stand-in, /bin/sh copied).
 //
-// A process ovnkube-node has forked and that has not yet exec'd is, for that moment, a copy
-// of it (Go forks for every ovs-vsctl, iptables or ip). It is left out (forkedCopies) when its
-// parent was found by the same scan, its command line is byte for byte its parent's, and it
-// started at most MAX_COPY_AGE_MS ago. Counted, it would make the signal strategy find
-// "2 processes", or, first in readdir's order after a PID wrap, be taken for ovnkube-node and
-// make a restart look done. Everything else counts (a reparented copy, an older one, a child
-// with another command line): doubt is a second process.
+// A fork of ovnkube-node not yet exec'd (Go forks for every ovs-vsctl, iptables or ip) is a copy
+// of it: counted, it would be a second process, or, first after a PID wrap, be taken for
+// ovnkube-node and make a restart look done. It is left out (forkedCopies) only when its parent is
+// in the same scan, its command line is byte for byte the parent's, and it is at most
+// MAX_COPY_AGE_MS old; anything else counts: doubt is a second process (docs/design.md, race 5).
 import { closeSync, openSync, readdirSync, readlinkSync, readSync } from 'node:fs';
 import path from 'node:path';
 import type { GatewayMode, OvnkubeObservation } from '../core/types.js';
 
 /**
- * Flags that the cluster network operator renders on ovnkube-node's command line from
- * 4.10 on and never before: 4.10+ evidence that comes with ovnkube-node itself. During an
- * upgrade CNO rolls out the 4.10 ovnkube-node first and the machine-config operator reboots
- * the node into 4.10's RHCOS later, possibly hours later: meanwhile the host's os-release
- * still says 4.9 and ovnkube-node routes services via br-ex in both modes.
+ * Flags that the cluster network operator renders on ovnkube-node's command line from 4.10 on
+ * and never before: 4.10+ evidence that comes with ovnkube-node itself, hours before the reboot
+ * into 4.10's RHCOS changes os-release (docs/design.md, race 6).
  * openshift/cluster-network-operator bindata/network/ovn-kubernetes/: release-4.8 f9c68257e
  * and release-4.9 275ca80b4 render neither anywhere; release-4.10 c7855f10e ovnkube-node.yaml
  * :377,379 renders both at its tip (--ovn-metrics-bind-address since fb86cdf8b, 2021-11-19, before
@@ -55,9 +48,8 @@ export function parseOvnkubeCmdline(
   if (!argv.some((a) => a === '--init-node' || a.startsWith('--init-node='))) return undefined;
   let modeFlag: string | null = null;
   argv.forEach((arg, i) => {
-    if (arg === '--gateway-mode' || arg === '-gateway-mode') modeFlag = argv[i + 1] ?? '';
-    else if (arg.startsWith('--gateway-mode=') || arg.startsWith('-gateway-mode='))
-      modeFlag = arg.slice(arg.indexOf('=') + 1);
+    if (isFlag(arg, 'gateway-mode'))
+      modeFlag = arg.includes('=') ? arg.slice(arg.indexOf('=') + 1) : (argv[i + 1] ?? '');
   });
   const release410Plus = RELEASE_410_FLAGS.find((flag) => argv.some((a) => isFlag(a, flag.slice(2)))) ?? null;
   return { modeFlag, release410Plus };
@@ -67,9 +59,7 @@ export function parseOvnkubeCmdline(
 const statFields = (stat: string): string[] => stat.slice(stat.lastIndexOf(')') + 2).split(' ');
 
 /** The start time field of /proc/PID/stat. */
-export function startTimeOf(stat: string): string | null {
-  return statFields(stat)[19] ?? null;
-}
+export const startTimeOf = (stat: string): string | null => statFields(stat)[19] ?? null;
 
 /** The parent's PID, field 4 of /proc/PID/stat. */
 export function parentOf(stat: string): number | null {
@@ -77,11 +67,7 @@ export function parentOf(stat: string): number | null {
   return ppid !== undefined && /^\d+$/.test(ppid) ? Number(ppid) : null;
 }
 
-/**
- * USER_HZ, the clock ticks per second of /proc/PID/stat's start time: 100 on every
- * architecture OpenShift runs on (x86_64, aarch64, ppc64le, s390x); Node cannot ask
- * sysconf(_SC_CLK_TCK).
- */
+/** USER_HZ, the ticks of /proc/PID/stat's start time: 100 on x86_64, aarch64, ppc64le, s390x (no sysconf in Node). */
 const USER_HZ = 100;
 
 /** The time since boot in USER_HZ ticks, from /proc/uptime (the clock of the start times); null if unreadable. */
@@ -125,9 +111,7 @@ export const commIsOvnkube = (comm: Buffer) => comm.toString('latin1').replace(/
 export const isPid = (entry: string) => /^\d+$/.test(entry);
 
 /** The comm field of /proc/PID/stat (between the first '(' and the last ')'). */
-export function commOfStat(stat: string): string {
-  return stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
-}
+export const commOfStat = (stat: string): string => stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
 
 export interface OvnkubeProcess {
   pid: number;
@@ -149,11 +133,7 @@ interface Found {
 /** The oldest a fork may be, not yet exec'd, and still be taken for a copy of its parent (header). */
 export const MAX_COPY_AGE_MS = 2000;
 
-/**
- * The PIDs among `found` that are forked copies of another found process (header): the
- * parent is in `found`, the command lines are equal byte for byte, and it started at
- * most MAX_COPY_AGE_MS ago by /proc/uptime (`now`, read only if there is a candidate).
- */
+/** The forked copies among `found` (header); `now` (/proc/uptime) is read only if there is a candidate. */
 function forkedCopies(found: Found[], now: () => number | null): Set<number> {
   const byPid = new Map(found.map((f) => [f.process.pid, f]));
   const copies = new Set<number>();
@@ -206,17 +186,13 @@ export function scanOvnkubeProcesses(
     try {
       if (!commIsOvnkube(read(`${dir}/comm`))) continue;
       const raw = read(`${dir}/cmdline`);
-      const argv = raw
-        .toString('utf8')
-        .split('\0')
-        .filter((a, i, all) => a !== '' || i < all.length - 1);
-      const parsed = parseOvnkubeCmdline(argv);
+      const parsed = parseOvnkubeCmdline(raw.toString('utf8').replace(/\0$/, '').split('\0'));
       if (!parsed) continue;
       // A copy: the next read reuses the buffer.
       const cmdline = Buffer.from(raw);
       let net: string;
       try {
-        net = readlinkSync(path.join(dir, 'ns', 'net'));
+        net = readlinkSync(`${dir}/ns/net`);
       } catch (err) {
         const code = (err as NodeJS.ErrnoException).code;
         if (code === 'EACCES' || code === 'EPERM') {
@@ -226,7 +202,7 @@ export function scanOvnkubeProcesses(
         throw err;
       }
       if (net !== ownNet) continue;
-      const stat = read(path.join(dir, 'stat')).toString('utf8');
+      const stat = read(`${dir}/stat`).toString('utf8');
       const startTime = startTimeOf(stat);
       if (startTime === null) continue;
       const m = parsed.modeFlag;
@@ -268,13 +244,8 @@ export function summarise(scan: OvnkubeScan, confMode: GatewayMode | null): Ovnk
   const modes = [...new Set(all.map(modeOf).filter((m) => m !== null))];
   const seen = all.find((p) => p.release410Plus !== null);
   const evidence = { modes, release410Plus: seen ? `${seen.release410Plus} (pid ${seen.pid})` : null };
-  const unsure = (detail: string, p?: OvnkubeProcess) => ({
-    mode: null,
-    pid: p?.pid ?? null,
-    id: p ? processIdentity(p) : null,
-    detail,
-    ...evidence,
-  });
+  const unsure = (detail: string, p?: OvnkubeProcess) =>
+    ({ mode: null, pid: p?.pid ?? null, id: p ? processIdentity(p) : null, detail, ...evidence }) as const;
   // Any process we cannot place might be the ovnkube-node of this node: guessing
   // would act on a mode nobody checked.
   const [blind] = unreadable;

@@ -1,4 +1,3 @@
-// OvnkubeScanner: a full scan of /proc (proc.ts), or the last one reused by a repair pass.
 import { readdirSync, readlinkSync } from 'node:fs';
 import {
   commIsOvnkube,
@@ -28,18 +27,14 @@ interface FullScan {
  * (a repair), when all of this holds:
  *  1. the last full scan found exactly one ovnkube process and no unreadable one, at most
  *     MAX_REUSE_AGE_MS ago;
- *  2. that process is the same one: its /proc/PID/stat gives the same start time (a reused PID
- *     has another) and comm `ovnkube` (an exec changes it), its command line is byte for byte
- *     the one parsed (an ovnkube exec'ing ovnkube with other arguments keeps comm and start
- *     time), and its network namespace is still ours;
- *  3. no PID that was not in the last full scan has a comm that says ovnkube: read at every
- *     reuse, never remembered (it may exec ovnkube later); a PID gone from /proc is forgotten,
- *     so a process that later takes its number is read too. A forked copy left out of a full
- *     scan is not remembered either.
- * Any doubt (a failed read, anything else in /proc/PID/stat) is a full scan. Unseen for at most
- * MAX_REUSE_AGE_MS: a process of the last full scan that has since exec'd an ovnkube of its own
- * beside the known one, and a PID of that scan taken by a new process between two passes.
- * Every other wake-up (resync, mode file, link or address event, retry) scans in full.
+ *  2. it is the same process: the same start time in /proc/PID/stat (a reused PID has another),
+ *     comm `ovnkube` (an exec changes it), the command line byte for byte (an ovnkube exec'ing
+ *     ovnkube keeps comm and start time), and our network namespace;
+ *  3. no PID absent from the last full scan has comm `ovnkube`: read at every reuse, never
+ *     remembered (it may exec ovnkube later); a PID gone from /proc is forgotten, so a process
+ *     that later takes its number is read too, and so is a forked copy the full scan left out.
+ * Any doubt (a failed read) is a full scan. Unseen for at most MAX_REUSE_AGE_MS: a process of the
+ * last scan that has since exec'd an ovnkube beside the known one, or whose PID a new one took.
  */
 export class OvnkubeScanner {
   private last: FullScan | undefined;
@@ -63,12 +58,8 @@ export class OvnkubeScanner {
     const at = this.now();
     const scan = scanOvnkubeProcesses(this.procRoot, this.read, pids, cmdlines);
     const [only, ...more] = scan.processes;
-    this.last = {
-      scan,
-      pids,
-      cmdline: only !== undefined && more.length === 0 ? cmdlines.get(only.pid) : undefined,
-      at,
-    };
+    const cmdline = only !== undefined && more.length === 0 ? cmdlines.get(only.pid) : undefined;
+    this.last = { scan, pids, cmdline, at };
     this.counts.full++;
     return scan;
   }

@@ -29,23 +29,23 @@ export function connectError(socket: string, err: NodeJS.ErrnoException): Error 
 }
 
 /**
- * GET a path of the agent's socket: the HTTP status code and the parsed JSON body. A UNIX
- * socket whose backlog is full fails a connect at once with EAGAIN (TCP would wait): an agent
- * busy for a moment under a burst of connects. That is retried, later each time, within timeoutMs.
+ * GET a path of the agent's socket: the HTTP status code and the parsed JSON body. A UNIX socket
+ * whose backlog is full fails a connect at once with EAGAIN (TCP would wait): an agent busy for a
+ * moment under a burst of connects, retried, later each time, within timeoutMs (a duration: on the
+ * monotonic clock, which NTP does not step).
  */
 export async function fetchPath(
   socket: string,
   urlPath: string,
   timeoutMs = 5000,
 ): Promise<{ code: number; body: unknown }> {
-  // A duration: on the monotonic clock (a wall clock stepped by NTP would end it early or late).
   const deadline = performance.now() + timeoutMs;
   for (let wait = 5; ; wait = Math.min(wait * 2, 100)) {
     try {
       return await getOnce(socket, urlPath, Math.max(1, Math.ceil(deadline - performance.now())));
     } catch (err) {
-      const e = err as NodeJS.ErrnoException;
       if (err instanceof AgentUnreachableError) throw err;
+      const e = err as NodeJS.ErrnoException;
       if (e.code !== 'EAGAIN' || performance.now() + wait >= deadline) throw connectError(socket, e);
       await new Promise((resolve) => setTimeout(resolve, wait));
     }
@@ -55,31 +55,30 @@ export async function fetchPath(
 /** One GET; rejects with node:http's error as it is, or with an AgentUnreachableError for a bad answer. */
 function getOnce(socket: string, urlPath: string, timeoutMs: number): Promise<{ code: number; body: unknown }> {
   return new Promise((resolve, reject) => {
-    const bad = (why: string) => new AgentUnreachableError(`bad answer on ${socket}: ${why}`);
+    const bad = (why: string) => reject(new AgentUnreachableError(`bad answer on ${socket}: ${why}`));
     // agent: false, a connection of its own, closed after the answer.
     const req = http.get({ socketPath: socket, path: urlPath, timeout: timeoutMs, agent: false }, (res) => {
       const chunks: Buffer[] = [];
       let received = 0;
       res.on('data', (d: Buffer) => {
-        received += d.length;
-        if (received <= MAX_ANSWER_BYTES) return void chunks.push(d);
-        reject(bad(`longer than ${MAX_ANSWER_BYTES} bytes`));
+        chunks.push(d);
+        if ((received += d.length) <= MAX_ANSWER_BYTES) return;
+        bad(`longer than ${MAX_ANSWER_BYTES} bytes`);
         req.destroy();
       });
       res.on('end', () => {
         try {
           resolve({ code: res.statusCode ?? 0, body: JSON.parse(Buffer.concat(chunks).toString('utf8')) as unknown });
         } catch (err) {
-          reject(bad((err as Error).message));
+          bad((err as Error).message);
         }
       });
-      res.on('error', (err) => reject(bad(err.message)));
+      res.on('error', (err) => bad(err.message));
     });
     req.on('timeout', () => req.destroy(new Error('timed out')));
     req.on('error', reject);
   });
 }
 
-export async function fetchStatus(socket: string, timeoutMs = 5000): Promise<StatusReport> {
-  return (await fetchPath(socket, '/status', timeoutMs)).body as StatusReport;
-}
+export const fetchStatus = async (socket: string, timeoutMs = 5000): Promise<StatusReport> =>
+  (await fetchPath(socket, '/status', timeoutMs)).body as StatusReport;

@@ -1,9 +1,22 @@
-// One status report, rendered many ways: the socket's JSON, `status` for a person,
-// `status --brief` (also systemd's STATUS= line), and the CLI's exit code.
+// One status report, a pure function of what the owner loop knows at the end of a pass (time
+// passed in: the same inputs give the same report), rendered many ways: the socket's JSON,
+// `status` for a person, `status --brief` (also systemd's STATUS= line) and the CLI's exit code.
+import { summarize, type RestartView, type Summary } from '../core/decide.js';
+import { restartOwed, type Migration } from '../core/migration.js';
 import type { Release } from '../core/platform.js';
-import type { ReasonCode } from '../core/reasons.js';
+import type { Reason, ReasonCode } from '../core/reasons.js';
 import { renderNextHop, type NextHop } from '../core/route.js';
-import type { GatewayMode, Layout, Phase, RouteStatus } from '../core/types.js';
+import type {
+  DesiredMode,
+  GatewayMode,
+  Layout,
+  Observation,
+  Phase,
+  Plan,
+  PlannerConfig,
+  RouteStatus,
+} from '../core/types.js';
+import { VERSION } from '../version.js';
 
 /** A route as the API shows it: `via` is the gateway (the JSON field names are kept stable). */
 export interface RouteShape {
@@ -22,9 +35,6 @@ export interface RouteReport {
   inSync: boolean;
   repairsSuspended: string | null;
 }
-
-export const shapeOf = (n: NextHop): RouteShape => ({ dev: n.dev, via: n.gateway, mtu: n.mtu });
-const render = (r: RouteShape) => renderNextHop({ dev: r.dev, gateway: r.via, mtu: r.mtu, oif: null });
 
 export interface RestartStatus {
   strategy: string;
@@ -62,15 +72,103 @@ export interface StatusReport {
   version: string;
 }
 
+/** What the last round of a pass found and decided. */
+export interface Outcome {
+  plan: Plan;
+  restart: RestartView;
+  observed: Observation;
+  suspensions: ReadonlyMap<string, string>;
+}
+
+export interface StatusInput {
+  outcome: Outcome | undefined;
+  desired: DesiredMode;
+  migration: Migration | null;
+  /** Restart requests on record. */
+  restarts: number;
+  strategy: string;
+  config: Pick<PlannerConfig, 'serviceCidrs' | 'dryRun'>;
+  /** The journal's warning, the capabilities missing: shown after the plan's. */
+  warnings: string[];
+  error: Reason | null;
+  /** The phase and reasons the report says (summaryOf, as published). */
+  summary: Summary;
+  /** Wall minus monotonic time (ms): how the journal's monotonic times are shown. */
+  wallOffsetMs: number;
+  /** Wall time (ms) of the end of the last pass; null before the first. */
+  lastReconcile: number | null;
+}
+
 /**
- * The reasons that say the operator's input is bad. The brief line shows them whatever
- * reason comes first, or a garbled mode file would hide behind "service routes match
- * desired mode local" (or a restart under way) while the agent acts on an older mode:
- *  - ModeFileInvalid: the mode file turned bad; the last valid mode is kept;
- *  - ModeNotRead: no valid mode read yet (missing, unreadable or invalid); nothing is done.
- * A bad flag, variable or ovnkube.conf is no reason: the agent refuses to start (exit 2).
+ * The phase and reasons after a pass. Before any round has an outcome: Degraded with the
+ * error, or Waiting with the reasons said so far (`before`).
  */
-export const INPUT_ERROR_CODES: readonly ReasonCode[] = ['ModeFileInvalid', 'ModeNotRead'];
+export function summaryOf(outcome: Outcome | undefined, error: Reason | null, before: Reason[]): Summary {
+  if (outcome === undefined)
+    return error ? { phase: 'Degraded', reasons: [error] } : { phase: 'Waiting', reasons: before };
+  return summarize(outcome.plan, error ? { phase: null, reason: null } : outcome.restart, outcome.suspensions, error);
+}
+
+const shapeOf = (n: NextHop): RouteShape => ({ dev: n.dev, via: n.gateway, mtu: n.mtu });
+const render = (r: RouteShape) => renderNextHop({ dev: r.dev, gateway: r.via, mtu: r.mtu, oif: null });
+
+function restartStatus(i: StatusInput): RestartStatus {
+  const m = i.migration;
+  const iso = (t: number) => new Date(t + i.wallOffsetMs).toISOString();
+  const last = m?.last;
+  return {
+    strategy: i.strategy,
+    required: m !== null && m.mode === i.desired.mode && restartOwed(m),
+    migration: m && { mode: m.mode, startedAt: iso(m.startedAt), restart: m.restart, attempts: m.attempts },
+    last: last
+      ? { at: iso(last.at), target: last.target.describe, result: last.result ?? 'requested', error: last.error }
+      : null,
+    count: i.restarts,
+  };
+}
+
+export function statusReport(i: StatusInput): StatusReport {
+  const p = i.outcome?.plan;
+  const suspensions = i.outcome?.suspensions ?? new Map<string, string>();
+  const { phase, reasons } = i.summary;
+  // Before the first plan: each configured CIDR, nothing known of it.
+  const unknown = { observed: null, multipath: false, expected: null, inSync: false };
+  const none: RouteStatus[] = i.config.serviceCidrs.map((c) => ({ cidr: c.text, family: c.family, ...unknown }));
+  return {
+    desiredMode: i.desired.mode,
+    modeSource: { path: i.desired.source.path, error: i.desired.source.error, detail: i.desired.source.detail ?? null },
+    ovnkubeMode: i.outcome?.observed.ovnkube.mode ?? null,
+    layout: p?.layout ?? 'unknown',
+    platform: p?.platform ?? { release: 'unknown', evidence: 'not looked at yet' },
+    phase,
+    reasons: reasons.map((r) => r.message),
+    reasonCodes: reasons.map((r) => r.code),
+    routes: (p?.routes ?? none).map((r) => ({
+      cidr: r.cidr,
+      family: r.family,
+      observed: r.observed && shapeOf(r.observed),
+      ...(r.multipath ? { multipath: true as const } : {}),
+      expected: r.expected && shapeOf(r.expected),
+      inSync: r.inSync,
+      repairsSuspended: suspensions.get(r.cidr) ?? null,
+    })),
+    restart: restartStatus(i),
+    dryRun: i.config.dryRun,
+    lastReconcile: i.lastReconcile === null ? null : new Date(i.lastReconcile).toISOString(),
+    lastError: i.error?.message ?? i.outcome?.restart.error ?? null,
+    warnings: [...(p?.warnings ?? []), ...i.warnings],
+    version: VERSION,
+  };
+}
+
+/**
+ * The reasons that say the operator's input is bad, shown by the brief line whatever reason
+ * comes first, or a garbled mode file would hide behind "service routes match desired mode
+ * local" while the agent acts on an older mode: ModeFileInvalid (the last valid mode is kept),
+ * ModeNotRead (none read yet; nothing is done). A bad flag, variable or ovnkube.conf is no
+ * reason: the agent refuses to start (exit 2).
+ */
+const INPUT_ERROR_CODES: readonly ReasonCode[] = ['ModeFileInvalid', 'ModeNotRead'];
 
 export function renderBrief(s: StatusReport): string {
   const synced = s.routes.filter((r) => r.inSync).length;
@@ -81,11 +179,12 @@ export function renderBrief(s: StatusReport): string {
 
 export function renderHuman(s: StatusReport): string {
   const row = (label: string, value: string) => `${`${label}:`.padEnd(16)}${value}`;
+  const { path, detail, error } = s.modeSource;
   const lines = [
     row('phase', `${s.phase}${s.dryRun ? ' (dry run)' : ''}`),
     row(
       'desired mode',
-      `${s.desiredMode ?? 'none'} (from ${s.modeSource.path}${s.modeSource.detail ? `: ${s.modeSource.detail}` : ''}${s.modeSource.error ? `; error: ${s.modeSource.error}` : ''})`,
+      `${s.desiredMode ?? 'none'} (from ${path}${detail ? `: ${detail}` : ''}${error ? `; error: ${error}` : ''})`,
     ),
     row('ovnkube-node', s.ovnkubeMode ?? 'unknown'),
     row('layout', s.layout),
@@ -93,26 +192,18 @@ export function renderHuman(s: StatusReport): string {
     row('last reconcile', s.lastReconcile ?? 'never'),
   ];
   if (s.lastError) lines.push(row('last error', s.lastError));
-  if (s.restart && (s.restart.strategy !== 'none' || s.restart.required)) {
-    const last = s.restart.last;
-    const lastText = last
-      ? `; last ${last.at} ${last.target}: ${last.result}${last.error ? ` (${last.error})` : ''}`
-      : '';
-    lines.push(
-      row(
-        'restart',
-        `${s.restart.strategy}${s.restart.required ? ', required' : ''}; ${s.restart.count} so far${lastText}`,
-      ),
-    );
+  const r = s.restart;
+  if (r && (r.strategy !== 'none' || r.required)) {
+    const last =
+      r.last && `; last ${r.last.at} ${r.last.target}: ${r.last.result}${r.last.error ? ` (${r.last.error})` : ''}`;
+    lines.push(row('restart', `${r.strategy}${r.required ? ', required' : ''}; ${r.count} so far${last ?? ''}`));
   }
   lines.push('routes:');
   for (const r of s.routes) {
     const observed = r.multipath ? 'multipath (several next hops)' : r.observed ? render(r.observed) : 'none';
-    const expected = r.expected ? render(r.expected) : 'n/a';
-    const suspended = r.repairsSuspended ? ` [repairs suspended]` : '';
-    lines.push(
-      `  ${r.inSync ? 'ok ' : 'NO '} ${r.cidr}: ${observed}${r.inSync ? '' : ` (expected ${expected})`}${suspended}`,
-    );
+    const expected = r.inSync ? '' : ` (expected ${r.expected ? render(r.expected) : 'n/a'})`;
+    const suspended = r.repairsSuspended ? ' [repairs suspended]' : '';
+    lines.push(`  ${r.inSync ? 'ok ' : 'NO '} ${r.cidr}: ${observed}${expected}${suspended}`);
   }
   if (s.reasons.length) lines.push('reasons:', ...s.reasons.map((x) => `  - ${x}`));
   if (s.warnings.length) lines.push('warnings:', ...s.warnings.map((x) => `  - ${x}`));

@@ -1,19 +1,13 @@
-// The API on a local UNIX socket. The socket is 0660 in a 0750 directory: only root and
-// the socket's group (--socket-group) may ask. A socket file left by a killed agent (the
-// kernel refuses connections to it) is replaced; anything else means someone may be
-// serving on it, and this agent must not start.
-//
-// Every caller is root or in the group, but a buggy or hostile one must not blind the
-// probes (kubelet's on the socket, Prometheus on --metrics-address):
-//  1. Every answer comes from memory; no path reads a file, and `/__proto__` is no route.
-//  2. Only GET and HEAD (405 before routing); the URL is capped (414), the request line
-//     and headers too (431), MAX_HEADERS of them.
-//  3. Headers must arrive within 2 s and the whole request within 5 s, checked twice a
-//     second (Node's default is 30 s). Node runs that check from listen to close: a
-//     wake-up every 500 ms of an agent at rest (docs/benchmarks.md).
-//  4. At most MAX_CONNECTIONS are open; past that the oldest connection with no request
-//     in hand is cut (else the oldest), so a newcomer gets in however many slow clients
-//     hold the listener (Node's maxConnections would refuse the newcomer instead).
+// The API on a local UNIX socket, 0660 in a 0750 directory: only root and the socket's group
+// (--socket-group) may ask. A socket file left by a killed agent (the kernel refuses connections
+// to it) is replaced; anything else may be someone serving on it, and this agent must not start.
+// A buggy or hostile caller must not blind the probes (kubelet's here, Prometheus's on
+// --metrics-address): every answer comes from memory (no path reads a file); GET and HEAD only;
+// URL, request line and headers are capped; headers must arrive within 2 s and the request within
+// 5 s, checked twice a second (Node's default is 30 s; the check runs from listen to close, a
+// wake-up every 500 ms at rest); past MAX_CONNECTIONS the oldest connection with no request in
+// hand is cut (else the oldest), so a newcomer gets in however many slow clients hold on (Node's
+// maxConnections would refuse the newcomer instead).
 import { chmod, chown, lstat, mkdir, unlink } from 'node:fs/promises';
 import type http from 'node:http';
 import net from 'node:net';
@@ -35,23 +29,32 @@ export class SocketPermissionError extends Error {
 export const MAX_URL_BYTES = 1024;
 const MAX_HEADERS = 64;
 /**
- * Above the 200 slow clients the issue names, with room: under a cap below their number
- * each client cut comes back and is cut again, and that churn was most of the agent's work
- * under bench:socket. An idle connection costs an fd and a few kB. It is also the backlog
- * (the kernel caps it at net.core.somaxconn, 128 before Linux 5.4): past it a connect fails
- * at once with EAGAIN, which the CLI's client retries.
+ * Above 200 slow clients, with room: under a cap below their number each client cut comes back
+ * and is cut again (that churn was most of the agent's work under bench:socket). Also the
+ * backlog (capped by net.core.somaxconn): past it a connect fails with EAGAIN, which the CLI retries.
  */
 export const MAX_CONNECTIONS = 512;
 
-/** The HTTP server under both listeners, the status socket and --metrics-address (rules 2 to 4). */
-export function createGuardedServer(handler: http.RequestListener): http.Server {
+type Handler = (req: http.IncomingMessage, res: http.ServerResponse) => void;
+
+/** The HTTP server under both listeners, the status socket and --metrics-address (header). */
+export function createGuardedServer(routes: Record<string, Handler>): http.Server {
   const open = new Set<net.Socket>(); // oldest first
   const busy = new WeakSet<net.Socket>(); // with a request in hand
   const opts = { headersTimeout: 2000, requestTimeout: 5000, connectionsCheckingInterval: 500, maxHeaderSize: 8192 };
   const server = createServer(opts, (req, res) => {
     busy.add(req.socket);
     res.once('close', () => busy.delete(req.socket));
-    handler(req, res);
+    const url = (req.url ?? '/').split('?')[0] ?? '/';
+    // Closed after: the body we never read must not be parsed as the next request.
+    const close = { connection: 'close' };
+    if (req.method !== 'GET' && req.method !== 'HEAD')
+      return sendJson(res, 405, { error: `method ${req.method} not allowed` }, { allow: 'GET, HEAD', ...close });
+    if (Buffer.byteLength(url) > MAX_URL_BYTES)
+      return sendJson(res, 414, { error: `URL longer than ${MAX_URL_BYTES} bytes` }, close);
+    const route = Object.hasOwn(routes, url) ? routes[url] : undefined;
+    if (!route) return sendJson(res, 404, { error: `no such path: ${url}`, paths: Object.keys(routes) });
+    route(req, res);
   });
   server.maxHeadersCount = MAX_HEADERS;
   server.on('connection', (conn: net.Socket) => {
@@ -71,7 +74,7 @@ export interface StatusHandlers {
   alive: () => boolean;
   ready: () => boolean;
   /** More GET paths (/metrics, /v1/events), each answering on its own. */
-  extra?: Record<string, (req: http.IncomingMessage, res: http.ServerResponse) => void>;
+  extra?: Record<string, Handler>;
 }
 
 /** A --socket path that cannot be made, whoever runs the agent: said as such, not as a bug. */
@@ -99,28 +102,21 @@ function permissionError(socket: string, err: NodeJS.ErrnoException): SocketPerm
  */
 async function clearStale(socket: string): Promise<void> {
   const info = await lstat(socket).catch((err: NodeJS.ErrnoException) => {
-    if (err.code === 'ENOENT') return null;
-    throw err;
+    if (err.code !== 'ENOENT') throw err;
   });
-  if (info === null) return;
+  if (!info) return;
   if (!info.isSocket()) throw new SocketInUseError(`${socket} exists and is not a socket: not removing it`);
+  const c = net.connect(socket);
   await new Promise<void>((resolve, reject) => {
-    const c = net.connect(socket);
     const inUse = (why: string) => reject(new SocketInUseError(why));
-    c.setTimeout(2000, () => {
-      c.destroy();
-      inUse(`${socket} accepts connections but does not answer: not removing it`);
-    });
-    c.once('connect', () => {
-      c.destroy();
-      inUse(`another agent is serving on ${socket}`);
-    });
+    c.setTimeout(2000, () => inUse(`${socket} accepts connections but does not answer: not removing it`));
+    c.once('connect', () => inUse(`another agent is serving on ${socket}`));
     c.once('error', (err: NodeJS.ErrnoException) => {
       if (err.code === 'ECONNREFUSED') resolve();
       else if (err.code === 'EACCES' || err.code === 'EPERM') reject(permissionError(socket, err));
       else inUse(`cannot tell whether ${socket} is in use (${err.code ?? err.message}): not removing it`);
     });
-  });
+  }).finally(() => c.destroy());
   await unlink(socket);
 }
 
@@ -146,29 +142,13 @@ export class StatusServer {
       if (cached?.version !== version) cached = { version, text: serialise(handlers.status()) };
       return cached.text;
     };
-    const probe = (ok: boolean, key: string, error: string) => (_req: unknown, res: http.ServerResponse) =>
+    const probe = (ok: boolean, key: string, error: string, res: http.ServerResponse) =>
       sendJson(res, ok ? 200 : 503, ok ? { [key]: true } : { [key]: false, error });
-    const routes = new Map<string, (req: http.IncomingMessage, res: http.ServerResponse) => void>([
-      ['/status', (_req, res) => sendJson(res, 200, null, {}, statusText())],
-      ['/healthz', (req, res) => probe(handlers.alive(), 'ok', 'the reconcile loop is stuck')(req, res)],
-      ['/readyz', (req, res) => probe(handlers.ready(), 'ready', 'first reconcile not done yet')(req, res)],
-      ...Object.entries(handlers.extra ?? {}),
-    ]);
-    this.server = createGuardedServer((req, res) => {
-      const url = (req.url ?? '/').split('?')[0] ?? '/';
-      // Closed after: the body we never read must not be parsed as the next request.
-      if (req.method !== 'GET' && req.method !== 'HEAD')
-        return sendJson(
-          res,
-          405,
-          { error: `method ${req.method} not allowed` },
-          { allow: 'GET, HEAD', connection: 'close' },
-        );
-      if (Buffer.byteLength(url) > MAX_URL_BYTES)
-        return sendJson(res, 414, { error: `URL longer than ${MAX_URL_BYTES} bytes` }, { connection: 'close' });
-      const route = routes.get(url);
-      if (!route) return sendJson(res, 404, { error: `no such path: ${url}`, paths: [...routes.keys()] });
-      route(req, res);
+    this.server = createGuardedServer({
+      '/status': (_req, res) => sendJson(res, 200, null, {}, statusText()),
+      '/healthz': (_req, res) => probe(handlers.alive(), 'ok', 'the reconcile loop is stuck', res),
+      '/readyz': (_req, res) => probe(handlers.ready(), 'ready', 'first reconcile not done yet', res),
+      ...handlers.extra,
     });
   }
 
