@@ -2,7 +2,9 @@
 // sees, the records and steps of this round and its phase; src/agent/execute.ts carries them out,
 // in order. The rules (docs/design.md's rules table cites them by number):
 //  1. A pass that replaces routes towards another mode than the recorded migration's (or moves again
-//     those of a migration rolled back) starts a migration, journaled with its restart owed first.
+//     those of a migration rolled back, or of a rollback under way while the node reached the other
+//     mode) starts a migration, journaled with its restart owed first; it carries the routes of an
+//     unfinished rollback not yet put back, which a later `rollback` must still put back.
 //  2. Before that first replace the strategy must find exactly one ovnkube-node (else RestartPathBroken).
 //  3. The restart is done when a new ovnkube-node (neither the one the migration began with nor the
 //     one stopped) runs the migration's mode, whoever restarted it; never Converged before.
@@ -74,7 +76,9 @@ export function restartAllowed(
 
 /** Rule 1. */
 const startsMigration = (plan: Plan, desired: GatewayMode | null, m: Migration | null): boolean =>
-  plan.actions.length > 0 && desired !== null && (m?.mode !== desired || (m.rollback !== null && !rollingBack(m)));
+  plan.actions.length > 0 &&
+  desired !== null &&
+  (m?.mode !== desired || (m.rollback !== null && (!rollingBack(m) || m.restart === 'none')));
 
 /** Whether the shell must ask the restart strategy before deciding (a CRI call costs). */
 export function needsTarget(
@@ -224,6 +228,8 @@ function decideSteps(i: DecideInput): Core {
       if (i.settings.strategy === 'cri') before = t.target.id;
     }
     const routes = plan.actions.map((a) => ({ key: a.key, from: a.from, to: a.to }));
+    if (rollingBack(m) && m?.mode === desired)
+      routes.push(...m.routes.filter((r) => !routes.some((a) => a.key.prefix === r.key.prefix)));
     const begun = { mode: must(desired, 'desired mode'), routes, identity: identityKind(i.settings.strategy) };
     const migration = transition(null, { kind: 'begun', ...begun, ovnkube: before }, now);
     const why = `migrating to ${desired}: ovnkube-node will be restarted`;

@@ -8,12 +8,13 @@
 //                      |                    |  `--answered(error)--> failed --requested--> ...
 //   any --recounted--> (same state, counted from what runs now)
 //   owed | requested | failed --restarted (a new ovnkube-node runs the mode)--> done
-//   any but a rollback under way --reached (the node got to the desired mode by itself)--> none
+//   any --reached (the node got to the desired mode by itself)--> none (a rollback under way: its record, none)
 //   any --rollback-begun--> (same state, rollback under way) --rolled-back--> (rollback done)
 //
 // A rollback is a mark beside the restart state: putting routes back changes nothing about
 // ovnkube-node. Under way, it keeps the record (its routes say what is still to put back);
-// done, the next replace of its routes begins a new migration (src/core/decide.ts, rule 1).
+// done, or the node at the other mode meanwhile, the next replace of its routes begins a new
+// migration, which carries the routes not yet put back (src/core/decide.ts, rule 1).
 import type { NextHop, RouteKey } from './route.js';
 import type { GatewayMode } from './types.js';
 
@@ -87,7 +88,13 @@ export function transition(
 ): Migration;
 export function transition(m: Migration, e: MigrationEvent, now: number): Migration;
 export function transition(m: Migration | null, e: MigrationEvent, now: number): Migration | null {
-  if (e.kind === 'reached' && m !== null && rollingBack(m)) return m;
+  // A rollback under way keeps its routes and mark, and owes nothing more: ovnkube-node ran the
+  // other mode, so the next move of its routes is a new migration (src/core/decide.ts, rule 1).
+  if (e.kind === 'reached' && m !== null && rollingBack(m)) {
+    if (m.restart === 'none') return m;
+    const { doneAt: _, ...rest } = m as Migration & { doneAt?: number };
+    return { ...rest, restart: 'none' };
+  }
   if (e.kind === 'begun' || e.kind === 'reached') {
     const begun = e.kind === 'begun';
     const fresh = { startedAt: now, attempts: 0, last: null, rollback: null, identity: e.identity };
