@@ -1,10 +1,9 @@
 // The one decision point: from the plan, the migration on record and what the restart strategy
 // sees, the records and steps of this round and its phase; src/agent/execute.ts carries them out,
 // in order. The rules (docs/design.md's rules table cites them by number):
-//  1. A pass that replaces routes towards another mode than the recorded migration's (or moves again
-//     those of a migration rolled back, or of a rollback under way while the node reached the other
-//     mode) starts a migration, journaled with its restart owed first; it carries the routes of an
-//     unfinished rollback not yet put back, which a later `rollback` must still put back.
+//  1. Replaces towards another mode than the recorded migration's, or of routes rolled back (or under
+//     way when the node reached the other mode), start a migration, journaled with its restart owed
+//     first; it carries the routes a rollback under way had not put back yet.
 //  2. Before that first replace the strategy must find exactly one ovnkube-node (else RestartPathBroken).
 //  3. The restart is done when a new ovnkube-node (neither the one the migration began with nor the
 //     one stopped) runs the migration's mode, whoever restarted it; never Converged before.
@@ -27,102 +26,26 @@ import {
   type IdentityKind,
   type Migration,
   type RestartTarget,
-  type TargetLookup,
 } from './migration.js';
 import { must } from './must.js';
 import { reason, type Reason, type ReasonCode } from './reasons.js';
-import type { GatewayMode, OvnkubeObservation, Phase, Plan, ReplaceAction } from './types.js';
+import type { GatewayMode, Phase, Plan } from './types.js';
+import {
+  HOUR_MS,
+  POLL_MS,
+  QUICK_FOR_MS,
+  QUICK_POLL_MS,
+  type DecideInput,
+  type Decision,
+  type RateLimit,
+  type RecordStep,
+  type RestartAnswer,
+  type RestartSettings,
+  type RestartView,
+  type Step,
+} from './decision.js';
 
-export const POLL_MS = 1000;
-/** Right after a restart request the successor usually comes within a moment: look closely. */
-export const QUICK_POLL_MS = 100;
-export const QUICK_FOR_MS = 2000;
-export const HOUR_MS = 3_600_000;
-
-export interface RateLimit {
-  minIntervalMs: number;
-  maxPerHour: number;
-}
-
-export interface RestartSettings {
-  strategy: 'cri' | 'signal' | 'none';
-  limit: RateLimit;
-  timeoutMs: number;
-  settleMs: number;
-  retryBaseMs: number;
-  retryMaxMs: number;
-  /** Whether the new ovnkube-node's mode can be checked (--ovnkube-mode-check proc). */
-  modeChecked: boolean;
-}
-
-export interface DecideInput {
-  plan: Plan;
-  desired: GatewayMode | null;
-  migration: Migration | null;
-  /** Times of earlier restart requests (rate limit). */
-  restarts: number[];
-  ovnkube: OvnkubeObservation;
-  /** What the restart strategy sees; null when it was not asked (see needsTarget). */
-  target: TargetLookup | null;
-  settings: RestartSettings;
-  /** Monotonic ms, like every time of the migration and the restarts. */
-  now: number;
-  /** Wall minus monotonic time (ms): only to show a time in a message; 0 when not given. */
-  wallOffsetMs?: number;
-  /** A restart request is still under way (a CRI stop waits out the grace period): rule 7. */
-  restartInFlight?: boolean;
-  /** The last restart request's answer, heard since the last decision: recorded first (heard). */
-  answer?: RestartAnswer | null;
-  /** The journal lags behind what was carried out (a save failed): the decision writes it again first. */
-  journalLags?: boolean;
-}
-
-/** A restart request's answer as the restart runner heard it (src/agent/execute.ts). */
-export interface RestartAnswer {
-  step: RestartStep;
-  /** null: ovnkube-node was stopped; else the runtime's refusal (code: a bounded label, recorder.ts). */
-  error: { message: string; code: string } | null;
-}
-
-export type Step =
-  | { kind: 'journal'; migration: Migration }
-  | { kind: 'replace'; action: ReplaceAction }
-  | { kind: 'restart'; target: RestartTarget; migration: Migration };
-export type RestartStep = Extract<Step, { kind: 'restart' }>;
-
-export interface RestartView {
-  phase: Phase | null;
-  reason: Reason | null;
-  /** What failed on the restart path, in words: the status's lastError when the pass itself did not fail. */
-  error?: string;
-}
-
-/** What already happened, put on record before the steps. */
-export type RecordStep =
-  | { kind: 'catch-up' }
-  | {
-      kind: 'answered';
-      mode: GatewayMode;
-      target: string;
-      result: 'stopped' | 'failed';
-      code: string | null;
-      error: string | null;
-    }
-  | { kind: 'record'; migration: Migration | null; what: string }
-  | { kind: 'completed'; mode: GatewayMode };
-
-/** Everything a round does, as a value: the loop carries out its records, then its steps, and nothing else. */
-export interface Decision {
-  records: RecordStep[];
-  steps: Step[];
-  /** The migration on record once the steps are done. */
-  migration: Migration | null;
-  restart: RestartView;
-  wakeInMs: number | undefined;
-  /** The plan's: --dry-run (nothing carried out), waiting on ovnkube-node (look again every second). */
-  dryRun: boolean;
-  waiting: boolean;
-}
+export * from './decision.js';
 
 type Core = Omit<Decision, 'records' | 'dryRun' | 'waiting'>;
 
@@ -164,13 +87,13 @@ export function needsTarget(
 ): boolean {
   if (strategy === 'none') return false;
   if (startsMigration(plan, desired, m)) return true;
-  return m !== null && m.mode === desired && restartOwed(m) && restartHeld(plan, m, plan.dryRun) === null;
+  return m !== null && m.mode === desired && restartOwed(m) && restartHeld(plan, m) === null;
 }
 
-/** Rule 10: why the restart owed by the migration on record (whose mode is the desired one) may not be requested, or null. */
-function restartHeld(plan: Plan, m: Migration, dryRun: boolean): string | null {
+/** Rule 10: why the restart owed by the migration on record (in the desired mode) may not be requested, or null. */
+function restartHeld(plan: Plan, m: Migration): string | null {
   if (m.mode !== 'local') return "shared mode is ovnkube-node's: the agent restarts nothing for it";
-  if (dryRun) return 'dry run';
+  if (plan.dryRun) return 'dry run';
   if (plan.layout === 'routing-via-host')
     return `the node has the routing-via-host layout (${plan.platform.evidence}): a restart there repairs nothing`;
   if (plan.layout !== 'legacy') return `the OpenShift release is unknown (${plan.platform.evidence})`;
@@ -187,10 +110,9 @@ function currentIdentity(i: DecideInput): string | null {
 }
 
 /**
- * Rules 2 and 8: the ovnkube-node to restart, or why not now. `moved`: under --restart signal
- * the process found is not the one observed (under CRI the container found is itself the
- * identity compared: never moved). `uncompared`: under signal with no one ovnkube-node
- * observed nothing is stopped; not "moved", as a quick look again would find the same.
+ * Rules 2 and 8: the ovnkube-node to restart, or why not now. Under --restart signal: `moved`, the
+ * process found is not the one observed (under CRI the container found is the identity itself);
+ * `uncompared`, no one ovnkube-node observed (not "moved": a quick look again finds the same).
  */
 function targetOf(
   i: DecideInput,
@@ -198,13 +120,14 @@ function targetOf(
   const t = i.target;
   if (!t || 'error' in t) return { broken: t ? t.error : 'the restart strategy was not asked' };
   if (i.settings.strategy !== 'signal') return t;
-  if (i.ovnkube.id === null)
-    return {
-      uncompared: `the ovnkube-node observed has no identity to hold the restart target (${t.target.describe}) to (${i.ovnkube.detail ?? 'not one process'}): nothing is stopped`,
-    };
+  const found = t.target.describe;
+  if (i.ovnkube.id === null) {
+    const why = `the ovnkube-node observed has no identity to hold the restart target (${found}) to (${i.ovnkube.detail ?? 'not one process'}): nothing is stopped`;
+    return { uncompared: why };
+  }
   if (t.target.id === i.ovnkube.id) return t;
   return {
-    moved: `ovnkube-node changed while it was looked at (observed ${i.ovnkube.id}, then found ${t.target.describe}): looking again before anything is stopped`,
+    moved: `ovnkube-node changed while it was looked at (observed ${i.ovnkube.id}, then found ${found}): looking again before anything is stopped`,
   };
 }
 
@@ -230,11 +153,7 @@ const awaited = (m: Migration | null, why: string, wakeInMs: number | undefined,
 const quiet = (migration: Migration | null, wakeInMs: number | undefined): Core =>
   report(migration, null, null, '', wakeInMs);
 
-/**
- * A restart request's answer, put on record: the runtime answers long after the pass that
- * requested it, and the pass its answer wakes decides what it changes. It belongs to the
- * migration it was requested for: one since superseded is told the event only.
- */
+/** A restart request's answer, put on record by the pass it wakes; one for a migration since superseded is only told. */
 export function heard(
   m: Migration | null,
   answer: RestartAnswer | null | undefined,
@@ -263,7 +182,6 @@ export function heard(
 }
 
 export function decide(i: DecideInput): Decision {
-  const frame = { dryRun: i.plan.dryRun, waiting: i.plan.awaitsOvnkube };
   // What already happened goes on record first: the journal's catch-up, then the restart's answer.
   const answer = heard(i.migration, i.answer, i.now);
   const before = answer.migration;
@@ -275,7 +193,7 @@ export function decide(i: DecideInput): Decision {
     records.push({ kind: 'record', migration: after, what: 'the new ovnkube-node seen' });
     if (after?.restart === 'done' && before?.restart !== 'done') records.push({ kind: 'completed', mode: after.mode });
   }
-  return { ...core, records, ...frame };
+  return { ...core, records, dryRun: i.plan.dryRun, waiting: i.plan.awaitsOvnkube };
 }
 
 function decideSteps(i: DecideInput): Core {
@@ -311,13 +229,12 @@ function decideSteps(i: DecideInput): Core {
     return awaited(migration, why, undefined, [{ kind: 'journal', migration }, ...replaces]);
   }
   if (m && desired !== null && m.mode !== desired && inDesiredShape(plan)) {
-    // The node reached the desired mode without the agent (a new ovnkube-node flushed the
-    // old routes): the record moves on, so that a return to m.mode owes its restart again.
+    // Reached without the agent (a new ovnkube-node flushed the old routes): a return to m.mode owes its restart again.
     const identity = identityKind(i.settings.strategy);
     return quiet(transition(m, { kind: 'reached', mode: desired, identity }, now), idle);
   }
   if (!m || m.mode !== desired) return quiet(m, idle);
-  const held = restartOwed(m) ? restartHeld(plan, m, plan.dryRun) : null;
+  const held = restartOwed(m) ? restartHeld(plan, m) : null;
   if (held !== null) {
     // The record keeps the restart owed: a later pass under a plan that allows it requests it.
     const why = `the restart of ovnkube-node owed by the migration to ${m.mode} (begun ${isoAt(i, m.startedAt)}) is held: ${held}`;
@@ -345,24 +262,25 @@ function restartView(i: DecideInput): Core {
     return report(m, 'Progressing', 'Settling', why, until - now);
   }
   const stoppedAs = m.last?.target.describe ?? 'ovnkube-node';
-  const underWay = () => {
-    const why = `a restart request is under way (${stoppedAs}): waiting for its answer before any other for the migration to ${m.mode}`;
-    return awaited(m, why, POLL_MS);
-  };
+  const underWay = () =>
+    awaited(
+      m,
+      `a restart request is under way (${stoppedAs}): waiting for its answer before any other for the migration to ${m.mode}`,
+      POLL_MS,
+    );
   // Rule 11: an ovnkube-node seen running the other mode is never the proof; --ovnkube-mode-check
   // off takes one whose mode is not seen for one in the migration's.
   const otherMode = i.ovnkube.modes.find((x) => x !== m.mode) ?? null;
   const modeOk = otherMode === null && (i.ovnkube.mode !== null || !s.modeChecked);
   const stopped = m.last?.target.id ?? null;
-  // A migration that identified ovnkube-node by its process (`apply`, or --restart signal or
-  // none): /proc is read whatever the strategy, so another process than the one it began
-  // with, and than the one stopped, is the new ovnkube-node under CRI too.
+  // A migration that identified ovnkube-node by its process (`apply`, --restart signal or none):
+  // /proc is read whatever the strategy, so another process is the new ovnkube-node under CRI too.
   const id = i.ovnkube.id;
   const processMoved =
     s.strategy === 'cri' && m.identity === 'process' && id !== null && id !== m.ovnkubeBefore && id !== stopped;
   const current = currentIdentity(i);
-  // --restart changed between agent runs: a container id and a process identity cannot be
-  // compared. Count from what runs now; never call the restart done on that comparison.
+  // --restart changed between agent runs: a container id and a process identity cannot be compared;
+  // count from what runs now, never call the restart done on that comparison.
   if (!processMoved && m.identity !== identityKind(s.strategy))
     m = transition(m, { kind: 'recounted', identity: identityKind(s.strategy), ovnkube: current }, now);
   const successor = processMoved
@@ -374,16 +292,20 @@ function restartView(i: DecideInput): Core {
     const why = `a new ovnkube-node runs ${m.mode}; watching the service routes for ${Math.round(s.settleMs / 1000)}s`;
     return report(transition(m, { kind: 'restarted' }, now), 'Progressing', 'Settling', why, s.settleMs);
   }
-  if (successor !== null) {
-    // Not the proof, and never the one to stop (a second restart for one migration).
-    const why = `a new ovnkube-node (${successor}) runs ${otherMode ?? 'an unknown mode'}, not ${m.mode}: waiting for the operator's rollout`;
-    return awaited(m, why, POLL_MS);
-  }
+  // Not the proof, and never the one to stop (a second restart for one migration).
+  if (successor !== null)
+    return awaited(
+      m,
+      `a new ovnkube-node (${successor}) runs ${otherMode ?? 'an unknown mode'}, not ${m.mode}: waiting for the operator's rollout`,
+      POLL_MS,
+    );
   const seen = current === null ? 'no ovnkube-node running' : `still ${current}`;
-  if (s.strategy === 'none') {
-    const why = `waiting for ovnkube-node to be restarted for the migration to ${m.mode} (--restart none: restart it by hand); ${seen}`;
-    return awaited(m, why, POLL_MS);
-  }
+  if (s.strategy === 'none')
+    return awaited(
+      m,
+      `waiting for ovnkube-node to be restarted for the migration to ${m.mode} (--restart none: restart it by hand); ${seen}`,
+      POLL_MS,
+    );
   if (otherMode !== null) {
     // Rule 11, a request that never took included: stopped, it would come back in the mode
     // the operator renders and undo the migration at its start.
@@ -439,11 +361,8 @@ function restartView(i: DecideInput): Core {
   return awaited(requested, why, QUICK_POLL_MS, steps);
 }
 
-export interface Summary {
-  phase: Phase;
-  /** The reason that decides the phase comes first: it is the one `status --brief` shows. */
-  reasons: Reason[];
-}
+/** reasons: the one that decides the phase first, the one `status --brief` shows. */
+export type Summary = { phase: Phase; reasons: Reason[] };
 
 /** The phase and its reasons, from the plan, the restart, the suspensions and a failure. */
 export function summarize(

@@ -1,7 +1,6 @@
-// A migration and the restart it owes, as one state machine: the states (a union on
-// `restart`), the events, and the one pure transition between them. The journal
-// (src/restart/journal.ts) stores the state; every command reads and writes it through the
-// journal keeper.
+// A migration and the restart it owes, as one state machine: the states (a union on `restart`), the
+// events, and the one pure transition. The journal (src/restart/journal.ts) stores the state; every
+// command reads and writes it through the journal keeper.
 //
 //   (none) --begun--> owed --requested--> requested --answered(ok)--> requested (stopped)
 //                      ^                    |  ^ requested (the same one still runs, rule 8)
@@ -129,7 +128,7 @@ export function transition(m: Migration | null, e: MigrationEvent, now: number):
   }
 }
 
-/** Every time of the record through `f` (the journal's monotonic and wall times, src/restart/journal-time.ts). */
+/** Every time of the record through `f` (src/restart/journal-time.ts). */
 export function mapTimes(m: Migration, f: (t: number) => number): Migration {
   const last = m.last && { ...m.last, at: f(m.last.at) };
   const r = m.rollback;
