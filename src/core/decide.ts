@@ -1,6 +1,5 @@
-// The one decision point: from the plan, the migration on record and what the restart strategy
-// sees, the records and steps of this round and its phase; src/agent/execute.ts carries them out,
-// in order. The rules (docs/design.md's rules table cites them by number):
+// The one decision point: the plan, the migration on record and what the restart strategy sees in;
+// this round's records, steps and phase out. The rules (docs/design.md's table cites their numbers):
 //  1. Replaces towards another mode than the recorded migration's, or of routes rolled back (or under
 //     way when the node reached the other mode), start a migration, journaled with its restart owed
 //     first; it carries the routes a rollback under way had not put back yet.
@@ -182,7 +181,7 @@ export function heard(
 }
 
 export function decide(i: DecideInput): Decision {
-  // What already happened goes on record first: the journal's catch-up, then the restart's answer.
+  // On record first: the journal's catch-up, then the restart's answer.
   const answer = heard(i.migration, i.answer, i.now);
   const before = answer.migration;
   const core = decideSteps({ ...i, migration: before });
@@ -236,7 +235,6 @@ function decideSteps(i: DecideInput): Core {
   if (!m || m.mode !== desired) return quiet(m, idle);
   const held = restartOwed(m) ? restartHeld(plan, m) : null;
   if (held !== null) {
-    // The record keeps the restart owed: a later pass under a plan that allows it requests it.
     const why = `the restart of ovnkube-node owed by the migration to ${m.mode} (begun ${isoAt(i, m.startedAt)}) is held: ${held}`;
     return report(m, plan.dryRun ? 'Waiting' : null, 'RestartHeld', why, idle);
   }
@@ -268,8 +266,7 @@ function restartView(i: DecideInput): Core {
       `a restart request is under way (${stoppedAs}): waiting for its answer before any other for the migration to ${m.mode}`,
       POLL_MS,
     );
-  // Rule 11: an ovnkube-node seen running the other mode is never the proof; --ovnkube-mode-check
-  // off takes one whose mode is not seen for one in the migration's.
+  // Rule 11; --ovnkube-mode-check off takes one whose mode is not seen for one in the migration's.
   const otherMode = i.ovnkube.modes.find((x) => x !== m.mode) ?? null;
   const modeOk = otherMode === null && (i.ovnkube.mode !== null || !s.modeChecked);
   const stopped = m.last?.target.id ?? null;
@@ -307,8 +304,7 @@ function restartView(i: DecideInput): Core {
       POLL_MS,
     );
   if (otherMode !== null) {
-    // Rule 11, a request that never took included: stopped, it would come back in the mode
-    // the operator renders and undo the migration at its start.
+    // Rule 11, a request that never took included: it would come back in the mode the operator renders.
     const who =
       i.ovnkube.mode !== null ? `ovnkube-node (pid ${i.ovnkube.pid})` : `an ovnkube-node (${i.ovnkube.detail})`;
     const why = `${who} runs --gateway-mode ${otherMode}, not ${m.mode}: the restart owed by the migration to ${m.mode} waits for the cluster network operator's rollout`;
@@ -322,8 +318,8 @@ function restartView(i: DecideInput): Core {
       return awaited(m, why, quick ? QUICK_POLL_MS : POLL_MS);
     }
     if (i.restartInFlight) return underWay();
-    // The very instance meant to be stopped still runs after the timeout: the request never
-    // took (an agent killed between journal and request). Asking again stops that same one.
+    // The very one meant to be stopped still runs: the request never took (an agent killed between
+    // journal and request). Asking again stops that same one.
     const t = i.target && 'target' in i.target && i.target.target.id === stopped ? i.target.target : null;
     if (t && current === stopped && restartAllowed(i.restarts, now, s.limit).allowed) {
       const again = transition(m, { kind: 'requested', target: t }, now);

@@ -1,5 +1,5 @@
-// The decision's values: what decide (decide.ts) reads and returns for the loop to carry out
-// (src/agent/execute.ts is the only place they happen), the restart's backoff and its rate limit.
+// The decision's values: what decide (decide.ts) reads and returns for src/agent/execute.ts, the only
+// place they happen.
 import type { Migration, RestartTarget, TargetLookup } from './migration.js';
 import type { Reason } from './reasons.js';
 import type { GatewayMode, OvnkubeObservation, Phase, Plan, ReplaceAction } from './types.js';

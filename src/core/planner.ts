@@ -200,8 +200,7 @@ export function plan(input: PlanInput): Plan {
   }
   if (desired.mode === 'shared') return planShared(input, { layout, platform: found, reasons, warnings });
 
-  // ovnkube-node in the other mode first: the reason that passes by itself (the rollout).
-  // Guarantee 7: so is one whose namespace cannot be read, or one of several that disagree.
+  // Guarantee 7 (one whose namespace cannot be read, several that disagree) first: it passes by itself.
   const held = ovnkubeHolds(input, 'local');
   const awaitsOvnkube = held.length > 0;
   if (layout === 'unknown') held.push(reason('LayoutUnknown', layoutUnknown(input, platform)));
@@ -272,8 +271,7 @@ function statusOf(observed: Observation, cidr: Cidr, expected: NextHop | null, o
 
 export function layoutUnknown(input: PlanInput, platform: Platform): string {
   const { config, observed } = input;
-  // Hints only: a 4.10 node may keep ovn-k8s-gw0 from 4.9 (its removal, ovn-kubernetes
-  // ed422b840, is best effort) and routes services via ovn-k8s-mp0 in upgrade windows.
+  // Hints only (platform.ts, rule 3).
   const hints: string[] = [];
   if (findLink(observed.links, LEGACY_LOCAL_GATEWAY_LINK)) hints.push(`link ${LEGACY_LOCAL_GATEWAY_LINK} exists`);
   const viaMp0 = serviceRoutes(input).find((r) => r.nextHop.dev === config.managementInterface);

@@ -64,7 +64,7 @@ function wholeMigration(m: Migration): boolean {
   );
 }
 
-/** The flat record of version 2 (restart: owed|requested|failed|done|none and its loose fields) as a state. */
+/** Version 2's flat record (restart: owed|requested|failed|done|none and loose fields) as a state. */
 function fromVersion2(m: Record<string, unknown>): unknown {
   const { lastAttemptAt, stopped, stoppedAs, outcome, lastError, doneAt, rollback, ...rest } = m;
   const last = isTime(lastAttemptAt)
