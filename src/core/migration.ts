@@ -55,7 +55,7 @@ interface Common {
 
 export type Migration = Common &
   (
-    | { restart: 'none' } // the node reached the mode without the agent: no restart owed
+    | { restart: 'none' } // the node reached a mode without the agent (the other, under a rollback): no restart owed
     | { restart: 'owed' }
     | { restart: 'requested'; last: Attempt }
     | { restart: 'failed'; last: Attempt & { error: string } }
