@@ -1,8 +1,8 @@
-// The one decision point: from the plan, the migration on record and what the restart strategy
-// sees, the records and steps of this round and its phase; src/agent/execute.ts carries them out,
-// in order. The rules (docs/design.md's rules table cites them by number):
-//  1. A pass that replaces routes towards another mode than the recorded migration's (or moves again
-//     those of a migration rolled back) starts a migration, journaled with its restart owed first.
+// The one decision point: the plan, the migration on record and what the restart strategy sees in;
+// this round's records, steps and phase out. The rules (docs/design.md's table cites their numbers):
+//  1. Replaces towards another mode than the recorded migration's, or of routes rolled back (or under
+//     way when the node reached the other mode), start a migration, journaled with its restart owed
+//     first; it carries the routes a rollback under way had not put back yet.
 //  2. Before that first replace the strategy must find exactly one ovnkube-node (else RestartPathBroken).
 //  3. The restart is done when a new ovnkube-node (neither the one the migration began with nor the
 //     one stopped) runs the migration's mode, whoever restarted it; never Converged before.
@@ -26,10 +26,9 @@ import {
   type Migration,
   type RestartTarget,
 } from './migration.js';
+import { must } from './must.js';
 import { reason, type Reason, type ReasonCode } from './reasons.js';
 import type { GatewayMode, Phase, Plan } from './types.js';
-import { must } from './must.js';
-
 import {
   HOUR_MS,
   POLL_MS,
@@ -74,7 +73,9 @@ export function restartAllowed(
 
 /** Rule 1. */
 const startsMigration = (plan: Plan, desired: GatewayMode | null, m: Migration | null): boolean =>
-  plan.actions.length > 0 && desired !== null && (m?.mode !== desired || (m.rollback !== null && !rollingBack(m)));
+  plan.actions.length > 0 &&
+  desired !== null &&
+  (m?.mode !== desired || (m.rollback !== null && (!rollingBack(m) || m.restart === 'none')));
 
 /** Whether the shell must ask the restart strategy before deciding (a CRI call costs). */
 export function needsTarget(
@@ -85,13 +86,13 @@ export function needsTarget(
 ): boolean {
   if (strategy === 'none') return false;
   if (startsMigration(plan, desired, m)) return true;
-  return m !== null && m.mode === desired && restartOwed(m) && restartHeld(plan, m, plan.dryRun) === null;
+  return m !== null && m.mode === desired && restartOwed(m) && restartHeld(plan, m) === null;
 }
 
-/** Rule 10: why the restart owed by the migration on record (whose mode is the desired one) may not be requested, or null. */
-function restartHeld(plan: Plan, m: Migration, dryRun: boolean): string | null {
+/** Rule 10: why the restart owed by the migration on record (in the desired mode) may not be requested, or null. */
+function restartHeld(plan: Plan, m: Migration): string | null {
   if (m.mode !== 'local') return "shared mode is ovnkube-node's: the agent restarts nothing for it";
-  if (dryRun) return 'dry run';
+  if (plan.dryRun) return 'dry run';
   if (plan.layout === 'routing-via-host')
     return `the node has the routing-via-host layout (${plan.platform.evidence}): a restart there repairs nothing`;
   if (plan.layout !== 'legacy') return `the OpenShift release is unknown (${plan.platform.evidence})`;
@@ -108,10 +109,9 @@ function currentIdentity(i: DecideInput): string | null {
 }
 
 /**
- * Rules 2 and 8: the ovnkube-node to restart, or why not now. `moved`: under --restart signal
- * the process found is not the one observed (under CRI the container found is itself the
- * identity compared: never moved). `uncompared`: under signal with no one ovnkube-node
- * observed nothing is stopped; not "moved", as a quick look again would find the same.
+ * Rules 2 and 8: the ovnkube-node to restart, or why not now. Under --restart signal: `moved`, the
+ * process found is not the one observed (under CRI the container found is the identity itself);
+ * `uncompared`, no one ovnkube-node observed (not "moved": a quick look again finds the same).
  */
 function targetOf(
   i: DecideInput,
@@ -119,13 +119,14 @@ function targetOf(
   const t = i.target;
   if (!t || 'error' in t) return { broken: t ? t.error : 'the restart strategy was not asked' };
   if (i.settings.strategy !== 'signal') return t;
-  if (i.ovnkube.id === null)
-    return {
-      uncompared: `the ovnkube-node observed has no identity to hold the restart target (${t.target.describe}) to (${i.ovnkube.detail ?? 'not one process'}): nothing is stopped`,
-    };
+  const found = t.target.describe;
+  if (i.ovnkube.id === null) {
+    const why = `the ovnkube-node observed has no identity to hold the restart target (${found}) to (${i.ovnkube.detail ?? 'not one process'}): nothing is stopped`;
+    return { uncompared: why };
+  }
   if (t.target.id === i.ovnkube.id) return t;
   return {
-    moved: `ovnkube-node changed while it was looked at (observed ${i.ovnkube.id}, then found ${t.target.describe}): looking again before anything is stopped`,
+    moved: `ovnkube-node changed while it was looked at (observed ${i.ovnkube.id}, then found ${found}): looking again before anything is stopped`,
   };
 }
 
@@ -151,11 +152,7 @@ const awaited = (m: Migration | null, why: string, wakeInMs: number | undefined,
 const quiet = (migration: Migration | null, wakeInMs: number | undefined): Core =>
   report(migration, null, null, '', wakeInMs);
 
-/**
- * A restart request's answer, put on record: the runtime answers long after the pass that
- * requested it, and the pass its answer wakes decides what it changes. It belongs to the
- * migration it was requested for: one since superseded is told the event only.
- */
+/** A restart request's answer, put on record by the pass it wakes; one for a migration since superseded is only told. */
 export function heard(
   m: Migration | null,
   answer: RestartAnswer | null | undefined,
@@ -184,8 +181,7 @@ export function heard(
 }
 
 export function decide(i: DecideInput): Decision {
-  const frame = { dryRun: i.plan.dryRun, waiting: i.plan.awaitsOvnkube };
-  // What already happened goes on record first: the journal's catch-up, then the restart's answer.
+  // On record first: the journal's catch-up, then the restart's answer.
   const answer = heard(i.migration, i.answer, i.now);
   const before = answer.migration;
   const core = decideSteps({ ...i, migration: before });
@@ -196,7 +192,7 @@ export function decide(i: DecideInput): Decision {
     records.push({ kind: 'record', migration: after, what: 'the new ovnkube-node seen' });
     if (after?.restart === 'done' && before?.restart !== 'done') records.push({ kind: 'completed', mode: after.mode });
   }
-  return { ...core, records, ...frame };
+  return { ...core, records, dryRun: i.plan.dryRun, waiting: i.plan.awaitsOvnkube };
 }
 
 function decideSteps(i: DecideInput): Core {
@@ -224,21 +220,21 @@ function decideSteps(i: DecideInput): Core {
       if (i.settings.strategy === 'cri') before = t.target.id;
     }
     const routes = plan.actions.map((a) => ({ key: a.key, from: a.from, to: a.to }));
+    if (rollingBack(m) && m?.mode === desired)
+      routes.push(...m.routes.filter((r) => !routes.some((a) => a.key.prefix === r.key.prefix)));
     const begun = { mode: must(desired, 'desired mode'), routes, identity: identityKind(i.settings.strategy) };
     const migration = transition(null, { kind: 'begun', ...begun, ovnkube: before }, now);
     const why = `migrating to ${desired}: ovnkube-node will be restarted`;
     return awaited(migration, why, undefined, [{ kind: 'journal', migration }, ...replaces]);
   }
   if (m && desired !== null && m.mode !== desired && inDesiredShape(plan)) {
-    // The node reached the desired mode without the agent (a new ovnkube-node flushed the
-    // old routes): the record moves on, so that a return to m.mode owes its restart again.
+    // Reached without the agent (a new ovnkube-node flushed the old routes): a return to m.mode owes its restart again.
     const identity = identityKind(i.settings.strategy);
     return quiet(transition(m, { kind: 'reached', mode: desired, identity }, now), idle);
   }
   if (!m || m.mode !== desired) return quiet(m, idle);
-  const held = restartOwed(m) ? restartHeld(plan, m, plan.dryRun) : null;
+  const held = restartOwed(m) ? restartHeld(plan, m) : null;
   if (held !== null) {
-    // The record keeps the restart owed: a later pass under a plan that allows it requests it.
     const why = `the restart of ovnkube-node owed by the migration to ${m.mode} (begun ${isoAt(i, m.startedAt)}) is held: ${held}`;
     return report(m, plan.dryRun ? 'Waiting' : null, 'RestartHeld', why, idle);
   }
@@ -264,24 +260,24 @@ function restartView(i: DecideInput): Core {
     return report(m, 'Progressing', 'Settling', why, until - now);
   }
   const stoppedAs = m.last?.target.describe ?? 'ovnkube-node';
-  const underWay = () => {
-    const why = `a restart request is under way (${stoppedAs}): waiting for its answer before any other for the migration to ${m.mode}`;
-    return awaited(m, why, POLL_MS);
-  };
-  // Rule 11: an ovnkube-node seen running the other mode is never the proof; --ovnkube-mode-check
-  // off takes one whose mode is not seen for one in the migration's.
+  const underWay = () =>
+    awaited(
+      m,
+      `a restart request is under way (${stoppedAs}): waiting for its answer before any other for the migration to ${m.mode}`,
+      POLL_MS,
+    );
+  // Rule 11; --ovnkube-mode-check off takes one whose mode is not seen for one in the migration's.
   const otherMode = i.ovnkube.modes.find((x) => x !== m.mode) ?? null;
   const modeOk = otherMode === null && (i.ovnkube.mode !== null || !s.modeChecked);
   const stopped = m.last?.target.id ?? null;
-  // A migration that identified ovnkube-node by its process (`apply`, or --restart signal or
-  // none): /proc is read whatever the strategy, so another process than the one it began
-  // with, and than the one stopped, is the new ovnkube-node under CRI too.
+  // A migration that identified ovnkube-node by its process (`apply`, --restart signal or none):
+  // /proc is read whatever the strategy, so another process is the new ovnkube-node under CRI too.
   const id = i.ovnkube.id;
   const processMoved =
     s.strategy === 'cri' && m.identity === 'process' && id !== null && id !== m.ovnkubeBefore && id !== stopped;
   const current = currentIdentity(i);
-  // --restart changed between agent runs: a container id and a process identity cannot be
-  // compared. Count from what runs now; never call the restart done on that comparison.
+  // --restart changed between agent runs: a container id and a process identity cannot be compared;
+  // count from what runs now, never call the restart done on that comparison.
   if (!processMoved && m.identity !== identityKind(s.strategy))
     m = transition(m, { kind: 'recounted', identity: identityKind(s.strategy), ovnkube: current }, now);
   const successor = processMoved
@@ -293,19 +289,22 @@ function restartView(i: DecideInput): Core {
     const why = `a new ovnkube-node runs ${m.mode}; watching the service routes for ${Math.round(s.settleMs / 1000)}s`;
     return report(transition(m, { kind: 'restarted' }, now), 'Progressing', 'Settling', why, s.settleMs);
   }
-  if (successor !== null) {
-    // Not the proof, and never the one to stop (a second restart for one migration).
-    const why = `a new ovnkube-node (${successor}) runs ${otherMode ?? 'an unknown mode'}, not ${m.mode}: waiting for the operator's rollout`;
-    return awaited(m, why, POLL_MS);
-  }
+  // Not the proof, and never the one to stop (a second restart for one migration).
+  if (successor !== null)
+    return awaited(
+      m,
+      `a new ovnkube-node (${successor}) runs ${otherMode ?? 'an unknown mode'}, not ${m.mode}: waiting for the operator's rollout`,
+      POLL_MS,
+    );
   const seen = current === null ? 'no ovnkube-node running' : `still ${current}`;
-  if (s.strategy === 'none') {
-    const why = `waiting for ovnkube-node to be restarted for the migration to ${m.mode} (--restart none: restart it by hand); ${seen}`;
-    return awaited(m, why, POLL_MS);
-  }
+  if (s.strategy === 'none')
+    return awaited(
+      m,
+      `waiting for ovnkube-node to be restarted for the migration to ${m.mode} (--restart none: restart it by hand); ${seen}`,
+      POLL_MS,
+    );
   if (otherMode !== null) {
-    // Rule 11, a request that never took included: stopped, it would come back in the mode
-    // the operator renders and undo the migration at its start.
+    // Rule 11, a request that never took included: it would come back in the mode the operator renders.
     const who =
       i.ovnkube.mode !== null ? `ovnkube-node (pid ${i.ovnkube.pid})` : `an ovnkube-node (${i.ovnkube.detail})`;
     const why = `${who} runs --gateway-mode ${otherMode}, not ${m.mode}: the restart owed by the migration to ${m.mode} waits for the cluster network operator's rollout`;
@@ -319,8 +318,8 @@ function restartView(i: DecideInput): Core {
       return awaited(m, why, quick ? QUICK_POLL_MS : POLL_MS);
     }
     if (i.restartInFlight) return underWay();
-    // The very instance meant to be stopped still runs after the timeout: the request never
-    // took (an agent killed between journal and request). Asking again stops that same one.
+    // The very one meant to be stopped still runs: the request never took (an agent killed between
+    // journal and request). Asking again stops that same one.
     const t = i.target && 'target' in i.target && i.target.target.id === stopped ? i.target.target : null;
     if (t && current === stopped && restartAllowed(i.restarts, now, s.limit).allowed) {
       const again = transition(m, { kind: 'requested', target: t }, now);
@@ -358,11 +357,8 @@ function restartView(i: DecideInput): Core {
   return awaited(requested, why, QUICK_POLL_MS, steps);
 }
 
-export interface Summary {
-  phase: Phase;
-  /** The reason that decides the phase comes first: it is the one `status --brief` shows. */
-  reasons: Reason[];
-}
+/** reasons: the one that decides the phase first, the one `status --brief` shows. */
+export type Summary = { phase: Phase; reasons: Reason[] };
 
 /** The phase and its reasons, from the plan, the restart, the suspensions and a failure. */
 export function summarize(

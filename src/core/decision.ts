@@ -1,11 +1,11 @@
-// The decision's values: what decide (decide.ts) reads and returns for the loop to carry out
-// (src/agent/execute.ts is the only place they happen), the restart's backoff and its rate limit.
+// The decision's values: what decide (decide.ts) reads and returns for src/agent/execute.ts, the only
+// place they happen.
 import type { Migration, RestartTarget, TargetLookup } from './migration.js';
 import type { Reason } from './reasons.js';
 import type { GatewayMode, OvnkubeObservation, Phase, Plan, ReplaceAction } from './types.js';
 
 export const POLL_MS = 1000;
-/** Right after a restart request the successor usually comes within a moment: look closely for a while. */
+/** Right after a restart request the successor usually comes within a moment: look closely. */
 export const QUICK_POLL_MS = 100;
 export const QUICK_FOR_MS = 2000;
 export const HOUR_MS = 3_600_000;

@@ -1,17 +1,15 @@
-// Never fight: when something keeps setting a service route back (an ovnkube-node that really
-// runs the other mode, a second agent), a stale route is the lesser harm. Pure: state in, state out.
-//  1. A set-back is a route found with another next hop than the agent last gave it, within
-//     FIGHT_WINDOW_MS of that replace. It is counted once: the replace it contradicts is forgotten.
-//  2. More than FIGHT_LIMIT set-backs within the window suspend the CIDR's repairs; the planner
-//     then holds every CIDR back (no half-done dual-stack).
-//  3. A suspended route found as the agent wanted it (someone else put it right) lifts the suspension.
-//  4. Another situation (desired mode, ovnkube-node) forgives set-backs and suspensions. What the
-//     agent last gave each CIDR is kept while the desired mode is the same: a migration's restart
-//     brings a new ovnkube-node right after the replace, and a set-back of it is the first of a
-//     fight (else one more repair than FIGHT_LIMIT allows).
-//  5. The agent's own put-back is a set-back too: a replace refused in one family puts the other
-//     back, and each retry would flap that family's traffic for ever; recorded with a note
-//     (recordApplied), the put-back counts, and the same limit ends the flapping, saying why.
+// Never fight: when something keeps setting a service route back (an ovnkube-node that really runs
+// the other mode, a second agent), a stale route is the lesser harm. Pure: state in, state out.
+//  1. A set-back: a route found with another next hop than the agent last gave it, within
+//     FIGHT_WINDOW_MS of that replace; counted once (the replace it contradicts is forgotten).
+//  2. More than FIGHT_LIMIT set-backs within the window suspend the CIDR's repairs; the planner then
+//     holds every CIDR back (no half-done dual-stack).
+//  3. A suspended route found as the agent wanted it (someone put it right) lifts the suspension.
+//  4. Another situation (desired mode, ovnkube-node) forgives. What the agent last gave each CIDR is
+//     kept while the desired mode is the same: a migration's restart brings a new ovnkube-node right
+//     after the replace, and its set-back is the first of a fight (else one repair too many).
+//  5. The agent's own put-back (a replace refused in the other family) counts too, noted
+//     (recordApplied): else each retry would flap that family's traffic for ever.
 import { renderNextHop, sameNextHop, type NextHop } from './route.js';
 import type { GatewayMode, ReplaceAction } from './types.js';
 
@@ -90,10 +88,7 @@ export function trackFights(state: FightState, o: FightObservation): FightState 
   return { situation: o.situation, lastApplied, setBacks, suspended };
 }
 
-/**
- * After replaces were carried out: what each CIDR was given, and when (monotonic ms).
- * `note`: they were put back by the agent itself (point 5), and why; said if it suspends.
- */
+/** After replaces: what each CIDR was given, and when; `note`: put back by the agent itself (point 5), and why. */
 export function recordApplied(state: FightState, actions: ReplaceAction[], now: number, note?: string): FightState {
   const lastApplied = new Map(state.lastApplied);
   for (const a of actions)

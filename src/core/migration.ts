@@ -1,19 +1,19 @@
-// A migration and the restart it owes, as one state machine: the states (a union on
-// `restart`), the events, and the one pure transition between them. The journal
-// (src/restart/journal.ts) stores the state; every command reads and writes it through the
-// journal keeper.
+// A migration and the restart it owes, as one state machine: the states (a union on `restart`), the
+// events, and the one pure transition. The journal (src/restart/journal.ts) stores the state; every
+// command reads and writes it through the journal keeper.
 //
 //   (none) --begun--> owed --requested--> requested --answered(ok)--> requested (stopped)
 //                      ^                    |  ^ requested (the same one still runs, rule 8)
 //                      |                    |  `--answered(error)--> failed --requested--> ...
 //   any --recounted--> (same state, counted from what runs now)
 //   owed | requested | failed --restarted (a new ovnkube-node runs the mode)--> done
-//   any but a rollback under way --reached (the node got to the desired mode by itself)--> none
+//   any --reached (the node got to the desired mode by itself)--> none (a rollback under way: its record, none)
 //   any --rollback-begun--> (same state, rollback under way) --rolled-back--> (rollback done)
 //
 // A rollback is a mark beside the restart state: putting routes back changes nothing about
 // ovnkube-node. Under way, it keeps the record (its routes say what is still to put back);
-// done, the next replace of its routes begins a new migration (src/core/decide.ts, rule 1).
+// done, or the node at the other mode meanwhile, the next replace of its routes begins a new
+// migration, which carries the routes not yet put back (src/core/decide.ts, rule 1).
 import type { NextHop, RouteKey } from './route.js';
 import type { GatewayMode } from './types.js';
 
@@ -55,7 +55,7 @@ interface Common {
 
 export type Migration = Common &
   (
-    | { restart: 'none' } // the node reached the mode without the agent: no restart owed
+    | { restart: 'none' } // the node reached a mode without the agent (the other, under a rollback): no restart owed
     | { restart: 'owed' }
     | { restart: 'requested'; last: Attempt }
     | { restart: 'failed'; last: Attempt & { error: string } }
@@ -87,7 +87,13 @@ export function transition(
 ): Migration;
 export function transition(m: Migration, e: MigrationEvent, now: number): Migration;
 export function transition(m: Migration | null, e: MigrationEvent, now: number): Migration | null {
-  if (e.kind === 'reached' && m !== null && rollingBack(m)) return m;
+  // A rollback under way keeps its routes and mark, and owes nothing more: ovnkube-node ran the
+  // other mode, so the next move of its routes is a new migration (src/core/decide.ts, rule 1).
+  if (e.kind === 'reached' && m !== null && rollingBack(m)) {
+    if (m.restart === 'none') return m;
+    const { doneAt: _, ...rest } = m as Migration & { doneAt?: number };
+    return { ...rest, restart: 'none' };
+  }
   if (e.kind === 'begun' || e.kind === 'reached') {
     const begun = e.kind === 'begun';
     const fresh = { startedAt: now, attempts: 0, last: null, rollback: null, identity: e.identity };
@@ -122,7 +128,7 @@ export function transition(m: Migration | null, e: MigrationEvent, now: number):
   }
 }
 
-/** Every time of the record through `f` (the journal's monotonic and wall times, src/restart/journal-time.ts). */
+/** Every time of the record through `f` (src/restart/journal-time.ts). */
 export function mapTimes(m: Migration, f: (t: number) => number): Migration {
   const last = m.last && { ...m.last, at: f(m.last.at) };
   const r = m.rollback;

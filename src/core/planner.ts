@@ -1,22 +1,18 @@
-// The rules (../shared/notes/domain.md) as one pure function: observation, configuration
-// and the suspended repairs in, plan out. No I/O, no clock. Every "no" carries a typed reason.
-//
-// What the planner guarantees, whatever it is given:
-//  1. It only plans replaces of main-table routes whose destination is exactly a service
-//     CIDR, of a route that exists, by its key: nothing is ever deleted or created.
+// The rules (docs/design.md) as one pure function: observation, configuration and the suspended
+// repairs in, plan out; no I/O, no clock; every "no" carries a reason. Whatever it is given:
+//  1. It plans only replaces, by key, of an existing main-table route whose destination is exactly
+//     a service CIDR: nothing is ever deleted or created.
 //  2. A replace keeps the route's key, protocol, scope and type.
-//  3. It plans every CIDR or none: a precondition failing for one CIDR, or one CIDR whose
-//     repairs are suspended, holds back all (a half-done dual-stack migration is worse than none).
-//  4. It never changes a 4.10+ node (platform.ts), whatever --layout says, and acts only on a
-//     node known to be 4.8/4.9, by its os-release or by the operator's --layout legacy.
-//  5. It never touches a route whose next hop is link-local (169.254.0.0/16, fd69::/16), nor
-//     one without a gateway: no 4.8/4.9 service route ever has either.
-//  6. It plans replaces towards local mode only. Shared mode is ovnkube-node's: at start it
-//     flushes its ovn-k8s-mp0 routes and adds the br-ex route itself, and keeps a route via
-//     ovn-k8s-mp0 on purpose while the topology version is old (ovn-kubernetes node.go:
-//     "System may be upgrading, falling back to legacy K8S Service via mp0").
-//  7. It never acts while ovnkube-node is seen running the other mode, whatever
-//     --ovnkube-mode-check says: `off` only lets it act where ovnkube-node's mode is not seen.
+//  3. Every CIDR or none: one CIDR failing a precondition, or suspended, holds back all (a half-done
+//     dual-stack migration is worse than none).
+//  4. Never a 4.10+ node (platform.ts), whatever --layout says; only one known to be 4.8/4.9, by its
+//     os-release or by the operator's --layout legacy.
+//  5. Never a route whose next hop is link-local (169.254.0.0/16, fd69::/16) or has no gateway.
+//  6. Towards local only. Shared is ovnkube-node's: at start it flushes its ovn-k8s-mp0 routes and
+//     adds the br-ex route, and keeps a route via ovn-k8s-mp0 while the topology version is old
+//     (ovn-kubernetes node.go: "System may be upgrading, falling back to legacy K8S Service via mp0").
+//  7. Never while ovnkube-node is seen running the other mode, whatever --ovnkube-mode-check says:
+//     `off` only lets it act where ovnkube-node's mode is not seen.
 import { addressInSubnet, maskBytes, parseAddress, parseCidr, type Cidr, type Family } from '../net/cidr.js';
 import { must } from './must.js';
 import { identifyPlatform, type Platform } from './platform.js';
@@ -34,7 +30,7 @@ import {
 } from './route.js';
 import type { DesiredMode, Observation, Plan, PlannerConfig, ReplaceAction, RouteStatus } from './types.js';
 
-/** 4.8/4.9 local mode creates this link (on the br-local bridge). */
+/** 4.8/4.9 local mode creates this link (on br-local). */
 const LEGACY_LOCAL_GATEWAY_LINK = 'ovn-k8s-gw0';
 export const EGRESS_FIREWALL_WARNING =
   'egress firewall cannot be repaired per node: its ACLs live in the OVN northbound database';
@@ -64,7 +60,7 @@ export function watchedOf(config: PlannerConfig): Watched {
 const serviceRoutes = (input: PlanInput): Route[] =>
   input.config.serviceCidrs.flatMap((c) => input.observed.routes.get(c.text) ?? []);
 
-/** The node's release and layout (platform.ts), from its os-release, ovnkube.conf, service routes and ovnkube-node's command line. */
+/** The node's release and layout (platform.ts). */
 export const detectLayout = (input: PlanInput): Platform =>
   identifyPlatform(input.config, serviceRoutes(input), input.observed.ovnkube);
 
@@ -80,11 +76,7 @@ function isLinkLocal(gateway: string | null): boolean {
   }
 }
 
-/**
- * The local-mode next hop: ovn-k8s-mp0 holds the node subnet's second address and the OVN
- * router port its first. Anything else (no address, two, a host route, an IPv6 address in
- * DAD or failed it, not the .2) and the next hop would be a guess: refuse.
- */
+/** The local-mode next hop: ovn-k8s-mp0 holds the node subnet's .2, the OVN router port its .1; else a guess: refuse. */
 export function managementNexthop(
   link: Link,
   family: Family,
@@ -193,7 +185,6 @@ export function plan(input: PlanInput): Plan {
   });
 
   const source = desired.source;
-  // Never "keeping the last valid mode": there was none, and nothing is done.
   if (desired.mode === null) {
     const why = `no valid mode read yet: acting on nothing (${source.path}: ${source.error ?? 'not read yet'})`;
     return done(reason('ModeNotRead', why), true);
@@ -209,8 +200,7 @@ export function plan(input: PlanInput): Plan {
   }
   if (desired.mode === 'shared') return planShared(input, { layout, platform: found, reasons, warnings });
 
-  // ovnkube-node in the other mode first: the reason that passes by itself (the rollout).
-  // Guarantee 7: so is one whose namespace cannot be read, or one of several that disagree.
+  // Guarantee 7 (one whose namespace cannot be read, several that disagree) first: it passes by itself.
   const held = ovnkubeHolds(input, 'local');
   const awaitsOvnkube = held.length > 0;
   if (layout === 'unknown') held.push(reason('LayoutUnknown', layoutUnknown(input, platform)));
@@ -281,8 +271,7 @@ function statusOf(observed: Observation, cidr: Cidr, expected: NextHop | null, o
 
 export function layoutUnknown(input: PlanInput, platform: Platform): string {
   const { config, observed } = input;
-  // Hints only: a 4.10 node may keep ovn-k8s-gw0 from 4.9 (its removal, ovn-kubernetes
-  // ed422b840, is best effort) and routes services via ovn-k8s-mp0 in upgrade windows.
+  // Hints only (platform.ts, rule 3).
   const hints: string[] = [];
   if (findLink(observed.links, LEGACY_LOCAL_GATEWAY_LINK)) hints.push(`link ${LEGACY_LOCAL_GATEWAY_LINK} exists`);
   const viaMp0 = serviceRoutes(input).find((r) => r.nextHop.dev === config.managementInterface);
@@ -292,10 +281,9 @@ export function layoutUnknown(input: PlanInput, platform: Platform): string {
 }
 
 /**
- * Desired shared: ovnkube-node's to make (guarantee 6), so no action ever; the status says where
- * the node stands. A service route via ovn-k8s-mp0 under a shared (or unchecked) ovnkube-node is
- * OvnkubeFallbackRoute, Converged: its own choice in an upgrade window, or a restart to come; the
- * agent has nothing to do, the route carries traffic, and Waiting would page for a healthy node.
+ * Desired shared: ovnkube-node's (guarantee 6), never an action; the status says where the node
+ * stands. A route via ovn-k8s-mp0 under a shared (or unchecked) ovnkube-node is OvnkubeFallbackRoute,
+ * Converged: its choice in an upgrade window, or a restart to come; Waiting would page for a healthy node.
  */
 function planShared(input: PlanInput, base: Pick<Plan, 'layout' | 'platform' | 'reasons' | 'warnings'>): Plan {
   const { config, observed } = input;
@@ -347,8 +335,6 @@ function planShared(input: PlanInput, base: Pick<Plan, 'layout' | 'platform' | '
 
 function mtuMismatch(config: PlannerConfig, links: Link[]): string[] {
   const mp0 = findLink(links, config.managementInterface);
-  if (config.mtu === null || mp0?.mtu == null || mp0.mtu === config.mtu) return [];
-  return [
-    `the configured MTU ${config.mtu} differs from ${config.managementInterface}'s link MTU ${mp0.mtu}: check the cluster MTU`,
-  ];
+  const why = `the configured MTU ${config.mtu} differs from ${config.managementInterface}'s link MTU ${mp0?.mtu}: check the cluster MTU`;
+  return config.mtu === null || mp0?.mtu == null || mp0.mtu === config.mtu ? [] : [why];
 }

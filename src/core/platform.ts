@@ -1,10 +1,7 @@
-// Which OpenShift release the node runs, from evidence on the node; pure (the shell reads the
-// files). The agent acts only on 4.8/4.9, and a 4.10/4.11 node looks like one: from
-// ovn-kubernetes 68cdb3891 (Oct 2021) until 5701be2df (Aug 2022) the service route goes
-// `via <br-ex default gateway> dev br-ex mtu <MTU>` in both modes and routingViaHost runs
-// `--gateway-mode local`, so neither the route nor that flag can tell.
-//
-// The rules, in order:
+// Which OpenShift release the node runs, from evidence on the node; pure (the shell reads the files).
+// The agent acts only on 4.8/4.9, and a 4.10/4.11 node looks like one: from ovn-kubernetes 68cdb3891
+// (Oct 2021) until 5701be2df (Aug 2022) the service route goes `via <br-ex default gateway> dev br-ex
+// mtu <MTU>` in both modes and routingViaHost runs `--gateway-mode local`. The rules, in order:
 //  1. Any 4.10+ evidence wins over everything, --layout included: routing-via-host, never a change.
 //     - os-release's OPENSHIFT_VERSION 4.10 or later (RHCOS carries it, e.g. OPENSHIFT_VERSION="4.9"
 //       RHEL_VERSION="8.4" VERSION="49.84.202212201621-0" ID="rhcos": stackrox/stackrox's
@@ -13,13 +10,12 @@
 //     - ovnkube.conf keys only a 4.10+ operator renders (CNO bindata/network/ovn-kubernetes/004-config.yaml):
 //       `[kubernetes] platform-type` (877228e52, Dec 2021: always in release-4.10 c7855f1 and the
 //       4.11 tree f1a70e47e, never in release-4.9 275ca80 nor release-4.8 f9c6825); the masquerade
-//       subnet keys (later still). (`[default] routable-mtu`, e5e36ad73, is 4.10+ too, but rendered
-//       only during an MTU migration: not looked at.)
+//       subnet keys (later). (`[default] routable-mtu`, e5e36ad73, is rendered only during an MTU
+//       migration: not looked at.)
 //     - a service route via the gateway interface to a masquerade next hop (the .4);
-//     - ovnkube-node's command line, read every pass: `--export-ovs-metrics` or
-//       `--ovn-metrics-bind-address` (src/ovnkube/proc.ts, RELEASE_410_FLAGS). The one that holds
-//       in an upgrade: CNO rolls out the 4.10 ovnkube-node first and the machine-config operator
-//       reboots the node into 4.10's RHCOS hours later, so os-release still says 4.9 meanwhile.
+//     - ovnkube-node's command line: `--export-ovs-metrics` or `--ovn-metrics-bind-address`
+//       (src/ovnkube/proc.ts). The one that holds in an upgrade: CNO rolls out the 4.10 ovnkube-node
+//       hours before the machine-config operator reboots the node into 4.10's RHCOS.
 //  2. An RHCOS os-release with OPENSHIFT_VERSION 4.8 or 4.9: the legacy layout, acted on.
 //  3. Otherwise only an operator's statement: --layout legacy acts, routing-via-host never does,
 //     auto waits (LayoutUnknown). A leftover ovn-k8s-gw0 (its removal, ed422b840, is best effort)
@@ -81,10 +77,9 @@ const rhcosBuildVersionOf = versionOf(/^\s*(4)(\d{1,2})\.\d+\.\d+/);
 const isRecent = ([major, minor]: MajorMinor) => major > 4 || (major === 4 && minor >= 10);
 
 /**
- * Loosely read, any field that says 4.10+ is believed (it can only turn changes off): an
- * OPENSHIFT_VERSION of any OS, and on RHCOS its VERSION_ID (the OpenShift minor) and its
- * build VERSION. What lets the agent act, 4.8/4.9, must be RHCOS's own OPENSHIFT_VERSION,
- * exactly N.M or N.M.P.
+ * Any field that says 4.10+, loosely read, is believed (it only turns changes off): OPENSHIFT_VERSION
+ * of any OS, RHCOS's VERSION_ID and build VERSION. What lets the agent act, 4.8/4.9, must be RHCOS's
+ * own OPENSHIFT_VERSION, exactly N.M or N.M.P.
  */
 function osReleaseFinding(o: OsRelease): { release: Release; text: string } {
   if (o.error !== null) return { release: 'unknown', text: `${o.path}: ${o.error}` };
@@ -128,17 +123,14 @@ export function identifyPlatform(
   const via = serviceRoutes.find(
     (r) => r.nextHop.dev === config.gatewayInterface && r.nextHop.gateway !== null && masquerade.has(r.nextHop.gateway),
   );
-  if (via)
-    recent.push(
-      `${via.key.prefix} goes via ${via.nextHop.gateway} dev ${config.gatewayInterface} (a masquerade next hop)`,
-    );
+  const where = via && `${via.key.prefix} goes via ${via.nextHop.gateway} dev ${config.gatewayInterface}`;
+  if (where) recent.push(`${where} (a masquerade next hop)`);
   if (recent.length > 0) {
     const ignored = config.layout === 'legacy' ? '; --layout legacy ignored' : '';
     return { release: '4.10+', evidence: `${recent.join('; ')}${ignored}`, layout: 'routing-via-host' };
   }
-  if (config.layout === 'routing-via-host') {
+  if (config.layout === 'routing-via-host')
     return { release: os.release, evidence: `--layout routing-via-host (${os.text})`, layout: 'routing-via-host' };
-  }
   if (os.release === '4.8-4.9') return { release: '4.8-4.9', evidence: os.text, layout: 'legacy' };
   const noConf = conf ? `${conf.path} has no 4.10+ key` : 'no --ovnkube-config to look at';
   const looked = `${os.text}; ${noConf}; no service route via a masquerade next hop; no 4.10+ flag on ovnkube-node's command line`;

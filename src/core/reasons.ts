@@ -1,5 +1,5 @@
-// Every refusal, wait and degradation carries a stable code and a message that may change:
-// scripts and alerts match on codes (docs/status.md, "Reason codes").
+// Every refusal, wait and degradation carries a stable code and a message that may change: scripts
+// and alerts match on codes (docs/status.md, "Reason codes", says what each means).
 export const REASON_CODES = [
   // Desired mode
   'ModeNotRead', // no valid desired mode yet: nothing is done

@@ -68,10 +68,7 @@ export function recorders(list: AgentRecorder[], onError: (err: unknown) => void
 
 export const NO_RECORDER = recorders([], () => undefined);
 
-/**
- * An error's code as a bounded label value: errno names (ENOENT) and the agent's own
- * codes (ERR_GWMODE_VERIFY); anything else (no code, free text) is UNKNOWN.
- */
+/** An error's code as a bounded label: errno names (ENOENT), the agent's own (ERR_GWMODE_VERIFY), else UNKNOWN. */
 export function errorCode(err: unknown): string {
   const code = (err as { code?: unknown } | null)?.code;
   return typeof code === 'string' && /^[A-Z][A-Z0-9_]{1,47}$/.test(code) ? code : 'UNKNOWN';

@@ -1,22 +1,17 @@
-// `rollback`: putting back the routes the journal's migration replaced. Pure: the migration
-// and the observation in, the replaces (all or none) or the refusals out.
-//
-// The old route is put back only where the layout rules still hold it right:
-//  1. Only on a node the planner would act on: never on a routing-via-host (4.10+) node
+// `rollback`: putting back the routes the journal's migration replaced. Pure: the migration and
+// the observation in, the replaces (all or none: half a rollback leaves the families in different
+// modes) or the refusals out. The old route is put back only where the rules still hold it right:
+//  1. Only where the planner would act: never on a routing-via-host (4.10+) node
 //     (RoutingViaHostLayout), nor one of unknown release without --layout legacy (LayoutUnknown).
-//  2. Each recorded route must still be as the migration left it (same key, the one route of
-//     its prefix, ours by the planner's rules, the next hop it set): one changed since was
-//     changed by someone else, and putting back over it would undo their change (RouteNotAsLeft).
-//     A /0 is never one (an older agent's journal may record one): a default route is not put back.
-//  3. A local-mode next hop is the .1 of ovn-k8s-mp0's subnet: when the subnet changed, the old
-//     next hop is wrong now (ManagementSubnetChanged).
+//  2. Each recorded route still as the migration left it (same key, the one route of its prefix,
+//     ours by the planner's rules, the next hop it set): else someone changed it, and putting back
+//     would undo that (RouteNotAsLeft). Never a /0 (an older agent's journal may record one).
+//  3. A local-mode next hop is the .1 of ovn-k8s-mp0's subnet: not if it changed (ManagementSubnetChanged).
 //  4. The old route's device must exist and be up.
-//  5. A recorded route found as it was before the migration is skipped: never replaced (an
-//     `apply` stopped before it) or put back already (a rollback interrupted after it).
-//     Nothing left: NothingToRollBack.
-//  6. Never while ovnkube-node runs the migration's mode (OvnkubeOtherMode): the old route put
-//     back under it is the stale one it cannot replace itself.
-// One refusal refuses all: half a rollback leaves the families in different modes.
+//  5. A route found as before the migration is skipped (an `apply` stopped before it, a rollback
+//     interrupted after it); nothing left: NothingToRollBack.
+//  6. Never while ovnkube-node runs the migration's mode (OvnkubeOtherMode): the old route put back
+//     under it is the stale one it cannot replace itself.
 import type { Migration } from './migration.js';
 import { detectLayout, layoutUnknown, managementNexthop, ownedRoute } from './planner.js';
 import { reason, type Reason, type ReasonCode } from './reasons.js';
@@ -99,11 +94,8 @@ function oldNextHop(
   const link = observed.links.find((l) => l.name === from.dev);
   const mp0 = from.dev === config.managementInterface;
   const no = (code: ReasonCode, why: string) => ({ refused: reason(code, `${prefix}: ${why}`) });
-  if (from.dev === null || !link)
-    return no(
-      mp0 ? 'ManagementLinkMissing' : 'GatewayLinkMissing',
-      `the old device ${from.dev ?? '(none)'} does not exist`,
-    );
+  const gone = mp0 ? 'ManagementLinkMissing' : 'GatewayLinkMissing';
+  if (from.dev === null || !link) return no(gone, `the old device ${from.dev ?? '(none)'} does not exist`);
   if (!link.up) return no(mp0 ? 'ManagementLinkDown' : 'GatewayLinkDown', `the old device ${from.dev} is down`);
   if (mp0) {
     const hop = managementNexthop(link, family, observed.addresses);

@@ -1,7 +1,6 @@
-// The kernel objects the rules reason about; the dataplane maps netlink to these. A route is
-// one key and one next hop, the same types for what was observed and what is wanted: the key
-// is what a replace matches on (a replace with an observed key swaps that very route or fails
-// with ENOENT, it never creates one); the next hop is the part the agent owns and changes.
+// The kernel objects the rules reason about; the dataplane maps netlink to these. A route is one
+// key (what a replace matches on: it swaps that very route or fails with ENOENT, never creates one)
+// and one next hop (the part the agent owns), the same types for what was observed and wanted.
 import type { Cidr, Family } from '../net/cidr.js';
 
 export interface Link {
@@ -17,9 +16,8 @@ export interface InterfaceAddress {
   family: Family;
   address: string;
   prefixLength: number;
-  /** IPv6 duplicate address detection still running: not usable as a next hop's source. */
+  /** IPv6 duplicate address detection still running, or failed (another host holds the address). */
   tentative: boolean;
-  /** IPv6 duplicate address detection failed: another host holds the address. */
   dadFailed: boolean;
 }
 
@@ -46,7 +44,7 @@ export interface Route {
   protocol: number;
   scope: number;
   type: number;
-  /** IPv4 TOS selector; routes with one are not the service routes ovnkube-node makes. */
+  /** IPv4 TOS selector: ovnkube-node's service routes have none. */
   tos: number;
   multipath: boolean;
   /** What a replace of its next hop would not carry over (`src 10.0.0.1`, `onlink`, ...): not ovnkube-node's. */

@@ -10,14 +10,13 @@ export type Phase = 'Converged' | 'Waiting' | 'Progressing' | 'Degraded';
 /** The node's OpenShift release, as far as the evidence goes (platform.ts). */
 export type Release = '4.8-4.9' | '4.10+' | 'unknown';
 
-/** The fields of os-release the agent looks at (VERSION: RHCOS's build; VERSION_ID: the OpenShift minor). */
+/** The os-release fields looked at (VERSION: RHCOS's build; VERSION_ID: the OpenShift minor); error: why none (no evidence). */
 export interface OsRelease {
   path: string;
   id: string | null;
   openshiftVersion: string | null;
   version: string | null;
   versionId: string | null;
-  /** Why there are no fields (missing, not a regular file, too large): no evidence. */
   error: string | null;
 }
 
@@ -76,7 +75,7 @@ export interface RouteStatus {
   cidr: string;
   family: Family;
   observed: NextHop | null;
-  /** The one route of the CIDR has several next hops: `observed` cannot say which. */
+  /** Several next hops: `observed` cannot say which. */
   multipath: boolean;
   expected: NextHop | null;
   inSync: boolean;
@@ -102,7 +101,7 @@ export interface Plan {
   reasons: Reason[];
   /** A precondition fails (phase Waiting). */
   blocked: boolean;
-  /** --dry-run: nothing is carried out, neither a replace nor a restart. */
+  /** --dry-run: neither a replace nor a restart is carried out. */
   dryRun: boolean;
   /** ovnkube-node runs the other mode, or its mode is unknown: the plan waits on it (a rollout, a start). */
   awaitsOvnkube: boolean;

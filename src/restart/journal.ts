@@ -1,13 +1,10 @@
-// The migration journal, in the state directory. A migration (with the restart it owes) is
-// written, and synced, before the first route is replaced and again before the restart is
-// requested: an agent that dies in between comes back to it, finishes the migration and
-// never restarts ovnkube-node twice. Writes are atomic (temporary file, fsync, rename, fsync
-// of the directory and, when it had to be made, of its parent). A journal that cannot be
-// parsed, or is not a regular file of at most MAX_JOURNAL_BYTES (read without blocking:
-// src/read-regular.ts), is moved aside and reported, never a crash loop.
-// Version 3 stores the migration as its state (src/core/migration.ts); version 2 is read into
-// that state, and one that does not make a whole state is refused, never guessed at. Version
-// 0.1's restart-journal.json is not read (docs/design.md).
+// The migration journal, in the state directory: written and synced before the first replace and
+// before the restart request, so an agent that dies in between finishes the migration and never
+// restarts ovnkube-node twice. Writes are atomic (temporary file, fsync, rename, fsync of the
+// directory and of a parent it had to make). One that cannot be parsed, or is not a regular file
+// of at most MAX_JOURNAL_BYTES (src/read-regular.ts), is set aside and reported, never a crash loop.
+// Version 3 stores the migration's state (src/core/migration.ts); version 2 is read into that
+// state or refused, never guessed at. Version 0.1's restart-journal.json is not read.
 import { constants } from 'node:fs';
 import { mkdir, open, rename, unlink } from 'node:fs/promises';
 import path from 'node:path';
@@ -20,18 +17,9 @@ export interface JournalData {
   migration: Migration | null;
   /** When restarts were requested (ms since epoch on disk), for the rate limit. */
   restarts: number[];
-  /** How its writer turned monotonic times into wall times (journal-time.ts); absent from older agents' and `apply`'s. */
-  clock?: JournalClock;
+  /** The boot the times were written in, and wall minus monotonic time then (journal-time.ts); absent from `apply`'s. */
+  clock?: { bootId: string; wallMinusMonotonicMs: number };
 }
-
-/** The boot the times were written in, and wall minus monotonic time then (ms). */
-export interface JournalClock {
-  bootId: string;
-  wallMinusMonotonicMs: number;
-}
-
-const isJournalClock = (c: Partial<JournalClock> | undefined): c is JournalClock =>
-  typeof c?.bootId === 'string' && Number.isFinite(c.wallMinusMonotonicMs);
 
 export const EMPTY_JOURNAL: JournalData = { version: 3, migration: null, restarts: [] };
 
@@ -76,7 +64,7 @@ function wholeMigration(m: Migration): boolean {
   );
 }
 
-/** The flat record of version 2 (restart: owed|requested|failed|done|none and its loose fields) as a state. */
+/** Version 2's flat record (restart: owed|requested|failed|done|none and loose fields) as a state. */
 function fromVersion2(m: Record<string, unknown>): unknown {
   const { lastAttemptAt, stopped, stoppedAs, outcome, lastError, doneAt, rollback, ...rest } = m;
   const last = isTime(lastAttemptAt)
@@ -108,7 +96,9 @@ function validate(data: unknown): JournalData {
     if (!wholeMigration(m)) throw new Error('its migration is incomplete');
   }
   // A clock note that is not whole is dropped: the times are then read as plain wall times.
-  return { version: 3, migration: m, restarts: d.restarts, ...(isJournalClock(d.clock) ? { clock: d.clock } : {}) };
+  const c = d.clock;
+  const clock = typeof c?.bootId === 'string' && Number.isFinite(c.wallMinusMonotonicMs) ? { clock: c } : {};
+  return { version: 3, migration: m, restarts: d.restarts, ...clock };
 }
 const KEEP_RESTARTS = 50;
 
@@ -126,21 +116,17 @@ export class Journal {
 
   /** The journal, or EMPTY_JOURNAL when there is none; throws JournalError when it is unreadable. */
   async load(): Promise<JournalData> {
-    const text = await this.read(this.file);
-    if (text === null) return EMPTY_JOURNAL;
+    let text: string;
+    try {
+      text = (await readRegularFile(this.file, MAX_JOURNAL_BYTES)).toString('utf8');
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return EMPTY_JOURNAL;
+      throw new JournalError(`journal ${this.file} is unreadable: ${(err as Error).message}`, { cause: err });
+    }
     try {
       return validate(JSON.parse(text));
     } catch (err) {
       throw new JournalError(`journal ${this.file} is corrupt: ${(err as Error).message}`, { cause: err });
-    }
-  }
-
-  private async read(file: string): Promise<string | null> {
-    try {
-      return (await readRegularFile(file, MAX_JOURNAL_BYTES)).toString('utf8');
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
-      throw new JournalError(`journal ${file} is unreadable: ${(err as Error).message}`, { cause: err });
     }
   }
 
@@ -169,10 +155,10 @@ export class Journal {
       if (err.code !== 'ENOENT') throw err;
     });
     const handle = await open(tmp, CREATE_NEW, 0o640);
-    await (async () => {
-      await handle.writeFile(JSON.stringify(trimmed, null, 2) + '\n');
-      await handle.sync();
-    })().finally(() => handle.close());
+    await handle
+      .writeFile(JSON.stringify(trimmed, null, 2) + '\n')
+      .then(() => handle.sync())
+      .finally(() => handle.close());
     await rename(tmp, this.file);
     await syncDir(this.dir);
     if (created !== undefined) await syncDir(path.dirname(created));

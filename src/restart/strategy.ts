@@ -23,10 +23,9 @@ interface CriOptions {
 }
 
 /**
- * The CRI call deadline: 10 s, or a quarter of the loop's stuck threshold (WatchdogSec, shared
- * with /healthz) when shorter. A pass asks the runtime at most once per round (three rounds)
- * and never waits for StopContainer (docs/design.md, "A restart request slow to answer"), so a
- * runtime that never answers holds a pass under the threshold: no watchdog kill, no failed probe.
+ * The CRI call deadline: 10 s, or a quarter of the loop's stuck threshold (WatchdogSec, /healthz)
+ * when shorter: a pass asks the runtime at most once per round (three rounds) and never waits for
+ * StopContainer, so a runtime that never answers holds no pass past the threshold.
  */
 export function criDeadlineMs(stuckAfterMs: number): number {
   return Math.max(1, Math.min(10_000, Math.floor(stuckAfterMs / 4)));
@@ -38,7 +37,7 @@ export class CriRestart implements RestartStrategy {
 
   constructor(private readonly options: CriOptions) {}
 
-  /** Its module (gRPC and the proto loader: about 90 ms and 20 MB) is loaded when a restart is due, not at start. */
+  /** Its module (gRPC and the proto loader: about 90 ms and 20 MB) is loaded when a restart is due. */
   private async connect(): Promise<CriClient | undefined> {
     const { CriClient, pickEndpoint } = await import('../cri/client.js');
     const endpoint = this.options.endpoint ?? pickEndpoint();
@@ -58,20 +57,15 @@ export class CriRestart implements RestartStrategy {
           'no CRI endpoint: neither /var/run/crio/crio.sock nor /run/containerd/containerd.sock exists (set --cri-endpoint)',
       };
     const { namespace, container } = this.options;
+    const labels = { 'io.kubernetes.pod.namespace': namespace, 'io.kubernetes.container.name': container };
     let found;
     try {
-      found = await client.runningContainers({
-        'io.kubernetes.pod.namespace': namespace,
-        'io.kubernetes.container.name': container,
-      });
+      found = await client.runningContainers(labels);
     } catch (err) {
       return { error: (err as Error).message };
     }
     // The runtime filtered by label already; check again rather than trust it.
-    found = found.filter(
-      (c) =>
-        c.labels['io.kubernetes.pod.namespace'] === namespace && c.labels['io.kubernetes.container.name'] === container,
-    );
+    found = found.filter((c) => Object.entries(labels).every(([k, v]) => c.labels[k] === v));
     const [c, ...more] = found;
     if (c === undefined || more.length > 0) {
       return {

@@ -893,3 +893,49 @@ test('a kernel slow to answer a replace: the echo of that write, read before its
     assert.equal(seen.length - from, 1, 'one pass: the repair, and none woken by its own echo');
   });
 });
+
+test('after a rollback killed half way, the node back at shared and then at local again: a new migration that owes, and gets, its restart', async () => {
+  const key = { prefix: '10.96.0.0/16', family: 4, table: 254, priority: 0 } as const;
+  const r = rig({ read: { mode: 'shared', error: null }, ovnkube: successor('shared') });
+  r.journal.data = {
+    version: 3,
+    restarts: [],
+    migration: {
+      mode: 'local',
+      startedAt: 1,
+      identity: 'container',
+      ovnkubeBefore: 'c0',
+      routes: [
+        {
+          key,
+          from: { dev: 'br-ex', oif: 2, gateway: '172.18.0.1', mtu: 1400 },
+          to: { dev: 'ovn-k8s-mp0', oif: 3, gateway: '10.244.1.1', mtu: null },
+        },
+      ],
+      restart: 'done',
+      doneAt: 2,
+      attempts: 1,
+      last: null,
+      rollback: { startedAt: 3, doneAt: null },
+    },
+  };
+  const { agent, until } = makeAgent(r);
+  await agent.init();
+  agent.start();
+  try {
+    await until((s) => s.phase === 'Converged' && s.desiredMode === 'shared', 'Converged at shared');
+    assert.deepEqual(
+      [r.journal.data.migration?.restart, r.journal.data.migration?.rollback?.doneAt],
+      ['none', null],
+      'the unfinished rollback stays on record, owing nothing',
+    );
+    r.read = { mode: 'local', error: null };
+    r.ovnkube = { ...successor('local'), pid: 44, id: 'pid 44 start 3' };
+    agent.kick('test');
+    await until((s) => s.reasonCodes[0] === 'Settling', 'Settling after the restart');
+    assert.equal(r.strategy.stops, 1);
+    assert.deepEqual([r.journal.data.migration?.rollback, r.journal.data.migration?.restart], [null, 'done']);
+  } finally {
+    await agent.stop();
+  }
+});

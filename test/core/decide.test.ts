@@ -1052,7 +1052,7 @@ const SHARED_OVNKUBE = {
 } as const;
 const moved = [{ key: action.key, from: BR, to: MP }];
 
-test('decide: the node at another mode by itself keeps an unfinished rollback on record (its routes, its mark); a finished one moves on', () => {
+test('decide: the node at another mode by itself keeps an unfinished rollback on record (its routes, its mark; no restart owed); a finished one moves on', () => {
   const unfinished = migration({
     restart: 'done',
     doneAt: T - 1,
@@ -1062,8 +1062,13 @@ test('decide: the node at another mode by itself keeps an unfinished rollback on
   const d = decide(
     input({ desired: 'shared', migration: unfinished, ovnkube: { ...SHARED_OVNKUBE, modes: ['shared'] } }),
   );
-  assert.equal(d.migration, unfinished);
-  assert.deepEqual(d.records, []);
+  const { doneAt: _, ...common } = unfinished as Migration & { doneAt: number };
+  assert.deepEqual(d.migration, { ...common, restart: 'none' });
+  const again = decide(
+    input({ desired: 'shared', migration: d.migration, ovnkube: { ...SHARED_OVNKUBE, modes: ['shared'] } }),
+  );
+  assert.equal(again.migration, d.migration);
+  assert.deepEqual(again.records, []);
   const finished = { ...unfinished, rollback: { startedAt: T - 10, doneAt: T - 5 } };
   const on = decide(
     input({ desired: 'shared', migration: finished, ovnkube: { ...SHARED_OVNKUBE, modes: ['shared'] } }),
@@ -1093,4 +1098,37 @@ test('decide: the routes moved again after a finished rollback are a new migrati
     ['replace'],
   );
   assert.equal(repair.migration, half);
+});
+
+test('decide: after an unfinished rollback, the node back to shared and then to local again is a new migration that owes its restart, carrying the routes not yet put back', () => {
+  const v6 = { prefix: 'fd00:10:96::/112', family: 6, table: 254, priority: 1024 } as const;
+  const BR6: NextHop = { dev: 'br-ex', oif: 2, gateway: 'fd00:172:18::1', mtu: 1400 };
+  const MP6: NextHop = { dev: 'ovn-k8s-mp0', oif: 4, gateway: 'fd00:10:244:1::1', mtu: null };
+  // Killed half way: 10.96.0.0/16 put back, fd00:10:96::/112 not yet.
+  const half = migration({
+    restart: 'done',
+    doneAt: T - 1,
+    routes: [...moved, { key: v6, from: BR6, to: MP6 }],
+    rollback: { startedAt: T - 10, doneAt: null },
+  });
+  const atShared = decide(
+    input({ desired: 'shared', migration: half, ovnkube: { ...SHARED_OVNKUBE, modes: ['shared'] } }),
+  );
+  const kept = atShared.migration;
+  assert.deepEqual([kept?.routes, kept?.rollback], [half.routes, half.rollback], 'the rollback keeps its record');
+  assert.deepEqual(
+    atShared.records.map((r) => r.kind),
+    ['record'],
+  );
+  const back = decide(input({ plan: toLocal, migration: kept, now: T + 60_000 }));
+  assert.deepEqual(
+    back.steps.map((s) => s.kind),
+    ['journal', 'replace'],
+  );
+  const m = back.migration;
+  assert.deepEqual([m?.restart, m?.rollback, m?.startedAt], ['owed', null, T + 60_000]);
+  assert.deepEqual(m?.routes, [
+    { key: action.key, from: BR, to: MP },
+    { key: v6, from: BR6, to: MP6 },
+  ]);
 });
