@@ -40,3 +40,12 @@ export function after(ms: number, fn: () => void): NodeJS.Timeout {
 export function every(ms: number, fn: () => void): NodeJS.Timeout {
   return setInterval(fn, Math.max(1, timerDelay(ms)));
 }
+
+/** Milliseconds of a duration flag: plain seconds ("60") or with a unit ("500ms", "2m"), at most what a timer can wait. */
+export function parseDuration(text: string | number): number {
+  const m = /^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$/.exec(String(text));
+  if (!m) throw new Error(`"${text}" is not a duration (plain seconds, or a number with ms, s, m or h)`);
+  const ms = Math.round(Number(m[1]) * { ms: 1, s: 1000, m: 60_000, h: 3_600_000 }[m[2] ?? 's']!);
+  if (ms > MAX_TIMER_MS) throw new Error(`"${text}" is too long (at most 24 days)`);
+  return ms;
+}

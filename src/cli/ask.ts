@@ -1,8 +1,7 @@
 // The commands that ask a running agent over its socket: `status` (and `status --watch`,
 // fed by the agent's server-sent events, never by polling), `health` and `events`. They
 // load the socket client and the renderers, never the kernel's code.
-import { systemClock } from '../clock.js';
-import { parseDuration } from '../config/duration.js';
+import { parseDuration, systemClock } from '../clock.js';
 import type { AgentEvent } from '../events/history.js';
 import { connectError, fetchPath, fetchStatus } from '../status/client.js';
 import { exitCodeOf, renderBrief, renderHuman, type StatusReport } from '../status/report.js';

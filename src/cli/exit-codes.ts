@@ -19,10 +19,9 @@ export class UsageError extends Error {
 
 /** Another agent has the node: exit 1, not this machine's fault, and not ours to fix. */
 const ANOTHER_AGENT = ['ERR_GWMODE_LOCK_HELD', 'ERR_GWMODE_SOCKET_IN_USE'];
-/** A person must change something first: exit 2; the first two are the command line's (see --help). */
+/** A person must change something first: exit 2; the first is the command line's (see --help). */
 const PERSON = [
   'ERR_GWMODE_USAGE',
-  'ERR_GWMODE_ENV',
   'ERR_GWMODE_CONFIG',
   'ERR_GWMODE_LOCK',
   'ERR_GWMODE_STATE_DIR_UNWRITABLE',
@@ -58,7 +57,7 @@ export function failureOf(err: unknown, notes: FailureNotes = {}): CommandResult
   if (code === null) return null;
   const typed = codeOf(err) ?? '';
   const held = notes.held !== undefined && ANOTHER_AGENT.includes(typed) ? `; ${notes.held}` : '';
-  const help = ['ERR_GWMODE_USAGE', 'ERR_GWMODE_ENV'].includes(typed) ? '; see --help' : '';
+  const help = typed === 'ERR_GWMODE_USAGE' ? '; see --help' : '';
   return {
     code,
     stderr: `ovn-gwmode-agent: ${notes.what ? `${notes.what}: ` : ''}${(err as Error).message}${held}${help}\n`,

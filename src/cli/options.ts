@@ -1,18 +1,14 @@
 // The command line, declared once in the form yargs takes; --help is made from it, and
-// test/cli/reference.test.ts holds docs/cli.md and ovn-gwmode-agent(8) (written by hand) to it.
-// Every `run` flag can also come from OVN_GWMODE_<FLAG_IN_UPPER_SNAKE_CASE>; each command
-// reads only its own flags' variables, since one environment serves `run` and its probes.
-// Not yargs' `.env()`: it would hand `plan` the daemon's variables (a strict-mode refusal),
-// and could not name a misspelt one as written.
+// test/cli/reference.test.ts holds docs/cli.md and the man page to it. Every `run` flag can
+// also come from OVN_GWMODE_<FLAG>; each command reads only its own flags' variables (one
+// environment serves `run` and its probes). Not yargs' `.env()`: it would hand `plan` the
+// daemon's variables (a strict-mode refusal), and could not name a misspelt one as written.
 import type { Argv, Options } from 'yargs';
 import { UsageError, type ExitCode } from './exit-codes.js';
 
 export const ENV_PREFIX = 'OVN_GWMODE_';
 
-/**
- * The only values of a flag, each with what it means. Checked by src/config/settings.ts,
- * not by yargs, whose refusal would name no flag: they go into the description.
- */
+/** The only values of a flag, with what each means: checked by settings.ts (yargs' refusal names no flag). */
 export const CHOICES: Readonly<Record<string, Readonly<Record<string, string>>>> = {
   layout: {
     auto: 'from the evidence',
@@ -93,18 +89,14 @@ export const FLAGS = {
 
 type Flag = keyof typeof FLAGS;
 
-/** FLAGS in --help order, from `first` to `last`: the planner's flags are `plan`'s, then `run` adds its own. */
+/** FLAGS in --help order, from `first` to `last`. */
 const flagsFrom = (first: Flag, last: Flag): Flag[] => {
   const all = Object.keys(FLAGS) as Flag[];
   return all.slice(all.indexOf(first), all.indexOf(last) + 1);
 };
 /** What the planner reads: `plan`, `apply` and `run`. */
 const PLANNER = flagsFrom('mode-file', 'log-level');
-/**
- * rollback reads the journal, the kernel and ovnkube-node (always from /proc: its 4.10+
- * flags refuse it), not the desired mode; the route it puts back is the journal's (next hop
- * and MTU as they were), so neither --mtu nor --gateway-nexthop would change anything.
- */
+/** rollback reads no desired mode, and puts back the journal's routes (next hop and MTU as they were). */
 const NOT_ROLLBACK: Flag[] = ['mode-file', 'ovnkube-mode-check', 'mtu', 'gateway-nexthop'];
 
 interface CommandSpec {
@@ -204,32 +196,25 @@ export const COMMAND_OPTIONS = Object.fromEntries(
 /** mode-file -> OVN_GWMODE_MODE_FILE: the variable of each of `run`'s flags, and only of those. */
 export const variableOf = (flag: string): string => ENV_PREFIX + flag.toUpperCase().replaceAll('-', '_');
 
-export class EnvError extends Error {
-  readonly code = 'ERR_GWMODE_ENV';
-}
-
 const show = (text: string) => JSON.stringify(text.length > 40 ? `${text.slice(0, 37)}...` : text);
 
 /**
  * A boolean's usual spellings, in any case, or a refusal naming `what`. yargs takes only
- * `true` as true and everything else (`1`, `yes`, `True`) silently as false: a dry run
- * spelt `1` would act. So every boolean value is read here.
+ * `true` as true and anything else (`1`, `yes`) silently as false: a dry run spelt `1` would act.
  */
 const BOOLEANS = new Map(['true', '1', 'yes', 'on', 'false', '0', 'no', 'off'].map((w, i) => [w, i < 4]));
-function parseBoolean(text: string, what: string, Refusal: typeof EnvError | typeof UsageError): boolean {
+function parseBoolean(text: string, what: string): boolean {
   const value = BOOLEANS.get(text.toLowerCase());
   if (value === undefined)
-    throw new Refusal(`${what}: ${show(text)} is not a boolean (true/false, 1/0, yes/no, on/off)`);
+    throw new UsageError(`${what}: ${show(text)} is not a boolean (true/false, 1/0, yes/no, on/off)`);
   return value;
 }
 
 const kebab = (flag: string) => flag.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
 
 /**
- * The command line with each value of a boolean flag (`--dry-run=1`, `--json yes`) spelt
- * `--flag=true` or `--flag=false`, which yargs reads right; a value that is no boolean is
- * a usage error naming the flag. No command takes a positional argument, so a boolean
- * word after a boolean flag can only be its value.
+ * The command line with each boolean flag's value (`--dry-run=1`, `--json yes`) spelt as yargs
+ * reads it right. No command takes a positional argument: a boolean word after one is its value.
  */
 export function normalizeBooleanFlags(args: readonly string[]): string[] {
   const command = COMMANDS.find((c) => c === args.find((a) => !a.startsWith('-')));
@@ -243,16 +228,12 @@ export function normalizeBooleanFlags(args: readonly string[]): string[] {
       continue;
     }
     const text = m[2] ?? (BOOLEANS.has(rest[0]?.toLowerCase() ?? '') ? rest.shift() : undefined);
-    out.push(text === undefined ? arg : `--${m[1]}=${parseBoolean(text, `--${flag}`, UsageError)}`);
+    out.push(text === undefined ? arg : `--${m[1]}=${parseBoolean(text, `--${flag}`)}`);
   }
   return out;
 }
 
-/**
- * The values of `command`'s flags given by OVN_GWMODE_* variables. A variable that names
- * no `run` flag is a typo, and is reported by its own name: the flag yargs would make of
- * it (`modefile`) is not what the operator wrote.
- */
+/** The values of `command`'s flags given by OVN_GWMODE_* variables; one that names no `run` flag is a typo, named as written. */
 export function envValues(command: Command, env: NodeJS.ProcessEnv): Record<string, string> {
   const values: Record<string, string> = {};
   const settings = COMMAND_OPTIONS.run;
@@ -263,13 +244,13 @@ export function envValues(command: Command, env: NodeJS.ProcessEnv): Record<stri
     if (!Object.hasOwn(settings, flag)) {
       const squash = (f: string) => f.replaceAll('-', '');
       const near = Object.keys(settings).find((f) => squash(f) === squash(flag));
-      throw new EnvError(
+      throw new UsageError(
         `${variable}: no such setting${near ? `; did you mean ${variableOf(near)}?` : ''} (the variables are ${ENV_PREFIX}<RUN_FLAG_IN_UPPER_SNAKE_CASE>)`,
       );
     }
     if (!Object.hasOwn(COMMAND_OPTIONS[command], flag)) continue;
     const boolean = COMMAND_OPTIONS[command][flag]?.type === 'boolean';
-    values[flag] = boolean ? String(parseBoolean(value, variable, EnvError)) : value;
+    values[flag] = boolean ? String(parseBoolean(value, variable)) : value;
   }
   return values;
 }
