@@ -28,7 +28,7 @@ import { OvnkubeScanner } from '../ovnkube/scanner.js';
 import { requireModule } from '../require.js';
 import { readBootId } from '../restart/journal-time.js';
 import { Journal } from '../restart/journal.js';
-import { systemdNotifier, watchdogUsec } from '../systemd/notify.js';
+import { systemdNotifier, watchdogUsec } from '../systemd/supervisor.js';
 import { failure, failureOf, type CommandResult, type ExitCode } from './exit-codes.js';
 import { assertStateDirWritable, lockStateDir } from './lock.js';
 import { prefixes, renderApplied, renderPreview, renderRollback, rollbackActions } from './render.js';

@@ -83,7 +83,7 @@ function parseVariables(text: string): Map<string, string> {
   return vars;
 }
 
-const list = (v: string | undefined): string[] =>
+export const list = (v: string | undefined): string[] =>
   (v ?? '')
     .split(',')
     .map((x) => x.trim())

@@ -1,13 +1,12 @@
-// The agent's settings, resolved and checked once: flags (or OVN_GWMODE_* variables),
-// then ovnkube.conf for what the flags leave out. A bad value is a ConfigError that
-// names the flag; the CLI prints it on one line and exits 2.
+// The agent's settings, resolved and checked once: flags (or OVN_GWMODE_* variables), then
+// ovnkube.conf for what the flags leave out. A bad value is a ConfigError naming the flag: exit 2.
 import { readFile } from 'node:fs/promises';
 import { noOsRelease, parseOsRelease, type ConfEvidence, type OsRelease } from '../core/platform.js';
 import { parseDuration } from '../clock.js';
 import { readRegularFile } from '../read-regular.js';
 import { parseListenAddress } from '../metrics/address.js';
 import { addressInSubnet, parseAddress, parseCidr, type Cidr, type Family } from '../net/cidr.js';
-import { readOvnkubeConf, type OvnkubeConf } from './ovnkube-conf.js';
+import { list, readOvnkubeConf, type OvnkubeConf } from './ovnkube-conf.js';
 
 export class ConfigError extends Error {
   readonly code = 'ERR_GWMODE_CONFIG';
@@ -56,11 +55,7 @@ function oneOf<T extends string>(name: string, value: string, allowed: readonly 
   throw new ConfigError(name, `"${value}" is not one of ${allowed.join(', ')}`);
 }
 
-const splitList = (values: Array<string | number> | undefined): string[] =>
-  (values ?? [])
-    .flatMap((v) => String(v).split(','))
-    .map((v) => v.trim())
-    .filter(Boolean);
+const splitList = (values: string[] | undefined): string[] => list((values ?? []).join(','));
 
 function interfaceName(name: string, value: string): string {
   if (!/^[^\s/]{1,15}$/.test(value)) throw new ConfigError(name, `"${value}" is not an interface name`);
@@ -95,16 +90,12 @@ export async function resolvePlanSettings(given: RawPlanOptions) {
     }
   }
 
-  const cidrFlag = raw.serviceCidr?.length ? 'service-cidr' : 'ovnkube-config';
-  const cidrTexts = raw.serviceCidr?.length ? splitList(raw.serviceCidr) : (conf?.serviceCidrs ?? []);
-  if (cidrTexts.length === 0)
-    throw new ConfigError(
-      'service-cidr',
-      'no service CIDR given (and no [kubernetes] service-cidrs in --ovnkube-config)',
-    );
+  const flagged = raw.serviceCidr?.length ? splitList(raw.serviceCidr) : null;
+  const [cidrFlag, from] = flagged
+    ? ['service-cidr', '']
+    : ['ovnkube-config', `${raw.ovnkubeConfig}: [kubernetes] service-cidrs: `];
   const serviceCidrs: Cidr[] = [];
-  const from = raw.serviceCidr?.length ? '' : `${raw.ovnkubeConfig}: [kubernetes] service-cidrs: `;
-  for (const text of cidrTexts) {
+  for (const text of flagged ?? conf?.serviceCidrs ?? []) {
     const cidr = flag(cidrFlag, () => parseCidr(text), from);
     // A /0 is the default route, which every node has via br-ex's gateway: the very shape of a
     // shared-mode service route, so the node's way out would be moved into ovn-k8s-mp0.
@@ -112,6 +103,11 @@ export async function resolvePlanSettings(given: RawPlanOptions) {
       throw new ConfigError(cidrFlag, `${from}"${text}" is a default route, never a service network`);
     if (!serviceCidrs.some((c) => c.text === cidr.text)) serviceCidrs.push(cidr);
   }
+  if (serviceCidrs.length === 0)
+    throw new ConfigError(
+      'service-cidr',
+      'no service CIDR given (and no [kubernetes] service-cidrs in --ovnkube-config)',
+    );
 
   let mtu: number | null = conf?.mtu ?? null;
   if (raw.mtu !== undefined && raw.mtu !== '') {
