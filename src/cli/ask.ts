@@ -69,11 +69,6 @@ const IDLE_MS = 45_000;
 const SHOWN_EVENTS = 8;
 const CLEAR = '\x1b[H\x1b[2J';
 
-interface WatchOutput {
-  write(text: string): void;
-  isTTY: boolean;
-}
-
 function renderScreen(s: StatusReport, events: AgentEvent[], socket: string): string {
   const lines = [
     `ovn-gwmode-agent on ${socket} (live; ctrl-c to quit)`,
@@ -87,7 +82,11 @@ function renderScreen(s: StatusReport, events: AgentEvent[], socket: string): st
 }
 
 /** Follows the agent (GET /v1/watch) until the connection ends: redrawn in place on a terminal, a line per change otherwise. Exit 2: the agent went away. */
-function watchStatus(socket: string, out: WatchOutput, err: (text: string) => void): Promise<ExitCode> {
+function watchStatus(
+  socket: string,
+  out: { write(text: string): void; isTTY: boolean },
+  err: (text: string) => void,
+): Promise<ExitCode> {
   return new Promise((resolve, reject) => {
     let status: StatusReport | undefined;
     const events: AgentEvent[] = [];

@@ -39,12 +39,16 @@ const choices = (flag: string, what: string) =>
 /** A flag that takes a value, kept as text: settings.ts reads it (yargs would make `--mtu 1400` a number). */
 const text = (describe: string, more: Options = {}): Options => ({ type: 'string', describe, ...more });
 const defaults = (value: string, describe: string): Options => text(describe, { default: value });
+/** No default value: what stands in for it, as --help says it. */
+const otherwise = (describe: string, defaultDescription: string, array = false): Options =>
+  text(describe, { defaultDescription, ...(array ? { array } : {}) });
 
 export const FLAGS = {
   'mode-file': text('file, ConfigMap volume directory or manifest holding the desired gateway mode (required)'),
-  'service-cidr': text(
+  'service-cidr': otherwise(
     'service CIDR (repeatable, comma lists allowed; IPv4 and IPv6; a /0, the default route, is refused)',
-    { array: true, defaultDescription: "--ovnkube-config's service-cidrs" },
+    "--ovnkube-config's service-cidrs",
+    true,
   ),
   'ovnkube-config': text('ovnkube.conf, for service-cidrs, mtu and next-hop the flags leave out'),
   'gateway-interface': defaults('br-ex', "the OVS bridge of shared mode's service routes"),
@@ -52,25 +56,18 @@ export const FLAGS = {
   'os-release': defaults('/etc/os-release', "the host's os-release: RHCOS names the OpenShift release in it"),
   layout: defaults('auto', choices('layout', 'which service routes this node has')),
   'ovnkube-mode-check': defaults('proc', choices('ovnkube-mode-check', "how ovnkube-node's gateway mode is checked")),
-  mtu: text('MTU of shared-mode service routes', {
-    defaultDescription: "ovnkube.conf's routable-mtu or mtu, else ovn-k8s-mp0's MTU",
-  }),
-  'gateway-nexthop': text('shared-mode next hop, one per family', {
-    array: true,
-    defaultDescription: "the gateway interface's default route",
-  }),
+  mtu: otherwise('MTU of shared-mode service routes', "ovnkube.conf's routable-mtu or mtu, else ovn-k8s-mp0's MTU"),
+  'gateway-nexthop': otherwise('shared-mode next hop, one per family', "the gateway interface's default route", true),
   'log-level': defaults('info', choices('log-level', 'least severe log line written')),
   'state-dir': defaults('/var/lib/ovn-gwmode-agent', 'restart journal, and the lock that keeps one agent per node'),
   socket: defaults('/run/ovn-gwmode-agent/agent.sock', "the agent's status socket"),
-  'socket-group': text(
+  'socket-group': otherwise(
     "group (name or gid) that may use the socket, besides root: the socket's and its new directory's group",
-    { defaultDescription: "root's" },
+    "root's",
   ),
   'resync-interval': defaults('60', 'seconds, or with a unit: 500ms, 2m'),
   restart: defaults('cri', choices('restart', 'how to restart ovnkube-node after a migration')),
-  'cri-endpoint': text('CRI socket', {
-    defaultDescription: '/var/run/crio/crio.sock, else /run/containerd/containerd.sock',
-  }),
+  'cri-endpoint': otherwise('CRI socket', '/var/run/crio/crio.sock, else /run/containerd/containerd.sock'),
   'ovnkube-namespace': defaults('openshift-ovn-kubernetes', "ovnkube-node's pod namespace, for --restart cri"),
   'ovnkube-container': defaults('ovnkube-node', "ovnkube-node's container name, for --restart cri"),
   'restart-grace': defaults('30', 'seconds the runtime gives ovnkube-node to stop'),
@@ -79,9 +76,7 @@ export const FLAGS = {
   'restart-timeout': defaults('5m', 'how long to wait for the new ovnkube-node'),
   settle: defaults('60', 'how long the routes must hold after a restart before Converged'),
   'dry-run': { type: 'boolean', default: false, describe: 'plan, log and report; never change the kernel' },
-  'metrics-address': text('a TCP listener serving only /metrics', {
-    defaultDescription: 'none: the socket serves /metrics',
-  }),
+  'metrics-address': otherwise('a TCP listener serving only /metrics', 'none: the socket serves /metrics'),
   // No defaults on these: yargs counts a default as given, and status's --json and --brief conflict.
   json: { type: 'boolean', describe: 'the raw JSON' },
   brief: { type: 'boolean', describe: 'one line' },

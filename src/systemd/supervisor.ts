@@ -12,7 +12,7 @@ import { addon } from '../native/addon.js';
 import { renderBrief, type StatusReport } from '../status/report.js';
 
 export type NotifyFields = Partial<
-  Record<'READY' | 'STATUS' | 'WATCHDOG' | 'STOPPING' | 'RELOADING' | 'MONOTONIC_USEC' | 'ERRNO', string>
+  Record<'READY' | 'STATUS' | 'WATCHDOG' | 'STOPPING' | 'RELOADING' | 'MONOTONIC_USEC', string>
 >;
 
 export interface Notifier {
@@ -97,25 +97,18 @@ export class Supervisor {
   /** Called after every pass (and after a reload). */
   onStatus(status: StatusReport, ready: boolean): void {
     const line = renderBrief(status);
-    if (ready && !this.readySent) {
-      this.readySent = true;
-      this.lastStatus = line;
-      this.send({ READY: '1', STATUS: line });
-      return;
-    }
-    if (line !== this.lastStatus) {
-      this.lastStatus = line;
-      this.send({ STATUS: line });
-    }
+    const becameReady = ready && !this.readySent;
+    if (!becameReady && line === this.lastStatus) return;
+    this.readySent ||= becameReady;
+    this.lastStatus = line;
+    this.send(becameReady ? { READY: '1', STATUS: line } : { STATUS: line });
   }
 
   reloading(): void {
     this.readySent = false;
-    this.send({
-      RELOADING: '1', // CLOCK_MONOTONIC, which libuv's hrtime reads too.
-      MONOTONIC_USEC: (process.hrtime.bigint() / 1000n).toString(),
-      STATUS: 'reloading configuration',
-    });
+    // CLOCK_MONOTONIC, which libuv's hrtime reads too.
+    const now = (process.hrtime.bigint() / 1000n).toString();
+    this.send({ RELOADING: '1', MONOTONIC_USEC: now, STATUS: 'reloading configuration' });
   }
 
   stopping(): void {
