@@ -1,6 +1,5 @@
-// The commands that ask a running agent over its socket: `status` (and `status --watch`,
-// fed by the agent's server-sent events, never by polling), `health` and `events`. They
-// load the socket client and the renderers, never the kernel's code.
+// The commands that ask a running agent over its socket: `status` (`--watch` is fed by the
+// agent's server-sent events, never by polling), `health` and `events`; never the kernel's code.
 import { parseDuration, systemClock } from '../clock.js';
 import type { AgentEvent } from '../events/history.js';
 import { connectError, fetchPath, fetchStatus } from '../status/client.js';

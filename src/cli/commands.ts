@@ -1,7 +1,6 @@
-// The commands that touch the kernel (run, plan, apply, rollback), given parsed flags; the
-// socket clients are in ask.ts. `plan`, `apply` and `rollback` are one pass of the agent's
-// pipeline (src/agent/engine.ts), each with its own target; what they print is render.ts's.
-// Each returns its result (exit-codes.ts); main.ts ends the process.
+// The commands that touch the kernel (the socket clients are in ask.ts). `plan`, `apply` and
+// `rollback` are one pass of the agent's pipeline (src/agent/engine.ts), each with its own target;
+// what they print is render.ts's. Each returns its result; main.ts ends the process.
 import type { DestinationStream, Logger } from 'pino';
 import { runDaemon } from '../agent/daemon.js';
 import { once, type OnceResult, type OvnkubeProbe, type Target } from '../agent/engine.js';
@@ -43,11 +42,10 @@ const createLogger = (level: string, to: NodeJS.WritableStream = process.stdout)
   );
 
 /**
- * SIGTERM and SIGINT during `apply` or `rollback --yes`. Before the first change (for `apply`,
- * the journal write before its first replace) the command is abandoned at once: exit 1,
- * nothing changed, and beginChanges refuses the work left behind. From then on the change in
- * flight finishes with its journal record, none is begun after it, and the command says what
- * was and was not done.
+ * SIGTERM and SIGINT during `apply` or `rollback --yes`. Before the first change (for `apply`, the
+ * journal write before its first replace) the command is abandoned: exit 1, nothing changed, and
+ * beginChanges refuses the work left behind. After it, the change in flight finishes with its
+ * journal record, none is begun, and the command says what was and was not done.
  */
 class Interruption {
   private signal: string | null = null;
@@ -86,7 +84,7 @@ function ovnkubeProbe(s: PlanSettings): OvnkubeProbe {
   return async (hint) => summarise(scanner.scan(hint?.routeEventOnly ?? false), s.ovnkubeConfMode);
 }
 
-/** What a test may wrap around the real parts (fault injection); nothing a user can reach. */
+/** What a test may wrap around the real parts (fault injection). */
 export interface RunWrappers {
   dataplane?: (real: Dataplane) => Dataplane;
   journal?: (dir: string) => Journal;

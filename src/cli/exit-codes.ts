@@ -41,12 +41,8 @@ const codeOf = (err: unknown): string => {
 export const exitCodeOf = (err: unknown): ExitCode | null =>
   ANOTHER_AGENT.includes(codeOf(err)) ? 1 : PERSON.includes(codeOf(err)) ? 2 : null;
 
-export interface FailureNotes {
-  /** Why this command does not go on when another agent has the node (`not starting a second agent`). */
-  held?: string;
-  /** The command's name, put before the message (`apply: ...`). */
-  what?: string;
-}
+/** `held`: why this command stops when another agent has the node; `what`: the command's name, put before the message. */
+type FailureNotes = { held?: string; what?: string };
 
 /** The result a typed error means: its exit code and one line; null for an untyped one. */
 export function failureOf(err: unknown, notes: FailureNotes = {}): CommandResult | null {
@@ -55,10 +51,8 @@ export function failureOf(err: unknown, notes: FailureNotes = {}): CommandResult
   const typed = codeOf(err);
   const held = notes.held !== undefined && ANOTHER_AGENT.includes(typed) ? `; ${notes.held}` : '';
   const help = typed === 'ERR_GWMODE_USAGE' ? '; see --help' : '';
-  return {
-    code,
-    stderr: `ovn-gwmode-agent: ${notes.what ? `${notes.what}: ` : ''}${(err as Error).message}${held}${help}\n`,
-  };
+  const what = notes.what ? `${notes.what}: ` : '';
+  return { code, stderr: `ovn-gwmode-agent: ${what}${(err as Error).message}${held}${help}\n` };
 }
 
 /** failureOf, or the error thrown again when it is not one of ours. */

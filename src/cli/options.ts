@@ -100,10 +100,8 @@ const NOT_ROLLBACK: Flag[] = ['mode-file', 'ovnkube-mode-check', 'mtu', 'gateway
 
 interface CommandSpec {
   summary: string;
-  /** Its flags, in the order --help lists them. */
   flags: Flag[];
   conflicts?: Array<[Flag, Flag]>;
-  /** What each exit code means for this command. */
   exits: Partial<Record<ExitCode, string>>;
 }
 
@@ -197,10 +195,7 @@ export const variableOf = (flag: string): string => ENV_PREFIX + flag.toUpperCas
 
 const show = (text: string) => JSON.stringify(text.length > 40 ? `${text.slice(0, 37)}...` : text);
 
-/**
- * A boolean's usual spellings, in any case, or a refusal naming `what`. yargs takes only
- * `true` as true and anything else (`1`, `yes`) silently as false: a dry run spelt `1` would act.
- */
+/** A boolean's usual spellings, in any case: yargs takes anything but `true` as false, so a dry run spelt `1` would act. */
 const BOOLEANS = new Map(['true', '1', 'yes', 'on', 'false', '0', 'no', 'off'].map((w, i) => [w, i < 4]));
 function parseBoolean(text: string, what: string): boolean {
   const value = BOOLEANS.get(text.toLowerCase());
@@ -211,10 +206,7 @@ function parseBoolean(text: string, what: string): boolean {
 
 const kebab = (flag: string) => flag.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
 
-/**
- * The command line with each boolean flag's value (`--dry-run=1`, `--json yes`) spelt as yargs
- * reads it right. No command takes a positional argument: a boolean word after one is its value.
- */
+/** Each boolean flag's value (`--dry-run=1`, `--json yes`) spelt as yargs reads it right (no command takes a positional). */
 export function normalizeBooleanFlags(args: readonly string[]): string[] {
   const command = COMMANDS.find((c) => c === args.find((a) => !a.startsWith('-')));
   const out: string[] = [];
@@ -261,9 +253,8 @@ export function withOptions<T>(y: Argv<T>, command: Command, env: Record<string,
 
 export type Handler = (argv: Record<string, unknown>) => Promise<CommandResult>;
 
-// The commands that touch the kernel are imported when they run: the probes (`health`,
-// `status`) load neither the addon nor netlink nor the logger. yargs' argv carries each
-// flag camelCased, as the commands' options name them.
+// Imported when they run: the probes load neither the addon nor netlink nor the logger. yargs'
+// argv carries each flag camelCased, as the commands' options name them.
 const kernel = () => import('./commands.js');
 const ask = () => import('./ask.js');
 
@@ -295,11 +286,7 @@ const options = (command: Command) => (y: Argv) => {
   return withFlags.epilogue(exitStatus(COMMAND_SPECS[command].exits));
 };
 
-/**
- * yargs' complaint, made one line that names what was wrong. Its "Unknown arguments"
- * lists a flag under both spellings (bogus-flag, bogusFlag) and does not tell a flag
- * from a stray word, so the words are looked up in what was typed.
- */
+/** yargs' complaint as one line naming what was wrong: its "Unknown arguments" tells no flag from a stray word. */
 function explain(args: string[], message: string): string {
   const names = /^Unknown arguments?: (.*)$/.exec(message)?.[1]?.split(', ');
   if (names === undefined) return message;

@@ -97,8 +97,7 @@ export async function resolvePlanSettings(given: RawPlanOptions) {
   const serviceCidrs: Cidr[] = [];
   for (const text of flagged ?? conf?.serviceCidrs ?? []) {
     const cidr = flag(cidrFlag, () => parseCidr(text), from);
-    // A /0 is the default route, which every node has via br-ex's gateway: the very shape of a
-    // shared-mode service route, so the node's way out would be moved into ovn-k8s-mp0.
+    // A /0 is the default route, via br-ex's gateway like a shared-mode service route: it would move into ovn-k8s-mp0.
     if (cidr.length === 0)
       throw new ConfigError(cidrFlag, `${from}"${text}" is a default route, never a service network`);
     if (!serviceCidrs.some((c) => c.text === cidr.text)) serviceCidrs.push(cidr);
@@ -157,11 +156,7 @@ export async function resolvePlanSettings(given: RawPlanOptions) {
   };
 }
 
-/**
- * The host's os-release, for the OpenShift release it names (core/platform.ts), read as
- * src/read-regular.ts reads (a real one is under 1 KiB). Never fatal: a file that cannot be
- * read is no evidence, and with no evidence the agent changes nothing.
- */
+/** The host's os-release (a real one is under 1 KiB). Never fatal: a file not read is no evidence, and then nothing changes. */
 async function readOsRelease(file: string): Promise<OsRelease> {
   try {
     return parseOsRelease((await readRegularFile(file, 64 * 1024)).toString('utf8'), file);
