@@ -1,11 +1,10 @@
-// The one clock, with two faces. Every duration and deadline (settle window, restart timeout,
-// rate limit, fight window, backoff, the watchdog's stuck threshold) is on `now()`, monotonic:
-// a wall clock stepped back by days put every deadline in the future, one stepped forward cut
-// the settle window short. `wall()` is only for what people read and for file times.
-// `now()` is CLOCK_MONOTONIC (process.hrtime), not performance.now(): system-wide and counted
-// from boot, so a value the journal keeps (with the boot id: src/restart/journal-time.ts)
-// means the same to the next agent; it is also the clock of systemd's watchdog. It stops
-// while the machine is suspended, which errs on the side of the rate limit.
+// The one clock, with two faces. Every duration and deadline is on `now()`, monotonic: a wall
+// clock stepped back by days put every deadline in the future, one stepped forward cut the settle
+// window short. `now()` is CLOCK_MONOTONIC (process.hrtime), not performance.now(): counted from
+// boot, so a value the journal keeps (with the boot id: src/restart/journal-time.ts) means the
+// same to the next agent. It stops while the machine is suspended, which errs on the side of the
+// rate limit. `wall()` is only for what people read and for file times; and durations on the
+// command line are parsed here, bounded by what a timer can wait.
 export interface Clock {
   /** Monotonic milliseconds (since boot): for every duration and deadline. */
   now(): number;
@@ -21,17 +20,13 @@ export const systemClock: Clock = {
 /** The longest delay setTimeout honours: Node fires a longer one after 1 ms (TimeoutOverflowWarning). */
 export const MAX_TIMER_MS = 2 ** 31 - 1;
 
-/**
- * A delay as setTimeout must get it, within [0, MAX_TIMER_MS]: a deadline far off waits the
- * longest a timer can and is looked at again then, never Node's 1 ms (a busy loop). NaN (a
- * bug upstream) is the longest too: a stall the periodic resync ends, never a spin.
- */
+/** A delay within [0, MAX_TIMER_MS], never Node's 1 ms (a busy loop); NaN (a bug upstream) is the longest: a stall the resync ends. */
 export function timerDelay(ms: number): number {
   if (Number.isNaN(ms)) return MAX_TIMER_MS;
   return Math.min(MAX_TIMER_MS, Math.max(0, Math.ceil(ms)));
 }
 
-/** setTimeout with the delay clamped (timerDelay): every timer of the agent and the supervisor goes through it. */
+/** setTimeout with the delay clamped: every timer of the agent and the supervisor goes through it. */
 export function after(ms: number, fn: () => void): NodeJS.Timeout {
   return setTimeout(fn, timerDelay(ms));
 }
@@ -39,4 +34,15 @@ export function after(ms: number, fn: () => void): NodeJS.Timeout {
 /** setInterval with the period clamped likewise, and at least 1 ms. */
 export function every(ms: number, fn: () => void): NodeJS.Timeout {
   return setInterval(fn, Math.max(1, timerDelay(ms)));
+}
+
+const UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
+
+/** Milliseconds of a duration flag: plain seconds ("60") or with a unit ("500ms", "2m"), at most what a timer can wait. */
+export function parseDuration(text: string | number): number {
+  const m = /^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$/.exec(String(text));
+  if (!m) throw new Error(`"${text}" is not a duration (plain seconds, or a number with ms, s, m or h)`);
+  const ms = Math.round(Number(m[1]) * (UNITS[m[2] ?? 's'] ?? 1000));
+  if (ms > MAX_TIMER_MS) throw new Error(`"${text}" is too long (at most 24 days)`);
+  return ms;
 }

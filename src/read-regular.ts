@@ -1,9 +1,6 @@
-// Reading a small file that anyone with access to the host may have put there (os-release,
-// ovnkube.conf, the migration journal). Opened non-blocking: opening a FIFO for reading
-// waits for a writer, and that wait would hold a thread-pool worker for ever (and the
-// start with it). Then refused unless a regular file, and read one byte past the limit
-// rather than trusting the size from stat: the file may grow between the two calls.
-// (The mode file has its own reader, which also stamps the file for settled.ts.)
+// A small file anyone with access to the host may have put there (os-release, ovnkube.conf, the
+// journal). Opened non-blocking: a FIFO's open waits for a writer, holding a thread-pool worker
+// (and the start) for ever. Read one byte past the limit, not to stat's size: the file may grow.
 import { constants } from 'node:fs';
 import { open } from 'node:fs/promises';
 

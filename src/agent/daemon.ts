@@ -22,7 +22,7 @@ import { readBootId } from '../restart/journal-time.js';
 import { CriRestart, criDeadlineMs, NoRestart, SignalRestart, type RestartStrategy } from '../restart/strategy.js';
 import type { StatusReport } from '../status/report.js';
 import { StatusServer } from '../status/server.js';
-import type { Notifier } from '../systemd/notify.js';
+import type { Notifier } from '../systemd/supervisor.js';
 import { Supervisor } from '../systemd/supervisor.js';
 import { VERSION } from '../version.js';
 import { Agent, type AgentOptions } from './agent.js';

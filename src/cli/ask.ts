@@ -1,41 +1,27 @@
-// The commands that ask a running agent over its socket: `status` (and `status --watch`,
-// fed by the agent's server-sent events, never by polling), `health` and `events`. They
-// load the socket client and the renderers, never the kernel's code.
-import { systemClock } from '../clock.js';
-import { parseDuration } from '../config/duration.js';
+// The commands that ask a running agent over its socket: `status` (`--watch` is fed by the
+// agent's server-sent events, never by polling), `health` and `events`; never the kernel's code.
+import { parseDuration, systemClock } from '../clock.js';
 import type { AgentEvent } from '../events/history.js';
 import { connectError, fetchPath, fetchStatus } from '../status/client.js';
 import { exitCodeOf, renderBrief, renderHuman, type StatusReport } from '../status/report.js';
-import { failure, UsageError, type CommandResult, type ExitCode } from './exit-codes.js';
+import { UsageError, type CommandResult, type ExitCode } from './exit-codes.js';
 
 // Not imported: on Node 24 an import of node:http loads its bundled undici, 14 MB of RSS (docs/benchmarks.md).
 const http = process.getBuiltinModule('node:http');
 
-/** Runs a socket client; an agent unreachable or closed to us is exit 2 with the message (exit-codes.ts). */
-async function askAgent(fn: () => Promise<CommandResult>): Promise<CommandResult> {
-  try {
-    return await fn();
-  } catch (err) {
-    return failure(err);
-  }
-}
-
-export function statusCommand(opts: { socket: string; json?: boolean; brief?: boolean }): Promise<CommandResult> {
-  return askAgent(async () => {
-    const s = await fetchStatus(opts.socket);
-    return {
-      code: exitCodeOf(s) === 0 ? 0 : 1,
-      stdout: (opts.json ? JSON.stringify(s, null, 2) : opts.brief ? renderBrief(s) : renderHuman(s)) + '\n',
-    };
-  });
+// An agent unreachable or closed to us throws a typed error: exit 2 with its message (exit-codes.ts).
+export async function statusCommand(opts: { socket: string; json?: boolean; brief?: boolean }): Promise<CommandResult> {
+  const s = await fetchStatus(opts.socket);
+  return {
+    code: exitCodeOf(s) === 0 ? 0 : 1,
+    stdout: (opts.json ? JSON.stringify(s, null, 2) : opts.brief ? renderBrief(s) : renderHuman(s)) + '\n',
+  };
 }
 
 /** `health [--ready]`: the probe for kubelet. Exit 0 healthy (or ready), 1 not, 2 unreachable. */
-export function healthCommand(opts: { socket: string; ready: boolean }): Promise<CommandResult> {
-  return askAgent(async () => {
-    const { code, body } = await fetchPath(opts.socket, opts.ready ? '/readyz' : '/healthz');
-    return { code: code === 200 ? 0 : 1, stdout: JSON.stringify(body) + '\n' };
-  });
+export async function healthCommand(opts: { socket: string; ready: boolean }): Promise<CommandResult> {
+  const { code, body } = await fetchPath(opts.socket, opts.ready ? '/readyz' : '/healthz');
+  return { code: code === 200 ? 0 : 1, stdout: JSON.stringify(body) + '\n' };
 }
 
 /** One line per event, the time first: `2026-12-02T11:53:28.285Z replace 10.96.0.0/16: ... -> ... (done)`. */
@@ -55,41 +41,32 @@ export function renderEvent(e: AgentEvent): string {
 }
 
 /** `events [--json] [--since DURATION]`: the agent's last 256 events (GET /v1/events), oldest first; exit 0, or 2. */
-export function eventsCommand(opts: { socket: string; json?: boolean; since?: string }): Promise<CommandResult> {
-  return askAgent(async () => {
-    let query = '';
-    if (opts.since !== undefined) {
-      let ms: number;
-      try {
-        ms = parseDuration(opts.since);
-      } catch (err) {
-        throw new UsageError(`--since: ${(err as Error).message}`);
-      }
-      query = `?since=${encodeURIComponent(new Date(systemClock.wall() - ms).toISOString())}`;
+export async function eventsCommand(opts: { socket: string; json?: boolean; since?: string }): Promise<CommandResult> {
+  const since = (text: string) => {
+    try {
+      return new Date(systemClock.wall() - parseDuration(text)).toISOString();
+    } catch (err) {
+      throw new UsageError(`--since: ${(err as Error).message}`);
     }
-    const { code, body } = await fetchPath(opts.socket, `/v1/events${query}`);
-    if (code !== 200)
-      return {
-        code: 2,
-        stderr: `ovn-gwmode-agent: the agent on ${opts.socket} answered ${code} for /v1/events: is it older than this command?\n`,
-      };
-    const { events } = body as { events: AgentEvent[] };
+  };
+  const query = opts.since === undefined ? '' : `?since=${encodeURIComponent(since(opts.since))}`;
+  const { code, body } = await fetchPath(opts.socket, `/v1/events${query}`);
+  if (code !== 200)
     return {
-      code: 0,
-      stdout: opts.json ? JSON.stringify(events, null, 2) + '\n' : events.map((e) => renderEvent(e) + '\n').join(''),
+      code: 2,
+      stderr: `ovn-gwmode-agent: the agent on ${opts.socket} answered ${code} for /v1/events: is it older than this command?\n`,
     };
-  });
+  const { events } = body as { events: AgentEvent[] };
+  return {
+    code: 0,
+    stdout: opts.json ? JSON.stringify(events, null, 2) + '\n' : events.map((e) => renderEvent(e) + '\n').join(''),
+  };
 }
 
 /** Three missed heartbeats: the connection is dead even if no one said so. */
 const IDLE_MS = 45_000;
 const SHOWN_EVENTS = 8;
 const CLEAR = '\x1b[H\x1b[2J';
-
-interface WatchOutput {
-  write(text: string): void;
-  isTTY: boolean;
-}
 
 function renderScreen(s: StatusReport, events: AgentEvent[], socket: string): string {
   const lines = [
@@ -104,7 +81,11 @@ function renderScreen(s: StatusReport, events: AgentEvent[], socket: string): st
 }
 
 /** Follows the agent (GET /v1/watch) until the connection ends: redrawn in place on a terminal, a line per change otherwise. Exit 2: the agent went away. */
-function watchStatus(socket: string, out: WatchOutput, err: (text: string) => void): Promise<ExitCode> {
+function watchStatus(
+  socket: string,
+  out: { write(text: string): void; isTTY: boolean },
+  err: (text: string) => void,
+): Promise<ExitCode> {
   return new Promise((resolve, reject) => {
     let status: StatusReport | undefined;
     const events: AgentEvent[] = [];
@@ -159,7 +140,7 @@ function watchStatus(socket: string, out: WatchOutput, err: (text: string) => vo
 }
 
 /** `status --watch`: until the agent goes away (exit 2) or ctrl-c. A stream: it writes as it goes, and returns only the code. */
-export function watchCommand(opts: { socket: string }): Promise<CommandResult> {
+export async function watchCommand(opts: { socket: string }): Promise<CommandResult> {
   const out = { write: (t: string) => process.stdout.write(t), isTTY: process.stdout.isTTY === true };
-  return askAgent(async () => ({ code: await watchStatus(opts.socket, out, (t) => process.stderr.write(t)) }));
+  return { code: await watchStatus(opts.socket, out, (t) => process.stderr.write(t)) };
 }

@@ -1,8 +1,7 @@
-// What the commands that touch the kernel do (run, plan, apply, rollback), given parsed
-// flags; the socket clients are in ask.ts. `plan`, `apply` and `rollback` are one pass of
-// the agent's pipeline (src/agent/engine.ts), each with its own target; what they print is
-// render.ts's. Each returns its result (exit-codes.ts); main.ts ends the process.
-import type { Logger } from 'pino';
+// The commands that touch the kernel (the socket clients are in ask.ts). `plan`, `apply` and
+// `rollback` are one pass of the agent's pipeline (src/agent/engine.ts), each with its own target;
+// what they print is render.ts's. Each returns its result; main.ts ends the process.
+import type { DestinationStream, Logger } from 'pino';
 import { runDaemon } from '../agent/daemon.js';
 import { once, type OnceResult, type OvnkubeProbe, type Target } from '../agent/engine.js';
 import { InterruptedError } from '../agent/execute.js';
@@ -22,17 +21,62 @@ import { must } from '../core/must.js';
 import type { Plan } from '../core/types.js';
 import { KernelDataplane } from '../dataplane/kernel.js';
 import type { Dataplane } from '../dataplane/types.js';
-import { createLogger } from '../log.js';
 import { readModeSource } from '../mode/source.js';
 import { summarise } from '../ovnkube/proc.js';
 import { OvnkubeScanner } from '../ovnkube/scanner.js';
+import { requireModule } from '../require.js';
 import { readBootId } from '../restart/journal-time.js';
 import { Journal } from '../restart/journal.js';
-import { systemdNotifier, watchdogUsec } from '../systemd/notify.js';
+import { systemdNotifier, watchdogUsec } from '../systemd/supervisor.js';
 import { failure, failureOf, type CommandResult, type ExitCode } from './exit-codes.js';
-import { Interruption } from './interrupt.js';
 import { assertStateDirWritable, lockStateDir } from './lock.js';
 import { prefixes, renderApplied, renderPreview, renderRollback, rollbackActions } from './render.js';
+
+const { pino } = requireModule('pino') as typeof import('pino');
+
+/** JSON logs for the node's log collector. */
+const createLogger = (level: string, to: NodeJS.WritableStream = process.stdout): Logger =>
+  pino(
+    { level, base: { agent: 'ovn-gwmode-agent' }, timestamp: pino.stdTimeFunctions.isoTime },
+    to as DestinationStream,
+  );
+
+/**
+ * SIGTERM and SIGINT during `apply` or `rollback --yes`. Before the first change (for `apply`, the
+ * journal write before its first replace) the command is abandoned: exit 1, nothing changed, and
+ * beginChanges refuses the work left behind. After it, the change in flight finishes with its
+ * journal record, none is begun, and the command says what was and was not done.
+ */
+class Interruption {
+  private signal: string | null = null;
+  private changing = false;
+  private abandon: (r: CommandResult) => void = () => undefined;
+  private readonly abandoned = new Promise<CommandResult>((resolve) => (this.abandon = resolve));
+
+  constructor(private readonly what: string) {
+    for (const sig of ['SIGTERM', 'SIGINT'] as const)
+      process.on(sig, () => {
+        this.signal ??= sig;
+        if (!this.changing)
+          this.abandon({
+            code: 1,
+            stderr: `ovn-gwmode-agent: ${what}: interrupted by ${sig} before any change; nothing changed\n`,
+          });
+      });
+  }
+
+  run(work: () => Promise<CommandResult>): Promise<CommandResult> {
+    return Promise.race([work(), this.abandoned]);
+  }
+
+  readonly beginChanges = (): void => {
+    if (this.signal !== null && !this.changing)
+      throw new Error(`${this.what}: abandoned on ${this.signal} before any change`);
+    this.changing = true;
+  };
+
+  readonly requested = (): string | null => this.signal;
+}
 
 /** /proc is read whatever --ovnkube-mode-check says: the process's identity proves a restart. */
 function ovnkubeProbe(s: PlanSettings): OvnkubeProbe {
@@ -40,7 +84,7 @@ function ovnkubeProbe(s: PlanSettings): OvnkubeProbe {
   return async (hint) => summarise(scanner.scan(hint?.routeEventOnly ?? false), s.ovnkubeConfMode);
 }
 
-/** What a test may wrap around the real parts (fault injection); nothing a user can reach. */
+/** What a test may wrap around the real parts (fault injection). */
 export interface RunWrappers {
   dataplane?: (real: Dataplane) => Dataplane;
   journal?: (dir: string) => Journal;
@@ -60,8 +104,7 @@ export async function runCommand(raw: RawRunOptions, wrap: RunWrappers = {}): Pr
   const real = new KernelDataplane();
   const dataplane = wrap.dataplane?.(real) ?? real;
   return new Promise<CommandResult>((resolve) => {
-    // A bug must not leave a half-working agent: log it and exit; the supervisor
-    // (kubelet or systemd) restarts a clean one, and the journal remembers restarts.
+    // A bug must not leave a half-working agent: exit, and the supervisor starts a clean one.
     const fatal = (err: unknown) => {
       log.fatal({ err }, 'unexpected error: exiting');
       log.flush();
@@ -75,13 +118,11 @@ export async function runCommand(raw: RawRunOptions, wrap: RunWrappers = {}): Pr
       dataplane,
       notifier: systemdNotifier(),
       watchdogUsec: watchdogUsec(),
-      // The settings are a PlannerConfig: the planner reads its fields and nothing else.
       plannerConfig: (s) => s,
       probeFor: ovnkubeProbe,
       clock: systemClock,
       exit: (code) => resolve({ code: code === 0 ? 0 : 1 }),
     }).catch((err: unknown) => {
-      // Refused (a typed error: exit 1 or 2, one line) or a bug (logged, exit 1).
       dataplane.close();
       const refused = failureOf(err, { held: SERVING });
       if (refused === null) fatal(err);
@@ -123,7 +164,7 @@ const asJson = (shown: Plan, applied: number) =>
 const journalOf = (stateDir: string, log: Logger) =>
   new JournalKeeper({ journal: new Journal(stateDir), clock: systemClock, bootId: readBootId(), log });
 
-/** The one pass of a one-shot command on the kernel: the target, the journal (none for `plan`), and what stops it (none: it only looks). */
+/** One pass of a one-shot command: the journal is null for `plan`, and `stop` null when it only looks. */
 async function pass(
   settings: PlanSettings,
   target: Target,
@@ -135,7 +176,7 @@ async function pass(
   const real = new KernelDataplane();
   const dataplane = wrap.dataplane?.(real) ?? real;
   try {
-    const acting = stop ? { act: true, beginChanges: () => stop.beginChanges(), stopRequested: stop.requested } : null;
+    const acting = stop ? { act: true, beginChanges: stop.beginChanges, stopRequested: stop.requested } : null;
     const deps = { dataplane, probe: ovnkubeProbe(settings), log, clock: systemClock, journal, act: false };
     return await once({ ...deps, ...acting }, settings, target);
   } finally {
@@ -146,7 +187,6 @@ async function pass(
 /** `plan`, and `apply --dry-run`: observe once and print what would be done; no lock, no journal, no change. */
 async function preview(raw: PlanOptions, dryRunApply: boolean, wrap: OnceWrappers): Promise<CommandResult> {
   const settings = { ...(await resolvePlanSettings(raw)), dryRun: dryRunApply };
-  // Logs go to stderr here: stdout carries the plan.
   const log = createLogger(settings.logLevel === 'info' ? 'warn' : settings.logLevel, process.stderr);
   const desired = await readDesired(settings.modeFile, log);
   try {
@@ -164,10 +204,9 @@ export const planCommand = (raw: PlanOptions, wrap: OnceWrappers = {}): Promise<
   preview(raw, false, wrap);
 
 /**
- * `apply`: one pass that acts, under the agent lock, so never beside a running agent. Its
- * migration goes to the agent's journal before the first replace, as the agent's does:
- * `rollback` undoes it, and an agent started after it (even after an apply killed midway)
- * finishes it and never starts it again. With --dry-run it is a plan that says so.
+ * `apply`: one pass that acts, under the agent lock. Its migration is journaled before the
+ * first replace, as the agent's is: `rollback` undoes it, and an agent started after it (even
+ * after an apply killed midway) finishes it. With --dry-run it is a plan that says so.
  */
 export function applyCommand(raw: PlanOptions & { stateDir: string }, wrap: OnceWrappers = {}): Promise<CommandResult> {
   if (lastWins(raw).dryRun === true) return preview(raw, true, wrap);
@@ -180,7 +219,6 @@ export function applyCommand(raw: PlanOptions & { stateDir: string }, wrap: Once
     } catch (err) {
       return failure(err, { held: 'apply does not act beside a running agent: stop it, or leave the work to it' });
     }
-    // Every kernel change is journaled first: apply does not act where no journal can be written.
     try {
       await assertStateDirWritable(stateDir);
     } catch (err) {
@@ -223,10 +261,8 @@ export type RollbackOptions = Omit<PlanOptions, 'modeFile' | 'ovnkubeModeCheck' 
 };
 
 /**
- * `rollback`: the same pass with the journal's migration put back as its target
- * (src/core/rollback.ts decides). Without --yes it prints the plan and changes nothing;
- * with it, it takes the node's lock (so never beside a running agent), replaces all or
- * none, and verifies.
+ * `rollback`: the same pass with the journal's migration put back as its target (core/rollback.ts
+ * decides). Without --yes it changes nothing; with it, under the node's lock, all or none, verified.
  */
 export function rollbackCommand(raw: RollbackOptions, wrap: OnceWrappers = {}): Promise<CommandResult> {
   const stop = new Interruption('rollback');

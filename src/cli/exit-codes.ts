@@ -1,12 +1,11 @@
-// What a command returns, and the one table from typed errors to exit codes (their meaning
-// is options.ts's EXIT_STATUS). Commands never end the process: main.ts writes the result
-// and exits with its code. The table goes by each error's stable `code`, never its class:
-// the code is the error's contract, and so this module imports none of the modules that raise them.
+// What a command returns, and the one table from typed errors to exit codes (their meaning is
+// options.ts's EXIT_STATUS), by each error's stable `code`, never its class: this module imports
+// none of the modules that raise them. Commands never end the process: main.ts does.
 export type ExitCode = 0 | 1 | 2;
 
 export interface CommandResult {
   readonly code: ExitCode;
-  /** Written to stdout as it is (a command's output ends with a newline). */
+  /** Written to stdout as it is. */
   readonly stdout?: string;
   /** Written to stderr after stdout: one line per problem, each `ovn-gwmode-agent: ...`. */
   readonly stderr?: string;
@@ -19,10 +18,9 @@ export class UsageError extends Error {
 
 /** Another agent has the node: exit 1, not this machine's fault, and not ours to fix. */
 const ANOTHER_AGENT = ['ERR_GWMODE_LOCK_HELD', 'ERR_GWMODE_SOCKET_IN_USE'];
-/** A person must change something first: exit 2; the first two are the command line's (see --help). */
+/** A person must change something first: exit 2; the first is the command line's (see --help). */
 const PERSON = [
   'ERR_GWMODE_USAGE',
-  'ERR_GWMODE_ENV',
   'ERR_GWMODE_CONFIG',
   'ERR_GWMODE_LOCK',
   'ERR_GWMODE_STATE_DIR_UNWRITABLE',
@@ -34,35 +32,27 @@ const PERSON = [
   'ERR_GWMODE_ROLLBACK_CIDRS',
 ];
 
-const codeOf = (err: unknown): string | null => {
+const codeOf = (err: unknown): string => {
   const code = err instanceof Error ? (err as { code?: unknown }).code : undefined;
-  return typeof code === 'string' ? code : null;
+  return typeof code === 'string' ? code : '';
 };
 
 /** The exit code a typed error means, or null for an error no table names (a bug: let it surface). */
-export function exitCodeOf(err: unknown): ExitCode | null {
-  const code = codeOf(err) ?? '';
-  return ANOTHER_AGENT.includes(code) ? 1 : PERSON.includes(code) ? 2 : null;
-}
+export const exitCodeOf = (err: unknown): ExitCode | null =>
+  ANOTHER_AGENT.includes(codeOf(err)) ? 1 : PERSON.includes(codeOf(err)) ? 2 : null;
 
-export interface FailureNotes {
-  /** Why this command does not go on when another agent has the node (`not starting a second agent`). */
-  held?: string;
-  /** The command's name, put before the message (`apply: ...`). */
-  what?: string;
-}
+/** `held`: why this command stops when another agent has the node; `what`: the command's name, put before the message. */
+type FailureNotes = { held?: string; what?: string };
 
 /** The result a typed error means: its exit code and one line; null for an untyped one. */
 export function failureOf(err: unknown, notes: FailureNotes = {}): CommandResult | null {
   const code = exitCodeOf(err);
   if (code === null) return null;
-  const typed = codeOf(err) ?? '';
+  const typed = codeOf(err);
   const held = notes.held !== undefined && ANOTHER_AGENT.includes(typed) ? `; ${notes.held}` : '';
-  const help = ['ERR_GWMODE_USAGE', 'ERR_GWMODE_ENV'].includes(typed) ? '; see --help' : '';
-  return {
-    code,
-    stderr: `ovn-gwmode-agent: ${notes.what ? `${notes.what}: ` : ''}${(err as Error).message}${held}${help}\n`,
-  };
+  const help = typed === 'ERR_GWMODE_USAGE' ? '; see --help' : '';
+  const what = notes.what ? `${notes.what}: ` : '';
+  return { code, stderr: `ovn-gwmode-agent: ${what}${(err as Error).message}${held}${help}\n` };
 }
 
 /** failureOf, or the error thrown again when it is not one of ours. */

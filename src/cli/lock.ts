@@ -1,9 +1,8 @@
-// One agent per node: an exclusive flock on `<state-dir>/lock`, taken before the socket
-// or the kernel is touched and held until the process ends. Not the socket: two agents
-// may be given two sockets, and two starting at once can both find none. The kernel drops
-// a flock with its process, so a killed agent never blocks the next one. The refusal names
-// the holder as the kernel knows it (/proc/locks), not by the pid in the file: an agent
-// that took the lock on a read-only file system could not write its own.
+// One agent per node: an exclusive flock on `<state-dir>/lock`, taken before the socket or the
+// kernel is touched and held until the process ends (not the socket: two agents may be given
+// two). The kernel drops a flock with its process, so a killed agent never blocks the next one.
+// The refusal names the holder as /proc/locks knows it: on a read-only file system the pid in
+// the file is an earlier holder's.
 import { closeSync, fstatSync, ftruncateSync, readFileSync, statSync, writeSync } from 'node:fs';
 import { chmod, mkdir, open, unlink } from 'node:fs/promises';
 import path from 'node:path';
@@ -17,7 +16,6 @@ export class LockHeldError extends Error {
   }
 }
 
-/** `apply` would change the kernel with nothing journaled: the state directory takes no writes. */
 export class StateDirUnwritableError extends Error {
   readonly code = 'ERR_GWMODE_STATE_DIR_UNWRITABLE';
 }
@@ -28,9 +26,8 @@ export class LockError extends Error {
 }
 
 /**
- * The pid of the FLOCK on (dev, ino) in /proc/locks' text, or null: none, a pid this pid
- * namespace cannot see (0), or several. `->` lines are waiters. Fields:
- * `1: FLOCK ADVISORY WRITE PID MAJ:MIN:INO 0 EOF`, the device numbers in hex.
+ * The pid of the FLOCK on (dev, ino) in /proc/locks' text, or null: none, one this pid namespace
+ * cannot see (0), or several. `->` lines are waiters. `1: FLOCK ADVISORY WRITE PID MAJ:MIN:INO 0 EOF`.
  */
 export function flockHolderIn(procLocks: string, major: number, minor: number, ino: bigint): number | null {
   const holders = new Set<number>();
@@ -60,7 +57,6 @@ function holderOf(lockPath: string): number | null {
 
 function lockError(lockPath: string, err: NodeJS.ErrnoException): LockError {
   const at = err.path ?? lockPath;
-  // Making a directory or a file takes write access to the directory it goes in.
   if (err.code === 'EACCES' || err.code === 'EPERM')
     return new LockError(
       `cannot lock ${lockPath}: permission denied (${err.syscall ?? err.code} ${at}); run as root, or give the agent's user write access to ${path.dirname(at)}`,
@@ -72,7 +68,6 @@ function lockError(lockPath: string, err: NodeJS.ErrnoException): LockError {
   return new LockError(`cannot lock ${lockPath}: ${err.message}`);
 }
 
-/** Whether the path names the file open at fd (same device and inode). */
 function namesFile(file: string, fd: number): boolean {
   try {
     const [open, named] = [fstatSync(fd), statSync(file)];
@@ -82,19 +77,14 @@ function namesFile(file: string, fd: number): boolean {
   }
 }
 
-/**
- * Takes the lock of stateDir (made 0750 when missing) for as long as the process lives:
- * its fd is never closed, which would release it.
- */
+/** Takes the lock of stateDir (made 0750 when missing) for as long as the process lives: its fd is never closed. */
 export async function lockStateDir(stateDir: string): Promise<void> {
   const lockPath = path.join(stateDir, 'lock');
   let lock: { fd: number; readOnly: boolean };
   try {
-    // 0750 whatever the umask: the restart journal is root's business.
     if ((await mkdir(stateDir, { recursive: true, mode: 0o750 })) !== undefined) await chmod(stateDir, 0o750);
     lock = addon.lockFile(lockPath);
-    // The lock is the file the path names: one unlinked or replaced between our open and flock
-    // (an older agent removed it on its way out) would be a lock nobody else sees. Take it again.
+    // A lock file unlinked or replaced between our open and flock would be a lock nobody else sees.
     for (let tries = 1; !namesFile(lockPath, lock.fd); tries++) {
       closeSync(lock.fd);
       if (tries === 5) throw new Error('it keeps being replaced');
@@ -105,8 +95,7 @@ export async function lockStateDir(stateDir: string): Promise<void> {
     if (e.code === 'EAGAIN' || e.code === 'EWOULDBLOCK') throw new LockHeldError(lockPath, holderOf(lockPath));
     throw lockError(lockPath, e);
   }
-  // Our pid, a hint for people only. Read-only, an earlier holder's stays; and a full file
-  // system (ENOSPC) must not stop an agent that holds the lock.
+  // Our pid, a hint for people only: a full file system (ENOSPC) must not stop an agent that holds the lock.
   try {
     if (!lock.readOnly) {
       ftruncateSync(lock.fd);
@@ -124,10 +113,7 @@ const UNWRITABLE: Record<string, string> = {
   EPERM: 'permission denied',
 };
 
-/**
- * Throws, saying why, unless the state directory takes a write now (a byte written, synced
- * and removed): `apply` does not change the kernel on a node where nothing could be journaled.
- */
+/** Throws unless the state directory takes a write now: `apply` does not act where nothing can be journaled. */
 export async function assertStateDirWritable(stateDir: string): Promise<void> {
   const probe = path.join(stateDir, `.write-probe-${process.pid}`);
   try {

@@ -1,18 +1,18 @@
-// The command line, declared once in the form yargs takes; --help is made from it, and
-// test/cli/reference.test.ts holds docs/cli.md and ovn-gwmode-agent(8) (written by hand) to it.
-// Every `run` flag can also come from OVN_GWMODE_<FLAG_IN_UPPER_SNAKE_CASE>; each command
-// reads only its own flags' variables, since one environment serves `run` and its probes.
-// Not yargs' `.env()`: it would hand `plan` the daemon's variables (a strict-mode refusal),
-// and could not name a misspelt one as written.
-import type { Argv, Options } from 'yargs';
-import { UsageError, type ExitCode } from './exit-codes.js';
+// The whole command line, declared once in the form yargs takes and read by yargs: every
+// command's flags, --help (test/cli/reference.test.ts holds docs/cli.md and the man page to it),
+// one-line usage errors, and the handler each command runs. Every `run` flag can also come from
+// OVN_GWMODE_<FLAG>; each command reads only its own flags' variables (one environment serves
+// `run` and its probes). Not yargs' `.env()`: it would hand `plan` the daemon's variables (a
+// strict-mode refusal), and could not name a misspelt one as written.
+import yargs, { type Argv, type Options } from 'yargs';
+import type { RawRunOptions } from '../config/settings.js';
+import { VERSION } from '../version.js';
+import type { PlanOptions, RollbackOptions } from './commands.js';
+import { failure, UsageError, type CommandResult, type ExitCode } from './exit-codes.js';
 
 export const ENV_PREFIX = 'OVN_GWMODE_';
 
-/**
- * The only values of a flag, each with what it means. Checked by src/config/settings.ts,
- * not by yargs, whose refusal would name no flag: they go into the description.
- */
+/** The only values of a flag, with what each means: checked by settings.ts (yargs' refusal names no flag). */
 export const CHOICES: Readonly<Record<string, Readonly<Record<string, string>>>> = {
   layout: {
     auto: 'from the evidence',
@@ -39,12 +39,16 @@ const choices = (flag: string, what: string) =>
 /** A flag that takes a value, kept as text: settings.ts reads it (yargs would make `--mtu 1400` a number). */
 const text = (describe: string, more: Options = {}): Options => ({ type: 'string', describe, ...more });
 const defaults = (value: string, describe: string): Options => text(describe, { default: value });
+/** No default value: what stands in for it, as --help says it. */
+const otherwise = (describe: string, defaultDescription: string, array = false): Options =>
+  text(describe, { defaultDescription, ...(array ? { array } : {}) });
 
 export const FLAGS = {
   'mode-file': text('file, ConfigMap volume directory or manifest holding the desired gateway mode (required)'),
-  'service-cidr': text(
+  'service-cidr': otherwise(
     'service CIDR (repeatable, comma lists allowed; IPv4 and IPv6; a /0, the default route, is refused)',
-    { array: true, defaultDescription: "--ovnkube-config's service-cidrs" },
+    "--ovnkube-config's service-cidrs",
+    true,
   ),
   'ovnkube-config': text('ovnkube.conf, for service-cidrs, mtu and next-hop the flags leave out'),
   'gateway-interface': defaults('br-ex', "the OVS bridge of shared mode's service routes"),
@@ -52,25 +56,18 @@ export const FLAGS = {
   'os-release': defaults('/etc/os-release', "the host's os-release: RHCOS names the OpenShift release in it"),
   layout: defaults('auto', choices('layout', 'which service routes this node has')),
   'ovnkube-mode-check': defaults('proc', choices('ovnkube-mode-check', "how ovnkube-node's gateway mode is checked")),
-  mtu: text('MTU of shared-mode service routes', {
-    defaultDescription: "ovnkube.conf's routable-mtu or mtu, else ovn-k8s-mp0's MTU",
-  }),
-  'gateway-nexthop': text('shared-mode next hop, one per family', {
-    array: true,
-    defaultDescription: "the gateway interface's default route",
-  }),
+  mtu: otherwise('MTU of shared-mode service routes', "ovnkube.conf's routable-mtu or mtu, else ovn-k8s-mp0's MTU"),
+  'gateway-nexthop': otherwise('shared-mode next hop, one per family', "the gateway interface's default route", true),
   'log-level': defaults('info', choices('log-level', 'least severe log line written')),
   'state-dir': defaults('/var/lib/ovn-gwmode-agent', 'restart journal, and the lock that keeps one agent per node'),
   socket: defaults('/run/ovn-gwmode-agent/agent.sock', "the agent's status socket"),
-  'socket-group': text(
+  'socket-group': otherwise(
     "group (name or gid) that may use the socket, besides root: the socket's and its new directory's group",
-    { defaultDescription: "root's" },
+    "root's",
   ),
   'resync-interval': defaults('60', 'seconds, or with a unit: 500ms, 2m'),
   restart: defaults('cri', choices('restart', 'how to restart ovnkube-node after a migration')),
-  'cri-endpoint': text('CRI socket', {
-    defaultDescription: '/var/run/crio/crio.sock, else /run/containerd/containerd.sock',
-  }),
+  'cri-endpoint': otherwise('CRI socket', '/var/run/crio/crio.sock, else /run/containerd/containerd.sock'),
   'ovnkube-namespace': defaults('openshift-ovn-kubernetes', "ovnkube-node's pod namespace, for --restart cri"),
   'ovnkube-container': defaults('ovnkube-node', "ovnkube-node's container name, for --restart cri"),
   'restart-grace': defaults('30', 'seconds the runtime gives ovnkube-node to stop'),
@@ -79,9 +76,7 @@ export const FLAGS = {
   'restart-timeout': defaults('5m', 'how long to wait for the new ovnkube-node'),
   settle: defaults('60', 'how long the routes must hold after a restart before Converged'),
   'dry-run': { type: 'boolean', default: false, describe: 'plan, log and report; never change the kernel' },
-  'metrics-address': text('a TCP listener serving only /metrics', {
-    defaultDescription: 'none: the socket serves /metrics',
-  }),
+  'metrics-address': otherwise('a TCP listener serving only /metrics', 'none: the socket serves /metrics'),
   // No defaults on these: yargs counts a default as given, and status's --json and --brief conflict.
   json: { type: 'boolean', describe: 'the raw JSON' },
   brief: { type: 'boolean', describe: 'one line' },
@@ -93,26 +88,20 @@ export const FLAGS = {
 
 type Flag = keyof typeof FLAGS;
 
-/** FLAGS in --help order, from `first` to `last`: the planner's flags are `plan`'s, then `run` adds its own. */
+/** FLAGS in --help order, from `first` to `last`. */
 const flagsFrom = (first: Flag, last: Flag): Flag[] => {
   const all = Object.keys(FLAGS) as Flag[];
   return all.slice(all.indexOf(first), all.indexOf(last) + 1);
 };
 /** What the planner reads: `plan`, `apply` and `run`. */
 const PLANNER = flagsFrom('mode-file', 'log-level');
-/**
- * rollback reads the journal, the kernel and ovnkube-node (always from /proc: its 4.10+
- * flags refuse it), not the desired mode; the route it puts back is the journal's (next hop
- * and MTU as they were), so neither --mtu nor --gateway-nexthop would change anything.
- */
+/** rollback reads no desired mode, and puts back the journal's routes (next hop and MTU as they were). */
 const NOT_ROLLBACK: Flag[] = ['mode-file', 'ovnkube-mode-check', 'mtu', 'gateway-nexthop'];
 
 interface CommandSpec {
   summary: string;
-  /** Its flags, in the order --help lists them. */
   flags: Flag[];
   conflicts?: Array<[Flag, Flag]>;
-  /** What each exit code means for this command. */
   exits: Partial<Record<ExitCode, string>>;
 }
 
@@ -204,33 +193,20 @@ export const COMMAND_OPTIONS = Object.fromEntries(
 /** mode-file -> OVN_GWMODE_MODE_FILE: the variable of each of `run`'s flags, and only of those. */
 export const variableOf = (flag: string): string => ENV_PREFIX + flag.toUpperCase().replaceAll('-', '_');
 
-export class EnvError extends Error {
-  readonly code = 'ERR_GWMODE_ENV';
-}
-
 const show = (text: string) => JSON.stringify(text.length > 40 ? `${text.slice(0, 37)}...` : text);
 
-/**
- * A boolean's usual spellings, in any case, or a refusal naming `what`. yargs takes only
- * `true` as true and everything else (`1`, `yes`, `True`) silently as false: a dry run
- * spelt `1` would act. So every boolean value is read here.
- */
+/** A boolean's usual spellings, in any case: yargs takes anything but `true` as false, so a dry run spelt `1` would act. */
 const BOOLEANS = new Map(['true', '1', 'yes', 'on', 'false', '0', 'no', 'off'].map((w, i) => [w, i < 4]));
-function parseBoolean(text: string, what: string, Refusal: typeof EnvError | typeof UsageError): boolean {
+function parseBoolean(text: string, what: string): boolean {
   const value = BOOLEANS.get(text.toLowerCase());
   if (value === undefined)
-    throw new Refusal(`${what}: ${show(text)} is not a boolean (true/false, 1/0, yes/no, on/off)`);
+    throw new UsageError(`${what}: ${show(text)} is not a boolean (true/false, 1/0, yes/no, on/off)`);
   return value;
 }
 
 const kebab = (flag: string) => flag.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
 
-/**
- * The command line with each value of a boolean flag (`--dry-run=1`, `--json yes`) spelt
- * `--flag=true` or `--flag=false`, which yargs reads right; a value that is no boolean is
- * a usage error naming the flag. No command takes a positional argument, so a boolean
- * word after a boolean flag can only be its value.
- */
+/** Each boolean flag's value (`--dry-run=1`, `--json yes`) spelt as yargs reads it right (no command takes a positional). */
 export function normalizeBooleanFlags(args: readonly string[]): string[] {
   const command = COMMANDS.find((c) => c === args.find((a) => !a.startsWith('-')));
   const out: string[] = [];
@@ -243,16 +219,12 @@ export function normalizeBooleanFlags(args: readonly string[]): string[] {
       continue;
     }
     const text = m[2] ?? (BOOLEANS.has(rest[0]?.toLowerCase() ?? '') ? rest.shift() : undefined);
-    out.push(text === undefined ? arg : `--${m[1]}=${parseBoolean(text, `--${flag}`, UsageError)}`);
+    out.push(text === undefined ? arg : `--${m[1]}=${parseBoolean(text, `--${flag}`)}`);
   }
   return out;
 }
 
-/**
- * The values of `command`'s flags given by OVN_GWMODE_* variables. A variable that names
- * no `run` flag is a typo, and is reported by its own name: the flag yargs would make of
- * it (`modefile`) is not what the operator wrote.
- */
+/** The values of `command`'s flags given by OVN_GWMODE_* variables; one that names no `run` flag is a typo, named as written. */
 export function envValues(command: Command, env: NodeJS.ProcessEnv): Record<string, string> {
   const values: Record<string, string> = {};
   const settings = COMMAND_OPTIONS.run;
@@ -263,13 +235,13 @@ export function envValues(command: Command, env: NodeJS.ProcessEnv): Record<stri
     if (!Object.hasOwn(settings, flag)) {
       const squash = (f: string) => f.replaceAll('-', '');
       const near = Object.keys(settings).find((f) => squash(f) === squash(flag));
-      throw new EnvError(
+      throw new UsageError(
         `${variable}: no such setting${near ? `; did you mean ${variableOf(near)}?` : ''} (the variables are ${ENV_PREFIX}<RUN_FLAG_IN_UPPER_SNAKE_CASE>)`,
       );
     }
     if (!Object.hasOwn(COMMAND_OPTIONS[command], flag)) continue;
     const boolean = COMMAND_OPTIONS[command][flag]?.type === 'boolean';
-    values[flag] = boolean ? String(parseBoolean(value, variable, EnvError)) : value;
+    values[flag] = boolean ? String(parseBoolean(value, variable)) : value;
   }
   return values;
 }
@@ -277,4 +249,90 @@ export function envValues(command: Command, env: NodeJS.ProcessEnv): Record<stri
 /** Declares `command`'s flags, with the values its variables give as the next layer below the command line. */
 export function withOptions<T>(y: Argv<T>, command: Command, env: Record<string, string>): Argv<T> {
   return y.options(COMMAND_OPTIONS[command]).config(env) as unknown as Argv<T>;
+}
+
+export type Handler = (argv: Record<string, unknown>) => Promise<CommandResult>;
+
+// Imported when they run: the probes load neither the addon nor netlink nor the logger. yargs'
+// argv carries each flag camelCased, as the commands' options name them.
+const kernel = () => import('./commands.js');
+const ask = () => import('./ask.js');
+
+export const HANDLERS: Record<Command, Handler> = {
+  run: async (argv) => (await kernel()).runCommand(argv as unknown as RawRunOptions),
+  status: async (argv) =>
+    argv.watch === true
+      ? (await ask()).watchCommand(argv as { socket: string })
+      : (await ask()).statusCommand(argv as { socket: string; json?: boolean; brief?: boolean }),
+  health: async (argv) => (await ask()).healthCommand(argv as { socket: string; ready: boolean }),
+  plan: async (argv) => (await kernel()).planCommand(argv as unknown as PlanOptions),
+  apply: async (argv) => (await kernel()).applyCommand(argv as unknown as PlanOptions & { stateDir: string }),
+  rollback: async (argv) => (await kernel()).rollbackCommand(argv as unknown as RollbackOptions),
+  events: async (argv) => (await ask()).eventsCommand(argv as { socket: string; json?: boolean; since?: string }),
+};
+
+const NAMED = `name a command: ${COMMANDS.slice(0, -1).join(', ')} or ${COMMANDS.at(-1)}`;
+
+/** The exit codes, as --help ends: `exit status: 0 ...; 1 ...`. */
+const exitStatus = (exits: Partial<Record<ExitCode, string>>) =>
+  `exit status: ${Object.entries(exits)
+    .map(([code, meaning]) => `${code} ${meaning}`)
+    .join('; ')}`;
+
+/** The command's flags, with its OVN_GWMODE_* variables under them; a misspelt variable is a usage error. */
+const options = (command: Command) => (y: Argv) => {
+  let withFlags = withOptions(y, command, envValues(command, process.env));
+  for (const [a, b] of COMMAND_SPECS[command].conflicts ?? []) withFlags = withFlags.conflicts(a, b);
+  return withFlags.epilogue(exitStatus(COMMAND_SPECS[command].exits));
+};
+
+/** yargs' complaint as one line naming what was wrong: its "Unknown arguments" tells no flag from a stray word. */
+function explain(args: string[], message: string): string {
+  const names = /^Unknown arguments?: (.*)$/.exec(message)?.[1]?.split(', ');
+  if (names === undefined) return message;
+  const typed = new Set(args.filter((a) => a.startsWith('-')).map((a) => a.replace(/^-+/, '').split('=')[0]));
+  const flags = names.filter((n) => typed.has(n)).map((n) => (n.length === 1 ? `-${n}` : `--${n}`));
+  if (flags.length > 0) return `unknown flag${flags.length > 1 ? 's' : ''} ${flags.join(', ')}`;
+  const command = args.find((a) => !a.startsWith('-'));
+  if (command !== undefined && !(COMMANDS as readonly string[]).includes(command))
+    return `unknown command "${command}": ${NAMED}`;
+  return `unexpected argument${names.length > 1 ? 's' : ''} ${names.map((n) => `"${n}"`).join(', ')}`;
+}
+
+/** What --help ends with besides the exit codes: where the rest is, also from a clone, where `man NAME` finds nothing. */
+const MORE =
+  'every command and flag: man ovn-gwmode-agent\nfrom a clone: man ./packaging/man/ovn-gwmode-agent.8 (or docs/cli.md)';
+
+/** Parses args with yargs and runs the command's handler; --help and --version are exit 0. */
+export async function parseWithYargs(
+  given: string[],
+  handlers: Record<Command, Handler> = HANDLERS,
+): Promise<CommandResult> {
+  let result: CommandResult = { code: 0 };
+  const args = normalizeBooleanFlags(given);
+  let y = yargs(args).scriptName('ovn-gwmode-agent');
+  for (const command of COMMANDS)
+    y = y.command(
+      command,
+      COMMAND_SPECS[command].summary,
+      options(command),
+      async (argv) => void (result = await handlers[command](argv)),
+    );
+  await y
+    .epilogue(`${exitStatus(EXIT_STATUS)}\n${MORE}`)
+    .demandCommand(1, NAMED)
+    .strict()
+    .version('version', 'print the version', VERSION)
+    .help('help', 'show this help')
+    .fail((msg, err) => {
+      if (err) throw err;
+      throw new UsageError(explain(args, msg));
+    })
+    .parseAsync();
+  return result;
+}
+
+/** The command line's result: a typed error that escaped the command is mapped here (exit-codes.ts); any other is a bug and thrown. */
+export function commandLine(args: string[]): Promise<CommandResult> {
+  return parseWithYargs(args).catch((err: unknown) => failure(err));
 }

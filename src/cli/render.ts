@@ -1,7 +1,6 @@
-// What `plan`, `apply` and `rollback` print. Each says what the command did and what is
-// left, and nothing it did not do: `plan` never says a route is being replaced (it says
-// "would replace" and "changed nothing"), and `apply` never calls a node done while the
-// restart of ovnkube-node its migration owes is still to come; it says who does it.
+// What `plan`, `apply` and `rollback` print: what the command did and what is left, and nothing
+// it did not do (`plan` says "would replace"; `apply` never calls a node done while a restart of
+// ovnkube-node its migration owes is still to come, and says who does it).
 import { restartOwed, type Migration } from '../core/migration.js';
 import { renderNextHop } from '../core/route.js';
 import type { GatewayMode, Plan, ReplaceAction } from '../core/types.js';
@@ -39,11 +38,7 @@ export function renderPreview(p: Plan, dryRunApply: boolean): string {
   return lines.join('\n');
 }
 
-/**
- * A restart of ovnkube-node is still owed by this migration (not rolled back, not restarted
- * yet) and the mode file still asks for its mode: a migration to the other mode is moved on
- * by the agent once the node is in the desired shape (src/core/decide.ts), owing nothing.
- */
+/** A restart is owed by this migration and the mode file still asks for its mode (else the agent moves on: core/decide.ts). */
 const owesRestart = (m: Migration | null, desired: GatewayMode | null): m is Migration =>
   m !== null && m.mode === desired && !m.rollback && restartOwed(m);
 

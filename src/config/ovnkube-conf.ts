@@ -1,27 +1,19 @@
-// ovnkube.conf, for the settings the agent falls back on when no flag gives them ([kubernetes]
-// service-cidrs, [default] mtu, [gateway] next-hop and mode, which the command line overrides;
-// in 4.8 it always says local) and for what tells 4.10+: the masquerade subnets and
-// [kubernetes] platform-type.
-//
-// ovnkube reads it with gopkg.in/gcfg.v1 v1.2.3 (go-gcfg/gcfg 61b2c08; vendored byte for byte in
-// ovn-kubernetes go-controller/vendor/gopkg.in/gcfg.v1, master 6c366bb) through gcfg.ReadInto
-// (go-controller/pkg/config/config.go). This is not a gcfg reader: it reads the part of gcfg
-// that the cluster network operator renders (004-config.yaml) as gcfg reads it, and refuses
-// every other line, naming it, rather than guess how ovnkube took it (a setting read wrong
-// moves a service route):
+// ovnkube.conf, for what the flags leave out ([kubernetes] service-cidrs, [default] mtu, [gateway]
+// next-hop and mode; in 4.8 it always says local) and for what tells 4.10+ (the masquerade subnets,
+// [kubernetes] platform-type). ovnkube reads it with gopkg.in/gcfg.v1 v1.2.3 (go-gcfg/gcfg 61b2c08,
+// vendored in ovn-kubernetes go-controller/vendor/gopkg.in/gcfg.v1, master 6c366bb) through
+// gcfg.ReadInto (go-controller/pkg/config/config.go). This reads the part of gcfg the network
+// operator renders (004-config.yaml) as gcfg reads it, and refuses every other line, naming it,
+// rather than guess how ovnkube took it (a setting read wrong moves a service route):
 //  - `[section]`, `name=value`, blank lines, `;` and `#` comments, LF or CRLF line ends;
-//  - a name is a letter, then letters, digits or '-' (scanner.go scanIdentifier), matched in
-//    any ASCII case (set.go fieldFold: strings.EqualFold);
-//  - a value runs to the end of the line or to ';'/'#' outside double quotes; quotes may
-//    open and close anywhere in it; blanks outside quotes at either end are dropped and
-//    inner ones kept (scanValString);
-//  - refused, though gcfg takes them: subsections, '\' (escapes, continued lines), a name
-//    with no '=', a variable given twice, non-ASCII names, an int that is not plain digits;
-//    refused as gcfg refuses them: a NUL, a byte order mark, bytes that are not UTF-8.
+//  - a name is a letter, then letters, digits or '-' (scanner.go scanIdentifier), in any ASCII
+//    case (set.go fieldFold: strings.EqualFold);
+//  - a value runs to the end of the line or to ';'/'#' outside double quotes; quotes may open and
+//    close anywhere; blanks outside quotes at either end are dropped, inner ones kept (scanValString);
+//  - refused, though gcfg takes them: subsections, '\' (escapes, continued lines), a name with no
+//    '=', a variable given twice, non-ASCII names, an int that is not plain digits; refused as gcfg
+//    refuses them: a NUL, a byte order mark, bytes that are not UTF-8.
 import { readRegularFile } from '../read-regular.js';
-
-/** A real ovnkube.conf is about 1 KiB; more is not one (and /dev/zero has no end). */
-const MAX_OVNKUBE_CONF_BYTES = 256 * 1024;
 
 export interface OvnkubeConf {
   serviceCidrs: string[];
@@ -83,7 +75,7 @@ function parseVariables(text: string): Map<string, string> {
   return vars;
 }
 
-const list = (v: string | undefined): string[] =>
+export const list = (v: string | undefined): string[] =>
   (v ?? '')
     .split(',')
     .map((x) => x.trim())
@@ -111,9 +103,9 @@ export function parseOvnkubeConf(text: string): OvnkubeConf {
   };
 }
 
-/** Read as src/read-regular.ts reads (non-blocking, regular files only, bounded); not UTF-8 is refused, as gcfg does. */
+/** Read as src/read-regular.ts reads (a real one is about 1 KiB); not UTF-8 is refused, as gcfg does. */
 export async function readOvnkubeConf(file: string): Promise<OvnkubeConf> {
-  const bytes = await readRegularFile(file, MAX_OVNKUBE_CONF_BYTES);
+  const bytes = await readRegularFile(file, 256 * 1024);
   let text: string;
   try {
     text = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true }).decode(bytes);

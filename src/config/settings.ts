@@ -1,14 +1,12 @@
-// The agent's settings, resolved and checked once: flags (or OVN_GWMODE_* variables),
-// then ovnkube.conf for what the flags leave out. A bad value is a ConfigError that
-// names the flag; the CLI prints it on one line and exits 2.
+// The agent's settings, resolved and checked once: flags (or OVN_GWMODE_* variables), then
+// ovnkube.conf for what the flags leave out. A bad value is a ConfigError naming the flag: exit 2.
 import { readFile } from 'node:fs/promises';
-import type { ConfEvidence } from '../core/platform.js';
-import type { GatewayMode, PlannerConfig } from '../core/types.js';
+import { noOsRelease, parseOsRelease, type ConfEvidence, type OsRelease } from '../core/platform.js';
+import { parseDuration } from '../clock.js';
+import { readRegularFile } from '../read-regular.js';
 import { parseListenAddress } from '../metrics/address.js';
 import { addressInSubnet, parseAddress, parseCidr, type Cidr, type Family } from '../net/cidr.js';
-import { parseDuration } from './duration.js';
-import { DEFAULT_OS_RELEASE, readOsRelease } from './os-release.js';
-import { readOvnkubeConf, type OvnkubeConf } from './ovnkube-conf.js';
+import { list, readOvnkubeConf, type OvnkubeConf } from './ovnkube-conf.js';
 
 export class ConfigError extends Error {
   readonly code = 'ERR_GWMODE_CONFIG';
@@ -20,69 +18,26 @@ export class ConfigError extends Error {
   }
 }
 
-/** What `plan` and `apply` read: the planner's inputs, without the daemon's. */
-export interface RawPlanOptions {
-  modeFile?: string;
-  serviceCidr?: Array<string | number>;
-  ovnkubeConfig?: string;
-  osRelease?: string;
-  gatewayInterface: string;
-  managementInterface: string;
-  layout: string;
-  ovnkubeModeCheck: string;
-  mtu?: number | string;
-  gatewayNexthop?: Array<string>;
-  logLevel: string;
-}
+/** What `plan` and `apply` read, as yargs gives it (text: settings.ts parses every value). */
+export type RawPlanOptions = Record<
+  'gatewayInterface' | 'managementInterface' | 'layout' | 'ovnkubeModeCheck' | 'logLevel',
+  string
+> &
+  Partial<
+    Record<'modeFile' | 'ovnkubeConfig' | 'osRelease' | 'mtu', string> &
+      Record<'serviceCidr' | 'gatewayNexthop', string[]>
+  >;
 
-type Duration = string | number;
-export interface RawRunOptions extends RawPlanOptions {
-  socket: string;
-  socketGroup?: string | number;
-  stateDir: string;
-  resyncInterval: Duration;
-  restart: string;
-  criEndpoint?: string;
-  ovnkubeNamespace: string;
-  ovnkubeContainer: string;
-  restartGrace: Duration;
-  restartMinInterval: Duration;
-  restartMaxPerHour: Duration;
-  restartTimeout: Duration;
-  settle: Duration;
-  dryRun: boolean;
-  metricsAddress?: string;
-}
+/** What `run` reads besides. */
+export type RawRunOptions = RawPlanOptions &
+  Record<'socket' | 'stateDir' | 'restart' | 'ovnkubeNamespace' | 'ovnkubeContainer' | 'restartMaxPerHour', string> &
+  Record<'resyncInterval' | 'restartGrace' | 'restartMinInterval' | 'restartTimeout' | 'settle', string> &
+  Partial<Record<'socketGroup' | 'criEndpoint' | 'metricsAddress', string>> & { dryRun: boolean };
 
-/** What `plan` and `apply` need: the planner's part, where the mode and ovnkube-node's mode come from. */
-export interface PlanSettings extends PlannerConfig {
-  modeFile: string;
-  ovnkubeConfig: string | null;
-  /** [gateway] mode of ovnkube.conf: what ovnkube-node runs when its command line has no --gateway-mode. */
-  ovnkubeConfMode: GatewayMode | null;
-  logLevel: string;
-}
-
+/** What `plan` and `apply` need: the planner's part (a PlannerConfig), where the mode and ovnkube-node's mode come from. */
+export type PlanSettings = Awaited<ReturnType<typeof resolvePlanSettings>>;
 /** Everything `run` needs: the planner's part, and the shell's. */
-export interface Settings extends PlanSettings {
-  socket: string;
-  /** The gid that may use the socket besides root; null: root's group only. */
-  socketGroup: number | null;
-  stateDir: string;
-  resyncIntervalMs: number;
-  restart: 'cri' | 'signal' | 'none';
-  criEndpoint: string | null;
-  ovnkubeNamespace: string;
-  ovnkubeContainer: string;
-  restartGraceMs: number;
-  restartMinIntervalMs: number;
-  /** At most this many restart requests in any hour. */
-  restartMaxPerHour: number;
-  restartTimeoutMs: number;
-  settleMs: number;
-  /** HOST:PORT of the TCP listener serving only /metrics; null: the socket's /metrics only. */
-  metricsAddress: string | null;
-}
+export type Settings = Awaited<ReturnType<typeof resolveSettings>>;
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 
@@ -100,11 +55,7 @@ function oneOf<T extends string>(name: string, value: string, allowed: readonly 
   throw new ConfigError(name, `"${value}" is not one of ${allowed.join(', ')}`);
 }
 
-const splitList = (values: Array<string | number> | undefined): string[] =>
-  (values ?? [])
-    .flatMap((v) => String(v).split(','))
-    .map((v) => v.trim())
-    .filter(Boolean);
+const splitList = (values: string[] | undefined): string[] => list((values ?? []).join(','));
 
 function interfaceName(name: string, value: string): string {
   if (!/^[^\s/]{1,15}$/.test(value)) throw new ConfigError(name, `"${value}" is not an interface name`);
@@ -121,7 +72,7 @@ export function lastWins<T extends object>(raw: T): T {
 }
 
 /** The planner's settings; dry run off (plan never changes the kernel; apply sets its own --dry-run). */
-export async function resolvePlanSettings(given: RawPlanOptions): Promise<PlanSettings> {
+export async function resolvePlanSettings(given: RawPlanOptions) {
   const raw = lastWins(given);
   if (!raw.modeFile)
     throw new ConfigError('mode-file', 'required: the file or ConfigMap volume holding the desired gateway mode');
@@ -139,23 +90,23 @@ export async function resolvePlanSettings(given: RawPlanOptions): Promise<PlanSe
     }
   }
 
-  const cidrFlag = raw.serviceCidr?.length ? 'service-cidr' : 'ovnkube-config';
-  const cidrTexts = raw.serviceCidr?.length ? splitList(raw.serviceCidr) : (conf?.serviceCidrs ?? []);
-  if (cidrTexts.length === 0)
-    throw new ConfigError(
-      'service-cidr',
-      'no service CIDR given (and no [kubernetes] service-cidrs in --ovnkube-config)',
-    );
+  const flagged = raw.serviceCidr?.length ? splitList(raw.serviceCidr) : null;
+  const [cidrFlag, from] = flagged
+    ? ['service-cidr', '']
+    : ['ovnkube-config', `${raw.ovnkubeConfig}: [kubernetes] service-cidrs: `];
   const serviceCidrs: Cidr[] = [];
-  const from = raw.serviceCidr?.length ? '' : `${raw.ovnkubeConfig}: [kubernetes] service-cidrs: `;
-  for (const text of cidrTexts) {
+  for (const text of flagged ?? conf?.serviceCidrs ?? []) {
     const cidr = flag(cidrFlag, () => parseCidr(text), from);
-    // A /0 is the default route, which every node has via br-ex's gateway: the very shape of a
-    // shared-mode service route, so the node's way out would be moved into ovn-k8s-mp0.
+    // A /0 is the default route, via br-ex's gateway like a shared-mode service route: it would move into ovn-k8s-mp0.
     if (cidr.length === 0)
       throw new ConfigError(cidrFlag, `${from}"${text}" is a default route, never a service network`);
     if (!serviceCidrs.some((c) => c.text === cidr.text)) serviceCidrs.push(cidr);
   }
+  if (serviceCidrs.length === 0)
+    throw new ConfigError(
+      'service-cidr',
+      'no service CIDR given (and no [kubernetes] service-cidrs in --ovnkube-config)',
+    );
 
   let mtu: number | null = conf?.mtu ?? null;
   if (raw.mtu !== undefined && raw.mtu !== '') {
@@ -187,7 +138,8 @@ export async function resolvePlanSettings(given: RawPlanOptions): Promise<PlanSe
     modeFile: raw.modeFile,
     serviceCidrs,
     ovnkubeConfig: raw.ovnkubeConfig ?? null,
-    ovnkubeConfMode: conf?.mode === 'local' || conf?.mode === 'shared' ? conf.mode : null,
+    // What ovnkube-node runs when its command line has no --gateway-mode.
+    ovnkubeConfMode: (['local', 'shared'] as const).find((m) => m === conf?.mode) ?? null,
     gatewayInterface: interfaceName('gateway-interface', raw.gatewayInterface),
     managementInterface: interfaceName('management-interface', raw.managementInterface),
     layout: oneOf('layout', raw.layout, ['auto', 'legacy', 'routing-via-host'] as const),
@@ -196,12 +148,21 @@ export async function resolvePlanSettings(given: RawPlanOptions): Promise<PlanSe
     gatewayNexthop,
     masqueradeNexthops,
     // Read here, at start and on reload: a node's release changes only with a reboot.
-    osRelease: await readOsRelease(raw.osRelease || DEFAULT_OS_RELEASE),
+    osRelease: await readOsRelease(raw.osRelease || '/etc/os-release'),
     confEvidence:
       raw.ovnkubeConfig && confKeys ? ({ path: raw.ovnkubeConfig, keys: confKeys } satisfies ConfEvidence) : null,
     dryRun: false,
     logLevel: oneOf('log-level', raw.logLevel, LOG_LEVELS),
   };
+}
+
+/** The host's os-release (a real one is under 1 KiB). Never fatal: a file not read is no evidence, and then nothing changes. */
+async function readOsRelease(file: string): Promise<OsRelease> {
+  try {
+    return parseOsRelease((await readRegularFile(file, 64 * 1024)).toString('utf8'), file);
+  } catch (err) {
+    return noOsRelease(file, (err as NodeJS.ErrnoException).code ?? (err as Error).message);
+  }
 }
 
 /** A gid, or a group name looked up in /etc/group (the agent has no NSS; a DaemonSet has no LDAP). */
@@ -223,10 +184,10 @@ async function groupId(value: string | number | undefined): Promise<number | nul
   throw new ConfigError('socket-group', `no group "${text}" in /etc/group`);
 }
 
-export async function resolveSettings(given: RawRunOptions): Promise<Settings> {
+export async function resolveSettings(given: RawRunOptions) {
   const raw = lastWins(given);
   const base = await resolvePlanSettings(raw);
-  const duration = (name: string, value: Duration) => flag(name, () => parseDuration(value));
+  const duration = (name: string, value: string) => flag(name, () => parseDuration(value));
   const resyncIntervalMs = duration('resync-interval', raw.resyncInterval);
   if (resyncIntervalMs < 1000) throw new ConfigError('resync-interval', 'must be at least 1s');
   const perHour = Number(raw.restartMaxPerHour);

@@ -1,18 +1,43 @@
-// What systemd is told, and when:
-//  - READY=1 once the socket listens and the first full reconcile has ended (and
-//    again after a reload);
-//  - STATUS=<brief status> whenever that line changes (not only the phase: a
-//    Progressing agent's reason moves on, and `systemctl status` must follow it);
-//  - WATCHDOG=1 every WATCHDOG_USEC/2, but only while the owner loop makes progress:
-//    a pass stuck for longer than WATCHDOG_USEC withholds the ping, so systemd kills
-//    and restarts a wedged agent (a blocked event loop withholds it by itself);
+// What systemd is told, by sd_notify (KEY=VALUE lines in one datagram to $NOTIFY_SOCKET; none
+// when it is unset), and when:
+//  - READY=1 once the socket listens and the first full reconcile has ended (and again after a reload);
+//  - STATUS=<brief status> whenever that line changes (a Progressing agent's reason moves on too);
+//  - WATCHDOG=1 every WATCHDOG_USEC/2, but only while the owner loop makes progress: a pass stuck
+//    for longer withholds it, so systemd restarts a wedged agent (a blocked event loop withholds it anyway);
 //  - STOPPING=1 on SIGTERM/SIGINT; RELOADING=1 with MONOTONIC_USEC on SIGHUP.
 // A failed notification is logged, never fatal: the agent's job is the routes.
 import type { Logger } from 'pino';
 import { every, type Clock } from '../clock.js';
-import type { StatusReport } from '../status/report.js';
-import { renderBrief } from '../status/report.js';
-import { monotonicUsec, type Notifier, type NotifyFields } from './notify.js';
+import { addon } from '../native/addon.js';
+import { renderBrief, type StatusReport } from '../status/report.js';
+
+export type NotifyFields = Partial<
+  Record<'READY' | 'STATUS' | 'WATCHDOG' | 'STOPPING' | 'RELOADING' | 'MONOTONIC_USEC', string>
+>;
+
+export interface Notifier {
+  readonly enabled: boolean;
+  /** Sends one datagram; throws errors with errno and code. */
+  notify(fields: NotifyFields): void;
+}
+
+// A STATUS= line may not hold a newline: it would start another assignment.
+export const formatNotify = (fields: NotifyFields): string =>
+  Object.entries(fields)
+    .map(([k, v]) => `${k}=${String(v).replace(/\n/g, ' ')}`)
+    .join('\n');
+
+export function systemdNotifier(env: NodeJS.ProcessEnv = process.env): Notifier {
+  const socket = env.NOTIFY_SOCKET;
+  return { enabled: Boolean(socket), notify: (fields) => socket && addon.sdNotify(socket, formatNotify(fields)) };
+}
+
+/** The watchdog period from WATCHDOG_USEC; undefined when unset or WATCHDOG_PID names another process. */
+export function watchdogUsec(env: NodeJS.ProcessEnv = process.env, pid = process.pid): number | undefined {
+  const usec = Number(env.WATCHDOG_USEC);
+  if (!Number.isInteger(usec) || usec <= 0 || (env.WATCHDOG_PID && Number(env.WATCHDOG_PID) !== pid)) return undefined;
+  return usec;
+}
 
 export interface Supervised {
   isReady(): boolean;
@@ -72,21 +97,18 @@ export class Supervisor {
   /** Called after every pass (and after a reload). */
   onStatus(status: StatusReport, ready: boolean): void {
     const line = renderBrief(status);
-    if (ready && !this.readySent) {
-      this.readySent = true;
-      this.lastStatus = line;
-      this.send({ READY: '1', STATUS: line });
-      return;
-    }
-    if (line !== this.lastStatus) {
-      this.lastStatus = line;
-      this.send({ STATUS: line });
-    }
+    const becameReady = ready && !this.readySent;
+    if (!becameReady && line === this.lastStatus) return;
+    this.readySent ||= becameReady;
+    this.lastStatus = line;
+    this.send(becameReady ? { READY: '1', STATUS: line } : { STATUS: line });
   }
 
   reloading(): void {
     this.readySent = false;
-    this.send({ RELOADING: '1', MONOTONIC_USEC: monotonicUsec(), STATUS: 'reloading configuration' });
+    // CLOCK_MONOTONIC, which libuv's hrtime reads too.
+    const now = (process.hrtime.bigint() / 1000n).toString();
+    this.send({ RELOADING: '1', MONOTONIC_USEC: now, STATUS: 'reloading configuration' });
   }
 
   stopping(): void {

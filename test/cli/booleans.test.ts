@@ -1,11 +1,10 @@
-// The command line as yargs reads it (src/cli/yargs.ts): what the handlers get for a
+// The command line as yargs reads it (src/cli/options.ts): what the handlers get for a
 // boolean flag or variable, whatever its spelling, and the lines refused with exit 2.
 import { strict as assert } from 'node:assert';
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { test } from 'node:test';
-import { COMMAND_OPTIONS, COMMANDS, type Command } from '../../src/cli/options.js';
-import { parseWithYargs } from '../../src/cli/yargs.js';
+import { COMMAND_OPTIONS, COMMANDS, parseWithYargs, type Command } from '../../src/cli/options.js';
 
 type Argv = Record<string, unknown>;
 

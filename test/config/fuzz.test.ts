@@ -1,7 +1,7 @@
 // A seeded fuzz of what configures the agent (GWMODE_CONFIG_SEED=<seed> reproduces a
 // run): 2,000 generated ovnkube.conf files, 2,000 generated flag sets, 2,000 generated
 // environments, and a sample of them on the real command line. Each must resolve to
-// settings within their bounds or be refused with a ConfigError (EnvError) naming the
+// settings within their bounds or be refused with a ConfigError (UsageError) naming the
 // flag (variable): never another throw, a hang, or a value no timer or route can use.
 import { strict as assert } from 'node:assert';
 import { execFileSync, spawnSync } from 'node:child_process';
@@ -9,8 +9,9 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
-import { EnvError, envValues } from '../../src/cli/options.js';
-import { MAX_DURATION_MS } from '../../src/config/duration.js';
+import { UsageError } from '../../src/cli/exit-codes.js';
+import { envValues } from '../../src/cli/options.js';
+import { MAX_TIMER_MS as MAX_DURATION_MS } from '../../src/clock.js';
 import { ConfigError, resolvePlanSettings, resolveSettings, type RawRunOptions } from '../../src/config/settings.js';
 import { CLI } from '../helpers/agent.js';
 import { bytes, fuzzCount, int, pick, prng, seedFrom, type Rng } from '../helpers/prng.js';
@@ -306,7 +307,7 @@ test('2,000 generated flag sets: settings within bounds (timers a timer can wait
   assert.ok(outcome.resolved > 20 && outcome.refused > 100, 'the generator reaches both sides');
 });
 
-test('2,000 generated environments: the values of known variables (a boolean spelt true or false), or an EnvError naming the variable', (t) => {
+test('2,000 generated environments: the values of known variables (a boolean spelt true or false), or a UsageError naming the variable', (t) => {
   const rng = prng(seed + 2);
   const names = [
     'OVN_GWMODE_MODE_FILE',
@@ -338,7 +339,7 @@ test('2,000 generated environments: the values of known variables (a boolean spe
         assert.ok(values['dry-run'] === 'true' || values['dry-run'] === 'false', `case ${i}: ${values['dry-run']}`);
       outcome.read++;
     } catch (err) {
-      assert.ok(err instanceof EnvError, `case ${i}: ${String(err)}`);
+      assert.ok(err instanceof UsageError, `case ${i}: ${String(err)}`);
       assert.match(err.message, /^OVN_GWMODE_\S*: no such setting|^OVN_GWMODE_DRY_RUN: .* is not a boolean/);
       outcome.refused++;
     }

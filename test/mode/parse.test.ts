@@ -2,7 +2,7 @@ import { strict as assert } from 'node:assert';
 import { test } from 'node:test';
 import { stringify } from 'yaml';
 import { configMapMode, parseModeContent } from '../../src/mode/parse.js';
-import { parseDuration } from '../../src/config/duration.js';
+import { parseDuration } from '../../src/clock.js';
 import { parseOvnkubeConf } from '../../src/config/ovnkube-conf.js';
 import { addressInSubnet, parseAddress, parseCidr } from '../../src/net/cidr.js';
 

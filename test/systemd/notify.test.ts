@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
 import { addon } from '../../src/native/addon.js';
-import { formatNotify, systemdNotifier, watchdogUsec } from '../../src/systemd/notify.js';
+import { formatNotify, systemdNotifier, watchdogUsec } from '../../src/systemd/supervisor.js';
 import { AgentProcess, curl, FakeOvnkube, FAULTY, Scratch, waitForStatus } from '../helpers/agent.js';
 import { seedNode, skipWithoutKernel } from '../helpers/netns.js';
 import { NotifyReceiver } from '../helpers/notify-receiver.js';
