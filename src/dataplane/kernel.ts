@@ -37,20 +37,18 @@ function toAddress(a: nl.DecodedAddress): InterfaceAddress | undefined {
 }
 
 function toRoute(prefix: Cidr, r: nl.DecodedRoute, names: Map<number, string>): Route {
+  const { table, priority, oif, protocol, scope, type, tos, unmodelled } = r;
+  const dev = oif === undefined ? null : (names.get(oif) ?? null);
+  const gateway = r.gateway ? addressFromBytes(r.gateway).text : null;
   return {
-    key: { prefix: prefix.text, family: prefix.family, table: r.table, priority: r.priority },
-    nextHop: {
-      dev: r.oif === undefined ? null : (names.get(r.oif) ?? null),
-      oif: r.oif ?? null,
-      gateway: r.gateway ? addressFromBytes(r.gateway).text : null,
-      mtu: r.mtu ?? null,
-    },
-    protocol: r.protocol,
-    scope: r.scope,
-    type: r.type,
-    tos: r.tos,
+    key: { prefix: prefix.text, family: prefix.family, table, priority },
+    nextHop: { dev, oif: oif ?? null, gateway, mtu: r.mtu ?? null },
+    protocol,
+    scope,
+    type,
+    tos,
     multipath: r.nexthops !== undefined,
-    unmodelled: r.unmodelled,
+    unmodelled,
   };
 }
 
@@ -95,17 +93,8 @@ class WatchedSubscription implements Subscription {
       },
       (_status, rearm) => {
         if (rearm < 0) this.lost(new NetlinkError(-rearm, 'uv_poll_start (subscription socket)'));
-        this.drain();
+        drain(this.socket, () => !this.closed, this.lost, this.onMessage);
       },
-    );
-  }
-
-  private drain(): void {
-    drain(
-      this.socket,
-      () => !this.closed,
-      this.lost,
-      (msg) => this.onMessage(msg),
     );
   }
 
@@ -124,13 +113,13 @@ class WatchedSubscription implements Subscription {
     this.uses.set(prefix, { oifs, nexthopObject: routes.some((r) => r.nhid !== undefined) });
   }
 
-  private onMessage(msg: nl.NetlinkMessage): void {
+  private readonly onMessage = (msg: nl.NetlinkMessage): void => {
     try {
       this.handle(msg);
     } catch (err) {
       this.lost(new NetlinkDecodeError(`notification type ${msg.type}: ${(err as Error).message}`, { cause: err }));
     }
-  }
+  };
 
   private handle(msg: nl.NetlinkMessage): void {
     switch (msg.type) {
@@ -195,9 +184,8 @@ class WatchedSubscription implements Subscription {
 }
 
 export interface KernelDataplaneOptions {
-  /** The netlink sockets; the real kernel unless a test injects a fake. */
+  /** A test's fake kernel. */
   transport?: NetlinkTransport;
-  /** Receive buffer of a subscription socket. */
   subscriptionBuffer?: number;
   requestTimeoutMs?: number;
 }

@@ -40,10 +40,10 @@ export interface DecodedRoute extends RouteMessage {
   unmodelled: string[];
 }
 
-const RTMSG_LENGTH = 12;
+export const RTMSG_LENGTH = 12;
 const RTNH_LENGTH = 8;
-const AF_INET = 2;
-const AF_INET6 = 10;
+export const AF_INET = 2;
+export const AF_INET6 = 10;
 const NLA_TYPE_MASK = 0x3fff;
 const NLA_F_NET_BYTEORDER = 0x4000;
 
@@ -52,7 +52,7 @@ const RTA_NAMES = (
   'UNSPEC DST SRC IIF OIF GATEWAY PRIORITY PREFSRC METRICS MULTIPATH PROTOINFO FLOW CACHEINFO SESSION MP_ALGO TABLE MARK' +
   ' MFC_STATS VIA NEWDST PREF ENCAP_TYPE ENCAP EXPIRES PAD UID TTL_PROPAGATE IP_PROTO SPORT DPORT NH_ID FLOWLABEL'
 ).split(' ');
-const RTA = {
+export const RTA = {
   DST: 1,
   SRC: 2,
   OIF: 4,
