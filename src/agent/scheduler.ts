@@ -159,11 +159,9 @@ export class Scheduler {
     );
   }
 
+  /** Node's clearTimeout clears an interval too. */
   private clear(name: TimerName): void {
-    const timer = this.timers.get(name);
-    if (timer === undefined) return;
-    if (name === 'resync') clearInterval(timer);
-    else clearTimeout(timer);
+    clearTimeout(this.timers.get(name));
     this.timers.delete(name);
   }
 
