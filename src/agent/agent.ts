@@ -1,7 +1,5 @@
-// The daemon's owner loop: one owner of the state, everything else only wakes it. Each pass
-// runs the engine (engine.ts) the one-shot commands run, with the loop's restart settings and
-// fights; its parts (scheduler.ts, inputs.ts, journal-keeper.ts) and the races it handles, each
-// with its code and tests: docs/design.md.
+// The daemon's owner loop: one owner of the state, everything else only wakes it. Each pass runs
+// the engine the one-shot commands run (engine.ts); its parts and races: docs/design.md.
 import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';
 import { heard, type RestartSettings, type Summary } from '../core/decide.js';
@@ -27,16 +25,15 @@ export interface AgentDeps {
   journal: Pick<Journal, 'load' | 'save' | 'setAside'>;
   probe: OvnkubeProbe;
   log: Logger;
-  /** The mode file now, or "pending" while it is being written. */
   readMode: () => Promise<ModeRead | ModePending>;
   watchMode: (path: string, onChange: () => void) => ModeWatch;
   clock: Clock;
-  /** This boot's id: the journal's monotonic times are trusted only within one boot (journal-time.ts); null: unknown. */
+  /** The journal's monotonic times are trusted only within one boot (journal-time.ts); null: unknown. */
   bootId?: string | null;
   random: () => number;
-  /** What the process lacks that the agent will need (a capability), found at start: shown as warnings. */
+  /** What the process lacks (a capability), found at start: shown as warnings. */
   missing?: string[];
-  /** Told of each step carried out (metrics, the event history); none by default. */
+  /** Told of each step carried out (metrics, the event history). */
   recorder?: AgentRecorder;
 }
 
@@ -47,7 +44,6 @@ export interface AgentOptions {
   restart: RestartSettings;
 }
 
-/** Rounds of a pass that may act. */
 const MAX_ROUNDS = 3;
 
 type Listener = (s: StatusReport, changed: boolean) => void;
@@ -58,10 +54,9 @@ export class Agent {
   private readonly inputs: Inputs;
   private readonly journal: JournalKeeper;
   private readonly restarts: RestartRunner;
-  /** The fights, and the last round's outcome: what the status tells. */
   private readonly state: LoopState = { fights: NO_FIGHTS };
   private error: Reason | null = null;
-  /** The status of the last finished pass (never one read in between, which would say Converged beside a route out of sync). */
+  /** The last finished pass's (one read in between could say Converged beside a route out of sync). */
   private said: Summary = { phase: 'Waiting', reasons: [reason('ModeNotRead', 'starting')] };
   private published: StatusReport | undefined;
   private readonly listeners: Listener[] = [];
@@ -81,7 +76,6 @@ export class Agent {
     this.restarts = new RestartRunner(deps.strategy, log, wake);
   }
 
-  /** Reads the journal; an unreadable one is set aside and reported, never fatal. */
   async init(): Promise<void> {
     await this.journal.load();
   }
@@ -101,18 +95,16 @@ export class Agent {
     await this.scheduler.settle();
   }
 
-  /** Resolves after a pass that started after this call has ended. */
   settle(): Promise<void> {
     return this.scheduler.settle();
   }
 
-  /** Stops waking up, waits for the pass under way and a restart request on its way (recording its answer), and releases everything. */
+  /** Stops waking up, waits for the pass under way and a restart request on its way (its answer recorded). */
   async stop(): Promise<void> {
     const halted = this.scheduler.stop();
     await this.inputs.close();
     await halted;
-    // Its answer wakes no pass now: it is recorded here (a journal write, no kernel change),
-    // so the next agent finds how the request went, not one still under way.
+    // No pass will record the answer now: recorded here, the next agent finds how the request went.
     await this.restarts.settled();
     const answer = this.restarts.answer;
     this.restarts.took(answer);
@@ -120,13 +112,11 @@ export class Agent {
     await execute(this.engine(), this.state, { records, steps: [] }, this.inputs.desired.mode);
   }
 
-  /** What stop() still waits on: the pass under way, a restart request on its way, or nothing. */
   waitingOn(): 'pass' | 'restart' | null {
     if (this.scheduler.busy) return 'pass';
     return this.restarts.inFlight ? 'restart' : null;
   }
 
-  /** Asks for a pass (Scheduler.kick). */
   kick(why: string, readMode = true, routeEvent = false): void {
     this.scheduler.kick(why, readMode, routeEvent);
   }
@@ -136,12 +126,10 @@ export class Agent {
     this.listeners.push(listener);
   }
 
-  /** The first pass has ended. */
   isReady(): boolean {
     return this.published !== undefined;
   }
 
-  /** Monotonic time (Clock.now) of the last time the loop started or ended a pass. */
   lastProgressAt(): number {
     return this.scheduler.lastProgressAt;
   }
@@ -150,7 +138,7 @@ export class Agent {
     return this.scheduler.busy;
   }
 
-  /** The status as of the last finished pass; before the first, one built now. */
+  /** As of the last finished pass; before the first, one built now. */
   status(): StatusReport {
     return this.published ?? this.report(this.said, null);
   }
@@ -171,7 +159,6 @@ export class Agent {
     });
   }
 
-  /** What a pass may touch: the kernel (each write's echo expected), the journal, the restart runner, the recorder. */
   private engine(): Engine {
     const { deps } = this;
     return {
@@ -196,7 +183,6 @@ export class Agent {
       const target = { mode: this.inputs.desired };
       const input = { config, target, rounds: MAX_ROUNDS, restart, routeEventOnly };
       const { last } = await runPass(this.engine(), input, this.state);
-      // What the round after the last that may act found to do is left to the next pass, at once.
       end.again = !last.acted && last.decision.steps.length + last.decision.records.length > 0;
       end.wakeInMs = this.state.outcome?.decision.wakeInMs;
       this.error = null;
@@ -230,7 +216,7 @@ export class Agent {
     return end;
   }
 
-  /** After a pass that ended at wall time `at`: logs a phase change once, keeps the report, tells the listeners. */
+  /** Logs a phase change once, keeps the report, tells the listeners. */
   private publish(next: Summary, at: number): void {
     const { log } = this.deps;
     if (this.published === undefined) log.info('first reconcile done');

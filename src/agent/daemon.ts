@@ -1,9 +1,6 @@
-// `ovn-gwmode-agent run`: the imperative shell around the owner loop. It wires the
-// kernel, the mode file, /proc, the status socket, systemd and the signals.
-//
-// Signals: SIGTERM/SIGINT stop (the pass under way and a restart request on its way are
-// awaited for at most STOP_GRACE_MS, then abandoned); SIGHUP re-reads ovnkube.conf,
-// os-release and the mode file; flags and variables are the process's (docs/install.md).
+// `ovn-gwmode-agent run`: the shell around the owner loop (kernel, mode file, /proc, status socket,
+// systemd, signals). SIGTERM/SIGINT stop, waiting at most STOP_GRACE_MS for the pass under way and a
+// restart request on its way; SIGHUP re-reads ovnkube.conf, os-release and the mode file.
 import { readFile } from 'node:fs/promises';
 import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';
@@ -56,18 +53,16 @@ export interface DaemonDeps {
   plannerConfig: (s: Settings) => PlannerConfig;
   probeFor: (s: Settings) => OvnkubeProbe;
   clock: Clock;
-  /** The journal in the state directory; tests wrap it to inject crashes. */
+  /** Tests wrap it to inject crashes. */
   journal?: (dir: string) => Journal;
   exit: (code: number) => void;
 }
 
 export async function runDaemon(raw: RawRunOptions, initial: Settings, deps: DaemonDeps): Promise<Agent> {
   const { log, dataplane, clock } = deps;
-  // The settings in force and what is built from them; a reload replaces them.
   let settings = initial;
   let probe = deps.probeFor(initial);
-  // One reader per path: it remembers what it saw of a file being written. Wall time to
-  // compare with the file's mtime, the monotonic clock for how long it stayed unchanged.
+  // One reader per path: it remembers what it saw of a file being written (wall time against its mtime).
   const readerFor = (file: string) =>
     new ModeReader(
       file,
@@ -82,7 +77,7 @@ export async function runDaemon(raw: RawRunOptions, initial: Settings, deps: Dae
   const metrics = new AgentMetrics({ version: VERSION, strategy: strategy.name });
   const history = new EventHistory(clock, log.child({ component: 'events' }));
   const watch = new WatchHub(history, (): StatusReport => agent.status());
-  // What GET /status serves changes only with a pass or a reload: it is serialised once per change.
+  // GET /status is serialised once per change: a pass or a reload.
   let served = 0;
   const agent: Agent = new Agent(
     {
@@ -106,7 +101,6 @@ export async function runDaemon(raw: RawRunOptions, initial: Settings, deps: Dae
   );
   await agent.init();
   agent.onStatus(() => served++);
-  // Throws SocketInUseError before anything is touched when another agent is live.
   const server = await StatusServer.listen(
     initial.socket,
     {
@@ -122,7 +116,7 @@ export async function runDaemon(raw: RawRunOptions, initial: Settings, deps: Dae
     },
     { group: initial.socketGroup },
   );
-  // Each view is told apart: one that throws must not silence the others, nor the loop.
+  // One view that throws must not silence the others, nor the loop.
   agent.onStatus((s) => {
     for (const view of [metrics, history, watch]) {
       try {
@@ -163,8 +157,7 @@ export async function runDaemon(raw: RawRunOptions, initial: Settings, deps: Dae
     deps.exit(0);
   };
 
-  // Resolves the settings again from the same flags (a flag changes only with a restart): what ovnkube.conf and
-  // os-release give may change. A failure keeps them all.
+  // The same flags (they change only with a restart); what ovnkube.conf and os-release give may change.
   const reload = async () => {
     supervisor.reloading();
     log.info('reloading configuration');
@@ -181,7 +174,7 @@ export async function runDaemon(raw: RawRunOptions, initial: Settings, deps: Dae
 
   process.on('SIGTERM', () => void stop('SIGTERM'));
   process.on('SIGINT', () => void stop('SIGINT'));
-  // Reloads run one after another; one that fails keeps the agent running as it was, never a fatal rejection.
+  // One after another; a failed one keeps the agent as it was.
   let reloads = Promise.resolve();
   process.on('SIGHUP', () => {
     reloads = reloads.then(reload).catch((err: unknown) => log.error({ err }, 'reload failed'));
@@ -206,7 +199,7 @@ function agentOptions(s: Settings, plannerConfig: (s: Settings) => PlannerConfig
   };
 }
 
-/** Serves /metrics over TCP when asked to; a failure closes the socket server too. */
+/** /metrics over TCP when asked to; a failure closes the socket server too. */
 async function listenMetrics(
   s: Settings,
   metrics: AgentMetrics,
@@ -224,7 +217,7 @@ async function listenMetrics(
   }
 }
 
-/** Stops the agent; true when it did not finish within graceMs and was abandoned. */
+/** True when the agent did not stop within graceMs and was abandoned. */
 async function stopWithin(agent: Agent, graceMs: number): Promise<boolean> {
   let timer: NodeJS.Timeout | undefined;
   const abandoned = await Promise.race([
@@ -238,10 +231,8 @@ async function stopWithin(agent: Agent, graceMs: number): Promise<boolean> {
 const CAP_NET_ADMIN = 12;
 
 /**
- * What the process lacks, read from /proc/self/status at start, so that the status says what
- * is missing before the first replace fails; empty when it has it or /proc cannot tell. The
- * replace's own EPERM stays the proof: a capability can be granted in another way (a user
- * namespace owning the network namespace), and then this only warns.
+ * What the process lacks, from /proc/self/status, so that the status says it before the first replace
+ * fails. Only a warning: the replace's EPERM is the proof (a user namespace may grant it otherwise).
  */
 export async function missingCapabilities(statusFile = '/proc/self/status'): Promise<string[]> {
   const text = await readFile(statusFile, 'utf8').catch(() => '');

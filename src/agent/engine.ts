@@ -1,6 +1,6 @@
-// The one pipeline every command runs (docs/design.md, "The pipeline"). A command chooses its
-// target, how many rounds may act (`plan` none, `apply` and `rollback --yes` one, each pass of
-// `run` three), its restart settings (a one-shot command's are --restart none) and how it reports.
+// The one pipeline every command runs (docs/design.md, "The pipeline"): a command chooses its target,
+// how many rounds may act (`plan` none, `apply` and `rollback --yes` one, a pass of `run` three),
+// its restart settings and how it reports.
 import { decide, heard, needsTarget, type Decision, type RestartSettings } from '../core/decide.js';
 import { suspensionsOf, trackFights, NO_FIGHTS, type FightState } from '../core/fights.js';
 import { transition, type Migration } from '../core/migration.js';
@@ -25,14 +25,9 @@ import { execute, VerifyError, type Effects } from './execute.js';
 /** What a command wants: the mode file's mode (`plan`, `apply`, `run`), or the journal's migration put back (`rollback`). */
 export type Target = { mode: DesiredMode } | { rollback: { cidrsFrom: string } };
 
-/**
- * ovnkube-node as /proc shows it. `routeEventOnly`: the pass was woken by route
- * notifications alone, so the probe may reuse its last scan where it can prove it
- * current (src/ovnkube/proc.ts, OvnkubeScanner).
- */
+/** ovnkube-node as /proc shows it; `routeEventOnly`: it may reuse a scan it proves current (OvnkubeScanner). */
 export type OvnkubeProbe = (hint?: { routeEventOnly: boolean }) => Promise<OvnkubeObservation>;
 
-/** What a pass may look at and touch. */
 export interface Engine extends Effects {
   dataplane: Dataplane;
   probe: OvnkubeProbe;
@@ -41,13 +36,13 @@ export interface Engine extends Effects {
 export interface PassInput {
   config: PlannerConfig;
   target: Target;
-  /** How many rounds may act; a round after the last that replaced only verifies and decides. */
+  /** How many rounds may act; one more after the last that replaced only verifies and decides. */
   rounds: number;
   restart: RestartSettings;
   routeEventOnly?: boolean;
 }
 
-/** What passes hand on to the next: the fights, and the last outcome (the status). */
+/** What passes hand on: the fights, and the last outcome (the status). */
 export interface LoopState {
   fights: FightState;
   outcome?: Outcome & { decision: Decision };
@@ -56,16 +51,14 @@ export interface LoopState {
 interface Round {
   /** A mode target's plan; null for a rollback. */
   planned: Plan | null;
-  /** The replaces decided (a rollback's put-backs). */
   actions: ReplaceAction[];
   decision: Pick<Decision, 'records' | 'steps'>;
-  /** A rollback's refusals (NothingToRollBack among them); the planner's reasons are in the plan. */
+  /** A rollback's refusals; the planner's reasons are in the plan. */
   refusals: Reason[];
-  /** Its decision was carried out. */
   acted: boolean;
 }
 
-/** A one-shot command requests no restart: it decides as the agent does under --restart none. */
+/** A one-shot command decides as the agent does under --restart none. */
 const NO_RESTART: RestartSettings = {
   strategy: 'none',
   limit: { minIntervalMs: 0, maxPerHour: 0 },
@@ -76,7 +69,7 @@ const NO_RESTART: RestartSettings = {
   modeChecked: false,
 };
 
-/** Rounds until one acts on nothing; after the last that may act, one more that only verifies if it replaced. */
+/** Rounds until one acts on nothing, and one more that only verifies if the last that may act replaced. */
 export async function runPass(e: Engine, p: PassInput, s: LoopState): Promise<{ first: Round; last: Round }> {
   const rounds = e.journal ? p.rounds : 0;
   let first: Round | undefined;
@@ -97,10 +90,9 @@ export async function runPass(e: Engine, p: PassInput, s: LoopState): Promise<{ 
 }
 
 /**
- * Observe, plan, verify what the last round replaced (the plan may hold nothing for those
- * routes: another one set back meanwhile is no failed replace, and this round repairs it),
- * and decide. A pass's first round also puts on record what the journal lags behind; a
- * round that acts, a restart's answer heard since the last decision.
+ * Observe, plan, verify what the last round replaced (another route set back meanwhile is no failed
+ * replace: this round repairs it), and decide; a pass's first round also records what the journal
+ * lags behind, a round that acts a restart's answer heard since.
  */
 async function round(
   e: Engine,
@@ -134,20 +126,15 @@ async function round(
   if (unheld.length > 0)
     throw new VerifyError(`after replacing, still out of sync: ${unheld.map((a) => a.reason.message).join('; ')}`);
   if (rb && replaced.size > 0 && migration) {
-    // A put-back is done only when the kernel holds exactly what was put back: a refusal of the
-    // rollback's own plan (a route changed right after) holds no action, and proves nothing.
+    // Done only when the kernel holds exactly what was put back: a refusal of the rollback's own plan proves nothing.
     const wrong = [...replaced].filter(
       ([prefix, to]) => !(observed.routes.get(prefix) ?? []).some((r) => sameNextHop(r.nextHop, to)),
     );
     if (wrong.length > 0)
       throw new VerifyError(`after putting back, not as recorded: ${wrong.map(([prefix]) => prefix).join(', ')}`);
     const done = transition(migration, { kind: 'rolled-back' }, now);
-    await execute(
-      e,
-      s,
-      { records: [{ kind: 'record', migration: done, what: 'the rollback, done' }], steps: [] },
-      null,
-    );
+    const records = [{ kind: 'record' as const, migration: done, what: 'the rollback, done' }];
+    await execute(e, s, { records, steps: [] }, null);
   }
   if (rb) {
     // Null only with nothing on record, where the plan holds no action.
@@ -180,7 +167,7 @@ async function round(
   return { planned, actions, decision, refusals: [], acted: acting };
 }
 
-/** What fights are tracked on: the one next hop of each service CIDR, in the situation the loop acts in. */
+/** What fights are tracked on: each service CIDR's one next hop, in the situation the loop acts in. */
 function fightSeen(desired: DesiredMode, config: PlannerConfig, observed: Observation, now: number) {
   const hops = new Map<string, NextHop>();
   for (const c of config.serviceCidrs) {
@@ -203,14 +190,12 @@ export class RollbackCidrsError extends Error {
 }
 
 export interface OnceResult {
-  /** A mode target's plan before acting, and of the node after (the same when nothing was done); null for a rollback. */
+  /** A mode target's plan before acting, and after (the same when nothing was done); null for a rollback. */
   planned: Plan | null;
   final: Plan | null;
-  /** The replaces decided; carried out when `applied`. */
   actions: ReplaceAction[];
   applied: boolean;
   refusals: Reason[];
-  /** The migration on record before the command. */
   migration: Migration | null;
 }
 
@@ -235,7 +220,7 @@ export async function once(
   };
 }
 
-/** Only the given service CIDRs are looked at: a migration route outside them would read as "no route" while it is there. */
+/** A migration route outside the given service CIDRs would read as "no route" while it is there. */
 function assertNamed(migration: Migration | null, config: PlannerConfig, from: string): void {
   const named = new Set(config.serviceCidrs.map((c) => c.text));
   // A /0 is left to planRollback, which refuses it with its reason (no flag could name it).

@@ -1,5 +1,5 @@
-// Carrying a decision out: the one place the effects of a pass happen (docs/design.md, "The
-// pipeline"): journal writes, kernel changes, restart requests and their events.
+// Carrying a decision out: the one place a pass's effects happen (journal writes, kernel changes,
+// restart requests and their events).
 import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';
 import type { Decision, RestartAnswer, RestartStep } from '../core/decide.js';
@@ -14,25 +14,24 @@ import type { Dataplane } from '../dataplane/types.js';
 import type { RestartStrategy } from '../restart/strategy.js';
 import type { JournalKeeper } from './journal-keeper.js';
 
-/** What execute may touch. */
 export interface Effects {
   dataplane: Pick<Dataplane, 'replaceRoute'>;
-  /** The replace to use (the loop's expects each write's echo: inputs.ts); the dataplane's by default. */
+  /** The replace to use (the loop's expects each write's echo: inputs.ts). */
   writes?: Pick<Dataplane, 'replaceRoute'>;
   log: Logger;
   clock: Clock;
-  /** The node's journal, loaded; null for `plan`, which reads none and never acts. */
+  /** Null for `plan`, which reads none and never acts. */
   journal: JournalKeeper | null;
   recorder?: AgentRecorder;
-  /** The loop's restart strategy and request in flight; a one-shot command restarts nothing. */
+  /** The loop's; a one-shot command restarts nothing. */
   restarts?: { strategy: RestartStrategy; runner: RestartRunner };
-  /** Called before the first change (a journal write); throws when the command was abandoned. */
+  /** Called before the first change; throws when the command was abandoned. */
   beginChanges?: () => void;
   /** The signal a one-shot command was told to stop by, or null: asked before each replace. */
   stopRequested?: () => string | null;
 }
 
-/** Carries a decision out: its records (what already happened), then its steps in order. */
+/** Its records (what already happened), then its steps in order. */
 export async function execute(
   e: Effects,
   s: { fights: FightState },
@@ -72,7 +71,7 @@ export async function execute(
           : 'migration journaled: replacing the routes',
       );
     } else if (step.kind === 'restart') {
-      // docs/design.md, "A restart request slow to answer": never a second request while one is under way.
+      // docs/design.md, "A restart request slow to answer".
       const runner = must(e.restarts, 'the restart runner of a restart step').runner;
       if (runner.inFlight) {
         log.warn({ target: step.target.describe }, 'a restart request is still under way: not requesting another');
@@ -90,8 +89,7 @@ export async function execute(
   try {
     await applyReplaces(e, replaces, done, mode);
   } catch (err) {
-    // What was replaced and then put back is a flap of that route: it counts as a set-back
-    // when the next pass finds it put back (core/fights.ts, point 5).
+    // Replaced and put back: a flap, a set-back when the next pass finds it (core/fights.ts, point 5).
     if (done.length > 0)
       s.fights = recordApplied(
         s.fights,
@@ -99,9 +97,8 @@ export async function execute(
         clock.now(),
         `the agent put it back itself each time another replace of the same change failed (${(err as Error).message})`,
       );
-    // Refused by the kernel (what had changed was put back), or stopped before the first
-    // replace: nothing was migrated, so the migration is off the record. A replace whose
-    // answer was lost may have happened: the record stays, and the next observation tells.
+    // Refused by the kernel (all put back) or stopped before the first replace: nothing was migrated,
+    // so the migration comes off the record. A replace whose answer was lost may have happened: it stays.
     const nothingDone = err instanceof InterruptedError ? err.done.length === 0 : !outcomeUnknown(err);
     const what = rollingBack(journal.data.migration) ? 'rollback' : 'migration';
     if (journal.data !== before && nothingDone)
@@ -111,11 +108,7 @@ export async function execute(
   s.fights = recordApplied(s.fights, replaces, clock.now());
 }
 
-/**
- * All or none: a replace that fails puts back, in reverse order, every route this pass
- * already changed (each to exactly what it was), so the families never end up in
- * different modes. Then the error goes up.
- */
+/** All or none: a failed replace puts back, in reverse order, every route already changed, each as it was. */
 async function applyReplaces(
   e: Effects,
   actions: ReplaceAction[],
@@ -131,7 +124,6 @@ async function applyReplaces(
     const signal = e.stopRequested?.() ?? null;
     if (signal !== null) throw new InterruptedError(signal, [...done], actions.slice(done.length));
     try {
-      // The action goes to the dataplane as it is: it names the key it replaces and the next hop it sets.
       await writes.replaceRoute(a);
     } catch (err) {
       const failed = `replace of ${a.key.prefix} failed: ${(err as Error).message}`;
@@ -176,20 +168,17 @@ function describe(s: Decision['steps'][number]): string {
 }
 
 /**
- * Whether a failed replace may still have happened: the kernel applies a change before
- * it answers, so a lost answer (a timeout, ENOBUFS on the request socket, a reply that
- * could not be read) says nothing. Only the kernel's own refusal (an errno in its
- * acknowledgement) or a request never sent means "not done".
+ * Whether a failed replace may still have happened: the kernel applies a change before it answers,
+ * so a lost answer (a timeout, ENOBUFS, an unreadable reply) says nothing. Only the kernel's own
+ * refusal (an errno in its acknowledgement) or a request never sent means "not done".
  */
 function outcomeUnknown(err: unknown): boolean {
-  // Everything changed before it was put back: the failed replace alone decides.
   if (err instanceof RevertedError) return outcomeUnknown(err.cause);
   const e = err as { code?: string; syscall?: string };
   if (e.code === 'ERR_GWMODE_NETLINK_TIMEOUT' || e.code === 'ENOBUFS') return true;
   return !(err instanceof NetlinkError) || e.syscall === 'recvmsg';
 }
 
-/** After the replaces the kernel does not show what they set. */
 export class VerifyError extends Error {
   readonly code = 'ERR_GWMODE_VERIFY';
 }
@@ -207,10 +196,7 @@ export class RevertedError extends Error {
   }
 }
 
-/**
- * A one-shot command was told to stop (SIGTERM, SIGINT) between two replaces: the one in
- * flight was finished, none started after it, nothing put back (putting back is a change too).
- */
+/** A one-shot command was told to stop between two replaces: none started after, nothing put back (a change too). */
 export class InterruptedError extends Error {
   readonly code = 'ERR_GWMODE_INTERRUPTED';
   constructor(
@@ -223,9 +209,8 @@ export class InterruptedError extends Error {
 }
 
 /**
- * The restart request in flight (docs/design.md, "A restart request slow to answer"): journaled
- * before it goes out (execute); its answer is not awaited by the pass that asked but wakes a pass
- * whose decision records it (core/decide.ts, `heard`). stop() waits for one on its way.
+ * The restart request in flight (docs/design.md, "A restart request slow to answer"): journaled before
+ * it goes out; its answer wakes a pass whose decision records it (core/decide.ts, `heard`).
  */
 export class RestartRunner {
   private requesting: Promise<void> = Promise.resolve();
@@ -242,17 +227,17 @@ export class RestartRunner {
     return this.pending;
   }
 
-  /** The last request's answer, not yet taken into a decision. */
+  /** Not yet taken into a decision. */
   get answer(): RestartAnswer | null {
     return this.heard;
   }
 
-  /** The answer is in a decision about to be carried out: it is not handed out again. */
+  /** In a decision about to be carried out: not handed out again. */
   took(answer: RestartAnswer | null): void {
     if (answer !== null && this.heard === answer) this.heard = null;
   }
 
-  /** Called by execute only, once the request is journaled: sends it without awaiting it. */
+  /** Once the request is journaled: sends it without awaiting it. */
   request(step: RestartStep): void {
     const { strategy } = this;
     const describe = step.target.describe;
@@ -272,7 +257,6 @@ export class RestartRunner {
     );
   }
 
-  /** Waits for a request on its way (never cut short). */
   settled(): Promise<void> {
     return this.requesting;
   }

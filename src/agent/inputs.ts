@@ -1,6 +1,5 @@
-// What wakes the owner loop and what it reads first: the kernel's notifications about what is
-// watched, the mode file and the desired mode read from it, and the echoes of the agent's own
-// writes, which wake nothing (docs/design.md, "The echo window").
+// What wakes the owner loop: the kernel's notifications about what is watched (not the echoes of
+// the agent's own writes: docs/design.md, "The echo window") and the mode file, read here.
 import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';
 import type { AgentRecorder } from '../core/recorder.js';
@@ -18,9 +17,7 @@ export interface InputsDeps {
   log: Logger;
   clock: Clock;
   recorder: AgentRecorder;
-  /** A wake-up: readMode false for a netlink event, routeEvent true for a route event. */
   wake: (why: string, readMode?: boolean, routeEvent?: boolean) => void;
-  /** The mode file is being written: read it again after this many ms. */
   settlingIn: (ms: number) => void;
 }
 
@@ -41,7 +38,7 @@ export class Inputs {
     return this.wanted;
   }
 
-  /** Subscribes to what is watched and to the mode file; a reload closes the old ones first. */
+  /** A reload closes the old ones first. */
   listen(watched: Watched, watchMode: (path: string, onChange: () => void) => ModeWatch, modePath: string): void {
     this.modePath = modePath;
     this.wanted = { ...this.wanted, source: { ...this.wanted.source, path: modePath } };
@@ -57,12 +54,11 @@ export class Inputs {
     await watch?.close();
   }
 
-  /** A pass begins: an echo not seen by now comes late, and the pass observes anyway. */
+  /** An echo not seen when a pass begins comes late; the pass observes anyway. */
   forgetEchoes(): void {
     this.echoes.clear();
   }
 
-  /** The dataplane's replace, each write's echo expected. */
   ownWrites(): Pick<Dataplane, 'replaceRoute'> {
     const expect = (prefix: string, n: number, until: number) => {
       const left = (this.echoes.get(prefix)?.count ?? 0) + n;
@@ -85,10 +81,7 @@ export class Inputs {
     };
   }
 
-  /**
-   * Reads the mode file (docs/design.md, "The half-written mode file"): a garbled one keeps the last
-   * valid mode, one being written is read later.
-   */
+  /** docs/design.md, "The half-written mode file": a garbled one keeps the last valid mode, one being written is read later. */
   async readDesired(): Promise<void> {
     const { log, recorder } = this.deps;
     const read = await this.deps.readMode();
@@ -127,7 +120,7 @@ export class Inputs {
   private onEvent(e: DataplaneEvent): void {
     const { log } = this.deps;
     if (e.kind === 'lost') {
-      // What was lost may be an echo or someone else's change: expect nothing, look at everything.
+      // An echo or someone else's change: expect nothing, look at everything.
       this.echoes.clear();
       log.warn({ err: e.error }, 'netlink notifications were lost: full resync');
       this.deps.recorder.notificationsLost();

@@ -1,7 +1,6 @@
-// The journal as the owner loop keeps it: the record in memory (monotonic times), and the disk
-// behind it (wall times, journal-time.ts). A write before a change must succeed or the change is
-// not made; one after a change keeps the record in memory and retries a failed save
-// (docs/design.md, "The journal unwritable").
+// The journal as the loop keeps it: in memory (monotonic times), the disk behind it (wall times,
+// journal-time.ts). docs/design.md, "The journal unwritable": a write before a change must succeed
+// or the change is not made; one after it keeps the record in memory and retries a failed save.
 import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';
 import { EMPTY_JOURNAL, type Journal, type JournalData } from '../restart/journal.js';
@@ -16,7 +15,6 @@ export interface JournalLag {
 export interface JournalKeeperDeps {
   journal: Pick<Journal, 'load' | 'save' | 'setAside'>;
   clock: Clock;
-  /** This boot's id: the journal's monotonic times are trusted only within one boot; null: unknown. */
   bootId: string | null;
   log: Logger;
 }
@@ -25,36 +23,33 @@ export class JournalKeeper {
   private record: JournalData = EMPTY_JOURNAL;
   private unreadable: string | null = null;
   private behind: JournalLag | null = null;
-  /** The offset (wall minus monotonic) the disk is noted with; kept while the wall clock has not stepped (journal-time.ts rule 4). */
+  /** Wall minus monotonic as on disk; kept while the wall clock has not stepped (journal-time.ts rule 4). */
   private notedOffset: number | null = null;
 
   constructor(private readonly deps: JournalKeeperDeps) {}
 
-  /** What the loop goes on from (it may be ahead of the disk: see lag). */
+  /** May be ahead of the disk: see lag. */
   get data(): JournalData {
     return this.record;
   }
 
-  /** The journal found unreadable at start (set aside), as a warning; null otherwise. */
+  /** The journal found unreadable at start (set aside), as a warning. */
   get warning(): string | null {
     return this.unreadable;
   }
 
-  /** What was carried out but is not on disk yet; null when the disk has caught up. */
+  /** What was carried out but is not on disk yet. */
   get lag(): JournalLag | null {
     return this.behind;
   }
 
-  /** Wall minus monotonic time now: how a monotonic time is shown and written. */
   wallOffset(): number {
     return this.deps.clock.wall() - this.deps.clock.now();
   }
 
   /**
-   * Reads the journal; an unreadable one is set aside and reported, never fatal, unless
-   * `strict` (rollback: its target is the journal's migration): then the error goes up.
-   * False when an unreadable journal could not be moved aside: still in place, a save would
-   * write over it (`apply` refuses then; the agent goes on, saying so).
+   * An unreadable journal is set aside and reported, unless `strict` (rollback's target is in it): then
+   * the error goes up. False when it could not be moved aside (a save would write over it).
    */
   async load(strict = false): Promise<boolean> {
     try {
@@ -79,17 +74,14 @@ export class JournalKeeper {
     }
   }
 
-  /** Written before the change, or the change is not made (the error propagates, the pass fails). */
+  /** Before the change, or the change is not made (the error goes up). */
   async before(data: JournalData): Promise<void> {
     await this.deps.journal.save(this.onDisk(data));
     this.record = data;
     this.caughtUp();
   }
 
-  /**
-   * After the change: kept in memory whatever the disk says, a failed save kept as the lag.
-   * `cause`: the error that led to the change (a kernel refusal), logged beside the journal's.
-   */
+  /** After the change: kept in memory whatever the disk says. `cause`: a kernel refusal that led to it, logged. */
   async after(data: JournalData, what: string, cause?: unknown): Promise<void> {
     this.record = data;
     try {
@@ -105,7 +97,7 @@ export class JournalKeeper {
     }
   }
 
-  /** Writes what the journal lags behind, if anything: execute's catch-up record (execute.ts). */
+  /** Writes what the journal lags behind, if anything. */
   async catchUp(): Promise<void> {
     if (this.behind !== null) await this.after(this.record, this.behind.what);
   }

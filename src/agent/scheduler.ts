@@ -1,18 +1,16 @@
-// When the owner loop runs a pass; it knows wake-ups, timers and passes, never routes, modes or
-// ovnkube-node. Passes never overlap: a wake-up during one marks the loop dirty and one more pass
-// runs after it. A wake-up is coalesced into the next turn of the event loop (setImmediate), so
-// every event already read is taken by the same pass; what it asks of the pass (read the mode file,
-// scan /proc in full) is kept as two flags until a pass takes them. Retries: docs/design.md,
-// "Backoff"; delays are clamped by src/clock.ts ("Clocks").
+// When the owner loop runs a pass (it knows wake-ups and timers, never routes or modes). Passes never
+// overlap: a wake-up during one marks the loop dirty, and one more pass runs after it. Wake-ups are
+// coalesced into the next turn of the event loop (setImmediate), so one pass takes every event
+// already read; what they ask (read the mode file, scan /proc in full) is kept as two flags until a
+// pass takes them. Retries: docs/design.md, "Backoff".
 import type { Logger } from 'pino';
 import { after, every, type Clock } from '../clock.js';
 import { backoffMs } from '../core/decide.js';
 
-/** What a pass asks of the scheduler when it ends. */
 export interface PassEnd {
-  /** Wake the next pass after this many ms (the decision's own wake-up); undefined: none. */
+  /** The decision's own wake-up, in ms. */
   wakeInMs?: number;
-  /** Run another pass right after this one (a verification found more to do). */
+  /** Run another pass right after this one. */
   again?: boolean;
 }
 
@@ -20,7 +18,7 @@ export interface SchedulerDeps {
   log: Logger;
   clock: Clock;
   random: () => number;
-  /** One pass; a throw is a bug of the caller (failures are reported through failed()). */
+  /** One pass; failures are reported through failed(), a throw is a bug. */
   pass: () => Promise<PassEnd>;
 }
 
@@ -32,21 +30,20 @@ export class Scheduler {
   private stopped = false;
   private kickTimer: NodeJS.Immediate | undefined;
   private timers = new Map<TimerName, NodeJS.Timeout>();
-  /** A failed pass's retry is set: it is the full pass a periodic resync would ask for. */
+  /** A failed pass's retry is set: the full pass a periodic resync would ask for. */
   private retryPending = false;
   private failures = 0;
   private modeStale = true;
   private probeStale = true;
   private idle: Promise<void> = Promise.resolve();
   private passes = 0;
-  /** Inside a pass, before it is counted. */
   private counting = false;
   private waiters: Array<() => void> = [];
   private progressAt = 0;
 
   constructor(private readonly deps: SchedulerDeps) {}
 
-  /** (Re)starts the periodic resync, first tick ms from now; no pass now (start() and a reload's settle() kick one). */
+  /** (Re)starts the periodic resync, first tick ms from now. */
   resyncEvery(ms: number): void {
     this.clear('resync');
     this.timers.set(
@@ -58,10 +55,7 @@ export class Scheduler {
     );
   }
 
-  /**
-   * Asks for a pass. Only a netlink event passes readMode false, and only a route event
-   * routeEvent true: a pass woken by route events alone may reuse the last /proc scan.
-   */
+  /** Asks for a pass; one woken by netlink events alone skips the mode file, by route events alone the /proc scan. */
   kick(why: string, readMode = true, routeEvent = false): void {
     if (this.stopped) return;
     if (readMode) this.modeStale = true;
@@ -78,21 +72,19 @@ export class Scheduler {
     });
   }
 
-  /** Whether this pass reads the mode file; taken once. */
   takeModeRead(): boolean {
     const stale = this.modeStale;
     this.modeStale = false;
     return stale;
   }
 
-  /** Whether this pass scans /proc in full; taken once, at its start. */
   takeFullScan(): boolean {
     const stale = this.probeStale;
     this.probeStale = false;
     return stale;
   }
 
-  /** The mode file is being written: look again when it may have settled. */
+  /** The mode file is being written: look again then. */
   modeSettlingIn(ms: number): void {
     this.set('mode', ms, 'mode file settling');
   }
@@ -109,21 +101,20 @@ export class Scheduler {
     return { attempt: this.failures, delayMs };
   }
 
-  /** The pass succeeded: a retry still set (another wake-up came first) has nothing left to retry. */
+  /** A retry still set (another wake-up came first) has nothing left to retry. */
   succeeded(): void {
     this.failures = 0;
     this.clear('retry');
     this.retryPending = false;
   }
 
-  /** Something the pass did is to be tried again later (a journal save), with backoff by its own attempts. */
+  /** Something the pass did (a journal save) is to be tried again, with backoff by its own attempts. */
   retryLater(attempt: number, why: string): number {
     const delayMs = backoffMs(attempt, 1000, 60_000, this.deps.random());
     this.set('retry', delayMs, why);
     return delayMs;
   }
 
-  /** Resolves after a pass that started after this call has ended. */
   settle(): Promise<void> {
     // A pass under way that has not yet counted itself started before this call.
     const target = this.passes + (this.counting ? 2 : 1);
@@ -146,18 +137,16 @@ export class Scheduler {
     return this.running;
   }
 
-  /** Monotonic time of the last time the loop started or ended a pass. */
   get lastProgressAt(): number {
     return this.progressAt;
   }
 
-  /** Marks the end of a pass's work (before its status is published). */
+  /** The end of a pass's work (before its status is published). */
   progressed(): number {
     this.progressAt = this.deps.clock.now();
     return this.progressAt;
   }
 
-  /** A one-shot timer that kicks a pass; a retry's clears the pending retry as it fires. */
   private set(name: Exclude<TimerName, 'resync'>, ms: number, why: string): void {
     this.clear(name);
     if (this.stopped) return;
@@ -170,11 +159,9 @@ export class Scheduler {
     );
   }
 
+  /** Node's clearTimeout clears an interval too. */
   private clear(name: TimerName): void {
-    const timer = this.timers.get(name);
-    if (timer === undefined) return;
-    if (name === 'resync') clearInterval(timer);
-    else clearTimeout(timer);
+    clearTimeout(this.timers.get(name));
     this.timers.delete(name);
   }
 

@@ -1,16 +1,13 @@
-// One netlink socket and what travels over it. The socket seam (NetlinkTransport) is where tests put
-// a scripted fake kernel (test/helpers/fake-transport.ts) to inject the faults handled here.
-//
-// Guarantees, and the races they answer:
-//  1. Requests and notifications never share a socket (the `netlink` package's socket
-//     breaks when a notification lands inside a dump). Requests go one at a time.
-//  2. A reply whose sequence number is not the pending request's (the answer to a request
-//     that timed out) is dropped. A dump marked NLM_F_DUMP_INTR is retried.
+// One netlink socket and what travels over it; NetlinkTransport is where tests put a scripted fake
+// kernel (test/helpers/fake-transport.ts) to inject the faults handled here. Guarantees:
+//  1. Requests and notifications never share a socket (a notification inside a dump broke the
+//     `netlink` package's socket). Requests go one at a time.
+//  2. A reply to another sequence number (a request that timed out) is dropped; a dump marked
+//     NLM_F_DUMP_INTR is retried.
 //  3. Data that does not parse fails the pending request, or is a `lost` event, with
 //     ERR_GWMODE_NETLINK_DECODE; it never escapes into the poll callback.
-//  4. A socket error never stops reading: the addon re-arms polling
-//     (native/src/netlink_socket.c, point 5). ENOBUFS is `lost` on a subscription and fails
-//     the pending request on the request socket (its answer may be gone).
+//  4. A socket error never stops reading (native/src/netlink_socket.c, point 5). ENOBUFS is `lost` on
+//     a subscription and fails the pending request on the request socket (its answer may be gone).
 import { addon, type NetlinkOpenOptions } from '../native/addon.js';
 import * as nl from './codec.js';
 import { NetlinkDecodeError, NetlinkError, NetlinkTimeoutError } from './errors.js';
@@ -62,12 +59,7 @@ export const nativeTransport: NetlinkTransport = {
 };
 
 export const MAX_DUMP_ATTEMPTS = 5;
-const EIO = 5;
-export const EINTR = 4;
-const EBADF = 9;
-export const ENODEV = 19;
-export const EINVAL = 22;
-const ENOBUFS = 105;
+export const [EINTR, EIO, EBADF, ENODEV, EINVAL, ENOBUFS] = [4, 5, 9, 19, 22, 105];
 
 export type Skip = (type: number, datagram: Buffer, payload: number) => boolean;
 
@@ -80,9 +72,7 @@ function toNetlinkError(err: unknown, what: string): NetlinkError {
 }
 
 const decodeFailure = (what: string, err: unknown) =>
-  new NetlinkDecodeError(`${what}: malformed netlink data: ${err instanceof Error ? err.message : String(err)}`, {
-    cause: err,
-  });
+  new NetlinkDecodeError(`${what}: malformed netlink data: ${(err as Error)?.message ?? String(err)}`, { cause: err });
 
 /** Reads every queued datagram (guarantee 4); `fail` gets each error, `skip` filters messages. */
 export function drain(

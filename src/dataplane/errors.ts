@@ -1,7 +1,16 @@
-// Errors of the dataplane, shaped like Node's system errors: a stable `code`
-// (ENOBUFS, EPERM, ...), the positive `errno`, the `syscall` or request that failed,
-// and the kernel's own extended-ack text when it gave one.
-import os from 'node:os';
+// Errors of the dataplane, shaped like Node's system errors: a stable `code` (ENOBUFS, EPERM, ...),
+// the positive `errno`, the `syscall` or request that failed, and the kernel's extended-ack text.
+import { getSystemErrorMap } from 'node:util';
+
+const systemErrors = getSystemErrorMap();
+// Where the system's text would mislead about a route (ENOENT: "no such file or directory").
+const HINTS: Record<string, string> = {
+  EPERM: 'operation not permitted (the agent needs CAP_NET_ADMIN in the node network namespace)',
+  ENOENT: 'no such entry',
+  ESRCH: 'no such route',
+  EEXIST: 'route exists',
+  ENOBUFS: 'the kernel dropped netlink messages (receive buffer full)',
+};
 
 export class NetlinkError extends Error {
   readonly errno: number;
@@ -10,9 +19,8 @@ export class NetlinkError extends Error {
   readonly extAck: string | undefined;
 
   constructor(errno: number, syscall: string, extAck?: string, options?: { cause?: unknown }) {
-    const code = codeOf(errno);
-    const detail = extAck ? `${extAck}` : describe(errno);
-    super(`${syscall} ${code}: ${detail}`, options);
+    const [code, text] = systemErrors.get(-errno) ?? [`E${errno}`, `errno ${errno}`];
+    super(`${syscall} ${code}: ${extAck || HINTS[code] || text}`, options);
     this.name = 'NetlinkError';
     this.errno = errno;
     this.code = code;
@@ -28,27 +36,4 @@ export class NetlinkTimeoutError extends Error {
 /** A datagram or message that does not parse: cut short, or with a bad length. */
 export class NetlinkDecodeError extends Error {
   readonly code = 'ERR_GWMODE_NETLINK_DECODE';
-}
-
-const names = new Map<number, string>(
-  Object.entries(os.constants.errno).map(([name, value]) => [value, name] as [number, string]),
-);
-
-function codeOf(errno: number): string {
-  return names.get(errno) ?? `E${errno}`;
-}
-
-const descriptions: Record<string, string> = {
-  EPERM: 'operation not permitted (the agent needs CAP_NET_ADMIN in the node network namespace)',
-  ENETUNREACH: 'network is unreachable',
-  ESRCH: 'no such route',
-  ENOENT: 'no such entry',
-  ENODEV: 'no such device',
-  EEXIST: 'route exists',
-  EINVAL: 'invalid argument',
-  ENOBUFS: 'the kernel dropped netlink messages (receive buffer full)',
-};
-
-function describe(errno: number): string {
-  return descriptions[codeOf(errno)] ?? `errno ${errno}`;
 }

@@ -1,16 +1,14 @@
-// The Dataplane on the real kernel over rtnetlink: every read is a dump, as `ip` does.
-// routes() is one strict-check dump of both families' main table per call (the kernel never
-// filters by destination), rows picked by PrefixFilter from the raw bytes. Not "ip route get
-// fibmatch": it returns only the route in use, not a second route of the prefix with another
-// metric, and cannot look up 0.0.0.0. Nothing is cached: a notification only wakes a pass, which reads.
-//
+// The Dataplane on the real kernel over rtnetlink: every read is a dump, as `ip` does, and nothing
+// is cached (a notification only wakes a pass, which reads). routes() is one strict-check dump of
+// the main table, rows picked from the raw bytes by PrefixFilter: not "ip route get fibmatch", which
+// returns only the route in use (not a second one of the prefix with another metric), nor 0.0.0.0.
 // Guarantees (1 to 4, of the socket: channel.ts), and the races they answer:
-//  5. The kernel flushes some routes without RTM_DELROUTE: IPv4 routes through a link that
-//     goes down, is deleted or loses an address, and routes through a deleted nexthop
-//     object. A subscription reports a `del` for each prefix whose last read used them.
+//  5. The kernel flushes some routes without RTM_DELROUTE (IPv4 routes through a link that goes down,
+//     is deleted or loses an address; routes through a deleted nexthop object): a subscription
+//     reports a `del` for each prefix whose last read used them.
 //  6. A watched link renamed away is still reported, by the index learnt from link dumps.
-//  7. replaceRoute() sends NLM_F_REPLACE without NLM_F_CREATE: it swaps the route with
-//     exactly that key or fails with ENOENT; it never creates one, in either family.
+//  7. replaceRoute() sends NLM_F_REPLACE without NLM_F_CREATE: it swaps the route with exactly that
+//     key or fails with ENOENT; it never creates one, in either family.
 import type { InterfaceAddress, Link, Route, RouteReplace, Watched } from '../core/route.js';
 import { addressFromBytes, parseAddress, parseCidr, type Cidr, type Family } from '../net/cidr.js';
 import {
@@ -39,20 +37,18 @@ function toAddress(a: nl.DecodedAddress): InterfaceAddress | undefined {
 }
 
 function toRoute(prefix: Cidr, r: nl.DecodedRoute, names: Map<number, string>): Route {
+  const { table, priority, oif, protocol, scope, type, tos, unmodelled } = r;
+  const dev = oif === undefined ? null : (names.get(oif) ?? null);
+  const gateway = r.gateway ? addressFromBytes(r.gateway).text : null;
   return {
-    key: { prefix: prefix.text, family: prefix.family, table: r.table, priority: r.priority },
-    nextHop: {
-      dev: r.oif === undefined ? null : (names.get(r.oif) ?? null),
-      oif: r.oif ?? null,
-      gateway: r.gateway ? addressFromBytes(r.gateway).text : null,
-      mtu: r.mtu ?? null,
-    },
-    protocol: r.protocol,
-    scope: r.scope,
-    type: r.type,
-    tos: r.tos,
+    key: { prefix: prefix.text, family: prefix.family, table, priority },
+    nextHop: { dev, oif: oif ?? null, gateway, mtu: r.mtu ?? null },
+    protocol,
+    scope,
+    type,
+    tos,
     multipath: r.nexthops !== undefined,
-    unmodelled: r.unmodelled,
+    unmodelled,
   };
 }
 
@@ -97,17 +93,8 @@ class WatchedSubscription implements Subscription {
       },
       (_status, rearm) => {
         if (rearm < 0) this.lost(new NetlinkError(-rearm, 'uv_poll_start (subscription socket)'));
-        this.drain();
+        drain(this.socket, () => !this.closed, this.lost, this.onMessage);
       },
-    );
-  }
-
-  private drain(): void {
-    drain(
-      this.socket,
-      () => !this.closed,
-      this.lost,
-      (msg) => this.onMessage(msg),
     );
   }
 
@@ -126,13 +113,13 @@ class WatchedSubscription implements Subscription {
     this.uses.set(prefix, { oifs, nexthopObject: routes.some((r) => r.nhid !== undefined) });
   }
 
-  private onMessage(msg: nl.NetlinkMessage): void {
+  private readonly onMessage = (msg: nl.NetlinkMessage): void => {
     try {
       this.handle(msg);
     } catch (err) {
       this.lost(new NetlinkDecodeError(`notification type ${msg.type}: ${(err as Error).message}`, { cause: err }));
     }
-  }
+  };
 
   private handle(msg: nl.NetlinkMessage): void {
     switch (msg.type) {
@@ -197,9 +184,8 @@ class WatchedSubscription implements Subscription {
 }
 
 export interface KernelDataplaneOptions {
-  /** The netlink sockets; the real kernel unless a test injects a fake. */
+  /** A test's fake kernel. */
   transport?: NetlinkTransport;
-  /** Receive buffer of a subscription socket. */
   subscriptionBuffer?: number;
   requestTimeoutMs?: number;
 }
@@ -213,43 +199,27 @@ export class KernelDataplane implements Dataplane {
     this.requests = new RequestChannel(this.transport, options.requestTimeoutMs);
   }
 
-  /** A dump, retried while the kernel marks it interrupted (the table changed under it). */
-  private async dump(
+  /** A dump's items, the dump retried while the kernel marks it interrupted (the table changed under it). */
+  private async dump<T>(
     what: string,
     build: (seq: number, port: number) => Buffer,
-    onMessage: (msg: nl.NetlinkMessage) => void,
-    reset: () => void,
+    pick: (msg: nl.NetlinkMessage) => T | undefined,
     skip?: Skip,
-  ): Promise<void> {
+  ): Promise<T[]> {
     for (let attempt = 1; ; attempt++) {
-      reset();
-      const { interrupted } = await this.requests.exchange(what, build, onMessage, skip);
-      if (!interrupted) return;
+      const items: T[] = [];
+      const onMessage = (msg: nl.NetlinkMessage) => {
+        const item = pick(msg);
+        if (item !== undefined) items.push(item);
+      };
+      if (!(await this.requests.exchange(what, build, onMessage, skip)).interrupted) return items;
       if (attempt >= MAX_DUMP_ATTEMPTS)
         throw new NetlinkError(EINTR, `${what} (interrupted ${attempt} times in a row)`);
     }
   }
 
-  private async dumpList<T>(
-    what: string,
-    build: (seq: number, port: number) => Buffer,
-    pick: (msg: nl.NetlinkMessage) => T | undefined,
-  ): Promise<T[]> {
-    let items: T[] = [];
-    await this.dump(
-      what,
-      build,
-      (msg) => {
-        const item = pick(msg);
-        if (item !== undefined) items.push(item);
-      },
-      () => (items = []),
-    );
-    return items;
-  }
-
   async links(): Promise<Link[]> {
-    const links = await this.dumpList('dump links', nl.encodeLinkDump, (msg) =>
+    const links = await this.dump('dump links', nl.encodeLinkDump, (msg) =>
       msg.type === nl.RTM_NEWLINK ? nl.decodeLink(msg.data) : undefined,
     );
     for (const sub of this.subscriptions) sub.learnLinks(links);
@@ -257,7 +227,7 @@ export class KernelDataplane implements Dataplane {
   }
 
   addresses(): Promise<InterfaceAddress[]> {
-    return this.dumpList('dump addresses', nl.encodeAddressDump, (msg) =>
+    return this.dump('dump addresses', nl.encodeAddressDump, (msg) =>
       msg.type === nl.RTM_NEWADDR ? toAddress(nl.decodeAddress(msg.data)) : undefined,
     );
   }
@@ -266,18 +236,19 @@ export class KernelDataplane implements Dataplane {
     const unique = [...new Map(prefixes.map((p) => [p.text, p])).values()];
     const found = new Map(unique.map((p) => [p.text, { prefix: p, rows: [] as nl.DecodedRoute[] }]));
     const filter = new nl.PrefixFilter(unique);
-    if (unique.length > 0) {
-      await this.dump(
-        `dump main-table routes for ${unique.map((p) => p.text).join(', ')}`,
-        (seq, port) => nl.encodeRouteDump(seq, port, nl.AF_UNSPEC, nl.RT_TABLE_MAIN),
-        (msg) => {
-          const prefix = msg.type === nl.RTM_NEWROUTE ? filter.match(msg.data) : undefined;
-          if (prefix !== undefined) found.get(prefix)?.rows.push(nl.decodeRoute(msg.data));
-        },
-        () => found.forEach((f) => (f.rows = [])),
-        (type, d, at) => type === nl.RTM_NEWROUTE && !filter.mayMatch(d, at),
-      );
-    }
+    const rows =
+      unique.length === 0
+        ? []
+        : await this.dump(
+            `dump main-table routes for ${unique.map((p) => p.text).join(', ')}`,
+            (seq, port) => nl.encodeRouteDump(seq, port, nl.AF_UNSPEC, nl.RT_TABLE_MAIN),
+            (msg) => {
+              const prefix = msg.type === nl.RTM_NEWROUTE ? filter.match(msg.data) : undefined;
+              return prefix === undefined ? undefined : { prefix, row: nl.decodeRoute(msg.data) };
+            },
+            (type, d, at) => type === nl.RTM_NEWROUTE && !filter.mayMatch(d, at),
+          );
+    for (const { prefix, row } of rows) found.get(prefix)?.rows.push(row);
     for (const sub of this.subscriptions) for (const [prefix, f] of found) sub.learnRoutes(prefix, f.rows);
     const names = new Map(links.map((l) => [l.index, l.name]));
     return new Map([...found].map(([text, f]) => [text, f.rows.map((r) => toRoute(f.prefix, r, names))]));

@@ -1,22 +1,11 @@
-// Route messages (struct rtmsg, then rtattrs), decoded here and not by the netlink
-// package: its route parser throws on the first attribute whose size it does not
-// expect, and one such route on a watched prefix then failed every dump, every pass,
-// for ever (issue 25). The kernel sends RTA_VIA as `struct rtvia { __kernel_sa_family_t
-// rtvia_family; __u8 rtvia_addr[]; }` (include/uapi/linux/rtnetlink.h), 2 + 4 or 2 + 16
-// bytes, where the package expects 3: an IPv4 route via an IPv6 next hop (`ip route add
-// 0.0.0.0/0 via inet6 fe80::1 dev br-ex`, as BGP-unnumbered setups make) was enough.
-//
-// The rules:
-//  1. Only the rtmsg header is required. An attribute that is unknown, of the wrong size,
-//     or nested wrongly, and the attributes after a broken length, are not a decode
-//     error: they are named in `unmodelled` (`undecodable RTA_GATEWAY (3 bytes)`), which
-//     makes the route one the planner never touches (NotOurRoute) and says why.
-//  2. `unmodelled` names, in `ip route`'s words, everything a replace of the next hop
-//     would not carry over; a route ovnkube-node makes has none of it. Its order is fixed
-//     (the source prefix, the flags, then by attribute type), so that two decodings of
-//     one route compare equal.
-//  3. A next hop of another family (RTA_VIA) is never taken as the gateway: `gateway`
-//     is always an address of the route's own family, or undefined.
+// Route messages (struct rtmsg, then rtattrs), decoded here: the netlink package's parser threw on the
+// first attribute of a size it did not expect (RTA_VIA is `struct rtvia`, 2 + 4 or 2 + 16 bytes,
+// include/uapi/linux/rtnetlink.h), and one such route on a watched prefix failed every pass (issue 25).
+// Rules:
+//  1. Only the rtmsg header is required. Whatever else cannot be read (an unknown attribute, a wrong
+//     size, a broken length) is named in `unmodelled`, which makes the route NotOurRoute and says why.
+//  2. `unmodelled` names, in `ip route`'s words and a fixed order, all a next-hop replace would drop.
+//  3. `gateway` is always an address of the route's own family (RTA_VIA is never taken as one).
 import { addressFromBytes } from '../net/cidr.js';
 
 export interface DecodedNextHop {
@@ -51,10 +40,10 @@ export interface DecodedRoute extends RouteMessage {
   unmodelled: string[];
 }
 
-const RTMSG_LENGTH = 12;
+export const RTMSG_LENGTH = 12;
 const RTNH_LENGTH = 8;
-const AF_INET = 2;
-const AF_INET6 = 10;
+export const AF_INET = 2;
+export const AF_INET6 = 10;
 const NLA_TYPE_MASK = 0x3fff;
 const NLA_F_NET_BYTEORDER = 0x4000;
 
@@ -63,7 +52,7 @@ const RTA_NAMES = (
   'UNSPEC DST SRC IIF OIF GATEWAY PRIORITY PREFSRC METRICS MULTIPATH PROTOINFO FLOW CACHEINFO SESSION MP_ALGO TABLE MARK' +
   ' MFC_STATS VIA NEWDST PREF ENCAP_TYPE ENCAP EXPIRES PAD UID TTL_PROPAGATE IP_PROTO SPORT DPORT NH_ID FLOWLABEL'
 ).split(' ');
-const RTA = {
+export const RTA = {
   DST: 1,
   SRC: 2,
   OIF: 4,

@@ -1,6 +1,5 @@
-// The dataplane's narrow interface: what the agent may read from and write to the
-// kernel. The kernel implementation is kernel.ts; the objects are the pure core's
-// (src/core/route.ts), so nothing above this line knows about netlink.
+// What the agent may read from and write to the kernel (kernel.ts), in the pure core's objects
+// (src/core/route.ts): nothing above this line knows about netlink.
 import type { InterfaceAddress, Link, Route, RouteReplace, Watched } from '../core/route.js';
 import type { Cidr, Family } from '../net/cidr.js';
 
@@ -18,21 +17,11 @@ export interface Subscription {
 export interface Dataplane {
   links(): Promise<Link[]>;
   addresses(): Promise<InterfaceAddress[]>;
-  /**
-   * Every main-table route whose destination is exactly one of `prefixes`, whatever
-   * its metric, keyed by Cidr.text (a prefix with no route maps to []). Output
-   * interface names are resolved from `links`.
-   */
+  /** Every main-table route for exactly one of `prefixes`, whatever its metric, by Cidr.text ([] for none). */
   routes(prefixes: Cidr[], links: Link[]): Promise<Map<string, Route[]>>;
-  /**
-   * Swaps the next hop of the route with exactly this key, atomically. Never
-   * creates a route: a key that matches none fails with a NetlinkError ENOENT.
-   */
+  /** Swaps the next hop of the route with exactly this key, atomically; never creates one (ENOENT). */
   replaceRoute(replace: RouteReplace): Promise<void>;
-  /**
-   * Notifications that concern `watched`: main-table routes of its prefixes, its
-   * links, any address; `lost` when the kernel dropped notifications.
-   */
+  /** Main-table routes of its prefixes, its links, any address; `lost` when the kernel dropped some. */
   subscribe(watched: Watched, onEvent: (event: DataplaneEvent) => void): Subscription;
   close(): void;
 }
