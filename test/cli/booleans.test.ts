@@ -4,6 +4,7 @@ import { strict as assert } from 'node:assert';
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { test } from 'node:test';
+import { failure, type CommandResult } from '../../src/cli/exit-codes.js';
 import { COMMAND_OPTIONS, COMMANDS, parseWithYargs, type Command } from '../../src/cli/options.js';
 
 type Argv = Record<string, unknown>;
@@ -116,24 +117,34 @@ test('every boolean flag and variable honours the usual spellings, in any case: 
   }
 });
 
-/** The CLI with exactly the given OVN_GWMODE_* variables. */
-function spawnCli(args: string[], vars: Record<string, string> = {}) {
-  const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('OVN_GWMODE_')));
-  const r = spawnSync(process.execPath, [MAIN, ...args], {
-    encoding: 'utf8',
-    timeout: 20_000,
-    env: { ...env, ...vars },
-  });
-  return { code: r.status, stdout: r.stdout, stderr: r.stderr };
+/**
+ * The command line's result as main.ts gets it (yargs and the mapping of its errors), under
+ * exactly the given OVN_GWMODE_* variables; a handler reached says so instead of running.
+ * The real process's exit code and streams for such lines: test/config/fuzz.test.ts's hostile sample.
+ */
+async function refusal(args: string[], vars: Record<string, string> = {}) {
+  const saved = process.env;
+  process.env = { ...Object.fromEntries(Object.entries(saved).filter(([k]) => !k.startsWith('OVN_GWMODE_'))), ...vars };
+  try {
+    const r: CommandResult = await parseWithYargs(
+      args,
+      Object.fromEntries(
+        COMMANDS.map((c) => [c, async () => ({ code: 0 as const, stdout: `the ${c} handler ran` })]),
+      ) as unknown as Parameters<typeof parseWithYargs>[1],
+    ).catch((err: unknown) => failure(err));
+    return { code: r.code, stdout: r.stdout ?? '', stderr: r.stderr ?? '' };
+  } finally {
+    process.env = saved;
+  }
 }
 
-test('a boolean flag or variable given anything else is refused: exit 2, one line naming it and the value, nothing run', () => {
+test('a boolean flag or variable given anything else is refused: exit 2, one line naming it and the value, nothing run', async () => {
   const spellings = 'true/false, 1/0, yes/no, on/off';
   for (const { command, flag, variable } of BOOLEANS) {
     const base = [command, ...(NEEDS[command] ?? [])];
     for (const bad of ['maybe', '']) {
       assert.deepEqual(
-        spawnCli([...base, `--${flag}=${bad}`]),
+        await refusal([...base, `--${flag}=${bad}`]),
         {
           code: 2,
           stdout: '',
@@ -145,7 +156,7 @@ test('a boolean flag or variable given anything else is refused: exit 2, one lin
     if (variable) {
       for (const bad of ['enabled', '', ' 1', 'y']) {
         assert.deepEqual(
-          spawnCli(base, { [variable]: bad }),
+          await refusal(base, { [variable]: bad }),
           {
             code: 2,
             stdout: '',
