@@ -120,7 +120,7 @@ test('every boolean flag and variable honours the usual spellings, in any case: 
 /**
  * The command line's result as main.ts gets it (yargs and the mapping of its errors), under
  * exactly the given OVN_GWMODE_* variables; a handler reached says so instead of running.
- * The real process's exit code and streams for such lines: test/config/fuzz.test.ts's hostile sample.
+ * The real process's exit code and streams for a bad dry run: test/config/fuzz.test.ts's hostile sample.
  */
 async function refusal(args: string[], vars: Record<string, string> = {}) {
   const saved = process.env;

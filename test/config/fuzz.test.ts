@@ -386,6 +386,9 @@ test('on the real command line, a sample of hostile flags and variables exits 2 
       [[], { OVN_GWMODE_CONSTRUCTOR: 'x' }, /^ovn-gwmode-agent: OVN_GWMODE_CONSTRUCTOR: no such setting/],
       [[], { OVN_GWMODE_RESTART: pick(rng, ['CRI', 'kill', '']) }, /^ovn-gwmode-agent: --restart: /],
       [['--bogus-' + int(rng, 1000)], {}, /^ovn-gwmode-agent: unknown flag --bogus-\d+; see --help\n$/],
+      // A dry run spelt in a way not taken would act: refused (every spelling: test/cli/booleans.test.ts).
+      [[], { OVN_GWMODE_DRY_RUN: pick(rng, ['enabled', ' 1', 'y']) }, /^ovn-gwmode-agent: OVN_GWMODE_DRY_RUN: /],
+      [['--dry-run=' + pick(rng, ['maybe', 'enable'])], {}, /^ovn-gwmode-agent: --dry-run: /],
     ];
     for (const [args, env, expected] of bad) {
       const r = spawnSync(process.execPath, [CLI, ...base, ...args], {

@@ -30,12 +30,12 @@ const RELEASES: Release[] = ['4.8', '4.8-fixed', '4.9', '4.10', '4.11', '4.12'];
 const STARTS = ['shared', 'local-bug', 'local'] as const;
 type Start = (typeof STARTS)[number];
 type Mode = 'local' | 'shared';
-// --layout and where the service CIDRs come from do not meet in the agent's logic (the
-// layout is decided from os-release, ovnkube-node and the flag; the CIDRs only name the routes
-// to look at): each is varied, in pairs, not crossed.
+// --layout and where the service CIDRs come from are varied in pairs, not crossed: --layout auto
+// with the CIDRs by flag, and --layout legacy with ovnkube.conf, the pair where the file's 4.10+
+// keys must beat the flag (src/core/platform.ts); on 4.8/4.9 those rows have no os-release.
 const LAYOUT_CONF = [
-  { layout: 'auto', conf: true },
-  { layout: 'legacy', conf: false },
+  { layout: 'auto', conf: false },
+  { layout: 'legacy', conf: true },
 ] as const;
 
 interface Case {
