@@ -1,23 +1,15 @@
 // Reading the mode file, and watching it.
 //
-// A ConfigMap volume (a directory holding kubelet's atomic writer's `..data`, or one of
-// its keys) holds a ConfigMap's value, read as the cluster network operator reads
-// gateway-mode-config (parse.ts, configMapMode): `mode` exactly "local" or "shared",
-// anything else shared. A volume without the `mode` key is shared too, as on the cluster:
-// a ConfigMap without the key, or an `optional: true` volume of a ConfigMap that does not
-// exist (an empty directory, `..data` included: kubelet's first write of even an empty
-// payload makes it; kubernetes pkg/volume/util/atomic_writer.go, Write, at 00e11024cf8c).
-// A source that is not there at all (a volume not mounted yet, a host path made later) is
-// not read as anything: the agent waits for it (ModeNotRead) rather than guess what it
-// will be. A plain host file, or a directory without `..data`, keeps its own reading (a
-// bare word, or a manifest).
+// A ConfigMap volume (a directory holding kubelet's atomic writer's `..data`, or one of its keys)
+// is read as the cluster network operator reads gateway-mode-config (parse.ts, configMapMode); one
+// without the `mode` key is shared, as on the cluster (an `optional` volume of a ConfigMap that does
+// not exist has `..data` too: kubernetes pkg/volume/util/atomic_writer.go, Write, at 00e11024cf8c).
+// A source not there at all is waited for (ModeNotRead), never guessed. A plain host file, or a
+// directory without `..data`, keeps its own reading (a bare word, or a manifest).
 //
-// A ConfigMap volume's keys are symlinks through `..data`, which kubelet's atomic writer
-// swaps to a new timestamped directory on each update; watching a key alone misses the
-// last of several quick swaps, so the whole directory is watched, and every change is
-// reported at once (no debounce: the owner loop coalesces wake-ups). Whether a read may
-// be taken is settled.ts's rule. The owner loop also re-reads on every periodic resync:
-// a missed event costs at most one resync interval.
+// Every change is reported at once (no debounce: the owner loop coalesces wake-ups, and re-reads
+// at each resync: a missed event costs at most one resync interval). Whether a read may be taken
+// is settled.ts's rule.
 import { watch, type FSWatcher } from 'chokidar';
 import { constants, lstatSync, readlinkSync, realpathSync, statSync, type BigIntStats } from 'node:fs';
 import { lstat, open, stat } from 'node:fs/promises';
@@ -53,21 +45,8 @@ async function isVolume(dir: string): Promise<boolean> {
   }
 }
 
-/** Whether `file` is a key of a ConfigMap volume: a symlink beside a `..data` symlink (kubelet's atomic writer). */
-async function isVolumeKey(file: string): Promise<boolean> {
-  try {
-    return (await lstat(file)).isSymbolicLink() && (await isVolume(path.dirname(file)));
-  } catch {
-    return false;
-  }
-}
-
 /** Whether a directory entry is there, a dangling symlink included. */
-const exists = (p: string): Promise<boolean> =>
-  lstat(p).then(
-    () => true,
-    () => false,
-  );
+const exists = (p: string): Promise<boolean> => lstat(p).then(Boolean, () => false);
 
 const asRead = (parsed: ModeParse): ModeRead =>
   parsed.mode
@@ -89,7 +68,8 @@ async function readModeFile(source: string): Promise<{ read: ModeRead; facts: Re
     try {
       const before = await handle.stat({ bigint: true });
       if (!before.isFile()) return done({ mode: null, error: `${file} is not a regular file` });
-      facts.atomic = await isVolumeKey(file);
+      // A key of a volume: a symlink beside `..data`, its content whole before the swap.
+      facts.atomic = configMap && (await lstat(file)).isSymbolicLink();
       // Read one byte past the limit rather than trusting the size from stat: the
       // file may grow between the two calls.
       const buffer = Buffer.alloc(MAX_MODE_FILE_BYTES + 1);
@@ -172,7 +152,11 @@ const isDirectory = (p: string): boolean => {
 
 const WATCH = { ignoreInitial: true, followSymlinks: false, atomic: false };
 
-/** What to watch for a mode source, and how: see watchModeSource. */
+/**
+ * Where to watch `file`: a directory (a ConfigMap volume) itself, one level deep, as its keys change by
+ * the swap of `..data` in it (a key's own watch missed the last of quick swaps); a file in its directory,
+ * as editors and `kubectl cp` replace files by rename; under a missing directory, its nearest ancestor.
+ */
 function placement(resolved: string): { target: string; kind: 'dir' | 'file' | 'ancestor' } {
   if (isDirectory(resolved)) return { target: resolved, kind: 'dir' };
   let target = path.dirname(resolved);
@@ -184,15 +168,68 @@ function placement(resolved: string): { target: string; kind: 'dir' | 'file' | '
 /**
  * Where a mode file that is a symlink leads (one link followed; null for no link): its target
  * replaced by rename there (`/etc/mode -> /srv/mode`) changes nothing in the link's directory.
+ * Read from the link's real directory, as the kernel does, into the target's real directory
+ * where there is one (a ConfigMap key's: the one kubelet removes after each swap of `..data`).
  */
 function linkTarget(file: string): string | null {
   try {
     if (!lstatSync(file).isSymbolicLink()) return null;
-    const to = path.resolve(path.dirname(file), readlinkSync(file));
-    return path.join(realpathSync(path.dirname(to)), path.basename(to));
+    const to = path.resolve(realpathSync(path.dirname(file)), readlinkSync(file));
+    const dir = path.dirname(to);
+    return path.join(isDirectory(dir) ? realpathSync(dir) : dir, path.basename(to));
   } catch {
     return null;
   }
+}
+
+/**
+ * Calls fire on a change of `file` (of anything in it, for a directory) where placement puts
+ * its watch, and moves it down (or up) when a directory on the way comes (or goes). `moved`: fire once
+ * in place, for what changed before. A watcher is closed only once ready: chokidar 5 closed
+ * while it scans, as a file there goes, can watch the path again and leak an inotify handle.
+ */
+function watchPath(file: string, fire: () => void, retire: (closing: Promise<void>) => void, moved: boolean) {
+  const onPath = (p: string) => p === file || file.startsWith(p + path.sep);
+  let closed = false;
+  let current: { watcher: FSWatcher; close: () => Promise<void> };
+  let placed: () => void = () => undefined;
+  const ready = new Promise<void>((resolve) => (placed = resolve));
+  const arm = (moved: boolean) => {
+    const { target, kind } = placement(file);
+    const watcher: FSWatcher = watch(target, { ...WATCH, depth: kind === 'dir' ? 1 : 0 });
+    const up = new Promise<void>((resolve) => watcher.once('ready', resolve));
+    let scanned = false;
+    const stillPlaced = () => {
+      const now = placement(file);
+      return now.target === target && now.kind === kind;
+    };
+    const move = () => {
+      if (closed || watcher !== current.watcher) return;
+      retire(current.close());
+      arm(true);
+    };
+    // Nothing before ready: chokidar 5 reports the symlinks of its initial scan despite ignoreInitial.
+    // The file gone: its directory may have gone with it, and one made again in its place
+    // (`rm -rf /srv; mkdir /srv`, the same inode maybe) is not the one watched: place anew.
+    watcher.on('all', (event, changed) => {
+      if (!scanned || watcher !== current.watcher) return;
+      const p = path.resolve(changed);
+      if (kind === 'dir' || p === file) fire();
+      if ((p === file && event.startsWith('unlink')) || (onPath(p) && !stillPlaced())) move();
+    });
+    // What appeared while the watch was starting is in its initial scan, which
+    // ignoreInitial hides: look again once it is ready, and after a move re-read.
+    watcher.once('ready', () => {
+      scanned = true;
+      if (!stillPlaced()) return move();
+      if (watcher === current.watcher) placed();
+      if (moved) fire();
+    });
+    watcher.on('error', fire);
+    current = { watcher, close: () => up.then(() => watcher.close()) };
+  };
+  arm(moved);
+  return { file, ready, close: () => ((closed = true), placed(), current.close()) };
 }
 
 /**
@@ -201,19 +238,15 @@ function linkTarget(file: string): string | null {
  * the source now is), or it is closed: a change before that may go unseen.
  */
 export function watchModeSource(source: string, onChange: () => void): ModeWatch & { ready: Promise<void> } {
-  // A directory (ConfigMap volume) is watched itself, one level deep: its keys change
-  // by the swap of the `..data` link inside it. A plain file is watched through its
-  // directory, since editors and `kubectl cp` replace files by rename. A missing
-  // directory is watched through its nearest existing ancestor; when a directory on
-  // the way appears, the watch moves down to it. A symlink is watched through its target's
-  // directory too (linkTarget), and that watch follows the link when it changes.
+  // The source is watched, and so is its target if it is a symlink (linkTarget): followed as it changes.
   const resolved = path.resolve(source);
-  const onPath = (p: string) => p === resolved || resolved.startsWith(p + path.sep);
   let closed = false;
-  let current: FSWatcher;
-  let placed: () => void = () => undefined;
-  const ready = new Promise<void>((resolve) => (placed = resolve));
-  const retired: Array<Promise<void>> = [];
+  const retired = new Set<Promise<void>>();
+  const retire = (closing: Promise<void>) => {
+    const done = () => retired.delete(closing);
+    retired.add(closing);
+    void closing.then(done, done);
+  };
   // chokidar passes on one change of a file per 50 ms (its throttle) and drops the rest:
   // a second write within that window would go unseen until the resync when the first
   // read was taken at once (an old mtime: `cp -p`, `rsync -t`; a volume swapped twice).
@@ -230,60 +263,22 @@ export function watchModeSource(source: string, onChange: () => void): ModeWatch
       if (!closed) onChange();
     }, TRAILING_MS);
   };
-  const arm = (moved: boolean) => {
-    const { target, kind } = placement(resolved);
-    const watcher: FSWatcher = watch(target, { ...WATCH, depth: kind === 'dir' ? 1 : 0 });
-    const stillPlaced = () => {
-      const now = placement(resolved);
-      return now.target === target && now.kind === kind;
-    };
-    const move = () => {
-      if (closed || watcher !== current) return;
-      retired.push(watcher.close());
-      arm(true);
-    };
-    watcher.on('all', (_event, changed) => {
-      if (watcher !== current) return;
-      const p = path.resolve(changed);
-      if (kind === 'dir' || p === resolved) fire();
-      if (onPath(p) && !stillPlaced()) move();
-    });
-    // What appeared while the watch was starting is in its initial scan, which
-    // ignoreInitial hides: look again once it is ready, and after a move re-read.
-    watcher.once('ready', () => {
-      if (!stillPlaced()) return move();
-      if (watcher === current) placed();
-      if (moved) fire();
-    });
-    watcher.on('error', fire);
-    current = watcher;
-  };
-  // Closed only once ready: chokidar 5 closed while it scans, as a file there goes, can
-  // watch the path again and leak an inotify handle.
-  const watchTarget = (target: string | null, moved: boolean) => {
-    if (target === null) return null;
-    const watcher = watch(path.dirname(target), { ...WATCH, depth: 0 });
-    watcher.on('all', (_event, changed) => path.resolve(changed) === target && fire());
-    watcher.on('error', fire);
-    const ready = new Promise<void>((resolve) => watcher.once('ready', resolve));
-    if (moved) void ready.then(fire); // what the new target became before its watch was in place
-    return { target, ready, close: () => ready.then(() => watcher.close()) };
-  };
+  const watchTarget = (target: string | null, moved: boolean) =>
+    target === null ? null : watchPath(target, fire, retire, moved);
   let linked = watchTarget(linkTarget(resolved), false);
   const follow = () => {
     const target = linkTarget(resolved);
-    if (closed || target === (linked?.target ?? null)) return;
-    if (linked) retired.push(linked.close());
+    if (closed || target === (linked?.file ?? null)) return;
+    if (linked) retire(linked.close());
     linked = watchTarget(target, true);
   };
-  arm(false);
+  const main = watchPath(resolved, fire, retire, false);
   return {
-    ready: Promise.all([ready, linked?.ready]).then(() => undefined),
+    ready: Promise.all([main.ready, linked?.ready]).then(() => undefined),
     close: async () => {
       closed = true;
       clearTimeout(trailing);
-      placed();
-      await Promise.all([...retired, current.close(), linked?.close()]);
+      await Promise.all([...retired, main.close(), linked?.close()]);
     },
   };
 }

@@ -127,47 +127,149 @@ async function noWatchLeft() {
   assert.equal(open(), 0, 'an inotify handle left open');
 }
 
-test('a mode file that is a symlink into another directory is reported when its target is replaced by rename, and after the link is pointed elsewhere', async () => {
-  const root = mkdtempSync(path.join(tmpdir(), 'gwmode-link-'));
-  const [etc, srv, opt] = ['etc', 'srv', 'opt'].map((d) => path.join(root, d)) as [string, string, string];
-  for (const d of [etc, srv, opt]) mkdirSync(d);
-  /** Replaced by rename, as editors, `kubectl cp` and config tools do. */
-  const replace = (file: string, content: string) => {
-    writeFileSync(file + '.tmp', content);
-    renameSync(file + '.tmp', file);
-  };
-  replace(path.join(srv, 'mode'), 'shared\n');
-  replace(path.join(opt, 'mode'), 'shared\n');
-  const source = path.join(etc, 'mode');
-  symlinkSync(path.join(srv, 'mode'), source);
-  let calls = 0;
+/** Replaced by rename, as editors, `kubectl cp` and config tools do. */
+function replace(file: string, content: string) {
+  writeFileSync(file + '.tmp', content);
+  renameSync(file + '.tmp', file);
+}
+
+/** A watch of source, counting its calls; reported(what, change) makes change once the calls before have stopped and waits for a call after it. */
+function watched(source: string) {
+  const seen = { calls: 0 };
   let wake: () => void = () => undefined;
-  const watch = watchModeSource(source, () => (calls++, wake()));
-  /** Makes `change` once the calls of what came before have stopped, and waits for a call after it. */
+  const watch = watchModeSource(source, () => (seen.calls++, wake()));
   const reported = async (what: string, change: () => void) => {
-    for (let seen = -1; seen !== calls; await new Promise((r) => setTimeout(r, 300))) seen = calls;
+    for (let last = -1; last !== seen.calls; await new Promise((r) => setTimeout(r, 300))) last = seen.calls;
     const called = within(new Promise<void>((resolve) => (wake = resolve)), 15_000, `the callback after ${what}`);
     change();
     await called;
   };
+  return { watch, seen, reported };
+}
+
+/** Runs body with a watch in place of root/`name` (set up by setUp in a fresh root with etc/ in it); closes it, and checks no inotify handle is left. */
+async function linkCase(
+  name: string,
+  setUp: (root: string, source: string) => void,
+  body: (w: ReturnType<typeof watched>, root: string) => Promise<void>,
+) {
+  const root = mkdtempSync(path.join(tmpdir(), 'gwmode-link-'));
+  mkdirSync(path.join(root, 'etc'));
+  const source = path.join(root, name);
+  setUp(root, source);
+  const w = watched(source);
   try {
-    await within(watch.ready, 15_000, 'the watch in place');
-    // Each time: a watch of the target file itself (inotify follows links) would see the first only.
-    for (const [dir, modes] of [[srv, ['local', 'shared', 'local']] as const, [opt, ['local', 'shared']] as const]) {
-      if (dir === opt) {
-        await reported('the link is pointed elsewhere', () => {
-          symlinkSync(path.join(opt, 'mode'), source + '.tmp');
-          renameSync(source + '.tmp', source);
-        });
-        assert.deepEqual(await readModeSource(source), { mode: 'shared', error: null });
-      }
-      for (const mode of modes) {
-        await reported(`${dir}/mode is replaced (${mode})`, () => replace(path.join(dir, 'mode'), `${mode}\n`));
-        assert.deepEqual(await readModeSource(source), { mode, error: null });
-      }
-    }
+    await within(w.watch.ready, 15_000, 'the watch in place');
+    await body(w, root);
   } finally {
-    await within(watch.close(), 5_000, 'closing the watch');
+    await within(w.watch.close(), 5_000, 'closing the watch');
+    rmSync(root, { recursive: true, force: true });
+  }
+  await noWatchLeft();
+}
+
+test('a mode file that is a symlink into another directory is reported when its target is replaced by rename, and after the link is pointed elsewhere', async () => {
+  const dirs = (root: string) => ['srv', 'opt'].map((d) => path.join(root, d)) as [string, string];
+  await linkCase(
+    'etc/mode',
+    (root, source) => {
+      for (const d of dirs(root)) (mkdirSync(d), replace(path.join(d, 'mode'), 'shared\n'));
+      symlinkSync(path.join(root, 'srv', 'mode'), source);
+    },
+    async ({ reported }, root) => {
+      const [srv, opt] = dirs(root);
+      const source = path.join(root, 'etc', 'mode');
+      // Each time: a watch of the target file itself (inotify follows links) would see the first only.
+      for (const [dir, modes] of [[srv, ['local', 'shared', 'local']] as const, [opt, ['local', 'shared']] as const]) {
+        if (dir === opt) {
+          await reported('the link is pointed elsewhere', () => {
+            symlinkSync(path.join(opt, 'mode'), source + '.tmp');
+            renameSync(source + '.tmp', source);
+          });
+          assert.deepEqual(await readModeSource(source), { mode: 'shared', error: null });
+        }
+        for (const mode of modes) {
+          await reported(`${dir}/mode is replaced (${mode})`, () => replace(path.join(dir, 'mode'), `${mode}\n`));
+          assert.deepEqual(await readModeSource(source), { mode, error: null });
+        }
+      }
+    },
+  );
+});
+
+test('a mode file (plain, or a symlink to it) is still reported after its directory was removed and made again, at once or later', async () => {
+  for (const [name, later] of [
+    ['srv/mode', false],
+    ['srv/mode', true],
+    ['etc/mode', false],
+    ['etc/mode', true],
+  ] as const) {
+    await linkCase(
+      name,
+      (root, source) => {
+        mkdirSync(path.join(root, 'srv'));
+        replace(path.join(root, 'srv', 'mode'), 'shared\n');
+        if (name === 'etc/mode') symlinkSync(path.join(root, 'srv', 'mode'), source);
+      },
+      async ({ reported }, root) => {
+        const srv = path.join(root, 'srv');
+        // At once, as a script does (the new directory may well get the old one's inode), or
+        // once the removal was told (then the link leads nowhere for a while).
+        await reported('the directory is removed', () => {
+          rmSync(srv, { recursive: true });
+          if (!later) mkdirSync(srv);
+        });
+        for (const mode of ['local', 'shared']) {
+          await reported(`${name}: srv/mode is replaced (${mode})`, () => {
+            mkdirSync(srv, { recursive: true });
+            replace(path.join(srv, 'mode'), `${mode}\n`);
+          });
+          assert.deepEqual(await readModeSource(path.join(root, name)), { mode, error: null });
+        }
+      },
+    );
+  }
+});
+
+test("a relative symlink is followed from the link's real directory, as the kernel does: etc/gw -> x/gw, x/gw/mode -> ../srv/mode leads to x/srv/mode", async () => {
+  await linkCase(
+    'etc/gw/mode',
+    (root) => {
+      for (const d of ['x/gw', 'x/srv']) mkdirSync(path.join(root, d), { recursive: true });
+      replace(path.join(root, 'x', 'srv', 'mode'), 'shared\n');
+      symlinkSync('../srv/mode', path.join(root, 'x', 'gw', 'mode'));
+      symlinkSync(path.join(root, 'x', 'gw'), path.join(root, 'etc', 'gw'));
+    },
+    async ({ reported }, root) => {
+      for (const mode of ['local', 'shared']) {
+        await reported(`x/srv/mode is replaced (${mode})`, () =>
+          replace(path.join(root, 'x', 'srv', 'mode'), `${mode}\n`),
+        );
+        assert.deepEqual(await readModeSource(path.join(root, 'etc', 'gw', 'mode')), { mode, error: null });
+      }
+    },
+  );
+});
+
+test('a watch makes no call at start: of a symlink, a link in its own directory, a ConfigMap volume or one of its keys', async () => {
+  const root = mkdtempSync(path.join(tmpdir(), 'gwmode-start-'));
+  volume(root, 'shared');
+  replace(path.join(root, 'real'), 'shared\n');
+  symlinkSync(path.join(root, 'real'), path.join(root, 'mode'));
+  symlinkSync('real', path.join(root, 'near'));
+  const sources = ['mode', 'near', 'volume', 'volume/mode'].map((s) => path.join(root, s));
+  const ws = sources.map(watched);
+  try {
+    await within(Promise.all(ws.map((w) => w.watch.ready)), 15_000, 'the watches in place');
+    // Well past the trailing re-report (TRAILING_MS) of a call at start.
+    await new Promise((r) => setTimeout(r, 500));
+    assert.deepEqual(
+      ws.map((w) => w.seen.calls),
+      sources.map(() => 0),
+      sources.join(', '),
+    );
+  } finally {
+    await Promise.all(ws.map((w) => w.watch.close()));
     rmSync(root, { recursive: true, force: true });
   }
   await noWatchLeft();
