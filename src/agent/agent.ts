@@ -68,12 +68,10 @@ export class Agent {
     const { log, clock } = deps;
     this.options = options;
     this.scheduler = new Scheduler({ log, clock, random: deps.random, pass: () => this.pass() });
-    const wake = this.kick.bind(this);
     const recorder = deps.recorder ?? NO_RECORDER;
-    const settlingIn = (ms: number) => this.scheduler.modeSettlingIn(ms);
-    this.inputs = new Inputs({ ...deps, log, clock, recorder, wake, settlingIn }, options.modePath);
+    this.inputs = new Inputs({ ...deps, log, clock, recorder, scheduler: this.scheduler }, options.modePath);
     this.journal = new JournalKeeper({ journal: deps.journal, clock, bootId: deps.bootId ?? null, log });
-    this.restarts = new RestartRunner(deps.strategy, log, wake);
+    this.restarts = new RestartRunner(deps.strategy, log, (why) => this.kick(why));
   }
 
   async init(): Promise<void> {
@@ -174,14 +172,14 @@ export class Agent {
     const startedAt = clock.now();
     // docs/design.md, "The echo window": an echo not seen by now comes late; this pass observes anyway.
     this.inputs.forgetEchoes();
-    const routeEventOnly = !this.scheduler.takeFullScan();
+    const asked = this.scheduler.take();
     const end: PassEnd = {};
     let failedWith: string | null = null;
     try {
-      if (this.scheduler.takeModeRead()) await this.inputs.readDesired();
+      if (asked.readMode) await this.inputs.readDesired();
       const { config, restart } = this.options;
       const target = { mode: this.inputs.desired };
-      const input = { config, target, rounds: MAX_ROUNDS, restart, routeEventOnly };
+      const input = { config, target, rounds: MAX_ROUNDS, restart, routeEventOnly: !asked.fullScan };
       const { last } = await runPass(this.engine(), input, this.state);
       end.again = !last.acted && last.decision.steps.length + last.decision.records.length > 0;
       end.wakeInMs = this.state.outcome?.decision.wakeInMs;

@@ -17,6 +17,7 @@ import type {
   PlannerConfig,
   ReplaceAction,
 } from '../core/types.js';
+import { coded } from '../dataplane/errors.js';
 import type { Dataplane } from '../dataplane/types.js';
 import { parseCidr } from '../net/cidr.js';
 import type { Outcome } from '../status/report.js';
@@ -185,9 +186,7 @@ function fightSeen(desired: DesiredMode, config: PlannerConfig, observed: Observ
 // ---- `plan`, `apply`, `rollback`: one pass
 
 /** The migration replaced routes the given service CIDRs do not name: a bad flag (exit 2). */
-export class RollbackCidrsError extends Error {
-  readonly code = 'ERR_GWMODE_ROLLBACK_CIDRS';
-}
+export class RollbackCidrsError extends coded('ERR_GWMODE_ROLLBACK_CIDRS') {}
 
 export interface OnceResult {
   /** A mode target's plan before acting, and after (the same when nothing was done); null for a rollback. */

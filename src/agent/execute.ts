@@ -9,7 +9,7 @@ import { must } from '../core/must.js';
 import { errorCode, NO_RECORDER, type AgentRecorder } from '../core/recorder.js';
 import { renderNextHop } from '../core/route.js';
 import type { DesiredMode, ReplaceAction } from '../core/types.js';
-import { NetlinkError } from '../dataplane/errors.js';
+import { coded, NetlinkError } from '../dataplane/errors.js';
 import type { Dataplane } from '../dataplane/types.js';
 import type { RestartStrategy } from '../restart/strategy.js';
 import type { JournalKeeper } from './journal-keeper.js';
@@ -179,13 +179,8 @@ function outcomeUnknown(err: unknown): boolean {
   return !(err instanceof NetlinkError) || e.syscall === 'recvmsg';
 }
 
-export class VerifyError extends Error {
-  readonly code = 'ERR_GWMODE_VERIFY';
-}
-
-export class PutBackError extends Error {
-  readonly code = 'ERR_GWMODE_PUT_BACK';
-}
+export class VerifyError extends coded('ERR_GWMODE_VERIFY') {}
+export class PutBackError extends coded('ERR_GWMODE_PUT_BACK') {}
 
 /** A replace failed and every route changed before it was put back: its error is the cause, its code this one's. */
 export class RevertedError extends Error {
@@ -197,8 +192,7 @@ export class RevertedError extends Error {
 }
 
 /** A one-shot command was told to stop between two replaces: none started after, nothing put back (a change too). */
-export class InterruptedError extends Error {
-  readonly code = 'ERR_GWMODE_INTERRUPTED';
+export class InterruptedError extends coded('ERR_GWMODE_INTERRUPTED') {
   constructor(
     readonly signal: string,
     readonly done: ReplaceAction[],
@@ -214,8 +208,9 @@ export class InterruptedError extends Error {
  */
 export class RestartRunner {
   private requesting: Promise<void> = Promise.resolve();
-  private pending = false;
-  private heard: RestartAnswer | null = null;
+  inFlight = false;
+  /** Not yet taken into a decision. */
+  answer: RestartAnswer | null = null;
 
   constructor(
     private readonly strategy: RestartStrategy,
@@ -223,18 +218,9 @@ export class RestartRunner {
     private readonly wake: (why: string) => void,
   ) {}
 
-  get inFlight(): boolean {
-    return this.pending;
-  }
-
-  /** Not yet taken into a decision. */
-  get answer(): RestartAnswer | null {
-    return this.heard;
-  }
-
   /** In a decision about to be carried out: not handed out again. */
   took(answer: RestartAnswer | null): void {
-    if (answer !== null && this.heard === answer) this.heard = null;
+    if (answer !== null && this.answer === answer) this.answer = null;
   }
 
   /** Once the request is journaled: sends it without awaiting it. */
@@ -245,10 +231,10 @@ export class RestartRunner {
       { strategy: strategy.name, target: describe, mode: step.migration.mode },
       `restarting ovnkube-node: ${describe}`,
     );
-    this.pending = true;
+    this.inFlight = true;
     const answered = (err: unknown) => {
-      this.pending = false;
-      this.heard = { step, error: err === null ? null : { message: (err as Error).message, code: errorCode(err) } };
+      this.inFlight = false;
+      this.answer = { step, error: err === null ? null : { message: (err as Error).message, code: errorCode(err) } };
       this.wake('restart request answered');
     };
     this.requesting = strategy.restart(step.target).then(

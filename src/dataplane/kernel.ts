@@ -21,7 +21,6 @@ import {
   RequestChannel,
   type NetlinkSocket,
   type NetlinkTransport,
-  type Skip,
 } from './channel.js';
 import * as nl from './codec.js';
 import { NetlinkDecodeError, NetlinkError } from './errors.js';
@@ -204,7 +203,7 @@ export class KernelDataplane implements Dataplane {
     what: string,
     build: (seq: number, port: number) => Buffer,
     pick: (msg: nl.NetlinkMessage) => T | undefined,
-    skip?: Skip,
+    skip?: nl.Skip,
   ): Promise<T[]> {
     for (let attempt = 1; ; attempt++) {
       const items: T[] = [];
