@@ -195,7 +195,6 @@ export interface OnceResult {
   actions: ReplaceAction[];
   applied: boolean;
   refusals: Reason[];
-  migration: Migration | null;
 }
 
 /** One pass under --restart none, acting once when `act` (`apply`, `rollback --yes`). */
@@ -204,19 +203,11 @@ export async function once(
   config: PlannerConfig,
   target: Target,
 ): Promise<OnceResult> {
-  const migration = deps.journal?.data.migration ?? null;
-  if ('rollback' in target) assertNamed(migration, config, target.rollback.cidrsFrom);
+  if ('rollback' in target) assertNamed(deps.journal?.data.migration ?? null, config, target.rollback.cidrsFrom);
   const input = { config, target, rounds: deps.act ? 1 : 0, restart: NO_RESTART };
   const { first, last } = await runPass(deps, input, { fights: NO_FIGHTS });
-  const applied = first.acted && first.decision.steps.length > 0;
-  return {
-    planned: first.planned,
-    final: last.planned,
-    actions: first.actions,
-    applied,
-    refusals: first.refusals,
-    migration,
-  };
+  const { planned, actions, refusals, acted, decision } = first;
+  return { planned, final: last.planned, actions, applied: acted && decision.steps.length > 0, refusals };
 }
 
 /** A migration route outside the given service CIDRs would read as "no route" while it is there. */

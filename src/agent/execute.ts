@@ -22,6 +22,7 @@ export interface Effects {
   clock: Clock;
   /** Null for `plan`, which reads none and never acts. */
   journal: JournalKeeper | null;
+  /** Told of each step carried out (metrics, the event history). */
   recorder?: AgentRecorder;
   /** The loop's; a one-shot command restarts nothing. */
   restarts?: { strategy: RestartStrategy; runner: RestartRunner };
@@ -207,7 +208,8 @@ export class InterruptedError extends coded('ERR_GWMODE_INTERRUPTED') {
  * it goes out; its answer wakes a pass whose decision records it (core/decide.ts, `heard`).
  */
 export class RestartRunner {
-  private requesting: Promise<void> = Promise.resolve();
+  /** Resolves once the request under way (if any) has been answered. */
+  settled: Promise<void> = Promise.resolve();
   inFlight = false;
   /** Not yet taken into a decision. */
   answer: RestartAnswer | null = null;
@@ -237,13 +239,9 @@ export class RestartRunner {
       this.answer = { step, error: err === null ? null : { message: (err as Error).message, code: errorCode(err) } };
       this.wake('restart request answered');
     };
-    this.requesting = strategy.restart(step.target).then(
+    this.settled = strategy.restart(step.target).then(
       () => answered(null),
       (err: unknown) => answered(err ?? new Error('the restart request failed')),
     );
-  }
-
-  settled(): Promise<void> {
-    return this.requesting;
   }
 }

@@ -48,13 +48,8 @@ export class Scheduler {
   /** (Re)starts the periodic resync, first tick ms from now. */
   resyncEvery(ms: number): void {
     this.clear('resync');
-    this.timers.set(
-      'resync',
-      every(ms, () => {
-        this.deps.log.debug('periodic resync');
-        if (!this.retryPending) this.kick('periodic resync');
-      }),
-    );
+    const tick = () => !this.retryPending && this.kick('periodic resync');
+    this.timers.set('resync', every(ms, tick));
   }
 
   /** Asks for a pass; one woken by netlink events alone skips the mode file, by route events alone the /proc scan. */

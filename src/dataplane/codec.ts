@@ -115,12 +115,6 @@ function streamOf(fill: (out: InstanceType<typeof structs.AttrStream>) => void):
   return out.bufs;
 }
 
-function u32(value: number): Buffer {
-  const b = Buffer.alloc(4);
-  b.writeUInt32LE(value >>> 0, 0);
-  return b;
-}
-
 export function encodeLinkDump(seq: number, port: number): Buffer {
   const payload = streamOf((out) => rt.formatLinkMessage({ kind: 'link', data: {}, attrs: {} }, out));
   return encode(RTM_GETLINK, NLM_F_REQUEST | NLM_F_DUMP, seq, port, payload);
@@ -164,7 +158,7 @@ export function encodeRoute(type: number, flags: number, seq: number, port: numb
           priority: r.priority,
           ...(r.gateway ? { gateway: r.gateway } : {}),
           ...(r.oif === undefined ? {} : { oif: r.oif }),
-          ...(r.mtu === undefined ? {} : { metrics: { mtu: u32(r.mtu) } }),
+          ...(r.mtu === undefined ? {} : { metrics: { mtu: Buffer.from(new Uint32Array([r.mtu]).buffer) } }),
         },
       },
       out,
