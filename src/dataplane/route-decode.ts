@@ -177,6 +177,7 @@ export function decodeRoute(payload: Buffer): DecodedRoute {
   let encap: string | undefined;
   for (const a of attrs) {
     const type = a.type & NLA_TYPE_MASK;
+    // No attribute this module reads comes in network byte order: one flagged so is undecodable.
     const name = a.type & NLA_F_NET_BYTEORDER ? 'byte order' : RTA_NAMES[type];
     const add = (text: string, order = type): number => out.push([order, text]);
     const bad = (): void => undecodable(out, type, a.data);
