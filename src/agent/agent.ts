@@ -1,40 +1,32 @@
 // The daemon's owner loop: one owner of the state, everything else only wakes it. Each pass runs
 // the engine the one-shot commands run (engine.ts); its parts and races: docs/design.md.
-import type { Logger } from 'pino';
-import type { Clock } from '../clock.js';
 import { heard, type RestartSettings, type Summary } from '../core/decide.js';
 import { NO_FIGHTS } from '../core/fights.js';
 import { watchedOf } from '../core/planner.js';
 import { reason, type Reason } from '../core/reasons.js';
-import { errorCode, NO_RECORDER, type AgentRecorder } from '../core/recorder.js';
+import { errorCode, NO_RECORDER } from '../core/recorder.js';
 import type { PlannerConfig } from '../core/types.js';
-import type { Dataplane } from '../dataplane/types.js';
-import type { ModePending, ModeRead, ModeWatch } from '../mode/source.js';
-import type { Journal } from '../restart/journal.js';
+import type { ModeWatch } from '../mode/source.js';
 import type { RestartStrategy } from '../restart/strategy.js';
 import { statusReport, summaryOf, type StatusReport } from '../status/report.js';
-import { runPass, type Engine, type LoopState, type OvnkubeProbe } from './engine.js';
+import { runPass, type Engine, type LoopState } from './engine.js';
 import { execute, RestartRunner } from './execute.js';
-import { Inputs } from './inputs.js';
-import { JournalKeeper } from './journal-keeper.js';
+import { Inputs, type InputsDeps } from './inputs.js';
+import { JournalKeeper, type JournalKeeperDeps } from './journal-keeper.js';
 import { Scheduler, type PassEnd } from './scheduler.js';
 
-export interface AgentDeps {
-  dataplane: Dataplane;
+export interface AgentDeps
+  extends
+    Pick<Engine, 'dataplane' | 'probe' | 'log' | 'clock' | 'recorder'>,
+    Pick<InputsDeps, 'readMode'>,
+    Pick<JournalKeeperDeps, 'journal'> {
   strategy: RestartStrategy;
-  journal: Pick<Journal, 'load' | 'save' | 'setAside'>;
-  probe: OvnkubeProbe;
-  log: Logger;
-  readMode: () => Promise<ModeRead | ModePending>;
   watchMode: (path: string, onChange: () => void) => ModeWatch;
-  clock: Clock;
   /** The journal's monotonic times are trusted only within one boot (journal-time.ts); null: unknown. */
   bootId?: string | null;
   random: () => number;
   /** What the process lacks (a capability), found at start: shown as warnings. */
   missing?: string[];
-  /** Told of each step carried out (metrics, the event history). */
-  recorder?: AgentRecorder;
 }
 
 export interface AgentOptions {
@@ -68,12 +60,10 @@ export class Agent {
     const { log, clock } = deps;
     this.options = options;
     this.scheduler = new Scheduler({ log, clock, random: deps.random, pass: () => this.pass() });
-    const wake = this.kick.bind(this);
     const recorder = deps.recorder ?? NO_RECORDER;
-    const settlingIn = (ms: number) => this.scheduler.modeSettlingIn(ms);
-    this.inputs = new Inputs({ ...deps, log, clock, recorder, wake, settlingIn }, options.modePath);
+    this.inputs = new Inputs({ ...deps, log, clock, recorder, scheduler: this.scheduler }, options.modePath);
     this.journal = new JournalKeeper({ journal: deps.journal, clock, bootId: deps.bootId ?? null, log });
-    this.restarts = new RestartRunner(deps.strategy, log, wake);
+    this.restarts = new RestartRunner(deps.strategy, log, (why) => this.kick(why));
   }
 
   async init(): Promise<void> {
@@ -105,7 +95,7 @@ export class Agent {
     await this.inputs.close();
     await halted;
     // No pass will record the answer now: recorded here, the next agent finds how the request went.
-    await this.restarts.settled();
+    await this.restarts.settled;
     const answer = this.restarts.answer;
     this.restarts.took(answer);
     const { records } = heard(this.journal.data.migration, answer, this.deps.clock.now());
@@ -160,13 +150,8 @@ export class Agent {
   }
 
   private engine(): Engine {
-    const { deps } = this;
-    return {
-      ...deps,
-      writes: this.inputs.ownWrites(),
-      journal: this.journal,
-      restarts: { strategy: deps.strategy, runner: this.restarts },
-    };
+    const restarts = { strategy: this.deps.strategy, runner: this.restarts };
+    return { ...this.deps, writes: this.inputs.ownWrites(), journal: this.journal, restarts };
   }
 
   private async pass(): Promise<PassEnd> {
@@ -174,14 +159,14 @@ export class Agent {
     const startedAt = clock.now();
     // docs/design.md, "The echo window": an echo not seen by now comes late; this pass observes anyway.
     this.inputs.forgetEchoes();
-    const routeEventOnly = !this.scheduler.takeFullScan();
+    const asked = this.scheduler.take();
     const end: PassEnd = {};
     let failedWith: string | null = null;
     try {
-      if (this.scheduler.takeModeRead()) await this.inputs.readDesired();
+      if (asked.readMode) await this.inputs.readDesired();
       const { config, restart } = this.options;
       const target = { mode: this.inputs.desired };
-      const input = { config, target, rounds: MAX_ROUNDS, restart, routeEventOnly };
+      const input = { config, target, rounds: MAX_ROUNDS, restart, routeEventOnly: !asked.fullScan };
       const { last } = await runPass(this.engine(), input, this.state);
       end.again = !last.acted && last.decision.steps.length + last.decision.records.length > 0;
       end.wakeInMs = this.state.outcome?.decision.wakeInMs;

@@ -26,20 +26,15 @@ import { Agent, type AgentOptions } from './agent.js';
 import type { OvnkubeProbe } from './engine.js';
 
 function strategyFor(s: Settings, stuckAfterMs: number): RestartStrategy {
-  switch (s.restart) {
-    case 'cri':
-      return new CriRestart({
-        endpoint: s.criEndpoint ?? undefined,
-        namespace: s.ovnkubeNamespace,
-        container: s.ovnkubeContainer,
-        graceSeconds: Math.ceil(s.restartGraceMs / 1000),
-        deadlineMs: criDeadlineMs(stuckAfterMs),
-      });
-    case 'signal':
-      return new SignalRestart();
-    case 'none':
-      return new NoRestart();
-  }
+  if (s.restart === 'signal') return new SignalRestart();
+  if (s.restart === 'none') return new NoRestart();
+  return new CriRestart({
+    endpoint: s.criEndpoint ?? undefined,
+    namespace: s.ovnkubeNamespace,
+    container: s.ovnkubeContainer,
+    graceSeconds: Math.ceil(s.restartGraceMs / 1000),
+    deadlineMs: criDeadlineMs(stuckAfterMs),
+  });
 }
 
 /** Bounded so that a stop always ends well inside systemd's 10 s expectation. */
@@ -63,12 +58,7 @@ export async function runDaemon(raw: RawRunOptions, initial: Settings, deps: Dae
   let settings = initial;
   let probe = deps.probeFor(initial);
   // One reader per path: it remembers what it saw of a file being written (wall time against its mtime).
-  const readerFor = (file: string) =>
-    new ModeReader(
-      file,
-      () => clock.wall(),
-      () => clock.now(),
-    );
+  const readerFor = (file: string) => new ModeReader(file, clock.wall.bind(clock), clock.now.bind(clock));
   let reader = readerFor(initial.modeFile);
   const supervisor = new Supervisor(deps.notifier, log.child({ component: 'systemd' }), deps.watchdogUsec, clock);
   const strategy = strategyFor(initial, supervisor.stuckAfterMs());
@@ -126,7 +116,15 @@ export async function runDaemon(raw: RawRunOptions, initial: Settings, deps: Dae
       }
     }
   });
-  const metricsListener = await listenMetrics(initial, metrics, server, log);
+  let metricsListener: MetricsListener | undefined;
+  try {
+    // /metrics over TCP when asked to (the `starting` line below names the address).
+    if (initial.metricsAddress !== null)
+      metricsListener = await MetricsListener.listen(parseListenAddress(initial.metricsAddress), metrics);
+  } catch (err) {
+    await server.close();
+    throw err;
+  }
   agent.onStatus((s) => supervisor.onStatus(s, agent.isReady()));
   log.info({ settings: { ...initial, serviceCidrs: initial.serviceCidrs.map((c) => c.text) } }, 'starting');
   agent.start();
@@ -197,24 +195,6 @@ function agentOptions(s: Settings, plannerConfig: (s: Settings) => PlannerConfig
       modeChecked: s.ovnkubeModeCheck === 'proc',
     },
   };
-}
-
-/** /metrics over TCP when asked to; a failure closes the socket server too. */
-async function listenMetrics(
-  s: Settings,
-  metrics: AgentMetrics,
-  server: StatusServer,
-  log: Logger,
-): Promise<MetricsListener | undefined> {
-  if (s.metricsAddress === null) return undefined;
-  try {
-    const listener = await MetricsListener.listen(parseListenAddress(s.metricsAddress), metrics);
-    log.info({ address: s.metricsAddress }, 'serving /metrics over TCP');
-    return listener;
-  } catch (err) {
-    await server.close();
-    throw err;
-  }
 }
 
 /** True when the agent did not stop within graceMs and was abandoned. */

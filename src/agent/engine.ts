@@ -17,6 +17,7 @@ import type {
   PlannerConfig,
   ReplaceAction,
 } from '../core/types.js';
+import { coded } from '../dataplane/errors.js';
 import type { Dataplane } from '../dataplane/types.js';
 import { parseCidr } from '../net/cidr.js';
 import type { Outcome } from '../status/report.js';
@@ -185,9 +186,7 @@ function fightSeen(desired: DesiredMode, config: PlannerConfig, observed: Observ
 // ---- `plan`, `apply`, `rollback`: one pass
 
 /** The migration replaced routes the given service CIDRs do not name: a bad flag (exit 2). */
-export class RollbackCidrsError extends Error {
-  readonly code = 'ERR_GWMODE_ROLLBACK_CIDRS';
-}
+export class RollbackCidrsError extends coded('ERR_GWMODE_ROLLBACK_CIDRS') {}
 
 export interface OnceResult {
   /** A mode target's plan before acting, and after (the same when nothing was done); null for a rollback. */
@@ -196,7 +195,6 @@ export interface OnceResult {
   actions: ReplaceAction[];
   applied: boolean;
   refusals: Reason[];
-  migration: Migration | null;
 }
 
 /** One pass under --restart none, acting once when `act` (`apply`, `rollback --yes`). */
@@ -205,19 +203,11 @@ export async function once(
   config: PlannerConfig,
   target: Target,
 ): Promise<OnceResult> {
-  const migration = deps.journal?.data.migration ?? null;
-  if ('rollback' in target) assertNamed(migration, config, target.rollback.cidrsFrom);
+  if ('rollback' in target) assertNamed(deps.journal?.data.migration ?? null, config, target.rollback.cidrsFrom);
   const input = { config, target, rounds: deps.act ? 1 : 0, restart: NO_RESTART };
   const { first, last } = await runPass(deps, input, { fights: NO_FIGHTS });
-  const applied = first.acted && first.decision.steps.length > 0;
-  return {
-    planned: first.planned,
-    final: last.planned,
-    actions: first.actions,
-    applied,
-    refusals: first.refusals,
-    migration,
-  };
+  const { planned, actions, refusals, acted, decision } = first;
+  return { planned, final: last.planned, actions, applied: acted && decision.steps.length > 0, refusals };
 }
 
 /** A migration route outside the given service CIDRs would read as "no route" while it is there. */

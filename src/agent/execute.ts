@@ -9,7 +9,7 @@ import { must } from '../core/must.js';
 import { errorCode, NO_RECORDER, type AgentRecorder } from '../core/recorder.js';
 import { renderNextHop } from '../core/route.js';
 import type { DesiredMode, ReplaceAction } from '../core/types.js';
-import { NetlinkError } from '../dataplane/errors.js';
+import { coded, NetlinkError } from '../dataplane/errors.js';
 import type { Dataplane } from '../dataplane/types.js';
 import type { RestartStrategy } from '../restart/strategy.js';
 import type { JournalKeeper } from './journal-keeper.js';
@@ -22,6 +22,7 @@ export interface Effects {
   clock: Clock;
   /** Null for `plan`, which reads none and never acts. */
   journal: JournalKeeper | null;
+  /** Told of each step carried out (metrics, the event history). */
   recorder?: AgentRecorder;
   /** The loop's; a one-shot command restarts nothing. */
   restarts?: { strategy: RestartStrategy; runner: RestartRunner };
@@ -179,13 +180,8 @@ function outcomeUnknown(err: unknown): boolean {
   return !(err instanceof NetlinkError) || e.syscall === 'recvmsg';
 }
 
-export class VerifyError extends Error {
-  readonly code = 'ERR_GWMODE_VERIFY';
-}
-
-export class PutBackError extends Error {
-  readonly code = 'ERR_GWMODE_PUT_BACK';
-}
+export class VerifyError extends coded('ERR_GWMODE_VERIFY') {}
+export class PutBackError extends coded('ERR_GWMODE_PUT_BACK') {}
 
 /** A replace failed and every route changed before it was put back: its error is the cause, its code this one's. */
 export class RevertedError extends Error {
@@ -197,8 +193,7 @@ export class RevertedError extends Error {
 }
 
 /** A one-shot command was told to stop between two replaces: none started after, nothing put back (a change too). */
-export class InterruptedError extends Error {
-  readonly code = 'ERR_GWMODE_INTERRUPTED';
+export class InterruptedError extends coded('ERR_GWMODE_INTERRUPTED') {
   constructor(
     readonly signal: string,
     readonly done: ReplaceAction[],
@@ -213,9 +208,11 @@ export class InterruptedError extends Error {
  * it goes out; its answer wakes a pass whose decision records it (core/decide.ts, `heard`).
  */
 export class RestartRunner {
-  private requesting: Promise<void> = Promise.resolve();
-  private pending = false;
-  private heard: RestartAnswer | null = null;
+  /** Resolves once the request under way (if any) has been answered. */
+  settled: Promise<void> = Promise.resolve();
+  inFlight = false;
+  /** Not yet taken into a decision. */
+  answer: RestartAnswer | null = null;
 
   constructor(
     private readonly strategy: RestartStrategy,
@@ -223,18 +220,9 @@ export class RestartRunner {
     private readonly wake: (why: string) => void,
   ) {}
 
-  get inFlight(): boolean {
-    return this.pending;
-  }
-
-  /** Not yet taken into a decision. */
-  get answer(): RestartAnswer | null {
-    return this.heard;
-  }
-
   /** In a decision about to be carried out: not handed out again. */
   took(answer: RestartAnswer | null): void {
-    if (answer !== null && this.heard === answer) this.heard = null;
+    if (answer !== null && this.answer === answer) this.answer = null;
   }
 
   /** Once the request is journaled: sends it without awaiting it. */
@@ -245,19 +233,15 @@ export class RestartRunner {
       { strategy: strategy.name, target: describe, mode: step.migration.mode },
       `restarting ovnkube-node: ${describe}`,
     );
-    this.pending = true;
+    this.inFlight = true;
     const answered = (err: unknown) => {
-      this.pending = false;
-      this.heard = { step, error: err === null ? null : { message: (err as Error).message, code: errorCode(err) } };
+      this.inFlight = false;
+      this.answer = { step, error: err === null ? null : { message: (err as Error).message, code: errorCode(err) } };
       this.wake('restart request answered');
     };
-    this.requesting = strategy.restart(step.target).then(
+    this.settled = strategy.restart(step.target).then(
       () => answered(null),
       (err: unknown) => answered(err ?? new Error('the restart request failed')),
     );
-  }
-
-  settled(): Promise<void> {
-    return this.requesting;
   }
 }

@@ -7,6 +7,7 @@ import type { Watched } from '../core/route.js';
 import type { DesiredMode } from '../core/types.js';
 import type { Dataplane, DataplaneEvent, Subscription } from '../dataplane/types.js';
 import type { ModePending, ModeRead, ModeWatch } from '../mode/source.js';
+import type { Scheduler } from './scheduler.js';
 
 /** How long the echo of an own write is waited for: the kernel sends it within the write's own round trip. */
 export const ECHO_WINDOW_MS = 500;
@@ -17,8 +18,7 @@ export interface InputsDeps {
   log: Logger;
   clock: Clock;
   recorder: AgentRecorder;
-  wake: (why: string, readMode?: boolean, routeEvent?: boolean) => void;
-  settlingIn: (ms: number) => void;
+  scheduler: Pick<Scheduler, 'kick' | 'modeSettlingIn'>;
 }
 
 export class Inputs {
@@ -29,7 +29,7 @@ export class Inputs {
 
   constructor(
     private readonly deps: InputsDeps,
-    private modePath: string,
+    modePath: string,
   ) {
     this.wanted = { mode: null, source: { path: modePath, error: 'not read yet' } };
   }
@@ -40,10 +40,9 @@ export class Inputs {
 
   /** A reload closes the old ones first. */
   listen(watched: Watched, watchMode: (path: string, onChange: () => void) => ModeWatch, modePath: string): void {
-    this.modePath = modePath;
     this.wanted = { ...this.wanted, source: { ...this.wanted.source, path: modePath } };
     this.subscription = this.deps.dataplane.subscribe(watched, (e) => this.onEvent(e));
-    this.modeWatch = watchMode(modePath, () => this.deps.wake('mode file changed'));
+    this.modeWatch = watchMode(modePath, () => this.deps.scheduler.kick('mode file changed'));
   }
 
   async close(): Promise<void> {
@@ -85,10 +84,10 @@ export class Inputs {
   async readDesired(): Promise<void> {
     const { log, recorder } = this.deps;
     const read = await this.deps.readMode();
-    const path = this.modePath;
+    const path = this.wanted.source.path;
     if ('pending' in read) {
       log.debug({ path, why: read.pending, retryInMs: read.retryInMs }, 'mode file not settled yet');
-      this.deps.settlingIn(read.retryInMs);
+      this.deps.scheduler.modeSettlingIn(read.retryInMs);
       return;
     }
     const was = this.wanted;
@@ -124,7 +123,7 @@ export class Inputs {
       this.echoes.clear();
       log.warn({ err: e.error }, 'netlink notifications were lost: full resync');
       this.deps.recorder.notificationsLost();
-      this.deps.wake('netlink notifications lost');
+      this.deps.scheduler.kick('netlink notifications lost');
       return;
     }
     if (e.kind === 'route' && e.op === 'new') {
@@ -144,6 +143,6 @@ export class Inputs {
     // createPlatformManagementPort -> tearDownManagementPortConfig, LinkAddrFlush, then LinkAddrAdd),
     // and it is that process which flushes: the scan the notification asks for finds it.
     const what = e.kind === 'route' ? e.prefix : e.kind === 'link' ? e.link.name : e.address.address;
-    this.deps.wake(`${e.kind} ${e.op} ${what}`, false, e.kind === 'route');
+    this.deps.scheduler.kick(`${e.kind} ${e.op} ${what}`, false, e.kind === 'route');
   }
 }

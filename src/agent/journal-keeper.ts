@@ -20,28 +20,16 @@ export interface JournalKeeperDeps {
 }
 
 export class JournalKeeper {
-  private record: JournalData = EMPTY_JOURNAL;
-  private unreadable: string | null = null;
-  private behind: JournalLag | null = null;
+  /** May be ahead of the disk: see lag. */
+  data: JournalData = EMPTY_JOURNAL;
+  /** The journal found unreadable at start (set aside), as a warning. */
+  warning: string | null = null;
+  /** What was carried out but is not on disk yet. */
+  lag: JournalLag | null = null;
   /** Wall minus monotonic as on disk; kept while the wall clock has not stepped (journal-time.ts rule 4). */
   private notedOffset: number | null = null;
 
   constructor(private readonly deps: JournalKeeperDeps) {}
-
-  /** May be ahead of the disk: see lag. */
-  get data(): JournalData {
-    return this.record;
-  }
-
-  /** The journal found unreadable at start (set aside), as a warning. */
-  get warning(): string | null {
-    return this.unreadable;
-  }
-
-  /** What was carried out but is not on disk yet. */
-  get lag(): JournalLag | null {
-    return this.behind;
-  }
 
   wallOffset(): number {
     return this.deps.clock.wall() - this.deps.clock.now();
@@ -52,44 +40,38 @@ export class JournalKeeper {
    * the error goes up. False when it could not be moved aside (a save would write over it).
    */
   async load(strict = false): Promise<boolean> {
+    const { journal, clock } = this.deps;
     try {
-      const loaded = await this.deps.journal.load();
-      const offset = loadOffset(loaded, this.deps.bootId, this.wallOffset());
-      this.notedOffset = offset;
-      this.record = toMonotonic(loaded, offset, this.deps.clock.now());
+      const loaded = await journal.load();
+      this.notedOffset = loadOffset(loaded, this.deps.bootId, this.wallOffset());
+      this.data = toMonotonic(loaded, this.notedOffset, clock.now());
       return true;
     } catch (err) {
       if (strict) throw err;
-      let where: string;
-      let moved = false;
-      try {
-        where = `kept as ${await this.deps.journal.setAside(this.deps.clock.wall())}`;
-        moved = true;
-      } catch (moveErr) {
-        where = `could not be moved aside: ${(moveErr as Error).message}`;
-      }
-      this.unreadable = `${(err as Error).message} (${where}); a migration it recorded will not be finished by this agent`;
-      this.deps.log.error({ err }, this.unreadable);
-      return moved;
+      const aside = await journal.setAside(clock.wall()).catch((moveErr: Error) => moveErr);
+      const where = aside instanceof Error ? `could not be moved aside: ${aside.message}` : `kept as ${aside}`;
+      this.warning = `${(err as Error).message} (${where}); a migration it recorded will not be finished by this agent`;
+      this.deps.log.error({ err }, this.warning);
+      return !(aside instanceof Error);
     }
   }
 
   /** Before the change, or the change is not made (the error goes up). */
   async before(data: JournalData): Promise<void> {
     await this.deps.journal.save(this.onDisk(data));
-    this.record = data;
+    this.data = data;
     this.caughtUp();
   }
 
   /** After the change: kept in memory whatever the disk says. `cause`: a kernel refusal that led to it, logged. */
   async after(data: JournalData, what: string, cause?: unknown): Promise<void> {
-    this.record = data;
+    this.data = data;
     try {
       await this.deps.journal.save(this.onDisk(data));
       this.caughtUp();
     } catch (err) {
-      const attempts = (this.behind?.attempts ?? 0) + 1;
-      this.behind = { what, attempts, error: (err as Error).message };
+      const attempts = (this.lag?.attempts ?? 0) + 1;
+      this.lag = { what, attempts, error: (err as Error).message };
       this.deps.log.error(
         { err, ...(cause !== undefined ? { kernelError: (cause as Error).message } : {}), attempt: attempts },
         `the journal lags behind: ${what} was carried out but could not be recorded; keeping it in memory and retrying`,
@@ -99,7 +81,7 @@ export class JournalKeeper {
 
   /** Writes what the journal lags behind, if anything. */
   async catchUp(): Promise<void> {
-    if (this.behind !== null) await this.after(this.record, this.behind.what);
+    if (this.lag !== null) await this.after(this.data, this.lag.what);
   }
 
   private onDisk(data: JournalData): JournalData {
@@ -108,8 +90,8 @@ export class JournalKeeper {
   }
 
   private caughtUp(): void {
-    if (this.behind === null) return;
-    this.deps.log.info({ what: this.behind.what, attempts: this.behind.attempts }, 'the journal caught up');
-    this.behind = null;
+    if (this.lag === null) return;
+    this.deps.log.info({ what: this.lag.what, attempts: this.lag.attempts }, 'the journal caught up');
+    this.lag = null;
   }
 }

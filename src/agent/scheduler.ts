@@ -25,7 +25,10 @@ export interface SchedulerDeps {
 type TimerName = 'resync' | 'retry' | 'wake' | 'mode';
 
 export class Scheduler {
-  private running = false;
+  /** A pass is under way. */
+  busy = false;
+  /** When the pass under way started, or the last one ended its work (before its status was published). */
+  lastProgressAt = 0;
   private dirty = false;
   private stopped = false;
   private kickTimer: NodeJS.Immediate | undefined;
@@ -39,20 +42,14 @@ export class Scheduler {
   private passes = 0;
   private counting = false;
   private waiters: Array<() => void> = [];
-  private progressAt = 0;
 
   constructor(private readonly deps: SchedulerDeps) {}
 
   /** (Re)starts the periodic resync, first tick ms from now. */
   resyncEvery(ms: number): void {
     this.clear('resync');
-    this.timers.set(
-      'resync',
-      every(ms, () => {
-        this.deps.log.debug('periodic resync');
-        if (!this.retryPending) this.kick('periodic resync');
-      }),
-    );
+    const tick = () => !this.retryPending && this.kick('periodic resync');
+    this.timers.set('resync', every(ms, tick));
   }
 
   /** Asks for a pass; one woken by netlink events alone skips the mode file, by route events alone the /proc scan. */
@@ -60,7 +57,7 @@ export class Scheduler {
     if (this.stopped) return;
     if (readMode) this.modeStale = true;
     if (!routeEvent) this.probeStale = true;
-    if (this.running) {
+    if (this.busy) {
       this.dirty = true;
       return;
     }
@@ -72,16 +69,11 @@ export class Scheduler {
     });
   }
 
-  takeModeRead(): boolean {
-    const stale = this.modeStale;
-    this.modeStale = false;
-    return stale;
-  }
-
-  takeFullScan(): boolean {
-    const stale = this.probeStale;
-    this.probeStale = false;
-    return stale;
+  /** What the wake-ups since the last pass asked of the one starting now. */
+  take(): { readMode: boolean; fullScan: boolean } {
+    const asked = { readMode: this.modeStale, fullScan: this.probeStale };
+    this.modeStale = this.probeStale = false;
+    return asked;
   }
 
   /** The mode file is being written: look again then. */
@@ -133,18 +125,8 @@ export class Scheduler {
     await this.idle;
   }
 
-  get busy(): boolean {
-    return this.running;
-  }
-
-  get lastProgressAt(): number {
-    return this.progressAt;
-  }
-
-  /** The end of a pass's work (before its status is published). */
   progressed(): number {
-    this.progressAt = this.deps.clock.now();
-    return this.progressAt;
+    return (this.lastProgressAt = this.deps.clock.now());
   }
 
   private set(name: Exclude<TimerName, 'resync'>, ms: number, why: string): void {
@@ -166,20 +148,20 @@ export class Scheduler {
   }
 
   private async loop(): Promise<void> {
-    this.running = true;
+    this.busy = true;
     try {
       do {
         this.dirty = false;
         await this.once();
       } while (this.dirty && !this.stopped);
     } finally {
-      this.running = false;
+      this.busy = false;
     }
   }
 
   private async once(): Promise<void> {
     this.counting = true;
-    this.progressAt = this.deps.clock.now();
+    this.lastProgressAt = this.deps.clock.now();
     const end = await this.deps.pass();
     if (end.again) this.dirty = true;
     if (end.wakeInMs === undefined) this.clear('wake');

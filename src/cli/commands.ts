@@ -307,10 +307,10 @@ export function rollbackCommand(raw: RollbackOptions, wrap: OnceWrappers = {}): 
         return said(`${(err as Error).message}: nothing put back`);
       return failureOf(err) ?? { code: 1, stderr: `ovn-gwmode-agent: ${(err as Error).message}\n` };
     }
-    const { actions, refusals, migration } = r;
+    const { actions, refusals } = r;
     const said = (code: ExitCode, more: string[]) => ({
       code,
-      stdout: renderRollback(migration, journal.wallOffset(), more),
+      stdout: renderRollback(before, journal.wallOffset(), more),
     });
     const nothing = refusals.find((x) => x.code === 'NothingToRollBack');
     if (nothing) return said(0, ['nothing to roll back:', `  - ${nothing.message} [${nothing.code}]`]);
@@ -318,7 +318,7 @@ export function rollbackCommand(raw: RollbackOptions, wrap: OnceWrappers = {}): 
     if (!r.applied)
       return said(0, [...rollbackActions(actions), 'nothing changed: run again with --yes to carry it out']);
     const unrecorded = journal.lag ? ` (the journal still says the rollback is under way: ${journal.lag.error})` : '';
-    const other = must(migration, 'the migration put back').mode === 'local' ? 'shared' : 'local';
+    const other = must(before, 'the migration put back').mode === 'local' ? 'shared' : 'local';
     return said(0, [
       ...rollbackActions(actions),
       `put back: ${actions.length} route(s)${unrecorded}`,

@@ -61,8 +61,6 @@ export const nativeTransport: NetlinkTransport = {
 export const MAX_DUMP_ATTEMPTS = 5;
 export const [EINTR, EIO, EBADF, ENODEV, EINVAL, ENOBUFS] = [4, 5, 9, 19, 22, 105];
 
-export type Skip = (type: number, datagram: Buffer, payload: number) => boolean;
-
 function toNetlinkError(err: unknown, what: string): NetlinkError {
   if (err instanceof NetlinkError) return err;
   const errno = (err as { errno?: unknown }).errno;
@@ -80,7 +78,7 @@ export function drain(
   open: () => boolean,
   fail: (err: NetlinkError | NetlinkDecodeError) => void,
   onMessage: (msg: nl.NetlinkMessage) => void,
-  skip?: () => Skip | undefined,
+  skip?: () => nl.Skip | undefined,
 ): void {
   while (open()) {
     let datagram: Buffer | null;
@@ -108,7 +106,7 @@ export function drain(
 interface Pending {
   seq: number;
   what: string;
-  skip: Skip | undefined;
+  skip: nl.Skip | undefined;
   onMessage: (msg: nl.NetlinkMessage) => void;
   resolve: (result: { interrupted: boolean }) => void;
   reject: (err: Error) => void;
@@ -145,7 +143,7 @@ export class RequestChannel {
     what: string,
     build: (seq: number, port: number) => Buffer,
     onMessage: (msg: nl.NetlinkMessage) => void,
-    skip?: Skip,
+    skip?: nl.Skip,
   ): Promise<{ interrupted: boolean }> {
     const run = () =>
       new Promise<{ interrupted: boolean }>((resolve, reject) => {

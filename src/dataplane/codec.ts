@@ -5,9 +5,9 @@
 import type { NetlinkMessage } from 'netlink';
 import type { Cidr } from '../net/cidr.js';
 import { requireModule } from '../require.js';
-import type { RouteMessage } from './route-decode.js';
+import { AF_INET, AF_INET6, RTMSG_LENGTH, type RouteMessage } from './route-decode.js';
 
-export { decodeRoute, type DecodedNextHop, type DecodedRoute, type RouteMessage } from './route-decode.js';
+export * from './route-decode.js';
 
 const structs = requireModule('netlink/dist/structs.js') as typeof import('netlink/dist/structs.js');
 const rt = requireModule('netlink/dist/rt/structs.js') as typeof import('netlink/dist/rt/structs.js');
@@ -43,8 +43,6 @@ export const RTM_DELNEXTHOP = 105;
 
 /** In a dump request: every family. */
 export const AF_UNSPEC = 0;
-export const AF_INET = 2;
-export const AF_INET6 = 10;
 export const RT_TABLE_MAIN = 254;
 
 export const RTNLGRP_LINK = 1;
@@ -56,11 +54,12 @@ export const RTNLGRP_NEXTHOP = 32;
 
 const RTA_DST = 1;
 const RTA_TABLE = 15;
-const RTMSG_LENGTH = 12;
 const IFA_F_DADFAILED = 0x08;
 const IFA_F_TENTATIVE = 0x40;
 
 export type { NetlinkMessage };
+/** Whether to leave out the message of `type` whose payload starts at `payload` in `datagram`. */
+export type Skip = (type: number, datagram: Buffer, payload: number) => boolean;
 
 export interface DecodedLink {
   index: number;
@@ -87,10 +86,7 @@ type DecodedError = { errno: number; extAck: string | undefined };
  * routes then costs no object per row it does not want. A message marked
  * NLM_F_DUMP_INTR is never skipped: the dump's consistency flag must reach the reader.
  */
-export function parseDatagram(
-  datagram: Buffer,
-  skip?: (type: number, datagram: Buffer, payload: number) => boolean,
-): NetlinkMessage[] {
+export function parseDatagram(datagram: Buffer, skip?: Skip): NetlinkMessage[] {
   const messages: NetlinkMessage[] = [];
   for (let at = 0; at < datagram.length;) {
     const length = datagram.length - at >= NLMSG_HDRLEN ? datagram.readUInt32LE(at) : 0;
@@ -117,12 +113,6 @@ function streamOf(fill: (out: InstanceType<typeof structs.AttrStream>) => void):
   const out = new structs.AttrStream();
   fill(out);
   return out.bufs;
-}
-
-function u32(value: number): Buffer {
-  const b = Buffer.alloc(4);
-  b.writeUInt32LE(value >>> 0, 0);
-  return b;
 }
 
 export function encodeLinkDump(seq: number, port: number): Buffer {
@@ -168,7 +158,7 @@ export function encodeRoute(type: number, flags: number, seq: number, port: numb
           priority: r.priority,
           ...(r.gateway ? { gateway: r.gateway } : {}),
           ...(r.oif === undefined ? {} : { oif: r.oif }),
-          ...(r.mtu === undefined ? {} : { metrics: { mtu: u32(r.mtu) } }),
+          ...(r.mtu === undefined ? {} : { metrics: { mtu: Buffer.from(new Uint32Array([r.mtu]).buffer) } }),
         },
       },
       out,

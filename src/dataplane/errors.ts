@@ -29,11 +29,12 @@ export class NetlinkError extends Error {
   }
 }
 
-export class NetlinkTimeoutError extends Error {
-  readonly code = 'ERR_GWMODE_NETLINK_TIMEOUT';
-}
+/** The base of an Error with a stable `code` (its message may change, its code does not). */
+export const coded = (code: string) =>
+  class extends Error {
+    readonly code = code;
+  };
 
+export class NetlinkTimeoutError extends coded('ERR_GWMODE_NETLINK_TIMEOUT') {}
 /** A datagram or message that does not parse: cut short, or with a bad length. */
-export class NetlinkDecodeError extends Error {
-  readonly code = 'ERR_GWMODE_NETLINK_DECODE';
-}
+export class NetlinkDecodeError extends coded('ERR_GWMODE_NETLINK_DECODE') {}

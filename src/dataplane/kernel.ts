@@ -21,7 +21,6 @@ import {
   RequestChannel,
   type NetlinkSocket,
   type NetlinkTransport,
-  type Skip,
 } from './channel.js';
 import * as nl from './codec.js';
 import { NetlinkDecodeError, NetlinkError } from './errors.js';
@@ -38,18 +37,11 @@ function toAddress(a: nl.DecodedAddress): InterfaceAddress | undefined {
 
 function toRoute(prefix: Cidr, r: nl.DecodedRoute, names: Map<number, string>): Route {
   const { table, priority, oif, protocol, scope, type, tos, unmodelled } = r;
+  const key = { prefix: prefix.text, family: prefix.family, table, priority };
   const dev = oif === undefined ? null : (names.get(oif) ?? null);
   const gateway = r.gateway ? addressFromBytes(r.gateway).text : null;
-  return {
-    key: { prefix: prefix.text, family: prefix.family, table, priority },
-    nextHop: { dev, oif: oif ?? null, gateway, mtu: r.mtu ?? null },
-    protocol,
-    scope,
-    type,
-    tos,
-    multipath: r.nexthops !== undefined,
-    unmodelled,
-  };
+  const nextHop = { dev, oif: oif ?? null, gateway, mtu: r.mtu ?? null };
+  return { key, nextHop, protocol, scope, type, tos, multipath: r.nexthops !== undefined, unmodelled };
 }
 
 /** What the routes of a watched prefix went through at the last read (guarantee 5). */
@@ -106,10 +98,7 @@ class WatchedSubscription implements Subscription {
 
   learnRoutes(prefix: string, routes: nl.DecodedRoute[]): void {
     if (!this.families.has(prefix)) return;
-    const oifs = routes.flatMap((r) => [
-      ...(r.oif === undefined ? [] : [r.oif]),
-      ...(r.nexthops ?? []).map((h) => h.oif),
-    ]);
+    const oifs = routes.flatMap((r) => [r.oif, ...(r.nexthops ?? []).map((h) => h.oif)]).filter((o) => o !== undefined);
     this.uses.set(prefix, { oifs, nexthopObject: routes.some((r) => r.nhid !== undefined) });
   }
 
@@ -204,7 +193,7 @@ export class KernelDataplane implements Dataplane {
     what: string,
     build: (seq: number, port: number) => Buffer,
     pick: (msg: nl.NetlinkMessage) => T | undefined,
-    skip?: Skip,
+    skip?: nl.Skip,
   ): Promise<T[]> {
     for (let attempt = 1; ; attempt++) {
       const items: T[] = [];

@@ -18,24 +18,24 @@ export interface RouteMessage {
   family: number;
   dstLen: number;
   /** Omitted for a default route. */
-  dst: Buffer | undefined;
+  dst?: Buffer | undefined;
   table: number;
   tos: number;
   protocol: number;
   scope: number;
   type: number;
   priority: number;
-  gateway: Buffer | undefined;
-  oif: number | undefined;
-  mtu: number | undefined;
+  gateway?: Buffer | undefined;
+  oif?: number | undefined;
+  mtu?: number | undefined;
 }
 
 /** A route as decoded: the message's fields, and what the agent does not model. */
 export interface DecodedRoute extends RouteMessage {
   /** RTA_NH_ID: the next hop is a nexthop object (`ip route add ... nhid N`). */
-  nhid: number | undefined;
+  nhid?: number | undefined;
   /** RTA_MULTIPATH's next hops; undefined for a single-path route. */
-  nexthops: DecodedNextHop[] | undefined;
+  nexthops?: DecodedNextHop[] | undefined;
   /** What the route has beyond the fields above, in `ip route`'s words (`src 10.0.0.1`, `onlink`). */
   unmodelled: string[];
 }
@@ -47,31 +47,12 @@ export const AF_INET6 = 10;
 const NLA_TYPE_MASK = 0x3fff;
 const NLA_F_NET_BYTEORDER = 0x4000;
 
-// include/uapi/linux/rtnetlink.h, enum rtattr_type_t: the names, and the types this module reads.
+// include/uapi/linux/rtnetlink.h, enum rtattr_type_t: an attribute's type is its name's index here.
 const RTA_NAMES = (
   'UNSPEC DST SRC IIF OIF GATEWAY PRIORITY PREFSRC METRICS MULTIPATH PROTOINFO FLOW CACHEINFO SESSION MP_ALGO TABLE MARK' +
   ' MFC_STATS VIA NEWDST PREF ENCAP_TYPE ENCAP EXPIRES PAD UID TTL_PROPAGATE IP_PROTO SPORT DPORT NH_ID FLOWLABEL'
 ).split(' ');
-export const RTA = {
-  DST: 1,
-  SRC: 2,
-  OIF: 4,
-  GATEWAY: 5,
-  PRIORITY: 6,
-  PREFSRC: 7,
-  METRICS: 8,
-  MULTIPATH: 9,
-  FLOW: 11,
-  CACHEINFO: 12,
-  TABLE: 15,
-  VIA: 18,
-  PREF: 20,
-  ENCAP_TYPE: 21,
-  ENCAP: 22,
-  EXPIRES: 23,
-  PAD: 24,
-  NH_ID: 30,
-} as const;
+const rta = (name: string): number => RTA_NAMES.indexOf(name);
 // What `ip route` calls the attributes a plain unicast route never has (some only answer a get), where
 // it is not the attribute's name in lower case (`iif`, `mark`, `uid`, ...).
 const PLAIN_WORDS: Record<number, string> = { 17: 'mfc stats', 19: 'as (MPLS)', 26: 'ttl-propagate', 27: 'ipproto' };
@@ -122,20 +103,12 @@ function viaText(data: Buffer): string | undefined {
   return `via ${familyWord(family)} ${addressFromBytes(address).text}`;
 }
 
-class Unmodelled {
-  private readonly items: Array<[order: number, text: string]> = [];
-  add(order: number, text: string): void {
-    this.items.push([order, text]);
-  }
-  undecodable(type: number, data: Buffer, within = ''): void {
-    this.add(
-      1000 + type,
-      `undecodable ${within}${RTA_NAMES[type] ? `RTA_${RTA_NAMES[type]}` : `attribute ${type}`} (${data.length} bytes)`,
-    );
-  }
-  list(): string[] {
-    return this.items.sort((a, b) => a[0] - b[0]).map(([, text]) => text);
-  }
+/** What a replace would drop, each with its place in the fixed order of rule 2. */
+type Unmodelled = Array<[order: number, text: string]>;
+
+function undecodable(out: Unmodelled, type: number, data: Buffer, within = ''): void {
+  const name = RTA_NAMES[type] ? `RTA_${RTA_NAMES[type]}` : `attribute ${type}`;
+  out.push([1000 + type, `undecodable ${within}${name} (${data.length} bytes)`]);
 }
 
 function metricsOf(data: Buffer, out: Unmodelled): number | undefined {
@@ -144,10 +117,10 @@ function metricsOf(data: Buffer, out: Unmodelled): number | undefined {
   for (const { type, data: value } of attrs) {
     const rtax = type & NLA_TYPE_MASK;
     if (rtax === RTAX_MTU && value.length === 4) mtu = value.readUInt32LE(0);
-    else if (rtax === RTAX_MTU) out.undecodable(RTA.METRICS, value, 'mtu in ');
-    else out.add(RTA.METRICS + rtax / 100, RTAX_NAMES[rtax] ?? `metric ${rtax}`);
+    else if (rtax === RTAX_MTU) undecodable(out, rta('METRICS'), value, 'mtu in ');
+    else out.push([rta('METRICS') + rtax / 100, RTAX_NAMES[rtax] ?? `metric ${rtax}`]);
   }
-  if (broken !== undefined) out.undecodable(RTA.METRICS, data);
+  if (broken !== undefined) undecodable(out, rta('METRICS'), data);
   return mtu;
 }
 
@@ -161,15 +134,15 @@ function nextHopsOf(data: Buffer, family: number, out: Unmodelled): DecodedNextH
     const { attrs, broken } = attributes(data.subarray(offset + RTNH_LENGTH, offset + length));
     for (const a of attrs) {
       const type = a.type & NLA_TYPE_MASK;
-      if (type === RTA.GATEWAY && a.data.length === addressLength(family)) gateway = a.data;
-      else if (type === RTA.GATEWAY) out.undecodable(type, a.data, 'nexthop ');
-      else if (type === RTA.VIA) out.add(RTA.MULTIPATH, `nexthop ${viaText(a.data) ?? 'via (undecodable)'}`);
+      if (type === rta('GATEWAY') && a.data.length === addressLength(family)) gateway = a.data;
+      else if (type === rta('GATEWAY')) undecodable(out, type, a.data, 'nexthop ');
+      else if (type === rta('VIA')) out.push([rta('MULTIPATH'), `nexthop ${viaText(a.data) ?? 'via (undecodable)'}`]);
     }
-    if (broken !== undefined) out.undecodable(RTA.MULTIPATH, data);
+    if (broken !== undefined) undecodable(out, rta('MULTIPATH'), data);
     hops.push({ oif: data.readInt32LE(offset + 4), gateway });
     offset += (length + 3) & ~3;
   }
-  if (offset < data.length) out.undecodable(RTA.MULTIPATH, data);
+  if (offset < data.length) undecodable(out, rta('MULTIPATH'), data);
   return hops;
 }
 
@@ -184,7 +157,6 @@ export function decodeRoute(payload: Buffer): DecodedRoute {
   const route: DecodedRoute = {
     family,
     dstLen: payload.readUInt8(1),
-    dst: undefined,
     // RTA_TABLE wins over the 8-bit header field (tables above 255).
     table: payload.readUInt8(4),
     tos: payload.readUInt8(3),
@@ -192,101 +164,95 @@ export function decodeRoute(payload: Buffer): DecodedRoute {
     scope: payload.readUInt8(6),
     type: payload.readUInt8(7),
     priority: 0,
-    gateway: undefined,
-    oif: undefined,
-    mtu: undefined,
-    nhid: undefined,
-    nexthops: undefined,
     unmodelled: [],
   };
-  const out = new Unmodelled();
-  if (payload.readUInt8(2) > 0) out.add(0, 'from (a source prefix)');
+  const out: Unmodelled = [];
+  if (payload.readUInt8(2) > 0) out.push([0, 'from (a source prefix)']);
   const flags = payload.readUInt32LE(8);
-  if (flags & RTNH_F_ONLINK) out.add(1, 'onlink');
-  if (flags & RTNH_F_PERVASIVE) out.add(2, 'pervasive');
+  if (flags & RTNH_F_ONLINK) out.push([1, 'onlink']);
+  if (flags & RTNH_F_PERVASIVE) out.push([2, 'pervasive']);
   const { attrs, broken } = attributes(payload.subarray(RTMSG_LENGTH));
   const size = addressLength(family);
   const u32 = (a: Attribute): number | undefined => (a.data.length === 4 ? a.data.readUInt32LE(0) : undefined);
   let encap: string | undefined;
   for (const a of attrs) {
     const type = a.type & NLA_TYPE_MASK;
-    const bad = (): void => out.undecodable(type, a.data);
-    if (a.type & NLA_F_NET_BYTEORDER) {
-      bad();
-      continue;
-    }
-    switch (type) {
-      case RTA.DST:
+    // No attribute this module reads comes in network byte order: one flagged so is undecodable.
+    const name = a.type & NLA_F_NET_BYTEORDER ? 'byte order' : RTA_NAMES[type];
+    const add = (text: string, order = type): number => out.push([order, text]);
+    const bad = (): void => undecodable(out, type, a.data);
+    switch (name) {
+      case 'byte order':
+        bad();
+        break;
+      case 'DST':
         if (a.data.length === size) route.dst = a.data;
         else bad();
         break;
-      case RTA.SRC:
-        out.add(0, 'from (a source prefix)');
+      case 'SRC':
+        add('from (a source prefix)', 0);
         break;
-      case RTA.OIF:
-      case RTA.PRIORITY:
-      case RTA.TABLE:
-      case RTA.NH_ID: {
+      case 'OIF':
+      case 'PRIORITY':
+      case 'TABLE':
+      case 'NH_ID': {
         const value = u32(a);
         if (value === undefined) bad();
-        else if (type === RTA.OIF) route.oif = value;
-        else if (type === RTA.PRIORITY) route.priority = value;
-        else if (type === RTA.TABLE) route.table = value;
-        else {
-          route.nhid = value;
-          out.add(type, `nhid ${value}`);
-        }
+        else if (name === 'OIF') route.oif = value;
+        else if (name === 'PRIORITY') route.priority = value;
+        else if (name === 'TABLE') route.table = value;
+        else add(`nhid ${(route.nhid = value)}`);
         break;
       }
-      case RTA.GATEWAY:
+      case 'GATEWAY':
         if (a.data.length === size) route.gateway = a.data;
         else bad();
         break;
-      case RTA.VIA:
-        out.add(type, viaText(a.data) ?? `undecodable RTA_VIA (${a.data.length} bytes)`);
+      case 'VIA':
+        add(viaText(a.data) ?? `undecodable RTA_VIA (${a.data.length} bytes)`);
         break;
-      case RTA.PREFSRC:
-        out.add(3, a.data.length === 4 || a.data.length === 16 ? `src ${addressFromBytes(a.data).text}` : 'src');
+      case 'PREFSRC':
+        add(a.data.length === 4 || a.data.length === 16 ? `src ${addressFromBytes(a.data).text}` : 'src', 3);
         break;
-      case RTA.METRICS:
+      case 'METRICS':
         route.mtu = metricsOf(a.data, out);
         break;
-      case RTA.MULTIPATH:
+      case 'MULTIPATH':
         route.nexthops = nextHopsOf(a.data, family, out);
         break;
-      case RTA.FLOW:
-        out.add(type, 'realms');
+      case 'FLOW':
+        add('realms');
         break;
-      case RTA.CACHEINFO:
+      case 'CACHEINFO':
         // The kernel gives a route's expiry in RTA_CACHEINFO (rta_expires, non-zero while it has one), not RTA_EXPIRES.
         if (a.data.length < 12) bad();
-        else if (a.data.readInt32LE(8) !== 0) out.add(RTA.EXPIRES, 'expires');
+        else if (a.data.readInt32LE(8) !== 0) add('expires', rta('EXPIRES'));
         break;
-      case RTA.EXPIRES:
-        out.add(type, 'expires');
+      case 'EXPIRES':
+        add('expires');
         break;
-      case RTA.PREF: {
+      case 'PREF': {
         const pref = a.data.length === 1 ? a.data.readUInt8(0) : undefined;
         if (pref === undefined) bad();
-        else if (pref !== 0) out.add(type, `pref ${ROUTER_PREF_NAMES[pref] ?? pref}`);
+        else if (pref !== 0) add(`pref ${ROUTER_PREF_NAMES[pref] ?? pref}`);
         break;
       }
-      case RTA.ENCAP_TYPE:
+      case 'ENCAP_TYPE':
         encap =
           a.data.length === 2 ? `encap ${ENCAP_NAMES[a.data.readUInt16LE(0)] ?? a.data.readUInt16LE(0)}` : 'encap';
         break;
-      case RTA.ENCAP:
+      case 'ENCAP':
         encap ??= 'encap';
         break;
-      case RTA.PAD:
+      case 'PAD':
         break;
       default:
-        out.add(type, PLAIN_WORDS[type] ?? RTA_NAMES[type]?.toLowerCase() ?? `attribute ${type}`);
+        add(PLAIN_WORDS[type] ?? name?.toLowerCase() ?? `attribute ${type}`);
     }
   }
-  if (encap !== undefined) out.add(RTA.ENCAP, encap);
-  if (broken !== undefined) out.add(2000, `undecodable attributes from byte ${RTMSG_LENGTH + broken}`);
+  if (encap !== undefined) out.push([rta('ENCAP'), encap]);
+  if (broken !== undefined) out.push([2000, `undecodable attributes from byte ${RTMSG_LENGTH + broken}`]);
   // An expiry may come twice (RTA_CACHEINFO and RTA_EXPIRES): said once.
-  route.unmodelled = [...new Set(out.list())];
+  route.unmodelled = [...new Set(out.sort((a, b) => a[0] - b[0]).map(([, text]) => text))];
   return route;
 }
