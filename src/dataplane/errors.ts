@@ -1,8 +1,12 @@
 // Errors of the dataplane, shaped like Node's system errors: a stable `code` (ENOBUFS, EPERM, ...),
 // the positive `errno`, the `syscall` or request that failed, and the kernel's extended-ack text.
+import os from 'node:os';
 import { getSystemErrorMap } from 'node:util';
 
-const systemErrors = getSystemErrorMap();
+// The code is the errno's name as os.constants has it (EOPNOTSUPP, not libuv's ENOTSUP: metric
+// labels and alerts key on it); the text is the system's.
+const codes = new Map(Object.entries(os.constants.errno).map(([name, errno]) => [errno, name]));
+const texts = getSystemErrorMap();
 // Where the system's text would mislead about a route (ENOENT: "no such file or directory").
 const HINTS: Record<string, string> = {
   EPERM: 'operation not permitted (the agent needs CAP_NET_ADMIN in the node network namespace)',
@@ -19,8 +23,8 @@ export class NetlinkError extends Error {
   readonly extAck: string | undefined;
 
   constructor(errno: number, syscall: string, extAck?: string, options?: { cause?: unknown }) {
-    const [code, text] = systemErrors.get(-errno) ?? [`E${errno}`, `errno ${errno}`];
-    super(`${syscall} ${code}: ${extAck || HINTS[code] || text}`, options);
+    const code = codes.get(errno) ?? `E${errno}`;
+    super(`${syscall} ${code}: ${extAck || HINTS[code] || texts.get(-errno)?.[1] || `errno ${errno}`}`, options);
     this.name = 'NetlinkError';
     this.errno = errno;
     this.code = code;

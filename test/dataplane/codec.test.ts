@@ -22,6 +22,7 @@ import {
   RTM_NEWROUTE,
   type RouteMessage,
 } from '../../src/dataplane/codec.js';
+import { NetlinkError } from '../../src/dataplane/errors.js';
 import { parseAddress, parseCidr } from '../../src/net/cidr.js';
 import { encodeAddress, encodeDone, encodeError, encodeLink } from '../helpers/kernel-encode.js';
 
@@ -162,4 +163,19 @@ test('links carry their MTU; addresses their tentative and dadfailed flags', () 
     };
     assert.deepEqual(decodeAddress(payloadOf(encodeAddress(RTM_NEWADDR, 0, 1, 0, a))), a);
   }
+});
+
+test("a kernel error's code is the errno's name as os.constants has it, whatever libuv calls it: metric labels and alerts key on it", () => {
+  for (const [errno, code] of [
+    [95, 'EOPNOTSUPP'],
+    [42, 'ENOMSG'],
+    [74, 'EBADMSG'],
+    [122, 'EDQUOT'],
+    [17, 'EEXIST'],
+  ] as const) {
+    const err = new NetlinkError(errno, 'replace');
+    assert.equal(err.code, code);
+    assert.match(err.message, new RegExp(`^replace ${code}: `));
+  }
+  assert.equal(new NetlinkError(4095, 'replace').code, 'E4095');
 });
