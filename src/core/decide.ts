@@ -139,7 +139,8 @@ function report(
   code: ReasonCode | null,
   message: string,
   wakeInMs: number | undefined,
-  { error, steps = [] }: { error?: string; steps?: Step[] } = {},
+  error?: string,
+  steps: Step[] = [],
 ): Core {
   const restart = { phase, reason: code && reason(code, message), ...(error ? { error } : {}) };
   return { steps, migration, restart, wakeInMs };
@@ -147,7 +148,7 @@ function report(
 
 /** The most common report: Progressing, waiting on a restart. */
 const awaited = (m: Migration | null, why: string, wakeInMs: number | undefined, steps: Step[] = []): Core =>
-  report(m, 'Progressing', 'RestartAwaited', why, wakeInMs, { steps });
+  report(m, 'Progressing', 'RestartAwaited', why, wakeInMs, undefined, steps);
 
 const quiet = (migration: Migration | null, wakeInMs: number | undefined): Core =>
   report(migration, null, null, '', wakeInMs);
@@ -160,23 +161,20 @@ export function heard(
 ): { migration: Migration | null; records: RecordStep[] } {
   if (!answer) return { migration: m, records: [] };
   const { step, error } = answer;
+  const s = step.migration;
   const told: RecordStep = {
     kind: 'answered',
-    mode: step.migration.mode,
+    mode: s.mode,
     target: step.target.describe,
-    result: error ? 'failed' : 'stopped',
     code: error?.code ?? null,
     error: error?.message ?? null,
+    result: error ? 'failed' : 'stopped',
   };
-  const s = step.migration;
   const same = m !== null && m.mode === s.mode && m.startedAt === s.startedAt && m.attempts === s.attempts;
   const after = same ? transition(m, { kind: 'answered', error: error?.message ?? null }, now) : m;
   if (after === m) return { migration: m, records: [told] };
-  const record: RecordStep = {
-    kind: 'record',
-    migration: after,
-    what: `${error ? 'a failed' : 'the'} restart request`,
-  };
+  const what = `${error ? 'a failed' : 'the'} restart request`;
+  const record: RecordStep = { kind: 'record', migration: after, what };
   return { migration: after, records: error ? [told, record] : [record, told] };
 }
 
@@ -211,10 +209,10 @@ function decideSteps(i: DecideInput): Core {
       const not = `not starting the migration to ${desired}`;
       if ('broken' in t) {
         const why = `${not}: ovnkube-node could not be restarted afterwards: ${t.broken}`;
-        return report(m, 'Waiting', 'RestartPathBroken', why, 10 * POLL_MS, { error: t.broken });
+        return report(m, 'Waiting', 'RestartPathBroken', why, 10 * POLL_MS, t.broken);
       }
       if ('uncompared' in t)
-        return report(m, 'Waiting', 'RestartPathBroken', `${not}: ${t.uncompared}`, POLL_MS, { error: t.uncompared });
+        return report(m, 'Waiting', 'RestartPathBroken', `${not}: ${t.uncompared}`, POLL_MS, t.uncompared);
       // Rule 8: a migration is begun only with the ovnkube-node that will be restarted.
       if ('moved' in t) return awaited(m, t.moved, QUICK_POLL_MS);
       if (i.settings.strategy === 'cri') before = t.target.id;
@@ -260,12 +258,7 @@ function restartView(i: DecideInput): Core {
     return report(m, 'Progressing', 'Settling', why, until - now);
   }
   const stoppedAs = m.last?.target.describe ?? 'ovnkube-node';
-  const underWay = () =>
-    awaited(
-      m,
-      `a restart request is under way (${stoppedAs}): waiting for its answer before any other for the migration to ${m.mode}`,
-      POLL_MS,
-    );
+  const underWay = `a restart request is under way (${stoppedAs}): waiting for its answer before any other for the migration to ${m.mode}`;
   // Rule 11; --ovnkube-mode-check off takes one whose mode is not seen for one in the migration's.
   const otherMode = i.ovnkube.modes.find((x) => x !== m.mode) ?? null;
   const modeOk = otherMode === null && (i.ovnkube.mode !== null || !s.modeChecked);
@@ -273,36 +266,24 @@ function restartView(i: DecideInput): Core {
   // A migration that identified ovnkube-node by its process (`apply`, --restart signal or none):
   // /proc is read whatever the strategy, so another process is the new ovnkube-node under CRI too.
   const id = i.ovnkube.id;
-  const processMoved =
-    s.strategy === 'cri' && m.identity === 'process' && id !== null && id !== m.ovnkubeBefore && id !== stopped;
+  const fresh = (x: string | null) => x !== null && x !== m.ovnkubeBefore && x !== stopped;
+  const processMoved = s.strategy === 'cri' && m.identity === 'process' && fresh(id);
   const current = currentIdentity(i);
   // --restart changed between agent runs: a container id and a process identity cannot be compared;
   // count from what runs now, never call the restart done on that comparison.
   if (!processMoved && m.identity !== identityKind(s.strategy))
     m = transition(m, { kind: 'recounted', identity: identityKind(s.strategy), ovnkube: current }, now);
-  const successor = processMoved
-    ? id
-    : current !== null && current !== m.ovnkubeBefore && current !== stopped
-      ? current
-      : null;
+  const successor = processMoved ? id : fresh(current) ? current : null;
   if (successor !== null && modeOk) {
     const why = `a new ovnkube-node runs ${m.mode}; watching the service routes for ${Math.round(s.settleMs / 1000)}s`;
     return report(transition(m, { kind: 'restarted' }, now), 'Progressing', 'Settling', why, s.settleMs);
   }
   // Not the proof, and never the one to stop (a second restart for one migration).
-  if (successor !== null)
-    return awaited(
-      m,
-      `a new ovnkube-node (${successor}) runs ${otherMode ?? 'an unknown mode'}, not ${m.mode}: waiting for the operator's rollout`,
-      POLL_MS,
-    );
+  const rollout = `a new ovnkube-node (${successor}) runs ${otherMode ?? 'an unknown mode'}, not ${m.mode}: waiting for the operator's rollout`;
+  if (successor !== null) return awaited(m, rollout, POLL_MS);
   const seen = current === null ? 'no ovnkube-node running' : `still ${current}`;
-  if (s.strategy === 'none')
-    return awaited(
-      m,
-      `waiting for ovnkube-node to be restarted for the migration to ${m.mode} (--restart none: restart it by hand); ${seen}`,
-      POLL_MS,
-    );
+  const byHand = `waiting for ovnkube-node to be restarted for the migration to ${m.mode} (--restart none: restart it by hand); ${seen}`;
+  if (s.strategy === 'none') return awaited(m, byHand, POLL_MS);
   if (otherMode !== null) {
     // Rule 11, a request that never took included: it would come back in the mode the operator renders.
     const who =
@@ -317,7 +298,7 @@ function restartView(i: DecideInput): Core {
       const why = `restarted ovnkube-node (${stoppedAs}); waiting for a new one running ${m.mode}: ${seen}`;
       return awaited(m, why, quick ? QUICK_POLL_MS : POLL_MS);
     }
-    if (i.restartInFlight) return underWay();
+    if (i.restartInFlight) return awaited(m, underWay, POLL_MS);
     // The very one meant to be stopped still runs: the request never took (an agent killed between
     // journal and request). Asking again stops that same one.
     const t = i.target && 'target' in i.target && i.target.target.id === stopped ? i.target.target : null;
@@ -331,11 +312,11 @@ function restartView(i: DecideInput): Core {
     return report(m, 'Degraded', 'RestartTimedOut', why, POLL_MS);
   }
   // Owed, or failed before: request it, within backoff and the rate limit.
-  if (i.restartInFlight) return underWay();
+  if (i.restartInFlight) return awaited(m, underWay, POLL_MS);
   if (m.restart === 'failed') {
     const retryAt = m.last.at + backoffMs(m.attempts, s.retryBaseMs, s.retryMaxMs);
     const why = `restart of ovnkube-node for the migration to ${m.mode} failed (attempt ${m.attempts}): ${m.last.error}; retrying at ${isoAt(i, retryAt)}`;
-    if (now < retryAt) return report(m, 'Degraded', 'RestartFailed', why, retryAt - now, { error: m.last.error });
+    if (now < retryAt) return report(m, 'Degraded', 'RestartFailed', why, retryAt - now, m.last.error);
   }
   const allowed = restartAllowed(i.restarts, now, s.limit);
   if (!allowed.allowed) {
@@ -347,7 +328,7 @@ function restartView(i: DecideInput): Core {
   const what = `ovnkube-node for the migration to ${m.mode}`;
   if ('broken' in t) {
     const error = i.target ? t.broken : 'not looked up';
-    return report(m, 'Degraded', 'RestartFailed', `cannot restart ${what}: ${error}`, 5 * POLL_MS, { error });
+    return report(m, 'Degraded', 'RestartFailed', `cannot restart ${what}: ${error}`, 5 * POLL_MS, error);
   }
   if ('uncompared' in t) return awaited(m, `restart of ${what} waits: ${t.uncompared}`, POLL_MS);
   if ('moved' in t) return awaited(m, t.moved, QUICK_POLL_MS);
