@@ -79,10 +79,8 @@ export function trackFights(state: FightState, o: FightObservation): FightState 
     const times = [...(setBacks.get(cidr) ?? []), o.now].filter((t) => o.now - t <= FIGHT_WINDOW_MS);
     setBacks.set(cidr, times);
     if (times.length > FIGHT_LIMIT) {
-      suspended.set(cidr, {
-        why: `route set back to ${renderNextHop(seen)} ${times.length} times in ${FIGHT_WINDOW_MS / 60_000} min: ${applied.note ?? o.hint}; repairs of ${cidr} suspended`,
-        wanted: applied.nextHop,
-      });
+      const why = `route set back to ${renderNextHop(seen)} ${times.length} times in ${FIGHT_WINDOW_MS / 60_000} min: ${applied.note ?? o.hint}; repairs of ${cidr} suspended`;
+      suspended.set(cidr, { why, wanted: applied.nextHop });
     }
   }
   return { situation: o.situation, lastApplied, setBacks, suspended };

@@ -65,6 +65,14 @@ export const detectLayout = (input: PlanInput): Platform =>
 
 const findLink = (links: Link[], name: string): Link | undefined => links.find((l) => l.name === name);
 
+/** The link, present and up, or why not. */
+export function upLink(links: Link[], name: string, role: 'Gateway' | 'Management'): Link | Blocked {
+  const link = findLink(links, name);
+  const what = `${role.toLowerCase()} interface ${name}`;
+  if (!link) return blocked(`${role}LinkMissing`, `${what} does not exist`);
+  return link.up ? link : blocked(`${role}LinkDown`, `${what} is down`);
+}
+
 function isLinkLocal(gateway: string | null): boolean {
   if (gateway === null) return false;
   try {
@@ -106,17 +114,14 @@ export function managementNexthop(
 function expectedNexthop(mode: 'local' | 'shared', family: Family, input: PlanInput): { expected: NextHop } | Blocked {
   const { config, observed } = input;
   // br-ex must be present and up in both modes: without it nobody should be moving routes.
-  const gateway = findLink(observed.links, config.gatewayInterface);
-  if (!gateway) return blocked('GatewayLinkMissing', `gateway interface ${config.gatewayInterface} does not exist`);
-  if (!gateway.up) return blocked('GatewayLinkDown', `gateway interface ${config.gatewayInterface} is down`);
+  const gateway = upLink(observed.links, config.gatewayInterface, 'Gateway');
+  if ('blocked' in gateway) return gateway;
   const mp0 = findLink(observed.links, config.managementInterface);
   if (mode === 'local') {
-    const name = config.managementInterface;
-    if (!mp0) return blocked('ManagementLinkMissing', `management interface ${name} does not exist`);
-    if (!mp0.up) return blocked('ManagementLinkDown', `management interface ${name} is down`);
-    const hop = managementNexthop(mp0, family, observed.addresses);
-    if ('blocked' in hop) return hop;
-    return { expected: { dev: name, oif: mp0.index, gateway: hop.via, mtu: null } };
+    const up = upLink(observed.links, config.managementInterface, 'Management');
+    if ('blocked' in up) return up;
+    const hop = managementNexthop(up, family, observed.addresses);
+    return 'blocked' in hop ? hop : { expected: { dev: up.name, oif: up.index, gateway: hop.via, mtu: null } };
   }
   const name = config.gatewayInterface;
   let via = config.gatewayNexthop[family];
