@@ -102,12 +102,6 @@ function restartHeld(plan: Plan, m: Migration): string | null {
 const identityKind = (strategy: RestartSettings['strategy']): IdentityKind =>
   strategy === 'cri' ? 'container' : 'process';
 
-/** The identity of the ovnkube-node now running: the container for CRI, else the process. */
-function currentIdentity(i: DecideInput): string | null {
-  if (i.settings.strategy === 'cri') return i.target && 'target' in i.target ? i.target.target.id : null;
-  return i.ovnkube.id;
-}
-
 /**
  * Rules 2 and 8: the ovnkube-node to restart, or why not now. Under --restart signal: `moved`, the
  * process found is not the one observed (under CRI the container found is the identity itself);
@@ -124,10 +118,8 @@ function targetOf(
     const why = `the ovnkube-node observed has no identity to hold the restart target (${found}) to (${i.ovnkube.detail ?? 'not one process'}): nothing is stopped`;
     return { uncompared: why };
   }
-  if (t.target.id === i.ovnkube.id) return t;
-  return {
-    moved: `ovnkube-node changed while it was looked at (observed ${i.ovnkube.id}, then found ${found}): looking again before anything is stopped`,
-  };
+  const moved = `ovnkube-node changed while it was looked at (observed ${i.ovnkube.id}, then found ${found}): looking again before anything is stopped`;
+  return t.target.id === i.ovnkube.id ? t : { moved };
 }
 
 const isoAt = (i: DecideInput, t: number): string => new Date(t + (i.wallOffsetMs ?? 0)).toISOString();
@@ -268,7 +260,9 @@ function restartView(i: DecideInput): Core {
   const id = i.ovnkube.id;
   const fresh = (x: string | null) => x !== null && x !== m.ovnkubeBefore && x !== stopped;
   const processMoved = s.strategy === 'cri' && m.identity === 'process' && fresh(id);
-  const current = currentIdentity(i);
+  // The ovnkube-node now running: the container for CRI, else the process.
+  const container = i.target && 'target' in i.target ? i.target.target.id : null;
+  const current = s.strategy === 'cri' ? container : id;
   // --restart changed between agent runs: a container id and a process identity cannot be compared;
   // count from what runs now, never call the restart done on that comparison.
   if (!processMoved && m.identity !== identityKind(s.strategy))

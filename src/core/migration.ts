@@ -100,10 +100,10 @@ export function transition(m: Migration | null, e: MigrationEvent, now: number):
     case 'recounted':
       // --restart changed between agents: a container id and a process identity cannot be compared.
       return { ...m, identity: e.identity, ovnkubeBefore: e.ovnkube };
-    case 'requested':
-      if (!restartOwed(m)) return m;
+    case 'requested': {
       const last = { at: now, target: e.target, result: null, error: null };
-      return { ...m, restart: 'requested', attempts: m.attempts + 1, last };
+      return restartOwed(m) ? { ...m, restart: 'requested', attempts: m.attempts + 1, last } : m;
+    }
     case 'answered':
       if (m.last === null) return m;
       if (e.error === null) return m.restart === 'failed' ? m : { ...m, last: { ...m.last, result: 'stopped' } };
