@@ -107,9 +107,8 @@ const identityKind = (strategy: RestartSettings['strategy']): IdentityKind =>
  * process found is not the one observed (under CRI the container found is the identity itself);
  * `uncompared`, no one ovnkube-node observed (not "moved": a quick look again finds the same).
  */
-function targetOf(
-  i: DecideInput,
-): { target: RestartTarget } | { broken: string } | { uncompared: string } | { moved: string } {
+type Found = { target: RestartTarget } | { broken: string } | { uncompared: string } | { moved: string };
+function targetOf(i: DecideInput): Found {
   const t = i.target;
   if (!t || 'error' in t) return { broken: t ? t.error : 'the restart strategy was not asked' };
   if (i.settings.strategy !== 'signal') return t;
@@ -286,8 +285,7 @@ function restartView(i: DecideInput): Core {
     return report(m, null, 'RestartHeld', why, POLL_MS);
   }
   if (m.restart === 'requested') {
-    const deadline = m.last.at + s.timeoutMs;
-    if (now < deadline) {
+    if (now < m.last.at + s.timeoutMs) {
       const quick = now - m.last.at < QUICK_FOR_MS;
       const why = `restarted ovnkube-node (${stoppedAs}); waiting for a new one running ${m.mode}: ${seen}`;
       return awaited(m, why, quick ? QUICK_POLL_MS : POLL_MS);
@@ -342,22 +340,21 @@ export function summarize(
   suspensions: ReadonlyMap<string, string>,
   error: Reason | null,
 ): Summary {
-  const planReasons = plan.reasons;
-  const rest = (first: Reason[]) => [...first, ...planReasons.filter((r) => !first.includes(r))];
+  const rest = (first: Reason[]) => [...first, ...plan.reasons.filter((r) => !first.includes(r))];
   const own = restart.reason ? [restart.reason] : [];
   if (error) return { phase: 'Degraded', reasons: rest([error, ...own]) };
   if (restart.phase === 'Degraded') return { phase: 'Degraded', reasons: rest(own) };
   if (suspensions.size > 0) {
-    const held = planReasons.filter((r) => r.code === 'RepairsSuspended');
+    const held = plan.reasons.filter((r) => r.code === 'RepairsSuspended');
     const listed = held.length > 0 ? held : [...suspensions.values()].map((why) => reason('RepairsSuspended', why));
     return { phase: 'Degraded', reasons: rest([...listed, ...own]) };
   }
   // Waiting on the restart (its path broken, or held in a dry run): none of the plan's replaces is being made.
   if (restart.phase === 'Waiting')
-    return { phase: 'Waiting', reasons: [...own, ...planReasons.filter((r) => r.code !== 'Replacing')] };
+    return { phase: 'Waiting', reasons: [...own, ...plan.reasons.filter((r) => r.code !== 'Replacing')] };
   if (restart.phase === 'Progressing') return { phase: 'Progressing', reasons: rest(own) };
   // A restart reason with no phase of its own (RestartHeld) is said after the plan's.
-  const reasons = [...planReasons, ...own];
+  const reasons = [...plan.reasons, ...own];
   if (plan.blocked) return { phase: 'Waiting', reasons };
   if (plan.actions.length > 0) return { phase: plan.dryRun ? 'Waiting' : 'Progressing', reasons };
   return { phase: 'Converged', reasons };

@@ -129,29 +129,25 @@ export class Journal {
 
   /** Throws JournalWriteError, leaving no temporary file behind (on a full disk it holds what space there was). */
   async save(data: JournalData): Promise<void> {
+    const tmp = `${this.file}.tmp`;
     try {
-      await this.write(data);
+      const created = await mkdir(this.dir, { recursive: true, mode: 0o750 });
+      const trimmed: JournalData = { ...data, restarts: data.restarts.slice(-KEEP_RESTARTS) };
+      // Made anew, never opened where it stands: a FIFO left at that path would block the open.
+      await unlink(tmp).catch((err: NodeJS.ErrnoException) => {
+        if (err.code !== 'ENOENT') throw err;
+      });
+      const handle = await open(tmp, CREATE_NEW, 0o640);
+      await handle
+        .writeFile(JSON.stringify(trimmed, null, 2) + '\n')
+        .then(() => handle.sync())
+        .finally(() => handle.close());
+      await rename(tmp, this.file);
+      await syncDir(this.dir);
+      if (created !== undefined) await syncDir(path.dirname(created));
     } catch (err) {
-      await unlink(`${this.file}.tmp`).catch(() => undefined);
+      await unlink(tmp).catch(() => undefined);
       throw new JournalWriteError(this.file, err);
     }
-  }
-
-  private async write(data: JournalData): Promise<void> {
-    const created = await mkdir(this.dir, { recursive: true, mode: 0o750 });
-    const tmp = `${this.file}.tmp`;
-    const trimmed: JournalData = { ...data, restarts: data.restarts.slice(-KEEP_RESTARTS) };
-    // Made anew, never opened where it stands: a FIFO left at that path would block the open.
-    await unlink(tmp).catch((err: NodeJS.ErrnoException) => {
-      if (err.code !== 'ENOENT') throw err;
-    });
-    const handle = await open(tmp, CREATE_NEW, 0o640);
-    await handle
-      .writeFile(JSON.stringify(trimmed, null, 2) + '\n')
-      .then(() => handle.sync())
-      .finally(() => handle.close());
-    await rename(tmp, this.file);
-    await syncDir(this.dir);
-    if (created !== undefined) await syncDir(path.dirname(created));
   }
 }

@@ -55,14 +55,10 @@ export class CriRestart implements RestartStrategy {
     if (!client) return { error: `no CRI endpoint: ${none}` };
     const { namespace, container } = this.options;
     const labels = { 'io.kubernetes.pod.namespace': namespace, 'io.kubernetes.container.name': container };
-    let found;
-    try {
-      found = await client.runningContainers(labels);
-    } catch (err) {
-      return { error: (err as Error).message };
-    }
+    const listed = await client.runningContainers(labels).catch((err: unknown) => ({ error: (err as Error).message }));
+    if ('error' in listed) return listed;
     // The runtime filtered by label already; check again rather than trust it.
-    found = found.filter((c) => Object.entries(labels).every(([k, v]) => c.labels[k] === v));
+    const found = listed.filter((c) => Object.entries(labels).every(([k, v]) => c.labels[k] === v));
     const [c, ...more] = found;
     const count = `${found.length} running containers named ${container} in namespace ${namespace} (expected exactly 1)`;
     if (c === undefined || more.length > 0) return { error: count };
