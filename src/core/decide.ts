@@ -102,20 +102,13 @@ function restartHeld(plan: Plan, m: Migration): string | null {
 const identityKind = (strategy: RestartSettings['strategy']): IdentityKind =>
   strategy === 'cri' ? 'container' : 'process';
 
-/** The identity of the ovnkube-node now running: the container for CRI, else the process. */
-function currentIdentity(i: DecideInput): string | null {
-  if (i.settings.strategy === 'cri') return i.target && 'target' in i.target ? i.target.target.id : null;
-  return i.ovnkube.id;
-}
-
 /**
  * Rules 2 and 8: the ovnkube-node to restart, or why not now. Under --restart signal: `moved`, the
  * process found is not the one observed (under CRI the container found is the identity itself);
  * `uncompared`, no one ovnkube-node observed (not "moved": a quick look again finds the same).
  */
-function targetOf(
-  i: DecideInput,
-): { target: RestartTarget } | { broken: string } | { uncompared: string } | { moved: string } {
+type Found = { target: RestartTarget } | { broken: string } | { uncompared: string } | { moved: string };
+function targetOf(i: DecideInput): Found {
   const t = i.target;
   if (!t || 'error' in t) return { broken: t ? t.error : 'the restart strategy was not asked' };
   if (i.settings.strategy !== 'signal') return t;
@@ -124,10 +117,8 @@ function targetOf(
     const why = `the ovnkube-node observed has no identity to hold the restart target (${found}) to (${i.ovnkube.detail ?? 'not one process'}): nothing is stopped`;
     return { uncompared: why };
   }
-  if (t.target.id === i.ovnkube.id) return t;
-  return {
-    moved: `ovnkube-node changed while it was looked at (observed ${i.ovnkube.id}, then found ${found}): looking again before anything is stopped`,
-  };
+  const moved = `ovnkube-node changed while it was looked at (observed ${i.ovnkube.id}, then found ${found}): looking again before anything is stopped`;
+  return t.target.id === i.ovnkube.id ? t : { moved };
 }
 
 const isoAt = (i: DecideInput, t: number): string => new Date(t + (i.wallOffsetMs ?? 0)).toISOString();
@@ -139,7 +130,8 @@ function report(
   code: ReasonCode | null,
   message: string,
   wakeInMs: number | undefined,
-  { error, steps = [] }: { error?: string; steps?: Step[] } = {},
+  error?: string,
+  steps: Step[] = [],
 ): Core {
   const restart = { phase, reason: code && reason(code, message), ...(error ? { error } : {}) };
   return { steps, migration, restart, wakeInMs };
@@ -147,7 +139,7 @@ function report(
 
 /** The most common report: Progressing, waiting on a restart. */
 const awaited = (m: Migration | null, why: string, wakeInMs: number | undefined, steps: Step[] = []): Core =>
-  report(m, 'Progressing', 'RestartAwaited', why, wakeInMs, { steps });
+  report(m, 'Progressing', 'RestartAwaited', why, wakeInMs, undefined, steps);
 
 const quiet = (migration: Migration | null, wakeInMs: number | undefined): Core =>
   report(migration, null, null, '', wakeInMs);
@@ -160,23 +152,20 @@ export function heard(
 ): { migration: Migration | null; records: RecordStep[] } {
   if (!answer) return { migration: m, records: [] };
   const { step, error } = answer;
+  const s = step.migration;
   const told: RecordStep = {
     kind: 'answered',
-    mode: step.migration.mode,
+    mode: s.mode,
     target: step.target.describe,
-    result: error ? 'failed' : 'stopped',
     code: error?.code ?? null,
     error: error?.message ?? null,
+    result: error ? 'failed' : 'stopped',
   };
-  const s = step.migration;
   const same = m !== null && m.mode === s.mode && m.startedAt === s.startedAt && m.attempts === s.attempts;
   const after = same ? transition(m, { kind: 'answered', error: error?.message ?? null }, now) : m;
   if (after === m) return { migration: m, records: [told] };
-  const record: RecordStep = {
-    kind: 'record',
-    migration: after,
-    what: `${error ? 'a failed' : 'the'} restart request`,
-  };
+  const what = `${error ? 'a failed' : 'the'} restart request`;
+  const record: RecordStep = { kind: 'record', migration: after, what };
   return { migration: after, records: error ? [told, record] : [record, told] };
 }
 
@@ -211,10 +200,10 @@ function decideSteps(i: DecideInput): Core {
       const not = `not starting the migration to ${desired}`;
       if ('broken' in t) {
         const why = `${not}: ovnkube-node could not be restarted afterwards: ${t.broken}`;
-        return report(m, 'Waiting', 'RestartPathBroken', why, 10 * POLL_MS, { error: t.broken });
+        return report(m, 'Waiting', 'RestartPathBroken', why, 10 * POLL_MS, t.broken);
       }
       if ('uncompared' in t)
-        return report(m, 'Waiting', 'RestartPathBroken', `${not}: ${t.uncompared}`, POLL_MS, { error: t.uncompared });
+        return report(m, 'Waiting', 'RestartPathBroken', `${not}: ${t.uncompared}`, POLL_MS, t.uncompared);
       // Rule 8: a migration is begun only with the ovnkube-node that will be restarted.
       if ('moved' in t) return awaited(m, t.moved, QUICK_POLL_MS);
       if (i.settings.strategy === 'cri') before = t.target.id;
@@ -260,12 +249,7 @@ function restartView(i: DecideInput): Core {
     return report(m, 'Progressing', 'Settling', why, until - now);
   }
   const stoppedAs = m.last?.target.describe ?? 'ovnkube-node';
-  const underWay = () =>
-    awaited(
-      m,
-      `a restart request is under way (${stoppedAs}): waiting for its answer before any other for the migration to ${m.mode}`,
-      POLL_MS,
-    );
+  const underWay = `a restart request is under way (${stoppedAs}): waiting for its answer before any other for the migration to ${m.mode}`;
   // Rule 11; --ovnkube-mode-check off takes one whose mode is not seen for one in the migration's.
   const otherMode = i.ovnkube.modes.find((x) => x !== m.mode) ?? null;
   const modeOk = otherMode === null && (i.ovnkube.mode !== null || !s.modeChecked);
@@ -273,36 +257,26 @@ function restartView(i: DecideInput): Core {
   // A migration that identified ovnkube-node by its process (`apply`, --restart signal or none):
   // /proc is read whatever the strategy, so another process is the new ovnkube-node under CRI too.
   const id = i.ovnkube.id;
-  const processMoved =
-    s.strategy === 'cri' && m.identity === 'process' && id !== null && id !== m.ovnkubeBefore && id !== stopped;
-  const current = currentIdentity(i);
+  const fresh = (x: string | null) => x !== null && x !== m.ovnkubeBefore && x !== stopped;
+  const processMoved = s.strategy === 'cri' && m.identity === 'process' && fresh(id);
+  // The ovnkube-node now running: the container for CRI, else the process.
+  const container = i.target && 'target' in i.target ? i.target.target.id : null;
+  const current = s.strategy === 'cri' ? container : id;
   // --restart changed between agent runs: a container id and a process identity cannot be compared;
   // count from what runs now, never call the restart done on that comparison.
   if (!processMoved && m.identity !== identityKind(s.strategy))
     m = transition(m, { kind: 'recounted', identity: identityKind(s.strategy), ovnkube: current }, now);
-  const successor = processMoved
-    ? id
-    : current !== null && current !== m.ovnkubeBefore && current !== stopped
-      ? current
-      : null;
+  const successor = processMoved ? id : fresh(current) ? current : null;
   if (successor !== null && modeOk) {
     const why = `a new ovnkube-node runs ${m.mode}; watching the service routes for ${Math.round(s.settleMs / 1000)}s`;
     return report(transition(m, { kind: 'restarted' }, now), 'Progressing', 'Settling', why, s.settleMs);
   }
   // Not the proof, and never the one to stop (a second restart for one migration).
-  if (successor !== null)
-    return awaited(
-      m,
-      `a new ovnkube-node (${successor}) runs ${otherMode ?? 'an unknown mode'}, not ${m.mode}: waiting for the operator's rollout`,
-      POLL_MS,
-    );
+  const rollout = `a new ovnkube-node (${successor}) runs ${otherMode ?? 'an unknown mode'}, not ${m.mode}: waiting for the operator's rollout`;
+  if (successor !== null) return awaited(m, rollout, POLL_MS);
   const seen = current === null ? 'no ovnkube-node running' : `still ${current}`;
-  if (s.strategy === 'none')
-    return awaited(
-      m,
-      `waiting for ovnkube-node to be restarted for the migration to ${m.mode} (--restart none: restart it by hand); ${seen}`,
-      POLL_MS,
-    );
+  const byHand = `waiting for ovnkube-node to be restarted for the migration to ${m.mode} (--restart none: restart it by hand); ${seen}`;
+  if (s.strategy === 'none') return awaited(m, byHand, POLL_MS);
   if (otherMode !== null) {
     // Rule 11, a request that never took included: it would come back in the mode the operator renders.
     const who =
@@ -311,13 +285,12 @@ function restartView(i: DecideInput): Core {
     return report(m, null, 'RestartHeld', why, POLL_MS);
   }
   if (m.restart === 'requested') {
-    const deadline = m.last.at + s.timeoutMs;
-    if (now < deadline) {
+    if (now < m.last.at + s.timeoutMs) {
       const quick = now - m.last.at < QUICK_FOR_MS;
       const why = `restarted ovnkube-node (${stoppedAs}); waiting for a new one running ${m.mode}: ${seen}`;
       return awaited(m, why, quick ? QUICK_POLL_MS : POLL_MS);
     }
-    if (i.restartInFlight) return underWay();
+    if (i.restartInFlight) return awaited(m, underWay, POLL_MS);
     // The very one meant to be stopped still runs: the request never took (an agent killed between
     // journal and request). Asking again stops that same one.
     const t = i.target && 'target' in i.target && i.target.target.id === stopped ? i.target.target : null;
@@ -331,11 +304,11 @@ function restartView(i: DecideInput): Core {
     return report(m, 'Degraded', 'RestartTimedOut', why, POLL_MS);
   }
   // Owed, or failed before: request it, within backoff and the rate limit.
-  if (i.restartInFlight) return underWay();
+  if (i.restartInFlight) return awaited(m, underWay, POLL_MS);
   if (m.restart === 'failed') {
     const retryAt = m.last.at + backoffMs(m.attempts, s.retryBaseMs, s.retryMaxMs);
     const why = `restart of ovnkube-node for the migration to ${m.mode} failed (attempt ${m.attempts}): ${m.last.error}; retrying at ${isoAt(i, retryAt)}`;
-    if (now < retryAt) return report(m, 'Degraded', 'RestartFailed', why, retryAt - now, { error: m.last.error });
+    if (now < retryAt) return report(m, 'Degraded', 'RestartFailed', why, retryAt - now, m.last.error);
   }
   const allowed = restartAllowed(i.restarts, now, s.limit);
   if (!allowed.allowed) {
@@ -347,7 +320,7 @@ function restartView(i: DecideInput): Core {
   const what = `ovnkube-node for the migration to ${m.mode}`;
   if ('broken' in t) {
     const error = i.target ? t.broken : 'not looked up';
-    return report(m, 'Degraded', 'RestartFailed', `cannot restart ${what}: ${error}`, 5 * POLL_MS, { error });
+    return report(m, 'Degraded', 'RestartFailed', `cannot restart ${what}: ${error}`, 5 * POLL_MS, error);
   }
   if ('uncompared' in t) return awaited(m, `restart of ${what} waits: ${t.uncompared}`, POLL_MS);
   if ('moved' in t) return awaited(m, t.moved, QUICK_POLL_MS);
@@ -367,22 +340,21 @@ export function summarize(
   suspensions: ReadonlyMap<string, string>,
   error: Reason | null,
 ): Summary {
-  const planReasons = plan.reasons;
-  const rest = (first: Reason[]) => [...first, ...planReasons.filter((r) => !first.includes(r))];
+  const rest = (first: Reason[]) => [...first, ...plan.reasons.filter((r) => !first.includes(r))];
   const own = restart.reason ? [restart.reason] : [];
   if (error) return { phase: 'Degraded', reasons: rest([error, ...own]) };
   if (restart.phase === 'Degraded') return { phase: 'Degraded', reasons: rest(own) };
   if (suspensions.size > 0) {
-    const held = planReasons.filter((r) => r.code === 'RepairsSuspended');
+    const held = plan.reasons.filter((r) => r.code === 'RepairsSuspended');
     const listed = held.length > 0 ? held : [...suspensions.values()].map((why) => reason('RepairsSuspended', why));
     return { phase: 'Degraded', reasons: rest([...listed, ...own]) };
   }
   // Waiting on the restart (its path broken, or held in a dry run): none of the plan's replaces is being made.
   if (restart.phase === 'Waiting')
-    return { phase: 'Waiting', reasons: [...own, ...planReasons.filter((r) => r.code !== 'Replacing')] };
+    return { phase: 'Waiting', reasons: [...own, ...plan.reasons.filter((r) => r.code !== 'Replacing')] };
   if (restart.phase === 'Progressing') return { phase: 'Progressing', reasons: rest(own) };
   // A restart reason with no phase of its own (RestartHeld) is said after the plan's.
-  const reasons = [...planReasons, ...own];
+  const reasons = [...plan.reasons, ...own];
   if (plan.blocked) return { phase: 'Waiting', reasons };
   if (plan.actions.length > 0) return { phase: plan.dryRun ? 'Waiting' : 'Progressing', reasons };
   return { phase: 'Converged', reasons };

@@ -52,11 +52,8 @@ export function trackFights(state: FightState, o: FightObservation): FightState 
   const was = state.situation;
   if (was !== null && (was.desiredMode !== o.situation.desiredMode || was.ovnkube !== o.situation.ovnkube)) {
     // Point 4: forgiven, and the set-backs counted again from this observation on.
-    state = {
-      ...NO_FIGHTS,
-      situation: o.situation,
-      lastApplied: was.desiredMode === o.situation.desiredMode ? state.lastApplied : new Map(),
-    };
+    const lastApplied = was.desiredMode === o.situation.desiredMode ? state.lastApplied : new Map();
+    state = { ...NO_FIGHTS, situation: o.situation, lastApplied };
   }
   const lastApplied = new Map(state.lastApplied);
   const setBacks = new Map(state.setBacks);
@@ -70,19 +67,14 @@ export function trackFights(state: FightState, o: FightObservation): FightState 
   }
   for (const [cidr, applied] of state.lastApplied) {
     const seen = o.observed.get(cidr);
-    if (o.now - applied.at > FIGHT_WINDOW_MS) {
-      lastApplied.delete(cidr);
-      continue;
-    }
-    if (!seen || sameNextHop(seen, applied.nextHop)) continue;
-    lastApplied.delete(cidr);
+    const expired = o.now - applied.at > FIGHT_WINDOW_MS;
+    if (expired || (seen && !sameNextHop(seen, applied.nextHop))) lastApplied.delete(cidr);
+    if (expired || !seen || sameNextHop(seen, applied.nextHop)) continue;
     const times = [...(setBacks.get(cidr) ?? []), o.now].filter((t) => o.now - t <= FIGHT_WINDOW_MS);
     setBacks.set(cidr, times);
     if (times.length > FIGHT_LIMIT) {
-      suspended.set(cidr, {
-        why: `route set back to ${renderNextHop(seen)} ${times.length} times in ${FIGHT_WINDOW_MS / 60_000} min: ${applied.note ?? o.hint}; repairs of ${cidr} suspended`,
-        wanted: applied.nextHop,
-      });
+      const why = `route set back to ${renderNextHop(seen)} ${times.length} times in ${FIGHT_WINDOW_MS / 60_000} min: ${applied.note ?? o.hint}; repairs of ${cidr} suspended`;
+      suspended.set(cidr, { why, wanted: applied.nextHop });
     }
   }
   return { situation: o.situation, lastApplied, setBacks, suspended };

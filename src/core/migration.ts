@@ -9,11 +9,7 @@
 //   owed | requested | failed --restarted (a new ovnkube-node runs the mode)--> done
 //   any --reached (the node got to the desired mode by itself)--> none (a rollback under way: its record, none)
 //   any --rollback-begun--> (same state, rollback under way) --rolled-back--> (rollback done)
-//
-// A rollback is a mark beside the restart state: putting routes back changes nothing about
-// ovnkube-node. Under way, it keeps the record (its routes say what is still to put back);
-// done, or the node at the other mode meanwhile, the next replace of its routes begins a new
-// migration, which carries the routes not yet put back (src/core/decide.ts, rule 1).
+// The rollback mark beside the restart state, and what it keeps: docs/design.md and decide.ts, rule 1.
 import type { NextHop, RouteKey } from './route.js';
 import type { GatewayMode } from './types.js';
 
@@ -95,24 +91,19 @@ export function transition(m: Migration | null, e: MigrationEvent, now: number):
     return { ...rest, restart: 'none' };
   }
   if (e.kind === 'begun' || e.kind === 'reached') {
-    const begun = e.kind === 'begun';
-    const fresh = { startedAt: now, attempts: 0, last: null, rollback: null, identity: e.identity };
-    if (begun) return { ...fresh, mode: e.mode, routes: e.routes, ovnkubeBefore: e.ovnkube, restart: 'owed' };
-    return { ...fresh, mode: e.mode, routes: [], ovnkubeBefore: null, restart: 'none' };
+    const fresh = { mode: e.mode, startedAt: now, attempts: 0, last: null, rollback: null, identity: e.identity };
+    if (e.kind === 'begun') return { ...fresh, routes: e.routes, ovnkubeBefore: e.ovnkube, restart: 'owed' };
+    return { ...fresh, routes: [], ovnkubeBefore: null, restart: 'none' };
   }
   if (m === null) return null;
   switch (e.kind) {
     case 'recounted':
       // --restart changed between agents: a container id and a process identity cannot be compared.
       return { ...m, identity: e.identity, ovnkubeBefore: e.ovnkube };
-    case 'requested':
-      if (!restartOwed(m)) return m;
-      return {
-        ...m,
-        restart: 'requested',
-        attempts: m.attempts + 1,
-        last: { at: now, target: e.target, result: null, error: null },
-      };
+    case 'requested': {
+      const last = { at: now, target: e.target, result: null, error: null };
+      return restartOwed(m) ? { ...m, restart: 'requested', attempts: m.attempts + 1, last } : m;
+    }
     case 'answered':
       if (m.last === null) return m;
       if (e.error === null) return m.restart === 'failed' ? m : { ...m, last: { ...m.last, result: 'stopped' } };

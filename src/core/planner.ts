@@ -14,7 +14,6 @@
 //  7. Never while ovnkube-node is seen running the other mode, whatever --ovnkube-mode-check says:
 //     `off` only lets it act where ovnkube-node's mode is not seen.
 import { addressInSubnet, maskBytes, parseAddress, parseCidr, type Cidr, type Family } from '../net/cidr.js';
-import { must } from './must.js';
 import { identifyPlatform, type Platform } from './platform.js';
 import { reason, type Reason } from './reasons.js';
 import {
@@ -66,6 +65,14 @@ export const detectLayout = (input: PlanInput): Platform =>
 
 const findLink = (links: Link[], name: string): Link | undefined => links.find((l) => l.name === name);
 
+/** The link, present and up, or why not. */
+export function upLink(links: Link[], name: string, role: 'Gateway' | 'Management'): Link | Blocked {
+  const link = findLink(links, name);
+  const what = `${role.toLowerCase()} interface ${name}`;
+  if (!link) return blocked(`${role}LinkMissing`, `${what} does not exist`);
+  return link.up ? link : blocked(`${role}LinkDown`, `${what} is down`);
+}
+
 function isLinkLocal(gateway: string | null): boolean {
   if (gateway === null) return false;
   try {
@@ -107,17 +114,14 @@ export function managementNexthop(
 function expectedNexthop(mode: 'local' | 'shared', family: Family, input: PlanInput): { expected: NextHop } | Blocked {
   const { config, observed } = input;
   // br-ex must be present and up in both modes: without it nobody should be moving routes.
-  const gateway = findLink(observed.links, config.gatewayInterface);
-  if (!gateway) return blocked('GatewayLinkMissing', `gateway interface ${config.gatewayInterface} does not exist`);
-  if (!gateway.up) return blocked('GatewayLinkDown', `gateway interface ${config.gatewayInterface} is down`);
+  const gateway = upLink(observed.links, config.gatewayInterface, 'Gateway');
+  if ('blocked' in gateway) return gateway;
   const mp0 = findLink(observed.links, config.managementInterface);
   if (mode === 'local') {
-    const name = config.managementInterface;
-    if (!mp0) return blocked('ManagementLinkMissing', `management interface ${name} does not exist`);
-    if (!mp0.up) return blocked('ManagementLinkDown', `management interface ${name} is down`);
-    const hop = managementNexthop(mp0, family, observed.addresses);
-    if ('blocked' in hop) return hop;
-    return { expected: { dev: name, oif: mp0.index, gateway: hop.via, mtu: null } };
+    const up = upLink(observed.links, config.managementInterface, 'Management');
+    if ('blocked' in up) return up;
+    const hop = managementNexthop(up, family, observed.addresses);
+    return 'blocked' in hop ? hop : { expected: { dev: up.name, oif: up.index, gateway: hop.via, mtu: null } };
   }
   const name = config.gatewayInterface;
   let via = config.gatewayNexthop[family];
@@ -164,83 +168,118 @@ export function ownedRoute(cidr: Cidr, routes: Route[], config: PlannerConfig): 
   return { route: r };
 }
 
+/**
+ * One loop for both modes. Desired shared is ovnkube-node's (guarantee 6), never an action; the status
+ * says where the node stands. A route via ovn-k8s-mp0 under a shared (or unchecked) ovnkube-node is
+ * OvnkubeFallbackRoute, Converged: its choice in an upgrade window, or a restart to come; Waiting would
+ * page for a healthy node.
+ */
 export function plan(input: PlanInput): Plan {
   const { desired, config, observed } = input;
+  const { mode, source } = desired;
   const suspended = input.suspended ?? new Map<string, string>();
   const reasons: Reason[] = [];
-  const warnings = desired.mode === 'local' ? [EGRESS_FIREWALL_WARNING] : [];
+  const warnings = mode === 'local' ? [EGRESS_FIREWALL_WARNING] : [];
   const platform = detectLayout(input);
   const { layout } = platform;
-  const found = { release: platform.release, evidence: platform.evidence };
-  const done = (why: Reason, blocked: boolean, inSync = false): Plan => ({
+  const statuses: RouteStatus[] = [];
+  let awaitsOvnkube = false;
+  const finish = (blocked: boolean, why: Reason[], actions: ReplaceAction[] = []): Plan => ({
     layout,
-    dryRun: config.dryRun,
-    awaitsOvnkube: false,
-    platform: found,
-    actions: [],
-    reasons: [...reasons, why],
+    platform: { release: platform.release, evidence: platform.evidence },
+    actions,
+    reasons: [...reasons, ...why],
     blocked,
+    dryRun: config.dryRun,
+    awaitsOvnkube,
     warnings,
-    routes: config.serviceCidrs.map((c) => statusOf(observed, c, null, inSync)),
+    routes: statuses,
   });
+  const unlooked = (why: Reason, blocked: boolean, inSync = false): Plan => {
+    statuses.push(...config.serviceCidrs.map((c) => statusOf(observed, c, null, inSync)));
+    return finish(blocked, [why]);
+  };
 
-  const source = desired.source;
-  if (desired.mode === null) {
+  if (mode === null) {
     const why = `no valid mode read yet: acting on nothing (${source.path}: ${source.error ?? 'not read yet'})`;
-    return done(reason('ModeNotRead', why), true);
+    return unlooked(reason('ModeNotRead', why), true);
   }
   if (source.error) {
-    const why = `keeping the last valid desired mode "${desired.mode}": ${source.path}: ${source.error}`;
+    const why = `keeping the last valid desired mode "${mode}": ${source.path}: ${source.error}`;
     reasons.push(reason('ModeFileInvalid', why));
   }
   if (layout === 'routing-via-host') {
     const what = platform.release === '4.10+' ? 'OpenShift 4.10 or later' : 'routing-via-host layout';
     const why = `${what} (${platform.evidence}): service routes via ${config.gatewayInterface} are correct in both modes; nothing to change`;
-    return done(reason('RoutingViaHostLayout', why), false, true);
+    return unlooked(reason('RoutingViaHostLayout', why), false, true);
   }
-  if (desired.mode === 'shared') return planShared(input, { layout, platform: found, reasons, warnings });
-
+  const local = mode === 'local';
+  const mp0 = config.managementInterface;
   // Guarantee 7 (one whose namespace cannot be read, several that disagree) first: it passes by itself.
-  const held = ovnkubeHolds(input, 'local');
-  const awaitsOvnkube = held.length > 0;
-  if (layout === 'unknown') held.push(reason('LayoutUnknown', layoutUnknown(input, platform)));
-
-  const statuses: RouteStatus[] = [];
+  const held = ovnkubeHolds(input, mode);
+  awaitsOvnkube = held.length > 0;
+  if (local && layout === 'unknown') held.push(reason('LayoutUnknown', layoutUnknown(input, platform)));
   const actions: ReplaceAction[] = [];
-  const suspensions: Reason[] = [];
+  // Local: the suspended repairs; shared: ovnkube-node's own routes via ovn-k8s-mp0.
+  const notes: Reason[] = [];
   for (const cidr of config.serviceCidrs) {
-    const result = expectedNexthop('local', cidr.family, input);
+    const result = expectedNexthop(mode, cidr.family, input);
     const expected = 'expected' in result ? result.expected : null;
-    const owned = 'blocked' in result ? result : ownedRoute(cidr, observed.routes.get(cidr.text) ?? [], config);
-    if ('blocked' in owned) {
-      held.push(owned.blocked);
-      statuses.push(statusOf(observed, cidr, expected, false));
-      continue;
+    const owned = ownedRoute(cidr, observed.routes.get(cidr.text) ?? [], config);
+    const hop = 'route' in owned ? owned.route.nextHop : null;
+    // Shared: the MTU is ovnkube-node's (a warning at most).
+    const inSync =
+      hop !== null &&
+      expected !== null &&
+      (local ? sameNextHop(hop, expected) : hop.dev !== mp0 && hop.gateway === expected.gateway);
+    statuses.push(statusOf(observed, cidr, expected, inSync));
+    if (local) {
+      const suspension = suspended.get(cidr.text);
+      if ('blocked' in result) held.push(result.blocked);
+      else if ('blocked' in owned) held.push(owned.blocked);
+      else if (inSync) continue;
+      else if (suspension !== undefined) notes.push(reason('RepairsSuspended', suspension));
+      else {
+        const { key, protocol, scope, type, nextHop: from } = owned.route;
+        const to = result.expected;
+        const what = `desired mode ${mode}: ${cidr.text} goes ${renderNextHop(from)}, expected ${renderNextHop(to)}`;
+        actions.push({ key, protocol, scope, type, from, to, reason: reason('Replacing', what) });
+      }
+    } else if ('blocked' in owned) held.push(owned.blocked);
+    else if (hop?.dev === mp0) {
+      if (observed.ovnkube.modes.includes('local')) continue;
+      const o = observed.ovnkube;
+      const whose =
+        o.mode === 'shared' ? `ovnkube-node (pid ${o.pid}) runs shared and keeps it` : 'ovnkube-node keeps it';
+      const why = `${cidr.text} goes ${renderNextHop(hop)}: ${whose} on purpose while the cluster's topology version is old (an upgrade), or until its restart in shared mode moves it to ${config.gatewayInterface}; the agent writes nothing in shared mode`;
+      notes.push(reason('OvnkubeFallbackRoute', why));
+    } else if ('blocked' in result) held.push(result.blocked);
+    else if (!inSync) {
+      const from = config.gatewayNexthop[cidr.family]
+        ? '--gateway-nexthop'
+        : `${config.gatewayInterface}'s default gateway`;
+      const why = `${cidr.text} goes ${renderNextHop(owned.route.nextHop)}, not via ${result.expected.gateway} (${from}): ovnkube-node sets it from [gateway] next-hop or the first default route at its start; the agent writes nothing in shared mode`;
+      held.push(reason('NotOurRoute', why));
+    } else if (result.expected.mtu !== null && owned.route.nextHop.mtu !== result.expected.mtu) {
+      const { mtu } = owned.route.nextHop;
+      const why = `${cidr.text} carries ${mtu === null ? 'no mtu' : `mtu ${mtu}`}, the agent expected ${result.expected.mtu} (--mtu, ovnkube.conf or ${mp0}'s link MTU): ovnkube-node sets it; left as it is`;
+      warnings.push(why);
     }
-    const route = owned.route;
-    const to = must(expected, 'the expected next hop');
-    const ok = sameNextHop(route.nextHop, to);
-    statuses.push(statusOf(observed, cidr, to, ok));
-    if (ok) continue;
-    const why = suspended.get(cidr.text);
-    if (why !== undefined) {
-      suspensions.push(reason('RepairsSuspended', why));
-      continue;
-    }
-    const what = `desired mode ${desired.mode}: ${cidr.text} goes ${renderNextHop(route.nextHop)}, expected ${renderNextHop(to)}`;
-    const { key, protocol, scope, type, nextHop: from } = route;
-    actions.push({ key, protocol, scope, type, from, to, reason: reason('Replacing', what) });
   }
   warnings.push(...mtuMismatch(config, observed.links));
-  const base = { layout, platform: found, warnings, routes: statuses, dryRun: config.dryRun, awaitsOvnkube };
-  const none = { ...base, actions: [], blocked: false };
-  if (held.length > 0) return { ...none, blocked: true, reasons: [...reasons, ...held, ...suspensions] };
+  if (held.length > 0) return finish(true, local ? [...held, ...notes] : held);
   // Guarantee 3: a suspended CIDR holds the others back too.
-  if (suspensions.length > 0) return { ...none, reasons: [...reasons, ...suspensions] };
-  if (actions.length === 0)
-    return { ...none, reasons: [...reasons, reason('InSync', `service routes match desired mode ${desired.mode}`)] };
-  const dry = config.dryRun ? [reason('DryRun', `dry run: ${actions.length} replace(s) planned, not applied`)] : [];
-  return { ...base, actions, blocked: false, reasons: [...reasons, ...dry, ...actions.map((a) => a.reason)] };
+  if (notes.length > 0) return finish(false, notes);
+  if (actions.length > 0) {
+    const dry = config.dryRun ? [reason('DryRun', `dry run: ${actions.length} replace(s) planned, not applied`)] : [];
+    return finish(false, [...dry, ...actions.map((a) => a.reason)], actions);
+  }
+  if (layout === 'unknown') {
+    const why = `service routes have the shared-mode shape ovnkube-node gives them (release unknown: ${platform.evidence})`;
+    return finish(false, [reason('AlreadyShared', why)]);
+  }
+  const made = local ? '' : ', as ovnkube-node makes them';
+  return finish(false, [reason('InSync', `service routes match desired mode ${mode}${made}`)]);
 }
 
 /** Guarantee 7: ovnkube-node seen in another mode than `mode`, or (checked) its mode unknown. */
@@ -278,59 +317,6 @@ export function layoutUnknown(input: PlanInput, platform: Platform): string {
   if (viaMp0) hints.push(`${viaMp0.key.prefix} goes via ${config.managementInterface}`);
   const hinted = hints.length > 0 ? `; ${hints.join(' and ')}, which 4.10 nodes show too: no proof` : '';
   return `cannot tell the OpenShift release (${platform.evidence})${hinted}: the agent changes 4.8/4.9 nodes only; give --os-release the host's /etc/os-release, or state --layout legacy if this is a 4.8/4.9 node`;
-}
-
-/**
- * Desired shared: ovnkube-node's (guarantee 6), never an action; the status says where the node
- * stands. A route via ovn-k8s-mp0 under a shared (or unchecked) ovnkube-node is OvnkubeFallbackRoute,
- * Converged: its choice in an upgrade window, or a restart to come; Waiting would page for a healthy node.
- */
-function planShared(input: PlanInput, base: Pick<Plan, 'layout' | 'platform' | 'reasons' | 'warnings'>): Plan {
-  const { config, observed } = input;
-  const { layout, platform, reasons, warnings } = base;
-  const o = observed.ovnkube;
-  const held = ovnkubeHolds(input, 'shared');
-  const ovnkubeLocal = o.modes.includes('local');
-  const awaitsOvnkube = held.length > 0;
-  const fallbacks: Reason[] = [];
-  const statuses: RouteStatus[] = [];
-  for (const cidr of config.serviceCidrs) {
-    const result = expectedNexthop('shared', cidr.family, input);
-    const expected = 'expected' in result ? result.expected : null;
-    const owned = ownedRoute(cidr, observed.routes.get(cidr.text) ?? [], config);
-    const hop = 'route' in owned ? owned.route.nextHop : null;
-    const inSync =
-      hop !== null && expected !== null && hop.dev !== config.managementInterface && hop.gateway === expected.gateway;
-    statuses.push(statusOf(observed, cidr, expected, inSync));
-    if ('blocked' in owned) held.push(owned.blocked);
-    else if (hop === null) continue;
-    else if (hop.dev === config.managementInterface) {
-      if (ovnkubeLocal) continue;
-      const whose =
-        o.mode === 'shared' ? `ovnkube-node (pid ${o.pid}) runs shared and keeps it` : 'ovnkube-node keeps it';
-      const why = `${cidr.text} goes ${renderNextHop(hop)}: ${whose} on purpose while the cluster's topology version is old (an upgrade), or until its restart in shared mode moves it to ${config.gatewayInterface}; the agent writes nothing in shared mode`;
-      fallbacks.push(reason('OvnkubeFallbackRoute', why));
-    } else if (expected === null) held.push((result as Blocked).blocked);
-    else if (hop.gateway !== expected.gateway) {
-      const from = config.gatewayNexthop[cidr.family]
-        ? '--gateway-nexthop'
-        : `${config.gatewayInterface}'s default gateway`;
-      const why = `${cidr.text} goes ${renderNextHop(hop)}, not via ${expected.gateway} (${from}): ovnkube-node sets it from [gateway] next-hop or the first default route at its start; the agent writes nothing in shared mode`;
-      held.push(reason('NotOurRoute', why));
-    } else if (expected.mtu !== null && hop.mtu !== expected.mtu) {
-      warnings.push(
-        `${cidr.text} carries ${hop.mtu === null ? 'no mtu' : `mtu ${hop.mtu}`}, the agent expected ${expected.mtu} (--mtu, ovnkube.conf or ${config.managementInterface}'s link MTU): ovnkube-node sets it; left as it is`,
-      );
-    }
-  }
-  warnings.push(...mtuMismatch(config, observed.links));
-  const out = { layout, platform, warnings, routes: statuses, actions: [], dryRun: config.dryRun, awaitsOvnkube };
-  if (held.length > 0) return { ...out, blocked: true, reasons: [...reasons, ...held] };
-  if (fallbacks.length > 0) return { ...out, blocked: false, reasons: [...reasons, ...fallbacks] };
-  const shape = `service routes have the shared-mode shape ovnkube-node gives them (release unknown: ${platform.evidence})`;
-  const inSync = 'service routes match desired mode shared, as ovnkube-node makes them';
-  const rest = layout === 'unknown' ? reason('AlreadyShared', shape) : reason('InSync', inSync);
-  return { ...out, blocked: false, reasons: [...reasons, rest] };
 }
 
 function mtuMismatch(config: PlannerConfig, links: Link[]): string[] {

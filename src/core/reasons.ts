@@ -1,34 +1,27 @@
 // Every refusal, wait and degradation carries a stable code and a message that may change: scripts
 // and alerts match on codes (docs/status.md, "Reason codes", says what each means).
 export const REASON_CODES = [
-  // Desired mode
   'ModeNotRead', // no valid desired mode yet: nothing is done
   'ModeFileInvalid', // the file turned bad: the last valid mode is kept
-  // Layout
   'RoutingViaHostLayout', // 4.10+ (or --layout routing-via-host): service routes via br-ex are correct in both modes
   'LayoutUnknown', // no evidence of the OpenShift release and no --layout legacy: nothing is changed
-  // ovnkube-node
   'OvnkubeModeUnknown',
   'OvnkubeOtherMode', // the operator has not rolled the new mode out yet
   'OvnkubeFallbackRoute', // shared desired, a service route via ovn-k8s-mp0: ovnkube-node's own (upgrade window) or its restart to come
-  // Links and addresses
   'GatewayLinkMissing',
   'GatewayLinkDown',
   'ManagementLinkMissing',
   'ManagementLinkDown',
   'ManagementAddressUnusable', // not exactly one usable address, the subnet's second, per family
   'NoDefaultRoute', // shared mode: no next hop to take from br-ex's default route
-  // The service route itself
   'NoRoute',
   'SeveralRoutes',
   'NotOurRoute', // multipath, not unicast, TOS, another device, a link-local next hop
-  // Outcomes of planning
   'InSync',
   'AlreadyShared',
   'Replacing',
   'DryRun',
   'RepairsSuspended', // something keeps setting a route back: the agent stopped repairing
-  // The restart owed by a migration
   'RestartPathBroken', // checked before the first replace: no runtime, not one container
   'RestartAwaited', // --restart none, or a restart requested: waiting for a new ovnkube-node
   'RestartHeld', // a restart is owed, but held: a dry run, a 4.10+ or unknown release, shared mode, ovnkube-node seen in the other mode
@@ -36,10 +29,8 @@ export const REASON_CODES = [
   'RestartFailed',
   'RestartTimedOut',
   'Settling',
-  // The loop
   'ReconcileFailed',
   'JournalUnwritable', // the state directory is full or read-only: no change is made that the journal cannot record
-  // `rollback`: putting back what the journal's migration replaced
   'NothingToRollBack', // no migration on record, or it replaced nothing
   'RouteNotAsLeft', // the route is no longer what the migration made it: someone else changed it since
   'ManagementSubnetChanged', // the old local-mode next hop is no longer the .1 of ovn-k8s-mp0's subnet

@@ -38,16 +38,6 @@ export interface AgentRecorder {
   reconciled(startedAt: number, endedAt: number, errorCode: string | null): void;
 }
 
-/** Every method, as the type demands: one added to AgentRecorder must be added here. */
-const EVERY: Record<keyof AgentRecorder, null> = {
-  replace: null,
-  restart: null,
-  desiredModeChanged: null,
-  modeFileError: null,
-  notificationsLost: null,
-  reconciled: null,
-};
-
 /** Several recorders as one; a recorder that throws never breaks the loop or the others. */
 export function recorders(list: AgentRecorder[], onError: (err: unknown) => void): AgentRecorder {
   const each =
@@ -61,9 +51,14 @@ export function recorders(list: AgentRecorder[], onError: (err: unknown) => void
         }
       }
     };
-  return Object.fromEntries(
-    Object.keys(EVERY).map((k) => [k, each(k as keyof AgentRecorder)]),
-  ) as unknown as AgentRecorder;
+  return {
+    replace: each('replace'),
+    restart: each('restart'),
+    desiredModeChanged: each('desiredModeChanged'),
+    modeFileError: each('modeFileError'),
+    notificationsLost: each('notificationsLost'),
+    reconciled: each('reconciled'),
+  };
 }
 
 export const NO_RECORDER = recorders([], () => undefined);

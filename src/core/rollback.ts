@@ -13,10 +13,10 @@
 //  6. Never while ovnkube-node runs the migration's mode (OvnkubeOtherMode): the old route put back
 //     under it is the stale one it cannot replace itself.
 import type { Migration } from './migration.js';
-import { detectLayout, layoutUnknown, managementNexthop, ownedRoute } from './planner.js';
+import { detectLayout, layoutUnknown, managementNexthop, ownedRoute, upLink } from './planner.js';
 import { reason, type Reason, type ReasonCode } from './reasons.js';
-import { renderNextHop, sameNextHop, type NextHop } from './route.js';
-import type { Observation, PlannerConfig, ReplaceAction } from './types.js';
+import { renderNextHop, sameNextHop } from './route.js';
+import type { GatewayMode, Observation, PlannerConfig, ReplaceAction } from './types.js';
 import { parseCidr } from '../net/cidr.js';
 
 export interface RollbackPlan {
@@ -39,38 +39,9 @@ export function planRollback(migration: Migration | null, observed: Observation,
     const why = `routing-via-host layout (${layout.evidence}): a service route via ${config.gatewayInterface} is right in both modes; nothing is put back`;
     return refused('RoutingViaHostLayout', why);
   }
-  const actions: ReplaceAction[] = [];
-  const refusals: Reason[] = [];
-  for (const recorded of routes) {
-    const { prefix, table, priority } = recorded.key;
-    const cidr = parseCidr(prefix);
-    if (cidr.length === 0) {
-      const why = `${prefix} is a default route, never a service route: the journal cannot be right about it; nothing is put back`;
-      refusals.push(reason('NotOurRoute', why));
-      continue;
-    }
-    const owned = ownedRoute(cidr, observed.routes.get(prefix) ?? [], config);
-    if ('blocked' in owned) {
-      refusals.push(owned.blocked);
-      continue;
-    }
-    const now = owned.route;
-    const sameKey = now.key.table === table && now.key.priority === priority;
-    if (sameKey && sameNextHop(now.nextHop, recorded.from)) continue;
-    if (!sameKey || !sameNextHop(now.nextHop, recorded.to)) {
-      const why = `${prefix} is ${renderNextHop(now.nextHop)} metric ${now.key.priority}; the migration left it ${renderNextHop(recorded.to)} metric ${priority}: changed since, not putting back over it`;
-      refusals.push(reason('RouteNotAsLeft', why));
-      continue;
-    }
-    const back = oldNextHop(recorded.from, recorded.key.family, observed, config, prefix);
-    if ('refused' in back) {
-      refusals.push(back.refused);
-      continue;
-    }
-    const what = `put ${prefix} back: ${renderNextHop(now.nextHop)} -> ${renderNextHop(back.to)} (before the ${mode} migration)`;
-    const { key, protocol, scope, type, nextHop: from } = now;
-    actions.push({ key, protocol, scope, type, from, to: back.to, reason: reason('RollingBack', what) });
-  }
+  const results = routes.map((r) => putBack(r, mode, observed, config));
+  const refusals = results.filter((r): r is Reason => r !== null && 'code' in r);
+  const actions = results.filter((r): r is ReplaceAction => r !== null && 'key' in r);
   if (refusals.length > 0) return { actions: [], refusals };
   if (actions.length === 0)
     return refused('NothingToRollBack', `the routes the ${mode} migration replaced are as they were before it`);
@@ -83,27 +54,40 @@ export function planRollback(migration: Migration | null, observed: Observation,
   return refused('OvnkubeOtherMode', why);
 }
 
-/** The recorded old next hop, with its device's current index, if the rules still hold it right. */
-function oldNextHop(
-  from: NextHop,
-  family: 4 | 6,
+/** The replace that puts one recorded route back, if the rules still hold it right; null: it is as before. */
+function putBack(
+  recorded: Migration['routes'][number],
+  mode: GatewayMode,
   observed: Observation,
   config: PlannerConfig,
-  prefix: string,
-): { to: NextHop } | { refused: Reason } {
-  const link = observed.links.find((l) => l.name === from.dev);
-  const mp0 = from.dev === config.managementInterface;
-  const no = (code: ReasonCode, why: string) => ({ refused: reason(code, `${prefix}: ${why}`) });
-  const gone = mp0 ? 'ManagementLinkMissing' : 'GatewayLinkMissing';
-  if (from.dev === null || !link) return no(gone, `the old device ${from.dev ?? '(none)'} does not exist`);
-  if (!link.up) return no(mp0 ? 'ManagementLinkDown' : 'GatewayLinkDown', `the old device ${from.dev} is down`);
-  if (mp0) {
-    const hop = managementNexthop(link, family, observed.addresses);
-    if ('blocked' in hop) return { refused: hop.blocked };
-    if (hop.via !== from.gateway) {
-      const why = `the old next hop ${from.gateway ?? '(none)'} is not the first address of ${config.managementInterface}'s subnet any more (now ${hop.via})`;
-      return no('ManagementSubnetChanged', why);
-    }
+): ReplaceAction | Reason | null {
+  const { from, to, key } = recorded;
+  const { prefix, table, priority } = key;
+  const cidr = parseCidr(prefix);
+  const no = (code: ReasonCode, why: string) => reason(code, `${prefix}: ${why}`);
+  const slash0 = `${prefix} is a default route, never a service route: the journal cannot be right about it; nothing is put back`;
+  if (cidr.length === 0) return reason('NotOurRoute', slash0);
+  const owned = ownedRoute(cidr, observed.routes.get(prefix) ?? [], config);
+  if ('blocked' in owned) return owned.blocked;
+  const now = owned.route;
+  const sameKey = now.key.table === table && now.key.priority === priority;
+  if (sameKey && sameNextHop(now.nextHop, from)) return null;
+  if (!sameKey || !sameNextHop(now.nextHop, to)) {
+    const why = `${prefix} is ${renderNextHop(now.nextHop)} metric ${now.key.priority}; the migration left it ${renderNextHop(to)} metric ${priority}: changed since, not putting back over it`;
+    return reason('RouteNotAsLeft', why);
   }
-  return { to: { ...from, oif: link.index } };
+  // The old next hop, with its device's current index.
+  const mp0 = from.dev === config.managementInterface;
+  const link = upLink(observed.links, from.dev ?? '(none)', mp0 ? 'Management' : 'Gateway');
+  if ('blocked' in link) return link.blocked;
+  if (mp0) {
+    const hop = managementNexthop(link, key.family, observed.addresses);
+    if ('blocked' in hop) return hop.blocked;
+    const why = `the old next hop ${from.gateway ?? '(none)'} is not the first address of ${config.managementInterface}'s subnet any more (now ${hop.via})`;
+    if (hop.via !== from.gateway) return no('ManagementSubnetChanged', why);
+  }
+  const back = { ...from, oif: link.index };
+  const what = `put ${prefix} back: ${renderNextHop(now.nextHop)} -> ${renderNextHop(back)} (before the ${mode} migration)`;
+  const { protocol, scope, type, nextHop } = now;
+  return { key: now.key, protocol, scope, type, from: nextHop, to: back, reason: reason('RollingBack', what) };
 }

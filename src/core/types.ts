@@ -1,7 +1,7 @@
 // The values the pure core works on: what was observed, what is wanted, and the plan.
 import type { Cidr, Family } from '../net/cidr.js';
 import type { Reason } from './reasons.js';
-import type { InterfaceAddress, Link, NextHop, Route, RouteKey } from './route.js';
+import type { InterfaceAddress, Link, NextHop, Route, RouteReplace } from './route.js';
 
 export type GatewayMode = 'local' | 'shared';
 export type Layout = 'legacy' | 'routing-via-host' | 'unknown';
@@ -82,13 +82,8 @@ export interface RouteStatus {
 }
 
 /** One atomic replace, with what it was (to log it, and to put it back). */
-export interface ReplaceAction {
-  key: RouteKey;
-  protocol: number;
-  scope: number;
-  type: number;
+export interface ReplaceAction extends RouteReplace {
   from: NextHop;
-  to: NextHop;
   reason: Reason;
 }
 

@@ -3,8 +3,7 @@
 // restarts ovnkube-node twice. Writes are atomic (temporary file, fsync, rename, fsync of the
 // directory and of a parent it had to make). One that cannot be parsed, or is not a regular file
 // of at most MAX_JOURNAL_BYTES (src/read-regular.ts), is set aside and reported, never a crash loop.
-// Version 3 stores the migration's state (src/core/migration.ts); version 2 is read into that
-// state or refused, never guessed at. Version 0.1's restart-journal.json is not read.
+// Version 3 stores src/core/migration.ts's state; version 2 is read into it or refused (docs/design.md).
 import { constants } from 'node:fs';
 import { mkdir, open, rename, unlink } from 'node:fs/promises';
 import path from 'node:path';
@@ -82,19 +81,11 @@ function fromVersion2(m: Record<string, unknown>): unknown {
 /** A journal is trusted only whole. */
 function validate(data: unknown): JournalData {
   const d = data as Partial<Omit<JournalData, 'version'>> & { version?: unknown };
-  if (
-    !d ||
-    (d.version !== 2 && d.version !== 3) ||
-    !Array.isArray(d.restarts) ||
-    d.restarts.some((t) => typeof t !== 'number')
-  )
+  if (!d || (d.version !== 2 && d.version !== 3) || !Array.isArray(d.restarts) || !d.restarts.every(isTime))
     throw new Error('not a version 2 or 3 journal');
   let m = d.migration ?? null;
-  if (m !== null) {
-    if (typeof m !== 'object') throw new Error('its migration is incomplete');
-    if (d.version === 2) m = fromVersion2(m as unknown as Record<string, unknown>) as Migration;
-    if (!wholeMigration(m)) throw new Error('its migration is incomplete');
-  }
+  if (m !== null && d.version === 2) m = fromVersion2(m as unknown as Record<string, unknown>) as Migration;
+  if (m !== null && (typeof m !== 'object' || !wholeMigration(m))) throw new Error('its migration is incomplete');
   // A clock note that is not whole is dropped: the times are then read as plain wall times.
   const c = d.clock;
   const clock = typeof c?.bootId === 'string' && Number.isFinite(c.wallMinusMonotonicMs) ? { clock: c } : {};
@@ -138,29 +129,25 @@ export class Journal {
 
   /** Throws JournalWriteError, leaving no temporary file behind (on a full disk it holds what space there was). */
   async save(data: JournalData): Promise<void> {
+    const tmp = `${this.file}.tmp`;
     try {
-      await this.write(data);
+      const created = await mkdir(this.dir, { recursive: true, mode: 0o750 });
+      const trimmed: JournalData = { ...data, restarts: data.restarts.slice(-KEEP_RESTARTS) };
+      // Made anew, never opened where it stands: a FIFO left at that path would block the open.
+      await unlink(tmp).catch((err: NodeJS.ErrnoException) => {
+        if (err.code !== 'ENOENT') throw err;
+      });
+      const handle = await open(tmp, CREATE_NEW, 0o640);
+      await handle
+        .writeFile(JSON.stringify(trimmed, null, 2) + '\n')
+        .then(() => handle.sync())
+        .finally(() => handle.close());
+      await rename(tmp, this.file);
+      await syncDir(this.dir);
+      if (created !== undefined) await syncDir(path.dirname(created));
     } catch (err) {
-      await unlink(`${this.file}.tmp`).catch(() => undefined);
+      await unlink(tmp).catch(() => undefined);
       throw new JournalWriteError(this.file, err);
     }
-  }
-
-  private async write(data: JournalData): Promise<void> {
-    const created = await mkdir(this.dir, { recursive: true, mode: 0o750 });
-    const tmp = `${this.file}.tmp`;
-    const trimmed: JournalData = { ...data, restarts: data.restarts.slice(-KEEP_RESTARTS) };
-    // Made anew, never opened where it stands: a FIFO left at that path would block the open.
-    await unlink(tmp).catch((err: NodeJS.ErrnoException) => {
-      if (err.code !== 'ENOENT') throw err;
-    });
-    const handle = await open(tmp, CREATE_NEW, 0o640);
-    await handle
-      .writeFile(JSON.stringify(trimmed, null, 2) + '\n')
-      .then(() => handle.sync())
-      .finally(() => handle.close());
-    await rename(tmp, this.file);
-    await syncDir(this.dir);
-    if (created !== undefined) await syncDir(path.dirname(created));
   }
 }

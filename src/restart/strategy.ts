@@ -51,33 +51,19 @@ export class CriRestart implements RestartStrategy {
 
   async find(): Promise<Found> {
     const client = await this.connect();
-    if (!client)
-      return {
-        error:
-          'no CRI endpoint: neither /var/run/crio/crio.sock nor /run/containerd/containerd.sock exists (set --cri-endpoint)',
-      };
+    const none = 'neither /var/run/crio/crio.sock nor /run/containerd/containerd.sock exists (set --cri-endpoint)';
+    if (!client) return { error: `no CRI endpoint: ${none}` };
     const { namespace, container } = this.options;
     const labels = { 'io.kubernetes.pod.namespace': namespace, 'io.kubernetes.container.name': container };
-    let found;
-    try {
-      found = await client.runningContainers(labels);
-    } catch (err) {
-      return { error: (err as Error).message };
-    }
+    const listed = await client.runningContainers(labels).catch((err: unknown) => ({ error: (err as Error).message }));
+    if ('error' in listed) return listed;
     // The runtime filtered by label already; check again rather than trust it.
-    found = found.filter((c) => Object.entries(labels).every(([k, v]) => c.labels[k] === v));
+    const found = listed.filter((c) => Object.entries(labels).every(([k, v]) => c.labels[k] === v));
     const [c, ...more] = found;
-    if (c === undefined || more.length > 0) {
-      return {
-        error: `${found.length} running containers named ${container} in namespace ${namespace} (expected exactly 1)`,
-      };
-    }
-    return {
-      target: {
-        id: c.id,
-        describe: `container ${c.id.slice(0, 13)} (${c.labels['io.kubernetes.pod.name'] ?? c.name}, attempt ${c.attempt})`,
-      },
-    };
+    const count = `${found.length} running containers named ${container} in namespace ${namespace} (expected exactly 1)`;
+    if (c === undefined || more.length > 0) return { error: count };
+    const pod = c.labels['io.kubernetes.pod.name'] ?? c.name;
+    return { target: { id: c.id, describe: `container ${c.id.slice(0, 13)} (${pod}, attempt ${c.attempt})` } };
   }
 
   async restart(target: Target): Promise<void> {
@@ -99,10 +85,8 @@ export class SignalRestart implements RestartStrategy {
   async find(): Promise<Found> {
     const processes = findOvnkubeProcesses(this.procRoot);
     const [p, ...more] = processes;
-    if (p === undefined || more.length > 0)
-      return {
-        error: `${processes.length} ovnkube --init-node processes in this network namespace (expected exactly 1)`,
-      };
+    const count = `${processes.length} ovnkube --init-node processes in this network namespace (expected exactly 1)`;
+    if (p === undefined || more.length > 0) return { error: count };
     return { target: { id: processIdentity(p), describe: `pid ${p.pid}` } };
   }
 
@@ -122,10 +106,8 @@ export class SignalRestart implements RestartStrategy {
     } catch {
       throw new Error(`pid ${pid} is gone`);
     }
-    if (now !== m[2])
-      throw new Error(
-        `pid ${pid} now belongs to another process (start time ${now}, expected ${m[2]}): not signalling it`,
-      );
+    const other = `pid ${pid} now belongs to another process (start time ${now}, expected ${m[2]}): not signalling it`;
+    if (now !== m[2]) throw new Error(other);
     try {
       process.kill(pid, 'SIGTERM');
     } catch (err) {
