@@ -79,7 +79,7 @@ function putBack(
   // The old next hop, with its device's current index.
   const mp0 = from.dev === config.managementInterface;
   const link = upLink(observed.links, from.dev ?? '(none)', mp0 ? 'Management' : 'Gateway');
-  if ('blocked' in link) return link.blocked;
+  if ('blocked' in link) return no(link.blocked.code, `the old device: ${link.blocked.message}`);
   if (mp0) {
     const hop = managementNexthop(link, key.family, observed.addresses);
     if ('blocked' in hop) return hop.blocked;
