@@ -43,7 +43,6 @@ export class EventHistory implements AgentRecorder {
   private seq = 0;
   private last: { phase: string; codes: string } | null = null;
   private lastError: string | null = null;
-  private readonly listeners: Array<(e: AgentEvent) => void> = [];
 
   constructor(
     private readonly clock: Clock,
@@ -56,7 +55,7 @@ export class EventHistory implements AgentRecorder {
     this.ring.push(event);
     if (this.ring.length > this.size) this.ring.shift();
     this.log.info({ event }, `event ${event.kind}`);
-    for (const l of this.listeners) l(event);
+    this.onEvent?.(event);
   }
 
   /** Events at or after `since` (ms since the epoch), oldest first. */
@@ -65,10 +64,7 @@ export class EventHistory implements AgentRecorder {
   }
 
   /** Called with each new event (the live view). */
-  onEvent(listener: (e: AgentEvent) => void): () => void {
-    this.listeners.push(listener);
-    return () => this.listeners.splice(this.listeners.indexOf(listener), 1);
-  }
+  onEvent?: (e: AgentEvent) => void;
 
   /** A phase change, or the same phase for other reasons (by code: messages that only count do not count). */
   onStatus(s: StatusReport): void {
@@ -140,7 +136,7 @@ export class WatchHub {
     private readonly history: EventHistory,
     private readonly status: () => StatusReport,
   ) {
-    history.onEvent((e: AgentEvent) => this.broadcast(frame('event', e)));
+    history.onEvent = (e) => this.broadcast(frame('event', e));
   }
 
   onStatus(s: StatusReport): void {
