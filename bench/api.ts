@@ -16,7 +16,7 @@ import http from 'node:http';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { seedNode } from '../src/demo/netns.js';
+import { seedNode } from '../test/helpers/netns.js';
 import { terminate } from '../src/demo/process.js';
 
 const SECONDS = Number(process.env.SECONDS ?? 10);

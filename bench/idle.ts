@@ -14,8 +14,8 @@ import http from 'node:http';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { FakeOvnkube } from '../src/demo/fake-ovnkube.js';
-import { seedNode } from '../src/demo/netns.js';
+import { FakeOvnkube } from '../test/helpers/agent.js';
+import { seedNode } from '../test/helpers/netns.js';
 import { terminate } from '../src/demo/process.js';
 
 const SECONDS = Number(process.env.IDLE_SECONDS ?? 60);

@@ -20,7 +20,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { performance } from 'node:perf_hooks';
-import { seedNode } from '../src/demo/netns.js';
+import { seedNode } from '../test/helpers/netns.js';
 
 const PREFIXES = ['10.96.0.0/16', '0.0.0.0/0'];
 const ROUTES = Number(process.env.ROUTES ?? 1_000_000);

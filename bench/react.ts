@@ -23,8 +23,8 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
-import { FakeOvnkube } from '../src/demo/fake-ovnkube.js';
-import { seedNode } from '../src/demo/netns.js';
+import { FakeOvnkube } from '../test/helpers/agent.js';
+import { seedNode } from '../test/helpers/netns.js';
 
 const RUNS = Number(process.env.RUNS ?? 100);
 // AGENT_ROOT: another build of the agent to time (a directory holding its dist/, native/build

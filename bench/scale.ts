@@ -28,11 +28,11 @@ import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { FakeOvnkube } from '../src/demo/fake-ovnkube.js';
-import { seedNode } from '../src/demo/netns.js';
+import { FakeOvnkube } from '../test/helpers/agent.js';
+import { seedNode } from '../test/helpers/netns.js';
 import { terminate } from '../src/demo/process.js';
 import { parseOsRelease } from '../src/core/platform.js';
-import { rhcosOsRelease } from '../src/demo/os-release.js';
+import { rhcosOsRelease } from '../test/helpers/os-release.js';
 
 const ROUTES = Number(process.env.ROUTES ?? 1_000_000);
 const CHURN = Number(process.env.CHURN ?? 100_000);

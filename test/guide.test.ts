@@ -12,7 +12,7 @@ import { fileURLToPath } from 'node:url';
 import { parse as parseYaml, parseAllDocuments } from 'yaml';
 import { parseModeContent } from '../src/mode/parse.js';
 import { IDLE } from '../src/demo/fake-ovnkube.js';
-import { writeOsRelease } from '../src/demo/os-release.js';
+import { writeOsRelease } from './helpers/os-release.js';
 import { AgentProcess, CLI, FakeOvnkube, Scratch, waitForStatus } from './helpers/agent.js';
 import { ConfigMapVolume, type Manifest } from './helpers/kubelet.js';
 import { seedNode, skipWithoutKernel, type Netns } from './helpers/netns.js';

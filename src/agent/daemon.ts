@@ -8,8 +8,7 @@ import { resolveSettings, type RawRunOptions, type Settings } from '../config/se
 import { recorders } from '../core/recorder.js';
 import type { PlannerConfig } from '../core/types.js';
 import type { Dataplane } from '../dataplane/types.js';
-import { EventHistory, serveEvents } from '../events/history.js';
-import { WatchHub } from '../events/watch.js';
+import { EventHistory, serveEvents, WatchHub } from '../events/history.js';
 import { parseListenAddress } from '../metrics/address.js';
 import { AgentMetrics } from '../metrics/metrics.js';
 import { MetricsListener, serveMetrics } from '../metrics/server.js';

@@ -10,13 +10,6 @@ const protoLoader = requireModule('@grpc/proto-loader') as typeof import('@grpc/
 
 const PROTO = fileURLToPath(new URL('../../../src/cri/runtime.proto', import.meta.url));
 
-interface CriContainer {
-  id: string;
-  name: string;
-  attempt: number;
-  labels: Record<string, string>;
-}
-
 class CriError extends Error {
   readonly code = 'ERR_GWMODE_CRI';
 }
@@ -71,7 +64,7 @@ export class CriClient {
     });
   }
 
-  async runningContainers(labels: Record<string, string>): Promise<CriContainer[]> {
+  async runningContainers(labels: Record<string, string>) {
     const res = await this.call('ListContainers', this.client.ListContainers, {
       filter: { state: { state: 'CONTAINER_RUNNING' }, labelSelector: labels },
     });

@@ -8,8 +8,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { fetchStatus } from '../status/client.js';
 import { FakeOvnkube } from './fake-ovnkube.js';
-import { seedNode } from './netns.js';
-import { writeOsRelease } from './os-release.js';
+import { Netns, seedNode } from './netns.js';
 import { terminate } from './process.js';
 
 const CLI = fileURLToPath(new URL('../cli/main.js', import.meta.url));
@@ -23,7 +22,7 @@ async function main(): Promise<void> {
     process.exit(1);
   }
   let dir: string | undefined;
-  let ns: ReturnType<typeof seedNode> | undefined;
+  let ns: Netns | undefined;
   let ovnkube: FakeOvnkube | undefined;
   let agent: ReturnType<typeof spawn> | undefined;
   let tornDown: Promise<void> | undefined;
@@ -50,7 +49,8 @@ async function main(): Promise<void> {
   let failure: unknown;
   try {
     dir = mkdtempSync(path.join(tmpdir(), 'gwmode-demo-'));
-    ns = seedNode({ gw0: true });
+    ns = new Netns();
+    seedNode(ns, true);
     ovnkube = new FakeOvnkube(ns, dir);
     const socket = path.join(dir, 'run', 'agent.sock');
     const modeFile = path.join(dir, 'gateway-mode');
@@ -60,8 +60,10 @@ async function main(): Promise<void> {
     // The demo plays kubelet: when the agent stops ovnkube-node, a new one starts.
     ovnkube.start('local', { respawn: true });
     writeFileSync(modeFile, 'local\n');
-    // The host's os-release of an RHCOS 4.9 node: the agent acts only on a release it knows.
-    const osRelease = writeOsRelease(dir, '4.9');
+    // The fields the agent reads of an RHCOS 4.9 host's os-release (test/helpers/os-release.ts
+    // writes the whole file): the agent acts only on a release it knows.
+    const osRelease = path.join(dir, 'os-release');
+    writeFileSync(osRelease, 'ID="rhcos"\nVERSION_ID="4.9"\nOPENSHIFT_VERSION="4.9"\n');
     process.stdout.write(ns.ip('route show'));
 
     const flags = ['--mode-file', modeFile, '--os-release', osRelease, ...DEMO_FLAGS.split(' ')];

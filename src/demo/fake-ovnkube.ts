@@ -1,4 +1,3 @@
-// A stand-in for ovnkube-node, for the demo and the tests.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { copyFileSync } from 'node:fs';
 import path from 'node:path';
@@ -19,14 +18,12 @@ export interface FakeOptions {
 }
 
 /**
- * A stand-in for ovnkube-node: /bin/sh copied under the name `ovnkube`, so that
- * /proc/PID/cmdline reads `.../ovnkube -c <body> ovnkube --init-node node1 --gateway-mode MODE`.
+ * A stand-in for ovnkube-node, for the demo and (counting its starts) the tests: /bin/sh copied under
+ * the name `ovnkube`, so that /proc/PID/cmdline reads `.../ovnkube -c <body> ovnkube --init-node node1 --gateway-mode MODE`.
  */
 export class FakeOvnkube {
-  private child: ChildProcess | undefined;
+  protected child: ChildProcess | undefined;
   private readonly binary: string;
-  /** How many processes were started. */
-  starts = 0;
 
   constructor(
     private readonly ns: Netns,
@@ -36,15 +33,10 @@ export class FakeOvnkube {
     copyFileSync('/bin/sh', this.binary);
   }
 
-  get pid(): number | undefined {
-    return this.child?.pid;
-  }
-
   start(mode: string, options: FakeOptions = {}): void {
     this.stop();
     const argv = ['-c', options.body ?? IDLE, 'ovnkube', '--init-node', 'node1', '--gateway-mode', mode];
     const child = spawn('ip', ['netns', 'exec', this.ns.name, this.binary, ...argv], { stdio: 'ignore' });
-    this.starts++;
     this.child = child;
     if (options.respawn) child.once('exit', () => this.child === child && this.start(mode, options));
   }

@@ -12,8 +12,6 @@ export class Netns {
     if (existing) return;
     execFileSync('ip', ['netns', 'add', this.name]);
     this.ip('link set lo up');
-    this.sysctl('net.ipv6.conf.all.accept_dad', '0');
-    this.sysctl('net.ipv6.conf.default.accept_dad', '0');
   }
 
   /** Runs `ip -n NAME <args>`; args is split on spaces. */
@@ -21,67 +19,28 @@ export class Netns {
     return execFileSync('ip', ['-n', this.name, ...args.split(/\s+/).filter(Boolean)], { encoding: 'utf8' });
   }
 
-  exec(cmd: string, args: string[], input?: string): string {
-    return execFileSync('ip', ['netns', 'exec', this.name, cmd, ...args], { encoding: 'utf8', input });
-  }
-
-  sysctl(key: string, value: string): void {
-    this.exec('sysctl', ['-qw', `${key}=${value}`]);
-  }
-
-  /** `ip route show <prefix>` lines of the main table, trimmed. */
-  routes(prefix: string, family: 4 | 6 = prefix.includes(':') ? 6 : 4): string[] {
-    const lines = this.ip(`-${family} route show ${prefix}`).split('\n');
-    return lines.map((l) => l.trim().replace(/\s+/g, ' ')).filter(Boolean);
-  }
-
-  /** Pipes commands to `ip -batch -` (one per line) inside the namespace. */
-  batch(lines: string[]): void {
-    execFileSync('ip', ['-n', this.name, '-batch', '-'], { input: lines.join('\n') + '\n', maxBuffer: 64 << 20 });
-  }
-
   destroy(): void {
     spawnSync('ip', ['netns', 'del', this.name]);
   }
 }
 
-export interface SeedNodeOptions {
-  ipv6?: boolean;
-  /** Also create ovn-k8s-gw0, which 4.8/4.9 local mode leaves on a node. */
-  gw0?: boolean;
-}
-
 /**
- * The seed's node: br-ex 172.18.0.2/16 with the default route, ovn-k8s-mp0 10.244.1.2/24 with the
- * cluster MTU 1400 (as OVN-Kubernetes sets it), the stale shared-mode route 10.96.0.0/16 via br-ex
- * mtu 1400; with ipv6 their twins (fd00:172:18::2/64, fd00:10:244:1::2/64, fd00:10:96::/112).
+ * The seed's node in ns: br-ex 172.18.0.2/16 with the default route, ovn-k8s-mp0 10.244.1.2/24 with
+ * the cluster MTU 1400 (as OVN-Kubernetes sets it), the stale shared-mode route 10.96.0.0/16 via
+ * br-ex mtu 1400; with gw0 also ovn-k8s-gw0, which 4.8/4.9 local mode leaves on a node.
  */
-export function seedNode(options: SeedNodeOptions = {}): Netns {
-  const ns = new Netns();
-  try {
-    ns.ip('link add br-ex type bridge');
-    ns.ip('link set br-ex up');
-    ns.ip('addr add 172.18.0.2/16 dev br-ex');
-    ns.ip('route add default via 172.18.0.1 dev br-ex');
-    ns.ip('link add ovn-k8s-mp0 type veth peer name mp0-peer');
-    ns.ip('link set mp0-peer up');
-    ns.ip('link set ovn-k8s-mp0 mtu 1400 up');
-    ns.ip('addr add 10.244.1.2/24 dev ovn-k8s-mp0');
-    ns.ip('route add 10.96.0.0/16 via 172.18.0.1 dev br-ex mtu 1400');
-    if (options.ipv6) {
-      ns.ip('addr add fd00:172:18::2/64 dev br-ex nodad');
-      ns.ip('-6 route add default via fd00:172:18::1 dev br-ex');
-      ns.ip('addr add fd00:10:244:1::2/64 dev ovn-k8s-mp0 nodad');
-      ns.ip('-6 route add fd00:10:96::/112 via fd00:172:18::1 dev br-ex mtu 1400');
-    }
-    if (options.gw0) {
-      ns.ip('link add ovn-k8s-gw0 type veth peer name gw0-peer');
-      ns.ip('link set ovn-k8s-gw0 up');
-      ns.ip('addr add 169.254.0.1/20 dev ovn-k8s-gw0');
-    }
-  } catch (err) {
-    ns.destroy();
-    throw err;
-  }
-  return ns;
+export function seedNode(ns: Netns, gw0: boolean): void {
+  ns.ip('link add br-ex type bridge');
+  ns.ip('link set br-ex up');
+  ns.ip('addr add 172.18.0.2/16 dev br-ex');
+  ns.ip('route add default via 172.18.0.1 dev br-ex');
+  ns.ip('link add ovn-k8s-mp0 type veth peer name mp0-peer');
+  ns.ip('link set mp0-peer up');
+  ns.ip('link set ovn-k8s-mp0 mtu 1400 up');
+  ns.ip('addr add 10.244.1.2/24 dev ovn-k8s-mp0');
+  ns.ip('route add 10.96.0.0/16 via 172.18.0.1 dev br-ex mtu 1400');
+  if (!gw0) return;
+  ns.ip('link add ovn-k8s-gw0 type veth peer name gw0-peer');
+  ns.ip('link set ovn-k8s-gw0 up');
+  ns.ip('addr add 169.254.0.1/20 dev ovn-k8s-gw0');
 }

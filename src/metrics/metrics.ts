@@ -158,7 +158,6 @@ export class AgentMetrics implements AgentRecorder {
     return new Counter({ name: PREFIX + name, help: HELP[name], labelNames, registers: [this.registry] });
   }
 
-  /** The gauges follow every status report. */
   onStatus(s: StatusReport): void {
     const { g } = this;
     flags(g.desired, 'mode', MODES_OR_NONE, (m) => m === (s.desiredMode ?? 'none'));
@@ -197,6 +196,5 @@ export class AgentMetrics implements AgentRecorder {
     this.c.reconcileErrors.inc({ code: errorCode });
   }
 
-  /** The exposition, in the Prometheus text format. */
   readonly expose = (): Promise<string> => this.registry.metrics();
 }

@@ -1,8 +1,7 @@
-// /metrics over HTTP: the answer both on the status socket and, with --metrics-address, on
-// a TCP listener that serves nothing else (the socket stays the only way to read the
-// status). That listener is on the node IP, open to anyone who can reach it: it is the
-// socket's guarded server (status/server.ts), so stalled clients cannot keep Prometheus out.
+// /metrics on the status socket and, with --metrics-address, on a TCP listener that serves nothing
+// else, open to anyone who reaches the node IP: the socket's guarded server (status/server.ts).
 import type http from 'node:http';
+import type net from 'node:net';
 import { createGuardedServer } from '../status/server.js';
 import type { ListenAddress } from './address.js';
 import { CONTENT_TYPE, type AgentMetrics } from './metrics.js';
@@ -39,11 +38,7 @@ export class MetricsListener {
       });
       server.listen(at.port, at.host, () => resolve());
     });
-    const bound = server.address();
-    return new MetricsListener(server, {
-      host: at.host,
-      port: typeof bound === 'object' && bound ? bound.port : at.port,
-    });
+    return new MetricsListener(server, { host: at.host, port: (server.address() as net.AddressInfo).port });
   }
 
   async close(): Promise<void> {

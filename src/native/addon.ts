@@ -3,7 +3,6 @@
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 
-/** Opaque handle of a native netlink socket. */
 export interface NativeNetlinkHandle {
   readonly __brand: 'NativeNetlinkHandle';
 }

@@ -61,9 +61,8 @@ export function parseCidr(text: string): Cidr {
   return { family, bytes: network, length, text: cidr };
 }
 
-export function maskBytes(bytes: Buffer, length: number): Buffer {
-  return Buffer.from(bytes.map((b, i) => b & ((0xff << (8 - Math.max(0, Math.min(8, length - i * 8)))) & 0xff)));
-}
+export const maskBytes = (bytes: Buffer, length: number): Buffer =>
+  Buffer.from(bytes.map((b, i) => b & ((0xff << (8 - Math.max(0, Math.min(8, length - i * 8)))) & 0xff)));
 
 /**
  * The n-th address (n < 256) of the subnet an address sits in: the .1 is the OVN

@@ -84,7 +84,6 @@ export interface StatusInput {
   outcome: Outcome | undefined;
   desired: DesiredMode;
   migration: Migration | null;
-  /** Restart requests on record. */
   restarts: number;
   strategy: string;
   config: Pick<PlannerConfig, 'serviceCidrs' | 'dryRun'>;

@@ -1,13 +1,9 @@
-// The API on a local UNIX socket, 0660 in a 0750 directory: only root and the socket's group
-// (--socket-group) may ask. A socket file left by a killed agent (the kernel refuses connections
-// to it) is replaced; anything else may be someone serving on it, and this agent must not start.
-// A buggy or hostile caller must not blind the probes (kubelet's here, Prometheus's on
-// --metrics-address): every answer comes from memory (no path reads a file); GET and HEAD only;
-// URL, request line and headers are capped; headers must arrive within 2 s and the request within
-// 5 s, checked twice a second (Node's default is 30 s; the check runs from listen to close, a
-// wake-up every 500 ms at rest); past MAX_CONNECTIONS the oldest connection with no request in
-// hand is cut (else the oldest), so a newcomer gets in however many slow clients hold on (Node's
-// maxConnections would refuse the newcomer instead).
+// The API on a local UNIX socket, 0660 in a 0750 directory: only root and the socket's group may
+// ask. A buggy or hostile caller must not blind the probes (kubelet's here, Prometheus's on
+// --metrics-address): answers come from memory; GET and HEAD only; URL and headers capped; headers
+// within 2 s, the request within 5 s (Node's default is 30 s; checked every 500 ms); past
+// MAX_CONNECTIONS the oldest connection with no request in hand is cut (else the oldest), so a
+// newcomer gets in however many slow clients hold on (Node's maxConnections would refuse it).
 import { chmod, chown, lstat, mkdir, unlink } from 'node:fs/promises';
 import type http from 'node:http';
 import net from 'node:net';
@@ -122,7 +118,6 @@ async function clearStale(socket: string): Promise<void> {
 
 const serialise = (body: unknown): string => JSON.stringify(body, null, 2) + '\n';
 
-/** A JSON answer (also /v1/events'). */
 export function sendJson(res: http.ServerResponse, code: number, body: unknown, headers = {}, text = serialise(body)) {
   res.writeHead(code, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text), ...headers });
   res.end(text);

@@ -22,7 +22,7 @@ import {
 } from '../helpers/agent.js';
 import { ConfigMapVolume } from '../helpers/kubelet.js';
 import { IDLE } from '../../src/demo/fake-ovnkube.js';
-import { writeOsRelease } from '../../src/demo/os-release.js';
+import { writeOsRelease } from '../helpers/os-release.js';
 
 const LOCAL_V4 = '10.96.0.0/16 via 10.244.1.1 dev ovn-k8s-mp0';
 const SHARED_V4 = '10.96.0.0/16 via 172.18.0.1 dev br-ex mtu 1400';

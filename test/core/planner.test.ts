@@ -8,7 +8,7 @@ import type { ReasonCode } from '../../src/core/reasons.js';
 import { renderNextHop, type InterfaceAddress, type Link, type Route } from '../../src/core/route.js';
 import type { GatewayMode, Observation, PlannerConfig } from '../../src/core/types.js';
 import { parseCidr } from '../../src/net/cidr.js';
-import { rhcosOsRelease } from '../../src/demo/os-release.js';
+import { rhcosOsRelease } from '../helpers/os-release.js';
 import { seedConfig } from '../helpers/config.js';
 
 const BR_EX: Link = { index: 2, name: 'br-ex', up: true, mtu: 1500 };

@@ -3,7 +3,7 @@ import { strict as assert } from 'node:assert';
 import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
 import { parseOsRelease } from '../../src/core/platform.js';
-import { rhcosOsRelease } from '../../src/demo/os-release.js';
+import { rhcosOsRelease } from '../helpers/os-release.js';
 import { RHCOS_49_OS_RELEASE } from '../helpers/agent.js';
 
 test('os-release: RHCOS 4.9 gives its ID, OpenShift version and build version', () => {

@@ -5,8 +5,7 @@ import http from 'node:http';
 import net from 'node:net';
 import { test } from 'node:test';
 import { pino } from 'pino';
-import { EventHistory } from '../../src/events/history.js';
-import { MAX_UNREAD_BYTES, WatchHub } from '../../src/events/watch.js';
+import { EventHistory, MAX_UNREAD_BYTES, WatchHub } from '../../src/events/history.js';
 import type { StatusReport } from '../../src/status/report.js';
 
 test('a watcher that never reads is cut once a megabyte waits for it; the others keep their stream', async () => {

@@ -2,14 +2,12 @@
 // stand-in ovnkube-node process, and asks it for its status with real curl.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
-import { FakeOvnkube, type FakeOptions } from '../../src/demo/fake-ovnkube.js';
-import { seedNode, type SeedNodeOptions } from '../../src/demo/netns.js';
-export { FakeOvnkube };
+import { FakeOvnkube as DemoOvnkube, type FakeOptions } from '../../src/demo/fake-ovnkube.js';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { StatusReport } from '../../src/status/report.js';
-import type { Netns } from './netns.js';
+import { seedNode, type Netns, type SeedNodeOptions } from './netns.js';
 
 export const CLI = fileURLToPath(new URL('../../src/cli/main.js', import.meta.url));
 /**
@@ -40,6 +38,21 @@ export function noPidfd(): string[] {
     noPidfdBinary = binary;
   }
   return [noPidfdBinary];
+}
+
+/** The demo's ovnkube-node stand-in, counting its starts. */
+export class FakeOvnkube extends DemoOvnkube {
+  /** How many processes were started. */
+  starts = 0;
+
+  get pid(): number | undefined {
+    return this.child?.pid;
+  }
+
+  override start(mode: string, options: FakeOptions = {}): void {
+    this.starts++;
+    super.start(mode, options);
+  }
 }
 
 /** A scratch directory for one test: mode file, socket, state dir. */

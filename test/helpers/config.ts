@@ -2,7 +2,7 @@
 import { parseOsRelease } from '../../src/core/platform.js';
 import type { RestartSettings } from '../../src/core/decide.js';
 import type { PlannerConfig } from '../../src/core/types.js';
-import { rhcosOsRelease } from '../../src/demo/os-release.js';
+import { rhcosOsRelease } from './os-release.js';
 import { parseCidr } from '../../src/net/cidr.js';
 
 export function seedConfig(overrides: Partial<PlannerConfig> = {}): PlannerConfig {

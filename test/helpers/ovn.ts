@@ -16,7 +16,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { TestContext } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { Netns } from '../../src/demo/netns.js';
+import { Netns } from './netns.js';
 import { kernelSkipReason } from './netns.js';
 
 const BED_DIR = fileURLToPath(new URL('../../../test/ovn/', import.meta.url));

@@ -4,7 +4,7 @@
 // release branch: release-4.8 f9c68257e, release-4.9 275ca80b4, release-4.10 c7855f10e,
 // release-4.11 ba3cfe686, release-4.12 8924dff9c (bindata/network/ovn-kubernetes/
 // ovnkube-node.yaml and 004-config.yaml; self-hosted/ from 4.11).
-import { rhcosOsRelease } from '../../src/demo/os-release.js';
+import { rhcosOsRelease } from './os-release.js';
 
 export type Release = '4.8' | '4.8-fixed' | '4.9' | '4.9-fixed' | '4.10' | '4.11' | '4.12';
 

@@ -10,12 +10,12 @@ import { test } from 'node:test';
 import { pathToFileURL } from 'node:url';
 import {
   MAX_COPY_AGE_MS,
+  OvnkubeScanner,
   scanOvnkubeProcesses,
   startTimeOf,
   summarise,
   type OvnkubeScan,
 } from '../../src/ovnkube/proc.js';
-import { OvnkubeScanner } from '../../src/ovnkube/scanner.js';
 import { CLI, FakeOvnkube, RHCOS_49_OS_RELEASE, Scratch } from '../helpers/agent.js';
 import { withForkedOvnkube } from '../helpers/forked-ovnkube.js';
 import { seedNode, skipWithoutKernel } from '../helpers/netns.js';

@@ -5,8 +5,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSyn
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
-import { MAX_COPY_AGE_MS, summarise } from '../../src/ovnkube/proc.js';
-import { MAX_REUSE_AGE_MS, OvnkubeScanner } from '../../src/ovnkube/scanner.js';
+import { MAX_COPY_AGE_MS, MAX_REUSE_AGE_MS, OvnkubeScanner, summarise } from '../../src/ovnkube/proc.js';
 
 const OWN_NET = 'net:[4026531840]';
 const OVNKUBE_ARGV = ['/usr/bin/ovnkube', '--init-node', 'node1', '--gateway-mode', 'local'];

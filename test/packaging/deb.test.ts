@@ -3,7 +3,7 @@
 // node's network namespace; its root an overlay, so the host's dpkg database is never
 // written) it is installed with `dpkg -i`, configured, upgraded to a second build, removed
 // and purged, with what Debian policy asks of a service checked at each step.
-import { rhcosOsRelease } from '../../src/demo/os-release.js';
+import { rhcosOsRelease } from '../helpers/os-release.js';
 import { strict as assert } from 'node:assert';
 import { spawn, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';

@@ -4,7 +4,7 @@
 // args, env, mounts, capabilities, read-only root, user, namespaces, probes) is read from
 // the rendered manifest by test/helpers/kubelet.ts; the test restates none of it.
 // The node is the seed's, in a network namespace that is the pod's host network.
-import { writeOsRelease } from '../../src/demo/os-release.js';
+import { writeOsRelease } from '../helpers/os-release.js';
 import { strict as assert } from 'node:assert';
 import { spawn, spawnSync } from 'node:child_process';
 import {

@@ -33,7 +33,7 @@
 //   WatchdogSec                                 verified: a wedged loop is killed (Result watchdog) and restarted
 //   Type=notify, ExecReload                     verified: start returns once READY; reload re-reads ovnkube.conf,
 //                                                 not the settings file (its variables apply on a restart)
-import { rhcosOsRelease } from '../../src/demo/os-release.js';
+import { rhcosOsRelease } from '../helpers/os-release.js';
 import { strict as assert } from 'node:assert';
 import { copyFileSync, existsSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';

@@ -1,4 +1,4 @@
-// RHCOS os-release files as the host carries them, for the demo and the tests: the agent
+// RHCOS os-release files as the host carries them, for the tests and benchmarks: the agent
 // acts only on a node whose release it knows (core/platform.ts). The fields are those of a
 // real RHCOS 4.9 (VERSION 49.84.<date>-0, RHEL_VERSION 8.4; stackrox/stackrox's local-nodescanner
 // README quotes one), the version digits changed for the others. OPENSHIFT_VERSION is set there:
