@@ -1,14 +1,9 @@
-// The one clock, with two faces. Every duration and deadline is on `now()`, monotonic: a wall
-// clock stepped back by days put every deadline in the future, one stepped forward cut the settle
-// window short. `now()` is CLOCK_MONOTONIC (process.hrtime), not performance.now(): counted from
-// boot, so a value the journal keeps (with the boot id: src/restart/journal-time.ts) means the
-// same to the next agent. It stops while the machine is suspended, which errs on the side of the
-// rate limit. `wall()` is only for what people read and for file times; and durations on the
-// command line are parsed here, bounded by what a timer can wait.
+// The one clock, with two faces. Every duration and deadline is on `now()`, CLOCK_MONOTONIC
+// (process.hrtime, counted from boot, so a time the journal keeps with the boot id means the same
+// to the next agent; it stops while suspended, erring on the side of the rate limit): a wall clock
+// stepped back by days put every deadline in the future. `wall()` is for what people read, file times.
 export interface Clock {
-  /** Monotonic milliseconds (since boot): for every duration and deadline. */
   now(): number;
-  /** Milliseconds since the epoch: only for what is shown to people or compared with file times. */
   wall(): number;
 }
 

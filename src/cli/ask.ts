@@ -4,7 +4,7 @@ import { parseDuration, systemClock } from '../clock.js';
 import type { AgentEvent } from '../events/history.js';
 import { connectError, fetchPath, fetchStatus } from '../status/client.js';
 import { exitCodeOf, renderBrief, renderHuman, type StatusReport } from '../status/report.js';
-import { UsageError, type CommandResult, type ExitCode } from './exit-codes.js';
+import { UsageError, type CommandResult } from './exit-codes.js';
 
 // Not imported: on Node 24 an import of node:http loads its bundled undici, 14 MB of RSS (docs/benchmarks.md).
 const http = process.getBuiltinModule('node:http');
@@ -51,16 +51,11 @@ export async function eventsCommand(opts: { socket: string; json?: boolean; sinc
   };
   const query = opts.since === undefined ? '' : `?since=${encodeURIComponent(since(opts.since))}`;
   const { code, body } = await fetchPath(opts.socket, `/v1/events${query}`);
-  if (code !== 200)
-    return {
-      code: 2,
-      stderr: `ovn-gwmode-agent: the agent on ${opts.socket} answered ${code} for /v1/events: is it older than this command?\n`,
-    };
+  const older = `the agent on ${opts.socket} answered ${code} for /v1/events: is it older than this command?`;
+  if (code !== 200) return { code: 2, stderr: `ovn-gwmode-agent: ${older}\n` };
   const { events } = body as { events: AgentEvent[] };
-  return {
-    code: 0,
-    stdout: opts.json ? JSON.stringify(events, null, 2) + '\n' : events.map((e) => renderEvent(e) + '\n').join(''),
-  };
+  const text = opts.json ? JSON.stringify(events, null, 2) + '\n' : events.map((e) => renderEvent(e) + '\n').join('');
+  return { code: 0, stdout: text };
 }
 
 /** Three missed heartbeats: the connection is dead even if no one said so. */
@@ -80,12 +75,13 @@ function renderScreen(s: StatusReport, events: AgentEvent[], socket: string): st
   return lines.join('\n') + '\n';
 }
 
-/** Follows the agent (GET /v1/watch) until the connection ends: redrawn in place on a terminal, a line per change otherwise. Exit 2: the agent went away. */
-function watchStatus(
-  socket: string,
-  out: { write(text: string): void; isTTY: boolean },
-  err: (text: string) => void,
-): Promise<ExitCode> {
+/**
+ * `status --watch`: follows the agent (GET /v1/watch) until it goes away (exit 2) or ctrl-c, redrawn
+ * in place on a terminal, a line per change otherwise. A stream: it writes as it goes, returns only the code.
+ */
+export function watchCommand({ socket }: { socket: string }): Promise<CommandResult> {
+  const out = process.stdout;
+  const err = (text: string) => process.stderr.write(text);
   return new Promise((resolve, reject) => {
     let status: StatusReport | undefined;
     const events: AgentEvent[] = [];
@@ -107,7 +103,7 @@ function watchStatus(
         err(
           `ovn-gwmode-agent: the agent on ${socket} answered ${res.statusCode} for /v1/watch${res.statusCode === 404 ? ': is it older than this command?' : ''}\n`,
         );
-        return resolve(2);
+        return resolve({ code: 2 });
       }
       req.setTimeout(IDLE_MS);
       let buffer = '';
@@ -125,7 +121,7 @@ function watchStatus(
       res.on('error', () => undefined);
       res.on('close', () => {
         err(`ovn-gwmode-agent: the agent on ${socket} ended the watch (stopping?)\n`);
-        resolve(2);
+        resolve({ code: 2 });
       });
     });
     req.on('timeout', () =>
@@ -134,13 +130,7 @@ function watchStatus(
     req.on('error', (e: NodeJS.ErrnoException) => {
       if (status === undefined) return reject(connectError(socket, e));
       err(`ovn-gwmode-agent: lost the agent on ${socket}: ${e.message}\n`);
-      resolve(2);
+      resolve({ code: 2 });
     });
   });
-}
-
-/** `status --watch`: until the agent goes away (exit 2) or ctrl-c. A stream: it writes as it goes, and returns only the code. */
-export async function watchCommand(opts: { socket: string }): Promise<CommandResult> {
-  const out = { write: (t: string) => process.stdout.write(t), isTTY: process.stdout.isTTY === true };
-  return { code: await watchStatus(opts.socket, out, (t) => process.stderr.write(t)) };
 }

@@ -1,24 +1,21 @@
 // The commands that touch the kernel (the socket clients are in ask.ts). `plan`, `apply` and
-// `rollback` are one pass of the agent's pipeline (src/agent/engine.ts), each with its own target;
-// what they print is render.ts's. Each returns its result; main.ts ends the process.
+// `rollback` are one pass of the agent's pipeline (src/agent/engine.ts), each with its own target.
+// Each prints what it did and what is left, and nothing it did not do (`plan` says "would
+// replace"; `apply` never calls a node done while a restart of ovnkube-node its migration owes is
+// still to come, and says who does it). Each returns its result; main.ts ends the process.
 import type { DestinationStream, Logger } from 'pino';
 import { runDaemon } from '../agent/daemon.js';
 import { once, type OnceResult, type OvnkubeProbe, type Target } from '../agent/engine.js';
 import { InterruptedError } from '../agent/execute.js';
 import { JournalKeeper } from '../agent/journal-keeper.js';
 import { systemClock } from '../clock.js';
-import {
-  lastWins,
-  resolvePlanSettings,
-  resolveSettings,
-  type PlanSettings,
-  type RawPlanOptions,
-  type RawRunOptions,
-} from '../config/settings.js';
+import { lastWins, resolvePlanSettings, resolveSettings, type PlanSettings } from '../config/settings.js';
+import type { RawPlanOptions, RawRunOptions } from '../config/settings.js';
 import { summarize } from '../core/decide.js';
-import type { Migration } from '../core/migration.js';
+import { restartOwed, type Migration } from '../core/migration.js';
 import { must } from '../core/must.js';
-import type { Plan } from '../core/types.js';
+import { renderNextHop } from '../core/route.js';
+import type { Plan, ReplaceAction } from '../core/types.js';
 import { KernelDataplane } from '../dataplane/kernel.js';
 import type { Dataplane } from '../dataplane/types.js';
 import { readModeSource } from '../mode/source.js';
@@ -29,16 +26,13 @@ import { Journal } from '../restart/journal.js';
 import { systemdNotifier, watchdogUsec } from '../systemd/supervisor.js';
 import { failure, failureOf, type CommandResult, type ExitCode } from './exit-codes.js';
 import { assertStateDirWritable, lockStateDir } from './lock.js';
-import { prefixes, renderApplied, renderPreview, renderRollback, rollbackActions } from './render.js';
 
 const { pino } = requireModule('pino') as typeof import('pino');
 
 /** JSON logs for the node's log collector. */
+const LOGS = { base: { agent: 'ovn-gwmode-agent' }, timestamp: pino.stdTimeFunctions.isoTime };
 const createLogger = (level: string, to: NodeJS.WritableStream = process.stdout): Logger =>
-  pino(
-    { level, base: { agent: 'ovn-gwmode-agent' }, timestamp: pino.stdTimeFunctions.isoTime },
-    to as DestinationStream,
-  );
+  pino({ level, ...LOGS }, to as DestinationStream);
 
 /**
  * SIGTERM and SIGINT during `apply` or `rollback --yes`. Before the first change (for `apply`, the
@@ -46,36 +40,32 @@ const createLogger = (level: string, to: NodeJS.WritableStream = process.stdout)
  * beginChanges refuses the work left behind. After it, the change in flight finishes with its
  * journal record, none is begun, and the command says what was and was not done.
  */
-class Interruption {
-  private signal: string | null = null;
-  private changing = false;
-  private abandon: (r: CommandResult) => void = () => undefined;
-  private readonly abandoned = new Promise<CommandResult>((resolve) => (this.abandon = resolve));
-
-  constructor(private readonly what: string) {
+function interruption(what: string) {
+  let signal: string | null = null;
+  let changing = false;
+  const abandoned = new Promise<CommandResult>((abandon) => {
     for (const sig of ['SIGTERM', 'SIGINT'] as const)
       process.on(sig, () => {
-        this.signal ??= sig;
-        if (!this.changing)
-          this.abandon({
-            code: 1,
-            stderr: `ovn-gwmode-agent: ${what}: interrupted by ${sig} before any change; nothing changed\n`,
-          });
+        signal ??= sig;
+        const stderr = `ovn-gwmode-agent: ${what}: interrupted by ${sig} before any change; nothing changed\n`;
+        if (!changing) abandon({ code: 1, stderr });
       });
-  }
-
-  run(work: () => Promise<CommandResult>): Promise<CommandResult> {
-    return Promise.race([work(), this.abandoned]);
-  }
-
-  readonly beginChanges = (): void => {
-    if (this.signal !== null && !this.changing)
-      throw new Error(`${this.what}: abandoned on ${this.signal} before any change`);
-    this.changing = true;
+  });
+  // What the engine asks of a pass that acts (agent/execute.ts's Effects), and the race with the abandonment.
+  return {
+    run: (work: () => Promise<CommandResult>) => Promise.race([work(), abandoned]),
+    act: true,
+    beginChanges: (): void => {
+      if (signal !== null && !changing) throw new Error(`${what}: abandoned on ${signal} before any change`);
+      changing = true;
+    },
+    stopRequested: () => signal,
   };
-
-  readonly requested = (): string | null => this.signal;
 }
+
+/** A lock or check refused as a result (failure's notes), or null when it passed. */
+const refusal = (check: Promise<void>, notes: Parameters<typeof failure>[1]) =>
+  check.then(() => null).catch((err: unknown) => failure(err, notes));
 
 /** /proc is read whatever --ovnkube-mode-check says: the process's identity proves a restart. */
 function ovnkubeProbe(s: PlanSettings): OvnkubeProbe {
@@ -94,11 +84,8 @@ const SERVING = 'not starting a second agent';
 /** `run`: the agent, until it stops (exit 0 on SIGTERM) or refuses to start. */
 export async function runCommand(raw: RawRunOptions, wrap: RunWrappers = {}): Promise<CommandResult> {
   const settings = await resolveSettings(raw);
-  try {
-    await lockStateDir(settings.stateDir);
-  } catch (err) {
-    return failure(err, { held: SERVING });
-  }
+  const refused = await refusal(lockStateDir(settings.stateDir), { held: SERVING });
+  if (refused) return refused;
   const log = createLogger(settings.logLevel);
   const real = new KernelDataplane();
   const dataplane = wrap.dataplane?.(real) ?? real;
@@ -146,38 +133,27 @@ async function readDesired(modeFile: string, log: Logger) {
 const converged = (p: Plan): ExitCode =>
   summarize(p, { phase: null, reason: null }, new Map(), null).phase === 'Converged' ? 0 : 1;
 
-const asJson = (shown: Plan, applied: number) =>
-  JSON.stringify(
-    {
-      ...shown,
-      reasonCodes: shown.reasons.map((r) => r.code),
-      reasons: shown.reasons.map((r) => r.message),
-      actions: shown.actions.map((a) => ({ ...a, reason: a.reason.message })),
-      applied,
-    },
-    null,
-    2,
-  ) + '\n';
+const asJson = (p: Plan, applied: number) => {
+  const reasons = { reasonCodes: p.reasons.map((r) => r.code), reasons: p.reasons.map((r) => r.message) };
+  const actions = p.actions.map((a) => ({ ...a, reason: a.reason.message }));
+  return JSON.stringify({ ...p, ...reasons, actions, applied }, null, 2) + '\n';
+};
 
 /** The node's journal as the agent keeps it (agent/journal-keeper.ts), not read yet. */
 const journalOf = (stateDir: string, log: Logger) =>
   new JournalKeeper({ journal: new Journal(stateDir), clock: systemClock, bootId: readBootId(), log });
 
-/** One pass of a one-shot command: the journal is null for `plan`, and `stop` null when it only looks. */
-async function pass(
-  settings: PlanSettings,
-  target: Target,
-  journal: JournalKeeper | null,
-  wrap: OnceWrappers,
-  log: Logger,
-  stop: Interruption | null,
-): Promise<OnceResult> {
+/** One pass of a one-shot command: the journal is null for `plan`; it acts only with an interruption. */
+type PassDeps = { log: Logger; journal: JournalKeeper | null } & Partial<ReturnType<typeof interruption>>;
+async function pass(settings: PlanSettings, target: Target, wrap: OnceWrappers, deps: PassDeps): Promise<OnceResult> {
   const real = new KernelDataplane();
   const dataplane = wrap.dataplane?.(real) ?? real;
   try {
-    const acting = stop ? { act: true, beginChanges: stop.beginChanges, stopRequested: stop.requested } : null;
-    const deps = { dataplane, probe: ovnkubeProbe(settings), log, clock: systemClock, journal, act: false };
-    return await once({ ...deps, ...acting }, settings, target);
+    return await once(
+      { dataplane, probe: ovnkubeProbe(settings), clock: systemClock, act: false, ...deps },
+      settings,
+      target,
+    );
   } finally {
     dataplane.close();
   }
@@ -189,11 +165,16 @@ async function preview(raw: PlanOptions, dryRunApply: boolean, wrap: OnceWrapper
   const log = createLogger(settings.logLevel === 'info' ? 'warn' : settings.logLevel, process.stderr);
   const desired = await readDesired(settings.modeFile, log);
   try {
-    const planned = must((await pass(settings, { mode: desired }, null, wrap, log, null)).planned, 'the plan');
-    return {
-      code: converged(planned),
-      stdout: raw.json ? asJson(planned, 0) : renderPreview(planned, dryRunApply) + '\n',
-    };
+    const p = must((await pass(settings, { mode: desired }, wrap, { log, journal: null })).planned, 'the plan');
+    if (raw.json) return { code: converged(p), stdout: asJson(p, 0) };
+    const lines = renderPlanBody(p, null);
+    const would = p.actions.length === 0 ? 'nothing to replace' : `would replace ${prefixes(p.actions)}`;
+    if (dryRunApply) lines.push(`applied: 0 replace(s) (dry run): ${would}; changed nothing`);
+    else {
+      const next = p.actions.length > 0 && !p.blocked ? ' (apply carries it out, or the agent)' : '';
+      lines.push(`plan: ${would}; changed nothing${next}`);
+    }
+    return { code: converged(p), stdout: lines.join('\n') + '\n' };
   } catch (err) {
     return { code: 1, stderr: `ovn-gwmode-agent: ${(err as Error).message}\n` };
   }
@@ -208,35 +189,38 @@ export const planCommand = (raw: PlanOptions, wrap: OnceWrappers = {}): Promise<
  * after an apply killed midway) finishes it. With --dry-run it is a plan that says so.
  */
 export function applyCommand(raw: PlanOptions & { stateDir: string }, wrap: OnceWrappers = {}): Promise<CommandResult> {
-  if (lastWins(raw).dryRun === true) return preview(raw, true, wrap);
-  const stop = new Interruption('apply');
+  const { dryRun, stateDir } = lastWins(raw);
+  if (dryRun === true) return preview(raw, true, wrap);
+  const stop = interruption('apply');
   return stop.run(async () => {
-    const stateDir = lastWins(raw).stateDir;
-    const settings = { ...(await resolvePlanSettings(raw)), dryRun: false };
-    try {
-      await lockStateDir(stateDir);
-    } catch (err) {
-      return failure(err, { held: 'apply does not act beside a running agent: stop it, or leave the work to it' });
-    }
-    try {
-      await assertStateDirWritable(stateDir);
-    } catch (err) {
-      return failure(err, { what: 'apply' });
-    }
+    const settings = await resolvePlanSettings(raw);
+    const held = 'apply does not act beside a running agent: stop it, or leave the work to it';
+    const refused =
+      (await refusal(lockStateDir(stateDir), { held })) ??
+      (await refusal(assertStateDirWritable(stateDir), { what: 'apply' }));
+    if (refused) return refused;
     const log = createLogger(settings.logLevel, process.stderr);
     const journal = journalOf(stateDir, log);
     if (!(await journal.load()))
       return { code: 2, stderr: `ovn-gwmode-agent: apply: ${journal.warning}; changing nothing\n` };
     const desired = await readDesired(settings.modeFile, log);
     try {
-      const r = await pass(settings, { mode: desired }, journal, wrap, log, stop);
+      const r = await pass(settings, { mode: desired }, wrap, { log, journal, ...stop });
       const final = must(r.final, "apply's verified plan");
       const replaced = r.applied ? r.actions : [];
       const code = converged(final);
-      const out = raw.json
-        ? asJson(final, replaced.length)
-        : renderApplied(final, replaced, journal.data.migration, desired.mode, stateDir, code === 0) + '\n';
-      return { code, stdout: out };
+      if (raw.json) return { code, stdout: asJson(final, replaced.length) };
+      // What is left: a restart owed by this migration while the mode file still asks for its mode (else the
+      // agent moves on: core/decide.ts) is the agent's to request.
+      const m = journal.data.migration;
+      const owed = m !== null && m.mode === desired.mode && !m.rollback && restartOwed(m);
+      const left = owed
+        ? `left: restart ovnkube-node into ${m.mode} gateway mode, owed by the migration journaled in ${stateDir}: apply does not restart it; the agent requests it when it runs, unless a new ovnkube-node runs ${m.mode} gateway mode by then`
+        : code === 0
+          ? 'left: nothing'
+          : 'left: the node is not converged: see the reasons';
+      const lines = [...renderPlanBody(final, replaced), `applied: ${replaced.length} replace(s)`, left];
+      return { code, stdout: lines.join('\n') + '\n' };
     } catch (err) {
       // The migration taken off the record again (nothing of it was carried out), but not on disk.
       const kept = journal.lag
@@ -264,30 +248,24 @@ export type RollbackOptions = Omit<PlanOptions, 'modeFile' | 'ovnkubeModeCheck' 
  * decides). Without --yes it changes nothing; with it, under the node's lock, all or none, verified.
  */
 export function rollbackCommand(raw: RollbackOptions, wrap: OnceWrappers = {}): Promise<CommandResult> {
-  const stop = new Interruption('rollback');
+  const stop = interruption('rollback');
   return stop.run(async () => {
     const given = lastWins(raw);
     // The desired mode plays no part: a placeholder satisfies the planner's settings.
-    const settings = await resolvePlanSettings({
-      ...given,
-      modeFile: '(not read by rollback)',
-      ovnkubeModeCheck: 'off',
-    });
-    try {
-      if (given.yes) await lockStateDir(given.stateDir);
-    } catch (err) {
-      return failure(err, { held: 'rollback does not act beside a running agent: stop it first' });
-    }
+    const placeholder = { modeFile: '(not read by rollback)', ovnkubeModeCheck: 'off' };
+    const settings = await resolvePlanSettings({ ...given, ...placeholder });
+    const held = 'rollback does not act beside a running agent: stop it first';
+    const refused = given.yes ? await refusal(lockStateDir(given.stateDir), { held }) : null;
+    if (refused) return refused;
     const log = createLogger(settings.logLevel, process.stderr);
     const journal = journalOf(given.stateDir, log);
-    const cidrsFrom =
-      given.serviceCidr && given.serviceCidr.length > 0 ? '--service-cidr' : `--ovnkube-config's service-cidrs`;
+    const cidrsFrom = given.serviceCidr?.length ? '--service-cidr' : `--ovnkube-config's service-cidrs`;
     let r: OnceResult;
     let before: Migration | null = null;
     try {
       await journal.load(true);
       before = journal.data.migration;
-      r = await pass(settings, { rollback: { cidrsFrom } }, journal, wrap, log, given.yes ? stop : null);
+      r = await pass(settings, { rollback: { cidrsFrom } }, wrap, { log, journal, ...(given.yes ? stop : {}) });
     } catch (err) {
       const said = (line: string) => ({
         code: 1 as const,
@@ -325,3 +303,45 @@ export function rollbackCommand(raw: RollbackOptions, wrap: OnceWrappers = {}): 
     ]);
   });
 }
+
+const change = (a: ReplaceAction) => `${a.key.prefix}: ${renderNextHop(a.from)} -> ${renderNextHop(a.to)}`;
+const prefixes = (actions: ReplaceAction[]): string => actions.map((a) => a.key.prefix).join(', ');
+
+/**
+ * The plan as seen: `replaced` by `apply`, or null for a preview, which leaves out the Replacing
+ * reasons: its "would replace" lines say it, and none is under way.
+ */
+function renderPlanBody(p: Plan, replaced: ReplaceAction[] | null): string[] {
+  const lines = [`layout: ${p.layout}`, `release: ${p.platform.release} (${p.platform.evidence})`];
+  const [heading, actions] = replaced?.length ? ['replaced', replaced] : ['actions', p.actions];
+  if (actions.length === 0) lines.push(`${heading}: none`);
+  else lines.push(`${heading}:`, ...actions.map((a) => `  ${replaced ? '' : 'would replace '}${change(a)}`));
+  lines.push(
+    'routes:',
+    ...p.routes.map(
+      (r) =>
+        `  ${r.inSync ? 'ok' : 'NO'} ${r.cidr}: ${r.multipath ? 'multipath (several next hops)' : r.observed ? renderNextHop(r.observed) : 'none'}`,
+    ),
+  );
+  const reasons = replaced ? p.reasons : p.reasons.filter((r) => r.code !== 'Replacing');
+  if (reasons.length) lines.push('reasons:', ...reasons.map((r) => `  - ${r.message} [${r.code}]`));
+  if (p.warnings.length) lines.push('warnings:', ...p.warnings.map((w) => `  - ${w}`));
+  return lines;
+}
+
+/** `rollback`: the migration on record (its times monotonic plus wallOffsetMs), then `more`. */
+function renderRollback(m: Migration | null, wallOffsetMs: number, more: string[] = []): string {
+  const at = (t: number) => new Date(t + wallOffsetMs).toISOString();
+  const earlier = !m?.rollback
+    ? ''
+    : m.rollback.doneAt !== null
+      ? `; rolled back at ${at(m.rollback.doneAt)}`
+      : `; a rollback begun at ${at(m.rollback.startedAt)} did not finish`;
+  const heading =
+    m === null
+      ? 'migration: none on record'
+      : `migration: to ${m.mode}, started ${at(m.startedAt)}, ${m.routes.length} route(s) replaced${earlier}`;
+  return [heading, ...more].join('\n') + '\n';
+}
+
+const rollbackActions = (actions: ReplaceAction[]) => ['actions:', ...actions.map((a) => `  replace ${change(a)}`)];

@@ -57,15 +57,13 @@ function holderOf(lockPath: string): number | null {
 
 function lockError(lockPath: string, err: NodeJS.ErrnoException): LockError {
   const at = err.path ?? lockPath;
-  if (err.code === 'EACCES' || err.code === 'EPERM')
-    return new LockError(
-      `cannot lock ${lockPath}: permission denied (${err.syscall ?? err.code} ${at}); run as root, or give the agent's user write access to ${path.dirname(at)}`,
-    );
-  if (err.code === 'EROFS')
-    return new LockError(
-      `cannot lock ${lockPath}: ${at} is on a read-only file system and has no lock file yet; --state-dir must be writable the first time`,
-    );
-  return new LockError(`cannot lock ${lockPath}: ${err.message}`);
+  const why =
+    err.code === 'EACCES' || err.code === 'EPERM'
+      ? `permission denied (${err.syscall ?? err.code} ${at}); run as root, or give the agent's user write access to ${path.dirname(at)}`
+      : err.code === 'EROFS'
+        ? `${at} is on a read-only file system and has no lock file yet; --state-dir must be writable the first time`
+        : err.message;
+  return new LockError(`cannot lock ${lockPath}: ${why}`);
 }
 
 function namesFile(file: string, fd: number): boolean {

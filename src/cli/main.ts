@@ -1,8 +1,6 @@
 #!/usr/bin/env node
-// ovn-gwmode-agent run | status | health | plan | apply | rollback | events
-//
-// The entry point hands the command line to options.ts, writes the command's result and
-// exits with its code: the one place the process is ended.
+// ovn-gwmode-agent's entry: the command line to options.ts, the command's result written, and
+// its exit code: the one place the process is ended.
 import { commandLine } from './options.js';
 
 const result = await commandLine(process.argv.slice(2));

@@ -5,34 +5,14 @@
 // `run` and its probes). Not yargs' `.env()`: it would hand `plan` the daemon's variables (a
 // strict-mode refusal), and could not name a misspelt one as written.
 import yargs, { type Argv, type Options } from 'yargs';
-import type { RawRunOptions } from '../config/settings.js';
+import { CHOICES } from '../config/settings.js';
 import { VERSION } from '../version.js';
-import type { PlanOptions, RollbackOptions } from './commands.js';
 import { failure, UsageError, type CommandResult, type ExitCode } from './exit-codes.js';
 
-export const ENV_PREFIX = 'OVN_GWMODE_';
+const ENV_PREFIX = 'OVN_GWMODE_';
 
-/** The only values of a flag, with what each means: checked by settings.ts (yargs' refusal names no flag). */
-export const CHOICES: Readonly<Record<string, Readonly<Record<string, string>>>> = {
-  layout: {
-    auto: 'from the evidence',
-    legacy: 'a 4.8/4.9 node without evidence (4.10+ evidence wins)',
-    'routing-via-host': 'never change',
-  },
-  'ovnkube-mode-check': {
-    proc: 'act only when ovnkube-node is seen running the desired mode',
-    off: 'also act when its mode cannot be seen; one seen running the other mode is waited for all the same',
-  },
-  'log-level': { fatal: '', error: '', warn: '', info: '', debug: '', trace: '', silent: '' },
-  restart: {
-    cri: 'stop its container through the runtime, and kubelet starts a new one',
-    signal: 'SIGTERM to its process, and its supervisor starts a new one',
-    none: 'never',
-  },
-};
-
-const choices = (flag: string, what: string) =>
-  `${what}: ${Object.entries(CHOICES[flag] ?? {})
+const choices = (flag: keyof typeof CHOICES, what: string) =>
+  `${what}: ${Object.entries<string>(CHOICES[flag])
     .map(([c, meaning]) => (meaning ? `${c} (${meaning})` : c))
     .join(' | ')}`;
 
@@ -207,7 +187,7 @@ function parseBoolean(text: string, what: string): boolean {
 const kebab = (flag: string) => flag.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
 
 /** Each boolean flag's value (`--dry-run=1`, `--json yes`) spelt as yargs reads it right (no command takes a positional). */
-export function normalizeBooleanFlags(args: readonly string[]): string[] {
+function normalizeBooleanFlags(args: readonly string[]): string[] {
   const command = COMMANDS.find((c) => c === args.find((a) => !a.startsWith('-')));
   const out: string[] = [];
   const rest = [...args];
@@ -251,24 +231,21 @@ export function withOptions<T>(y: Argv<T>, command: Command, env: Record<string,
   return y.options(COMMAND_OPTIONS[command]).config(env) as unknown as Argv<T>;
 }
 
-export type Handler = (argv: Record<string, unknown>) => Promise<CommandResult>;
+type Handler = (argv: Record<string, unknown>) => Promise<CommandResult>;
 
 // Imported when they run: the probes load neither the addon nor netlink nor the logger. yargs'
-// argv carries each flag camelCased, as the commands' options name them.
+// argv carries each flag camelCased, as the commands' options name them (not checked: `never`).
 const kernel = () => import('./commands.js');
 const ask = () => import('./ask.js');
 
-export const HANDLERS: Record<Command, Handler> = {
-  run: async (argv) => (await kernel()).runCommand(argv as unknown as RawRunOptions),
-  status: async (argv) =>
-    argv.watch === true
-      ? (await ask()).watchCommand(argv as { socket: string })
-      : (await ask()).statusCommand(argv as { socket: string; json?: boolean; brief?: boolean }),
-  health: async (argv) => (await ask()).healthCommand(argv as { socket: string; ready: boolean }),
-  plan: async (argv) => (await kernel()).planCommand(argv as unknown as PlanOptions),
-  apply: async (argv) => (await kernel()).applyCommand(argv as unknown as PlanOptions & { stateDir: string }),
-  rollback: async (argv) => (await kernel()).rollbackCommand(argv as unknown as RollbackOptions),
-  events: async (argv) => (await ask()).eventsCommand(argv as { socket: string; json?: boolean; since?: string }),
+const HANDLERS: Record<Command, Handler> = {
+  run: async (argv) => (await kernel()).runCommand(argv as never),
+  status: async (argv) => (await ask())[argv.watch === true ? 'watchCommand' : 'statusCommand'](argv as never),
+  health: async (argv) => (await ask()).healthCommand(argv as never),
+  plan: async (argv) => (await kernel()).planCommand(argv as never),
+  apply: async (argv) => (await kernel()).applyCommand(argv as never),
+  rollback: async (argv) => (await kernel()).rollbackCommand(argv as never),
+  events: async (argv) => (await ask()).eventsCommand(argv as never),
 };
 
 const NAMED = `name a command: ${COMMANDS.slice(0, -1).join(', ')} or ${COMMANDS.at(-1)}`;
@@ -304,20 +281,14 @@ const MORE =
   'every command and flag: man ovn-gwmode-agent\nfrom a clone: man ./packaging/man/ovn-gwmode-agent.8 (or docs/cli.md)';
 
 /** Parses args with yargs and runs the command's handler; --help and --version are exit 0. */
-export async function parseWithYargs(
-  given: string[],
-  handlers: Record<Command, Handler> = HANDLERS,
-): Promise<CommandResult> {
+export async function parseWithYargs(given: string[], handlers = HANDLERS): Promise<CommandResult> {
   let result: CommandResult = { code: 0 };
   const args = normalizeBooleanFlags(given);
   let y = yargs(args).scriptName('ovn-gwmode-agent');
-  for (const command of COMMANDS)
-    y = y.command(
-      command,
-      COMMAND_SPECS[command].summary,
-      options(command),
-      async (argv) => void (result = await handlers[command](argv)),
-    );
+  for (const command of COMMANDS) {
+    const handle = async (argv: Record<string, unknown>) => void (result = await handlers[command](argv));
+    y = y.command(command, COMMAND_SPECS[command].summary, options(command), handle);
+  }
   await y
     .epilogue(`${exitStatus(EXIT_STATUS)}\n${MORE}`)
     .demandCommand(1, NAMED)

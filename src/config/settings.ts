@@ -6,7 +6,7 @@ import { parseDuration } from '../clock.js';
 import { readRegularFile } from '../read-regular.js';
 import { parseListenAddress } from '../metrics/address.js';
 import { addressInSubnet, parseAddress, parseCidr, type Cidr, type Family } from '../net/cidr.js';
-import { list, readOvnkubeConf, type OvnkubeConf } from './ovnkube-conf.js';
+import { list, readOvnkubeConf } from './ovnkube-conf.js';
 
 export class ConfigError extends Error {
   readonly code = 'ERR_GWMODE_CONFIG';
@@ -19,14 +19,10 @@ export class ConfigError extends Error {
 }
 
 /** What `plan` and `apply` read, as yargs gives it (text: settings.ts parses every value). */
-export type RawPlanOptions = Record<
-  'gatewayInterface' | 'managementInterface' | 'layout' | 'ovnkubeModeCheck' | 'logLevel',
-  string
-> &
-  Partial<
-    Record<'modeFile' | 'ovnkubeConfig' | 'osRelease' | 'mtu', string> &
-      Record<'serviceCidr' | 'gatewayNexthop', string[]>
-  >;
+type PlanText = Record<'gatewayInterface' | 'managementInterface' | 'layout' | 'ovnkubeModeCheck' | 'logLevel', string>;
+type PlanLists = Record<'serviceCidr' | 'gatewayNexthop', string[]>;
+export type RawPlanOptions = PlanText &
+  Partial<Record<'modeFile' | 'ovnkubeConfig' | 'osRelease' | 'mtu', string> & PlanLists>;
 
 /** What `run` reads besides. */
 export type RawRunOptions = RawPlanOptions &
@@ -39,7 +35,24 @@ export type PlanSettings = Awaited<ReturnType<typeof resolvePlanSettings>>;
 /** Everything `run` needs: the planner's part, and the shell's. */
 export type Settings = Awaited<ReturnType<typeof resolveSettings>>;
 
-const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+/** The only values of a flag, with what each means for --help (cli/options.ts); yargs' own refusal would name no flag. */
+export const CHOICES = {
+  layout: {
+    auto: 'from the evidence',
+    legacy: 'a 4.8/4.9 node without evidence (4.10+ evidence wins)',
+    'routing-via-host': 'never change',
+  },
+  'ovnkube-mode-check': {
+    proc: 'act only when ovnkube-node is seen running the desired mode',
+    off: 'also act when its mode cannot be seen; one seen running the other mode is waited for all the same',
+  },
+  'log-level': { fatal: '', error: '', warn: '', info: '', debug: '', trace: '', silent: '' },
+  restart: {
+    cri: 'stop its container through the runtime, and kubelet starts a new one',
+    signal: 'SIGTERM to its process, and its supervisor starts a new one',
+    none: 'never',
+  },
+};
 
 /** fn's value, or its error as a ConfigError naming the flag (after `prefix`). */
 function flag<T>(name: string, fn: () => T, prefix = ''): T {
@@ -50,9 +63,9 @@ function flag<T>(name: string, fn: () => T, prefix = ''): T {
   }
 }
 
-function oneOf<T extends string>(name: string, value: string, allowed: readonly T[]): T {
-  if ((allowed as readonly string[]).includes(value)) return value as T;
-  throw new ConfigError(name, `"${value}" is not one of ${allowed.join(', ')}`);
+function oneOf<F extends keyof typeof CHOICES>(name: F, value: string): keyof (typeof CHOICES)[F] {
+  if (Object.hasOwn(CHOICES[name], value)) return value as keyof (typeof CHOICES)[F];
+  throw new ConfigError(name, `"${value}" is not one of ${Object.keys(CHOICES[name]).join(', ')}`);
 }
 
 const splitList = (values: string[] | undefined): string[] => list((values ?? []).join(','));
@@ -76,19 +89,12 @@ export async function resolvePlanSettings(given: RawPlanOptions) {
   const raw = lastWins(given);
   if (!raw.modeFile)
     throw new ConfigError('mode-file', 'required: the file or ConfigMap volume holding the desired gateway mode');
-  let conf: OvnkubeConf | null = null;
-  if (raw.ovnkubeConfig) {
-    try {
-      conf = await readOvnkubeConf(raw.ovnkubeConfig);
-    } catch (err) {
-      // A system error by its code (ENOENT); a conf not read by its line and why.
-      const e = err as NodeJS.ErrnoException;
-      throw new ConfigError(
-        'ovnkube-config',
-        `${raw.ovnkubeConfig}: ${e.errno !== undefined && e.code ? e.code : e.message}`,
-      );
-    }
-  }
+  const file = raw.ovnkubeConfig;
+  // A system error by its code (ENOENT); a conf not read by its line and why.
+  const unread = (e: NodeJS.ErrnoException) => {
+    throw new ConfigError('ovnkube-config', `${file}: ${e.errno !== undefined && e.code ? e.code : e.message}`);
+  };
+  const conf = file ? await readOvnkubeConf(file).catch(unread) : null;
 
   const flagged = raw.serviceCidr?.length ? splitList(raw.serviceCidr) : null;
   const [cidrFlag, from] = flagged
@@ -142,8 +148,8 @@ export async function resolvePlanSettings(given: RawPlanOptions) {
     ovnkubeConfMode: (['local', 'shared'] as const).find((m) => m === conf?.mode) ?? null,
     gatewayInterface: interfaceName('gateway-interface', raw.gatewayInterface),
     managementInterface: interfaceName('management-interface', raw.managementInterface),
-    layout: oneOf('layout', raw.layout, ['auto', 'legacy', 'routing-via-host'] as const),
-    ovnkubeModeCheck: oneOf('ovnkube-mode-check', raw.ovnkubeModeCheck, ['proc', 'off'] as const),
+    layout: oneOf('layout', raw.layout),
+    ovnkubeModeCheck: oneOf('ovnkube-mode-check', raw.ovnkubeModeCheck),
     mtu,
     gatewayNexthop,
     masqueradeNexthops,
@@ -152,7 +158,7 @@ export async function resolvePlanSettings(given: RawPlanOptions) {
     confEvidence:
       raw.ovnkubeConfig && confKeys ? ({ path: raw.ovnkubeConfig, keys: confKeys } satisfies ConfEvidence) : null,
     dryRun: false,
-    logLevel: oneOf('log-level', raw.logLevel, LOG_LEVELS),
+    logLevel: oneOf('log-level', raw.logLevel),
   };
 }
 
@@ -201,7 +207,7 @@ export async function resolveSettings(given: RawRunOptions) {
     socketGroup: await groupId(raw.socketGroup),
     stateDir: raw.stateDir,
     resyncIntervalMs,
-    restart: oneOf('restart', raw.restart, ['cri', 'signal', 'none'] as const),
+    restart: oneOf('restart', raw.restart),
     criEndpoint: raw.criEndpoint || null,
     ovnkubeNamespace: raw.ovnkubeNamespace,
     ovnkubeContainer: raw.ovnkubeContainer,

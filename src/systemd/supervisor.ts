@@ -1,10 +1,6 @@
-// What systemd is told, by sd_notify (KEY=VALUE lines in one datagram to $NOTIFY_SOCKET; none
-// when it is unset), and when:
-//  - READY=1 once the socket listens and the first full reconcile has ended (and again after a reload);
-//  - STATUS=<brief status> whenever that line changes (a Progressing agent's reason moves on too);
-//  - WATCHDOG=1 every WATCHDOG_USEC/2, but only while the owner loop makes progress: a pass stuck
-//    for longer withholds it, so systemd restarts a wedged agent (a blocked event loop withholds it anyway);
-//  - STOPPING=1 on SIGTERM/SIGINT; RELOADING=1 with MONOTONIC_USEC on SIGHUP.
+// What systemd is told by sd_notify, and when (docs/install.md): READY=1, STATUS= on change,
+// WATCHDOG=1 every WATCHDOG_USEC/2 but only while the owner loop makes progress (a pass stuck for
+// longer withholds it, so systemd restarts a wedged agent), STOPPING=1, RELOADING=1 on SIGHUP.
 // A failed notification is logged, never fatal: the agent's job is the routes.
 import type { Logger } from 'pino';
 import { every, type Clock } from '../clock.js';

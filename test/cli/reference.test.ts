@@ -8,9 +8,8 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { resolveSettings, type RawRunOptions } from '../../src/config/settings.js';
+import { CHOICES, resolveSettings, type RawRunOptions } from '../../src/config/settings.js';
 import {
-  CHOICES,
   COMMAND_OPTIONS,
   COMMAND_SPECS,
   COMMANDS,
@@ -147,7 +146,7 @@ test("every flag's entry in docs/cli.md and the manual page: its value, default,
     assert.ok(row, `docs/cli.md has a row for --${flag}`);
     const variable = variableFor(flag);
     assert.equal(row.includes(`\`${variable}\``), variable !== null, `--${flag}'s variable in docs/cli.md`);
-    const choices = Object.keys(CHOICES[flag] ?? {});
+    const choices = Object.keys((CHOICES as Record<string, object>)[flag] ?? {});
     for (const c of choices) assert.ok(row.includes(`\`${c}\``), `--${flag}'s choice ${c} in docs/cli.md`);
     const def = spec.defaultDescription ?? (spec.default === undefined ? undefined : String(spec.default));
     if (def !== undefined) assert.ok(row.includes(`| ${def} |`), `--${flag}'s default in docs/cli.md`);
