@@ -246,6 +246,7 @@ export function decodeRoute(payload: Buffer): DecodedRoute {
         break;
       case 'PAD':
         break;
+      case undefined:
       default:
         add(PLAIN_WORDS[type] ?? name?.toLowerCase() ?? `attribute ${type}`);
     }

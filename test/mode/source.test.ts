@@ -173,7 +173,10 @@ test('a mode file that is a symlink into another directory is reported when its 
   await linkCase(
     'etc/mode',
     (root, source) => {
-      for (const d of dirs(root)) (mkdirSync(d), replace(path.join(d, 'mode'), 'shared\n'));
+      for (const d of dirs(root)) {
+        mkdirSync(d);
+        replace(path.join(d, 'mode'), 'shared\n');
+      }
       symlinkSync(path.join(root, 'srv', 'mode'), source);
     },
     async ({ reported }, root) => {
