@@ -52,7 +52,7 @@ export const CHOICES = {
     signal: 'SIGTERM to its process, and its supervisor starts a new one',
     none: 'never',
   },
-};
+} as const;
 
 /** fn's value, or its error as a ConfigError naming the flag (after `prefix`). */
 function flag<T>(name: string, fn: () => T, prefix = ''): T {

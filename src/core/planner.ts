@@ -66,7 +66,7 @@ export const detectLayout = (input: PlanInput): Platform =>
 const findLink = (links: Link[], name: string): Link | undefined => links.find((l) => l.name === name);
 
 /** The link, present and up, or why not. */
-export function upLink(links: Link[], name: string, role: 'Gateway' | 'Management'): Link | Blocked {
+function upLink(links: Link[], name: string, role: 'Gateway' | 'Management'): Link | Blocked {
   const link = findLink(links, name);
   const what = `${role.toLowerCase()} interface ${name}`;
   if (!link) return blocked(`${role}LinkMissing`, `${what} does not exist`);

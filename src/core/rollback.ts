@@ -13,7 +13,7 @@
 //  6. Never while ovnkube-node runs the migration's mode (OvnkubeOtherMode): the old route put back
 //     under it is the stale one it cannot replace itself.
 import type { Migration } from './migration.js';
-import { detectLayout, layoutUnknown, managementNexthop, ownedRoute, upLink } from './planner.js';
+import { detectLayout, layoutUnknown, managementNexthop, ownedRoute } from './planner.js';
 import { reason, type Reason, type ReasonCode } from './reasons.js';
 import { renderNextHop, sameNextHop } from './route.js';
 import type { GatewayMode, Observation, PlannerConfig, ReplaceAction } from './types.js';
@@ -78,8 +78,10 @@ function putBack(
   }
   // The old next hop, with its device's current index.
   const mp0 = from.dev === config.managementInterface;
-  const link = upLink(observed.links, from.dev ?? '(none)', mp0 ? 'Management' : 'Gateway');
-  if ('blocked' in link) return no(link.blocked.code, `the old device: ${link.blocked.message}`);
+  const role = mp0 ? 'Management' : 'Gateway';
+  const link = from.dev === null ? undefined : observed.links.find((l) => l.name === from.dev);
+  if (!link) return no(`${role}LinkMissing` as const, `the old device ${from.dev ?? '(none)'} does not exist`);
+  if (!link.up) return no(`${role}LinkDown` as const, `the old device ${from.dev} is down`);
   if (mp0) {
     const hop = managementNexthop(link, key.family, observed.addresses);
     if ('blocked' in hop) return hop.blocked;
