@@ -26,23 +26,34 @@ test("a lone '-' after a flag is refused as yargs refuses it, with exit code 2",
   }
 });
 
-/** Runs the command line with handlers that capture what the command would get, under exactly the OVN_GWMODE_* variables given. */
-async function dispatched(args: string[], vars: Record<string, string>): Promise<{ command: string; argv: Argv }> {
+/**
+ * The command line as main.ts runs it (yargs, its errors mapped to a result), with handlers that
+ * capture what the command would get instead of running, under exactly the OVN_GWMODE_* variables
+ * given. The real process's exit code and streams for a bad dry run: test/config/fuzz.test.ts's hostile sample.
+ */
+async function parsed(args: string[], vars: Record<string, string>) {
   // An environment of its own for the call, put back after: the real one is never changed.
   const saved = process.env;
   process.env = { ...Object.fromEntries(Object.entries(saved).filter(([k]) => !k.startsWith('OVN_GWMODE_'))), ...vars };
   let seen: { command: string; argv: Argv } | undefined;
   try {
-    await parseWithYargs(
-      args,
-      Object.fromEntries(
-        COMMANDS.map((c) => [c, async (argv: Argv) => ((seen = { command: c, argv }), { code: 0 as const })]),
-      ) as Parameters<typeof parseWithYargs>[1],
-    );
+    const handlers = Object.fromEntries(
+      COMMANDS.map((c) => [
+        c,
+        async (argv: Argv) => ((seen = { command: c, argv }), { code: 0 as const, stdout: `the ${c} handler ran` }),
+      ]),
+    ) as Parameters<typeof parseWithYargs>[1];
+    const r: CommandResult = await parseWithYargs(args, handlers).catch((err: unknown) => failure(err));
+    return { result: { code: r.code, stdout: r.stdout ?? '', stderr: r.stderr ?? '' }, seen };
   } finally {
     process.env = saved;
   }
-  assert.ok(seen, `${args.join(' ')} reached no handler`);
+}
+
+/** What the command's handler would get. */
+async function dispatched(args: string[], vars: Record<string, string>): Promise<{ command: string; argv: Argv }> {
+  const { result, seen } = await parsed(args, vars);
+  assert.ok(seen, `${args.join(' ')} reached no handler: ${result.stderr}`);
   return seen;
 }
 
@@ -117,26 +128,8 @@ test('every boolean flag and variable honours the usual spellings, in any case: 
   }
 });
 
-/**
- * The command line's result as main.ts gets it (yargs and the mapping of its errors), under
- * exactly the given OVN_GWMODE_* variables; a handler reached says so instead of running.
- * The real process's exit code and streams for a bad dry run: test/config/fuzz.test.ts's hostile sample.
- */
-async function refusal(args: string[], vars: Record<string, string> = {}) {
-  const saved = process.env;
-  process.env = { ...Object.fromEntries(Object.entries(saved).filter(([k]) => !k.startsWith('OVN_GWMODE_'))), ...vars };
-  try {
-    const r: CommandResult = await parseWithYargs(
-      args,
-      Object.fromEntries(
-        COMMANDS.map((c) => [c, async () => ({ code: 0 as const, stdout: `the ${c} handler ran` })]),
-      ) as unknown as Parameters<typeof parseWithYargs>[1],
-    ).catch((err: unknown) => failure(err));
-    return { code: r.code, stdout: r.stdout ?? '', stderr: r.stderr ?? '' };
-  } finally {
-    process.env = saved;
-  }
-}
+/** The result of a line that must be refused; a handler reached says so instead of running. */
+const refusal = async (args: string[], vars: Record<string, string> = {}) => (await parsed(args, vars)).result;
 
 test('a boolean flag or variable given anything else is refused: exit 2, one line naming it and the value, nothing run', async () => {
   const spellings = 'true/false, 1/0, yes/no, on/off';
