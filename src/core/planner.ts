@@ -222,8 +222,11 @@ export function plan(input: PlanInput): Plan {
   const actions: ReplaceAction[] = [];
   // Local: the suspended repairs; shared: ovnkube-node's own routes via ovn-k8s-mp0.
   const notes: Reason[] = [];
+  // Per family, not per CIDR: it reads every link and address.
+  const byFamily = new Map<Family, ReturnType<typeof expectedNexthop>>();
   for (const cidr of config.serviceCidrs) {
-    const result = expectedNexthop(mode, cidr.family, input);
+    const result = byFamily.get(cidr.family) ?? expectedNexthop(mode, cidr.family, input);
+    byFamily.set(cidr.family, result);
     const expected = 'expected' in result ? result.expected : null;
     const owned = ownedRoute(cidr, observed.routes.get(cidr.text) ?? [], config);
     const hop = 'route' in owned ? owned.route.nextHop : null;
