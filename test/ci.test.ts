@@ -56,7 +56,7 @@ test('npm test builds incrementally and runs the test files two at a time, as do
   const develop = readFileSync(new URL('../../docs/develop.md', import.meta.url), 'utf8').replace(/\s+/g, ' ');
   assert.match(
     pkg.scripts.test!,
-    /^tsc -p tsconfig\.json && node dist\/test\/tree-guard\.js record && node --test --test-concurrency=2 /,
+    /^tsc -p tsconfig\.json && node dist\/test\/tree-guard\.js record && files=\$\(node dist\/test\/files\.js\) && node --test --test-concurrency=2 \$files$/,
   );
   // After the files ran: the tree is what it was before they ran (test/tree-guard.ts).
   assert.equal(pkg.scripts.posttest, 'node dist/test/tree-guard.js check');
@@ -71,6 +71,39 @@ test('npm test builds incrementally and runs the test files two at a time, as do
   assert.match(develop, /builds again \(incrementally: `tsc` rewrites nothing when no source changed/);
   assert.match(develop, /runs every test file, two at a time/);
   assert.match(develop, /`posttest` fails, naming the files, if the suite changed it/);
+});
+
+test('the files npm test runs: every test file, or on the repeat those of what a runtime changes, the others named as skipped', () => {
+  const root = fileURLToPath(new URL('../..', import.meta.url));
+  const list = (repeat: boolean) => {
+    const env = { ...process.env, GWMODE_SUITE_REPEAT: repeat ? '1' : '' };
+    const r = spawnSync(process.execPath, ['dist/test/files.js'], { cwd: root, env, encoding: 'utf8' });
+    assert.equal(r.status, 0, r.stderr);
+    return {
+      files: r.stdout.trim().split('\n'),
+      skipped: [...r.stderr.matchAll(/^SKIPPED \(runtime-independent: .*\): (.*)$/gm)],
+    };
+  };
+  const every = readdirSync(path.join(root, 'dist/test'), { recursive: true, encoding: 'utf8' })
+    .filter((f) => f.endsWith('.test.js'))
+    .map((f) => path.join('dist/test', f))
+    .sort();
+  const full = list(false);
+  assert.deepEqual(full.files, every);
+  assert.deepEqual(full.skipped, []);
+  const repeat = list(true);
+  assert.ok(
+    repeat.files.includes('dist/test/agent/agent.test.js') && repeat.files.includes('dist/test/systemd/notify.test.js'),
+  );
+  assert.ok(
+    !repeat.files.includes('dist/test/matrix/commands.test.js') &&
+      !repeat.files.includes('dist/test/packaging/image.test.js'),
+  );
+  assert.deepEqual(
+    [...repeat.files, ...repeat.skipped.map((m) => path.join('dist', m[1]!))].sort(),
+    every,
+    'each file runs or is named as skipped',
+  );
 });
 
 test('tsc run again with no source changed writes no file under dist/', () => {

@@ -21,7 +21,6 @@ import { commandLines } from '../helpers/command-lines.js';
 import { kernelSkipReason, seedNode } from '../helpers/netns.js';
 import { minorOf, osRelease, type Release } from '../helpers/ovnkube-releases.js';
 import { StandinOvnkube } from '../helpers/ovnkube-standin.js';
-import { skipOnRepeat } from '../helpers/repeat.js';
 
 const SVC = '10.96.0.0/16';
 const MP0 = `${SVC} via 10.244.1.1 dev ovn-k8s-mp0`;
@@ -225,7 +224,6 @@ async function pool(jobs: Array<() => Promise<void>>, width: number): Promise<vo
 }
 
 test('every command x every node shape: the same evidence, the same refusals, the same route after', async (t: TestContext) => {
-  if (skipOnRepeat(t)) return;
   if (kernelSkipReason) {
     process.stderr.write(`SKIPPED (${kernelSkipReason}): ${t.name}\n`);
     t.skip(kernelSkipReason);

@@ -22,7 +22,6 @@ import { commandLines } from '../helpers/command-lines.js';
 import { kernelSkipReason, seedNode, type Netns } from '../helpers/netns.js';
 import { isLegacy, osRelease, type Release } from '../helpers/ovnkube-releases.js';
 import { StandinOvnkube } from '../helpers/ovnkube-standin.js';
-import { skipOnRepeat } from '../helpers/repeat.js';
 
 type CommandLines = ReturnType<typeof commandLines>;
 
@@ -232,7 +231,6 @@ async function pool(jobs: Array<() => Promise<void>>, width: number): Promise<vo
 }
 
 test('the matrix: 4.8/4.9 shared -> local converges with one restart; every other case changes and restarts nothing', async (t: TestContext) => {
-  if (skipOnRepeat(t)) return;
   if (kernelSkipReason) {
     process.stderr.write(`SKIPPED (${kernelSkipReason}): ${t.name}\n`);
     t.skip(kernelSkipReason);
@@ -279,7 +277,6 @@ test('the matrix: 4.8/4.9 shared -> local converges with one restart; every othe
 });
 
 test('mid-upgrade 4.9 -> 4.10: ovnkube-node 4.10 runs local over its br-ex route on a node whose os-release still says 4.9: the daemon changes nothing and restarts nothing', async (t: TestContext) => {
-  if (skipOnRepeat(t)) return;
   if (kernelSkipReason) {
     process.stderr.write(`SKIPPED (${kernelSkipReason}): ${t.name}\n`);
     t.skip(kernelSkipReason);

@@ -10,7 +10,6 @@ import { parseOvnkubeCmdline } from '../../src/ovnkube/proc.js';
 import { seedNode, skipWithoutKernel, type Netns } from '../helpers/netns.js';
 import { ovnkubeArgv, type Release } from '../helpers/ovnkube-releases.js';
 import { StandinOvnkube, standinBinary, type StandinOptions } from '../helpers/ovnkube-standin.js';
-import { skipOnRepeat } from '../helpers/repeat.js';
 
 const SHARED = '10.96.0.0/16 via 172.18.0.1 dev br-ex mtu 1400';
 const LOCAL = '10.96.0.0/16 via 10.244.1.1 dev ovn-k8s-mp0';
@@ -39,7 +38,6 @@ async function withStandin(
 const count = (text: string, needle: string) => text.split(needle).length - 1;
 
 test("is a process named ovnkube whose argv is CNO's, word for word, and which the agent's /proc scan reads", async (t) => {
-  if (skipOnRepeat(t)) return;
   if (skipWithoutKernel(t)) return;
   await withStandin('4.9', {}, async (_ns, standin) => {
     standin.start('local');
@@ -58,7 +56,6 @@ test("is a process named ovnkube whose argv is CNO's, word for word, and which t
 });
 
 test('4.8 and 4.9 local mode after shared: the br-ex route stays, the add fails with EEXIST at start and at every health check (the bug)', async (t) => {
-  if (skipOnRepeat(t)) return;
   if (skipWithoutKernel(t)) return;
   for (const release of ['4.8', '4.9'] as const) {
     await withStandin(release, { healthPeriod: 0.2 }, async (ns, standin) => {
@@ -78,7 +75,6 @@ test('4.8 and 4.9 local mode after shared: the br-ex route stays, the add fails 
 });
 
 test('the fixed z-streams (PR 916 for 4.8, PR 892 for 4.9) put the route on mp0 at start, and only at start', async (t) => {
-  if (skipOnRepeat(t)) return;
   if (skipWithoutKernel(t)) return;
   for (const release of ['4.8-fixed', '4.9-fixed'] as const) {
     await withStandin(release, { healthPeriod: 0.2 }, async (ns, standin) => {
@@ -95,7 +91,6 @@ test('the fixed z-streams (PR 916 for 4.8, PR 892 for 4.9) put the route on mp0 
 });
 
 test('4.8/4.9 restarted in shared mode flush their mp0 routes and add the br-ex one: local -> shared heals itself', async (t) => {
-  if (skipOnRepeat(t)) return;
   if (skipWithoutKernel(t)) return;
   await withStandin('4.9', { seed: 'local' }, async (ns, standin) => {
     standin.start('local');
@@ -108,7 +103,6 @@ test('4.8/4.9 restarted in shared mode flush their mp0 routes and add the br-ex 
 });
 
 test('the health check puts back a missing mp0 route in 4.8/4.9 local mode', async (t) => {
-  if (skipOnRepeat(t)) return;
   if (skipWithoutKernel(t)) return;
   await withStandin('4.8', { seed: 'local', healthPeriod: 0.2 }, async (ns, standin) => {
     standin.start('local');
@@ -120,7 +114,6 @@ test('the health check puts back a missing mp0 route in 4.8/4.9 local mode', asy
 });
 
 test('4.10 and 4.11 route services via the default gateway on br-ex in both modes, flush the old mp0 route, and leave a leftover gw0', async (t) => {
-  if (skipOnRepeat(t)) return;
   if (skipWithoutKernel(t)) return;
   for (const release of ['4.10', '4.11'] as const) {
     for (const mode of ['local', 'shared'] as const) {
@@ -136,7 +129,6 @@ test('4.10 and 4.11 route services via the default gateway on br-ex in both mode
 });
 
 test('4.12 routes services via the masquerade next hop 169.254.169.4 in both modes, replacing a 4.11 route', async (t) => {
-  if (skipOnRepeat(t)) return;
   if (skipWithoutKernel(t)) return;
   for (const mode of ['local', 'shared'] as const) {
     await withStandin('4.12', {}, async (ns, standin) => {
@@ -149,7 +141,6 @@ test('4.12 routes services via the masquerade next hop 169.254.169.4 in both mod
 });
 
 test('in an upgrade window ovnkube-node routes services via mp0: 4.8/4.9 in shared mode, 4.10+ in both modes', async (t) => {
-  if (skipOnRepeat(t)) return;
   if (skipWithoutKernel(t)) return;
   const cases: Array<[Release, 'local' | 'shared']> = [
     ['4.8', 'shared'],
@@ -167,7 +158,6 @@ test('in an upgrade window ovnkube-node routes services via mp0: 4.8/4.9 in shar
 });
 
 test('SIGTERM ends it at once with status 0, and with respawn a new one starts (kubelet)', async (t) => {
-  if (skipOnRepeat(t)) return;
   if (skipWithoutKernel(t)) return;
   await withStandin('4.9', {}, async (_ns, standin) => {
     standin.start('shared', { respawn: true });

@@ -20,7 +20,6 @@ import {
 } from '../helpers/ovn.js';
 import { serviceRouteOf, startBody, type Version } from '../helpers/ovn-standin.js';
 import { within } from '../helpers/wait.js';
-import { skipOnRepeat } from '../helpers/repeat.js';
 
 const ARGS = ['--service-cidr', BED.svc, '--mtu', '1400'];
 const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -84,7 +83,6 @@ const summary = (t: TestContext, what: string, results: ProbeResult[]) =>
   t.diagnostic(`${what}: ${results.length} probes, ${results.filter((r) => !r.ok).length} failed`);
 
 test("4.8/4.9 shared -> local on a real OVN: service traffic broken by the stale route is back with the agent's replace and no probe fails through its restart of ovnkube-node", async (t) => {
-  if (skipOnRepeat(t)) return;
   if (skipWithoutOvn(t)) return;
   await withOvnSeries(t, {}, async (bed) => {
     await onBed(bed, async ({ scratch, ovnkube, marks, startAgent }) => {
@@ -135,7 +133,6 @@ test("4.8/4.9 shared -> local on a real OVN: service traffic broken by the stale
 });
 
 test("4.8/4.9 local -> shared on a real OVN: the agent writes nothing, ovnkube-node's restart in shared mode restores the br-ex route, and service traffic holds but for that restart's own flush", async (t) => {
-  if (skipOnRepeat(t)) return;
   if (skipWithoutOvn(t)) return;
   // Both paths lead to the service: mp0 to the node switch's load balancer, br-ex to the gateway router's.
   await withOvnSeries(t, { gatewayRouter: true }, async (bed) => {
@@ -189,7 +186,6 @@ const serviceAnswers = (bed: OvnBed) =>
 
 for (const version of ['4.10', '4.11', '4.12'] as Version[]) {
   test(`${version}${version === '4.12' ? '+' : ''} on a real OVN (routingViaHost, --layout legacy said wrongly): the agent changes nothing and restarts nothing, and no probe fails through its start and a rollout`, async (t) => {
-    if (skipOnRepeat(t)) return;
     if (skipWithoutOvn(t)) return;
     // br-ex is the only way to the service (no load balancer on the node switch): a route moved to mp0 would fail every probe.
     await withOvnSeries(t, { gatewayRouter: true, switchLb: false }, async (bed) => {

@@ -15,7 +15,6 @@ import { test, after, type TestContext } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { kernelSkipReason, seedNode, skipWithoutKernel } from '../helpers/netns.js';
 import { SystemdBed, systemdSkipReason } from '../helpers/systemd.js';
-import { skipOnRepeat } from '../helpers/repeat.js';
 
 const ROOT = fileURLToPath(new URL('../../..', import.meta.url));
 const PKG = 'ovn-gwmode-agent';
@@ -104,7 +103,6 @@ test(
   'npm run deb builds a package lintian finds no error in, with the manual page, and the README with the docs pages its links lead to',
   { timeout: 10 * 60_000 },
   async (t) => {
-    if (skipOnRepeat(t)) return;
     if (skip(t, debSkipReason())) return;
     const deb = await buildFirst();
     // Not awaited here: a failure of the second build fails the test that installs it.
@@ -184,7 +182,6 @@ test(
   'the package under a real systemd: dpkg -i enables and starts the unit, the admin configures it, an upgrade restarts it keeping the settings, remove stops it keeping settings and state, purge removes them',
   { timeout: 15 * 60_000 },
   async (t) => {
-    if (skipOnRepeat(t)) return;
     if (skipWithoutKernel(t)) return;
     if (skip(t, systemdSkipReason ?? debSkipReason())) return;
     const [v1, v2] = await Promise.all([buildFirst(), buildSecond()]);

@@ -37,7 +37,6 @@ import {
 } from '../helpers/kubelet.js';
 import { seedNode, skipWithoutKernel } from '../helpers/netns.js';
 import { within } from '../helpers/wait.js';
-import { skipOnRepeat } from '../helpers/repeat.js';
 
 const ROOT = fileURLToPath(new URL('../../..', import.meta.url));
 const LOCAL_V4 = '10.96.0.0/16 via 10.244.1.1 dev ovn-k8s-mp0';
@@ -107,7 +106,6 @@ test(
   'the image runs as the rendered DaemonSet says: converges the seed node, passes its probes, answers on the host socket, logs JSON, follows a ConfigMap swap and stops on SIGTERM',
   { timeout: 15 * 60_000 },
   async (t) => {
-    if (skipOnRepeat(t)) return;
     if (skipWithoutKernel(t)) return;
     const skip = containerdSkipReason ?? imageSkipReason();
     if (skip) {

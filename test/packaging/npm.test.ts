@@ -11,7 +11,6 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { skipOnRepeat } from '../helpers/repeat.js';
 
 const ROOT = fileURLToPath(new URL('../../..', import.meta.url));
 const ADDON = 'native/build/Release/gwmode_native.node';
@@ -28,7 +27,6 @@ test(
   'npm pack gives a tarball without tests, demo or bench code that installs globally into a prefix, compiles the addon at install and runs --help',
   { timeout: 10 * 60_000 },
   (t) => {
-    if (skipOnRepeat(t)) return;
     const why = registrySkipReason();
     if (why) {
       process.stderr.write(`SKIPPED (${why}): ${t.name}\n`);
