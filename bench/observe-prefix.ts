@@ -54,7 +54,7 @@ async function once(): Promise<void> {
   const { parseCidr } = await import('../src/net/cidr.js');
   const counting = countingTransport();
   const dp = new KernelDataplane({ transport: counting.transport });
-  const links = await dp.links();
+  const links = await dp.links(['br-ex', 'ovn-k8s-mp0']);
   await dp.addresses();
   const routes = await dp.routes(PREFIXES.map(parseCidr), links);
   dp.close();

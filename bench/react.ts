@@ -136,7 +136,7 @@ async function inside(phase: string, volume: string): Promise<void> {
     out.inotifySeesRename = summary(notified);
   } else {
     const dp = new KernelDataplane();
-    const links = await dp.links();
+    const links = await dp.links(['br-ex', 'ovn-k8s-mp0']);
     const brEx = links.find((l) => l.name === 'br-ex')!.index;
     const shared = { dev: 'br-ex', oif: brEx, gateway: SHARED_GW, mtu: 1400 };
     const outside = (prefix: string) =>

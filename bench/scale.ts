@@ -175,7 +175,7 @@ async function repairs(ns: string, round: number): Promise<void> {
     });
   };
   const dp = new KernelDataplane();
-  const brEx = (await dp.links()).find((l) => l.name === 'br-ex')!.index;
+  const brEx = (await dp.links(['br-ex', 'ovn-k8s-mp0'])).find((l) => l.name === 'br-ex')!.index;
   let cidr = 0;
   /** The comparison: this process's own replace until its notification (what the kernel allows at that moment). */
   let own: number[] = [];

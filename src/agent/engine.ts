@@ -106,8 +106,11 @@ async function round(
   const { config, target } = p;
   const runner = e.restarts?.runner;
   const answer = acting ? (runner?.answer ?? null) : null;
-  // Links first: every route's interface name is resolved from this one answer.
-  const links = await e.dataplane.links();
+  // Links first: every route's interface name is resolved from this one answer. A rollback also
+  // reads the devices its routes left.
+  const migration = e.journal?.data.migration ?? null;
+  const left = 'rollback' in target ? (migration?.routes ?? []).flatMap((r) => r.from.dev ?? []) : [];
+  const links = await e.dataplane.links([...watchedOf(config).links, ...left]);
   const [addresses, ovnkube, routes] = await Promise.all([
     e.dataplane.addresses(),
     e.probe({ routeEventOnly: p.routeEventOnly ?? false }),
@@ -115,7 +118,6 @@ async function round(
   ]);
   const observed: Observation = { links, addresses, routes, ovnkube };
   const now = e.clock.now();
-  const migration = e.journal?.data.migration ?? null;
   const desired = 'mode' in target ? target.mode : null;
   if (desired) s.fights = trackFights(s.fights, fightSeen(desired, config, observed, now));
   const suspensions = suspensionsOf(s.fights);

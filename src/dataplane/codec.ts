@@ -226,6 +226,29 @@ export function routeKey(payload: Buffer): { dst: string; table: number } {
   return { dst, table };
 }
 
+const IFINFOMSG_LENGTH = 16;
+const IFLA_IFNAME = 3;
+
+/**
+ * The index and name (IFLA_IFNAME, which the kernel puts first) of the link message whose payload
+ * starts at `at`, from the raw bytes: a node has a veth per pod, and decoding each costs more than
+ * the rest of a pass (docs/benchmarks.md).
+ */
+export function linkId(datagram: Buffer, at: number): { index: number; name: string | undefined } {
+  const end = at - NLMSG_HDRLEN + datagram.readUInt32LE(at - NLMSG_HDRLEN);
+  const index = end - at >= 8 ? datagram.readInt32LE(at + 4) : 0;
+  for (let offset = at + IFINFOMSG_LENGTH; offset + 4 <= end;) {
+    const attrLen = datagram.readUInt16LE(offset);
+    if (attrLen < 4) break;
+    if ((datagram.readUInt16LE(offset + 2) & 0x3fff) === IFLA_IFNAME) {
+      const name = datagram.subarray(offset + 4, Math.min(end, offset + attrLen));
+      return { index, name: name.toString('utf8', 0, name.includes(0) ? name.indexOf(0) : name.length) };
+    }
+    offset += (attrLen + 3) & ~3;
+  }
+  return { index, name: undefined };
+}
+
 export function decodeLink(payload: Buffer): DecodedLink {
   const { data, attrs } = rt.parseLinkMessage(payload);
   return { index: data.index ?? 0, name: attrs.ifname ?? '', up: Boolean(data.flags?.up), mtu: attrs.mtu ?? null };

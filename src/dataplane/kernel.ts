@@ -207,12 +207,24 @@ export class KernelDataplane implements Dataplane {
     }
   }
 
-  async links(): Promise<Link[]> {
-    const links = await this.dump('dump links', nl.encodeLinkDump, (msg) =>
-      msg.type === nl.RTM_NEWLINK ? nl.decodeLink(msg.data) : undefined,
-    );
+  async links(names: readonly string[]): Promise<Link[]> {
+    const wanted = new Set(names);
+    const links = await this.someLinks((l) => l.name !== undefined && wanted.has(l.name));
     for (const sub of this.subscriptions) sub.learnLinks(links);
     return links;
+  }
+
+  /** A link dump that decodes only the links `keep` picks by index and name. */
+  private someLinks(keep: (link: { index: number; name: string | undefined }) => boolean): Promise<Link[]> {
+    return this.dump(
+      'dump links',
+      nl.encodeLinkDump,
+      (msg) => {
+        const link = msg.type === nl.RTM_NEWLINK ? nl.decodeLink(msg.data) : undefined;
+        return link && keep(link) ? link : undefined;
+      },
+      (type, d, at) => type === nl.RTM_NEWLINK && !keep(nl.linkId(d, at)),
+    );
   }
 
   addresses(): Promise<InterfaceAddress[]> {
@@ -240,6 +252,9 @@ export class KernelDataplane implements Dataplane {
     for (const { prefix, row } of rows) found.get(prefix)?.rows.push(row);
     for (const sub of this.subscriptions) for (const [prefix, f] of found) sub.learnRoutes(prefix, f.rows);
     const names = new Map(links.map((l) => [l.index, l.name]));
+    // A route through a device not asked for (rare): its name, for what the status says of it.
+    const unknown = new Set(rows.map(({ row }) => row.oif).filter((o) => o !== undefined && !names.has(o)));
+    if (unknown.size > 0) for (const l of await this.someLinks((l) => unknown.has(l.index))) names.set(l.index, l.name);
     return new Map([...found].map(([text, f]) => [text, f.rows.map((r) => toRoute(f.prefix, r, names))]));
   }
 
@@ -254,7 +269,7 @@ export class KernelDataplane implements Dataplane {
     }
     let oif = to.oif ?? undefined;
     if (oif === undefined && to.dev !== null) {
-      oif = (await this.links()).find((l) => l.name === to.dev)?.index;
+      oif = (await this.links([to.dev]))[0]?.index;
       if (oif === undefined) throw new NetlinkError(ENODEV, what, `no link named ${to.dev}`);
     }
     const message: nl.RouteMessage = {

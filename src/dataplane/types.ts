@@ -15,7 +15,8 @@ export interface Subscription {
 }
 
 export interface Dataplane {
-  links(): Promise<Link[]>;
+  /** The links of these names that exist. */
+  links(names: readonly string[]): Promise<Link[]>;
   addresses(): Promise<InterfaceAddress[]>;
   /** Every main-table route for exactly one of `prefixes`, whatever its metric, by Cidr.text ([] for none). */
   routes(prefixes: Cidr[], links: Link[]): Promise<Map<string, Route[]>>;

@@ -44,14 +44,14 @@ function expected(kernel: FakeKernel, prefix: string): Route[] {
 }
 
 async function assertAnswersKernel(dp: KernelDataplane, kernel: FakeKernel): Promise<void> {
-  const links = await dp.links();
+  const links = await dp.links(['br-ex', 'ovn-k8s-mp0']);
   const routes = await dp.routes(WATCHED.prefixes, links);
   for (const p of WATCHED.prefixes) assert.deepEqual(routes.get(p.text), expected(kernel, p.text), p.text);
 }
 
 /** One pass of the agent: observe, replace both service routes, observe again to verify. */
 async function migrationPass(dp: KernelDataplane): Promise<void> {
-  const links = await dp.links();
+  const links = await dp.links(['br-ex', 'ovn-k8s-mp0']);
   await dp.addresses();
   await dp.routes(WATCHED.prefixes, links);
   await dp.replaceRoute(toLocalMode('10.96.0.0/16', '10.244.1.1', 0));

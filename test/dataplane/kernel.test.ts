@@ -34,7 +34,7 @@ async function withNode(
 }
 
 async function linkIndex(probe: Probe, name: string): Promise<number> {
-  const link = (await probe.call<Link[]>('links')).find((l) => l.name === name);
+  const link = (await probe.call<Link[]>('links', [name])).find((l) => l.name === name);
   assert.ok(link, `link ${name} exists`);
   return link.index;
 }
@@ -112,6 +112,22 @@ test('a route with what a replace would not carry over (src, onlink, advmss, pre
     // An expiry: the kernel reports it in RTA_CACHEINFO, never in RTA_EXPIRES (a replace would make the route permanent).
     ns.ip('-6 route replace fd00:10:96::/112 via fd00:172:18::1 dev br-ex mtu 1400 expires 300');
     assert.deepEqual(await unmodelled('fd00:10:96::/112'), [['expires']]);
+  });
+});
+
+test('links are read by name: only those asked for, among a veth per pod; a service route through another device still names it', async (t) => {
+  if (skipWithoutKernel(t)) return;
+  await withNode({}, async (ns, probe) => {
+    for (let i = 0; i < 40; i++) ns.ip(`link add pod${i} type veth peer name host${i}`);
+    const links = await probe.call<Link[]>('links', ['ovn-k8s-mp0', 'host7', 'nosuch', 'br-ex']);
+    assert.deepEqual(links.map((l) => l.name).sort(), ['br-ex', 'host7', 'ovn-k8s-mp0']);
+    ns.ip('link set host39 up');
+    ns.ip('addr add 192.0.2.2/24 dev host39');
+    ns.ip(`route replace ${SVC4} via 192.0.2.1 dev host39`);
+    assert.deepEqual(
+      (await routesOf(probe, SVC4)).map((r) => r.nextHop.dev),
+      ['host39'],
+    );
   });
 });
 
@@ -534,7 +550,7 @@ test('while subscribed, links and addresses read right after any link or address
   if (skipWithoutKernel(t)) return;
   await withNode({}, async (ns, probe) => {
     await probe.call('subscribe', WATCHED);
-    const mtuOf = async (name: string) => (await probe.call<Link[]>('links')).find((l) => l.name === name)?.mtu;
+    const mtuOf = async (name: string) => (await probe.call<Link[]>('links', [name])).find((l) => l.name === name)?.mtu;
     const hasAddress = async (address: string) =>
       (await probe.call<Array<{ address: string }>>('addresses')).some((a) => a.address === address);
     ns.ip('link add other0 type veth peer name other1');

@@ -100,9 +100,9 @@ export class FakeDataplane implements Dataplane {
     for (const s of this.subscribers) s(event);
   }
 
-  async links(): Promise<Link[]> {
+  async links(names: readonly string[]): Promise<Link[]> {
     if (this.take('dump-interrupted')) throw new NetlinkError(4, 'dump links (interrupted 5 times in a row)');
-    return this.linkList;
+    return this.linkList.filter((l) => names.includes(l.name));
   }
 
   async addresses(): Promise<InterfaceAddress[]> {
