@@ -1,6 +1,6 @@
 // No test may change the checkout it tests. `npm test` records the built tree (dist/ and
 // native/build: every file's path, inode, size and mtime) once tsc is done, before the test
-// files run, and `posttest` checks it after (package.json). The files run two at a time,
+// files run, and checks it after, whether they passed or not (package.json). The files run two at a time,
 // so a test that rebuilds the addon (node-gyp deletes native/build first) or rewrites
 // dist/ breaks whichever file runs beside it: one test in hundreds, a different one each
 // run. This is not a test file (no .test.): it brackets them all.

@@ -9,7 +9,8 @@
 //  3. A local-mode next hop is the .1 of ovn-k8s-mp0's subnet: not if it changed (ManagementSubnetChanged).
 //  4. The old route's device must exist and be up.
 //  5. A route found as before the migration is skipped (an `apply` stopped before it, a rollback
-//     interrupted after it); nothing left: NothingToRollBack.
+//     interrupted after it); nothing left: NothingToRollBack. So is a rollback on record as done on
+//     a node rule 1 now refuses (upgraded since): a fleet script counts it as done, not failed.
 //  6. Never while ovnkube-node runs the migration's mode (OvnkubeOtherMode): the old route put back
 //     under it is the stale one it cannot replace itself.
 import type { Migration } from './migration.js';
@@ -34,6 +35,11 @@ export function planRollback(migration: Migration | null, observed: Observation,
   if (routes.length === 0) return refused('NothingToRollBack', `the ${mode} migration replaced no route`);
   const input = { desired: { mode, source: { path: '', error: null } }, config, observed };
   const layout = detectLayout(input);
+  // A node rolled back, then upgraded (or its release lost): done, not refused; its routes are the new release's.
+  if (layout.layout !== 'legacy' && migration.rollback?.doneAt != null) {
+    const why = `the ${mode} migration was rolled back already, and this node is ${layout.layout === 'unknown' ? 'of unknown release' : 'routing-via-host'} (${layout.evidence}): the agent changes nothing here`;
+    return refused('NothingToRollBack', why);
+  }
   if (layout.layout === 'unknown') return refused('LayoutUnknown', layoutUnknown(input, layout));
   if (layout.layout === 'routing-via-host') {
     const why = `routing-via-host layout (${layout.evidence}): a service route via ${config.gatewayInterface} is right in both modes; nothing is put back`;

@@ -26,7 +26,10 @@ export const pickEndpoint = (): string | undefined =>
 function describe(err: Grpc.ServiceError): string {
   if (err.code !== grpc.status.UNAVAILABLE) return err.details || err.message;
   const errno = /\bconnect (E[A-Z]+)\b/.exec(err.details ?? '')?.[1];
-  return `cannot connect${errno ? ` (${errno})` : ''}: is the container runtime running, with its socket there?`;
+  // Only a missing socket or nobody listening asks whether the runtime runs; anything else is said as it came.
+  if (errno === 'ENOENT' || errno === 'ECONNREFUSED')
+    return `cannot connect (${errno}): is the container runtime running, with its socket there?`;
+  return errno ? `cannot connect (${errno})` : `unavailable: ${err.details || err.message}`;
 }
 
 type Unary<Res> = (req: object, opts: Grpc.CallOptions, cb: (err: Grpc.ServiceError | null, res: Res) => void) => void;

@@ -5,6 +5,7 @@ import type { Migration } from '../../src/core/migration.js';
 import { planRollback } from '../../src/core/rollback.js';
 import type { InterfaceAddress, Link, NextHop, Route } from '../../src/core/route.js';
 import type { Observation } from '../../src/core/types.js';
+import { noOsRelease } from '../../src/core/platform.js';
 import { seedConfig } from '../helpers/config.js';
 
 const BR_EX: Link = { index: 2, name: 'br-ex', up: true, mtu: 1500 };
@@ -75,6 +76,22 @@ test('no migration on record, or one that replaced nothing: NothingToRollBack', 
   assert.deepEqual(codes(planRollback({ ...migration(SHARED, LOCAL), routes: [] }, observed(), seedConfig())), [
     'NothingToRollBack',
   ]);
+});
+
+test('a migration rolled back already: NothingToRollBack, also once the node is 4.10+ or of unknown release', () => {
+  const done = { ...migration(SHARED, LOCAL), rollback: { startedAt: 0, doneAt: 1 } };
+  const masq = route({ dev: 'br-ex', oif: 2, gateway: '169.254.169.4', mtu: 1400 });
+  assert.deepEqual(codes(planRollback(done, observed({ routes: [route(SHARED)] }), seedConfig())), [
+    'NothingToRollBack',
+  ]);
+  // On a 4.8/4.9 node, a route moved again since (an agent still told local repairs it) is put back again.
+  assert.equal(planRollback(done, observed(), seedConfig()).actions.length, 1);
+  assert.deepEqual(codes(planRollback(done, observed({ routes: [masq] }), seedConfig())), ['NothingToRollBack']);
+  const unknown = seedConfig({ layout: 'auto', osRelease: noOsRelease('/host/etc/os-release', 'ENOENT') });
+  assert.deepEqual(codes(planRollback(done, observed({ routes: [route(SHARED)] }), unknown)), ['NothingToRollBack']);
+  // Not done: the layout still refuses first.
+  const begun = { ...done, rollback: { startedAt: 0, doneAt: null } };
+  assert.deepEqual(codes(planRollback(begun, observed({ routes: [masq] }), seedConfig())), ['RoutingViaHostLayout']);
 });
 
 test('a routing-via-host node is never rolled back, whatever the journal says', () => {

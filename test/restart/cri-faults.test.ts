@@ -56,6 +56,11 @@ test('CRI client: gone, refusing and hanging runtimes each end the call by its d
     await refusing(refused);
     const hang = path.join(dir, 'hanging.sock');
     servers.push(await hanging(hang));
+    // Something listens, but no gRPC answers: said as gRPC says it, not as a runtime that is not running.
+    const closing = path.join(dir, 'closing.sock');
+    const closer = net.createServer((c) => c.destroy());
+    await new Promise<void>((resolve) => closer.listen(closing, () => resolve()));
+    servers.push(closer);
     for (const [socket, expected] of [
       // gRPC's resolver text ("... Resolution note: ") is not passed on: the connect's errno is.
       [
@@ -67,6 +72,7 @@ test('CRI client: gone, refusing and hanging runtimes each end the call by its d
         /^CRI ListContainers on .*refusing\.sock: cannot connect \(ECONNREFUSED\): is the container runtime running, with its socket there\?$/,
       ],
       [hang, /^CRI ListContainers on .*hanging\.sock: Deadline exceeded/],
+      [closing, /^CRI ListContainers on .*closing\.sock: unavailable: (?!.*is the container runtime running).+$/],
     ] as const) {
       const client = new CriClient(socket, 300);
       try {
