@@ -55,7 +55,7 @@ async function once(): Promise<void> {
   const counting = countingTransport();
   const dp = new KernelDataplane({ transport: counting.transport });
   const links = await dp.links(['br-ex', 'ovn-k8s-mp0']);
-  await dp.addresses();
+  await dp.addresses(links);
   const routes = await dp.routes(PREFIXES.map(parseCidr), links);
   dp.close();
   if (counting.routeDumps() !== 1) throw new Error(`an observation sent ${counting.routeDumps()} route dumps, not 1`);

@@ -112,7 +112,7 @@ async function round(
   const left = 'rollback' in target ? (migration?.routes ?? []).flatMap((r) => r.from.dev ?? []) : [];
   const links = await e.dataplane.links([...watchedOf(config).links, ...left]);
   const [addresses, ovnkube, routes] = await Promise.all([
-    e.dataplane.addresses(),
+    e.dataplane.addresses(links),
     e.probe({ routeEventOnly: p.routeEventOnly ?? false }),
     e.dataplane.routes(watchedOf(config).prefixes, links),
   ]);

@@ -115,15 +115,21 @@ function streamOf(fill: (out: InstanceType<typeof structs.AttrStream>) => void):
   return out.bufs;
 }
 
-export function encodeLinkDump(seq: number, port: number): Buffer {
-  const payload = streamOf((out) => rt.formatLinkMessage({ kind: 'link', data: {}, attrs: {} }, out));
-  return encode(RTM_GETLINK, NLM_F_REQUEST | NLM_F_DUMP, seq, port, payload);
+/** One link, by index or by name: the kernel answers with it or ENODEV. */
+export function encodeLinkGet(seq: number, port: number, which: { index: number } | { name: string }): Buffer {
+  const [data, attrs] = 'index' in which ? [{ index: which.index }, {}] : [{}, { ifname: which.name }];
+  const payload = streamOf((out) => rt.formatLinkMessage({ kind: 'link', data, attrs }, out));
+  return encode(RTM_GETLINK, NLM_F_REQUEST, seq, port, payload);
 }
 
 export function encodeAddressDump(seq: number, port: number): Buffer {
   const payload = streamOf((out) => rt.formatAddressMessage({ kind: 'address', data: {}, attrs: {} }, out));
   return encode(RTM_GETADDR, NLM_F_REQUEST | NLM_F_DUMP, seq, port, payload);
 }
+
+/** The link index of the address message whose payload starts at `at` (ifaddrmsg's ifa_index). */
+export const addressIndex = (datagram: Buffer, at: number): number =>
+  datagram.length - at >= 8 ? datagram.readUInt32LE(at + 4) : 0;
 
 /**
  * A route dump of one table and family (AF_UNSPEC: all). With NETLINK_GET_STRICT_CHK on
@@ -224,29 +230,6 @@ export function routeKey(payload: Buffer): { dst: string; table: number } {
     offset += (attrLen + 3) & ~3;
   }
   return { dst, table };
-}
-
-const IFINFOMSG_LENGTH = 16;
-const IFLA_IFNAME = 3;
-
-/**
- * The index and name (IFLA_IFNAME, which the kernel puts first) of the link message whose payload
- * starts at `at`, from the raw bytes: a node has a veth per pod, and decoding each costs more than
- * the rest of a pass (docs/benchmarks.md).
- */
-export function linkId(datagram: Buffer, at: number): { index: number; name: string | undefined } {
-  const end = at - NLMSG_HDRLEN + datagram.readUInt32LE(at - NLMSG_HDRLEN);
-  const index = end - at >= 8 ? datagram.readInt32LE(at + 4) : 0;
-  for (let offset = at + IFINFOMSG_LENGTH; offset + 4 <= end;) {
-    const attrLen = datagram.readUInt16LE(offset);
-    if (attrLen < 4) break;
-    if ((datagram.readUInt16LE(offset + 2) & 0x3fff) === IFLA_IFNAME) {
-      const name = datagram.subarray(offset + 4, Math.min(end, offset + attrLen));
-      return { index, name: name.toString('utf8', 0, name.includes(0) ? name.indexOf(0) : name.length) };
-    }
-    offset += (attrLen + 3) & ~3;
-  }
-  return { index, name: undefined };
 }
 
 export function decodeLink(payload: Buffer): DecodedLink {

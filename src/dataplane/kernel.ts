@@ -207,29 +207,43 @@ export class KernelDataplane implements Dataplane {
     }
   }
 
+  /**
+   * The links of these names that exist, each asked of the kernel by name: a node has a veth per pod,
+   * and a dump decoded them all (docs/benchmarks.md).
+   */
   async links(names: readonly string[]): Promise<Link[]> {
-    const wanted = new Set(names);
-    const links = await this.someLinks((l) => l.name !== undefined && wanted.has(l.name));
+    const found = await Promise.all([...new Set(names)].map((name) => this.link({ name })));
+    const links = found.filter((l) => l !== undefined);
     for (const sub of this.subscriptions) sub.learnLinks(links);
     return links;
   }
 
-  /** A link dump that decodes only the links `keep` picks by index and name. */
-  private someLinks(keep: (link: { index: number; name: string | undefined }) => boolean): Promise<Link[]> {
-    return this.dump(
-      'dump links',
-      nl.encodeLinkDump,
-      (msg) => {
-        const link = msg.type === nl.RTM_NEWLINK ? nl.decodeLink(msg.data) : undefined;
-        return link && keep(link) ? link : undefined;
-      },
-      (type, d, at) => type === nl.RTM_NEWLINK && !keep(nl.linkId(d, at)),
-    );
+  private async link(which: { index: number } | { name: string }): Promise<Link | undefined> {
+    let link: Link | undefined;
+    const what = 'name' in which ? `get link ${which.name}` : `get link ${which.index}`;
+    const build = (seq: number, port: number) => nl.encodeLinkGet(seq, port, which);
+    try {
+      await this.requests.exchange(what, build, (msg) => {
+        if (msg.type === nl.RTM_NEWLINK) link = nl.decodeLink(msg.data);
+      });
+    } catch (err) {
+      if (err instanceof NetlinkError && err.errno === ENODEV) return undefined;
+      throw err;
+    }
+    return link;
   }
 
-  addresses(): Promise<InterfaceAddress[]> {
-    return this.dump('dump addresses', nl.encodeAddressDump, (msg) =>
-      msg.type === nl.RTM_NEWADDR ? toAddress(nl.decodeAddress(msg.data)) : undefined,
+  /** The addresses of these links; every other link's is skipped undecoded (a pod's veth has one). */
+  addresses(links: readonly Link[]): Promise<InterfaceAddress[]> {
+    const wanted = new Set(links.map((l) => l.index));
+    return this.dump(
+      'dump addresses',
+      nl.encodeAddressDump,
+      (msg) => {
+        const address = msg.type === nl.RTM_NEWADDR ? toAddress(nl.decodeAddress(msg.data)) : undefined;
+        return address && wanted.has(address.linkIndex) ? address : undefined;
+      },
+      (type, d, at) => type === nl.RTM_NEWADDR && !wanted.has(nl.addressIndex(d, at)),
     );
   }
 
@@ -253,8 +267,11 @@ export class KernelDataplane implements Dataplane {
     for (const sub of this.subscriptions) for (const [prefix, f] of found) sub.learnRoutes(prefix, f.rows);
     const names = new Map(links.map((l) => [l.index, l.name]));
     // A route through a device not asked for (rare): its name, for what the status says of it.
-    const unknown = new Set(rows.map(({ row }) => row.oif).filter((o) => o !== undefined && !names.has(o)));
-    if (unknown.size > 0) for (const l of await this.someLinks((l) => unknown.has(l.index))) names.set(l.index, l.name);
+    const unknown = new Set(rows.flatMap(({ row }) => (row.oif === undefined || names.has(row.oif) ? [] : [row.oif])));
+    for (const index of unknown) {
+      const name = (await this.link({ index }))?.name;
+      if (name !== undefined) names.set(index, name);
+    }
     return new Map([...found].map(([text, f]) => [text, f.rows.map((r) => toRoute(f.prefix, r, names))]));
   }
 

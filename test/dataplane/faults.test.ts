@@ -52,7 +52,7 @@ async function assertAnswersKernel(dp: KernelDataplane, kernel: FakeKernel): Pro
 /** One pass of the agent: observe, replace both service routes, observe again to verify. */
 async function migrationPass(dp: KernelDataplane): Promise<void> {
   const links = await dp.links(['br-ex', 'ovn-k8s-mp0']);
-  await dp.addresses();
+  await dp.addresses(links);
   await dp.routes(WATCHED.prefixes, links);
   await dp.replaceRoute(toLocalMode('10.96.0.0/16', '10.244.1.1', 0));
   await dp.replaceRoute(toLocalMode('fd00:10:96::/112', 'fd00:10:244:1::1', 1024));

@@ -115,12 +115,17 @@ test('a route with what a replace would not carry over (src, onlink, advmss, pre
   });
 });
 
-test('links are read by name: only those asked for, among a veth per pod; a service route through another device still names it', async (t) => {
+test('links and their addresses are read by name: only those asked for, among a veth per pod; a service route through another device still names it', async (t) => {
   if (skipWithoutKernel(t)) return;
   await withNode({}, async (ns, probe) => {
     for (let i = 0; i < 40; i++) ns.ip(`link add pod${i} type veth peer name host${i}`);
     const links = await probe.call<Link[]>('links', ['ovn-k8s-mp0', 'host7', 'nosuch', 'br-ex']);
     assert.deepEqual(links.map((l) => l.name).sort(), ['br-ex', 'host7', 'ovn-k8s-mp0']);
+    ns.ip('addr add 192.0.2.77/24 dev host8');
+    const addresses = await probe.call<Array<{ linkIndex: number; address: string }>>('addresses', ['ovn-k8s-mp0']);
+    const mp0 = links.find((l) => l.name === 'ovn-k8s-mp0')!.index;
+    assert.deepEqual([...new Set(addresses.map((a) => a.linkIndex))], [mp0], 'the addresses of ovn-k8s-mp0 alone');
+    assert.ok(addresses.some((a) => a.address === '10.244.1.2'));
     ns.ip('link set host39 up');
     ns.ip('addr add 192.0.2.2/24 dev host39');
     ns.ip(`route replace ${SVC4} via 192.0.2.1 dev host39`);
@@ -158,10 +163,9 @@ test('IPv6 addresses say whether duplicate address detection is still running or
     let mine: Array<{ address: string; tentative: boolean; dadFailed: boolean }> = [];
     const dad0 = await linkIndex(probe, 'dad0');
     for (;;) {
-      const all =
-        await probe.call<Array<{ linkIndex: number; address: string; tentative: boolean; dadFailed: boolean }>>(
-          'addresses',
-        );
+      const all = await probe.call<
+        Array<{ linkIndex: number; address: string; tentative: boolean; dadFailed: boolean }>
+      >('addresses', ['dad0']);
       mine = all.filter((a) => a.linkIndex === dad0 && a.address.startsWith('fd00:99:'));
       if (mine.some((a) => a.dadFailed) || Date.now() > deadline) break;
       await new Promise((r) => setTimeout(r, 100));
@@ -552,7 +556,7 @@ test('while subscribed, links and addresses read right after any link or address
     await probe.call('subscribe', WATCHED);
     const mtuOf = async (name: string) => (await probe.call<Link[]>('links', [name])).find((l) => l.name === name)?.mtu;
     const hasAddress = async (address: string) =>
-      (await probe.call<Array<{ address: string }>>('addresses')).some((a) => a.address === address);
+      (await probe.call<Array<{ address: string }>>('addresses', ['other0'])).some((a) => a.address === address);
     ns.ip('link add other0 type veth peer name other1');
     assert.equal(await mtuOf('other0'), 1500);
     assert.equal(await mtuOf('other0'), 1500);

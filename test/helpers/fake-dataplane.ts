@@ -105,8 +105,8 @@ export class FakeDataplane implements Dataplane {
     return this.linkList.filter((l) => names.includes(l.name));
   }
 
-  async addresses(): Promise<InterfaceAddress[]> {
-    return this.addressList;
+  async addresses(links: readonly Link[]): Promise<InterfaceAddress[]> {
+    return this.addressList.filter((a) => links.some((l) => l.index === a.linkIndex));
   }
 
   async routes(prefixes: Cidr[]): Promise<Map<string, Route[]>> {

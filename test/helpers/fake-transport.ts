@@ -8,6 +8,7 @@ import { strict as assert } from 'node:assert';
 import {
   AF_INET,
   AF_INET6,
+  decodeLink,
   decodeRoute,
   encodeRoute,
   NLM_F_CREATE,
@@ -64,6 +65,7 @@ export const ENOBUFS = 105;
 const EINVAL = 22;
 const ENOENT = 2;
 const ENETUNREACH = 101;
+const ENODEV = 19;
 const EOPNOTSUPP = 95;
 
 export interface FakeRoute {
@@ -172,7 +174,7 @@ export class FakeKernel implements NetlinkTransport {
     route('fd00:10:96::/112', 'fd00:172:18::1', 2, 1400, { priority: 1024 }),
   ];
   readonly sockets = new Set<FakeSocket>();
-  /** Requests received, by kind: 'route-dump', 'link-dump', 'address-dump', 'replace'. */
+  /** Requests received, by kind: 'route-dump', 'link-get', 'address-dump', 'replace'. */
   readonly requests = new Map<string, number>();
   private readonly armed = new Map<Fault, number>();
   private readonly consumedCount = new Map<Fault, number>();
@@ -281,12 +283,12 @@ export class FakeKernel implements NetlinkTransport {
   private answer(socket: FakeSocket, msg: NetlinkMessage, kind: string): Buffer[] {
     const port = socket.portId;
     switch (kind) {
-      case 'link-dump':
-        return this.dump(
-          msg,
-          port,
-          this.links.map((l) => (flags: number) => encodeLink(RTM_NEWLINK, flags, msg.seq, port, l)),
-        );
+      case 'link-get': {
+        // The kernel's rtnl_getlink: by index when one is given, else by name; ENODEV for none.
+        const asked = decodeLink(msg.data);
+        const link = this.links.find((l) => (asked.index > 0 ? l.index === asked.index : l.name === asked.name));
+        return [link ? encodeLink(RTM_NEWLINK, 0, msg.seq, port, link) : encodeError(port, msg, ENODEV)];
+      }
       case 'address-dump':
         return this.dump(
           msg,
@@ -371,7 +373,7 @@ function sameKey(a: FakeRoute, b: FakeRoute): boolean {
 function requestKind(msg: NetlinkMessage): string {
   const dump = (msg.flags & NLM_F_DUMP) === NLM_F_DUMP;
   if (msg.type === RTM_GETROUTE && dump) return 'route-dump';
-  if (msg.type === RTM_GETLINK && dump) return 'link-dump';
+  if (msg.type === RTM_GETLINK && !dump) return 'link-get';
   if (msg.type === RTM_GETADDR && dump) return 'address-dump';
   if (msg.type === RTM_NEWROUTE) return 'replace';
   return `type ${msg.type}`;
