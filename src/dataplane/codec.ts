@@ -61,22 +61,6 @@ export type { NetlinkMessage };
 /** Whether to leave out the message of `type` whose payload starts at `payload` in `datagram`. */
 export type Skip = (type: number, datagram: Buffer, payload: number) => boolean;
 
-export interface DecodedLink {
-  index: number;
-  name: string;
-  up: boolean;
-  mtu: number | null;
-}
-
-export interface DecodedAddress {
-  family: number;
-  index: number;
-  prefixLength: number;
-  address: Buffer | undefined;
-  tentative: boolean;
-  dadFailed: boolean;
-}
-
 /** errno: positive; 0 for an acknowledgement or a clean end of dump. extAck: the kernel's text, when it gave one. */
 type DecodedError = { errno: number; extAck: string | undefined };
 
@@ -157,14 +141,6 @@ export function encodeRouteReplace(seq: number, port: number, r: RouteMessage): 
   return encodeRoute(RTM_NEWROUTE, NLM_F_REQUEST | NLM_F_ACK | NLM_F_REPLACE, seq, port, r);
 }
 
-function extAckText(tlvs: Buffer): string | undefined {
-  let text: string | undefined;
-  structs.parseAttributes(tlvs, (attr) => {
-    if (attr.type === NLMSGERR_ATTR_MSG) text = structs.getString(attr.data);
-  });
-  return text;
-}
-
 /**
  * NLMSG_ERROR (struct nlmsgerr: the error, the request's header, its payload unless capped) or NLMSG_DONE
  * (an int error, no echoed request; a dump the kernel rejects, e.g. under strict checking, ends this way),
@@ -172,11 +148,13 @@ function extAckText(tlvs: Buffer): string | undefined {
  */
 export function decodeAck(msg: NetlinkMessage): DecodedError {
   if (msg.type === NLMSG_DONE && msg.data.length < 4) return { errno: 0, extAck: undefined };
-  const errno = 0 - msg.data.readInt32LE(0);
-  if (!(msg.flags & NLM_F_ACK_TLVS)) return { errno, extAck: undefined };
+  const ack: DecodedError = { errno: 0 - msg.data.readInt32LE(0), extAck: undefined };
+  if (!(msg.flags & NLM_F_ACK_TLVS)) return ack;
   const echoed = msg.type === NLMSG_DONE ? 0 : msg.flags & NLM_F_CAPPED ? NLMSG_HDRLEN : msg.data.readUInt32LE(4);
-  const offset = 4 + echoed;
-  return { errno, extAck: offset < msg.data.length ? extAckText(msg.data.subarray(offset)) : undefined };
+  structs.parseAttributes(msg.data.subarray(4 + echoed), (attr) => {
+    if (attr.type === NLMSGERR_ATTR_MSG) ack.extAck = structs.getString(attr.data);
+  });
+  return ack;
 }
 
 /**
@@ -199,12 +177,14 @@ export function routeKey(payload: Buffer): { dst: string; table: number } {
   return { dst, table };
 }
 
-export function decodeLink(payload: Buffer): DecodedLink {
+export type DecodedLink = ReturnType<typeof decodeLink>;
+export function decodeLink(payload: Buffer) {
   const { data, attrs } = rt.parseLinkMessage(payload);
   return { index: data.index ?? 0, name: attrs.ifname ?? '', up: Boolean(data.flags?.up), mtu: attrs.mtu ?? null };
 }
 
-export function decodeAddress(payload: Buffer): DecodedAddress {
+export type DecodedAddress = ReturnType<typeof decodeAddress>;
+export function decodeAddress(payload: Buffer) {
   const { data, attrs } = rt.parseAddressMessage(payload);
   // IFA_FLAGS (32 bits) supersedes the 8-bit ifa_flags when present; both keep
   // tentative and dadfailed in the same bits, read here from the raw values.
