@@ -311,13 +311,9 @@ function renderPlanBody(p: Plan, replaced: ReplaceAction[] | null): string[] {
   const [heading, actions] = replaced?.length ? ['replaced', replaced] : ['actions', p.actions];
   if (actions.length === 0) lines.push(`${heading}: none`);
   else lines.push(`${heading}:`, ...actions.map((a) => `  ${replaced ? '' : 'would replace '}${change(a)}`));
-  lines.push(
-    'routes:',
-    ...p.routes.map(
-      (r) =>
-        `  ${r.inSync ? 'ok' : 'NO'} ${r.cidr}: ${r.multipath ? 'multipath (several next hops)' : r.observed ? renderNextHop(r.observed) : 'none'}`,
-    ),
-  );
+  const seen = (r: Plan['routes'][number]) =>
+    r.multipath ? 'multipath (several next hops)' : r.observed ? renderNextHop(r.observed) : 'none';
+  lines.push('routes:', ...p.routes.map((r) => `  ${r.inSync ? 'ok' : 'NO'} ${r.cidr}: ${seen(r)}`));
   const reasons = replaced ? p.reasons : p.reasons.filter((r) => r.code !== 'Replacing');
   if (reasons.length) lines.push('reasons:', ...reasons.map((r) => `  - ${r.message} [${r.code}]`));
   if (p.warnings.length) lines.push('warnings:', ...p.warnings.map((w) => `  - ${w}`));

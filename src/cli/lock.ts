@@ -91,14 +91,13 @@ export async function lockStateDir(stateDir: string): Promise<void> {
     throw lockError(lockPath, e);
   }
   // Our pid, a hint for people only: a full file system (ENOSPC) must not stop an agent that holds the lock.
-  try {
-    if (!lock.readOnly) {
+  if (!lock.readOnly)
+    try {
       ftruncateSync(lock.fd);
       writeSync(lock.fd, `${process.pid}\n`, 0);
+    } catch {
+      // the lock is ours all the same
     }
-  } catch {
-    // the lock is ours all the same
-  }
 }
 
 const UNWRITABLE: Record<string, string> = {
