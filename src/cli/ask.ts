@@ -2,12 +2,9 @@
 // agent's server-sent events, never by polling), `health` and `events`; never the kernel's code.
 import { parseDuration, systemClock } from '../clock.js';
 import type { AgentEvent } from '../events/history.js';
-import { connectError, fetchPath, fetchStatus } from '../status/client.js';
+import { connectError, fetchPath, fetchStatus, http } from '../status/client.js';
 import { exitCodeOf, renderBrief, renderHuman, type StatusReport } from '../status/report.js';
 import { UsageError, type CommandResult } from './exit-codes.js';
-
-// Not imported: on Node 24 an import of node:http loads its bundled undici, 14 MB of RSS (docs/benchmarks.md).
-const http = process.getBuiltinModule('node:http');
 
 // An agent unreachable or closed to us throws a typed error: exit 2 with its message (exit-codes.ts).
 export async function statusCommand(opts: { socket: string; json?: boolean; brief?: boolean }): Promise<CommandResult> {

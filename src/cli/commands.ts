@@ -160,8 +160,8 @@ async function pass(settings: PlanSettings, target: Target, wrap: OnceWrappers, 
 }
 
 /** `plan`, and `apply --dry-run`: observe once and print what would be done; no lock, no journal, no change. */
-async function preview(raw: PlanOptions, dryRunApply: boolean, wrap: OnceWrappers): Promise<CommandResult> {
-  const settings = { ...(await resolvePlanSettings(raw)), dryRun: dryRunApply };
+export async function planCommand(raw: PlanOptions, wrap: OnceWrappers = {}, dryRun = false): Promise<CommandResult> {
+  const settings = { ...(await resolvePlanSettings(raw)), dryRun };
   const log = createLogger(settings.logLevel === 'info' ? 'warn' : settings.logLevel, process.stderr);
   const desired = await readDesired(settings.modeFile, log);
   try {
@@ -169,7 +169,7 @@ async function preview(raw: PlanOptions, dryRunApply: boolean, wrap: OnceWrapper
     if (raw.json) return { code: converged(p), stdout: asJson(p, 0) };
     const lines = renderPlanBody(p, null);
     const would = p.actions.length === 0 ? 'nothing to replace' : `would replace ${prefixes(p.actions)}`;
-    if (dryRunApply) lines.push(`applied: 0 replace(s) (dry run): ${would}; changed nothing`);
+    if (dryRun) lines.push(`applied: 0 replace(s) (dry run): ${would}; changed nothing`);
     else {
       const next = p.actions.length > 0 && !p.blocked ? ' (apply carries it out, or the agent)' : '';
       lines.push(`plan: ${would}; changed nothing${next}`);
@@ -180,9 +180,6 @@ async function preview(raw: PlanOptions, dryRunApply: boolean, wrap: OnceWrapper
   }
 }
 
-export const planCommand = (raw: PlanOptions, wrap: OnceWrappers = {}): Promise<CommandResult> =>
-  preview(raw, false, wrap);
-
 /**
  * `apply`: one pass that acts, under the agent lock. Its migration is journaled before the
  * first replace, as the agent's is: `rollback` undoes it, and an agent started after it (even
@@ -190,7 +187,7 @@ export const planCommand = (raw: PlanOptions, wrap: OnceWrappers = {}): Promise<
  */
 export function applyCommand(raw: PlanOptions & { stateDir: string }, wrap: OnceWrappers = {}): Promise<CommandResult> {
   const { dryRun, stateDir } = lastWins(raw);
-  if (dryRun === true) return preview(raw, true, wrap);
+  if (dryRun === true) return planCommand(raw, wrap, true);
   const stop = interruption('apply');
   return stop.run(async () => {
     const settings = await resolvePlanSettings(raw);
@@ -262,33 +259,31 @@ export function rollbackCommand(raw: RollbackOptions, wrap: OnceWrappers = {}): 
     const cidrsFrom = given.serviceCidr?.length ? '--service-cidr' : `--ovnkube-config's service-cidrs`;
     let r: OnceResult;
     let before: Migration | null = null;
+    const said = (code: ExitCode, more: string[], error?: string): CommandResult => ({
+      code,
+      stdout: renderRollback(before, journal.wallOffset(), more),
+      ...(error === undefined ? {} : { stderr: `ovn-gwmode-agent: rollback: ${error}\n` }),
+    });
     try {
       await journal.load(true);
       before = journal.data.migration;
       r = await pass(settings, { rollback: { cidrsFrom } }, wrap, { log, journal, ...(given.yes ? stop : {}) });
     } catch (err) {
-      const said = (line: string) => ({
-        code: 1 as const,
-        stdout: renderRollback(before, journal.wallOffset()),
-        stderr: `ovn-gwmode-agent: rollback: ${line}\n`,
-      });
       if (err instanceof InterruptedError) {
         const { signal, done, left } = err;
         const back = done.length === 0 ? 'nothing put back' : `put back ${prefixes(done)}`;
         return said(
+          1,
+          [],
           `interrupted by ${signal} after ${done.length} of ${done.length + left.length} put-back(s): ${back}; not put back ${prefixes(left)}: run rollback --yes again to finish`,
         );
       }
       // The write before the first put-back failed: nothing was put back.
       if ((err as { code?: string }).code === 'ERR_GWMODE_JOURNAL_WRITE')
-        return said(`${(err as Error).message}: nothing put back`);
+        return said(1, [], `${(err as Error).message}: nothing put back`);
       return failureOf(err) ?? { code: 1, stderr: `ovn-gwmode-agent: ${(err as Error).message}\n` };
     }
     const { actions, refusals } = r;
-    const said = (code: ExitCode, more: string[]) => ({
-      code,
-      stdout: renderRollback(before, journal.wallOffset(), more),
-    });
     const nothing = refusals.find((x) => x.code === 'NothingToRollBack');
     if (nothing) return said(0, ['nothing to roll back:', `  - ${nothing.message} [${nothing.code}]`]);
     if (refusals.length > 0) return said(1, ['refused:', ...refusals.map((x) => `  - ${x.message} [${x.code}]`)]);
@@ -316,13 +311,9 @@ function renderPlanBody(p: Plan, replaced: ReplaceAction[] | null): string[] {
   const [heading, actions] = replaced?.length ? ['replaced', replaced] : ['actions', p.actions];
   if (actions.length === 0) lines.push(`${heading}: none`);
   else lines.push(`${heading}:`, ...actions.map((a) => `  ${replaced ? '' : 'would replace '}${change(a)}`));
-  lines.push(
-    'routes:',
-    ...p.routes.map(
-      (r) =>
-        `  ${r.inSync ? 'ok' : 'NO'} ${r.cidr}: ${r.multipath ? 'multipath (several next hops)' : r.observed ? renderNextHop(r.observed) : 'none'}`,
-    ),
-  );
+  const seen = (r: Plan['routes'][number]) =>
+    r.multipath ? 'multipath (several next hops)' : r.observed ? renderNextHop(r.observed) : 'none';
+  lines.push('routes:', ...p.routes.map((r) => `  ${r.inSync ? 'ok' : 'NO'} ${r.cidr}: ${seen(r)}`));
   const reasons = replaced ? p.reasons : p.reasons.filter((r) => r.code !== 'Replacing');
   if (reasons.length) lines.push('reasons:', ...reasons.map((r) => `  - ${r.message} [${r.code}]`));
   if (p.warnings.length) lines.push('warnings:', ...p.warnings.map((w) => `  - ${w}`));
@@ -330,7 +321,7 @@ function renderPlanBody(p: Plan, replaced: ReplaceAction[] | null): string[] {
 }
 
 /** `rollback`: the migration on record (its times monotonic plus wallOffsetMs), then `more`. */
-function renderRollback(m: Migration | null, wallOffsetMs: number, more: string[] = []): string {
+function renderRollback(m: Migration | null, wallOffsetMs: number, more: string[]): string {
   const at = (t: number) => new Date(t + wallOffsetMs).toISOString();
   const earlier = !m?.rollback
     ? ''

@@ -6,6 +6,7 @@
 import { closeSync, fstatSync, ftruncateSync, readFileSync, statSync, writeSync } from 'node:fs';
 import { chmod, mkdir, open, unlink } from 'node:fs/promises';
 import path from 'node:path';
+import { coded } from '../dataplane/errors.js';
 import { addon } from '../native/addon.js';
 import { CREATE_NEW } from '../restart/journal.js';
 
@@ -16,14 +17,10 @@ export class LockHeldError extends Error {
   }
 }
 
-export class StateDirUnwritableError extends Error {
-  readonly code = 'ERR_GWMODE_STATE_DIR_UNWRITABLE';
-}
+export class StateDirUnwritableError extends coded('ERR_GWMODE_STATE_DIR_UNWRITABLE') {}
 
 /** The lock cannot be taken for a reason of this machine (permissions, a read-only file system). */
-export class LockError extends Error {
-  readonly code = 'ERR_GWMODE_LOCK';
-}
+export class LockError extends coded('ERR_GWMODE_LOCK') {}
 
 /**
  * The pid of the FLOCK on (dev, ino) in /proc/locks' text, or null: none, one this pid namespace
@@ -94,14 +91,13 @@ export async function lockStateDir(stateDir: string): Promise<void> {
     throw lockError(lockPath, e);
   }
   // Our pid, a hint for people only: a full file system (ENOSPC) must not stop an agent that holds the lock.
-  try {
-    if (!lock.readOnly) {
+  if (!lock.readOnly)
+    try {
       ftruncateSync(lock.fd);
       writeSync(lock.fd, `${process.pid}\n`, 0);
+    } catch {
+      // the lock is ours all the same
     }
-  } catch {
-    // the lock is ours all the same
-  }
 }
 
 const UNWRITABLE: Record<string, string> = {

@@ -252,9 +252,7 @@ const NAMED = `name a command: ${COMMANDS.slice(0, -1).join(', ')} or ${COMMANDS
 
 /** The exit codes, as --help ends: `exit status: 0 ...; 1 ...`. */
 const exitStatus = (exits: Partial<Record<ExitCode, string>>) =>
-  `exit status: ${Object.entries(exits)
-    .map(([code, meaning]) => `${code} ${meaning}`)
-    .join('; ')}`;
+  `exit status: ${Array.from(Object.entries(exits), ([code, meaning]) => `${code} ${meaning}`).join('; ')}`;
 
 /** The command's flags, with its OVN_GWMODE_* variables under them; a misspelt variable is a usage error. */
 const options = (command: Command) => (y: Argv) => {

@@ -75,11 +75,7 @@ function parseVariables(text: string): Map<string, string> {
   return vars;
 }
 
-export const list = (v: string | undefined): string[] =>
-  (v ?? '')
-    .split(',')
-    .map((x) => x.trim())
-    .filter(Boolean);
+export const list = (v: string | undefined): string[] => (v ?? '').split(',').flatMap((x) => x.trim() || []);
 
 export function parseOvnkubeConf(text: string): OvnkubeConf {
   const vars = parseVariables(text);

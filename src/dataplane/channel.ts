@@ -196,7 +196,7 @@ export class RequestChannel {
     if (msg.flags & nl.NLM_F_DUMP_INTR) p.interrupted = true;
     try {
       if (msg.type === nl.NLMSG_ERROR || msg.type === nl.NLMSG_DONE) {
-        const { errno, extAck } = msg.type === nl.NLMSG_ERROR ? nl.decodeError(msg) : nl.decodeDone(msg);
+        const { errno, extAck } = nl.decodeAck(msg);
         this.finish();
         if (errno === 0) p.resolve({ interrupted: p.interrupted });
         else p.reject(new NetlinkError(errno, p.what, extAck));

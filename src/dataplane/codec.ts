@@ -61,22 +61,6 @@ export type { NetlinkMessage };
 /** Whether to leave out the message of `type` whose payload starts at `payload` in `datagram`. */
 export type Skip = (type: number, datagram: Buffer, payload: number) => boolean;
 
-export interface DecodedLink {
-  index: number;
-  name: string;
-  up: boolean;
-  mtu: number | null;
-}
-
-export interface DecodedAddress {
-  family: number;
-  index: number;
-  prefixLength: number;
-  address: Buffer | undefined;
-  tentative: boolean;
-  dadFailed: boolean;
-}
-
 /** errno: positive; 0 for an acknowledgement or a clean end of dump. extAck: the kernel's text, when it gave one. */
 type DecodedError = { errno: number; extAck: string | undefined };
 
@@ -105,27 +89,27 @@ export function parseDatagram(datagram: Buffer, skip?: Skip): NetlinkMessage[] {
   return messages;
 }
 
-function encode(type: number, flags: number, seq: number, port: number, payload: Uint8Array[]): Buffer {
-  return Buffer.concat(structs.formatMessage({ type, flags, seq, port, data: payload }));
-}
+type Fill = (out: InstanceType<typeof structs.AttrStream>) => void;
 
-function streamOf(fill: (out: InstanceType<typeof structs.AttrStream>) => void): Uint8Array[] {
+function encode(type: number, flags: number, seq: number, port: number, fill: Fill): Buffer {
   const out = new structs.AttrStream();
   fill(out);
-  return out.bufs;
+  return Buffer.concat(structs.formatMessage({ type, flags, seq, port, data: out.bufs }));
 }
 
 /** One link, by index or by name: the kernel answers with it or ENODEV. */
 export function encodeLinkGet(seq: number, port: number, which: { index: number } | { name: string }): Buffer {
   const [data, attrs] = 'index' in which ? [{ index: which.index }, {}] : [{}, { ifname: which.name }];
-  const payload = streamOf((out) => rt.formatLinkMessage({ kind: 'link', data, attrs }, out));
-  return encode(RTM_GETLINK, NLM_F_REQUEST, seq, port, payload);
+  return encode(RTM_GETLINK, NLM_F_REQUEST, seq, port, (out) =>
+    rt.formatLinkMessage({ kind: 'link', data, attrs }, out),
+  );
 }
 
-export function encodeAddressDump(seq: number, port: number): Buffer {
-  const payload = streamOf((out) => rt.formatAddressMessage({ kind: 'address', data: {}, attrs: {} }, out));
-  return encode(RTM_GETADDR, NLM_F_REQUEST | NLM_F_DUMP, seq, port, payload);
-}
+const dump = (type: number, fill: Fill) => (seq: number, port: number) =>
+  encode(type, NLM_F_REQUEST | NLM_F_DUMP, seq, port, fill);
+export const encodeAddressDump = dump(RTM_GETADDR, (out) =>
+  rt.formatAddressMessage({ kind: 'address', data: {}, attrs: {} }, out),
+);
 
 /** The link index of the address message whose payload starts at `at` (ifaddrmsg's ifa_index). */
 export const addressIndex = (datagram: Buffer, at: number): number =>
@@ -137,40 +121,23 @@ export const addressIndex = (datagram: Buffer, at: number): number =>
  * the kernel never filters a dump by destination, so callers pick their prefixes
  * out of the raw bytes (PrefixFilter) and decode only those.
  */
-export function encodeRouteDump(seq: number, port: number, family: number, table: number): Buffer {
-  const payload = streamOf((out) =>
+export const encodeRouteDump = (seq: number, port: number, family: number, table: number): Buffer =>
+  dump(RTM_GETROUTE, (out) =>
     rt.formatRouteMessage({ kind: 'route', data: { family, table: table < 256 ? table : 0 }, attrs: { table } }, out),
-  );
-  return encode(RTM_GETROUTE, NLM_F_REQUEST | NLM_F_DUMP, seq, port, payload);
-}
+  )(seq, port);
 
 export function encodeRoute(type: number, flags: number, seq: number, port: number, r: RouteMessage): Buffer {
-  const payload = streamOf((out) =>
-    rt.formatRouteMessage(
-      {
-        kind: 'route',
-        data: {
-          family: r.family,
-          dstLen: r.dstLen,
-          tos: r.tos,
-          table: r.table < 256 ? r.table : 0,
-          protocol: r.protocol,
-          scope: r.scope,
-          type: r.type,
-        },
-        attrs: {
-          ...(r.dst ? { dst: r.dst } : {}),
-          table: r.table,
-          priority: r.priority,
-          ...(r.gateway ? { gateway: r.gateway } : {}),
-          ...(r.oif === undefined ? {} : { oif: r.oif }),
-          ...(r.mtu === undefined ? {} : { metrics: { mtu: Buffer.from(new Uint32Array([r.mtu]).buffer) } }),
-        },
-      },
-      out,
-    ),
-  );
-  return encode(type, flags, seq, port, payload);
+  const { family, dstLen, tos, protocol, scope } = r;
+  const data = { family, dstLen, tos, table: r.table < 256 ? r.table : 0, protocol, scope, type: r.type };
+  const attrs = {
+    ...(r.dst ? { dst: r.dst } : {}),
+    table: r.table,
+    priority: r.priority,
+    ...(r.gateway ? { gateway: r.gateway } : {}),
+    ...(r.oif === undefined ? {} : { oif: r.oif }),
+    ...(r.mtu === undefined ? {} : { metrics: { mtu: Buffer.from(new Uint32Array([r.mtu]).buffer) } }),
+  };
+  return encode(type, flags, seq, port, (out) => rt.formatRouteMessage({ kind: 'route', data, attrs }, out));
 }
 
 /**
@@ -183,33 +150,20 @@ export function encodeRouteReplace(seq: number, port: number, r: RouteMessage): 
   return encodeRoute(RTM_NEWROUTE, NLM_F_REQUEST | NLM_F_ACK | NLM_F_REPLACE, seq, port, r);
 }
 
-function extAckText(tlvs: Buffer): string | undefined {
-  let text: string | undefined;
-  structs.parseAttributes(tlvs, (attr) => {
-    if (attr.type === NLMSGERR_ATTR_MSG) text = structs.getString(attr.data);
-  });
-  return text;
-}
-
-/** NLMSG_ERROR: struct nlmsgerr (error, the request's header, its payload unless capped), then ext-ack. */
-export function decodeError(msg: NetlinkMessage): DecodedError {
-  const errno = 0 - msg.data.readInt32LE(0);
-  if (!(msg.flags & NLM_F_ACK_TLVS)) return { errno, extAck: undefined };
-  const requestLength = msg.data.readUInt32LE(4);
-  const offset = 4 + (msg.flags & NLM_F_CAPPED ? NLMSG_HDRLEN : requestLength);
-  return { errno, extAck: offset < msg.data.length ? extAckText(msg.data.subarray(offset)) : undefined };
-}
-
 /**
- * NLMSG_DONE: an int error and, with NLM_F_ACK_TLVS, ext-ack attributes right after
- * it (no echoed request, unlike NLMSG_ERROR). A dump the kernel rejects, e.g. under
- * strict checking, ends this way.
+ * NLMSG_ERROR (struct nlmsgerr: the error, the request's header, its payload unless capped) or NLMSG_DONE
+ * (an int error, no echoed request; a dump the kernel rejects, e.g. under strict checking, ends this way),
+ * then, with NLM_F_ACK_TLVS, ext-ack attributes. A DONE too short for its error is a clean end.
  */
-export function decodeDone(msg: NetlinkMessage): DecodedError {
-  if (msg.data.length < 4) return { errno: 0, extAck: undefined };
-  const errno = 0 - msg.data.readInt32LE(0);
-  const extAck = msg.flags & NLM_F_ACK_TLVS && msg.data.length > 4 ? extAckText(msg.data.subarray(4)) : undefined;
-  return { errno, extAck };
+export function decodeAck(msg: NetlinkMessage): DecodedError {
+  if (msg.type === NLMSG_DONE && msg.data.length < 4) return { errno: 0, extAck: undefined };
+  const ack: DecodedError = { errno: 0 - msg.data.readInt32LE(0), extAck: undefined };
+  if (!(msg.flags & NLM_F_ACK_TLVS)) return ack;
+  const echoed = msg.type === NLMSG_DONE ? 0 : msg.flags & NLM_F_CAPPED ? NLMSG_HDRLEN : msg.data.readUInt32LE(4);
+  structs.parseAttributes(msg.data.subarray(4 + echoed), (attr) => {
+    if (attr.type === NLMSGERR_ATTR_MSG) ack.extAck = structs.getString(attr.data);
+  });
+  return ack;
 }
 
 /**
@@ -232,12 +186,14 @@ export function routeKey(payload: Buffer): { dst: string; table: number } {
   return { dst, table };
 }
 
-export function decodeLink(payload: Buffer): DecodedLink {
+export type DecodedLink = ReturnType<typeof decodeLink>;
+export function decodeLink(payload: Buffer) {
   const { data, attrs } = rt.parseLinkMessage(payload);
   return { index: data.index ?? 0, name: attrs.ifname ?? '', up: Boolean(data.flags?.up), mtu: attrs.mtu ?? null };
 }
 
-export function decodeAddress(payload: Buffer): DecodedAddress {
+export type DecodedAddress = ReturnType<typeof decodeAddress>;
+export function decodeAddress(payload: Buffer) {
   const { data, attrs } = rt.parseAddressMessage(payload);
   // IFA_FLAGS (32 bits) supersedes the 8-bit ifa_flags when present; both keep
   // tentative and dadfailed in the same bits, read here from the raw values.

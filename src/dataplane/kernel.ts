@@ -45,10 +45,7 @@ function toRoute(prefix: Cidr, r: nl.DecodedRoute, names: Map<number, string>): 
 }
 
 /** What the routes of a watched prefix went through at the last read (guarantee 5). */
-interface Uses {
-  oifs: number[];
-  nexthopObject: boolean;
-}
+type Uses = { oifs: number[]; nexthopObject: boolean };
 
 class WatchedSubscription implements Subscription {
   private readonly socket: NetlinkSocket;

@@ -8,10 +8,7 @@
 //  3. `gateway` is always an address of the route's own family (RTA_VIA is never taken as one).
 import { addressFromBytes } from '../net/cidr.js';
 
-export interface DecodedNextHop {
-  oif: number;
-  gateway: Buffer | undefined;
-}
+export type DecodedNextHop = { oif: number; gateway: Buffer | undefined };
 
 /** A route as a message carries it, for encoding (requests, and the fake kernel's answers). */
 export interface RouteMessage {
@@ -71,10 +68,7 @@ const RTNH_F_ONLINK = 4;
 // RTA_PREF of an IPv6 route: medium (0) is what the kernel gives every route it is not told otherwise.
 const ROUTER_PREF_NAMES: Record<number, string> = { 1: 'high', 3: 'low' };
 
-interface Attribute {
-  type: number;
-  data: Buffer;
-}
+type Attribute = { type: number; data: Buffer };
 
 /** The attributes of `buf`; a length that breaks the framing ends the walk and is returned as `broken`. */
 function attributes(buf: Buffer): { attrs: Attribute[]; broken: number | undefined } {
@@ -227,9 +221,6 @@ export function decodeRoute(payload: Buffer): DecodedRoute {
         // The kernel gives a route's expiry in RTA_CACHEINFO (rta_expires, non-zero while it has one), not RTA_EXPIRES.
         if (a.data.length < 12) bad();
         else if (a.data.readInt32LE(8) !== 0) add('expires', rta('EXPIRES'));
-        break;
-      case 'EXPIRES':
-        add('expires');
         break;
       case 'PREF': {
         const pref = a.data.length === 1 ? a.data.readUInt8(0) : undefined;

@@ -10,9 +10,7 @@ export type DataplaneEvent =
   /** Notifications were dropped (ENOBUFS) or could not be read: anything may have changed. */
   | { kind: 'lost'; error: Error };
 
-export interface Subscription {
-  close(): void;
-}
+export type Subscription = { close(): void };
 
 export interface Dataplane {
   /** The links of these names that exist. */

@@ -2,10 +2,7 @@
 // address only (no name to resolve at start), IPv6 in brackets.
 import net from 'node:net';
 
-export interface ListenAddress {
-  host: string;
-  port: number;
-}
+export type ListenAddress = { host: string; port: number };
 
 export function parseListenAddress(text: string): ListenAddress {
   const m = /^(?:\[([^\]]+)\]|([^:[\]]+)):(\d{1,5})$/.exec(text.trim());

@@ -96,29 +96,31 @@ const HELP = {
   reconcile_duration_seconds: 'Duration of a pass of the reconcile loop (observe, plan, act, verify).',
 };
 
+type MetricKind<M> = new (config: Prom.MetricConfiguration<string>) => M;
+
 export class AgentMetrics implements AgentRecorder {
   readonly registry = new Registry();
   private readonly g = {
-    desired: this.gauge('desired_mode', 'mode'),
-    ovnkube: this.gauge('ovnkube_mode', 'mode'),
-    phase: this.gauge('phase', 'phase'),
-    reason: this.gauge('status_reason', 'code'),
-    inSync: this.gauge('route_in_sync', 'cidr', 'family'),
-    suspended: this.gauge('route_repairs_suspended', 'cidr'),
-    pending: this.gauge('ovnkube_restart_pending'),
-    modeFileInvalid: this.gauge('mode_file_invalid'),
-    lastReconcile: this.gauge('last_reconcile_timestamp_seconds'),
-    build: this.gauge('build_info', 'version', 'nodejs_version', 'restart_strategy'),
+    desired: this.metric(Gauge, 'desired_mode', 'mode'),
+    ovnkube: this.metric(Gauge, 'ovnkube_mode', 'mode'),
+    phase: this.metric(Gauge, 'phase', 'phase'),
+    reason: this.metric(Gauge, 'status_reason', 'code'),
+    inSync: this.metric(Gauge, 'route_in_sync', 'cidr', 'family'),
+    suspended: this.metric(Gauge, 'route_repairs_suspended', 'cidr'),
+    pending: this.metric(Gauge, 'ovnkube_restart_pending'),
+    modeFileInvalid: this.metric(Gauge, 'mode_file_invalid'),
+    lastReconcile: this.metric(Gauge, 'last_reconcile_timestamp_seconds'),
+    build: this.metric(Gauge, 'build_info', 'version', 'nodejs_version', 'restart_strategy'),
   };
   private readonly c = {
-    replaces: this.counter('route_replaces_total', 'direction', 'result'),
-    kernelErrors: this.counter('route_replace_errors_total', 'code'),
-    reconcileErrors: this.counter('reconcile_errors_total', 'code'),
-    reconcileFailures: this.counter('reconcile_failures_total'),
-    restarts: this.counter('ovnkube_restarts_total', 'strategy', 'result'),
-    lost: this.counter('netlink_lost_resyncs_total'),
-    modeFileErrors: this.counter('mode_file_errors_total'),
-    modeChanges: this.counter('desired_mode_changes_total'),
+    replaces: this.metric(Counter, 'route_replaces_total', 'direction', 'result'),
+    kernelErrors: this.metric(Counter, 'route_replace_errors_total', 'code'),
+    reconcileErrors: this.metric(Counter, 'reconcile_errors_total', 'code'),
+    reconcileFailures: this.metric(Counter, 'reconcile_failures_total'),
+    restarts: this.metric(Counter, 'ovnkube_restarts_total', 'strategy', 'result'),
+    lost: this.metric(Counter, 'netlink_lost_resyncs_total'),
+    modeFileErrors: this.metric(Counter, 'mode_file_errors_total'),
+    modeChanges: this.metric(Counter, 'desired_mode_changes_total'),
   };
   private readonly duration = new Histogram({
     name: `${PREFIX}reconcile_duration_seconds`,
@@ -146,16 +148,11 @@ export class AgentMetrics implements AgentRecorder {
     flags(this.g.ovnkube, 'mode', MODES_OR_NONE);
     flags(this.g.phase, 'phase', PHASES);
     flags(this.g.reason, 'code', REASON_CODES);
-    this.g.pending.set(0);
-    this.g.modeFileInvalid.set(0);
+    for (const g of [this.g.pending, this.g.modeFileInvalid]) g.set(0);
   }
 
-  private gauge(name: keyof typeof HELP, ...labelNames: string[]): Prom.Gauge {
-    return new Gauge({ name: PREFIX + name, help: HELP[name], labelNames, registers: [this.registry] });
-  }
-
-  private counter(name: keyof typeof HELP, ...labelNames: string[]): Prom.Counter {
-    return new Counter({ name: PREFIX + name, help: HELP[name], labelNames, registers: [this.registry] });
+  private metric<M>(Kind: MetricKind<M>, name: keyof typeof HELP, ...labelNames: string[]): M {
+    return new Kind({ name: PREFIX + name, help: HELP[name], labelNames, registers: [this.registry] });
   }
 
   onStatus(s: StatusReport): void {

@@ -2,6 +2,7 @@
 // else, open to anyone who reaches the node IP: the socket's guarded server (status/server.ts).
 import type http from 'node:http';
 import type net from 'node:net';
+import { coded } from '../dataplane/errors.js';
 import { createGuardedServer } from '../status/server.js';
 import type { ListenAddress } from './address.js';
 import { CONTENT_TYPE, type AgentMetrics } from './metrics.js';
@@ -18,9 +19,7 @@ export function serveMetrics(metrics: AgentMetrics, req: http.IncomingMessage, r
 }
 
 /** --metrics-address cannot be listened on (taken, not an address of this host): a configuration matter. */
-export class MetricsAddressError extends Error {
-  readonly code = 'ERR_GWMODE_METRICS_ADDRESS';
-}
+export class MetricsAddressError extends coded('ERR_GWMODE_METRICS_ADDRESS') {}
 
 export class MetricsListener {
   private constructor(

@@ -112,9 +112,7 @@ async function readModeFile(source: string): Promise<{ read: ModeRead; facts: Re
 }
 
 /** Reads and parses the mode file (or the `mode` key of a ConfigMap volume directory), as it is now. */
-export async function readModeSource(source: string): Promise<ModeRead> {
-  return (await readModeFile(source)).read;
-}
+export const readModeSource = async (source: string): Promise<ModeRead> => (await readModeFile(source)).read;
 
 /**
  * The running agent's reader: a read is taken only when settled.ts says so, else it

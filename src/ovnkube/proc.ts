@@ -40,17 +40,14 @@ function isFlag(arg: string, name: string): boolean {
 }
 
 /** Parses an ovnkube command line; undefined when it is not `ovnkube --init-node`. */
-export function parseOvnkubeCmdline(
-  argv: string[],
-): { modeFlag: string | null; release410Plus: string | null } | undefined {
+export function parseOvnkubeCmdline(argv: string[]) {
   const [exe] = argv;
   if (exe === undefined || path.basename(exe) !== 'ovnkube') return undefined;
   if (!argv.some((a) => a === '--init-node' || a.startsWith('--init-node='))) return undefined;
   let modeFlag: string | null = null;
-  argv.forEach((arg, i) => {
+  for (const [i, arg] of argv.entries())
     if (isFlag(arg, 'gateway-mode'))
       modeFlag = arg.includes('=') ? arg.slice(arg.indexOf('=') + 1) : (argv[i + 1] ?? '');
-  });
   const release410Plus = RELEASE_410_FLAGS.find((flag) => argv.some((a) => isFlag(a, flag.slice(2)))) ?? null;
   return { modeFlag, release410Plus };
 }
@@ -105,6 +102,8 @@ export function readProcFile(file: string): Buffer {
 
 const commIsOvnkube = (comm: Buffer) => comm.toString('latin1').replace(/\n$/, '') === 'ovnkube';
 
+const asMode = (m: string | null): GatewayMode | null => (m === 'local' || m === 'shared' ? m : null);
+
 const isPid = (entry: string) => /^\d+$/.test(entry);
 
 /** The comm field of /proc/PID/stat (between the first '(' and the last ')'). */
@@ -146,14 +145,11 @@ function forkedCopies(found: Found[], now: () => number | null): Set<number> {
   return copies;
 }
 
-/** An ovnkube --init-node process whose network namespace we may not read. */
-export interface UnreadableProcess {
-  pid: number;
-  code: string;
-  /** As OvnkubeProcess's: it may be this node's ovnkube-node, and this evidence can only turn changes off. */
-  modeFlag: string | null;
-  release410Plus: string | null;
-}
+/**
+ * An ovnkube --init-node process whose network namespace we may not read (`code`). It may be this node's
+ * ovnkube-node: its flags are evidence all the same, and such evidence can only turn changes off.
+ */
+type UnreadableProcess = Pick<OvnkubeProcess, 'pid' | 'modeFlag' | 'release410Plus'> & { code: string };
 
 export interface OvnkubeScan {
   processes: OvnkubeProcess[];
@@ -202,10 +198,8 @@ export function scanOvnkubeProcesses(
       const stat = read(`${dir}/stat`).toString('utf8');
       const startTime = startTimeOf(stat);
       if (startTime === null) continue;
-      const m = parsed.modeFlag;
-      const mode = m === 'local' || m === 'shared' ? m : null;
       found.push({
-        process: { pid: Number(entry), startTime, modeFlag: m, mode, release410Plus: parsed.release410Plus },
+        process: { pid: Number(entry), startTime, mode: asMode(parsed.modeFlag), ...parsed },
         ppid: parentOf(stat),
         cmdline,
       });
@@ -233,8 +227,7 @@ export const processIdentity = (p: OvnkubeProcess): string => `pid ${p.pid} star
 /** Summarises what /proc shows into the planner's view. */
 export function summarise(scan: OvnkubeScan, confMode: GatewayMode | null): OvnkubeObservation {
   const { processes, unreadable } = scan;
-  const modeOf = ({ modeFlag: m }: { modeFlag: string | null }): GatewayMode | null =>
-    m === 'local' || m === 'shared' ? m : m === null ? confMode : null;
+  const modeOf = ({ modeFlag: m }: { modeFlag: string | null }) => (m === null ? confMode : asMode(m));
   // Evidence from any ovnkube-node that may be this node's, whatever else is unsure: a
   // 4.10+ flag, or a mode other than the desired one; either only ever turns changes off.
   const all = [...processes, ...unreadable];

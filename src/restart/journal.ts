@@ -7,6 +7,7 @@
 import { constants } from 'node:fs';
 import { mkdir, open, rename, unlink } from 'node:fs/promises';
 import path from 'node:path';
+import { coded } from '../dataplane/errors.js';
 import type { Migration } from '../core/migration.js';
 import { readRegularFile } from '../read-regular.js';
 
@@ -22,9 +23,7 @@ export interface JournalData {
 
 export const EMPTY_JOURNAL: JournalData = { version: 3, migration: null, restarts: [] };
 
-export class JournalError extends Error {
-  readonly code = 'ERR_GWMODE_JOURNAL';
-}
+export class JournalError extends coded('ERR_GWMODE_JOURNAL') {}
 
 /** The journal could not be written (ENOSPC, EROFS: `errno`): the change it was to record must not be made. */
 export class JournalWriteError extends Error {

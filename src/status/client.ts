@@ -2,7 +2,7 @@
 import type { StatusReport } from './report.js';
 
 // Not imported: on Node 24 an import of node:http loads its bundled undici, 14 MB of RSS (docs/benchmarks.md).
-const http = process.getBuiltinModule('node:http');
+export const http = process.getBuiltinModule('node:http');
 
 export class AgentUnreachableError extends Error {
   readonly code = 'ERR_GWMODE_UNREACHABLE';

@@ -8,19 +8,16 @@ import { chmod, chown, lstat, mkdir, unlink } from 'node:fs/promises';
 import type http from 'node:http';
 import net from 'node:net';
 import path from 'node:path';
+import { coded } from '../dataplane/errors.js';
 import type { StatusReport } from './report.js';
 
 // Not imported: on Node 24 an import of node:http loads its bundled undici, 14 MB of RSS (docs/benchmarks.md).
 const { createServer } = process.getBuiltinModule('node:http');
 
-export class SocketInUseError extends Error {
-  readonly code = 'ERR_GWMODE_SOCKET_IN_USE';
-}
+export class SocketInUseError extends coded('ERR_GWMODE_SOCKET_IN_USE') {}
 
 /** The socket cannot be made where it was asked for: a configuration matter, not a bug. */
-export class SocketPermissionError extends Error {
-  readonly code = 'ERR_GWMODE_SOCKET_PERMISSION';
-}
+export class SocketPermissionError extends coded('ERR_GWMODE_SOCKET_PERMISSION') {}
 
 export const MAX_URL_BYTES = 1024;
 const MAX_HEADERS = 64;

@@ -6,8 +6,7 @@ import {
   AF_INET,
   AF_INET6,
   decodeAddress,
-  decodeDone,
-  decodeError,
+  decodeAck,
   decodeLink,
   decodeRoute,
   encodeRoute,
@@ -127,10 +126,10 @@ test('a replace asks NLM_F_REPLACE and never NLM_F_CREATE, in both families', ()
 test('NLMSG_DONE: the error and the ext-ack text that follows it directly', () => {
   const [done] = parseDatagram(encodeDone(7, 0, 22, 'Invalid values in header for FIB dump request'));
   assert.ok(done);
-  assert.deepEqual(decodeDone(done), { errno: 22, extAck: 'Invalid values in header for FIB dump request' });
+  assert.deepEqual(decodeAck(done), { errno: 22, extAck: 'Invalid values in header for FIB dump request' });
   const [clean] = parseDatagram(encodeDone(7, 0));
   assert.ok(clean);
-  assert.deepEqual(decodeDone(clean), { errno: 0, extAck: undefined });
+  assert.deepEqual(decodeAck(clean), { errno: 0, extAck: undefined });
 });
 
 test('NLMSG_ERROR: an error echoes the whole request before the ext-ack text; an ACK is capped', () => {
@@ -139,10 +138,10 @@ test('NLMSG_ERROR: an error echoes the whole request before the ext-ack text; an
   const [error] = parseDatagram(encodeError(0, request, 101, 'Nexthop has invalid gateway'));
   assert.ok(error);
   assert.equal(error.seq, 9);
-  assert.deepEqual(decodeError(error), { errno: 101, extAck: 'Nexthop has invalid gateway' });
+  assert.deepEqual(decodeAck(error), { errno: 101, extAck: 'Nexthop has invalid gateway' });
   const [ack] = parseDatagram(encodeError(0, request, 0));
   assert.ok(ack);
-  assert.deepEqual(decodeError(ack), { errno: 0, extAck: undefined });
+  assert.deepEqual(decodeAck(ack), { errno: 0, extAck: undefined });
 });
 
 test('links carry their MTU; addresses their tentative and dadfailed flags', () => {

@@ -4,7 +4,7 @@
 // header, garbage nested in RTA_MULTIPATH and RTA_METRICS, spliced datagrams. Each goes
 // the way a message goes in kernel.ts (parseDatagram, the raw prefix
 // filter, decodeRoute, decodeLink, decodeAddress) and the way an answer goes in
-// kernel.ts (decodeError, decodeDone). An Error is the worst allowed: no other throw,
+// kernel.ts (decodeAck). An Error is the worst allowed: no other throw,
 // no hang (the test's timeout).
 // Then the same mutations as notifications to a subscribed KernelDataplane over the
 // fake kernel's transport: events or a resync, and afterwards the kernel's truth.
@@ -14,8 +14,7 @@ import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import {
   decodeAddress,
-  decodeDone,
-  decodeError,
+  decodeAck,
   decodeLink,
   decodeRoute,
   parseDatagram,
@@ -134,8 +133,8 @@ test('the seeds decode cleanly: every route, link, address, error and done of th
         if (label) found.set(label, r);
       } else if (msg.type === RTM_NEWLINK) assert.ok(decodeLink(msg.data).name.length > 0);
       else if (msg.type === RTM_NEWADDR) decodeAddress(msg.data);
-      else if (msg.type === NLMSG_ERROR) assert.ok(decodeError(msg).errno > 0);
-      else if (msg.type === NLMSG_DONE) assert.equal(decodeDone(msg).errno, 0);
+      else if (msg.type === NLMSG_ERROR) assert.ok(decodeAck(msg).errno > 0);
+      else if (msg.type === NLMSG_DONE) assert.equal(decodeAck(msg).errno, 0);
     }
   }
   assert.deepEqual([...found.keys()].sort(), [...PREFIXES].sort(), 'the four watched prefixes are in the dumps');
@@ -194,10 +193,8 @@ test(
               decodeAddress(msg.data);
               return;
             case NLMSG_ERROR:
-              decodeError(msg);
-              return;
             case NLMSG_DONE:
-              decodeDone(msg);
+              decodeAck(msg);
               return;
           }
         });
