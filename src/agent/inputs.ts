@@ -25,22 +25,19 @@ export class Inputs {
   private subscription: Subscription | undefined;
   private modeWatch: ModeWatch | undefined;
   private echoes = new Map<string, { count: number; until: number }>();
-  private wanted: DesiredMode;
+  /** The last valid mode, and how the mode file reads now. */
+  desired: DesiredMode;
 
   constructor(
     private readonly deps: InputsDeps,
     modePath: string,
   ) {
-    this.wanted = { mode: null, source: { path: modePath, error: 'not read yet' } };
-  }
-
-  get desired(): DesiredMode {
-    return this.wanted;
+    this.desired = { mode: null, source: { path: modePath, error: 'not read yet' } };
   }
 
   /** A reload closes the old ones first. */
   listen(watched: Watched, watchMode: (path: string, onChange: () => void) => ModeWatch, modePath: string): void {
-    this.wanted = { ...this.wanted, source: { ...this.wanted.source, path: modePath } };
+    this.desired = { ...this.desired, source: { ...this.desired.source, path: modePath } };
     this.subscription = this.deps.dataplane.subscribe(watched, (e) => this.onEvent(e));
     this.modeWatch = watchMode(modePath, () => this.deps.scheduler.kick('mode file changed'));
   }
@@ -84,13 +81,13 @@ export class Inputs {
   async readDesired(): Promise<void> {
     const { log, recorder } = this.deps;
     const read = await this.deps.readMode();
-    const path = this.wanted.source.path;
+    const path = this.desired.source.path;
     if ('pending' in read) {
       log.debug({ path, why: read.pending, retryInMs: read.retryInMs }, 'mode file not settled yet');
       this.deps.scheduler.modeSettlingIn(read.retryInMs);
       return;
     }
-    const was = this.wanted;
+    const was = this.desired;
     if (read.mode !== null) {
       if (read.mode !== was.mode) {
         log.info({ from: was.mode, to: read.mode, path }, 'desired mode changed');
@@ -101,7 +98,7 @@ export class Inputs {
           { path, mode: read.mode, detail: read.detail },
           'desired mode read as the cluster network operator reads it',
         );
-      this.wanted = { mode: read.mode, source: { path, error: null, detail: read.detail ?? null } };
+      this.desired = { mode: read.mode, source: { path, error: null, detail: read.detail ?? null } };
       return;
     }
     if (read.error !== was.source.error) {
@@ -113,7 +110,7 @@ export class Inputs {
       );
       recorder.modeFileError(path);
     }
-    this.wanted = { mode: was.mode, source: { path, error: read.error, detail: was.source.detail ?? null } };
+    this.desired = { mode: was.mode, source: { path, error: read.error, detail: was.source.detail ?? null } };
   }
 
   private onEvent(e: DataplaneEvent): void {
