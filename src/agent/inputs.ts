@@ -56,25 +56,25 @@ export class Inputs {
   }
 
   ownWrites(): Pick<Dataplane, 'replaceRoute'> {
-    const expect = (prefix: string, n: number, until: number) => {
-      const left = (this.echoes.get(prefix)?.count ?? 0) + n;
-      if (left > 0) this.echoes.set(prefix, { count: left, until });
-      else this.echoes.delete(prefix);
-    };
     return {
       replaceRoute: async (r) => {
-        expect(r.key.prefix, 1, Infinity);
+        this.expect(r.key.prefix, 1, Infinity);
         try {
           await this.deps.dataplane.replaceRoute(r);
         } catch (err) {
-          expect(r.key.prefix, -1, this.deps.clock.now() + ECHO_WINDOW_MS);
+          this.expect(r.key.prefix, -1, this.deps.clock.now() + ECHO_WINDOW_MS);
           throw err;
         }
-        const echo = this.echoes.get(r.key.prefix);
-        if (echo !== undefined)
-          this.echoes.set(r.key.prefix, { ...echo, until: this.deps.clock.now() + ECHO_WINDOW_MS });
+        this.expect(r.key.prefix, 0, this.deps.clock.now() + ECHO_WINDOW_MS);
       },
     };
+  }
+
+  /** n more (or fewer) echoes of `prefix`, all due by `until`. */
+  private expect(prefix: string, n: number, until: number): void {
+    const left = (this.echoes.get(prefix)?.count ?? 0) + n;
+    if (left > 0) this.echoes.set(prefix, { count: left, until });
+    else this.echoes.delete(prefix);
   }
 
   /** docs/design.md, "The half-written mode file": a garbled one keeps the last valid mode, one being written is read later. */
@@ -102,12 +102,8 @@ export class Inputs {
       return;
     }
     if (read.error !== was.source.error) {
-      log.error(
-        { path, error: read.error, kept: was.mode },
-        was.mode
-          ? 'mode file invalid: keeping the last valid desired mode'
-          : 'mode file invalid: no valid mode read yet, acting on nothing',
-      );
+      const then = was.mode ? 'keeping the last valid desired mode' : 'no valid mode read yet, acting on nothing';
+      log.error({ path, error: read.error, kept: was.mode }, `mode file invalid: ${then}`);
       recorder.modeFileError(path);
     }
     this.desired = { mode: was.mode, source: { path, error: read.error, detail: was.source.detail ?? null } };
@@ -127,8 +123,7 @@ export class Inputs {
       const expected = this.echoes.get(e.prefix);
       if (expected !== undefined && this.deps.clock.now() > expected.until) this.echoes.delete(e.prefix);
       else if (expected !== undefined) {
-        if (expected.count === 1) this.echoes.delete(e.prefix);
-        else this.echoes.set(e.prefix, { ...expected, count: expected.count - 1 });
+        this.expect(e.prefix, -1, expected.until);
         log.debug({ prefix: e.prefix }, 'route notification of our own write: no wake-up');
         return;
       }

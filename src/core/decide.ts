@@ -25,102 +25,27 @@ import {
   type IdentityKind,
   type Migration,
   type RestartTarget,
-  type TargetLookup,
 } from './migration.js';
 import { must } from './must.js';
 import { reason, type Reason, type ReasonCode } from './reasons.js';
-import type { GatewayMode, OvnkubeObservation, Phase, Plan, ReplaceAction } from './types.js';
+import type { GatewayMode, Phase, Plan } from './types.js';
 
-export const POLL_MS = 1000;
-/** Right after a restart request the successor usually comes within a moment: look closely. */
-export const QUICK_POLL_MS = 100;
-export const QUICK_FOR_MS = 2000;
-export const HOUR_MS = 3_600_000;
+import {
+  HOUR_MS,
+  POLL_MS,
+  QUICK_FOR_MS,
+  QUICK_POLL_MS,
+  type DecideInput,
+  type Decision,
+  type RateLimit,
+  type RecordStep,
+  type RestartAnswer,
+  type RestartSettings,
+  type RestartView,
+  type Step,
+} from './decision.js';
 
-export interface RateLimit {
-  minIntervalMs: number;
-  maxPerHour: number;
-}
-
-export interface RestartSettings {
-  strategy: 'cri' | 'signal' | 'none';
-  limit: RateLimit;
-  timeoutMs: number;
-  settleMs: number;
-  retryBaseMs: number;
-  retryMaxMs: number;
-  /** Whether the new ovnkube-node's mode can be checked (--ovnkube-mode-check proc). */
-  modeChecked: boolean;
-}
-
-export interface DecideInput {
-  plan: Plan;
-  desired: GatewayMode | null;
-  migration: Migration | null;
-  /** Times of earlier restart requests (rate limit). */
-  restarts: number[];
-  ovnkube: OvnkubeObservation;
-  /** What the restart strategy sees; null when it was not asked (see needsTarget). */
-  target: TargetLookup | null;
-  settings: RestartSettings;
-  /** Monotonic ms, like every time of the migration and the restarts. */
-  now: number;
-  /** Wall minus monotonic time (ms): only to show a time in a message; 0 when not given. */
-  wallOffsetMs?: number;
-  /** A restart request is still under way (a CRI stop waits out the grace period): rule 7. */
-  restartInFlight?: boolean;
-  /** The last restart request's answer, heard since the last decision: recorded first (heard). */
-  answer?: RestartAnswer | null;
-  /** The journal lags behind what was carried out (a save failed): the decision writes it again first. */
-  journalLags?: boolean;
-}
-
-/** A restart request's answer as the restart runner heard it (src/agent/execute.ts). */
-export interface RestartAnswer {
-  step: RestartStep;
-  /** null: ovnkube-node was stopped; else the runtime's refusal (code: a bounded label, recorder.ts). */
-  error: { message: string; code: string } | null;
-}
-
-export type Step =
-  | { kind: 'journal'; migration: Migration }
-  | { kind: 'replace'; action: ReplaceAction }
-  | { kind: 'restart'; target: RestartTarget; migration: Migration };
-export type RestartStep = Extract<Step, { kind: 'restart' }>;
-
-export interface RestartView {
-  phase: Phase | null;
-  reason: Reason | null;
-  /** What failed on the restart path, in words: the status's lastError when the pass itself did not fail. */
-  error?: string;
-}
-
-/** What already happened, put on record before the steps. */
-export type RecordStep =
-  | { kind: 'catch-up' }
-  | {
-      kind: 'answered';
-      mode: GatewayMode;
-      target: string;
-      result: 'stopped' | 'failed';
-      code: string | null;
-      error: string | null;
-    }
-  | { kind: 'record'; migration: Migration | null; what: string }
-  | { kind: 'completed'; mode: GatewayMode };
-
-/** Everything a round does, as a value: the loop carries out its records, then its steps, and nothing else. */
-export interface Decision {
-  records: RecordStep[];
-  steps: Step[];
-  /** The migration on record once the steps are done. */
-  migration: Migration | null;
-  restart: RestartView;
-  wakeInMs: number | undefined;
-  /** The plan's: --dry-run (nothing carried out), waiting on ovnkube-node (look again every second). */
-  dryRun: boolean;
-  waiting: boolean;
-}
+export * from './decision.js';
 
 type Core = Omit<Decision, 'records' | 'dryRun' | 'waiting'>;
 
@@ -130,12 +55,9 @@ export function backoffMs(attempt: number, baseMs: number, maxMs: number, random
   return Math.round(capped * (0.5 + random / 2));
 }
 
+type Allowance = { allowed: true } | { allowed: false; nextAllowedAt: number; reason: string };
 /** The rate limit: whether a restart may be requested now, given the times of earlier ones. */
-export function restartAllowed(
-  history: number[],
-  now: number,
-  limit: RateLimit,
-): { allowed: true } | { allowed: false; nextAllowedAt: number; reason: string } {
+export function restartAllowed(history: number[], now: number, limit: RateLimit): Allowance {
   const last = Math.max(-Infinity, ...history);
   if (now - last < limit.minIntervalMs) {
     const why = `the last restart was less than ${Math.round(limit.minIntervalMs / 1000)}s ago`;
@@ -334,8 +256,7 @@ function restartView(i: DecideInput): Core {
   // The ovnkube-node now running: the container for CRI, else the process.
   const container = i.target && 'target' in i.target ? i.target.target.id : null;
   const current = s.strategy === 'cri' ? container : id;
-  // --restart changed between agent runs: a container id and a process identity cannot be compared;
-  // count from what runs now, never call the restart done on that comparison.
+  // --restart changed between agent runs (migration.ts, recounted): never call the restart done on that comparison.
   if (!processMoved && m.identity !== identityKind(s.strategy))
     m = transition(m, { kind: 'recounted', identity: identityKind(s.strategy), ovnkube: current }, now);
   const successor = processMoved ? id : fresh(current) ? current : null;
