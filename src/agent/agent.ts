@@ -178,23 +178,17 @@ export class Agent {
       // A route that changed under a replace: look again at once, then back off.
       const { attempt, delayMs } = this.scheduler.failed(e.code);
       const retry = `(attempt ${attempt}, retrying in ${delayMs} ms): ${e.message}`;
-      this.error =
-        e.code === 'ERR_GWMODE_JOURNAL_WRITE'
-          ? reason(
-              'JournalUnwritable',
-              `refusing to change routes or restart ovnkube-node: the change cannot be journaled ${retry}`,
-            )
-          : reason('ReconcileFailed', `reconcile failed ${retry}`);
+      const unjournaled = `refusing to change routes or restart ovnkube-node: the change cannot be journaled ${retry}`;
+      if (e.code === 'ERR_GWMODE_JOURNAL_WRITE') this.error = reason('JournalUnwritable', unjournaled);
+      else this.error = reason('ReconcileFailed', `reconcile failed ${retry}`);
       log.error({ err: e, attempt, retryInMs: delayMs }, 'reconcile failed');
     }
     const lag = this.journal.lag;
     if (this.error === null && lag !== null) {
       // The node is as the loop decided; only the record is behind.
       const delay = this.scheduler.retryLater(lag.attempts, 'journal retry');
-      this.error = reason(
-        'JournalUnwritable',
-        `the journal lags behind: ${lag.what} was carried out but could not be recorded (attempt ${lag.attempts}, retrying in ${delay} ms): ${lag.error}`,
-      );
+      const why = `the journal lags behind: ${lag.what} was carried out but could not be recorded (attempt ${lag.attempts}, retrying in ${delay} ms): ${lag.error}`;
+      this.error = reason('JournalUnwritable', why);
     }
     (this.deps.recorder ?? NO_RECORDER).reconciled(startedAt, this.scheduler.progressed(), failedWith);
     this.publish(summaryOf(this.state.outcome, this.error, this.said.reasons), clock.wall());
@@ -207,14 +201,9 @@ export class Agent {
     if (this.published === undefined) log.info('first reconcile done');
     const text = (s: Summary) => s.reasons.map((r) => r.message).join('\n');
     const changed = next.phase !== this.said.phase || text(next) !== text(this.said);
-    if (changed) {
-      const reasons = next.reasons.map((r) => r.message);
-      const codes = next.reasons.map((r) => r.code);
-      log[next.phase === 'Degraded' ? 'warn' : 'info'](
-        { from: this.said.phase, to: next.phase, reasons, codes },
-        `phase ${next.phase}`,
-      );
-    }
+    const reasons = next.reasons.map((r) => r.message);
+    const fields = { from: this.said.phase, to: next.phase, reasons, codes: next.reasons.map((r) => r.code) };
+    if (changed) log[next.phase === 'Degraded' ? 'warn' : 'info'](fields, `phase ${next.phase}`);
     this.said = next;
     const report = this.report(next, at);
     this.published = report;

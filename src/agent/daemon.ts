@@ -2,6 +2,7 @@
 // systemd, signals). SIGTERM/SIGINT stop, waiting at most STOP_GRACE_MS for the pass under way and a
 // restart request on its way; SIGHUP re-reads ovnkube.conf, os-release and the mode file.
 import { readFile } from 'node:fs/promises';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';
 import { resolveSettings, type RawRunOptions, type Settings } from '../config/settings.js';
@@ -135,16 +136,14 @@ export async function runDaemon(raw: RawRunOptions, initial: Settings, deps: Dae
     stopping = true;
     log.info({ signal }, 'stopping');
     supervisor.stopping();
-    const abandoned = await stopWithin(agent, STOP_GRACE_MS);
-    if (abandoned && agent.waitingOn() === 'restart') {
-      // A CRI stop waits out ovnkube-node's grace period (30 s): longer than this.
-      log.warn(
-        { graceMs: STOP_GRACE_MS },
-        'a restart request is still under way: exiting cancels the call; the journal keeps it as requested, and the next agent waits up to --restart-timeout for a new ovnkube-node (asking again only if the same one still runs)',
-      );
-    } else if (abandoned) {
-      log.warn({ graceMs: STOP_GRACE_MS }, 'the pass under way did not finish: abandoning it');
-    }
+    // Not ref'd: the status server, closed below, keeps the process up meanwhile.
+    const abandoned = await Promise.race([agent.stop().then(() => false), sleep(STOP_GRACE_MS, true, { ref: false })]);
+    // A CRI stop waits out ovnkube-node's grace period (30 s): longer than this.
+    const why =
+      agent.waitingOn() === 'restart'
+        ? 'a restart request is still under way: exiting cancels the call; the journal keeps it as requested, and the next agent waits up to --restart-timeout for a new ovnkube-node (asking again only if the same one still runs)'
+        : 'the pass under way did not finish: abandoning it';
+    if (abandoned) log.warn({ graceMs: STOP_GRACE_MS }, why);
     await server.close();
     await metricsListener?.close();
     strategy.close();
@@ -194,17 +193,6 @@ function agentOptions(s: Settings, plannerConfig: (s: Settings) => PlannerConfig
       modeChecked: s.ovnkubeModeCheck === 'proc',
     },
   };
-}
-
-/** True when the agent did not stop within graceMs and was abandoned. */
-async function stopWithin(agent: Agent, graceMs: number): Promise<boolean> {
-  let timer: NodeJS.Timeout | undefined;
-  const abandoned = await Promise.race([
-    agent.stop().then(() => false),
-    new Promise<boolean>((r) => (timer = setTimeout(() => r(true), graceMs))),
-  ]);
-  clearTimeout(timer);
-  return abandoned;
 }
 
 const CAP_NET_ADMIN = 12;

@@ -1,6 +1,5 @@
 // The one pipeline every command runs (docs/design.md, "The pipeline"): a command chooses its target,
-// how many rounds may act (`plan` none, `apply` and `rollback --yes` one, a pass of `run` three),
-// its restart settings and how it reports.
+// how many rounds may act (`plan` none, `apply` and `rollback --yes` one, a pass of `run` three).
 import { decide, heard, needsTarget, type Decision, type RestartSettings } from '../core/decide.js';
 import { suspensionsOf, trackFights, NO_FIGHTS, type FightState } from '../core/fights.js';
 import { transition, type Migration } from '../core/migration.js';
@@ -49,16 +48,6 @@ export interface LoopState {
   outcome?: Outcome & { decision: Decision };
 }
 
-interface Round {
-  /** A mode target's plan; null for a rollback. */
-  planned: Plan | null;
-  actions: ReplaceAction[];
-  decision: Pick<Decision, 'records' | 'steps'>;
-  /** A rollback's refusals; the planner's reasons are in the plan. */
-  refusals: Reason[];
-  acted: boolean;
-}
-
 /** A one-shot command decides as the agent does under --restart none. */
 const NO_RESTART: RestartSettings = {
   strategy: 'none',
@@ -71,9 +60,9 @@ const NO_RESTART: RestartSettings = {
 };
 
 /** Rounds until one acts on nothing, and one more that only verifies if the last that may act replaced. */
-export async function runPass(e: Engine, p: PassInput, s: LoopState): Promise<{ first: Round; last: Round }> {
+export async function runPass(e: Engine, p: PassInput, s: LoopState) {
   const rounds = e.journal ? p.rounds : 0;
-  let first: Round | undefined;
+  let first: Awaited<ReturnType<typeof round>> | undefined;
   let replaced = new Map<string, NextHop>();
   for (let n = 0; ; n++) {
     const r = await round(e, p, s, n < rounds, n === 0, replaced);
@@ -90,11 +79,7 @@ export async function runPass(e: Engine, p: PassInput, s: LoopState): Promise<{ 
   }
 }
 
-/**
- * Observe, plan, verify what the last round replaced (another route set back meanwhile is no failed
- * replace: this round repairs it), and decide; a pass's first round also records what the journal
- * lags behind, a round that acts a restart's answer heard since.
- */
+/** Observe, plan, verify what the last round replaced (docs/design.md, "The pipeline"), and decide. */
 async function round(
   e: Engine,
   p: PassInput,
@@ -102,7 +87,7 @@ async function round(
   acting: boolean,
   first: boolean,
   replaced: Map<string, NextHop>,
-): Promise<Round> {
+) {
   const { config, target } = p;
   const runner = e.restarts?.runner;
   const answer = acting ? (runner?.answer ?? null) : null;
@@ -220,9 +205,6 @@ function assertNamed(migration: Migration | null, config: PlannerConfig, from: s
     .map((r) => parseCidr(r.key.prefix))
     .filter((c) => c.length > 0 && !named.has(c.text))
     .map((c) => c.text);
-  if (unnamed.length > 0) {
-    throw new RollbackCidrsError(
-      `rollback: the journal's migration replaced ${unnamed.join(', ')}, which ${from} (${[...named].join(', ')}) does not name: give the service CIDRs it was made with`,
-    );
-  }
+  const why = `rollback: the journal's migration replaced ${unnamed.join(', ')}, which ${from} (${[...named].join(', ')}) does not name: give the service CIDRs it was made with`;
+  if (unnamed.length > 0) throw new RollbackCidrsError(why);
 }

@@ -6,7 +6,7 @@ import type { Decision, RestartAnswer, RestartStep } from '../core/decide.js';
 import { recordApplied, type FightState } from '../core/fights.js';
 import { rollingBack } from '../core/migration.js';
 import { must } from '../core/must.js';
-import { errorCode, NO_RECORDER, type AgentRecorder } from '../core/recorder.js';
+import { errorCode, NO_RECORDER, type AgentRecorder, type ReplaceResult } from '../core/recorder.js';
 import { renderNextHop } from '../core/route.js';
 import type { DesiredMode, ReplaceAction } from '../core/types.js';
 import { coded, NetlinkError } from '../dataplane/errors.js';
@@ -65,12 +65,10 @@ export async function execute(
   for (const step of steps) {
     if (step.kind === 'journal') {
       await journal.before({ ...journal.data, migration: step.migration });
-      log.info(
-        { mode: step.migration.mode },
-        rollingBack(step.migration)
-          ? 'rollback journaled: putting the routes back'
-          : 'migration journaled: replacing the routes',
-      );
+      const what = rollingBack(step.migration)
+        ? 'rollback journaled: putting the routes back'
+        : 'migration journaled: replacing the routes';
+      log.info({ mode: step.migration.mode }, what);
     } else if (step.kind === 'restart') {
       // docs/design.md, "A restart request slow to answer".
       const runner = must(e.restarts, 'the restart runner of a restart step').runner;
@@ -91,13 +89,8 @@ export async function execute(
     await applyReplaces(e, replaces, done, mode);
   } catch (err) {
     // Replaced and put back: a flap, a set-back when the next pass finds it (core/fights.ts, point 5).
-    if (done.length > 0)
-      s.fights = recordApplied(
-        s.fights,
-        done,
-        clock.now(),
-        `the agent put it back itself each time another replace of the same change failed (${(err as Error).message})`,
-      );
+    const note = `the agent put it back itself each time another replace of the same change failed (${(err as Error).message})`;
+    if (done.length > 0) s.fights = recordApplied(s.fights, done, clock.now(), note);
     // Refused by the kernel (all put back) or stopped before the first replace: nothing was migrated,
     // so the migration comes off the record. A replace whose answer was lost may have happened: it stays.
     const nothingDone = err instanceof InterruptedError ? err.done.length === 0 : !outcomeUnknown(err);
@@ -110,15 +103,9 @@ export async function execute(
 }
 
 /** All or none: a failed replace puts back, in reverse order, every route already changed, each as it was. */
-async function applyReplaces(
-  e: Effects,
-  actions: ReplaceAction[],
-  done: ReplaceAction[],
-  mode: DesiredMode['mode'],
-): Promise<void> {
+async function applyReplaces(e: Effects, actions: ReplaceAction[], done: ReplaceAction[], mode: DesiredMode['mode']) {
   const { log } = e;
-  type Result = Parameters<AgentRecorder['replace']>[0]['result'];
-  const record = (a: ReplaceAction, result: Result, err: unknown) =>
+  const record = (a: ReplaceAction, result: ReplaceResult, err: unknown) =>
     (e.recorder ?? NO_RECORDER).replace({ ...change(a), mode, result, code: err === null ? null : errorCode(err) });
   const writes = e.writes ?? e.dataplane;
   for (const a of actions) {
@@ -228,11 +215,8 @@ export class RestartRunner {
   /** Once the request is journaled: sends it without awaiting it. */
   request(step: RestartStep): void {
     const { strategy } = this;
-    const describe = step.target.describe;
-    this.log.info(
-      { strategy: strategy.name, target: describe, mode: step.migration.mode },
-      `restarting ovnkube-node: ${describe}`,
-    );
+    const fields = { strategy: strategy.name, target: step.target.describe, mode: step.migration.mode };
+    this.log.info(fields, `restarting ovnkube-node: ${step.target.describe}`);
     this.inFlight = true;
     const answered = (err: unknown) => {
       this.inFlight = false;

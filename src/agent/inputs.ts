@@ -25,22 +25,19 @@ export class Inputs {
   private subscription: Subscription | undefined;
   private modeWatch: ModeWatch | undefined;
   private echoes = new Map<string, { count: number; until: number }>();
-  private wanted: DesiredMode;
+  /** The last valid mode, and how the mode file reads now. */
+  desired: DesiredMode;
 
   constructor(
     private readonly deps: InputsDeps,
     modePath: string,
   ) {
-    this.wanted = { mode: null, source: { path: modePath, error: 'not read yet' } };
-  }
-
-  get desired(): DesiredMode {
-    return this.wanted;
+    this.desired = { mode: null, source: { path: modePath, error: 'not read yet' } };
   }
 
   /** A reload closes the old ones first. */
   listen(watched: Watched, watchMode: (path: string, onChange: () => void) => ModeWatch, modePath: string): void {
-    this.wanted = { ...this.wanted, source: { ...this.wanted.source, path: modePath } };
+    this.desired = { ...this.desired, source: { ...this.desired.source, path: modePath } };
     this.subscription = this.deps.dataplane.subscribe(watched, (e) => this.onEvent(e));
     this.modeWatch = watchMode(modePath, () => this.deps.scheduler.kick('mode file changed'));
   }
@@ -59,38 +56,38 @@ export class Inputs {
   }
 
   ownWrites(): Pick<Dataplane, 'replaceRoute'> {
-    const expect = (prefix: string, n: number, until: number) => {
-      const left = (this.echoes.get(prefix)?.count ?? 0) + n;
-      if (left > 0) this.echoes.set(prefix, { count: left, until });
-      else this.echoes.delete(prefix);
-    };
     return {
       replaceRoute: async (r) => {
-        expect(r.key.prefix, 1, Infinity);
+        this.expect(r.key.prefix, 1, Infinity);
         try {
           await this.deps.dataplane.replaceRoute(r);
         } catch (err) {
-          expect(r.key.prefix, -1, this.deps.clock.now() + ECHO_WINDOW_MS);
+          this.expect(r.key.prefix, -1, this.deps.clock.now() + ECHO_WINDOW_MS);
           throw err;
         }
-        const echo = this.echoes.get(r.key.prefix);
-        if (echo !== undefined)
-          this.echoes.set(r.key.prefix, { ...echo, until: this.deps.clock.now() + ECHO_WINDOW_MS });
+        this.expect(r.key.prefix, 0, this.deps.clock.now() + ECHO_WINDOW_MS);
       },
     };
+  }
+
+  /** n more (or fewer) echoes of `prefix`, all due by `until`. */
+  private expect(prefix: string, n: number, until: number): void {
+    const left = (this.echoes.get(prefix)?.count ?? 0) + n;
+    if (left > 0) this.echoes.set(prefix, { count: left, until });
+    else this.echoes.delete(prefix);
   }
 
   /** docs/design.md, "The half-written mode file": a garbled one keeps the last valid mode, one being written is read later. */
   async readDesired(): Promise<void> {
     const { log, recorder } = this.deps;
     const read = await this.deps.readMode();
-    const path = this.wanted.source.path;
+    const path = this.desired.source.path;
     if ('pending' in read) {
       log.debug({ path, why: read.pending, retryInMs: read.retryInMs }, 'mode file not settled yet');
       this.deps.scheduler.modeSettlingIn(read.retryInMs);
       return;
     }
-    const was = this.wanted;
+    const was = this.desired;
     if (read.mode !== null) {
       if (read.mode !== was.mode) {
         log.info({ from: was.mode, to: read.mode, path }, 'desired mode changed');
@@ -101,19 +98,15 @@ export class Inputs {
           { path, mode: read.mode, detail: read.detail },
           'desired mode read as the cluster network operator reads it',
         );
-      this.wanted = { mode: read.mode, source: { path, error: null, detail: read.detail ?? null } };
+      this.desired = { mode: read.mode, source: { path, error: null, detail: read.detail ?? null } };
       return;
     }
     if (read.error !== was.source.error) {
-      log.error(
-        { path, error: read.error, kept: was.mode },
-        was.mode
-          ? 'mode file invalid: keeping the last valid desired mode'
-          : 'mode file invalid: no valid mode read yet, acting on nothing',
-      );
+      const then = was.mode ? 'keeping the last valid desired mode' : 'no valid mode read yet, acting on nothing';
+      log.error({ path, error: read.error, kept: was.mode }, `mode file invalid: ${then}`);
       recorder.modeFileError(path);
     }
-    this.wanted = { mode: was.mode, source: { path, error: read.error, detail: was.source.detail ?? null } };
+    this.desired = { mode: was.mode, source: { path, error: read.error, detail: was.source.detail ?? null } };
   }
 
   private onEvent(e: DataplaneEvent): void {
@@ -130,8 +123,7 @@ export class Inputs {
       const expected = this.echoes.get(e.prefix);
       if (expected !== undefined && this.deps.clock.now() > expected.until) this.echoes.delete(e.prefix);
       else if (expected !== undefined) {
-        if (expected.count === 1) this.echoes.delete(e.prefix);
-        else this.echoes.set(e.prefix, { ...expected, count: expected.count - 1 });
+        this.expect(e.prefix, -1, expected.until);
         log.debug({ prefix: e.prefix }, 'route notification of our own write: no wake-up');
         return;
       }

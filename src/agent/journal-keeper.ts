@@ -6,12 +6,6 @@ import type { Clock } from '../clock.js';
 import { EMPTY_JOURNAL, type Journal, type JournalData } from '../restart/journal.js';
 import { loadOffset, stableOffset, toMonotonic, toWall } from '../restart/journal-time.js';
 
-export interface JournalLag {
-  what: string;
-  attempts: number;
-  error: string;
-}
-
 export interface JournalKeeperDeps {
   journal: Pick<Journal, 'load' | 'save' | 'setAside'>;
   clock: Clock;
@@ -25,7 +19,7 @@ export class JournalKeeper {
   /** The journal found unreadable at start (set aside), as a warning. */
   warning: string | null = null;
   /** What was carried out but is not on disk yet. */
-  lag: JournalLag | null = null;
+  lag: { what: string; attempts: number; error: string } | null = null;
   /** Wall minus monotonic as on disk; kept while the wall clock has not stepped (journal-time.ts rule 4). */
   private notedOffset: number | null = null;
 

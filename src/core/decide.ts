@@ -29,6 +29,7 @@ import {
 import { must } from './must.js';
 import { reason, type Reason, type ReasonCode } from './reasons.js';
 import type { GatewayMode, Phase, Plan } from './types.js';
+
 import {
   HOUR_MS,
   POLL_MS,
@@ -54,12 +55,9 @@ export function backoffMs(attempt: number, baseMs: number, maxMs: number, random
   return Math.round(capped * (0.5 + random / 2));
 }
 
+type Allowance = { allowed: true } | { allowed: false; nextAllowedAt: number; reason: string };
 /** The rate limit: whether a restart may be requested now, given the times of earlier ones. */
-export function restartAllowed(
-  history: number[],
-  now: number,
-  limit: RateLimit,
-): { allowed: true } | { allowed: false; nextAllowedAt: number; reason: string } {
+export function restartAllowed(history: number[], now: number, limit: RateLimit): Allowance {
   const last = Math.max(-Infinity, ...history);
   if (now - last < limit.minIntervalMs) {
     const why = `the last restart was less than ${Math.round(limit.minIntervalMs / 1000)}s ago`;
@@ -145,11 +143,7 @@ const quiet = (migration: Migration | null, wakeInMs: number | undefined): Core 
   report(migration, null, null, '', wakeInMs);
 
 /** A restart request's answer, put on record by the pass it wakes; one for a migration since superseded is only told. */
-export function heard(
-  m: Migration | null,
-  answer: RestartAnswer | null | undefined,
-  now: number,
-): { migration: Migration | null; records: RecordStep[] } {
+export function heard(m: Migration | null, answer: RestartAnswer | null | undefined, now: number) {
   if (!answer) return { migration: m, records: [] };
   const { step, error } = answer;
   const s = step.migration;
@@ -262,8 +256,7 @@ function restartView(i: DecideInput): Core {
   // The ovnkube-node now running: the container for CRI, else the process.
   const container = i.target && 'target' in i.target ? i.target.target.id : null;
   const current = s.strategy === 'cri' ? container : id;
-  // --restart changed between agent runs: a container id and a process identity cannot be compared;
-  // count from what runs now, never call the restart done on that comparison.
+  // --restart changed between agent runs (migration.ts, recounted): never call the restart done on that comparison.
   if (!processMoved && m.identity !== identityKind(s.strategy))
     m = transition(m, { kind: 'recounted', identity: identityKind(s.strategy), ovnkube: current }, now);
   const successor = processMoved ? id : fresh(current) ? current : null;

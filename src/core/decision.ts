@@ -1,5 +1,4 @@
-// The decision's values: what decide (decide.ts) reads and returns for src/agent/execute.ts, the only
-// place they happen.
+// The decision's values: what decide.ts reads, and returns for src/agent/execute.ts to carry out.
 import type { Migration, RestartTarget, TargetLookup } from './migration.js';
 import type { Reason } from './reasons.js';
 import type { GatewayMode, OvnkubeObservation, Phase, Plan, ReplaceAction } from './types.js';

@@ -84,11 +84,7 @@ function isLinkLocal(gateway: string | null): boolean {
 }
 
 /** The local-mode next hop: ovn-k8s-mp0 holds the node subnet's .2, the OVN router port its .1; else a guess: refuse. */
-export function managementNexthop(
-  link: Link,
-  family: Family,
-  addresses: InterfaceAddress[],
-): { via: string } | Blocked {
+export function managementNexthop(link: Link, family: Family, addresses: InterfaceAddress[]) {
   const mine = addresses.filter(
     (a) => a.linkIndex === link.index && a.family === family && !(family === 6 && /^fe[89ab]/i.test(a.address)),
   );
