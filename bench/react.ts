@@ -1,6 +1,6 @@
 // Benchmark: how fast the running agent reacts (issue 12, items 1 and 2), on the real
 // agent in a throwaway namespace with the seed's node. Run as root: `npm run bench:react`
-// (RUNS=100 by default; AGENT_ROOT and AGENT_NODE_OPTIONS below). COMPARE_FLAGS='--max-semi-space-size=1
+// (RUNS=100 by default; PODS, AGENT_ROOT and AGENT_NODE_OPTIONS below). COMPARE_FLAGS='--max-semi-space-size=1
 // --v8-pool-size=1': the whole bench twice, one after the other, the agent without and then with
 // those flags (AGENT_NODE_OPTIONS), printed together.
 //  - reaction: a ConfigMap-style `..data` swap to local (the rename of kubelet's atomic
@@ -27,6 +27,9 @@ import { FakeOvnkube } from '../test/helpers/agent.js';
 import { seedNode } from '../test/helpers/netns.js';
 
 const RUNS = Number(process.env.RUNS ?? 100);
+// PODS: veth pairs added to the node, both ends up (each with its IPv6 link-local address), as the
+// host ends of a node's pods: every pass must not grow with them.
+const PODS = Number(process.env.PODS ?? 0);
 // AGENT_ROOT: another build of the agent to time (a directory holding its dist/, native/build
 // and node_modules), e.g. a copy of main for the "before" figures; this bench's own code runs either way.
 const CLI = process.env.AGENT_ROOT
@@ -252,6 +255,13 @@ async function main(): Promise<void> {
   try {
     // Repair: a converged local node with RUNS extra service CIDRs already in local shape.
     ns.batch(Array.from({ length: RUNS }, (_, i) => `route add 10.97.${i}.0/24 via ${LOCAL_GW} dev ovn-k8s-mp0`));
+    ns.batch(
+      Array.from({ length: PODS }, (_, i) => [
+        `link add pod${i} type veth peer name veth${i}`,
+        `link set pod${i} up`,
+        `link set veth${i} up`,
+      ]).flat(),
+    );
     writeFileSync(path.join(dir, 'mode'), 'local\n');
     ovnkube.start('local', { respawn: true });
     const cidrs = ['10.96.0.0/16', ...Array.from({ length: RUNS }, (_, i) => `10.97.${i}.0/24`)].join(',');
@@ -280,6 +290,7 @@ async function main(): Promise<void> {
     a = first;
     await waitFor('Converged', () => /"msg":"phase Converged"/.test(first.output()), first.output);
     result.repairCidrs = RUNS;
+    result.podVethPairs = PODS;
     try {
       Object.assign(result, measure(ns.name, 'repair', dir));
     } catch (err) {
