@@ -1,12 +1,13 @@
 // The test files `npm test` runs: every one, or under GWMODE_SUITE_REPEAT=1 (.ci/run's second
 // runtime, Node.js 24, the image's and the Debian package's) those of what a runtime changes, the
 // others named on stderr as skipped. What a runtime changes is Node's side of the agent: its
-// process (start-up, signals, timers, the loop), the addon (compiled against the runtime's headers:
-// netlink, sd_notify), http and net (the status socket, its abuse, the probes, metrics), grpc-js
-// over a real containerd, and chokidar's file watching. Everything else is the agent's own
-// JavaScript over those (the rules, the commands, the journal, the version matrix, the real OVN) or
-// brings its own Node.js (the image, the Debian package, whose test runs its unit under systemd),
-// and ran under the first runtime of the same CI run.
+// process and the CLI's (start-up, signals, timers, the loop, capabilities, the terminal), the
+// addon (compiled against the runtime's headers: netlink, the lock, sd_notify), http and net (the
+// status socket, its abuse, the probes, metrics), grpc-js (its errors, a real containerd) and
+// chokidar's file watching. Everything else is the agent's own JavaScript over those (the rules,
+// the commands, the journal, chaos, the version matrix, the real OVN, a flood of the same requests)
+// or brings its own Node.js (the image, the Debian package, whose test runs its unit under
+// systemd), and ran under the first runtime of the same CI run.
 //   node dist/test/files.js
 import { readdirSync } from 'node:fs';
 import path from 'node:path';
@@ -15,8 +16,13 @@ import { fileURLToPath } from 'node:url';
 const DIST = fileURLToPath(new URL('..', import.meta.url));
 const RUNTIME = [
   'test/agent/agent.test.js',
+  'test/agent/capabilities.test.js',
+  'test/agent/rollout-wakeup.test.js',
   'test/agent/sigterm.test.js',
+  'test/cli/lock.test.js',
   'test/cli/probes.test.js',
+  'test/cli/watch.test.js',
+  'test/dataplane/differential.test.js',
   'test/dataplane/kernel.test.js',
   'test/dataplane/native.test.js',
   'test/demo.test.js',
@@ -24,10 +30,13 @@ const RUNTIME = [
   'test/metrics/metrics.test.js',
   'test/mode/source.test.js',
   'test/restart/agent-restart.test.js',
+  'test/restart/cri-faults.test.js',
+  'test/restart/signal.test.js',
   'test/status/abuse.test.js',
   'test/status/client.test.js',
   'test/status/server.test.js',
   'test/systemd/notify.test.js',
+  'test/systemd/supervisor.test.js',
 ];
 const REPEAT_SKIP_REASON = 'runtime-independent: ran under the first runtime of this CI run';
 

@@ -91,8 +91,8 @@ async function round(
   const { config, target } = p;
   const runner = e.restarts?.runner;
   const answer = acting ? (runner?.answer ?? null) : null;
-  // Links first: every route's interface name is resolved from this one answer. A rollback also
-  // reads the devices its routes left.
+  // Links first, by name: the routes' interface names come from them (routes() asks the kernel for
+  // any other). A rollback also reads the devices its routes left.
   const migration = e.journal?.data.migration ?? null;
   const left = 'rollback' in target ? (migration?.routes ?? []).flatMap((r) => r.from.dev ?? []) : [];
   const links = await e.dataplane.links([...watchedOf(config).links, ...left]);

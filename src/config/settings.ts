@@ -71,7 +71,9 @@ function oneOf<F extends keyof typeof CHOICES>(name: F, value: string): keyof (t
 const splitList = (values: string[] | undefined): string[] => list((values ?? []).join(','));
 
 function interfaceName(name: string, value: string): string {
-  if (!/^[^\s/]{1,15}$/.test(value)) throw new ConfigError(name, `"${value}" is not an interface name`);
+  // The kernel's: at most 15 bytes (IFNAMSIZ, its NUL included), no space or slash.
+  if (!/^[^\s/]+$/.test(value) || Buffer.byteLength(value) > 15)
+    throw new ConfigError(name, `"${value}" is not an interface name`);
   return value;
 }
 

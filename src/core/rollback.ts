@@ -35,9 +35,15 @@ export function planRollback(migration: Migration | null, observed: Observation,
   if (routes.length === 0) return refused('NothingToRollBack', `the ${mode} migration replaced no route`);
   const input = { desired: { mode, source: { path: '', error: null } }, config, observed };
   const layout = detectLayout(input);
-  // A node rolled back, then upgraded (or its release lost): done, not refused; its routes are the new release's.
-  if (layout.layout !== 'legacy' && migration.rollback?.doneAt != null) {
-    const why = `the ${mode} migration was rolled back already, and this node is ${layout.layout === 'unknown' ? 'of unknown release' : 'routing-via-host'} (${layout.evidence}): the agent changes nothing here`;
+  const done = migration.rollback?.doneAt != null;
+  // Rolled back, then upgraded: done, not refused (a 4.10+ route is right in both modes). Of unknown
+  // release, only with every route still as before the migration: else nobody can tell.
+  const asBefore = routes.every(({ key, from }) => {
+    const [only, ...more] = observed.routes.get(key.prefix) ?? [];
+    return only !== undefined && more.length === 0 && sameNextHop(only.nextHop, from);
+  });
+  if (done && (layout.layout === 'routing-via-host' || (layout.layout === 'unknown' && asBefore))) {
+    const why = `the ${mode} migration was rolled back already (${layout.evidence}): the agent changes nothing here`;
     return refused('NothingToRollBack', why);
   }
   if (layout.layout === 'unknown') return refused('LayoutUnknown', layoutUnknown(input, layout));

@@ -29,7 +29,11 @@ function describe(err: Grpc.ServiceError): string {
   // Only a missing socket or nobody listening asks whether the runtime runs; anything else is said as it came.
   if (errno === 'ENOENT' || errno === 'ECONNREFUSED')
     return `cannot connect (${errno}): is the container runtime running, with its socket there?`;
-  return errno ? `cannot connect (${errno})` : `unavailable: ${err.details || err.message}`;
+  // grpc-js stamps the time into its text ("Failed to connect (2026-...Z)"): a reason that changes every pass.
+  const said = (err.details || err.message)
+    .replace(/ \(\d{4}-\d\d-\d\dT[\d:.]+Z\)/g, '')
+    .replace(/\.? Resolution note:.*$/s, '');
+  return errno ? `cannot connect (${errno})` : `unavailable: ${said}`;
 }
 
 type Unary<Res> = (req: object, opts: Grpc.CallOptions, cb: (err: Grpc.ServiceError | null, res: Res) => void) => void;

@@ -159,7 +159,9 @@ export function decodeAck(msg: NetlinkMessage): DecodedError {
   if (msg.type === NLMSG_DONE && msg.data.length < 4) return { errno: 0, extAck: undefined };
   const ack: DecodedError = { errno: 0 - msg.data.readInt32LE(0), extAck: undefined };
   if (!(msg.flags & NLM_F_ACK_TLVS)) return ack;
-  const echoed = msg.type === NLMSG_DONE ? 0 : msg.flags & NLM_F_CAPPED ? NLMSG_HDRLEN : msg.data.readUInt32LE(4);
+  // The echoed request is padded to 4 bytes, as every netlink message is (a link name need not be).
+  const echoed =
+    msg.type === NLMSG_DONE ? 0 : msg.flags & NLM_F_CAPPED ? NLMSG_HDRLEN : (msg.data.readUInt32LE(4) + 3) & ~3;
   structs.parseAttributes(msg.data.subarray(4 + echoed), (attr) => {
     if (attr.type === NLMSGERR_ATTR_MSG) ack.extAck = structs.getString(attr.data);
   });

@@ -1,12 +1,12 @@
-// The Dataplane on the real kernel over rtnetlink: every read is a dump, as `ip` does, and nothing
-// is cached (a notification only wakes a pass, which reads). routes() is one strict-check dump of
+// The Dataplane on the real kernel over rtnetlink: links are asked for by name, addresses and routes
+// read by dumps, as `ip` does, and nothing is cached (a notification only wakes a pass, which reads). routes() is one strict-check dump of
 // the main table, rows picked from the raw bytes by PrefixFilter: not "ip route get fibmatch", which
 // returns only the route in use (not a second one of the prefix with another metric), nor 0.0.0.0.
 // Guarantees (1 to 4, of the socket: channel.ts), and the races they answer:
 //  5. The kernel flushes some routes without RTM_DELROUTE (IPv4 routes through a link that goes down,
 //     is deleted or loses an address; routes through a deleted nexthop object): a subscription
 //     reports a `del` for each prefix whose last read used them.
-//  6. A watched link renamed away is still reported, by the index learnt from link dumps.
+//  6. A watched link renamed away is still reported, by the index learnt from the last read of it.
 //  7. replaceRoute() sends NLM_F_REPLACE without NLM_F_CREATE: it swaps the route with exactly that
 //     key or fails with ENOENT; it never creates one, in either family.
 import type { InterfaceAddress, Link, Route, RouteReplace, Watched } from '../core/route.js';
@@ -227,7 +227,9 @@ export class KernelDataplane implements Dataplane {
       if (err instanceof NetlinkError && err.errno === ENODEV) return undefined;
       throw err;
     }
-    return link;
+    // The kernel also answers for an alternative name (`ip link property add altname`): the agent's
+    // names are link names, as they were when every link was dumped.
+    return link && ('index' in which || link.name === which.name) ? link : undefined;
   }
 
   /** The addresses of these links; every other link's is skipped undecoded (a pod's veth has one). */

@@ -240,6 +240,7 @@ const HOSTILE = [
   'br-ex br-ex',
   'a/b',
   'verylonginterfacename',
+  'éééééééé',
 ];
 const pickValue = (rng: Rng, good: string[]): string | string[] => {
   const v = rng() < 0.93 ? pick(rng, good) : pick(rng, HOSTILE);
@@ -296,6 +297,9 @@ test('2,000 generated flag sets: settings within bounds (timers a timer can wait
       for (const ms of [s.restartGraceMs, s.restartMinIntervalMs, s.restartTimeoutMs, s.settleMs])
         assert.ok(Number.isSafeInteger(ms) && ms >= 0 && ms <= MAX_DURATION_MS, `${what}: ${ms}`);
       assert.ok(s.socketGroup === null || (Number.isInteger(s.socketGroup) && s.socketGroup >= 0), what);
+      // A name the kernel can hold: at most 15 bytes (IFNAMSIZ with its NUL).
+      for (const name of [s.gatewayInterface, s.managementInterface])
+        assert.ok(Buffer.byteLength(name) <= 15 && !/[\s/]/.test(name), `${what}: interface ${name}`);
       outcome.resolved++;
     } catch (err) {
       assert.ok(err instanceof ConfigError, `${what}: ${String(err)}`);
@@ -305,6 +309,21 @@ test('2,000 generated flag sets: settings within bounds (timers a timer can wait
   }
   t.diagnostic(`seed ${seed}: ${JSON.stringify(outcome)}`);
   assert.ok(outcome.resolved > 20 && outcome.refused > 100, 'the generator reaches both sides');
+  // Fifteen bytes, not fifteen characters: eight two-byte letters are no name the kernel can hold.
+  const r = prng(seed);
+  let good = rawRun(r);
+  while (
+    !(await resolveSettings(good).then(
+      () => true,
+      () => false,
+    ))
+  )
+    good = rawRun(r);
+  for (const name of ['ééééééé', 'éééééééé'])
+    await resolveSettings({ ...good, gatewayInterface: name }).then(
+      () => assert.equal(Buffer.byteLength(name), 14, `${name} taken`),
+      (err: Error) => assert.match(err.message, /--gateway-interface: "éééééééé" is not an interface name/),
+    );
 });
 
 test('2,000 generated environments: the values of known variables (a boolean spelt true or false), or a UsageError naming the variable', (t) => {
@@ -371,7 +390,7 @@ test('on the real command line, a sample of hostile flags and variables exits 2 
       [['--mtu', pick(rng, ['0', '1e3', 'NaN', '65536'])], {}, /^ovn-gwmode-agent: --mtu: /],
       [['--layout', pick(rng, ['Auto', '', 'x'.repeat(300)])], {}, /^ovn-gwmode-agent: --layout: /],
       [
-        ['--gateway-interface', pick(rng, ['a/b', 'verylonginterfacename', ' '])],
+        ['--gateway-interface', pick(rng, ['a/b', 'verylonginterfacename', ' ', 'éééééééé'])],
         {},
         /^ovn-gwmode-agent: --gateway-interface: /,
       ],

@@ -78,7 +78,7 @@ test('no migration on record, or one that replaced nothing: NothingToRollBack', 
   ]);
 });
 
-test('a migration rolled back already: NothingToRollBack, also once the node is 4.10+ or of unknown release', () => {
+test('a migration rolled back already: NothingToRollBack, also once the node is 4.10+, or of unknown release with its routes as before', () => {
   const done = { ...migration(SHARED, LOCAL), rollback: { startedAt: 0, doneAt: 1 } };
   const masq = route({ dev: 'br-ex', oif: 2, gateway: '169.254.169.4', mtu: 1400 });
   assert.deepEqual(codes(planRollback(done, observed({ routes: [route(SHARED)] }), seedConfig())), [
@@ -89,6 +89,8 @@ test('a migration rolled back already: NothingToRollBack, also once the node is 
   assert.deepEqual(codes(planRollback(done, observed({ routes: [masq] }), seedConfig())), ['NothingToRollBack']);
   const unknown = seedConfig({ layout: 'auto', osRelease: noOsRelease('/host/etc/os-release', 'ENOENT') });
   assert.deepEqual(codes(planRollback(done, observed({ routes: [route(SHARED)] }), unknown)), ['NothingToRollBack']);
+  // Of unknown release with the route on ovn-k8s-mp0 again: nobody can tell, as before.
+  assert.deepEqual(codes(planRollback(done, observed(), unknown)), ['LayoutUnknown']);
   // Not done: the layout still refuses first.
   const begun = { ...done, rollback: { startedAt: 0, doneAt: null } };
   assert.deepEqual(codes(planRollback(begun, observed({ routes: [masq] }), seedConfig())), ['RoutingViaHostLayout']);

@@ -7,6 +7,7 @@ import {
   AF_INET6,
   decodeAddress,
   decodeAck,
+  encodeLinkGet,
   decodeLink,
   decodeRoute,
   encodeRoute,
@@ -142,6 +143,12 @@ test('NLMSG_ERROR: an error echoes the whole request before the ext-ack text; an
   const [ack] = parseDatagram(encodeError(0, request, 0));
   assert.ok(ack);
   assert.deepEqual(decodeAck(ack), { errno: 0, extAck: undefined });
+  // A request of a length that is no multiple of 4 (a link asked for by a name of 6 bytes) is echoed padded.
+  const [odd] = parseDatagram(encodeLinkGet(10, 0, { name: 'br-ex1' }));
+  assert.ok(odd && odd.data.length % 4 !== 0);
+  const [refused] = parseDatagram(encodeError(0, odd, 34, 'Attribute failed policy validation'));
+  assert.ok(refused);
+  assert.deepEqual(decodeAck(refused), { errno: 34, extAck: 'Attribute failed policy validation' });
 });
 
 test('links carry their MTU; addresses their tentative and dadfailed flags', () => {

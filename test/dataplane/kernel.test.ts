@@ -121,6 +121,10 @@ test('links and their addresses are read by name: only those asked for, among a 
     for (let i = 0; i < 40; i++) ns.ip(`link add pod${i} type veth peer name host${i}`);
     const links = await probe.call<Link[]>('links', ['ovn-k8s-mp0', 'host7', 'nosuch', 'br-ex']);
     assert.deepEqual(links.map((l) => l.name).sort(), ['br-ex', 'host7', 'ovn-k8s-mp0']);
+    // An alternative name is not a link's name; a name of an odd length (the kernel's answer echoes
+    // the unpadded request before its own text) is one that does not exist.
+    ns.ip('link property add dev host8 altname wanted0');
+    assert.deepEqual(await probe.call<Link[]>('links', ['wanted0', 'éééééé', 'nosuch1']), []);
     ns.ip('addr add 192.0.2.77/24 dev host8');
     const addresses = await probe.call<Array<{ linkIndex: number; address: string }>>('addresses', ['ovn-k8s-mp0']);
     const mp0 = links.find((l) => l.name === 'ovn-k8s-mp0')!.index;

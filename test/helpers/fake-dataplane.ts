@@ -101,11 +101,11 @@ export class FakeDataplane implements Dataplane {
   }
 
   async links(names: readonly string[]): Promise<Link[]> {
-    if (this.take('dump-interrupted')) throw new NetlinkError(4, 'dump links (interrupted 5 times in a row)');
     return this.linkList.filter((l) => names.includes(l.name));
   }
 
   async addresses(links: readonly Link[]): Promise<InterfaceAddress[]> {
+    if (this.take('dump-interrupted')) throw new NetlinkError(4, 'dump addresses (interrupted 5 times in a row)');
     return this.addressList.filter((a) => links.some((l) => l.index === a.linkIndex));
   }
 

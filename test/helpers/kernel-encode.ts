@@ -97,7 +97,9 @@ export function encodeError(port: number, request: NetlinkMessage, errno: number
   header.writeUInt16LE(request.flags, 6);
   header.writeUInt32LE(request.seq, 8);
   header.writeUInt32LE(request.port, 12);
-  const echoed = errno === 0 ? [header] : [header, request.data];
+  // The kernel pads the echoed request to 4 bytes; its nlmsg_len stays unpadded.
+  const pad = Buffer.alloc((4 - (request.data.length % 4)) % 4);
+  const echoed = errno === 0 ? [header] : [header, request.data, pad];
   const tlvs = extAckAttribute(extAck);
   const flags = (errno === 0 ? NLM_F_CAPPED : 0) | (tlvs.length ? NLM_F_ACK_TLVS : 0);
   return encode(NLMSG_ERROR, flags, request.seq, port, [errnoField(errno), ...echoed, ...tlvs]);
