@@ -35,19 +35,16 @@ export function planRollback(migration: Migration | null, observed: Observation,
   if (routes.length === 0) return refused('NothingToRollBack', `the ${mode} migration replaced no route`);
   const input = { desired: { mode, source: { path: '', error: null } }, config, observed };
   const layout = detectLayout(input);
-  const done = migration.rollback?.doneAt != null;
   // Rolled back, then upgraded: done, not refused (a 4.10+ route is right in both modes). Of unknown
-  // release, only with every route still as before the migration: else nobody can tell.
-  const asBefore = routes.every(({ key, from }) => {
-    const [only, ...more] = observed.routes.get(key.prefix) ?? [];
-    return only !== undefined && more.length === 0 && sameNextHop(only.nextHop, from);
-  });
-  if (done && (layout.layout === 'routing-via-host' || (layout.layout === 'unknown' && asBefore))) {
+  // release, only with every route still as before the migration (rule 5): else nobody can tell.
+  const asBefore = () => routes.every((r) => putBack(r, mode, observed, config) === null);
+  const viaHost = layout.layout === 'routing-via-host';
+  if (migration.rollback?.doneAt != null && (viaHost || (layout.layout === 'unknown' && asBefore()))) {
     const why = `the ${mode} migration was rolled back already (${layout.evidence}): the agent changes nothing here`;
     return refused('NothingToRollBack', why);
   }
   if (layout.layout === 'unknown') return refused('LayoutUnknown', layoutUnknown(input, layout));
-  if (layout.layout === 'routing-via-host') {
+  if (viaHost) {
     const why = `routing-via-host layout (${layout.evidence}): a service route via ${config.gatewayInterface} is right in both modes; nothing is put back`;
     return refused('RoutingViaHostLayout', why);
   }

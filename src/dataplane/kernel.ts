@@ -1,7 +1,8 @@
 // The Dataplane on the real kernel over rtnetlink: links are asked for by name, addresses and routes
-// read by dumps, as `ip` does, and nothing is cached (a notification only wakes a pass, which reads). routes() is one strict-check dump of
-// the main table, rows picked from the raw bytes by PrefixFilter: not "ip route get fibmatch", which
-// returns only the route in use (not a second one of the prefix with another metric), nor 0.0.0.0.
+// read by dumps, as `ip` does, and nothing is cached (a notification only wakes a pass, which reads).
+// routes() is one strict-check dump of the main table, rows picked from the raw bytes by PrefixFilter:
+// not "ip route get fibmatch", which returns only the route in use (not a second one of the prefix
+// with another metric), nor 0.0.0.0.
 // Guarantees (1 to 4, of the socket: channel.ts), and the races they answer:
 //  5. The kernel flushes some routes without RTM_DELROUTE (IPv4 routes through a link that goes down,
 //     is deleted or loses an address; routes through a deleted nexthop object): a subscription

@@ -22,7 +22,7 @@ export interface FakeOptions {
  * the name `ovnkube`, so that /proc/PID/cmdline reads `.../ovnkube -c <body> ovnkube --init-node node1 --gateway-mode MODE`.
  */
 export class FakeOvnkube {
-  protected child: ChildProcess | undefined;
+  private child: ChildProcess | undefined;
   private readonly binary: string;
 
   constructor(

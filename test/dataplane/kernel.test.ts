@@ -366,7 +366,7 @@ test('a watched link renamed away is still reported, by its index', async (t) =>
   if (skipWithoutKernel(t)) return;
   await withNode({}, async (ns, probe) => {
     // Down before the subscription, so the rename (only possible while down) is the
-    // first event about the link, and only the link dump told the index.
+    // first event about the link, and only the read of the link by name told the index.
     ns.ip('link set ovn-k8s-mp0 down');
     await probe.call('subscribe', WATCHED);
     await probe.call('links');

@@ -45,10 +45,6 @@ export class FakeOvnkube extends DemoOvnkube {
   /** How many processes were started. */
   starts = 0;
 
-  get pid(): number | undefined {
-    return this.child?.pid;
-  }
-
   override start(mode: string, options: FakeOptions = {}): void {
     this.starts++;
     super.start(mode, options);

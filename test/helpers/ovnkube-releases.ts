@@ -116,5 +116,5 @@ export function ovnkubeConf(release: Release, mode: 'local' | 'shared'): string 
   return lines.join('\n') + '\n';
 }
 
-/** The host's /etc/os-release on RHCOS of the release's minor (src/demo/os-release.ts, the demo's too). */
+/** The host's /etc/os-release on RHCOS of the release's minor (test/helpers/os-release.ts). */
 export const osRelease = (release: Release): string => rhcosOsRelease(minorOf(release));

@@ -19,6 +19,7 @@ import path from 'node:path';
 import { test } from 'node:test';
 import { ModeReader, readModeSource, watchModeSource } from '../../src/mode/source.js';
 import { QUIET_MS } from '../../src/mode/settled.js';
+import { ConfigMapVolume } from '../helpers/kubelet.js';
 import { within } from '../helpers/wait.js';
 
 test('a FIFO as the mode file (or as the mode key of a directory) is refused at once, not waited on', async () => {
@@ -81,23 +82,11 @@ test('a watch says when it is in place, and a watch closed first does not leave 
   }
 });
 
-/** A ConfigMap volume as kubelet's atomic writer makes it; swap() is its update. */
+/** A ConfigMap volume as kubelet's atomic writer makes it (ConfigMapVolume); swap() is its update. */
 function volume(root: string, mode: string) {
-  const dir = path.join(root, 'volume');
-  mkdirSync(dir);
-  let n = 0;
-  const swap = (to: string) => {
-    const ts = path.join(dir, `..2026_12_02_${++n}`);
-    mkdirSync(ts);
-    writeFileSync(path.join(ts, 'mode'), to);
-    symlinkSync(path.basename(ts), path.join(dir, '..data_tmp'));
-    renameSync(path.join(dir, '..data_tmp'), path.join(dir, '..data'));
-    // kubelet then removes the old one (atomic_writer.go, Write).
-    if (n > 1) rmSync(path.join(dir, `..2026_12_02_${n - 1}`), { recursive: true });
-  };
-  swap(mode);
-  symlinkSync('..data/mode', path.join(dir, 'mode'));
-  return { dir, swap };
+  const v = new ConfigMapVolume(path.join(root, 'volume'));
+  v.update({ mode });
+  return { dir: v.dir, swap: (to: string) => v.update({ mode: to }) };
 }
 
 test('a ConfigMap volume swap is reported at once and its new mode taken by the first read, written a moment ago or not', async () => {

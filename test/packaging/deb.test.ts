@@ -44,9 +44,9 @@ function skip(t: TestContext, why: string | undefined): boolean {
 const out = mkdtempSync(path.join(tmpdir(), 'gwmode-deb-test-'));
 after(() => rmSync(out, { recursive: true, force: true }));
 
-function run(cmd: string, args: string[], env: Record<string, string> = {}): Promise<string> {
+function run(cmd: string, args: string[]): Promise<string> {
   return new Promise((resolve, reject) => {
-    const child = spawn(cmd, args, { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(cmd, args, { cwd: ROOT, env: process.env, stdio: ['ignore', 'pipe', 'pipe'] });
     let log = '';
     child.stdout.on('data', (d: Buffer) => (log += d.toString()));
     child.stderr.on('data', (d: Buffer) => (log += d.toString()));
