@@ -9,9 +9,11 @@
 # buildah runs rootful with the vfs driver and everything under a temporary folder: no
 # storage, no CNI config (CONTAINERS_CONF moves it away from /etc) and no network of the
 # machine is touched (--network host, so no cni-podman0 bridge or iptables chains).
-# Needs root, buildah, runc, apt-get, npm, dpkg-deb, strip.
+# Needs root, buildah, runc, apt-get, npm, dpkg-deb, strip, and dist/src compiled (npm run image
+# runs tsc first).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
+[ -f "$root/dist/src/cli/main.js" ] || { echo "build-image: run tsc first (npm run image does)" >&2; exit 1; }
 out=${1:-$root/dist/image/ovn-gwmode-agent.oci.tar}
 out=$(realpath -m "$out")
 node_major=${NODE_MAJOR:-24}
