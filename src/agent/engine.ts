@@ -95,11 +95,12 @@ async function round(
   // any other). A rollback also reads the devices its routes left.
   const migration = e.journal?.data.migration ?? null;
   const left = 'rollback' in target ? (migration?.routes ?? []).flatMap((r) => r.from.dev ?? []) : [];
-  const links = await e.dataplane.links([...watchedOf(config).links, ...left]);
+  const watched = watchedOf(config);
+  const links = await e.dataplane.links([...watched.links, ...left]);
   const [addresses, ovnkube, routes] = await Promise.all([
     e.dataplane.addresses(links),
     e.probe({ routeEventOnly: p.routeEventOnly ?? false }),
-    e.dataplane.routes(watchedOf(config).prefixes, links),
+    e.dataplane.routes(watched.prefixes, links),
   ]);
   const observed: Observation = { links, addresses, routes, ovnkube };
   const now = e.clock.now();

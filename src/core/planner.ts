@@ -33,7 +33,7 @@ import type { DesiredMode, Observation, Plan, PlannerConfig, ReplaceAction, Rout
 const LEGACY_LOCAL_GATEWAY_LINK = 'ovn-k8s-gw0';
 export const EGRESS_FIREWALL_WARNING =
   'egress firewall cannot be repaired per node: its ACLs live in the OVN northbound database';
-const DEFAULT_ROUTE: Record<Family, string> = { 4: '0.0.0.0/0', 6: '::/0' };
+const DEFAULT_ROUTE: Record<Family, Cidr> = { 4: parseCidr('0.0.0.0/0'), 6: parseCidr('::/0') };
 const LINK_LOCAL = [parseCidr('169.254.0.0/16'), parseCidr('fd69::/16')];
 
 export interface PlanInput {
@@ -51,7 +51,7 @@ const blocked = (code: Reason['code'], why: string): Blocked => ({ blocked: reas
 export function watchedOf(config: PlannerConfig): Watched {
   const families = [...new Set(config.serviceCidrs.map((c) => c.family))].sort();
   return {
-    prefixes: [...config.serviceCidrs, ...families.map((f) => parseCidr(DEFAULT_ROUTE[f]))],
+    prefixes: [...config.serviceCidrs, ...families.map((f) => DEFAULT_ROUTE[f])],
     links: [config.gatewayInterface, config.managementInterface, LEGACY_LOCAL_GATEWAY_LINK],
   };
 }
@@ -121,7 +121,7 @@ function expectedNexthop(mode: 'local' | 'shared', family: Family, input: PlanIn
   }
   const name = config.gatewayInterface;
   let via = config.gatewayNexthop[family];
-  const defaults = (observed.routes.get(DEFAULT_ROUTE[family]) ?? []).filter((r) => r.nextHop.dev === name);
+  const defaults = (observed.routes.get(DEFAULT_ROUTE[family].text) ?? []).filter((r) => r.nextHop.dev === name);
   // The default route in use: the lowest metric. One with no gateway of its family (a link
   // route, or `via inet6` on an IPv4 route: RTA_VIA, BGP unnumbered) gives no next hop.
   const best = defaults.filter((r) => r.nextHop.gateway !== null).sort((a, b) => a.key.priority - b.key.priority)[0];
