@@ -1,5 +1,5 @@
 // Runs the real agent (dist/src/cli/main.js) inside a test namespace, with a
-// stand-in ovnkube-node process, and asks it for its status with real curl.
+// stand-in ovnkube-node process, and asks it for its status (curl() with real curl, waitForStatus through the CLI's client).
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
 import { FakeOvnkube as DemoOvnkube, type FakeOptions } from '../../src/demo/fake-ovnkube.js';
