@@ -62,7 +62,8 @@ test('npm test builds incrementally and runs the test files two at a time, as do
   // was before they ran (test/tree-guard.ts), and the run fails if it is not.
   assert.equal(pkg.scripts.posttest, undefined);
   // Incremental: a second tsc with no source changed writes no file, so the tests' own
-  // `npm run deb` and `npm pack` (whose prepare is tsc) leave dist/ alone for the other file running.
+  // `npm pack` (whose prepare is tsc) leaves dist/ alone for the other file running (npm run deb and
+  // npm run image compile into a folder of their own).
   assert.equal(tsconfig.compilerOptions.incremental, true);
   assert.match(
     String(tsconfig.compilerOptions.tsBuildInfoFile),

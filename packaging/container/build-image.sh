@@ -9,11 +9,12 @@
 # buildah runs rootful with the vfs driver and everything under a temporary folder: no
 # storage, no CNI config (CONTAINERS_CONF moves it away from /etc) and no network of the
 # machine is touched (--network host, so no cni-podman0 bridge or iptables chains).
-# Needs root, buildah, runc, apt-get, npm, dpkg-deb, strip, and dist/src compiled (npm run image
-# runs tsc first).
+# Needs root, the checkout's devDependencies (`npm ci`: tsc), buildah, runc, apt-get, npm,
+# dpkg-deb and strip.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
-[ -f "$root/dist/src/cli/main.js" ] || { echo "build-image: run tsc first (npm run image does)" >&2; exit 1; }
+tsc=$root/node_modules/typescript/bin/tsc
+[ -f "$tsc" ] || { echo "build-image: run npm ci first (tsc is a devDependency)" >&2; exit 1; }
 out=${1:-$root/dist/image/ovn-gwmode-agent.oci.tar}
 out=$(realpath -m "$out")
 node_major=${NODE_MAJOR:-24}
@@ -113,6 +114,16 @@ base_tar "$bd" "$work/build.tar"; step "  tarred $(du -sh "$work/build.tar" | cu
 import_base "$work/build.tar" localhost/ovn-gwmode-agent-build-base:latest
 
 step "build $name"
+# The build context is staged here with what the Containerfile copies, the JavaScript compiled
+# from src/ into it: never the checkout's dist/ (older than the sources, or holding the output of
+# sources since removed) nor its native/build.
+ctx=$work/context
+mkdir -p "$ctx/native" "$ctx/src/cri" "$ctx/dist"
+node "$tsc" -p "$root/tsconfig.json" --incremental false --outDir "$work/js"
+cp -r "$work/js/src" "$ctx/dist/"
+cp "$root/package.json" "$root/package-lock.json" "$ctx/"
+cp -r "$root/native/binding.gyp" "$root/native/src" "$ctx/native/"
+cp "$root/src/cri/runtime.proto" "$ctx/src/cri/"
 # The machine's npm cache serves npm ci in the build stage (it is the one `npm ci` just
 # filled); anything missing comes from the registry over the host's network.
 npm_cache=$(npm config get cache)
@@ -128,7 +139,7 @@ fi
 bh build --quiet --pull=never --network host --layers=false \
   --volume "$npm_cache:/root/.npm" "${ca_args[@]}" \
   --build-arg VERSION="$version" --build-arg REVISION="$revision" --build-arg SOURCE="$source_url" \
-  -f "$root/packaging/container/Containerfile" -t "$name" "$root" >/dev/null
+  -f "$root/packaging/container/Containerfile" -t "$name" "$ctx" >/dev/null
 
 size=$(bh inspect --type image --format '{{.FromImageID}}' "$name" >/dev/null; bh images --format '{{.Size}}' "$name")
 mkdir -p "$(dirname "$out")"

