@@ -107,9 +107,9 @@ export function encodeLinkGet(seq: number, port: number, which: { index: number 
 
 const dump = (type: number, fill: Fill) => (seq: number, port: number) =>
   encode(type, NLM_F_REQUEST | NLM_F_DUMP, seq, port, fill);
-export const encodeAddressDump = dump(RTM_GETADDR, (out) =>
-  rt.formatAddressMessage({ kind: 'address', data: {}, attrs: {} }, out),
-);
+/** An address dump of one family (AF_UNSPEC: all): the kernel sends only that family's addresses. */
+export const encodeAddressDump = (seq: number, port: number, family: number): Buffer =>
+  dump(RTM_GETADDR, (out) => rt.formatAddressMessage({ kind: 'address', data: { family }, attrs: {} }, out))(seq, port);
 
 /** The link index of the address message whose payload starts at `at` (ifaddrmsg's ifa_index). */
 export const addressIndex = (datagram: Buffer, at: number): number =>

@@ -28,6 +28,13 @@ import { NetlinkDecodeError, NetlinkError } from './errors.js';
 import type { Dataplane, DataplaneEvent, Subscription } from './types.js';
 
 const familyOf = (af: number): Family | undefined => (af === nl.AF_INET ? 4 : af === nl.AF_INET6 ? 6 : undefined);
+/**
+ * What a dump of these families asks the kernel for: one family, or both (AF_UNSPEC). An IPv4-only
+ * node's dumps leave out the IPv6 link-local address and route of every pod's veth (repair p50 with
+ * 150 pods: docs/benchmarks.md).
+ */
+const dumpFamily = (families: readonly Family[]): number =>
+  families.every((f) => f === 4) ? nl.AF_INET : families.every((f) => f === 6) ? nl.AF_INET6 : nl.AF_UNSPEC;
 
 function toAddress(a: nl.DecodedAddress): InterfaceAddress | undefined {
   const family = familyOf(a.family);
@@ -234,11 +241,11 @@ export class KernelDataplane implements Dataplane {
   }
 
   /** The addresses of these links; every other link's is skipped undecoded (a pod's veth has one). */
-  addresses(links: readonly Link[]): Promise<InterfaceAddress[]> {
+  addresses(links: readonly Link[], families: readonly Family[] = [4, 6]): Promise<InterfaceAddress[]> {
     const wanted = new Set(links.map((l) => l.index));
     return this.dump(
       'dump addresses',
-      nl.encodeAddressDump,
+      (seq, port) => nl.encodeAddressDump(seq, port, dumpFamily(families)),
       (msg) => {
         const address = msg.type === nl.RTM_NEWADDR ? toAddress(nl.decodeAddress(msg.data)) : undefined;
         return address && wanted.has(address.linkIndex) ? address : undefined;
@@ -256,7 +263,7 @@ export class KernelDataplane implements Dataplane {
         ? []
         : await this.dump(
             `dump main-table routes for ${unique.map((p) => p.text).join(', ')}`,
-            (seq, port) => nl.encodeRouteDump(seq, port, nl.AF_UNSPEC, nl.RT_TABLE_MAIN),
+            (seq, port) => nl.encodeRouteDump(seq, port, dumpFamily(unique.map((p) => p.family)), nl.RT_TABLE_MAIN),
             (msg) => {
               const prefix = msg.type === nl.RTM_NEWROUTE ? filter.match(msg.data) : undefined;
               return prefix === undefined ? undefined : { prefix, row: nl.decodeRoute(msg.data) };

@@ -15,8 +15,8 @@ export type Subscription = { close(): void };
 export interface Dataplane {
   /** The links of these names that exist. */
   links(names: readonly string[]): Promise<Link[]>;
-  /** The addresses of these links. */
-  addresses(links: readonly Link[]): Promise<InterfaceAddress[]>;
+  /** The addresses of these links, of these families (default: both). */
+  addresses(links: readonly Link[], families?: readonly Family[]): Promise<InterfaceAddress[]>;
   /** Every main-table route for exactly one of `prefixes`, whatever its metric, by Cidr.text ([] for none). */
   routes(prefixes: Cidr[], links: Link[]): Promise<Map<string, Route[]>>;
   /** Swaps the next hop of the route with exactly this key, atomically; never creates one (ENOENT). */

@@ -140,6 +140,24 @@ test('links and their addresses are read by name: only those asked for, among a 
   });
 });
 
+test('addresses of one family are that family only: an IPv4 node reads no IPv6 address, and the reverse', async (t) => {
+  if (skipWithoutKernel(t)) return;
+  await withNode({}, async (ns, probe) => {
+    ns.ip('-6 addr add fd00:10:244:1::2/64 dev ovn-k8s-mp0 nodad');
+    type Address = { family: number; address: string };
+    const read = (families?: number[]) => probe.call<Address[]>('addresses', ['ovn-k8s-mp0'], families);
+    const v4 = await read([4]);
+    const v6 = await read([6]);
+    assert.deepEqual(
+      v4.map((a) => a.address),
+      ['10.244.1.2'],
+    );
+    assert.ok(v6.length > 0 && v6.every((a) => a.family === 6), JSON.stringify(v6));
+    assert.ok(v6.some((a) => a.address === 'fd00:10:244:1::2'));
+    assert.deepEqual((await read()).map((a) => a.address).sort(), [...v4, ...v6].map((a) => a.address).sort());
+  });
+});
+
 test('links carry their MTU (IFLA_MTU)', async (t) => {
   if (skipWithoutKernel(t)) return;
   await withNode({}, async (ns, probe) => {

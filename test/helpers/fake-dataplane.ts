@@ -7,7 +7,7 @@
 import type { InterfaceAddress, Link, Route, RouteReplace, Watched } from '../../src/core/route.js';
 import type { Dataplane, DataplaneEvent, Subscription } from '../../src/dataplane/types.js';
 import { NetlinkError, NetlinkTimeoutError } from '../../src/dataplane/errors.js';
-import type { Cidr } from '../../src/net/cidr.js';
+import type { Cidr, Family } from '../../src/net/cidr.js';
 
 export type Fault =
   | 'replace-eperm'
@@ -104,9 +104,9 @@ export class FakeDataplane implements Dataplane {
     return this.linkList.filter((l) => names.includes(l.name));
   }
 
-  async addresses(links: readonly Link[]): Promise<InterfaceAddress[]> {
+  async addresses(links: readonly Link[], families: readonly Family[] = [4, 6]): Promise<InterfaceAddress[]> {
     if (this.take('dump-interrupted')) throw new NetlinkError(4, 'dump addresses (interrupted 5 times in a row)');
-    return this.addressList.filter((a) => links.some((l) => l.index === a.linkIndex));
+    return this.addressList.filter((a) => links.some((l) => l.index === a.linkIndex) && families.includes(a.family));
   }
 
   async routes(prefixes: Cidr[]): Promise<Map<string, Route[]>> {
