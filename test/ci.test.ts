@@ -61,9 +61,8 @@ test('npm test builds incrementally and runs the test files two at a time, as do
   // After the files ran, failed or not (npm runs no posttest after a failure): the tree is what it
   // was before they ran (test/tree-guard.ts), and the run fails if it is not.
   assert.equal(pkg.scripts.posttest, undefined);
-  // Incremental: a second tsc with no source changed writes no file, so the tests' own
-  // `npm pack` (whose prepare is tsc) leaves dist/ alone for the other file running (npm run deb and
-  // npm run image compile into a folder of their own).
+  // Incremental: a second tsc with no source changed writes no file (the packaging tests build in a
+  // copy of the checkout: test/helpers/stale-checkout.ts).
   assert.equal(tsconfig.compilerOptions.incremental, true);
   assert.match(
     String(tsconfig.compilerOptions.tsBuildInfoFile),

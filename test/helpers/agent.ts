@@ -174,20 +174,22 @@ export async function waitForStatus(
 ): Promise<StatusReport> {
   let last: StatusReport | undefined;
   let lastError = '';
-  // Looks every 20 ms for the first second, then every 50 ms, for up to 60 s (a safety net, not a
+  // Looks every 20 ms for the first second, then every 50 ms, for up to 40 s (a safety net, not a
   // speed assertion). Through the CLI's own client (node:http in this process), not curl: a curl
   // process per look was a tenth of the CPU of a test that waits on many agents. The tests of what
   // curl gets keep curl. Not there yet (no socket, nobody listening, a full backlog) is waited out;
   // any other failure (a bad answer) is the test's.
-  for (let i = 0, deadline = performance.now() + 60_000; performance.now() < deadline; i++) {
+  for (let i = 0, deadline = performance.now() + 40_000; performance.now() < deadline; i++) {
     try {
       const r = await fetchPath(agent.scratch.socket, '/status');
       last = r.code === 200 ? (r.body as StatusReport) : undefined;
       lastError = r.code === 200 ? '' : `HTTP ${r.code}: ${JSON.stringify(r.body)}`;
     } catch (err) {
-      if (!/\((ENOENT|ECONNREFUSED|EAGAIN)\)/.test((err as Error).message)) throw err;
+      const message = (err as Error).message;
+      if (!/\((ENOENT|ECONNREFUSED|EAGAIN)\)/.test(message))
+        throw new Error(`waiting for ${what}: ${message}\nagent output:\n${agent.output.slice(-4000)}`, { cause: err });
       last = undefined;
-      lastError = (err as Error).message;
+      lastError = message;
     }
     if (last && pred(last)) return last;
     if (agent.child.exitCode !== null) break;

@@ -264,9 +264,11 @@ if [ "${GATEWAY_ROUTER:-0}" = 1 ]; then
   # 0.37 s here idle, past a probe's 0.5 s timeout under load). A node's gateway router has long
   # learned it: this connection makes the bed's the same.
   step "one connection over the shared-gateway path (GR_node1 learns br-ex's MAC)"
-  for i in $(seq 50); do innode curl -sf -o /dev/null -m 1 "http://$VIP:$VIP_PORT/" && break; sleep 0.1; done
-  [ "$(ovn-sbctl --timeout=20 --bare --columns=ip find MAC_Binding logical_port=rtoe-GR_node1)" = "$BREX_IP" ] \
-    || { echo "GR_node1 never learned br-ex's MAC" >&2; exit 1; }
+  answered=no
+  for i in $(seq 50); do innode curl -sf -o /dev/null -m 1 "http://$VIP:$VIP_PORT/" && answered=yes && break; sleep 0.1; done
+  [ "$answered" = yes ] || { echo "the service never answered over br-ex and GR_node1" >&2; exit 1; }
+  learned=$(ovn-sbctl --timeout=20 --bare --columns=mac find MAC_Binding logical_port=rtoe-GR_node1 ip="$BREX_IP")
+  [ -n "$learned" ] || { echo "GR_node1 has no MAC_Binding of br-ex's $BREX_IP" >&2; exit 1; }
 fi
 
 step "bed '$NAME' is up.  Use: . $HERE/common.sh $NAME; innode ..."

@@ -36,7 +36,7 @@ import {
   type Manifest,
 } from '../helpers/kubelet.js';
 import { seedNode, skipWithoutKernel } from '../helpers/netns.js';
-import { staleCheckout } from '../helpers/stale-checkout.js';
+import { LEFTOVER, staleCheckout } from '../helpers/stale-checkout.js';
 import { within } from '../helpers/wait.js';
 
 const ROOT = fileURLToPath(new URL('../../..', import.meta.url));
@@ -58,15 +58,13 @@ function imageSkipReason(): string | undefined {
 }
 
 /**
- * Builds from a copy of the checkout whose dist/ is stale (its main.js exits 97): the image runs
- * what src/ compiles to, or every step below fails.
+ * `npm run image` in a copy of the checkout whose dist/ is stale (its main.js exits 97): the image
+ * holds what src/ compiles to, not the stale dist/ (checked in its layers here, and by every step
+ * below, which runs it).
  */
 async function buildImage(out: string): Promise<string> {
   const checkout = staleCheckout(ROOT, path.join(path.dirname(out), 'checkout'));
-  const child = spawn('bash', [path.join(checkout, 'packaging/container/build-image.sh'), out], {
-    cwd: checkout,
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const child = spawn('npm', ['run', 'image', '--', out], { cwd: checkout, stdio: ['ignore', 'pipe', 'pipe'] });
   let log = '';
   child.stdout.on('data', (d: Buffer) => (log += d.toString()));
   child.stderr.on('data', (d: Buffer) => (log += d.toString()));
@@ -84,7 +82,36 @@ async function buildImage(out: string): Promise<string> {
       .map((l) => `${l}\n`)
       .join(''),
   );
+  const main = 'opt/ovn-gwmode-agent/dist/src/cli/main.js';
+  const layers = imageLayers(out);
+  const shipped = layers.flatMap((l) => l.files);
+  assert.equal(shipped.filter((f) => f.endsWith(path.basename(LEFTOVER))).length, 0, `no ${LEFTOVER} in the image`);
+  const withMain = layers.filter((l) => l.files.includes(main));
+  assert.equal(withMain.length, 1, `one layer holds ${main}`);
+  const text = spawnSync('sh', ['-c', 'tar -xOf "$1" "$2" | tar -xzO "$3"', 'sh', out, withMain[0]!.blob, main], {
+    encoding: 'utf8',
+  }).stdout;
+  assert.equal(text, readFileSync(path.join(ROOT, 'dist/src/cli/main.js'), 'utf8'), `${main} is compiled from src/`);
   return out;
+}
+
+/** The image's layers in an OCI archive (gzipped tars): each blob's path and the files it lists. */
+function imageLayers(archive: string): Array<{ blob: string; files: string[] }> {
+  const read = (file: string) => spawnSync('tar', ['-xOf', archive, file], { encoding: 'utf8', maxBuffer: 1 << 20 });
+  const blob = (digest: string) => `blobs/sha256/${digest.replace(/^sha256:/, '')}`;
+  const index = JSON.parse(read('index.json').stdout) as { manifests: Array<{ digest: string }> };
+  const manifest = JSON.parse(read(blob(index.manifests[0]!.digest)).stdout) as {
+    layers: Array<{ digest: string; mediaType: string }>;
+  };
+  return manifest.layers.map((l) => {
+    assert.match(l.mediaType, /tar\+gzip$/);
+    const listed = spawnSync('sh', ['-c', 'tar -xOf "$1" "$2" | tar -tz', 'sh', archive, blob(l.digest)], {
+      encoding: 'utf8',
+      maxBuffer: 64 << 20,
+    });
+    assert.equal(listed.status, 0, listed.stderr);
+    return { blob: blob(l.digest), files: listed.stdout.split('\n').map((f) => f.replace(/^\.\//, '')) };
+  });
 }
 
 function render(dir: string): Manifest[] {

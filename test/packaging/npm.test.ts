@@ -1,16 +1,17 @@
-// The npm package as a user gets it: `npm pack` (with its `prepare`, as `npm publish` runs
-// it), then `npm install -g` of the tarball into a temporary prefix, which compiles the
+// The npm package as a user gets it: `npm pack` (with its `prepack` and `prepare`, as `npm
+// publish` runs them), in a copy of the checkout whose dist/ is stale, then `npm install -g` of the tarball into a temporary prefix, which compiles the
 // addon (the package's `install` script) and links the CLI into PREFIX/bin.
 // The install resolves the dependencies' version ranges (a tarball carries no lockfile):
 // the npm cache filled by `npm ci` serves the tarballs (--prefer-offline), the registry the
 // version lists; without the registry the test is skipped, saying so.
 import { strict as assert } from 'node:assert';
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
+import { LEFTOVER, staleCheckout } from '../helpers/stale-checkout.js';
 
 const ROOT = fileURLToPath(new URL('../../..', import.meta.url));
 const ADDON = 'native/build/Release/gwmode_native.node';
@@ -35,7 +36,11 @@ test(
     }
     const dir = mkdtempSync(path.join(tmpdir(), 'gwmode-npm-'));
     try {
-      const packed = spawnSync('npm', ['pack', '--json', '--pack-destination', dir], { cwd: ROOT, encoding: 'utf8' });
+      const checkout = staleCheckout(ROOT, path.join(dir, 'checkout'));
+      const packed = spawnSync('npm', ['pack', '--json', '--pack-destination', dir], {
+        cwd: checkout,
+        encoding: 'utf8',
+      });
       assert.equal(packed.status, 0, packed.stderr);
       // `prepare` (tsc) prints to stdout before npm's JSON.
       const info = (
@@ -76,6 +81,14 @@ test(
         files.filter((f) => f.startsWith('native/build/')),
         [],
         'no prebuilt addon: it is compiled at install',
+      );
+      // prepack removed the stale dist/ and prepare compiled src/ afresh.
+      assert.equal(files.includes(LEFTOVER), false, `${LEFTOVER} (a stale dist/'s) is not shipped`);
+      assert.equal(
+        spawnSync('tar', ['-xzOf', path.join(dir, info.filename), 'package/dist/src/cli/main.js'], { encoding: 'utf8' })
+          .stdout,
+        readFileSync(path.join(ROOT, 'dist/src/cli/main.js'), 'utf8'),
+        'the packed main.js is compiled from src/',
       );
       // The figures' page stays out: the largest, and no user of the package needs it.
       assert.equal(files.includes('docs/benchmarks.md'), false, 'docs/benchmarks.md is not shipped');
