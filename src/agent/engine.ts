@@ -97,7 +97,6 @@ async function round(
   const left = 'rollback' in target ? (migration?.routes ?? []).flatMap((r) => r.from.dev ?? []) : [];
   const watched = watchedOf(config);
   const links = await e.dataplane.links([...watched.links, ...left]);
-  // The families of the service CIDRs: a management next hop is only ever wanted in those.
   const families = watched.prefixes.map((c) => c.family);
   const [addresses, ovnkube, routes] = await Promise.all([
     e.dataplane.addresses(links, families),

@@ -53,9 +53,11 @@ export async function execute(
     } else if (r.kind === 'completed')
       recorder.restart({ strategy, mode: r.mode, result: 'completed', target: null, code: null });
     else {
+      // Said once, when the restart becomes done: not at each later record (a rollback's among them).
+      const proven = r.migration?.restart === 'done' && journal.data.migration?.restart !== 'done';
       await journal.after({ ...journal.data, migration: r.migration }, r.what);
-      if (r.migration?.restart === 'done')
-        log.info({ mode: r.migration.mode }, 'a new ovnkube-node runs the desired mode: watching the routes settle');
+      if (proven)
+        log.info({ mode: r.migration?.mode }, 'a new ovnkube-node runs the desired mode: watching the routes settle');
     }
   }
   const steps = decision.steps;

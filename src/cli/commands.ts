@@ -235,7 +235,7 @@ export function applyCommand(raw: PlanOptions & { stateDir: string }, wrap: Once
   });
 }
 
-export type RollbackOptions = Omit<PlanOptions, 'modeFile' | 'ovnkubeModeCheck' | 'json'> & {
+export type RollbackOptions = Omit<PlanOptions, 'modeFile' | 'json'> & {
   stateDir: string;
   yes: boolean;
 };
@@ -249,7 +249,7 @@ export function rollbackCommand(raw: RollbackOptions, wrap: OnceWrappers = {}): 
   return stop.run(async () => {
     const given = lastWins(raw);
     // The desired mode plays no part: a placeholder satisfies the planner's settings.
-    const placeholder = { modeFile: '(not read by rollback)', ovnkubeModeCheck: 'off' };
+    const placeholder = { modeFile: '(not read by rollback)' };
     const settings = await resolvePlanSettings({ ...given, ...placeholder });
     const held = 'rollback does not act beside a running agent: stop it first';
     const refused = given.yes ? await refusal(lockStateDir(given.stateDir), { held }) : null;

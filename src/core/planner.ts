@@ -27,7 +27,15 @@ import {
   type Route,
   type Watched,
 } from './route.js';
-import type { DesiredMode, Observation, Plan, PlannerConfig, ReplaceAction, RouteStatus } from './types.js';
+import type {
+  DesiredMode,
+  Observation,
+  OvnkubeObservation,
+  Plan,
+  PlannerConfig,
+  ReplaceAction,
+  RouteStatus,
+} from './types.js';
 
 /** 4.8/4.9 local mode creates this link (on br-local). */
 const LEGACY_LOCAL_GATEWAY_LINK = 'ovn-k8s-gw0';
@@ -294,9 +302,14 @@ function ovnkubeHolds(input: PlanInput, mode: 'local' | 'shared'): Reason[] {
         : `the cluster network operator's rollout restarts it in shared mode, which flushes its ${config.managementInterface} routes and adds the ${config.gatewayInterface} route itself; the agent writes nothing in shared mode`;
     return [reason('OvnkubeOtherMode', `${who} runs --gateway-mode ${other}, desired ${mode}: ${then}`)];
   }
-  if (o.mode !== null || config.ovnkubeModeCheck !== 'proc') return [];
-  const why = `ovnkube-node's gateway mode is unknown: ${o.detail ?? 'no ovnkube --init-node process'}`;
-  return [reason('OvnkubeModeUnknown', why)];
+  const unseen = modeUnseen(o, config);
+  return unseen === null ? [] : [reason('OvnkubeModeUnknown', unseen)];
+}
+
+/** Why ovnkube-node's mode counts as unseen (no process, or none saying its mode, under --ovnkube-mode-check proc), or null: every door waits then. */
+export function modeUnseen(o: OvnkubeObservation, config: PlannerConfig): string | null {
+  if (o.mode !== null || config.ovnkubeModeCheck !== 'proc') return null;
+  return `ovnkube-node's gateway mode is unknown: ${o.detail ?? 'no ovnkube --init-node process'}`;
 }
 
 function statusOf(observed: Observation, cidr: Cidr, expected: NextHop | null, ok: boolean): RouteStatus {

@@ -12,9 +12,11 @@
 //     interrupted after it); nothing left: NothingToRollBack. So is a rollback on record as done on
 //     a node rule 1 now refuses (upgraded since): a fleet script counts it as done, not failed.
 //  6. Never while ovnkube-node runs the migration's mode (OvnkubeOtherMode): the old route put back
-//     under it is the stale one it cannot replace itself.
+//     under it is the stale one it cannot replace itself. Nor, as every door, while its mode cannot be
+//     seen (OvnkubeModeUnknown): the next may run the migration's mode, or be a 4.10+ one whose command
+//     line is the evidence a mid-upgrade node's os-release lacks.
 import type { Migration } from './migration.js';
-import { detectLayout, layoutUnknown, managementNexthop, ownedRoute } from './planner.js';
+import { detectLayout, layoutUnknown, managementNexthop, modeUnseen, ownedRoute } from './planner.js';
 import { reason, type Reason, type ReasonCode } from './reasons.js';
 import { renderNextHop, sameNextHop } from './route.js';
 import type { GatewayMode, Observation, PlannerConfig, ReplaceAction } from './types.js';
@@ -57,7 +59,11 @@ export function planRollback(migration: Migration | null, observed: Observation,
   // Rule 6, as every door waits on an ovnkube-node of the other mode. A rollout to the old mode
   // rewrites the route itself and leaves nothing to roll back.
   const running = observed.ovnkube.modes.find((m) => m === mode);
-  if (!running) return { actions, refusals };
+  const unseen = modeUnseen(observed.ovnkube, config);
+  if (!running && unseen === null) return { actions, refusals };
+  const old = mode === 'local' ? 'shared' : 'local';
+  const now = `put the routes back once it runs ${old} mode, or say --ovnkube-mode-check off to put them back now`;
+  if (!running) return refused('OvnkubeModeUnknown', `${unseen}: ${now}`);
   const pid = observed.ovnkube.pid !== null ? ` (pid ${observed.ovnkube.pid})` : '';
   const why = `ovnkube-node${pid} runs --gateway-mode ${running}, the mode the migration moved to: putting the old routes back under it leaves the stale route it cannot replace; switch the cluster's gateway mode back instead (its rollout rewrites the route itself)`;
   return refused('OvnkubeOtherMode', why);

@@ -8,8 +8,6 @@
 //     is deleted or loses an address; routes through a deleted nexthop object): a subscription
 //     reports a `del` for each prefix whose last read used them.
 //  6. A watched link renamed away is still reported, by the index learnt from the last read of it.
-//  7. replaceRoute() sends NLM_F_REPLACE without NLM_F_CREATE: it swaps the route with exactly that
-//     key or fails with ENOENT; it never creates one, in either family.
 import type { InterfaceAddress, Link, Route, RouteReplace, Watched } from '../core/route.js';
 import { addressFromBytes, parseAddress, parseCidr, type Cidr, type Family } from '../net/cidr.js';
 import {
@@ -28,11 +26,7 @@ import { NetlinkDecodeError, NetlinkError } from './errors.js';
 import type { Dataplane, DataplaneEvent, Subscription } from './types.js';
 
 const familyOf = (af: number): Family | undefined => (af === nl.AF_INET ? 4 : af === nl.AF_INET6 ? 6 : undefined);
-/**
- * What a dump of these families asks the kernel for: one family, or both (AF_UNSPEC). An IPv4-only
- * node's dumps leave out the IPv6 link-local address and route of every pod's veth (repair p50 with
- * 150 pods: docs/benchmarks.md).
- */
+/** One family, or both (AF_UNSPEC): an IPv4 node's dumps skip each pod veth's IPv6 link-local address and route. */
 const dumpFamily = (families: readonly Family[]): number =>
   families.every((f) => f === 4) ? nl.AF_INET : families.every((f) => f === 6) ? nl.AF_INET6 : nl.AF_UNSPEC;
 

@@ -9,6 +9,8 @@ import { mkdir, open, rename, unlink } from 'node:fs/promises';
 import path from 'node:path';
 import { coded } from '../dataplane/errors.js';
 import type { Migration } from '../core/migration.js';
+import type { NextHop } from '../core/route.js';
+import { parseCidr } from '../net/cidr.js';
 import { readRegularFile } from '../read-regular.js';
 
 export interface JournalData {
@@ -40,6 +42,18 @@ export const CREATE_NEW = constants.O_WRONLY | constants.O_CREAT | constants.O_E
 /** A journal holds one migration and at most KEEP_RESTARTS times: a few kB. */
 export const MAX_JOURNAL_BYTES = 1024 * 1024;
 const isTime = (t: unknown): t is number => typeof t === 'number' && Number.isFinite(t);
+const orNull = (v: unknown, kind: 'number' | 'string') => v === null || typeof v === kind;
+const hop = (n?: Partial<NextHop> | null) =>
+  !!n &&
+  [n.dev, n.gateway].every((v) => orNull(v, 'string')) &&
+  [n.oif ?? null, n.mtu].every((v) => orNull(v, 'number'));
+/** A recorded route: next hops of whole fields (an oif an older record lacks is looked up by dev), and a
+ * key whose prefix parses in its family (else load() says why not). */
+function wholeRoute(r: Partial<Migration['routes'][number]> | null): boolean {
+  const { key, from, to } = r ?? {};
+  if (!key || !Number.isInteger(key.table) || !Number.isInteger(key.priority) || !hop(from) || !hop(to)) return false;
+  return typeof key.prefix === 'string' && parseCidr(key.prefix).family === key.family;
+}
 
 /** A whole migration state, or why not: a partial one could owe a restart nobody meant. */
 function wholeMigration(m: Migration): boolean {
@@ -51,9 +65,13 @@ function wholeMigration(m: Migration): boolean {
     isTime(m.startedAt) &&
     typeof m.attempts === 'number' &&
     Array.isArray(m.routes) &&
+    m.routes.every(wholeRoute) &&
     (m.ovnkubeBefore === null || typeof m.ovnkubeBefore === 'string') &&
     (last === null || (typeof last === 'object' && isTime(last.at) && typeof last.target?.id === 'string')) &&
-    (rollback === null || (typeof rollback === 'object' && isTime(rollback.startedAt))) &&
+    (rollback === null ||
+      (typeof rollback === 'object' &&
+        isTime(rollback.startedAt) &&
+        (rollback.doneAt === null || isTime(rollback.doneAt)))) &&
     (m.restart === 'none' ||
       m.restart === 'owed' ||
       (m.restart === 'requested' && last !== null) ||

@@ -25,6 +25,9 @@ import { systemClock } from '../../src/clock.js';
 import { loadOffset, readBootId, toMonotonic } from '../../src/restart/journal-time.js';
 import { writeFileSync, mkdirSync, mkdtempSync } from 'node:fs';
 
+/** These nodes run no ovnkube-node: rollback, like apply, is told to act without seeing its mode. */
+const NO_OVNKUBE = ['--ovnkube-mode-check', 'off'];
+
 const STALE = '10.96.0.0/16 via 172.18.0.1 dev br-ex mtu 1400';
 const LOCAL = '10.96.0.0/16 via 10.244.1.1 dev ovn-k8s-mp0';
 const DUAL = ['--service-cidr', '10.96.0.0/16,fd00:10:96::/112'];
@@ -271,7 +274,7 @@ test('apply journals its migration, restart owed; rollback --yes puts the route 
     assert.deepEqual(journalOf(scratch).migration, m);
 
     const rollback = () =>
-      cli(ns, ['rollback', '--state-dir', scratch.stateDir, '--service-cidr', '10.96.0.0/16', '--yes']);
+      cli(ns, ['rollback', '--state-dir', scratch.stateDir, '--service-cidr', '10.96.0.0/16', ...NO_OVNKUBE, '--yes']);
     const back = rollback();
     assert.equal(back.code, 0, back.stderr + back.stdout);
     assert.match(
@@ -386,7 +389,7 @@ test('SIGTERM while the first of two replaces is in flight: it finishes, the sec
     assert.equal(onMp0(ns).filter(Boolean).length, 1, 'the replace in flight was finished, the next not made');
     assert.equal(journalOf(scratch).migration.routes.length, 2);
 
-    const back = cli(ns, ['rollback', '--state-dir', scratch.stateDir, ...DUAL, '--yes']);
+    const back = cli(ns, ['rollback', '--state-dir', scratch.stateDir, ...DUAL, ...NO_OVNKUBE, '--yes']);
     assert.equal(back.code, 0, back.stderr + back.stdout);
     assert.match(back.stdout, /\nput back: 1 route\(s\)\n/, 'the route never replaced is left as it is');
     assert.deepEqual(onMp0(ns), [false, false]);
@@ -476,7 +479,14 @@ test('SIGTERM while the first of two put-backs of rollback is in flight: it fini
     assert.equal(applied.code, 0, applied.stderr);
     assert.deepEqual(onMp0(ns), [true, true]);
 
-    const run = faulty(ns, 'hold-first-replace', ['rollback', '--state-dir', scratch.stateDir, ...DUAL, '--yes']);
+    const run = faulty(ns, 'hold-first-replace', [
+      'rollback',
+      '--state-dir',
+      scratch.stateDir,
+      ...DUAL,
+      ...NO_OVNKUBE,
+      '--yes',
+    ]);
     await within(run.held, 30_000, 'the first put-back held');
     run.child.kill('SIGTERM');
     const end = await within(run.exited, 30_000, 'rollback ends');
@@ -501,7 +511,7 @@ test('SIGTERM while the first of two put-backs of rollback is in flight: it fini
     await agent.stop();
 
     // Both are put back: never one family left in each mode.
-    const rest = cli(ns, ['rollback', '--state-dir', scratch.stateDir, ...DUAL, '--yes']);
+    const rest = cli(ns, ['rollback', '--state-dir', scratch.stateDir, ...DUAL, ...NO_OVNKUBE, '--yes']);
     assert.equal(rest.code, 0, rest.stderr + rest.stdout);
     assert.match(rest.stdout, /; a rollback begun at \S+ did not finish\n/);
     assert.match(rest.stdout, /\nput back: 2 route\(s\)\n/);

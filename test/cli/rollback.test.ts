@@ -17,8 +17,9 @@ test('rollback puts back the shared-mode route a real migration replaced: plan w
   await withAgent({ mode: 'local' }, async ({ ns, scratch, agent, ovnkube }) => {
     await waitForStatus(agent, (s) => s.phase === 'Converged', 'the migration to local');
     assert.deepEqual(ns.routes('10.96.0.0/16'), [LOCAL]);
+    let check: string[] = [];
     const rollback = (...extra: string[]) =>
-      cli(ns, ['rollback', '--state-dir', scratch.stateDir, '--service-cidr', '10.96.0.0/16', ...extra]);
+      cli(ns, ['rollback', '--state-dir', scratch.stateDir, '--service-cidr', '10.96.0.0/16', ...check, ...extra]);
 
     // While the agent runs, the lock says no.
     const beside = rollback('--yes');
@@ -39,8 +40,17 @@ test('rollback puts back the shared-mode route a real migration replaced: plan w
       /refused:\n {2}- ovnkube-node \(pid \d+\) runs --gateway-mode local, the mode the migration moved to: .* \[OvnkubeOtherMode\]\n$/,
     );
     assert.deepEqual(ns.routes('10.96.0.0/16'), [LOCAL]);
-    // ovnkube-node gone (down, or its pod deleted): what follows acts.
+    // ovnkube-node gone (down, or its pod deleted): its mode unknown, refused as every door waits
+    // (the next one may run local again); the operator who knows says so, and what follows acts.
     ovnkube.stop();
+    const unknown = rollback('--yes');
+    assert.equal(unknown.code, 1, unknown.stderr);
+    assert.match(
+      unknown.stdout,
+      /refused:\n {2}- ovnkube-node's gateway mode is unknown: .*: put the routes back once it runs shared mode, or say --ovnkube-mode-check off to put them back now \[OvnkubeModeUnknown\]\n$/,
+    );
+    assert.deepEqual(ns.routes('10.96.0.0/16'), [LOCAL]);
+    check = ['--ovnkube-mode-check', 'off'];
 
     const dry = rollback();
     assert.equal(dry.code, 0, dry.stderr);
@@ -99,7 +109,7 @@ test('rollback puts back the shared-mode route a real migration replaced: plan w
     // Its log says what happened: the rollback, not a migration owing a restart.
     assert.match(done.stderr, /"journal the rollback of the migration to local"/);
     assert.match(done.stderr, /"msg":"rollback journaled: putting the routes back"/);
-    assert.doesNotMatch(done.stderr, /migration journaled|restart owed/);
+    assert.doesNotMatch(done.stderr, /migration journaled|restart owed|watching the routes settle/);
 
     // Done once: the routes stay on record, marked rolled back; a second run finds them put
     // back already: nothing to do, exit 0 (a fleet script counts it as done, not failed).
@@ -230,7 +240,7 @@ test('rollback --yes on a node of unknown release refuses with LayoutUnknown, as
     assert.equal(refused.code, 1, refused.stderr + refused.stdout);
     assert.match(refused.stdout, /\nrefused:\n {2}- cannot tell the OpenShift release \(.*\[LayoutUnknown\]\n$/);
     assert.deepEqual(ns.routes('10.96.0.0/16'), [LOCAL], 'the route is untouched');
-    const stated = cli(ns, [...args, '--layout', 'legacy'], env);
+    const stated = cli(ns, [...args, '--layout', 'legacy', '--ovnkube-mode-check', 'off'], env);
     assert.equal(stated.code, 0, stated.stderr + stated.stdout);
     assert.match(stated.stdout, /\nput back: 1 route\(s\)\n/);
     assert.deepEqual(ns.routes('10.96.0.0/16'), [STALE]);

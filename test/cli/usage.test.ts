@@ -139,11 +139,11 @@ test('each --help lists exactly the flags its command uses', () => {
   ];
   assert.deepEqual(flagsOf('plan'), [...planner, '--json'].sort());
   assert.deepEqual(flagsOf('apply'), [...planner, '--dry-run', '--json', '--state-dir'].sort());
-  // rollback puts back the journal's route: no desired mode, no ovnkube-node, no MTU or next hop of its own.
+  // rollback puts back the journal's route: no desired mode, no MTU or next hop of its own.
   assert.deepEqual(
     flagsOf('rollback'),
     [
-      ...planner.filter((f) => !['--mode-file', '--ovnkube-mode-check', '--mtu', '--gateway-nexthop'].includes(f)),
+      ...planner.filter((f) => !['--mode-file', '--mtu', '--gateway-nexthop'].includes(f)),
       '--state-dir',
       '--yes',
     ].sort(),

@@ -4,7 +4,7 @@ import { test } from 'node:test';
 import type { Migration } from '../../src/core/migration.js';
 import { planRollback } from '../../src/core/rollback.js';
 import type { InterfaceAddress, Link, NextHop, Route } from '../../src/core/route.js';
-import type { Observation } from '../../src/core/types.js';
+import type { Observation, OvnkubeObservation } from '../../src/core/types.js';
 import { noOsRelease } from '../../src/core/platform.js';
 import { seedConfig } from '../helpers/config.js';
 
@@ -34,7 +34,15 @@ const addr = (linkIndex: number, address: string, prefixLength: number): Interfa
   dadFailed: false,
 });
 
-function observed(o: { routes?: Route[]; links?: Link[]; addresses?: InterfaceAddress[] } = {}): Observation {
+/** ovnkube-node seen running this mode (the one a rollback is for: the mode before the migration). */
+const runs = (mode: 'local' | 'shared' | null): OvnkubeObservation =>
+  mode === null
+    ? { mode: null, pid: null, id: null, detail: 'no ovnkube --init-node process', release410Plus: null, modes: [] }
+    : { mode, pid: 42, id: 'pid 42 start 7', detail: null, release410Plus: null, modes: [mode] };
+
+function observed(
+  o: { routes?: Route[]; links?: Link[]; addresses?: InterfaceAddress[]; ovnkube?: OvnkubeObservation } = {},
+): Observation {
   return {
     links: o.links ?? [BR_EX, MP0, GW0],
     addresses: o.addresses ?? [addr(2, '172.18.0.2', 16), addr(4, '10.244.1.2', 24)],
@@ -42,7 +50,7 @@ function observed(o: { routes?: Route[]; links?: Link[]; addresses?: InterfaceAd
       ['10.96.0.0/16', o.routes ?? [route(LOCAL)]],
       ['0.0.0.0/0', [route({ ...SHARED, mtu: null })]],
     ]),
-    ovnkube: { mode: null, pid: null, id: null, detail: 'not looked at', release410Plus: null, modes: [] },
+    ovnkube: o.ovnkube ?? runs('shared'),
   };
 }
 
@@ -145,7 +153,7 @@ test('a recorded route found as it was before the migration (never replaced, or 
 test("a local-to-shared migration is not put back once ovn-k8s-mp0's subnet changed, nor with mp0 down or gone", () => {
   const back = migration(LOCAL, SHARED, 'shared');
   const shared = [route(SHARED)];
-  assert.deepEqual(codes(planRollback(back, observed({ routes: shared }), seedConfig())), []);
+  assert.deepEqual(codes(planRollback(back, observed({ routes: shared, ovnkube: runs('local') }), seedConfig())), []);
   assert.deepEqual(
     codes(
       planRollback(
@@ -211,4 +219,22 @@ test('a journal (of an older agent) recording a /0 is refused, whatever the rout
     assert.match(p.refusals[0]!.message, /is a default route, never a service route/);
     assert.deepEqual(p.actions, []);
   }
+});
+
+test('ovnkube-node of unknown mode (none running, or no mode it says): OvnkubeModeUnknown, as every door waits; --ovnkube-mode-check off puts back', () => {
+  const back = migration(SHARED, LOCAL);
+  for (const ovnkube of [
+    runs(null),
+    { ...runs('shared'), mode: null, modes: [], detail: 'pid 42 has no --gateway-mode flag' },
+  ])
+    assert.deepEqual(codes(planRollback(back, observed({ ovnkube }), seedConfig())), ['OvnkubeModeUnknown']);
+  const off = planRollback(back, observed({ ovnkube: runs(null) }), { ...seedConfig(), ovnkubeModeCheck: 'off' });
+  assert.deepEqual(codes(off), []);
+  assert.equal(off.actions.length, 1);
+  // The mode the migration moved to, running: OvnkubeOtherMode, whatever the check says.
+  for (const ovnkubeModeCheck of ['proc', 'off'] as const)
+    assert.deepEqual(
+      codes(planRollback(back, observed({ ovnkube: runs('local') }), { ...seedConfig(), ovnkubeModeCheck })),
+      ['OvnkubeOtherMode'],
+    );
 });

@@ -128,11 +128,36 @@ test('journal: the journal of version 0.1 (restart-journal.json) is not read', a
   }
 });
 
-test('journal: a migration missing its fields is not trusted', async () => {
+test('journal: a migration missing its fields, or recording a route that is not whole, is not trusted', async () => {
   const dir = scratch();
   try {
     const j = new Journal(dir);
     writeFileSync(j.file, JSON.stringify({ version: 2, restarts: [], migration: { mode: 'local' } }));
+    await assert.rejects(j.load(), /its migration is incomplete/);
+    // A whole state but for a route it records (read later by rollback and every pass): refused too.
+    const hop = { dev: 'br-ex', oif: 3, gateway: '172.18.0.1', mtu: 1400 };
+    const route = { key: { prefix: '10.96.0.0/16', family: 4, table: 254, priority: 0 }, from: hop, to: hop };
+    const whole = { mode: 'local', startedAt: 1, ovnkubeBefore: null, identity: 'process', attempts: 0 };
+    const state = { ...whole, last: null, rollback: null, restart: 'owed' };
+    const journal = (m: object) => JSON.stringify({ version: 3, restarts: [], migration: m });
+    writeFileSync(j.file, journal({ ...state, routes: [route] }));
+    assert.equal((await j.load()).migration?.routes.length, 1, 'the whole state is read');
+    for (const routes of [
+      [{ nokey: 1 }],
+      [{ key: route.key }],
+      [{ ...route, key: { ...route.key, prefix: '10.96.0.0/99' } }],
+      [{ ...route, key: { ...route.key, family: 6 } }],
+      [{ ...route, to: { ...hop, gateway: 7 } }],
+      [{ ...route, from: null }],
+    ]) {
+      writeFileSync(j.file, journal({ ...state, routes }));
+      await assert.rejects(
+        j.load(),
+        /is corrupt: (its migration is incomplete|.*10\.96\.0\.0\/99)/,
+        JSON.stringify(routes),
+      );
+    }
+    writeFileSync(j.file, journal({ ...state, routes: [route], rollback: { startedAt: 1, doneAt: 'soon' } }));
     await assert.rejects(j.load(), /its migration is incomplete/);
   } finally {
     rmSync(dir, { recursive: true, force: true });
