@@ -551,9 +551,9 @@ test('apply on a journal an agent noted before the wall clock was stepped by a d
   });
 });
 
-test('an unreadable journal that cannot be moved aside: apply refuses, exit 2 naming it, nothing changed and the file kept', async (t) => {
+test('an unreadable journal that cannot be moved aside: apply, and the agent, refuse, exit 2 naming it, nothing changed and the file kept', async (t) => {
   if (skipWithoutKernel(t)) return;
-  await withNode({ gw0: true }, async ({ ns, scratch }) => {
+  await withNode({ gw0: true }, async ({ ns, scratch, startAgent }) => {
     mkdirSync(scratch.stateDir, { recursive: true });
     const file = path.join(scratch.stateDir, 'migration-journal.json');
     writeFileSync(file, '{"version": 2, "restarts": [');
@@ -567,6 +567,12 @@ test('an unreadable journal that cannot be moved aside: apply refuses, exit 2 na
       const r = applyLocal(ns, scratch);
       assert.equal(r.code, 2, r.stderr);
       assert.match(r.stderr, /migration-journal\.json is corrupt.*could not be moved aside.*changing nothing/);
+      assert.deepEqual(ns.routes('10.96.0.0/16'), [STALE]);
+      assert.equal(readFileSync(file, 'utf8'), '{"version": 2, "restarts": [');
+      // The agent too: its first journal save would replace the file.
+      const agent = startAgent(['--service-cidr', '10.96.0.0/16', '--ovnkube-mode-check', 'off']);
+      assert.equal(await within(agent.exited, 30_000, 'the agent refuses to start'), 2, agent.output);
+      assert.match(agent.output, /migration-journal\.json is corrupt.*could not be moved aside.*; not starting/);
       assert.deepEqual(ns.routes('10.96.0.0/16'), [STALE]);
       assert.equal(readFileSync(file, 'utf8'), '{"version": 2, "restarts": [');
     } finally {
