@@ -1,6 +1,6 @@
 // Route messages (struct rtmsg, then rtattrs), decoded here: the netlink package's parser threw on the
 // first attribute of a size it did not expect (RTA_VIA is `struct rtvia`, 2 + 4 or 2 + 16 bytes,
-// include/uapi/linux/rtnetlink.h), and one such route on a watched prefix failed every pass (issue 25).
+// include/uapi/linux/rtnetlink.h), and one such route on a watched prefix failed every pass.
 // Rules:
 //  1. Only the rtmsg header is required. Whatever else cannot be read (an unknown attribute, a wrong
 //     size, a broken length) is named in `unmodelled`, which makes the route NotOurRoute and says why.
