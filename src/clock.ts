@@ -7,10 +7,7 @@ export interface Clock {
   wall(): number;
 }
 
-export const systemClock: Clock = {
-  now: () => Number(process.hrtime.bigint() / 1_000_000n),
-  wall: () => Date.now(),
-};
+export const systemClock: Clock = { now: () => Number(process.hrtime.bigint() / 1_000_000n), wall: () => Date.now() };
 
 /** The longest delay setTimeout honours: Node fires a longer one after 1 ms (TimeoutOverflowWarning). */
 export const MAX_TIMER_MS = 2 ** 31 - 1;

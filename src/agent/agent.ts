@@ -7,7 +7,6 @@ import { reason, type Reason } from '../core/reasons.js';
 import { errorCode, NO_RECORDER } from '../core/recorder.js';
 import type { PlannerConfig } from '../core/types.js';
 import type { ModeWatch } from '../mode/source.js';
-import { JournalError } from '../restart/journal.js';
 import type { RestartStrategy } from '../restart/strategy.js';
 import { statusReport, summaryOf, type StatusReport } from '../status/report.js';
 import { runPass, type Engine, type LoopState } from './engine.js';
@@ -67,9 +66,8 @@ export class Agent {
     this.restarts = new RestartRunner(deps.strategy, log, (why) => this.kick(why));
   }
 
-  /** An unreadable journal that cannot be set aside refuses the start (exit 2), as apply refuses: a save would replace it. */
   async init(): Promise<void> {
-    if (!(await this.journal.load())) throw new JournalError(`${this.journal.warning}; not starting`);
+    await this.journal.load();
   }
 
   start(): void {

@@ -3,7 +3,7 @@
 // or the change is not made; one after it keeps the record in memory and retries a failed save.
 import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';
-import { EMPTY_JOURNAL, type Journal, type JournalData } from '../restart/journal.js';
+import { EMPTY_JOURNAL, JournalWriteError, type Journal, type JournalData } from '../restart/journal.js';
 import { loadOffset, stableOffset, toMonotonic, toWall } from '../restart/journal-time.js';
 
 export interface JournalKeeperDeps {
@@ -22,6 +22,8 @@ export class JournalKeeper {
   lag: { what: string; attempts: number; error: string } | null = null;
   /** Wall minus monotonic as on disk; kept while the wall clock has not stepped (journal-time.ts rule 4). */
   private notedOffset: number | null = null;
+  /** The unreadable journal could not be moved aside: no save writes over it until it is. */
+  private unmoved = false;
 
   constructor(private readonly deps: JournalKeeperDeps) {}
 
@@ -46,13 +48,14 @@ export class JournalKeeper {
       const where = aside instanceof Error ? `could not be moved aside: ${aside.message}` : `kept as ${aside}`;
       this.warning = `${(err as Error).message} (${where}); a migration it recorded will not be finished by this agent`;
       this.deps.log.error({ err }, this.warning);
-      return !(aside instanceof Error);
+      this.unmoved = aside instanceof Error;
+      return !this.unmoved;
     }
   }
 
   /** Before the change, or the change is not made (the error goes up). */
   async before(data: JournalData): Promise<void> {
-    await this.deps.journal.save(this.onDisk(data));
+    await this.save(data);
     this.data = data;
     this.caughtUp();
   }
@@ -61,7 +64,7 @@ export class JournalKeeper {
   async after(data: JournalData, what: string, cause?: unknown): Promise<void> {
     this.data = data;
     try {
-      await this.deps.journal.save(this.onDisk(data));
+      await this.save(data);
       this.caughtUp();
     } catch (err) {
       const attempts = (this.lag?.attempts ?? 0) + 1;
@@ -78,9 +81,13 @@ export class JournalKeeper {
     if (this.lag !== null) await this.after(this.data, this.lag.what);
   }
 
-  private onDisk(data: JournalData): JournalData {
+  private async save(data: JournalData): Promise<void> {
+    const { journal, clock } = this.deps;
+    const aside = this.unmoved ? await journal.setAside(clock.wall()).catch((err: Error) => err) : null;
+    if (aside instanceof Error) throw new JournalWriteError('over the unreadable one, not moved aside', aside);
+    this.unmoved = false;
     this.notedOffset = stableOffset(this.notedOffset, this.wallOffset());
-    return toWall(data, this.notedOffset, this.deps.bootId);
+    await journal.save(toWall(data, this.notedOffset, this.deps.bootId));
   }
 
   private caughtUp(): void {

@@ -235,10 +235,7 @@ export function applyCommand(raw: PlanOptions & { stateDir: string }, wrap: Once
   });
 }
 
-export type RollbackOptions = Omit<PlanOptions, 'modeFile' | 'json'> & {
-  stateDir: string;
-  yes: boolean;
-};
+export type RollbackOptions = Omit<PlanOptions, 'modeFile' | 'json'> & { stateDir: string; yes: boolean };
 
 /**
  * `rollback`: the same pass with the journal's migration put back as its target (core/rollback.ts

@@ -11,10 +11,9 @@
 //  5. A route found as before the migration is skipped (an `apply` stopped before it, a rollback
 //     interrupted after it); nothing left: NothingToRollBack. So is a rollback on record as done on
 //     a node rule 1 now refuses (upgraded since): a fleet script counts it as done, not failed.
-//  6. Never while ovnkube-node runs the migration's mode (OvnkubeOtherMode): the old route put back
-//     under it is the stale one it cannot replace itself. Nor, as every door, while its mode cannot be
-//     seen (OvnkubeModeUnknown): the next may run the migration's mode, or be a 4.10+ one whose command
-//     line is the evidence a mid-upgrade node's os-release lacks.
+//  6. Never against ovnkube-node, as every door: not while it runs the migration's mode (OvnkubeOtherMode),
+//     nor a shared one's route via mp0 (OvnkubeFallbackRoute), nor, unless --ovnkube-mode-check off, while
+//     its mode cannot be seen (OvnkubeModeUnknown: the next may run the migration's mode, or be 4.10+).
 import type { Migration } from './migration.js';
 import { detectLayout, layoutUnknown, managementNexthop, modeUnseen, ownedRoute } from './planner.js';
 import { reason, type Reason, type ReasonCode } from './reasons.js';
@@ -56,17 +55,15 @@ export function planRollback(migration: Migration | null, observed: Observation,
   if (refusals.length > 0) return { actions: [], refusals };
   if (actions.length === 0)
     return refused('NothingToRollBack', `the routes the ${mode} migration replaced are as they were before it`);
-  // Rule 6, as every door waits on an ovnkube-node of the other mode. A rollout to the old mode
-  // rewrites the route itself and leaves nothing to roll back.
-  const running = observed.ovnkube.modes.find((m) => m === mode);
-  const unseen = modeUnseen(observed.ovnkube, config);
-  if (!running && unseen === null) return { actions, refusals };
-  const old = mode === 'local' ? 'shared' : 'local';
-  const now = `put the routes back once it runs ${old} mode, or say --ovnkube-mode-check off to put them back now`;
-  if (!running) return refused('OvnkubeModeUnknown', `${unseen}: ${now}`);
-  const pid = observed.ovnkube.pid !== null ? ` (pid ${observed.ovnkube.pid})` : '';
-  const why = `ovnkube-node${pid} runs --gateway-mode ${running}, the mode the migration moved to: putting the old routes back under it leaves the stale route it cannot replace; switch the cluster's gateway mode back instead (its rollout rewrites the route itself)`;
-  return refused('OvnkubeOtherMode', why);
+  const o = observed.ovnkube;
+  const pid = o.pid !== null ? ` (pid ${o.pid})` : '';
+  const other = `ovnkube-node${pid} runs --gateway-mode ${mode}, the mode the migration moved to: putting the old routes back under it leaves the stale route it cannot replace; switch the cluster's gateway mode back instead (its rollout rewrites the route itself)`;
+  if (o.modes.includes(mode)) return refused('OvnkubeOtherMode', other);
+  const kept = `ovnkube-node${pid} runs shared and keeps the route via ${config.managementInterface} on purpose while the cluster's topology version is old (an upgrade), or until its restart in shared mode moves it to ${config.gatewayInterface}: nothing is put back`;
+  if (mode === 'local' && o.modes.includes('shared')) return refused('OvnkubeFallbackRoute', kept);
+  const unseen = modeUnseen(o, config);
+  const off = 'with ovnkube-node stopped, --ovnkube-mode-check off puts the routes back';
+  return unseen === null ? { actions, refusals } : refused('OvnkubeModeUnknown', `${unseen}: ${off}`);
 }
 
 /** The replace that puts one recorded route back, if the rules still hold it right; null: it is as before. */

@@ -47,7 +47,7 @@ test('rollback puts back the shared-mode route a real migration replaced: plan w
     assert.equal(unknown.code, 1, unknown.stderr);
     assert.match(
       unknown.stdout,
-      /refused:\n {2}- ovnkube-node's gateway mode is unknown: .*: put the routes back once it runs shared mode, or say --ovnkube-mode-check off to put them back now \[OvnkubeModeUnknown\]\n$/,
+      /refused:\n {2}- ovnkube-node's gateway mode is unknown: .*: with ovnkube-node stopped, --ovnkube-mode-check off puts the routes back \[OvnkubeModeUnknown\]\n$/,
     );
     assert.deepEqual(ns.routes('10.96.0.0/16'), [LOCAL]);
     check = ['--ovnkube-mode-check', 'off'];

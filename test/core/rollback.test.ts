@@ -34,6 +34,9 @@ const addr = (linkIndex: number, address: string, prefixLength: number): Interfa
   dadFailed: false,
 });
 
+/** The rules other than rule 6 are tested on a node whose ovnkube-node is stopped, as the operator says. */
+const cfg = () => ({ ...seedConfig(), ovnkubeModeCheck: 'off' as const });
+
 /** ovnkube-node seen running this mode (the one a rollback is for: the mode before the migration). */
 const runs = (mode: 'local' | 'shared' | null): OvnkubeObservation =>
   mode === null
@@ -50,7 +53,7 @@ function observed(
       ['10.96.0.0/16', o.routes ?? [route(LOCAL)]],
       ['0.0.0.0/0', [route({ ...SHARED, mtu: null })]],
     ]),
-    ovnkube: o.ovnkube ?? runs('shared'),
+    ovnkube: o.ovnkube ?? runs(null),
   };
 }
 
@@ -70,7 +73,7 @@ const migration = (from: NextHop, to: NextHop, mode: 'local' | 'shared' = 'local
 const codes = (p: ReturnType<typeof planRollback>) => p.refusals.map((r) => r.code);
 
 test('a shared-to-local migration is put back: one replace of the route the migration left, to what it was', () => {
-  const p = planRollback(migration(SHARED, LOCAL), observed(), seedConfig());
+  const p = planRollback(migration(SHARED, LOCAL), observed(), cfg());
   assert.deepEqual(codes(p), []);
   assert.equal(p.actions.length, 1);
   assert.deepEqual(p.actions[0]!.from, LOCAL);
@@ -80,8 +83,8 @@ test('a shared-to-local migration is put back: one replace of the route the migr
 });
 
 test('no migration on record, or one that replaced nothing: NothingToRollBack', () => {
-  assert.deepEqual(codes(planRollback(null, observed(), seedConfig())), ['NothingToRollBack']);
-  assert.deepEqual(codes(planRollback({ ...migration(SHARED, LOCAL), routes: [] }, observed(), seedConfig())), [
+  assert.deepEqual(codes(planRollback(null, observed(), cfg())), ['NothingToRollBack']);
+  assert.deepEqual(codes(planRollback({ ...migration(SHARED, LOCAL), routes: [] }, observed(), cfg())), [
     'NothingToRollBack',
   ]);
 });
@@ -89,24 +92,22 @@ test('no migration on record, or one that replaced nothing: NothingToRollBack', 
 test('a migration rolled back already: NothingToRollBack, also once the node is 4.10+, or of unknown release with its routes as before', () => {
   const done = { ...migration(SHARED, LOCAL), rollback: { startedAt: 0, doneAt: 1 } };
   const masq = route({ dev: 'br-ex', oif: 2, gateway: '169.254.169.4', mtu: 1400 });
-  assert.deepEqual(codes(planRollback(done, observed({ routes: [route(SHARED)] }), seedConfig())), [
-    'NothingToRollBack',
-  ]);
+  assert.deepEqual(codes(planRollback(done, observed({ routes: [route(SHARED)] }), cfg())), ['NothingToRollBack']);
   // On a 4.8/4.9 node, a route moved again since (an agent still told local repairs it) is put back again.
-  assert.equal(planRollback(done, observed(), seedConfig()).actions.length, 1);
-  assert.deepEqual(codes(planRollback(done, observed({ routes: [masq] }), seedConfig())), ['NothingToRollBack']);
+  assert.equal(planRollback(done, observed(), cfg()).actions.length, 1);
+  assert.deepEqual(codes(planRollback(done, observed({ routes: [masq] }), cfg())), ['NothingToRollBack']);
   const unknown = seedConfig({ layout: 'auto', osRelease: noOsRelease('/host/etc/os-release', 'ENOENT') });
   assert.deepEqual(codes(planRollback(done, observed({ routes: [route(SHARED)] }), unknown)), ['NothingToRollBack']);
   // Of unknown release with the route on ovn-k8s-mp0 again: nobody can tell, as before.
   assert.deepEqual(codes(planRollback(done, observed(), unknown)), ['LayoutUnknown']);
   // Not done: the layout still refuses first.
   const begun = { ...done, rollback: { startedAt: 0, doneAt: null } };
-  assert.deepEqual(codes(planRollback(begun, observed({ routes: [masq] }), seedConfig())), ['RoutingViaHostLayout']);
+  assert.deepEqual(codes(planRollback(begun, observed({ routes: [masq] }), cfg())), ['RoutingViaHostLayout']);
 });
 
 test('a routing-via-host node is never rolled back, whatever the journal says', () => {
   const masq = route({ dev: 'br-ex', oif: 2, gateway: '169.254.169.4', mtu: 1400 });
-  const p = planRollback(migration(SHARED, LOCAL), observed({ routes: [masq] }), seedConfig());
+  const p = planRollback(migration(SHARED, LOCAL), observed({ routes: [masq] }), cfg());
   assert.deepEqual(codes(p), ['RoutingViaHostLayout']);
   assert.deepEqual(p.actions, []);
 });
@@ -120,14 +121,14 @@ test('a route changed since the migration (next hop, MTU or metric), gone, doubl
     [[route(LOCAL), route(SHARED, 10)], 'SeveralRoutes'],
     [[{ ...route(LOCAL), multipath: true }], 'NotOurRoute'],
   ] as const) {
-    const p = planRollback(migration(SHARED, LOCAL), observed({ routes: [...routes] }), seedConfig());
+    const p = planRollback(migration(SHARED, LOCAL), observed({ routes: [...routes] }), cfg());
     assert.deepEqual(codes(p), [code], JSON.stringify(routes));
     assert.deepEqual(p.actions, []);
   }
 });
 
 test('a recorded route found as it was before the migration (never replaced, or put back already) is skipped; none left: NothingToRollBack', () => {
-  const p = planRollback(migration(SHARED, LOCAL), observed({ routes: [route(SHARED)] }), seedConfig());
+  const p = planRollback(migration(SHARED, LOCAL), observed({ routes: [route(SHARED)] }), cfg());
   assert.deepEqual(codes(p), ['NothingToRollBack']);
   assert.deepEqual(p.actions, []);
 
@@ -142,7 +143,7 @@ test('a recorded route found as it was before the migration (never replaced, or 
   });
   const o = observed();
   o.routes.set('fd00:10:96::/112', [{ ...route(v6Shared, 1024), key: v6Key }]);
-  const half = planRollback(m, o, seedConfig());
+  const half = planRollback(m, o, cfg());
   assert.deepEqual(codes(half), []);
   assert.deepEqual(
     half.actions.map((a) => a.key.prefix),
@@ -153,13 +154,13 @@ test('a recorded route found as it was before the migration (never replaced, or 
 test("a local-to-shared migration is not put back once ovn-k8s-mp0's subnet changed, nor with mp0 down or gone", () => {
   const back = migration(LOCAL, SHARED, 'shared');
   const shared = [route(SHARED)];
-  assert.deepEqual(codes(planRollback(back, observed({ routes: shared, ovnkube: runs('local') }), seedConfig())), []);
+  assert.deepEqual(codes(planRollback(back, observed({ routes: shared }), cfg())), []);
   assert.deepEqual(
     codes(
       planRollback(
         back,
         observed({ routes: shared, addresses: [addr(2, '172.18.0.2', 16), addr(4, '10.244.7.2', 24)] }),
-        seedConfig(),
+        cfg(),
       ),
     ),
     ['ManagementSubnetChanged'],
@@ -172,16 +173,16 @@ test("a local-to-shared migration is not put back once ovn-k8s-mp0's subnet chan
           routes: shared,
           addresses: [addr(2, '172.18.0.2', 16), addr(4, '10.244.1.2', 25), addr(4, '10.244.1.3', 24)],
         }),
-        seedConfig(),
+        cfg(),
       ),
     ),
     ['ManagementAddressUnusable'],
   );
   assert.deepEqual(
-    codes(planRollback(back, observed({ routes: shared, links: [BR_EX, { ...MP0, up: false }] }), seedConfig())),
+    codes(planRollback(back, observed({ routes: shared, links: [BR_EX, { ...MP0, up: false }] }), cfg())),
     ['ManagementLinkDown'],
   );
-  const missing = planRollback(back, observed({ routes: shared, links: [BR_EX] }), seedConfig());
+  const missing = planRollback(back, observed({ routes: shared, links: [BR_EX] }), cfg());
   assert.deepEqual(codes(missing), ['ManagementLinkMissing']);
   // The refusal names the route it is about.
   assert.match(missing.refusals[0]!.message, /^10\.96\.0\.0\/16: the old device ovn-k8s-mp0 does not exist$/);
@@ -197,7 +198,7 @@ test('one refusal refuses the whole rollback: no family is put back alone', () =
   });
   const o = observed();
   o.routes.set('fd00:10:96::/112', []);
-  const p = planRollback(m, o, seedConfig());
+  const p = planRollback(m, o, cfg());
   assert.deepEqual(codes(p), ['NoRoute']);
   assert.deepEqual(p.actions, []);
 });
@@ -214,14 +215,14 @@ test('a journal (of an older agent) recording a /0 is refused, whatever the rout
     m.routes.push({ key, from, to });
     const o = observed();
     o.routes.set(prefix, [{ ...route(to), key }]);
-    const p = planRollback(m, o, seedConfig());
+    const p = planRollback(m, o, cfg());
     assert.deepEqual(codes(p), ['NotOurRoute'], prefix);
     assert.match(p.refusals[0]!.message, /is a default route, never a service route/);
     assert.deepEqual(p.actions, []);
   }
 });
 
-test('ovnkube-node of unknown mode (none running, or no mode it says): OvnkubeModeUnknown, as every door waits; --ovnkube-mode-check off puts back', () => {
+test("never against ovnkube-node: of unknown mode (none running, or none saying it) OvnkubeModeUnknown unless --ovnkube-mode-check off; a shared one keeping the mp0 route OvnkubeFallbackRoute; one of the migration's mode OvnkubeOtherMode", () => {
   const back = migration(SHARED, LOCAL);
   for (const ovnkube of [
     runs(null),
@@ -231,6 +232,12 @@ test('ovnkube-node of unknown mode (none running, or no mode it says): OvnkubeMo
   const off = planRollback(back, observed({ ovnkube: runs(null) }), { ...seedConfig(), ovnkubeModeCheck: 'off' });
   assert.deepEqual(codes(off), []);
   assert.equal(off.actions.length, 1);
+  // A shared one keeps a route via ovn-k8s-mp0 on purpose (the planner's OvnkubeFallbackRoute).
+  for (const ovnkubeModeCheck of ['proc', 'off'] as const)
+    assert.deepEqual(
+      codes(planRollback(back, observed({ ovnkube: runs('shared') }), { ...seedConfig(), ovnkubeModeCheck })),
+      ['OvnkubeFallbackRoute'],
+    );
   // The mode the migration moved to, running: OvnkubeOtherMode, whatever the check says.
   for (const ovnkubeModeCheck of ['proc', 'off'] as const)
     assert.deepEqual(
