@@ -97,7 +97,7 @@ export const COMMAND_SPECS: Record<Command, CommandSpec> = {
     exits: {
       0: 'stopped by SIGTERM or SIGINT',
       1: 'another agent holds the node (its lock or its socket), or an unexpected error (logged before the exit)',
-      2: `${BAD_USAGE}, ovnkube.conf, the socket group or the metrics address; or a socket or state directory it may not write, or a journal it can neither read nor set aside`,
+      2: `${BAD_USAGE}, ovnkube.conf, the socket group or the metrics address; or a socket or state directory it may not write`,
     },
   },
   status: {
