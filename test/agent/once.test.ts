@@ -10,7 +10,7 @@ import type { Migration } from '../../src/core/migration.js';
 import { rollingBack } from '../../src/core/migration.js';
 import { seedConfig } from '../helpers/config.js';
 import { FakeDataplane } from '../helpers/fake-dataplane.js';
-import { MemoryJournal, successor } from '../helpers/loop-rig.js';
+import { MemoryJournal } from '../helpers/loop-rig.js';
 
 const NOW = 1_000_000_000;
 const BR = { dev: 'br-ex', oif: 2, gateway: '172.18.0.1', mtu: 1400 };
@@ -39,9 +39,11 @@ test('rollback --yes whose put-back is changed by someone else at once is not re
   await journal.load(true);
   // Put back as recorded, then at once set by someone else to a next hop neither recorded one is.
   dp.afterReplace = () => dp.setRoute('10.96.0.0/16', BR.gateway, BR.dev, 1500);
-  const shared = successor('shared');
+  // ovnkube-node stopped, as the operator says (rollback acts only then: core/rollback.ts, rule 6).
+  const stopped = { mode: null, modes: [], pid: null, id: null, detail: 'stopped', release410Plus: null };
+  const config = { ...seedConfig(), ovnkubeModeCheck: 'off' as const };
   await assert.rejects(
-    once({ dataplane: dp, probe: async () => shared, log, clock, journal, act: true }, seedConfig(), {
+    once({ dataplane: dp, probe: async () => stopped, log, clock, journal, act: true }, config, {
       rollback: { cidrsFrom: '--service-cidr' },
     }),
     (err) => err instanceof VerifyError && /not as recorded: 10\.96\.0\.0\/16/.test(err.message),
