@@ -49,6 +49,9 @@ test("converges the seed's node to local mode and says so over the socket", asyn
     assert.equal(s.restart?.required, false);
     assert.equal(s.restart?.count, 1);
     assert.equal(s.restart?.migration?.restart, 'done');
+    // Said once, when the restart became done.
+    const settle = agent.logs().filter((l) => String(l.msg).startsWith('a new ovnkube-node runs the desired mode'));
+    assert.equal(settle.length, 1);
     assert.deepEqual(s.reasonCodes, ['InSync']);
     assert.ok(s.warnings.some((w) => /egress firewall/.test(w)));
     const change = agent.logs().find((l) => String(l.msg).startsWith('replaced route 10.96.0.0/16'));

@@ -142,6 +142,17 @@ test('journal: a migration missing its fields, or recording a route that is not 
     const journal = (m: object) => JSON.stringify({ version: 3, restarts: [], migration: m });
     writeFileSync(j.file, journal({ ...state, routes: [route] }));
     assert.equal((await j.load()).migration?.routes.length, 1, 'the whole state is read');
+    // Null device and gateway (a link gone), no oif (an older record), IPv6: whole too.
+    const v6 = {
+      key: { ...route.key, prefix: 'fd00:10:96::/112', family: 6 },
+      from: { ...hop, gateway: 'fd00::1' },
+      to: hop,
+    };
+    writeFileSync(
+      j.file,
+      journal({ ...state, routes: [{ ...route, to: { dev: null, gateway: null, mtu: null } }, v6] }),
+    );
+    assert.equal((await j.load()).migration?.routes.length, 2);
     for (const routes of [
       [{ nokey: 1 }],
       [{ key: route.key }],
