@@ -43,7 +43,8 @@ const SHAPES: Shape[] = [
   { name: 'unknown --layout legacy', standin: '4.9', host: null, layout: 'legacy' },
   { name: 'mid-upgrade 4.10 on 4.9', standin: '4.10', host: '4.9' },
 ];
-const STATES = ['shared', 'stale', 'migrated'] as const;
+/** `stopped`: migrated, then ovnkube-node stopped (between rollout pods, or on purpose). */
+const STATES = ['shared', 'stale', 'migrated', 'stopped'] as const;
 type State = (typeof STATES)[number];
 const COMMANDS = ['plan', 'apply', 'rollback', 'rollback --yes', 'run'] as const;
 type Command = (typeof COMMANDS)[number];
@@ -61,6 +62,15 @@ function expected(shape: Shape, state: State, command: Command): Outcome {
   const unknown = shape.host === null && shape.layout === undefined;
   const fixed = shape.standin.endsWith('-fixed');
   const same = (code: string): Outcome => ({ route: 'unchanged', code });
+  if (state === 'stopped') {
+    // No ovnkube-node, so none of its 4.10 flags: a mid-upgrade node's 4.9 os-release is all there is,
+    // and every door waits on the ovnkube-node to come (rollback too, unless told otherwise).
+    if (shape.host !== null && ['4.10', '4.11', '4.12'].includes(minorOf(shape.host as Release)))
+      return same('RoutingViaHostLayout');
+    // Of unknown release both refusals hold: rollback's layout check comes first, the planner names
+    // ovnkube-node first (its reasons are ordered so; the route stays either way).
+    return same(unknown && command.startsWith('rollback') ? 'LayoutUnknown' : 'OvnkubeModeUnknown');
+  }
   if (command.startsWith('rollback')) {
     if (state !== 'migrated') return same('NothingToRollBack');
     if (viaHost) return same('RoutingViaHostLayout');
@@ -155,23 +165,24 @@ async function runShape(shape: Shape, results: Map<string, Outcome>): Promise<vo
     ];
     let sharedRoute = '';
     for (const state of STATES) {
-      if (state !== 'migrated') {
+      if (state === 'shared' || state === 'stale') {
         standin.start(state === 'shared' ? 'shared' : 'local');
         await standin.ready();
       } else ns.ip(`route replace ${MP0}`);
+      if (state === 'stopped') standin.stop();
       const route = ns.routes(SVC)[0]!;
       if (state === 'shared') sharedRoute = route;
       const mode = modeFile(scratch.dir, state === 'shared' ? 'shared' : 'local');
       for (const command of COMMANDS) {
         ns.ip(`route replace ${route}`);
         const stateDir = path.join(scratch.dir, `${state}-${command.replace(/\W+/g, '-')}`);
-        if (state === 'migrated') writeMigration(stateDir, sharedRoute);
+        if (state === 'migrated' || state === 'stopped') writeMigration(stateDir, sharedRoute);
         let code: string;
         if (command === 'run') {
           const run = new Scratch();
           writeFileSync(run.modeFile, state === 'shared' ? 'shared' : 'local');
           utimesSync(run.modeFile, new Date(Date.now() - 60_000), new Date(Date.now() - 60_000));
-          if (state === 'migrated') writeMigration(run.stateDir, sharedRoute);
+          if (state === 'migrated' || state === 'stopped') writeMigration(run.stateDir, sharedRoute);
           const agent = new AgentProcess(ns, run, [...common, '--restart', 'none']);
           try {
             const s = await waitForStatus(agent, (s) => s.lastReconcile !== null, 'a first pass');
