@@ -27,15 +27,7 @@ import {
   type Route,
   type Watched,
 } from './route.js';
-import type {
-  DesiredMode,
-  Observation,
-  OvnkubeObservation,
-  Plan,
-  PlannerConfig,
-  ReplaceAction,
-  RouteStatus,
-} from './types.js';
+import type { DesiredMode, Observation, Plan, PlannerConfig, ReplaceAction, RouteStatus } from './types.js';
 
 /** 4.8/4.9 local mode creates this link (on br-local). */
 const LEGACY_LOCAL_GATEWAY_LINK = 'ovn-k8s-gw0';
@@ -307,7 +299,7 @@ function ovnkubeHolds(input: PlanInput, mode: 'local' | 'shared'): Reason[] {
 }
 
 /** Why ovnkube-node's mode counts as unseen (no process, or none saying its mode, under --ovnkube-mode-check proc), or null: every door waits then. */
-export function modeUnseen(o: OvnkubeObservation, config: PlannerConfig): string | null {
+export function modeUnseen(o: Observation['ovnkube'], config: PlannerConfig): string | null {
   if (o.mode !== null || config.ovnkubeModeCheck !== 'proc') return null;
   return `ovnkube-node's gateway mode is unknown: ${o.detail ?? 'no ovnkube --init-node process'}`;
 }

@@ -52,11 +52,8 @@ const hop = (n?: Partial<NextHop> | null) =>
 function wholeRoute(r: Partial<Migration['routes'][number]> | null): boolean {
   const { key, from, to } = r ?? {};
   if (!key || !Number.isInteger(key.table) || !Number.isInteger(key.priority) || !hop(from) || !hop(to)) return false;
-  return (
-    typeof key.prefix === 'string' &&
-    parseCidr(key.prefix).family === key.family &&
-    parseCidr(key.prefix).text === key.prefix
-  );
+  const cidr = typeof key.prefix === 'string' ? parseCidr(key.prefix) : null;
+  return cidr?.family === key.family && cidr.text === key.prefix;
 }
 
 /** A whole migration state, or why not: a partial one could owe a restart nobody meant. */
