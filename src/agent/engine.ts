@@ -61,11 +61,10 @@ const NO_RESTART: RestartSettings = {
 
 /** Rounds until one acts on nothing, and one more that only verifies if the last that may act replaced. */
 export async function runPass(e: Engine, p: PassInput, s: LoopState) {
-  const rounds = e.journal ? p.rounds : 0;
   let first: Awaited<ReturnType<typeof round>> | undefined;
   let replaced = new Map<string, NextHop>();
   for (let n = 0; ; n++) {
-    const r = await round(e, p, s, n < rounds, n === 0, replaced);
+    const r = await round(e, p, s, n < p.rounds, n === 0, replaced);
     first ??= r;
     if (!r.acted) return { first, last: r };
     // A one-shot command puts on record only what it does; what happened meanwhile is the agent's to record.
@@ -75,7 +74,7 @@ export async function runPass(e: Engine, p: PassInput, s: LoopState) {
       r.decision.steps.flatMap((step) => (step.kind === 'replace' ? [[step.action.key.prefix, step.action.to]] : [])),
     );
     const restarted = r.decision.steps.some((step) => step.kind === 'restart');
-    if (replaced.size === 0 && !(restarted && n + 1 < rounds)) return { first, last: r };
+    if (replaced.size === 0 && !(restarted && n + 1 < p.rounds)) return { first, last: r };
   }
 }
 
@@ -93,7 +92,7 @@ async function round(
   const answer = acting ? (runner?.answer ?? null) : null;
   // Links first, by name: the routes' interface names come from them (routes() asks the kernel for
   // any other). A rollback also reads the devices its routes left.
-  const migration = e.journal?.data.migration ?? null;
+  const migration = e.journal.data.migration;
   const left = 'rollback' in target ? (migration?.routes ?? []).flatMap((r) => r.from.dev ?? []) : [];
   const watched = watchedOf(config);
   const links = await e.dataplane.links([...watched.links, ...left]);
@@ -143,15 +142,15 @@ async function round(
     plan: planned,
     desired: mode,
     migration,
-    restarts: e.journal?.data.restarts ?? [],
+    restarts: e.journal.data.restarts,
     ovnkube: observed.ovnkube,
     target: found,
     settings: p.restart,
     now,
-    wallOffsetMs: e.journal?.wallOffset() ?? 0,
+    wallOffsetMs: e.journal.wallOffset(),
     restartInFlight: runner?.inFlight ?? false,
     answer,
-    journalLags: first && e.journal !== null && e.journal.lag !== null,
+    journalLags: first && e.journal.lag !== null,
   });
   s.outcome = { plan: planned, decision, observed, suspensions, restart: decision.restart };
   return { planned, actions, decision, refusals: [], acted: acting };
@@ -192,7 +191,7 @@ export async function once(
   config: PlannerConfig,
   target: Target,
 ): Promise<OnceResult> {
-  if ('rollback' in target) assertNamed(deps.journal?.data.migration ?? null, config, target.rollback.cidrsFrom);
+  if ('rollback' in target) assertNamed(deps.journal.data.migration, config, target.rollback.cidrsFrom);
   const input = { config, target, rounds: deps.act ? 1 : 0, restart: NO_RESTART };
   const { first, last } = await runPass(deps, input, { fights: NO_FIGHTS });
   const { planned, actions, refusals, acted, decision } = first;

@@ -21,7 +21,7 @@ export interface Effects {
   log: Logger;
   clock: Clock;
   /** Null for `plan`, which reads none and never acts. */
-  journal: JournalKeeper | null;
+  journal: JournalKeeper;
   /** Told of each step carried out (metrics, the event history). */
   recorder?: AgentRecorder;
   /** The loop's; a one-shot command restarts nothing. */
@@ -40,7 +40,7 @@ export async function execute(
   mode: DesiredMode['mode'],
 ): Promise<void> {
   const { log, clock } = e;
-  const journal = must(e.journal, 'the journal of a pass that acts');
+  const { journal } = e;
   const recorder = e.recorder ?? NO_RECORDER;
   const strategy = e.restarts?.strategy.name ?? 'none';
   if (decision.records.length + decision.steps.length > 0) e.beginChanges?.();

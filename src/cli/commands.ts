@@ -15,7 +15,7 @@ import { summarize } from '../core/decide.js';
 import { restartOwed, type Migration } from '../core/migration.js';
 import { must } from '../core/must.js';
 import { renderNextHop } from '../core/route.js';
-import type { Plan, ReplaceAction } from '../core/types.js';
+import type { DesiredMode, Plan, ReplaceAction } from '../core/types.js';
 import { KernelDataplane } from '../dataplane/kernel.js';
 import type { Dataplane } from '../dataplane/types.js';
 import { readModeSource } from '../mode/source.js';
@@ -133,18 +133,19 @@ async function readDesired(modeFile: string, log: Logger) {
 const converged = (p: Plan): ExitCode =>
   summarize(p, { phase: null, reason: null }, new Map(), null).phase === 'Converged' ? 0 : 1;
 
-const asJson = (p: Plan, applied: number) => {
+/** `restartOwed`: what owedRestart says, or null. */
+const asJson = (p: Plan, applied: number, restartOwed: string | null) => {
   const reasons = { reasonCodes: p.reasons.map((r) => r.code), reasons: p.reasons.map((r) => r.message) };
   const actions = p.actions.map((a) => ({ ...a, reason: a.reason.message }));
-  return JSON.stringify({ ...p, ...reasons, actions, applied }, null, 2) + '\n';
+  return JSON.stringify({ ...p, ...reasons, actions, applied, restartOwed }, null, 2) + '\n';
 };
 
 /** The node's journal as the agent keeps it (agent/journal-keeper.ts), not read yet. */
 const journalOf = (stateDir: string, log: Logger) =>
   new JournalKeeper({ journal: new Journal(stateDir), clock: systemClock, bootId: readBootId(), log });
 
-/** One pass of a one-shot command: the journal is null for `plan`; it acts only with an interruption. */
-type PassDeps = { log: Logger; journal: JournalKeeper | null } & Partial<ReturnType<typeof interruption>>;
+/** One pass of a one-shot command: it acts only with an interruption. */
+type PassDeps = { log: Logger; journal: JournalKeeper } & Partial<ReturnType<typeof interruption>>;
 async function pass(settings: PlanSettings, target: Target, wrap: OnceWrappers, deps: PassDeps): Promise<OnceResult> {
   const real = new KernelDataplane();
   const dataplane = wrap.dataplane?.(real) ?? real;
@@ -159,14 +160,36 @@ async function pass(settings: PlanSettings, target: Target, wrap: OnceWrappers, 
   }
 }
 
-/** `plan`, and `apply --dry-run`: observe once and print what would be done; no lock, no journal, no change. */
-export async function planCommand(raw: PlanOptions, wrap: OnceWrappers = {}, dryRun = false): Promise<CommandResult> {
+/** The restart of ovnkube-node the journaled migration owes while the mode file asks for its mode (else the agent moves on: core/decide.ts), or null. */
+function owedRestart(m: Migration | null, desired: DesiredMode, stateDir: string, apply = false): string | null {
+  if (m === null || m.mode !== desired.mode || m.rollback || !restartOwed(m)) return null;
+  const not = apply ? 'apply does not restart it; ' : '';
+  return `restart ovnkube-node into ${m.mode} gateway mode, owed by the migration journaled in ${stateDir}: ${not}the agent requests it when it runs, unless a new ovnkube-node runs ${m.mode} gateway mode by then`;
+}
+
+/**
+ * `plan`, and `apply --dry-run`: observe once, the journal too, and print what would be done (a restart
+ * a migration owes included); no lock, no change: a journal it cannot read is only reported.
+ */
+export async function planCommand(
+  raw: PlanOptions & { stateDir: string },
+  wrap: OnceWrappers = {},
+  dryRun = false,
+): Promise<CommandResult> {
   const settings = { ...(await resolvePlanSettings(raw)), dryRun };
   const log = createLogger(settings.logLevel === 'info' ? 'warn' : settings.logLevel, process.stderr);
   const desired = await readDesired(settings.modeFile, log);
+  const { stateDir } = lastWins(raw);
+  const journal = journalOf(stateDir, log);
+  const unread = await journal.load(true).then(
+    () => null,
+    (err: Error) => `the journal cannot be read (${err.message}): the agent sets it aside when it runs`,
+  );
   try {
-    const p = must((await pass(settings, { mode: desired }, wrap, { log, journal: null })).planned, 'the plan');
-    if (raw.json) return { code: converged(p), stdout: asJson(p, 0) };
+    const p = must((await pass(settings, { mode: desired }, wrap, { log, journal })).planned, 'the plan');
+    const owed = owedRestart(journal.data.migration, desired, stateDir);
+    const code = owed === null ? converged(p) : 1;
+    if (raw.json) return { code, stdout: asJson(p, 0, owed) };
     const lines = renderPlanBody(p, null);
     const would = p.actions.length === 0 ? 'nothing to replace' : `would replace ${prefixes(p.actions)}`;
     if (dryRun) lines.push(`applied: 0 replace(s) (dry run): ${would}; changed nothing`);
@@ -174,7 +197,9 @@ export async function planCommand(raw: PlanOptions, wrap: OnceWrappers = {}, dry
       const next = p.actions.length > 0 && !p.blocked ? ' (apply carries it out, or the agent)' : '';
       lines.push(`plan: ${would}; changed nothing${next}`);
     }
-    return { code: converged(p), stdout: lines.join('\n') + '\n' };
+    if (owed !== null) lines.push(`left: ${owed}`);
+    if (unread !== null) lines.push(`warning: ${unread}`);
+    return { code, stdout: lines.join('\n') + '\n' };
   } catch (err) {
     return { code: 1, stderr: `ovn-gwmode-agent: ${(err as Error).message}\n` };
   }
@@ -206,13 +231,11 @@ export function applyCommand(raw: PlanOptions & { stateDir: string }, wrap: Once
       const final = must(r.final, "apply's verified plan");
       const replaced = r.applied ? r.actions : [];
       const code = converged(final);
-      if (raw.json) return { code, stdout: asJson(final, replaced.length) };
-      // What is left: a restart owed by this migration while the mode file still asks for its mode (else the
-      // agent moves on: core/decide.ts) is the agent's to request.
-      const m = journal.data.migration;
-      const owed = m !== null && m.mode === desired.mode && !m.rollback && restartOwed(m);
+      // What is left: a restart this migration owes is the agent's to request; apply restarts nothing.
+      const owed = owedRestart(journal.data.migration, desired, stateDir, true);
+      if (raw.json) return { code, stdout: asJson(final, replaced.length, owed) };
       const left = owed
-        ? `left: restart ovnkube-node into ${m.mode} gateway mode, owed by the migration journaled in ${stateDir}: apply does not restart it; the agent requests it when it runs, unless a new ovnkube-node runs ${m.mode} gateway mode by then`
+        ? `left: ${owed}`
         : code === 0
           ? 'left: nothing'
           : 'left: the node is not converged: see the reasons';

@@ -124,10 +124,10 @@ export const COMMAND_SPECS: Record<Command, CommandSpec> = {
   },
   plan: {
     summary: 'observe once and print what the agent would do',
-    flags: [...PLANNER, 'json'],
+    flags: [...PLANNER, 'state-dir', 'json'],
     exits: {
       0: 'nothing to do',
-      1: 'something to do, or the agent would wait or refuse (the reasons say why)',
+      1: 'something to do (a replace, or the restart a journaled migration owes), or the agent would wait or refuse (the reasons say why)',
       2: `${BAD_USAGE}, or ovnkube.conf`,
     },
   },

@@ -211,10 +211,11 @@ export function plan(input: PlanInput): Plan {
   }
   const local = mode === 'local';
   const mp0 = config.managementInterface;
-  // Guarantee 7 (one whose namespace cannot be read, several that disagree) first: it passes by itself.
-  const held = ovnkubeHolds(input, mode);
-  awaitsOvnkube = held.length > 0;
-  if (local && layout === 'unknown') held.push(reason('LayoutUnknown', layoutUnknown(input, platform)));
+  // The platform first, as rollback names it (only the operator can state it), then guarantee 7.
+  const held = local && layout === 'unknown' ? [reason('LayoutUnknown', layoutUnknown(input, platform))] : [];
+  const waits = ovnkubeHolds(input, mode);
+  awaitsOvnkube = waits.length > 0;
+  held.push(...waits);
   const actions: ReplaceAction[] = [];
   // Local: the suspended repairs; shared: ovnkube-node's own routes via ovn-k8s-mp0.
   const notes: Reason[] = [];

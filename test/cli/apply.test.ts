@@ -5,7 +5,7 @@
 // SIGINT finishes the replace in flight and makes no further change.
 import { strict as assert } from 'node:assert';
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { test } from 'node:test';
 import {
@@ -123,7 +123,7 @@ test('apply replaces the route and says ovnkube-node is still to be restarted, b
   });
 });
 
-test('plan says what it would replace and that it changed nothing, never that a replace is under way', async (t) => {
+test('plan says what it would replace and that it changed nothing, never that a replace is under way; it reads the journal, so a restart the migration owes is left to do', async (t) => {
   if (skipWithoutKernel(t)) return;
   await withNode({ gw0: true }, async ({ ns, scratch }) => {
     scratch.writeMode('local');
@@ -141,10 +141,32 @@ test('plan says what it would replace and that it changed nothing, never that a 
     assert.doesNotMatch(r.stdout, /Progressing|Replacing|phase:/);
     assert.deepEqual(ns.routes('10.96.0.0/16'), [STALE]);
 
-    assert.equal(cli(ns, ['apply', ...args, '--state-dir', scratch.stateDir]).code, 0);
-    const done = cli(ns, ['plan', ...args]);
+    const state = ['--state-dir', scratch.stateDir];
+    assert.equal(cli(ns, ['apply', ...args, ...state]).code, 0);
+    // The route moved, the restart owed: not "nothing to do".
+    const owed = cli(ns, ['plan', ...args, ...state]);
+    assert.equal(owed.code, 1, owed.stderr);
+    assert.match(
+      owed.stdout,
+      new RegExp(
+        `\\nactions: none\\n[\\s\\S]*\\nplan: nothing to replace; changed nothing\\nleft: restart ovnkube-node into local gateway mode, owed by the migration journaled in ${scratch.stateDir}: the agent requests it when it runs, unless a new ovnkube-node runs local gateway mode by then\\n$`,
+      ),
+    );
+    const json = cli(ns, ['plan', ...args, ...state, '--json']);
+    assert.equal(json.code, 1);
+    assert.match((JSON.parse(json.stdout) as { restartOwed: string }).restartOwed, /^restart ovnkube-node into local/);
+    // Another node's state (none on record): nothing to do.
+    const done = cli(ns, ['plan', ...args, '--state-dir', path.join(scratch.dir, 'none')]);
     assert.equal(done.code, 0, done.stderr);
     assert.match(done.stdout, /\nactions: none\n[\s\S]*\nplan: nothing to replace; changed nothing\n$/);
+    // A journal it cannot read is only reported: plan moves nothing aside.
+    const file = path.join(scratch.stateDir, 'migration-journal.json');
+    writeFileSync(file, '{ torn');
+    const files = readdirSync(scratch.stateDir);
+    const torn = cli(ns, ['plan', ...args, ...state]);
+    assert.equal(torn.code, 0, torn.stderr);
+    assert.match(torn.stdout, /\nwarning: the journal cannot be read \(.*\): the agent sets it aside when it runs\n$/);
+    assert.deepEqual([readFileSync(file, 'utf8'), readdirSync(scratch.stateDir)], ['{ torn', files]);
   });
 });
 

@@ -137,7 +137,7 @@ test('each --help lists exactly the flags its command uses', () => {
     '--socket',
     '--socket-group',
   ];
-  assert.deepEqual(flagsOf('plan'), [...planner, '--json'].sort());
+  assert.deepEqual(flagsOf('plan'), [...planner, '--json', '--state-dir'].sort());
   assert.deepEqual(flagsOf('apply'), [...planner, '--dry-run', '--json', '--state-dir'].sort());
   // rollback puts back the journal's route: no desired mode, no MTU or next hop of its own.
   assert.deepEqual(

@@ -913,11 +913,11 @@ test('planner: a multipath route is reported as such, never as a next hop of not
   assert.deepEqual([p.routes[0]?.multipath, p.routes[0]?.observed], [true, null]);
 });
 
-test('planner: a node of no known release before the rollout waits on ovnkube-node first, the unknown release second', () => {
+test('planner: a node of no known release names it first (as rollback does: only the operator can state it), ovnkube-node in the other mode second', () => {
   const p = plan(input({ links: [BR_EX, MP0], ovnkube: 'shared', config: NO_OS_RELEASE }));
   assert.deepEqual(
     p.reasons.map((r) => r.code),
-    ['OvnkubeOtherMode', 'LayoutUnknown'],
+    ['LayoutUnknown', 'OvnkubeOtherMode'],
   );
   assert.equal(summarize(p, { phase: null, reason: null }, new Map(), null).phase, 'Waiting');
 });

@@ -6,10 +6,11 @@
 //  - shapes: 4.8, 4.9, their fixed z-streams, 4.10, 4.11, 4.12 (each with its RHCOS
 //    os-release), an unknown release (an os-release with no OpenShift version), the same
 //    with --layout legacy, and mid-upgrade (4.10's ovnkube-node on a host still on 4.9's);
+//  - commands: plan, apply, rollback, rollback --yes, the same with --ovnkube-mode-check off, run;
 //  - states: shared (ovnkube-node runs shared over its route; the mode file says shared),
 //    stale (ovnkube-node rolled out to local over it: the bug on 4.8/4.9; the mode file says
 //    local), migrated (the route moved to ovn-k8s-mp0 and the journal records that migration,
-//    its restart done).
+//    its restart done), stopped (migrated, then ovnkube-node stopped).
 // Each command starts from the state as it was made (route put back, a journal of its own).
 import { strict as assert } from 'node:assert';
 import { mkdirSync, utimesSync, writeFileSync } from 'node:fs';
@@ -46,7 +47,9 @@ const SHAPES: Shape[] = [
 /** `stopped`: migrated, then ovnkube-node stopped (between rollout pods, or on purpose). */
 const STATES = ['shared', 'stale', 'migrated', 'stopped'] as const;
 type State = (typeof STATES)[number];
-const COMMANDS = ['plan', 'apply', 'rollback', 'rollback --yes', 'run'] as const;
+/** The last rollback: the operator's override for a stopped ovnkube-node (docs/operate.md's guide). */
+const OFF = 'rollback --yes --ovnkube-mode-check off';
+const COMMANDS = ['plan', 'apply', 'rollback', 'rollback --yes', OFF, 'run'] as const;
 type Command = (typeof COMMANDS)[number];
 
 /** What the route is after the command: as before it, moved to ovn-k8s-mp0, or put back to the journal's. */
@@ -67,9 +70,12 @@ function expected(shape: Shape, state: State, command: Command): Outcome {
     // and every door waits on the ovnkube-node to come (rollback too, unless told otherwise).
     if (shape.host !== null && ['4.10', '4.11', '4.12'].includes(minorOf(shape.host as Release)))
       return same('RoutingViaHostLayout');
-    // Of unknown release both refusals hold: rollback's layout check comes first, the planner names
-    // ovnkube-node first (its reasons are ordered so; the route stays either way).
-    return same(unknown && command.startsWith('rollback') ? 'LayoutUnknown' : 'OvnkubeModeUnknown');
+    // Of unknown release both refusals hold: every door names the release first.
+    if (unknown) return same('LayoutUnknown');
+    // The operator's `off` is the one way back. On the mid-upgrade node too: its route is as the migration
+    // left it (a 4.10 ovnkube-node that ran puts it via br-ex: nothing to roll back), and ovnkube.conf's
+    // 4.10 keys, the evidence left there, are not given here (--ovnkube-config).
+    return command === OFF ? { route: 'put back', code: 'RollingBack' } : same('OvnkubeModeUnknown');
   }
   if (command.startsWith('rollback')) {
     if (state !== 'migrated') return same('NothingToRollBack');
@@ -193,15 +199,8 @@ async function runShape(shape: Shape, results: Map<string, Outcome>): Promise<vo
           }
         } else {
           const args = command.startsWith('rollback')
-            ? ['rollback', ...common, '--state-dir', stateDir, ...(command === 'rollback --yes' ? ['--yes'] : [])]
-            : [
-                command,
-                ...common,
-                '--mode-file',
-                mode,
-                '--json',
-                ...(command === 'apply' ? ['--state-dir', stateDir] : []),
-              ];
+            ? ['rollback', ...common, '--state-dir', stateDir, ...command.split(' ').slice(1)]
+            : [command, ...common, '--mode-file', mode, '--json', '--state-dir', stateDir];
           code = codeOf(command, await lines.run(args));
         }
         const now = ns.routes(SVC);
