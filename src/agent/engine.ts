@@ -7,7 +7,7 @@ import { must } from '../core/must.js';
 import { plan, watchedOf } from '../core/planner.js';
 import type { Reason } from '../core/reasons.js';
 import { planRollback } from '../core/rollback.js';
-import { sameNextHop, type NextHop } from '../core/route.js';
+import { renderNextHop, sameNextHop, type NextHop } from '../core/route.js';
 import type {
   DesiredMode,
   Observation,
@@ -111,16 +111,19 @@ async function round(
     ? { planned: plan({ desired, config, observed, suspended: suspensions }), rb: null }
     : { planned: null, rb: planRollback(migration, observed, config) };
   const actions = rb ? rb.actions : planned.actions;
-  const unheld = actions.filter((a) => replaced.has(a.key.prefix));
-  if (unheld.length > 0)
-    throw new VerifyError(`after replacing, still out of sync: ${unheld.map((a) => a.reason.message).join('; ')}`);
+  // The verification: the kernel holds exactly what the last round wrote, whatever this round's plan says.
+  const wrong = [...replaced].flatMap(([prefix, to]) => {
+    const held = observed.routes.get(prefix) ?? [];
+    const [only, ...more] = held;
+    return only && more.length === 0 && sameNextHop(only.nextHop, to)
+      ? []
+      : [
+          `${prefix} is ${held.map((r) => renderNextHop(r.nextHop)).join('; ') || 'gone'}, ${renderNextHop(to)} written`,
+        ];
+  });
+  if (wrong.length > 0)
+    throw new VerifyError(`after ${rb ? 'putting back' : 'replacing'}, not as written: ${wrong.join('; ')}`);
   if (rb && replaced.size > 0 && migration) {
-    // Done only when the kernel holds exactly what was put back: a refusal of the rollback's own plan proves nothing.
-    const wrong = [...replaced].filter(
-      ([prefix, to]) => !(observed.routes.get(prefix) ?? []).some((r) => sameNextHop(r.nextHop, to)),
-    );
-    if (wrong.length > 0)
-      throw new VerifyError(`after putting back, not as recorded: ${wrong.map(([prefix]) => prefix).join(', ')}`);
     const done = transition(migration, { kind: 'rolled-back' }, now);
     const records = [{ kind: 'record' as const, migration: done, what: 'the rollback, done' }];
     await execute(e, s, { records, steps: [] }, null);

@@ -27,6 +27,7 @@ import {
   type RestartTarget,
 } from './migration.js';
 import { must } from './must.js';
+import { modeUnseen } from './planner.js';
 import { reason, type Reason, type ReasonCode } from './reasons.js';
 import type { GatewayMode, Phase, Plan } from './types.js';
 
@@ -246,7 +247,7 @@ function restartView(i: DecideInput): Core {
   const underWay = `a restart request is under way (${stoppedAs}): waiting for its answer before any other for the migration to ${m.mode}`;
   // Rule 11; --ovnkube-mode-check off takes one whose mode is not seen for one in the migration's.
   const otherMode = i.ovnkube.modes.find((x) => x !== m.mode) ?? null;
-  const modeOk = otherMode === null && (i.ovnkube.mode !== null || !s.modeChecked);
+  const modeOk = otherMode === null && modeUnseen(i.ovnkube, s.modeChecked) === null;
   const stopped = m.last?.target.id ?? null;
   // A migration that identified ovnkube-node by its process (`apply`, --restart signal or none):
   // /proc is read whatever the strategy, so another process is the new ovnkube-node under CRI too.

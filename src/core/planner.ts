@@ -295,13 +295,13 @@ function ovnkubeHolds(input: PlanInput, mode: 'local' | 'shared'): Reason[] {
         : `the cluster network operator's rollout restarts it in shared mode, which flushes its ${config.managementInterface} routes and adds the ${config.gatewayInterface} route itself; the agent writes nothing in shared mode`;
     return [reason('OvnkubeOtherMode', `${who} runs --gateway-mode ${other}, desired ${mode}: ${then}`)];
   }
-  const unseen = modeUnseen(o, config);
+  const unseen = modeUnseen(o, config.ovnkubeModeCheck === 'proc');
   return unseen === null ? [] : [reason('OvnkubeModeUnknown', unseen)];
 }
 
-/** Why ovnkube-node's mode counts as unseen (no process, or none saying its mode, under --ovnkube-mode-check proc), or null: every door waits then. */
-export function modeUnseen(o: Observation['ovnkube'], config: PlannerConfig): string | null {
-  if (o.mode !== null || config.ovnkubeModeCheck !== 'proc') return null;
+/** Why ovnkube-node's mode counts as unseen (no process, or none saying its mode, `checked`: under --ovnkube-mode-check proc), or null: every door waits then, and no restart is proven. */
+export function modeUnseen(o: Observation['ovnkube'], checked: boolean): string | null {
+  if (o.mode !== null || !checked) return null;
   return `ovnkube-node's gateway mode is unknown: ${o.detail ?? 'no ovnkube --init-node process'}`;
 }
 

@@ -61,7 +61,7 @@ export function planRollback(migration: Migration | null, observed: Observation,
   if (o.modes.includes(mode)) return refused('OvnkubeOtherMode', other);
   const kept = `ovnkube-node${pid} runs shared and keeps the route via ${config.managementInterface} on purpose while the cluster's topology version is old (an upgrade), or until its restart in shared mode moves it to ${config.gatewayInterface}: nothing is put back`;
   if (mode === 'local' && o.modes.includes('shared')) return refused('OvnkubeFallbackRoute', kept);
-  const unseen = modeUnseen(o, config);
+  const unseen = modeUnseen(o, config.ovnkubeModeCheck === 'proc');
   const off = 'with ovnkube-node stopped, --ovnkube-mode-check off puts the routes back';
   return unseen === null ? { actions, refusals } : refused('OvnkubeModeUnknown', `${unseen}: ${off}`);
 }

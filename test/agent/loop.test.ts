@@ -26,7 +26,7 @@ test.afterEach(() => mock.timers.reset());
 
 const faults: Array<{ fault: Fault; expectError: RegExp }> = [
   { fault: 'replace-eperm', expectError: /EPERM/ },
-  { fault: 'replace-silently-ignored', expectError: /after replacing, still out of sync/ },
+  { fault: 'replace-silently-ignored', expectError: /after replacing, not as written/ },
   { fault: 'dump-interrupted', expectError: /interrupted 5 times in a row/ },
 ];
 
@@ -49,6 +49,26 @@ for (const { fault, expectError } of faults) {
     }
   });
 }
+
+test('a replace changed at once into a route the next plan will not touch is still a failed verification, not a quiet Waiting', async () => {
+  const r = rig();
+  // Someone puts the route on another device right after the replace: the next plan holds it (NotOurRoute).
+  r.dp.afterReplace = () => r.dp.setRoute('10.96.0.0/16', '192.0.2.1', 'eth9', null);
+  const { agent, until, advance } = makeAgent(r);
+  agent.start();
+  try {
+    const failed = await until((s) => s.phase === 'Degraded', 'the failed verification');
+    assert.match(
+      failed.lastError ?? '',
+      /: after replacing, not as written: 10\.96\.0\.0\/16 is via 192\.0\.2\.1 dev eth9, via 10\.244\.1\.1 dev ovn-k8s-mp0 written$/,
+    );
+    await advance(backoffMs(1, 1000, 60_000, 1));
+    await until((s) => s.reasonCodes.includes('NotOurRoute'), 'NotOurRoute on the next pass');
+    assert.equal(r.dp.replaces.length, 1, 'the route on eth9 is left alone');
+  } finally {
+    await agent.stop();
+  }
+});
 
 test('a route that vanishes before the replace is never created: the agent observes again', async () => {
   const r = rig();
@@ -163,7 +183,7 @@ test('set-backs one after another use up the rounds: the last replace is still v
     };
     setBack(r, '10.96.0.0/16');
     const failed = await until((s) => s.reasonCodes.includes('ReconcileFailed'), 'the failed verification', from);
-    assert.match(failed.lastError ?? '', /after replacing, still out of sync: .*10\.98\.0\.0\/16/);
+    assert.match(failed.lastError ?? '', /after replacing, not as written: .*10\.98\.0\.0\/16/);
     assert.ok(r.dp.consumed.has('replace-silently-ignored'));
     assert.deepEqual(
       r.dp.replaces.slice(replaced, replaced + 3).map((x) => x.key.prefix),

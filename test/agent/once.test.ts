@@ -46,7 +46,7 @@ test('rollback --yes whose put-back is changed by someone else at once is not re
     once({ dataplane: dp, probe: async () => stopped, log, clock, journal, act: true }, config, {
       rollback: { cidrsFrom: '--service-cidr' },
     }),
-    (err) => err instanceof VerifyError && /not as recorded: 10\.96\.0\.0\/16/.test(err.message),
+    (err) => err instanceof VerifyError && /not as written: 10\.96\.0\.0\/16/.test(err.message),
   );
   assert.equal(dp.replaces.length, 1, 'the one put-back was made');
   assert.equal(rollingBack(memory.data.migration), true, 'the rollback is still under way on record');
