@@ -8,14 +8,7 @@ import { plan, watchedOf } from '../core/planner.js';
 import type { Reason } from '../core/reasons.js';
 import { planRollback } from '../core/rollback.js';
 import { renderNextHop, sameNextHop, type NextHop } from '../core/route.js';
-import type {
-  DesiredMode,
-  Observation,
-  OvnkubeObservation,
-  Plan,
-  PlannerConfig,
-  ReplaceAction,
-} from '../core/types.js';
+import type { DesiredMode, Observation, Plan, PlannerConfig, ReplaceAction } from '../core/types.js';
 import { coded } from '../dataplane/errors.js';
 import type { Dataplane } from '../dataplane/types.js';
 import { parseCidr } from '../net/cidr.js';
@@ -26,7 +19,7 @@ import { execute, VerifyError, type Effects } from './execute.js';
 export type Target = { mode: DesiredMode } | { rollback: { cidrsFrom: string } };
 
 /** ovnkube-node as /proc shows it; `routeEventOnly`: it may reuse a scan it proves current (OvnkubeScanner). */
-export type OvnkubeProbe = (hint?: { routeEventOnly: boolean }) => Promise<OvnkubeObservation>;
+export type OvnkubeProbe = (hint?: { routeEventOnly: boolean }) => Promise<Observation['ovnkube']>;
 
 export interface Engine extends Effects {
   dataplane: Dataplane;
@@ -113,13 +106,10 @@ async function round(
   const actions = rb ? rb.actions : planned.actions;
   // The verification: the kernel holds exactly what the last round wrote, whatever this round's plan says.
   const wrong = [...replaced].flatMap(([prefix, to]) => {
-    const held = observed.routes.get(prefix) ?? [];
+    const held = (observed.routes.get(prefix) ?? []).map((r) => r.nextHop);
     const [only, ...more] = held;
-    return only && more.length === 0 && sameNextHop(only.nextHop, to)
-      ? []
-      : [
-          `${prefix} is ${held.map((r) => renderNextHop(r.nextHop)).join('; ') || 'gone'}, ${renderNextHop(to)} written`,
-        ];
+    if (only && more.length === 0 && sameNextHop(only, to)) return [];
+    return [`${prefix} is ${held.map(renderNextHop).join('; ') || 'gone'}, ${renderNextHop(to)} written`];
   });
   if (wrong.length > 0)
     throw new VerifyError(`after ${rb ? 'putting back' : 'replacing'}, not as written: ${wrong.join('; ')}`);

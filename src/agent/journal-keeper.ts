@@ -83,7 +83,9 @@ export class JournalKeeper {
 
   private async save(data: JournalData): Promise<void> {
     const { journal, clock } = this.deps;
-    const aside = this.unmoved ? await journal.setAside(clock.wall()).catch((err: Error) => err) : null;
+    // Gone since (removed by hand): nothing is left to write over.
+    const gone = (err: NodeJS.ErrnoException) => (err.code === 'ENOENT' ? null : err);
+    const aside = this.unmoved ? await journal.setAside(clock.wall()).catch(gone) : null;
     if (aside instanceof Error) throw new JournalWriteError('over the unreadable one, not moved aside', aside);
     this.unmoved = false;
     this.notedOffset = stableOffset(this.notedOffset, this.wallOffset());

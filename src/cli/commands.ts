@@ -117,7 +117,7 @@ export async function runCommand(raw: RawRunOptions, wrap: RunWrappers = {}): Pr
   });
 }
 
-export type PlanOptions = RawPlanOptions & { json?: boolean; dryRun?: boolean };
+export type PlanOptions = RawPlanOptions & { json?: boolean; dryRun?: boolean; stateDir: string };
 
 export type OnceWrappers = Pick<RunWrappers, 'dataplane'>;
 
@@ -171,11 +171,7 @@ function owedRestart(m: Migration | null, desired: DesiredMode, stateDir: string
  * `plan`, and `apply --dry-run`: observe once, the journal too, and print what would be done (a restart
  * a migration owes included); no lock, no change: a journal it cannot read is only reported.
  */
-export async function planCommand(
-  raw: PlanOptions & { stateDir: string },
-  wrap: OnceWrappers = {},
-  dryRun = false,
-): Promise<CommandResult> {
+export async function planCommand(raw: PlanOptions, wrap: OnceWrappers = {}, dryRun = false): Promise<CommandResult> {
   const settings = { ...(await resolvePlanSettings(raw)), dryRun };
   const log = createLogger(settings.logLevel === 'info' ? 'warn' : settings.logLevel, process.stderr);
   const desired = await readDesired(settings.modeFile, log);
@@ -210,7 +206,7 @@ export async function planCommand(
  * first replace, as the agent's is: `rollback` undoes it, and an agent started after it (even
  * after an apply killed midway) finishes it. With --dry-run it is a plan that says so.
  */
-export function applyCommand(raw: PlanOptions & { stateDir: string }, wrap: OnceWrappers = {}): Promise<CommandResult> {
+export function applyCommand(raw: PlanOptions, wrap: OnceWrappers = {}): Promise<CommandResult> {
   const { dryRun, stateDir } = lastWins(raw);
   if (dryRun === true) return planCommand(raw, wrap, true);
   const stop = interruption('apply');
@@ -258,7 +254,7 @@ export function applyCommand(raw: PlanOptions & { stateDir: string }, wrap: Once
   });
 }
 
-export type RollbackOptions = Omit<PlanOptions, 'modeFile' | 'json'> & { stateDir: string; yes: boolean };
+export type RollbackOptions = Omit<PlanOptions, 'modeFile' | 'json'> & { yes: boolean };
 
 /**
  * `rollback`: the same pass with the journal's migration put back as its target (core/rollback.ts

@@ -76,7 +76,7 @@ const flagsFrom = (first: Flag, last: Flag): Flag[] => {
 /** What the planner reads: `plan`, `apply` and `run`. */
 const PLANNER = flagsFrom('mode-file', 'log-level');
 /** rollback reads no desired mode, and puts back the journal's routes (next hop and MTU as they were). */
-const NOT_ROLLBACK: Flag[] = ['mode-file', 'mtu', 'gateway-nexthop'];
+const NOT_ROLLBACK: Flag[] = ['mode-file', 'mtu'];
 
 interface CommandSpec {
   summary: string;
@@ -145,7 +145,7 @@ export const COMMAND_SPECS: Record<Command, CommandSpec> = {
     flags: [...PLANNER.filter((f) => !NOT_ROLLBACK.includes(f)), 'state-dir', 'yes'],
     exits: {
       0: 'put back (without --yes: the plan may be carried out), or nothing to roll back (NothingToRollBack)',
-      1: "refused (the reason and its code are printed: LayoutUnknown on a node of unknown release unless --layout legacy states it, OvnkubeOtherMode while ovnkube-node runs the migration's mode, OvnkubeModeUnknown while its mode cannot be seen unless --ovnkube-mode-check off), failed or interrupted; or an agent holds the node",
+      1: "refused (the reason and its code are printed, among them: RoutingViaHostLayout on a node with 4.10+ evidence, LayoutUnknown on a node of unknown release unless --layout legacy states it, OvnkubeOtherMode while ovnkube-node runs the migration's mode, OvnkubeFallbackRoute while a shared one keeps its route via ovn-k8s-mp0, OvnkubeModeUnknown while its mode cannot be seen unless --ovnkube-mode-check off), failed or interrupted; or an agent holds the node",
       2: `${BAD_USAGE}, a --service-cidr that does not name every CIDR of the migration, or a journal it cannot read`,
     },
   },

@@ -18,14 +18,8 @@
 //     dry run, local); else RestartHeld: shared is ovnkube-node's, and on 4.10+ a restart repairs nothing.
 // 11. An ovnkube-node seen running another mode is never stopped (it would come back in that mode)
 //     nor taken for the proof, whatever --ovnkube-mode-check says.
-import {
-  restartOwed,
-  rollingBack,
-  transition,
-  type IdentityKind,
-  type Migration,
-  type RestartTarget,
-} from './migration.js';
+import { restartOwed, rollingBack, transition } from './migration.js';
+import type { IdentityKind, Migration, RestartTarget } from './migration.js';
 import { must } from './must.js';
 import { modeUnseen } from './planner.js';
 import { reason, type Reason, type ReasonCode } from './reasons.js';

@@ -107,7 +107,11 @@ export function managementNexthop(link: Link, family: Family, addresses: Interfa
 }
 
 /** The next hop a service route of this family must have in the desired mode. */
-function expectedNexthop(mode: 'local' | 'shared', family: Family, input: PlanInput): { expected: NextHop } | Blocked {
+export function expectedNexthop(
+  mode: 'local' | 'shared',
+  family: Family,
+  input: PlanInput,
+): { expected: NextHop } | Blocked {
   const { config, observed } = input;
   // br-ex must be present and up in both modes: without it nobody should be moving routes.
   const gateway = upLink(observed.links, config.gatewayInterface, 'Gateway');

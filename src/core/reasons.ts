@@ -34,6 +34,7 @@ export const REASON_CODES = [
   'NothingToRollBack', // no migration on record, or it replaced nothing
   'RouteNotAsLeft', // the route is no longer what the migration made it: someone else changed it since
   'ManagementSubnetChanged', // the old local-mode next hop is no longer the .1 of ovn-k8s-mp0's subnet
+  'GatewayNexthopChanged', // the old shared-mode next hop is no longer br-ex's (--gateway-nexthop, default route)
   'RollingBack',
 ] as const;
 

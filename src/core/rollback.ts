@@ -6,8 +6,9 @@
 //  2. Each recorded route still as the migration left it (same key, the one route of its prefix,
 //     ours by the planner's rules, the next hop it set): else someone changed it, and putting back
 //     would undo that (RouteNotAsLeft). Never a /0 (an older agent's journal may record one).
-//  3. A local-mode next hop is the .1 of ovn-k8s-mp0's subnet: not if it changed (ManagementSubnetChanged).
-//  4. The old route's device must exist and be up.
+//  3. The old next hop is still the one its mode takes: for ovn-k8s-mp0 the .1 of its subnet
+//     (ManagementSubnetChanged), for br-ex --gateway-nexthop or its default route's (GatewayNexthopChanged).
+//  4. The old route's device, ovn-k8s-mp0 or br-ex, must exist and be up, and br-ex in any case.
 //  5. A route found as before the migration is skipped (an `apply` stopped before it, a rollback
 //     interrupted after it); nothing left: NothingToRollBack. So is a rollback on record as done on
 //     a node rule 1 now refuses (upgraded since): a fleet script counts it as done, not failed.
@@ -15,7 +16,7 @@
 //     nor a shared one's route via mp0 (OvnkubeFallbackRoute), nor, unless --ovnkube-mode-check off, while
 //     its mode cannot be seen (OvnkubeModeUnknown: the next may run the migration's mode, or be 4.10+).
 import type { Migration } from './migration.js';
-import { detectLayout, layoutUnknown, managementNexthop, modeUnseen, ownedRoute } from './planner.js';
+import { detectLayout, expectedNexthop, layoutUnknown, modeUnseen, ownedRoute, type PlanInput } from './planner.js';
 import { reason, type Reason, type ReasonCode } from './reasons.js';
 import { renderNextHop, sameNextHop } from './route.js';
 import type { GatewayMode, Observation, PlannerConfig, ReplaceAction } from './types.js';
@@ -38,7 +39,7 @@ export function planRollback(migration: Migration | null, observed: Observation,
   const layout = detectLayout(input);
   // Rolled back, then upgraded: done, not refused (a 4.10+ route is right in both modes). Of unknown
   // release, only with every route still as before the migration (rule 5): else nobody can tell.
-  const asBefore = () => routes.every((r) => putBack(r, mode, observed, config) === null);
+  const asBefore = () => routes.every((r) => putBack(r, mode, input) === null);
   const viaHost = layout.layout === 'routing-via-host';
   if (migration.rollback?.doneAt != null && (viaHost || (layout.layout === 'unknown' && asBefore()))) {
     const why = `the ${mode} migration was rolled back already (${layout.evidence}): the agent changes nothing here`;
@@ -49,7 +50,7 @@ export function planRollback(migration: Migration | null, observed: Observation,
     const why = `routing-via-host layout (${layout.evidence}): a service route via ${config.gatewayInterface} is right in both modes; nothing is put back`;
     return refused('RoutingViaHostLayout', why);
   }
-  const results = routes.map((r) => putBack(r, mode, observed, config));
+  const results = routes.map((r) => putBack(r, mode, input));
   const refusals = results.filter((r): r is Reason => r !== null && 'code' in r);
   const actions = results.filter((r): r is ReplaceAction => r !== null && 'key' in r);
   if (refusals.length > 0) return { actions: [], refusals };
@@ -70,9 +71,9 @@ export function planRollback(migration: Migration | null, observed: Observation,
 function putBack(
   recorded: Migration['routes'][number],
   mode: GatewayMode,
-  observed: Observation,
-  config: PlannerConfig,
+  input: PlanInput,
 ): ReplaceAction | Reason | null {
+  const { observed, config } = input;
   const { from, to, key } = recorded;
   const { prefix, table, priority } = key;
   const cidr = parseCidr(prefix);
@@ -88,19 +89,21 @@ function putBack(
     const why = `${prefix} is ${renderNextHop(now.nextHop)} metric ${now.key.priority}; the migration left it ${renderNextHop(to)} metric ${priority}: changed since, not putting back over it`;
     return reason('RouteNotAsLeft', why);
   }
-  // The old next hop, with its device's current index.
+  // Rule 3 (the planner's next hop for the old route's mode, with its device's current index) and rule 4.
   const mp0 = from.dev === config.managementInterface;
-  const role = mp0 ? 'Management' : 'Gateway';
-  const link = from.dev === null ? undefined : observed.links.find((l) => l.name === from.dev);
-  if (!link) return no(`${role}LinkMissing` as const, `the old device ${from.dev ?? '(none)'} does not exist`);
-  if (!link.up) return no(`${role}LinkDown` as const, `the old device ${from.dev} is down`);
-  if (mp0) {
-    const hop = managementNexthop(link, key.family, observed.addresses);
-    if ('blocked' in hop) return hop.blocked;
-    const why = `the old next hop ${from.gateway ?? '(none)'} is not the first address of ${config.managementInterface}'s subnet any more (now ${hop.via})`;
-    if (hop.via !== from.gateway) return no('ManagementSubnetChanged', why);
-  }
-  const back = { ...from, oif: link.index };
+  const hop = expectedNexthop(mp0 ? 'local' : 'shared', key.family, input);
+  if ('blocked' in hop) return no(hop.blocked.code, hop.blocked.message);
+  const { dev, oif, gateway: via } = hop.expected;
+  if (from.dev !== dev)
+    return reason(
+      'NotOurRoute',
+      `${prefix}: the old device ${from.dev ?? '(none)'} is neither ${dev} nor ${config.managementInterface}`,
+    );
+  const why = mp0
+    ? `the old next hop ${from.gateway} is not the first address of ${config.managementInterface}'s subnet any more (now ${via})`
+    : `the old next hop ${from.gateway} is not ${dev}'s any more (now ${via}: --gateway-nexthop or its default route's): ovnkube-node would start on a dead one`;
+  if (via !== from.gateway) return no(mp0 ? 'ManagementSubnetChanged' : 'GatewayNexthopChanged', why);
+  const back = { ...from, oif };
   const what = `put ${prefix} back: ${renderNextHop(now.nextHop)} -> ${renderNextHop(back)} (before the ${mode} migration)`;
   const { protocol, scope, type, nextHop } = now;
   return { key: now.key, protocol, scope, type, from: nextHop, to: back, reason: reason('RollingBack', what) };

@@ -3,7 +3,7 @@
 // monotonic) of that moment, noted beside them with the boot id. On load:
 //  1. Same boot: the noted offset turns them back exactly, whatever the wall clock did since
 //     (the rate limit and the restart timeout keep their durations across an agent restart).
-//  2. Another boot, or no note (an older agent's journal, or `apply`'s): the current offset.
+//  2. Another boot, or no note (an older agent's journal): the current offset.
 //  3. A time after now (written while the wall clock ran ahead) is taken as now: a restart
 //     "in the future" would hold the rate limit, a settle window last until then.
 //  4. Saved again within one boot, the noted offset is kept while the wall clock has not stepped

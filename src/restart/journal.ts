@@ -19,7 +19,7 @@ export interface JournalData {
   migration: Migration | null;
   /** When restarts were requested (ms since epoch on disk), for the rate limit. */
   restarts: number[];
-  /** The boot the times were written in, and wall minus monotonic time then (journal-time.ts); absent from `apply`'s. */
+  /** The boot the times were written in, and wall minus monotonic time then (journal-time.ts); absent from an older agent's. */
   clock?: { bootId: string; wallMinusMonotonicMs: number };
 }
 

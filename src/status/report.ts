@@ -6,16 +6,7 @@ import { restartOwed, type Migration } from '../core/migration.js';
 import type { Release } from '../core/platform.js';
 import type { Reason, ReasonCode } from '../core/reasons.js';
 import { renderNextHop, type NextHop } from '../core/route.js';
-import type {
-  DesiredMode,
-  GatewayMode,
-  Layout,
-  Observation,
-  Phase,
-  Plan,
-  PlannerConfig,
-  RouteStatus,
-} from '../core/types.js';
+import type { DesiredMode, GatewayMode, Observation, Phase, Plan, PlannerConfig, RouteStatus } from '../core/types.js';
 import { VERSION } from '../version.js';
 
 /** A route as the API shows it: `via` is the gateway (the JSON field names are kept stable). */
@@ -56,7 +47,7 @@ export interface StatusReport {
   /** detail: why the mode is what it is, where that is not the text at face value (`"local\n" is not exactly "local": shared, ...`). */
   modeSource: { path: string; error: string | null; detail: string | null };
   ovnkubeMode: GatewayMode | null;
-  layout: Layout;
+  layout: Plan['layout'];
   /** The node's OpenShift release, and the evidence that decided it (or what was looked at). */
   platform: { release: Release; evidence: string };
   phase: Phase;

@@ -139,14 +139,10 @@ test('each --help lists exactly the flags its command uses', () => {
   ];
   assert.deepEqual(flagsOf('plan'), [...planner, '--json', '--state-dir'].sort());
   assert.deepEqual(flagsOf('apply'), [...planner, '--dry-run', '--json', '--state-dir'].sort());
-  // rollback puts back the journal's route: no desired mode, no MTU or next hop of its own.
+  // rollback puts back the journal's route: no desired mode, no MTU of its own (the next hop it checks the old one against).
   assert.deepEqual(
     flagsOf('rollback'),
-    [
-      ...planner.filter((f) => !['--mode-file', '--mtu', '--gateway-nexthop'].includes(f)),
-      '--state-dir',
-      '--yes',
-    ].sort(),
+    [...planner.filter((f) => !['--mode-file', '--mtu'].includes(f)), '--state-dir', '--yes'].sort(),
   );
   assert.deepEqual(flagsOf('run'), [...planner, ...daemon, '--state-dir'].sort());
   assert.deepEqual(flagsOf('status'), ['--brief', '--json', '--socket', '--watch']);

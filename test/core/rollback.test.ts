@@ -185,7 +185,23 @@ test("a local-to-shared migration is not put back once ovn-k8s-mp0's subnet chan
   const missing = planRollback(back, observed({ routes: shared, links: [BR_EX] }), cfg());
   assert.deepEqual(codes(missing), ['ManagementLinkMissing']);
   // The refusal names the route it is about.
-  assert.match(missing.refusals[0]!.message, /^10\.96\.0\.0\/16: the old device ovn-k8s-mp0 does not exist$/);
+  assert.match(missing.refusals[0]!.message, /^10\.96\.0\.0\/16: management interface ovn-k8s-mp0 does not exist$/);
+});
+
+test("a shared-to-local migration is not put back once br-ex's next hop changed (GatewayNexthopChanged), unless --gateway-nexthop still names the old one; nor from a device other than br-ex or ovn-k8s-mp0", () => {
+  const back = migration(SHARED, LOCAL);
+  const moved = observed();
+  moved.routes.set('0.0.0.0/0', [route({ ...SHARED, gateway: '172.18.0.254', mtu: null })]);
+  const p = planRollback(back, moved, cfg());
+  assert.deepEqual(codes(p), ['GatewayNexthopChanged']);
+  assert.match(
+    p.refusals[0]!.message,
+    /^10\.96\.0\.0\/16: the old next hop 172\.18\.0\.1 is not br-ex's any more \(now 172\.18\.0\.254/,
+  );
+  const stated = { ...cfg(), gatewayNexthop: { 4: '172.18.0.1' } };
+  assert.deepEqual(planRollback(back, moved, stated).actions[0]?.to, SHARED);
+  const elsewhere = migration({ ...SHARED, dev: 'eth0' }, LOCAL);
+  assert.deepEqual(codes(planRollback(elsewhere, observed(), cfg())), ['NotOurRoute']);
 });
 
 test('one refusal refuses the whole rollback: no family is put back alone', () => {
@@ -216,8 +232,10 @@ test('a journal (of an older agent) recording a /0 is refused, whatever the rout
     const o = observed();
     o.routes.set(prefix, [{ ...route(to), key }]);
     const p = planRollback(m, o, cfg());
-    assert.deepEqual(codes(p), ['NotOurRoute'], prefix);
-    assert.match(p.refusals[0]!.message, /is a default route, never a service route/);
+    // (A default route via ovn-k8s-mp0 also leaves br-ex without a next hop for 10.96.0.0/16: NoDefaultRoute.)
+    const slash0 = p.refusals.filter((r) => r.code === 'NotOurRoute');
+    assert.equal(slash0.length, 1, prefix);
+    assert.match(slash0[0]!.message, /is a default route, never a service route/);
     assert.deepEqual(p.actions, []);
   }
 });

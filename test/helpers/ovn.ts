@@ -133,7 +133,11 @@ export class OvnBed {
 
   private constructor(private readonly options: BedOptions) {}
 
-  static up(options: BedOptions = {}): OvnBed {
+  /**
+   * A bed that does not come up is built once more, saying so on stderr: bring-up is the test's
+   * setup, not its subject (once in some hundred bring-ups `ovn-nbctl --wait=hv sync` never returned).
+   */
+  static up(options: BedOptions = {}, attempt = 1): OvnBed {
     const bed = new OvnBed(options);
     const env = {
       ...bed.env,
@@ -141,11 +145,17 @@ export class OvnBed {
       SWITCH_LB: options.switchLb === false ? '0' : '1',
     };
     const r = spawnSync('bash', [path.join(BED_DIR, 'up.sh'), bed.name], { env, encoding: 'utf8' });
-    if (r.status !== 0) {
-      bed.down();
-      throw new Error(`the OVN bed did not come up (exit ${r.status}):\n${r.stdout}\n${r.stderr}`);
-    }
-    return bed;
+    if (r.status === 0) return bed;
+    const logs = ['ovn-controller', 'ovn-northd', 'ovsdb-server-sb'].map((daemon) => {
+      const file = path.join(bed.dir, 'run', bed.name, 'log', `${daemon}.log`);
+      const tail = existsSync(file) ? readFileSync(file, 'utf8').trimEnd().split('\n').slice(-12).join('\n') : '(none)';
+      return `--- ${daemon}.log, last lines:\n${tail}`;
+    });
+    bed.down();
+    const why = `the OVN bed did not come up (exit ${r.status}):\n${r.stdout}\n${r.stderr}\n${logs.join('\n')}`;
+    if (attempt > 1) throw new Error(why);
+    process.stderr.write(`RETRYING ONCE: ${why}\n`);
+    return OvnBed.up(options, attempt + 1);
   }
 
   get shape(): BedOptions {

@@ -145,7 +145,8 @@ const codeOf = (command: Command, r: CommandResult): string => {
       return `(no plan: ${r.stderr})`;
     }
   }
-  const refusal = /\[(\w+)\]\n$/.exec(r.stdout ?? '');
+  // The first refusal, as the first reason code of the others.
+  const refusal = /\n {2}- .*\[(\w+)\]\n/.exec(r.stdout ?? '');
   if (refusal) return refusal[1]!;
   return /\nactions:\n/.test(r.stdout ?? '') ? 'RollingBack' : `(exit ${r.code}: ${r.stdout}${r.stderr})`;
 };

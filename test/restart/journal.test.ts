@@ -419,3 +419,28 @@ test('journal: a version 2 journal that does not make a whole state (a restart r
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test('an unreadable journal that could not be moved aside holds every save, until it is moved aside or gone (removed by hand): then the save is made', async () => {
+  const refusals = [Object.assign(new Error('EPERM: operation not permitted'), { code: 'EPERM' })];
+  let saved = 0;
+  const keeper = new JournalKeeper({
+    journal: {
+      load: async () => Promise.reject(new JournalError('the journal is corrupt')),
+      save: async () => void saved++,
+      setAside: async () => {
+        const err = refusals.shift() ?? Object.assign(new Error('ENOENT: no such file'), { code: 'ENOENT' });
+        throw err;
+      },
+    },
+    clock: { now: () => 1, wall: () => 2 },
+    bootId: null,
+    log: pino({ level: 'silent' }),
+  });
+  assert.equal(await keeper.load(), false);
+  refusals.push(Object.assign(new Error('EPERM: operation not permitted'), { code: 'EPERM' }));
+  await assert.rejects(keeper.before(EMPTY_JOURNAL), /over the unreadable one, not moved aside/);
+  assert.equal(saved, 0);
+  // The operator removed the file: nothing is left to write over.
+  await keeper.before(EMPTY_JOURNAL);
+  assert.equal(saved, 1);
+});
