@@ -43,7 +43,7 @@ const NETWORK_REFUSED =
 const MAX_YAML_NESTING = 32;
 
 /** A value for an error message: short, and never a throw (aliases make cycles, BigInts exist). */
-function show(value: unknown): string {
+function show(value: unknown, max = 80): string {
   let text: string | undefined;
   try {
     text = JSON.stringify(value);
@@ -51,7 +51,7 @@ function show(value: unknown): string {
     text = Array.isArray(value) ? '(a self-referencing list)' : '(a self-referencing value)';
   }
   if (text === undefined) return 'missing';
-  return text.length > 80 ? `${text.slice(0, 77)}...` : text;
+  return text.length > max ? `${text.slice(0, max - 3)}...` : text;
 }
 
 /** Flow brackets open at once, or block indicators (`- ? :`) opening one line; quotes are not told apart: a guard, not a parser. */
@@ -123,7 +123,9 @@ function describe(doc: unknown): string {
   if (Array.isArray(doc)) return `a YAML list of ${doc.length}`;
   if (!isObject(doc)) return `a YAML ${typeof doc} ${show(doc)}, not a mode word`;
   const keys = Object.keys(doc);
-  const listed = `keys: ${keys.slice(0, 5).join(', ')}${keys.length > 5 ? ', ...' : ''}`;
+  // A plain key as it is, any other quoted and cut short: binary keys make no error message of kilobytes.
+  const key = (k: string) => (/^[\w.-]{1,24}$/.test(k) ? k : show(k, 24));
+  const listed = `keys: ${keys.slice(0, 5).map(key).join(', ')}${keys.length > 5 ? ', ...' : ''}`;
   if (!Object.hasOwn(doc, 'kind')) return `a YAML map without kind (${keys.length > 0 ? listed : 'no keys'})`;
   if (typeof doc.kind !== 'string') return `a YAML map whose kind is ${show(doc.kind)}`;
   return `a ${doc.kind} manifest (kind ${show(doc.kind)}), not a ConfigMap`;

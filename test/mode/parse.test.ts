@@ -121,6 +121,11 @@ const bad: Array<[string, string, RegExp]> = [
     'metadata:\n  name: gateway-mode-config\ndata:\n  mode: local\n',
     /^a YAML map without kind \(keys: metadata, data\): expected .*ConfigMap named gateway-mode-config \(kind: ConfigMap, data\.mode\)/,
   ],
+  [
+    'a YAML map whose keys are long or binary (a key is quoted and cut at 24 characters: no error of kilobytes)',
+    `${'k'.repeat(500)}: 1\n"\\u0000\\u0007 ${'x'.repeat(500)}": 2\n`,
+    /^a YAML map without kind \(keys: "k{20}\.\.\., "\\u0000\\u0007 x{7}\.\.\.\): expected /,
+  ],
   ['a YAML list', '- local\n', /^a YAML list of 1: expected "local" or "shared" alone/],
   ['two words', 'local shared\n', /^a YAML string "local shared", not a mode word: expected "local" or "shared" alone/],
   ['a number', '42\n', /^a YAML number 42, not a mode word: expected/],
