@@ -2,7 +2,7 @@
 // how many rounds may act (`plan` none, `apply` and `rollback --yes` one, a pass of `run` three).
 import { decide, heard, needsTarget, type Decision, type RestartSettings } from '../core/decide.js';
 import { suspensionsOf, trackFights, NO_FIGHTS, type FightState } from '../core/fights.js';
-import { transition, type Migration } from '../core/migration.js';
+import { restartOwed, transition, type Migration } from '../core/migration.js';
 import { must } from '../core/must.js';
 import { plan, watchedOf } from '../core/planner.js';
 import type { Reason } from '../core/reasons.js';
@@ -176,6 +176,8 @@ export interface OnceResult {
   actions: ReplaceAction[];
   applied: boolean;
   refusals: Reason[];
+  /** The journaled migration whose restart the agent would still see to, as the last round decided (not held, not proven done). */
+  restartLeft: Migration | null;
 }
 
 /** One pass under --restart none, acting once when `act` (`apply`, `rollback --yes`). */
@@ -188,7 +190,12 @@ export async function once(
   const input = { config, target, rounds: deps.act ? 1 : 0, restart: NO_RESTART };
   const { first, last } = await runPass(deps, input, { fights: NO_FIGHTS });
   const { planned, actions, refusals, acted, decision } = first;
-  return { planned, final: last.planned, actions, applied: acted && decision.steps.length > 0, refusals };
+  // Reported only as the agent would act on it: not held (4.10+, unknown release), not done, not a migration to begin.
+  const d = last.decision;
+  const code = 'restart' in d ? d.restart.reason?.code : undefined;
+  const m = 'migration' in d && !d.steps.some((step) => step.kind === 'journal') ? d.migration : null;
+  const restartLeft = code && code !== 'RestartHeld' && m && !m.rollback && restartOwed(m) ? m : null;
+  return { planned, final: last.planned, actions, applied: acted && decision.steps.length > 0, refusals, restartLeft };
 }
 
 /** A migration route outside the given service CIDRs would read as "no route" while it is there. */

@@ -12,10 +12,10 @@ import { systemClock } from '../clock.js';
 import { lastWins, resolvePlanSettings, resolveSettings, type PlanSettings } from '../config/settings.js';
 import type { RawPlanOptions, RawRunOptions } from '../config/settings.js';
 import { summarize } from '../core/decide.js';
-import { restartOwed, type Migration } from '../core/migration.js';
+import type { Migration } from '../core/migration.js';
 import { must } from '../core/must.js';
 import { renderNextHop } from '../core/route.js';
-import type { DesiredMode, Plan, ReplaceAction } from '../core/types.js';
+import type { Plan, ReplaceAction } from '../core/types.js';
 import { KernelDataplane } from '../dataplane/kernel.js';
 import type { Dataplane } from '../dataplane/types.js';
 import { readModeSource } from '../mode/source.js';
@@ -133,11 +133,11 @@ async function readDesired(modeFile: string, log: Logger) {
 const converged = (p: Plan): ExitCode =>
   summarize(p, { phase: null, reason: null }, new Map(), null).phase === 'Converged' ? 0 : 1;
 
-/** `restartOwed`: what owedRestart says, or null. */
-const asJson = (p: Plan, applied: number, restartOwed: string | null) => {
+/** `restartOwed`: what owedRestart says; `journalError`: why `plan` could not read the journal. */
+const asJson = (p: Plan, applied: number, restartOwed: string | null, journalError: string | null = null) => {
   const reasons = { reasonCodes: p.reasons.map((r) => r.code), reasons: p.reasons.map((r) => r.message) };
   const actions = p.actions.map((a) => ({ ...a, reason: a.reason.message }));
-  return JSON.stringify({ ...p, ...reasons, actions, applied, restartOwed }, null, 2) + '\n';
+  return JSON.stringify({ ...p, ...reasons, actions, applied, restartOwed, journalError }, null, 2) + '\n';
 };
 
 /** The node's journal as the agent keeps it (agent/journal-keeper.ts), not read yet. */
@@ -160,9 +160,9 @@ async function pass(settings: PlanSettings, target: Target, wrap: OnceWrappers, 
   }
 }
 
-/** The restart of ovnkube-node the journaled migration owes while the mode file asks for its mode (else the agent moves on: core/decide.ts), or null. */
-function owedRestart(m: Migration | null, desired: DesiredMode, stateDir: string, apply = false): string | null {
-  if (m === null || m.mode !== desired.mode || m.rollback || !restartOwed(m)) return null;
+/** The restart of ovnkube-node left to the agent (the engine's restartLeft), or null. */
+function owedRestart(m: Migration | null, stateDir: string, apply = false): string | null {
+  if (m === null) return null;
   const not = apply ? 'apply does not restart it; ' : '';
   return `restart ovnkube-node into ${m.mode} gateway mode, owed by the migration journaled in ${stateDir}: ${not}the agent requests it when it runs, unless a new ovnkube-node runs ${m.mode} gateway mode by then`;
 }
@@ -177,15 +177,18 @@ export async function planCommand(raw: PlanOptions, wrap: OnceWrappers = {}, dry
   const desired = await readDesired(settings.modeFile, log);
   const { stateDir } = lastWins(raw);
   const journal = journalOf(stateDir, log);
+  // Not to this user (EACCES), or corrupt: only the latter is set aside by the agent.
   const unread = await journal.load(true).then(
     () => null,
-    (err: Error) => `the journal cannot be read (${err.message}): the agent sets it aside when it runs`,
+    (err: NodeJS.ErrnoException) =>
+      `the journal cannot be read (${err.message})${err.code === 'EACCES' ? ': run plan as root' : ': the agent sets it aside when it runs'}`,
   );
   try {
-    const p = must((await pass(settings, { mode: desired }, wrap, { log, journal })).planned, 'the plan');
-    const owed = owedRestart(journal.data.migration, desired, stateDir);
+    const r = await pass(settings, { mode: desired }, wrap, { log, journal });
+    const p = must(r.planned, 'the plan');
+    const owed = owedRestart(r.restartLeft, stateDir);
     const code = owed === null ? converged(p) : 1;
-    if (raw.json) return { code, stdout: asJson(p, 0, owed) };
+    if (raw.json) return { code, stdout: asJson(p, 0, owed, unread) };
     const lines = renderPlanBody(p, null);
     const would = p.actions.length === 0 ? 'nothing to replace' : `would replace ${prefixes(p.actions)}`;
     if (dryRun) lines.push(`applied: 0 replace(s) (dry run): ${would}; changed nothing`);
@@ -228,7 +231,7 @@ export function applyCommand(raw: PlanOptions, wrap: OnceWrappers = {}): Promise
       const replaced = r.applied ? r.actions : [];
       const code = converged(final);
       // What is left: a restart this migration owes is the agent's to request; apply restarts nothing.
-      const owed = owedRestart(journal.data.migration, desired, stateDir, true);
+      const owed = owedRestart(r.restartLeft, stateDir, true);
       if (raw.json) return { code, stdout: asJson(final, replaced.length, owed) };
       const left = owed
         ? `left: ${owed}`

@@ -16,17 +16,8 @@
 import { addressInSubnet, maskBytes, parseAddress, parseCidr, type Cidr, type Family } from '../net/cidr.js';
 import { identifyPlatform, type Platform } from './platform.js';
 import { reason, type Reason } from './reasons.js';
-import {
-  renderNextHop,
-  RT_TABLE_MAIN,
-  RTN_UNICAST,
-  sameNextHop,
-  type InterfaceAddress,
-  type Link,
-  type NextHop,
-  type Route,
-  type Watched,
-} from './route.js';
+import { renderNextHop, RT_TABLE_MAIN, RTN_UNICAST, sameNextHop } from './route.js';
+import type { InterfaceAddress, Link, NextHop, Route, Watched } from './route.js';
 import type { DesiredMode, Observation, Plan, PlannerConfig, ReplaceAction, RouteStatus } from './types.js';
 
 /** 4.8/4.9 local mode creates this link (on br-local). */

@@ -91,17 +91,15 @@ function putBack(
   }
   // Rule 3 (the planner's next hop for the old route's mode, with its device's current index) and rule 4.
   const mp0 = from.dev === config.managementInterface;
+  const { gatewayInterface: brEx, managementInterface: mp0Name } = config;
+  const elsewhere = `the old device ${from.dev ?? '(none)'} is neither ${brEx} nor ${mp0Name}`;
+  if (!mp0 && from.dev !== brEx) return no('NotOurRoute', elsewhere);
   const hop = expectedNexthop(mp0 ? 'local' : 'shared', key.family, input);
   if ('blocked' in hop) return no(hop.blocked.code, hop.blocked.message);
-  const { dev, oif, gateway: via } = hop.expected;
-  if (from.dev !== dev)
-    return reason(
-      'NotOurRoute',
-      `${prefix}: the old device ${from.dev ?? '(none)'} is neither ${dev} nor ${config.managementInterface}`,
-    );
+  const { oif, gateway: via } = hop.expected;
   const why = mp0
-    ? `the old next hop ${from.gateway} is not the first address of ${config.managementInterface}'s subnet any more (now ${via})`
-    : `the old next hop ${from.gateway} is not ${dev}'s any more (now ${via}: --gateway-nexthop or its default route's): ovnkube-node would start on a dead one`;
+    ? `the old next hop ${from.gateway} is not the first address of ${mp0Name}'s subnet any more (now ${via})`
+    : `the old next hop ${from.gateway} is not ${brEx}'s any more (now ${via}: --gateway-nexthop, ovnkube.conf's [gateway] next-hop (--ovnkube-config), else its default route's): ovnkube-node would start on a dead one`;
   if (via !== from.gateway) return no(mp0 ? 'ManagementSubnetChanged' : 'GatewayNexthopChanged', why);
   const back = { ...from, oif };
   const what = `put ${prefix} back: ${renderNextHop(now.nextHop)} -> ${renderNextHop(back)} (before the ${mode} migration)`;

@@ -10,17 +10,8 @@
 //  6. A watched link renamed away is still reported, by the index learnt from the last read of it.
 import type { InterfaceAddress, Link, Route, RouteReplace, Watched } from '../core/route.js';
 import { addressFromBytes, parseAddress, parseCidr, type Cidr, type Family } from '../net/cidr.js';
-import {
-  drain,
-  EINTR,
-  EINVAL,
-  ENODEV,
-  MAX_DUMP_ATTEMPTS,
-  nativeTransport,
-  RequestChannel,
-  type NetlinkSocket,
-  type NetlinkTransport,
-} from './channel.js';
+import { drain, EINTR, EINVAL, ENODEV, MAX_DUMP_ATTEMPTS, nativeTransport, RequestChannel } from './channel.js';
+import type { NetlinkSocket, NetlinkTransport } from './channel.js';
 import * as nl from './codec.js';
 import { NetlinkDecodeError, NetlinkError } from './errors.js';
 import type { Dataplane, DataplaneEvent, Subscription } from './types.js';

@@ -21,6 +21,7 @@ import {
 } from '../helpers/agent.js';
 import { seedNode, skipWithoutKernel, type Netns } from '../helpers/netns.js';
 import { within } from '../helpers/wait.js';
+import { osRelease } from '../helpers/ovnkube-releases.js';
 import { systemClock } from '../../src/clock.js';
 import { loadOffset, readBootId, toMonotonic } from '../../src/restart/journal-time.js';
 import { writeFileSync, mkdirSync, mkdtempSync } from 'node:fs';
@@ -155,6 +156,12 @@ test('plan says what it would replace and that it changed nothing, never that a 
     const json = cli(ns, ['plan', ...args, ...state, '--json']);
     assert.equal(json.code, 1);
     assert.match((JSON.parse(json.stdout) as { restartOwed: string }).restartOwed, /^restart ovnkube-node into local/);
+    // Upgraded to 4.10 since: the agent holds that restart (it repairs nothing there), so plan leaves it out.
+    const os410 = path.join(scratch.dir, 'os-release-4.10');
+    writeFileSync(os410, osRelease('4.10'));
+    const upgraded = cli(ns, ['plan', ...args, ...state], { OVN_GWMODE_OS_RELEASE: os410 });
+    assert.equal(upgraded.code, 0, upgraded.stdout);
+    assert.doesNotMatch(upgraded.stdout, /left:/);
     // Another node's state (none on record): nothing to do.
     const done = cli(ns, ['plan', ...args, '--state-dir', path.join(scratch.dir, 'none')]);
     assert.equal(done.code, 0, done.stderr);
@@ -166,6 +173,8 @@ test('plan says what it would replace and that it changed nothing, never that a 
     const torn = cli(ns, ['plan', ...args, ...state]);
     assert.equal(torn.code, 0, torn.stderr);
     assert.match(torn.stdout, /\nwarning: the journal cannot be read \(.*\): the agent sets it aside when it runs\n$/);
+    const tornJson = JSON.parse(cli(ns, ['plan', ...args, ...state, '--json']).stdout) as { journalError: string };
+    assert.match(tornJson.journalError, /^the journal cannot be read \(.*\): the agent sets it aside when it runs$/);
     assert.deepEqual([readFileSync(file, 'utf8'), readdirSync(scratch.stateDir)], ['{ torn', files]);
   });
 });
