@@ -39,7 +39,10 @@ export const FLAGS = {
   mtu: otherwise('MTU of shared-mode service routes', "ovnkube.conf's routable-mtu or mtu, else ovn-k8s-mp0's MTU"),
   'gateway-nexthop': otherwise('shared-mode next hop, one per family', "the gateway interface's default route", true),
   'log-level': defaults('info', choices('log-level', 'least severe log line written')),
-  'state-dir': defaults('/var/lib/ovn-gwmode-agent', 'restart journal (plan reads it), and the lock that keeps one agent per node'),
+  'state-dir': defaults(
+    '/var/lib/ovn-gwmode-agent',
+    'restart journal (plan reads it), and the lock that keeps one agent per node',
+  ),
   socket: defaults('/run/ovn-gwmode-agent/agent.sock', "the agent's status socket"),
   'socket-group': otherwise(
     "group (name or gid) that may use the socket, besides root: the socket's and its new directory's group",
