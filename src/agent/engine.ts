@@ -1,6 +1,6 @@
 // The one pipeline every command runs (docs/design.md, "The pipeline"): a command chooses its target,
 // how many rounds may act (`plan` none, `apply` and `rollback --yes` one, a pass of `run` three).
-import { decide, heard, needsTarget, type Decision, type RestartSettings } from '../core/decide.js';
+import { decide, heard, needsTarget, restartHeld, type Decision, type RestartSettings } from '../core/decide.js';
 import { suspensionsOf, trackFights, NO_FIGHTS, type FightState } from '../core/fights.js';
 import { restartOwed, transition, type Migration } from '../core/migration.js';
 import { must } from '../core/must.js';
@@ -104,11 +104,13 @@ async function round(
     ? { planned: plan({ desired, config, observed, suspended: suspensions }), rb: null }
     : { planned: null, rb: planRollback(migration, observed, config) };
   const actions = rb ? rb.actions : planned.actions;
-  // The verification: the kernel holds exactly what the last round wrote, whatever this round's plan says.
+  // The verification: the kernel holds exactly what the last round wrote, whatever this round's plan says. A
+  // route deleted since is the plan's to report (NoRoute: a 4.8/4.9 ovnkube-node's start-up flushes its mp0
+  // routes, then adds them), not a failed write; a rollback is recorded done only on what it wrote.
   const wrong = [...replaced].flatMap(([prefix, to]) => {
     const held = (observed.routes.get(prefix) ?? []).map((r) => r.nextHop);
     const [only, ...more] = held;
-    if (only && more.length === 0 && sameNextHop(only, to)) return [];
+    if ((!rb && !only) || (only && more.length === 0 && sameNextHop(only, to))) return [];
     return [`${prefix} is ${held.map(renderNextHop).join('; ') || 'gone'}, ${renderNextHop(to)} written`];
   });
   if (wrong.length > 0)
@@ -180,6 +182,9 @@ export interface OnceResult {
   restartLeft: Migration | null;
 }
 
+/** The restart reasons of a restart still to be made (decide.ts); Settling: made. */
+const TO_MAKE = new Set(['RestartAwaited', 'RestartFailed', 'RestartTimedOut', 'RestartRateLimited']);
+
 /** One pass under --restart none, acting once when `act` (`apply`, `rollback --yes`). */
 export async function once(
   deps: Omit<Engine, 'restarts' | 'writes' | 'recorder'> & { act: boolean },
@@ -190,11 +195,12 @@ export async function once(
   const input = { config, target, rounds: deps.act ? 1 : 0, restart: NO_RESTART };
   const { first, last } = await runPass(deps, input, { fights: NO_FIGHTS });
   const { planned, actions, refusals, acted, decision } = first;
-  // Reported only as the agent would act on it: not held (4.10+, unknown release), not done, not a migration to begin.
+  // As the agent would see to it: to be made, or held by this command's own dry run only; not one to begin.
   const d = last.decision;
   const code = 'restart' in d ? d.restart.reason?.code : undefined;
   const m = 'migration' in d && !d.steps.some((step) => step.kind === 'journal') ? d.migration : null;
-  const restartLeft = code && code !== 'RestartHeld' && m && !m.rollback && restartOwed(m) ? m : null;
+  const held = code === 'RestartHeld' && m && last.planned && restartHeld({ ...last.planned, dryRun: false }, m);
+  const restartLeft = m && restartOwed(m) && (TO_MAKE.has(code ?? '') || held === null) ? m : null;
   return { planned, final: last.planned, actions, applied: acted && decision.steps.length > 0, refusals, restartLeft };
 }
 

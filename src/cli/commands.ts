@@ -180,8 +180,8 @@ export async function planCommand(raw: PlanOptions, wrap: OnceWrappers = {}, dry
   // Not to this user (EACCES), or corrupt: only the latter is set aside by the agent.
   const unread = await journal.load(true).then(
     () => null,
-    (err: NodeJS.ErrnoException) =>
-      `the journal cannot be read (${err.message})${err.code === 'EACCES' ? ': run plan as root' : ': the agent sets it aside when it runs'}`,
+    (err: Error) =>
+      `the journal cannot be read (${err.message})${(err.cause as NodeJS.ErrnoException | undefined)?.code === 'EACCES' ? ': run this as root' : ': the agent sets it aside when it runs'}`,
   );
   try {
     const r = await pass(settings, { mode: desired }, wrap, { log, journal });

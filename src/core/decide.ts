@@ -24,20 +24,16 @@ import { must } from './must.js';
 import { modeUnseen } from './planner.js';
 import { reason, type Reason, type ReasonCode } from './reasons.js';
 import type { GatewayMode, Phase, Plan } from './types.js';
-
-import {
-  HOUR_MS,
-  POLL_MS,
-  QUICK_FOR_MS,
-  QUICK_POLL_MS,
-  type DecideInput,
-  type Decision,
-  type RateLimit,
-  type RecordStep,
-  type RestartAnswer,
-  type RestartSettings,
-  type RestartView,
-  type Step,
+import { HOUR_MS, POLL_MS, QUICK_FOR_MS, QUICK_POLL_MS } from './decision.js';
+import type {
+  DecideInput,
+  Decision,
+  RateLimit,
+  RecordStep,
+  RestartAnswer,
+  RestartSettings,
+  RestartView,
+  Step,
 } from './decision.js';
 
 export * from './decision.js';
@@ -83,7 +79,7 @@ export function needsTarget(
 }
 
 /** Rule 10: why the restart owed by the migration on record (in the desired mode) may not be requested, or null. */
-function restartHeld(plan: Plan, m: Migration): string | null {
+export function restartHeld(plan: Plan, m: Migration): string | null {
   if (m.mode !== 'local') return "shared mode is ovnkube-node's: the agent restarts nothing for it";
   if (plan.dryRun) return 'dry run';
   if (plan.layout === 'routing-via-host')

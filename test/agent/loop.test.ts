@@ -70,6 +70,24 @@ test('a replace changed at once into a route the next plan will not touch is sti
   }
 });
 
+test("a replaced route deleted at once (a 4.8/4.9 ovnkube-node's start-up flush) is no failed verification: the plan says NoRoute, nothing is created", async () => {
+  const r = rig();
+  r.dp.afterReplace = () => r.dp.table.delete('10.96.0.0/16');
+  const { agent, until, logs } = makeAgent(r);
+  agent.start();
+  try {
+    const waiting = await until((s) => s.reasonCodes.includes('NoRoute'), 'NoRoute');
+    assert.equal(waiting.lastError, null);
+    assert.deepEqual(
+      logs.filter((l) => l.msg === 'reconcile failed'),
+      [],
+    );
+    assert.equal(r.dp.replaces.length, 1, 'no route created');
+  } finally {
+    await agent.stop();
+  }
+});
+
 test('a route that vanishes before the replace is never created: the agent observes again', async () => {
   const r = rig();
   r.dp.inject('route-vanishes');

@@ -156,6 +156,13 @@ test('plan says what it would replace and that it changed nothing, never that a 
     const json = cli(ns, ['plan', ...args, ...state, '--json']);
     assert.equal(json.code, 1);
     assert.match((JSON.parse(json.stdout) as { restartOwed: string }).restartOwed, /^restart ovnkube-node into local/);
+    // apply --dry-run is a plan: its own dry run holds nothing the agent will see to.
+    const dry = cli(ns, ['apply', '--dry-run', ...args, ...state]);
+    assert.equal(dry.code, 1, dry.stdout);
+    assert.match(
+      dry.stdout,
+      /\napplied: 0 replace\(s\) \(dry run\): nothing to replace; changed nothing\nleft: restart ovnkube-node/,
+    );
     // Upgraded to 4.10 since: the agent holds that restart (it repairs nothing there), so plan leaves it out.
     const os410 = path.join(scratch.dir, 'os-release-4.10');
     writeFileSync(os410, osRelease('4.10'));

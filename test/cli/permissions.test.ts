@@ -84,3 +84,25 @@ test('run as non-root: a socket or state directory it may not write is one line 
     rmSync(own, { recursive: true, force: true });
   }
 });
+
+test('plan as non-root beside a journal closed to it: the journal is reported unread (run this as root), never as one the agent sets aside', (t) => {
+  if (skipWithoutSetpriv(t)) return;
+  const state = mkdtempSync(path.join(tmpdir(), 'gwmode-root-'));
+  writeFileSync(path.join(state, 'migration-journal.json'), '{"version":3,"migration":null,"restarts":[]}', {
+    mode: 0o600,
+  });
+  const own = mkdtempSync(path.join(tmpdir(), 'gwmode-nobody-'));
+  chmodSync(own, 0o755);
+  const modeFile = path.join(own, 'mode');
+  writeFileSync(modeFile, 'local\n', { mode: 0o644 });
+  chmodSync(state, 0o755);
+  try {
+    const args = ['plan', '--mode-file', modeFile, '--service-cidr', '10.96.0.0/16', '--state-dir', state, '--json'];
+    const r = runAsNobody([process.execPath, CLI, ...args]);
+    const { journalError } = JSON.parse(r.stdout) as { journalError: string | null };
+    assert.match(journalError ?? '', /EACCES.*: run this as root$/, r.stdout + r.stderr);
+  } finally {
+    rmSync(state, { recursive: true, force: true });
+    rmSync(own, { recursive: true, force: true });
+  }
+});
