@@ -164,7 +164,7 @@ async function pass(settings: PlanSettings, target: Target, wrap: OnceWrappers, 
 function owedRestart(m: Migration | null, stateDir: string, apply = false): string | null {
   if (m === null) return null;
   const not = apply ? 'apply does not restart it; ' : '';
-  return `restart ovnkube-node into ${m.mode} gateway mode, owed by the migration journaled in ${stateDir}: ${not}the agent requests it when it runs, unless a new ovnkube-node runs ${m.mode} gateway mode by then`;
+  return `restart ovnkube-node into ${m.mode} gateway mode, owed by the migration journaled in ${stateDir}: ${not}the agent sees to it when it runs (a new ovnkube-node running ${m.mode} gateway mode completes it)`;
 }
 
 /**

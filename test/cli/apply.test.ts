@@ -89,7 +89,7 @@ test('apply replaces the route and says ovnkube-node is still to be restarted, b
     assert.match(
       r.stdout,
       new RegExp(
-        `\\napplied: 1 replace\\(s\\)\\nleft: restart ovnkube-node into local gateway mode, owed by the migration journaled in ${scratch.stateDir}: apply does not restart it; the agent requests it when it runs, unless a new ovnkube-node runs local gateway mode by then\\n$`,
+        `\\napplied: 1 replace\\(s\\)\\nleft: restart ovnkube-node into local gateway mode, owed by the migration journaled in ${scratch.stateDir}: apply does not restart it; the agent sees to it when it runs \\(a new ovnkube-node running local gateway mode completes it\\)\\n$`,
       ),
     );
     assert.doesNotMatch(r.stdout, /Converged|phase:/, 'a node owed a restart is not called done');
@@ -150,7 +150,7 @@ test('plan says what it would replace and that it changed nothing, never that a 
     assert.match(
       owed.stdout,
       new RegExp(
-        `\\nactions: none\\n[\\s\\S]*\\nplan: nothing to replace; changed nothing\\nleft: restart ovnkube-node into local gateway mode, owed by the migration journaled in ${scratch.stateDir}: the agent requests it when it runs, unless a new ovnkube-node runs local gateway mode by then\\n$`,
+        `\\nactions: none\\n[\\s\\S]*\\nplan: nothing to replace; changed nothing\\nleft: restart ovnkube-node into local gateway mode, owed by the migration journaled in ${scratch.stateDir}: the agent sees to it when it runs \\(a new ovnkube-node running local gateway mode completes it\\)\\n$`,
       ),
     );
     const json = cli(ns, ['plan', ...args, ...state, '--json']);
