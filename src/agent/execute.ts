@@ -20,7 +20,7 @@ export interface Effects {
   writes?: Pick<Dataplane, 'replaceRoute'>;
   log: Logger;
   clock: Clock;
-  /** Null for `plan`, which reads none and never acts. */
+  /** Read by every command (`plan` too); written only by a pass that acts. */
   journal: JournalKeeper;
   /** Told of each step carried out (metrics, the event history). */
   recorder?: AgentRecorder;

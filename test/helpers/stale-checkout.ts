@@ -34,3 +34,14 @@ export function staleCheckout(root: string, into: string): string {
   writeFileSync(path.join(into, LEFTOVER), '');
   return into;
 }
+
+/** The lines of a packaging script's log that carry its `[tag` prefix, echoed to stderr (the test's progress). */
+export function echoTagged(log: string, tag: string): void {
+  process.stderr.write(
+    log
+      .split('\n')
+      .filter((l) => l.startsWith(`[${tag}`))
+      .map((l) => `${l}\n`)
+      .join(''),
+  );
+}

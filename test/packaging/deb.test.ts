@@ -14,7 +14,7 @@ import path from 'node:path';
 import { test, after, type TestContext } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { kernelSkipReason, seedNode, skipWithoutKernel } from '../helpers/netns.js';
-import { LEFTOVER, staleCheckout } from '../helpers/stale-checkout.js';
+import { echoTagged, LEFTOVER, staleCheckout } from '../helpers/stale-checkout.js';
 import { SystemdBed, systemdSkipReason } from '../helpers/systemd.js';
 
 const ROOT = fileURLToPath(new URL('../../..', import.meta.url));
@@ -65,13 +65,7 @@ function buildFirst(): Promise<string> {
   first ??= Promise.resolve(staleCheckout(ROOT, checkout))
     .then(() => run('npm', ['run', 'deb', '--', out]))
     .then((log) => {
-      process.stderr.write(
-        log
-          .split('\n')
-          .filter((l) => l.startsWith('[deb'))
-          .map((l) => `${l}\n`)
-          .join(''),
-      );
+      echoTagged(log, 'deb');
       return path.join(out, `${PKG}_${VERSION}_amd64.deb`);
     });
   return first;

@@ -36,7 +36,7 @@ import {
   type Manifest,
 } from '../helpers/kubelet.js';
 import { seedNode, skipWithoutKernel } from '../helpers/netns.js';
-import { LEFTOVER, staleCheckout } from '../helpers/stale-checkout.js';
+import { echoTagged, LEFTOVER, staleCheckout } from '../helpers/stale-checkout.js';
 import { within } from '../helpers/wait.js';
 
 const ROOT = fileURLToPath(new URL('../../..', import.meta.url));
@@ -75,13 +75,7 @@ async function buildImage(out: string): Promise<string> {
     },
   );
   assert.equal(code, 0, `npm run image failed:\n${log.slice(-4000)}`);
-  process.stderr.write(
-    log
-      .split('\n')
-      .filter((l) => l.startsWith('[image'))
-      .map((l) => `${l}\n`)
-      .join(''),
-  );
+  echoTagged(log, 'image');
   const main = 'opt/ovn-gwmode-agent/dist/src/cli/main.js';
   const layers = imageLayers(out);
   const shipped = layers.flatMap((l) => l.files);
